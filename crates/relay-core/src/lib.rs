@@ -1,0 +1,53 @@
+//! Relay's decision core. Sans-IO: this crate never touches the filesystem, the clock, the
+//! environment, processes or the network. Time arrives as `now_ms` inside inputs, effects leave as
+//! data, and every rendered text the model sees is produced here.
+
+pub mod config;
+pub mod engine;
+pub mod entry;
+pub mod handoff;
+pub mod history;
+pub mod notes;
+pub mod policy;
+pub mod render;
+pub mod scheduler;
+
+use serde::Serialize;
+
+/// What a tool call returns to the model: a text (JSON for structured tools) and an error flag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result whose text is the compact JSON encoding of `value`.
+    pub fn json(value: &serde_json::Value) -> Self {
+        ToolOutput {
+            text: serde_json::to_string(value).unwrap_or_else(|_| "null".into()),
+            is_error: false,
+        }
+    }
+
+    /// A tool error with a clear, model-readable message.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolOutput {
+            text: message.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// One problem found while validating configuration: the offending key path and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigIssue {
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}

@@ -1,0 +1,2 @@
+//! Effects Relay performs for both front ends: atomic file writes, the event log, session-file
+//! reading, git metadata.
