@@ -1,1 +1,949 @@
-//! (module under construction)
+//! The engine: one object that holds the branch mirror and every piece of policy, fed by
+//! observations and answering with effects.
+//!
+//! Methods fall in four groups (after quinn-proto's `Connection`):
+//! - **getters** (`window_count`, `tip`, `contains`, `tool_specs`): read state, change nothing;
+//! - **mirror mutators** (`resync`, `append`, `truncate_after`): keep the mirror equal to Pi's branch;
+//! - **handlers** (`handle`, `tool`): one observation in, a reply of effects out;
+//! - there is no `poll_*`: every effect is returned by the call that caused it.
+//!
+//! **Architecture Invariant:** the engine never performs IO and never reads the clock. The adapter
+//! passes `nowMs`, the local time-zone offset and Pi's usage figure inside every observation.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::config::{remaining_tokens, reminder_threshold, resolve_config, RelayConfig, DEFAULT_RESERVE_TOKENS};
+use crate::entry::{Entry, EntryKind};
+use crate::history::History;
+use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
+use crate::render::{
+    render_boot_block, render_continuation, render_notes_steer, render_reminder, BootBlock, ContinuationReason,
+    NoteIndexEntry,
+};
+use crate::scheduler::{
+    AttemptId, CompactReason, NewContextAnswer, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
+};
+use crate::{ConfigIssue, ToolOutput};
+
+/// customType of the visible boot block of the root window.
+pub const BOOT_TYPE: &str = "relay/boot";
+/// customType of the once-per-window low-budget reminder.
+pub const REMINDER_TYPE: &str = "relay/reminder";
+/// customType of the marker entry appended just before a reset's compaction entry.
+pub const RESET_MARKER_TYPE: &str = "relay/reset";
+/// customType of the hidden continuation after a reset.
+pub const CONTINUE_TYPE: &str = "relay/continue";
+/// customType of the borrowed turn's note-taking steer.
+pub const STEER_TYPE: &str = "relay/notes-steer";
+
+// ---------------------------------------------------------------------------------------------
+// Wire types: what the adapter sends and receives (JSON, camelCase).
+
+/// Pi's context usage as `ctx.getContextUsage()` reports it.
+#[derive(Debug, Clone, Copy, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub tokens: Option<u64>,
+    pub context_window: u64,
+}
+
+/// Facts every observation carries.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Moment {
+    pub now_ms: i64,
+    pub tz_offset_minutes: i32,
+    pub usage: Option<Usage>,
+    pub model: Option<String>,
+    pub context_window: Option<u64>,
+    pub idle: bool,
+    pub has_pending_messages: bool,
+    pub cwd: String,
+    pub session_id: String,
+}
+
+/// The Pi event an observation reports.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Event {
+    SessionStart {
+        #[serde(default)]
+        reason: String,
+    },
+    SessionTree,
+    SessionShutdown {
+        #[serde(default)]
+        reason: String,
+    },
+    BeforeAgentStart,
+    Context,
+    ToolCall {
+        tool_name: String,
+        #[serde(default)]
+        tool_call_id: String,
+    },
+    ToolResult {
+        tool_name: String,
+        #[serde(default)]
+        tool_call_id: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+    TurnEnd {
+        #[serde(default)]
+        outcome: Option<String>,
+    },
+    AgentEnd,
+    AgentBeforeSettle {
+        #[serde(default)]
+        outcome: Option<String>,
+    },
+    AgentSettled {
+        #[serde(default)]
+        aborted: bool,
+    },
+    SessionBeforeCompact {
+        reason: String,
+        #[serde(default)]
+        will_retry: bool,
+    },
+    Command {
+        #[serde(default)]
+        args: String,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Observation {
+    #[serde(flatten)]
+    pub moment: Moment,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Something the adapter must do through Pi's API, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Effect {
+    /// `pi.sendMessage({customType, content, display}, {triggerTurn, deliverAs})`.
+    Send {
+        custom_type: String,
+        content: String,
+        display: bool,
+        trigger_turn: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        deliver_as: Option<String>,
+    },
+    /// `pi.appendEntry(customType, data)`.
+    Append { custom_type: String, data: Value },
+    /// `ctx.ui.notify(text, level)` (stderr without a UI).
+    Notify { text: String, level: String },
+    /// `ctx.ui.setStatus("relay", text)`.
+    Status { text: Option<String> },
+    /// A line on stderr.
+    Log { text: String },
+}
+
+/// A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetPlan {
+    pub marker: Marker,
+    pub summary: String,
+    pub details: Value,
+    pub continuation: Option<Continuation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Marker {
+    pub custom_type: String,
+    pub data: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Continuation {
+    pub custom_type: String,
+    pub content: String,
+}
+
+/// What the current hook must return to Pi.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum HookResult {
+    Cancel,
+    Block { reason: String },
+    Reset { plan: ResetPlan },
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct HookReply {
+    pub effects: Vec<Effect>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<HookResult>,
+}
+
+/// A tool's answer: the text the model reads, plus what the adapter must persist first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolReply {
+    pub text: String,
+    pub is_error: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub terminate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persist: Option<Marker>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<Effect>,
+}
+
+impl From<ToolOutput> for ToolReply {
+    fn from(out: ToolOutput) -> Self {
+        ToolReply {
+            text: out.text,
+            is_error: out.is_error,
+            ..ToolReply::default()
+        }
+    }
+}
+
+/// Raw configuration sources collected by the adapter.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConfigSources {
+    pub relay: Option<Value>,
+    pub compaction: Option<Value>,
+}
+
+/// Name, label and description of one tool, as the model sees them.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub description: &'static str,
+}
+
+/// Every tool Relay registers, in registration order.
+pub fn tool_specs() -> Vec<ToolSpec> {
+    let spec = |name, label, description| ToolSpec {
+        name,
+        label,
+        description,
+    };
+    vec![
+        spec(
+            "history_list_windows",
+            "History: list windows",
+            "List the context windows of this session (oldest window is the root). Every item of every window stays readable with the history tools, even after resets. Arguments: limit (default all), recent_first (default true).",
+        ),
+        spec(
+            "history_list_items",
+            "History: list items",
+            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filters: window_id, role, tool_namespace, tool_name. limit defaults to 50, max_chars_per_item to 1200, recent_first to true.",
+        ),
+        spec(
+            "history_read_item",
+            "History: read item",
+            "Read one history item by window_id and item_id, as a range of Unicode characters: offset_chars (default 0), limit_chars (default 20000). The reply says where the next range starts.",
+        ),
+        spec(
+            "history_search_contents",
+            "History: search",
+            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filters: window_id, role, tool_namespace, tool_name. limit defaults to 20, recent_first to true.",
+        ),
+        spec(
+            "notes_list_files_by_prefix",
+            "Notes: list",
+            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts.",
+        ),
+        spec(
+            "notes_read_file",
+            "Notes: read",
+            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line).",
+        ),
+        spec(
+            "notes_search_contents",
+            "Notes: search",
+            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search.",
+        ),
+        spec(
+            "notes_append_to_file",
+            "Notes: append",
+            "Append text to a note, creating it if needed. Paths are relative virtual paths like plan/todo.md. A note holds at most 1,000,000 UTF-8 bytes.",
+        ),
+        spec(
+            "notes_write_file",
+            "Notes: write",
+            "Create or replace a note with the given content. Empty content deletes the note. Paths are relative virtual paths like plan/todo.md. A note holds at most 1,000,000 UTF-8 bytes.",
+        ),
+        spec(
+            "new_context",
+            "New context window",
+            "Start a fresh context window once this run settles: the conversation so far leaves the context (it stays searchable with the history tools) and the new window opens with your notes index. Write notes first. Call it alone in its tool batch.",
+        ),
+        spec(
+            "get_context_remaining",
+            "Context remaining",
+            "Report the estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null when Pi cannot estimate yet (right after a reset).",
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Per-window facts derived from the mirror (positions are indices into the mirrored branch).
+#[derive(Debug, Clone, Default)]
+struct WindowState {
+    start: usize,
+    boot_at: Option<usize>,
+    reminder_at: Option<usize>,
+    last_user: Option<(usize, String)>,
+}
+
+/// Relay's engine. See the module documentation.
+pub struct Engine {
+    history: History,
+    notes: Notes,
+    note_ops: Vec<(usize, NoteOp)>,
+    windows: Vec<WindowState>,
+    scheduler: Scheduler,
+    config: RelayConfig,
+    reserve_tokens: u64,
+    /// A boot block was sent and is not yet in the mirror.
+    boot_reserved: bool,
+    /// The window id for which a reminder was sent and is not yet in the mirror.
+    reminder_reserved: Option<String>,
+    /// The reset handed to the adapter and not yet seen in the mirror.
+    inflight: Option<AttemptId>,
+    /// Replaying a whole branch: applied resets are history, not callbacks.
+    replaying: bool,
+    /// Persisted note operations that failed validation (path + reason), reported once.
+    skipped_notes: Vec<String>,
+    tz_offset_minutes: i32,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        let (config, _) = resolve_config(None, None);
+        Engine {
+            history: History::new(""),
+            notes: Notes::new(),
+            note_ops: Vec::new(),
+            windows: vec![WindowState::default()],
+            scheduler: Scheduler::new(config.enabled),
+            config,
+            reserve_tokens: DEFAULT_RESERVE_TOKENS,
+            boot_reserved: false,
+            reminder_reserved: None,
+            inflight: None,
+            replaying: false,
+            skipped_notes: Vec::new(),
+            tz_offset_minutes: 0,
+        }
+    }
+
+    // ----- getters -----
+
+    pub fn tip(&self) -> Option<&str> {
+        self.history.tip()
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.history.contains(id)
+    }
+
+    pub fn window_count(&self) -> usize {
+        self.history.window_count()
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub fn notes(&self) -> &Notes {
+        &self.notes
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.scheduler.enabled()
+    }
+
+    // ----- configuration -----
+
+    /// Validate and apply configuration; every problem is reported with its key path.
+    pub fn configure(&mut self, sources: &ConfigSources) -> Vec<ConfigIssue> {
+        let mut issues = Vec::new();
+        let (config, mut relay_issues) = resolve_config(sources.relay.as_ref(), None);
+        issues.append(&mut relay_issues);
+        self.reserve_tokens = DEFAULT_RESERVE_TOKENS;
+        if let Some(compaction) = sources.compaction.as_ref() {
+            match compaction.get("reserveTokens") {
+                None | Some(Value::Null) => {}
+                Some(v) => match v.as_u64() {
+                    Some(n) if n > 0 => self.reserve_tokens = n,
+                    _ => issues.push(ConfigIssue {
+                        path: "compaction.reserveTokens".into(),
+                        message: format!("expected a positive integer, got {v}; using {DEFAULT_RESERVE_TOKENS}"),
+                    }),
+                },
+            }
+        }
+        let was_enabled = self.config.enabled;
+        let now_enabled = config.enabled;
+        self.config = config;
+        if was_enabled != now_enabled {
+            self.scheduler.handle(SchedInput::SetEnabled(now_enabled));
+        }
+        issues
+    }
+
+    /// The same, answering with a reply whose effects report each issue once.
+    pub fn configure_reply(&mut self, sources: &ConfigSources, seen: &mut Vec<String>) -> HookReply {
+        let issues = self.configure(sources);
+        let mut reply = HookReply::default();
+        for issue in issues {
+            let text = format!("relay: invalid setting {issue}");
+            if !seen.contains(&text) {
+                seen.push(text.clone());
+                reply.effects.push(Effect::Notify {
+                    text,
+                    level: "warning".into(),
+                });
+            }
+        }
+        reply
+    }
+
+    // ----- mirror mutators -----
+
+    /// Replace the mirror with a whole branch, root first.
+    pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
+        self.history = History::new(session_id);
+        self.notes = Notes::new();
+        self.note_ops.clear();
+        self.windows = vec![WindowState::default()];
+        self.skipped_notes.clear();
+        self.replaying = true;
+        for entry in entries {
+            self.push(entry);
+        }
+        self.replaying = false;
+        self.boot_reserved = false;
+        self.reminder_reserved = None;
+    }
+
+    /// Append entries that follow the current tip on the branch.
+    pub fn append(&mut self, entries: &[Entry]) {
+        for entry in entries {
+            self.push(entry);
+        }
+    }
+
+    /// Drop every entry after `id` (all entries when `id` is None), as after a tree navigation.
+    pub fn truncate_after(&mut self, id: Option<&str>) {
+        match id {
+            None => {
+                let sid = self.history.session_id().to_string();
+                self.resync(&sid, &[]);
+            }
+            Some(id) => {
+                if !self.history.truncate_after(id) {
+                    return;
+                }
+                let len = self.history.entry_count();
+                while self.windows.len() > 1 && self.windows.last().is_some_and(|w| w.start >= len) {
+                    self.windows.pop();
+                }
+                if let Some(w) = self.windows.last_mut() {
+                    if w.boot_at.is_some_and(|p| p >= len) {
+                        w.boot_at = None;
+                    }
+                    if w.reminder_at.is_some_and(|p| p >= len) {
+                        w.reminder_at = None;
+                    }
+                    if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
+                        w.last_user = None;
+                    }
+                }
+                let before = self.note_ops.len();
+                self.note_ops.retain(|(p, _)| *p < len);
+                if self.note_ops.len() != before {
+                    self.notes = Notes::new();
+                    for (_, op) in &self.note_ops {
+                        let _ = self.notes.apply(op);
+                    }
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, entry: &Entry) {
+        let pos = self.history.entry_count();
+        self.history.push(entry);
+        match &entry.kind {
+            EntryKind::Compaction { details, .. } => {
+                self.windows.push(WindowState {
+                    start: pos,
+                    ..WindowState::default()
+                });
+                let attempt = (details.get("relay").and_then(Value::as_str) == Some("window"))
+                    .then(|| details.get("attempt").and_then(Value::as_u64))
+                    .flatten();
+                if !self.replaying {
+                    if let (Some(a), Some(inflight)) = (attempt, self.inflight) {
+                        if a == inflight {
+                            self.inflight = None;
+                            self.scheduler.handle(SchedInput::ResetApplied { attempt: a });
+                        }
+                    }
+                }
+                self.reminder_reserved = None;
+            }
+            EntryKind::CustomMessage { custom_type, .. } if custom_type == BOOT_TYPE => {
+                self.current_window_mut().boot_at = Some(pos);
+                self.boot_reserved = false;
+            }
+            EntryKind::CustomMessage { custom_type, .. } if custom_type == REMINDER_TYPE => {
+                self.current_window_mut().reminder_at = Some(pos);
+                self.reminder_reserved = None;
+            }
+            EntryKind::Custom { custom_type, data } if custom_type == NOTE_CUSTOM_TYPE => {
+                match NoteOp::from_data(data).map_err(|e| e.to_string()).and_then(|op| {
+                    self.notes.apply(&op).map_err(|e| e.to_string())?;
+                    Ok(op)
+                }) {
+                    Ok(op) => self.note_ops.push((pos, op)),
+                    Err(message) => self.skipped_notes.push(format!("entry {}: {message}", entry.id)),
+                }
+            }
+            EntryKind::Message(m) if m.role == "user" => {
+                self.current_window_mut().last_user = Some((pos, m.text.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    fn current_window_mut(&mut self) -> &mut WindowState {
+        if self.windows.is_empty() {
+            self.windows.push(WindowState::default());
+        }
+        self.windows.last_mut().expect("at least one window")
+    }
+
+    fn current_window(&self) -> &WindowState {
+        self.windows.last().expect("at least one window")
+    }
+
+    // ----- handlers -----
+
+    /// One observation in, the effects and hook result out.
+    pub fn handle(&mut self, obs: &Observation) -> HookReply {
+        self.tz_offset_minutes = obs.moment.tz_offset_minutes;
+        let mut reply = HookReply::default();
+        match &obs.event {
+            Event::SessionStart { .. } => {
+                self.scheduler.handle(SchedInput::Invalidate);
+                self.inflight = None;
+                self.report_skipped_notes(&mut reply);
+                if self.enabled()
+                    && self.window_count() == 1
+                    && self.current_window().boot_at.is_none()
+                    && !self.boot_reserved
+                {
+                    self.boot_reserved = true;
+                    let text = self.boot_text(None, None, None);
+                    reply.effects.push(Effect::Send {
+                        custom_type: BOOT_TYPE.into(),
+                        content: text,
+                        display: true,
+                        trigger_turn: false,
+                        deliver_as: None,
+                    });
+                }
+                reply.effects.push(self.status_effect(&obs.moment));
+            }
+            Event::SessionTree | Event::SessionShutdown { .. } => {
+                self.scheduler.handle(SchedInput::Invalidate);
+                self.inflight = None;
+                self.reminder_reserved = None;
+                self.boot_reserved = false;
+            }
+            Event::BeforeAgentStart => {
+                self.scheduler.handle(SchedInput::BeforeAgentStart);
+            }
+            Event::Context => {
+                self.maybe_remind(&obs.moment, &mut reply);
+                reply.effects.push(self.status_effect(&obs.moment));
+            }
+            Event::ToolCall { .. } | Event::ToolResult { .. } => {}
+            Event::TurnEnd { .. } => {
+                let outs = self.scheduler.handle(SchedInput::TurnEnd);
+                self.apply_sched(outs, &obs.moment, &mut reply);
+            }
+            Event::AgentEnd => {
+                self.scheduler.handle(SchedInput::AgentEnd);
+            }
+            Event::AgentBeforeSettle { outcome } => {
+                let outcome = match outcome.as_deref() {
+                    Some("aborted") => Outcome::Aborted,
+                    Some("error") => Outcome::Error,
+                    _ => Outcome::Completed,
+                };
+                let outs = self.scheduler.handle(SchedInput::BeforeSettle {
+                    outcome,
+                    has_queued_user_messages: obs.moment.has_pending_messages,
+                });
+                self.apply_sched(outs, &obs.moment, &mut reply);
+            }
+            Event::AgentSettled { aborted } => {
+                if let Some(attempt) = self.inflight.take() {
+                    // The reset handed out at this settle point never reached the branch.
+                    self.scheduler.handle(SchedInput::ResetRejected { attempt });
+                }
+                self.scheduler.handle(SchedInput::Settled { aborted: *aborted });
+                reply.effects.push(self.status_effect(&obs.moment));
+            }
+            Event::SessionBeforeCompact { reason, .. } => {
+                if !self.enabled() {
+                    return reply;
+                }
+                let reason = match reason.as_str() {
+                    "manual" => CompactReason::Manual,
+                    "overflow" => CompactReason::Overflow,
+                    _ => CompactReason::Threshold,
+                };
+                let outs = self.scheduler.handle(SchedInput::CompactHook {
+                    reason,
+                    idle: obs.moment.idle,
+                });
+                self.apply_sched(outs, &obs.moment, &mut reply);
+            }
+            Event::Command { args } => self.command(args, &obs.moment, &mut reply),
+        }
+        reply
+    }
+
+    fn report_skipped_notes(&mut self, reply: &mut HookReply) {
+        for skipped in self.skipped_notes.drain(..) {
+            reply.effects.push(Effect::Notify {
+                text: format!("relay: skipped an invalid note operation ({skipped})"),
+                level: "warning".into(),
+            });
+        }
+    }
+
+    fn maybe_remind(&mut self, moment: &Moment, reply: &mut HookReply) {
+        if !self.enabled() {
+            return;
+        }
+        let Some(usage) = moment.usage else { return };
+        let Some(tokens) = usage.tokens else { return };
+        let physical = usage.context_window.saturating_sub(tokens);
+        let threshold = reminder_threshold(self.reserve_tokens, self.config.reminder_margin_tokens);
+        if physical > threshold {
+            return;
+        }
+        let window = self.history.current_window_id().to_string();
+        if self.current_window().reminder_at.is_some() || self.reminder_reserved.as_deref() == Some(window.as_str()) {
+            return;
+        }
+        self.reminder_reserved = Some(window);
+        let remaining = remaining_tokens(usage.context_window, Some(tokens), self.reserve_tokens).unwrap_or(0);
+        reply.effects.push(Effect::Send {
+            custom_type: REMINDER_TYPE.into(),
+            content: render_reminder(remaining),
+            display: true,
+            trigger_turn: false,
+            deliver_as: None,
+        });
+    }
+
+    fn apply_sched(&mut self, outs: Vec<SchedOutput>, moment: &Moment, reply: &mut HookReply) {
+        for out in outs {
+            match out {
+                SchedOutput::Reset {
+                    attempt,
+                    source,
+                    continuation,
+                    restate_dropped_request,
+                } => {
+                    let plan = self.reset_plan(attempt, source, continuation, restate_dropped_request, moment);
+                    self.inflight = Some(attempt);
+                    reply.result = Some(HookResult::Reset { plan });
+                }
+                SchedOutput::CancelCompaction => reply.result = Some(HookResult::Cancel),
+                SchedOutput::SteerNotes => reply.effects.push(Effect::Send {
+                    custom_type: STEER_TYPE.into(),
+                    content: render_notes_steer(),
+                    display: true,
+                    trigger_turn: true,
+                    deliver_as: Some("steer".into()),
+                }),
+                SchedOutput::PassThrough => {}
+            }
+        }
+    }
+
+    /// A window id `pcw:<session>:<8 hex>` unique on the branch, derived without a random source.
+    fn mint_window_id(&self, now_ms: i64) -> String {
+        let session = self.history.session_id();
+        let existing = self.history.window_ids();
+        let mut seed = fnv1a(session.as_bytes()) ^ (now_ms as u64) ^ ((self.history.entry_count() as u64) << 32);
+        loop {
+            seed = splitmix64(seed);
+            let id = format!("pcw:{session}:{:08x}", seed as u32);
+            if !existing.iter().any(|e| *e == id) {
+                return id;
+            }
+        }
+    }
+
+    fn boot_text(&self, current: Option<&str>, previous: Option<&str>, dropped: Option<&str>) -> String {
+        let ids = self.history.window_ids();
+        let first = ids.first().copied().unwrap_or("");
+        let current = current.unwrap_or_else(|| self.history.current_window_id());
+        let recent = self.notes.recent(3);
+        let block = BootBlock {
+            agent_name: &self.config.agent_name,
+            first_window_id: first,
+            current_window_id: current,
+            previous_window_id: previous,
+            notes: recent
+                .iter()
+                .map(|n| NoteIndexEntry {
+                    path: &n.path,
+                    content: &n.content,
+                    updated_ms: n.updated_ms,
+                })
+                .collect(),
+            note_count: self.notes.len(),
+            tz_offset_minutes: self.tz_offset_minutes,
+            handoff: None,
+            dropped_request: dropped,
+        };
+        render_boot_block(&block)
+    }
+
+    fn reset_plan(
+        &self,
+        attempt: AttemptId,
+        source: ResetSource,
+        continuation: bool,
+        restate: bool,
+        moment: &Moment,
+    ) -> ResetPlan {
+        let window_id = self.mint_window_id(moment.now_ms);
+        let previous = self.history.current_window_id().to_string();
+        let dropped = if restate {
+            self.current_window().last_user.as_ref().map(|(_, t)| t.as_str())
+        } else {
+            None
+        };
+        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped);
+        let source_name = source_name(source);
+        let reason = match source {
+            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => ContinuationReason::Fallback,
+            ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => ContinuationReason::Handoff,
+            _ => ContinuationReason::NewContext,
+        };
+        ResetPlan {
+            marker: Marker {
+                custom_type: RESET_MARKER_TYPE.into(),
+                data: json!({ "windowId": window_id, "attempt": attempt, "source": source_name }),
+            },
+            summary,
+            details: json!({
+                "relay": "window",
+                "windowId": window_id,
+                "previousWindowId": previous,
+                "attempt": attempt,
+                "source": source_name,
+            }),
+            continuation: continuation.then(|| Continuation {
+                custom_type: CONTINUE_TYPE.into(),
+                content: render_continuation(reason),
+            }),
+        }
+    }
+
+    fn status_text(&self, moment: &Moment) -> String {
+        if !self.enabled() {
+            return "relay off".into();
+        }
+        let mut s = format!("relay w{}", self.window_count());
+        if let Some(u) = moment.usage {
+            match remaining_tokens(u.context_window, u.tokens, self.reserve_tokens) {
+                Some(r) => s.push_str(&format!(" · {} left", group_thousands(r))),
+                None => s.push_str(" · fresh"),
+            }
+        }
+        if let Some(p) = self.scheduler.pending() {
+            s.push_str(&format!(" · reset pending ({})", source_name(p)));
+        }
+        s
+    }
+
+    fn status_effect(&self, moment: &Moment) -> Effect {
+        Effect::Status {
+            text: Some(self.status_text(moment)),
+        }
+    }
+
+    fn command(&mut self, args: &str, moment: &Moment, reply: &mut HookReply) {
+        let text = match args {
+            "on" => {
+                self.config.enabled = true;
+                self.scheduler.handle(SchedInput::SetEnabled(true));
+                "relay: on — context windows, notes index, reminder and reset-style compaction are active".to_string()
+            }
+            "off" => {
+                self.config.enabled = false;
+                self.scheduler.handle(SchedInput::SetEnabled(false));
+                "relay: off — Pi's default compaction applies again; history and notes tools stay available".to_string()
+            }
+            "" | "status" => {
+                let mut s = format!(
+                    "relay: {} · window {} ({}) of {}",
+                    if self.enabled() { "on" } else { "off" },
+                    self.window_count(),
+                    self.history.current_window_id(),
+                    self.window_count()
+                );
+                if let Some(u) = moment.usage {
+                    match remaining_tokens(u.context_window, u.tokens, self.reserve_tokens) {
+                        Some(r) => s.push_str(&format!(" · {} tokens left before the reserve", group_thousands(r))),
+                        None => s.push_str(" · remaining budget unknown until the next reply"),
+                    }
+                }
+                match self.scheduler.pending() {
+                    Some(p) => s.push_str(&format!(" · reset pending ({})", source_name(p))),
+                    None => s.push_str(" · no reset pending"),
+                }
+                s.push_str(&format!(" · {} notes", self.notes.len()));
+                s
+            }
+            other => format!("relay: unknown argument {other:?}; use /relay, /relay on or /relay off"),
+        };
+        reply.effects.push(Effect::Notify {
+            text,
+            level: "info".into(),
+        });
+        reply.effects.push(self.status_effect(moment));
+    }
+
+    /// Run one of Relay's tools.
+    pub fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
+        self.tz_offset_minutes = moment.tz_offset_minutes;
+        match name {
+            "history_list_windows" => self.history.list_windows(args).into(),
+            "history_list_items" => self.history.list_items(args).into(),
+            "history_read_item" => self.history.read_item(args).into(),
+            "history_search_contents" => self.history.search_contents(args).into(),
+            "notes_list_files_by_prefix" => self.notes.list_files_by_prefix(args).into(),
+            "notes_read_file" => self.notes.read_file(args).into(),
+            "notes_search_contents" => self.notes.search_contents(args).into(),
+            "notes_write_file" | "notes_append_to_file" => match self.notes.prepare(name, args, moment.now_ms) {
+                Err(out) => out.into(),
+                Ok(op) => {
+                    let mut preview = self.notes.clone();
+                    let text = match preview.apply(&op) {
+                        Ok(()) => preview.op_result(&op),
+                        Err(e) => ToolOutput::error(e.to_string()),
+                    };
+                    let mut reply: ToolReply = text.into();
+                    if !reply.is_error {
+                        reply.persist = Some(Marker {
+                            custom_type: NOTE_CUSTOM_TYPE.into(),
+                            data: op.to_data(),
+                        });
+                    }
+                    reply
+                }
+            },
+            "new_context" => {
+                let (text, terminate, is_error) = match self.scheduler.new_context() {
+                    NewContextAnswer::Scheduled => (
+                        "A new context window will start as soon as this run settles. End your turn now; the next window opens with your notes index.",
+                        true,
+                        false,
+                    ),
+                    NewContextAnswer::AlreadyPending => (
+                        "A reset is already pending; it happens as soon as this run settles. End your turn now.",
+                        true,
+                        false,
+                    ),
+                    NewContextAnswer::Disabled => (
+                        "Relay's context windows are off (/relay on enables them); no reset was scheduled.",
+                        false,
+                        true,
+                    ),
+                };
+                let mut reply = ToolReply {
+                    text: text.into(),
+                    is_error,
+                    terminate,
+                    ..ToolReply::default()
+                };
+                reply.effects.push(self.status_effect(moment));
+                reply
+            }
+            "get_context_remaining" => {
+                let remaining = moment
+                    .usage
+                    .and_then(|u| remaining_tokens(u.context_window, u.tokens, self.reserve_tokens));
+                ToolOutput::json(&json!({ "remaining_tokens": remaining })).into()
+            }
+            other => ToolOutput::error(format!("unknown tool {other:?}")).into(),
+        }
+    }
+}
+
+fn source_name(source: ResetSource) -> &'static str {
+    match source {
+        ResetSource::NewContext => "new_context",
+        ResetSource::Fallback => "fallback",
+        ResetSource::Handoff => "handoff",
+        ResetSource::Forced => "forced",
+        ResetSource::Idle => "idle",
+        ResetSource::Manual => "manual",
+        ResetSource::Overflow => "overflow",
+        ResetSource::Threshold => "threshold",
+    }
+}
+
+fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

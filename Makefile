@@ -1,0 +1,56 @@
+# Relay: `make demo` and `make test` do all set-up on a fresh machine (Rust + npm + system Node).
+SHELL := /bin/bash
+NODE := $(CURDIR)/node_modules/.bin/node
+NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
+TSC := $(CURDIR)/node_modules/typescript/bin/tsc
+STAMP := node_modules/.relay-installed
+
+.PHONY: all deps build addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean
+
+all: build
+
+$(STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@$(NODE) -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<22||(a===22&&b<19)) { console.error("relay: need Node >= 22.19 from the node@22 devDependency, got "+process.version); process.exit(1) }'
+	touch $@
+
+deps: $(STAMP)
+
+addon: deps
+	$(NODE) $(NAPI) build --platform --release --manifest-path crates/relay-node/Cargo.toml \
+	  --package-json-path crates/relay-node/package.json --output-dir extension/native --no-js --dts relay.d.ts
+
+cli:
+	cargo build --release -p relay-cli
+
+typecheck: deps
+	$(NODE) $(TSC) -p extension/tsconfig.json --noEmit
+
+build: addon cli typecheck
+
+demo: build
+	bash demo/run.sh
+
+test-rust:
+	cargo test --workspace --exclude relay-node
+
+test-extension: build
+	$(NODE) --test --test-concurrency=1 tests/extension/
+
+test-e2e: build
+	$(NODE) --test --test-concurrency=1 tests/e2e/
+
+test: build test-rust test-extension test-e2e
+
+lint: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(NODE) $(TSC) -p extension/tsconfig.json --noEmit
+
+bench: build
+	cargo bench -p relay-core
+	$(NODE) bench/search.mjs
+
+clean:
+	cargo clean
+	rm -rf node_modules extension/native/*.node .demo

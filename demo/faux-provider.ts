@@ -1,0 +1,60 @@
+// An offline model for the demo and the end-to-end tests: registers pi-ai's faux provider as
+// provider "faux" (model faux-1) and replies from the JSON script in $RELAY_FAUX_SCRIPT.
+// A step is {"text": "..."} or {"tool": "name", "args": {...}}; "tokens": N makes Pi record N total
+// tokens of usage for that reply (to cross budget thresholds); "error": "..." replies with an error.
+// With RELAY_FAUX_TRACE=1 every request is printed to stderr as the model saw it.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
+import { readFileSync } from "node:fs";
+
+interface Step {
+	text?: string;
+	tool?: string;
+	args?: Record<string, unknown>;
+	tokens?: number;
+	error?: string;
+}
+
+function textOf(content: unknown): string {
+	if (typeof content === "string") return content;
+	if (!Array.isArray(content)) return "";
+	return content
+		.map((b: any) => (b.type === "text" ? b.text : b.type === "toolCall" ? `[calls ${b.name} ${JSON.stringify(b.arguments)}]` : ""))
+		.join(" ");
+}
+
+export default function (pi: ExtensionAPI) {
+	const file = process.env.RELAY_FAUX_SCRIPT;
+	const script: Step[] = file ? JSON.parse(readFileSync(file, "utf8")) : [];
+	const trace = process.env.RELAY_FAUX_TRACE === "1";
+	const faux = fauxProvider({
+		provider: "faux",
+		models: [{ id: "faux-1", contextWindow: Number(process.env.RELAY_FAUX_WINDOW ?? 128000), maxTokens: 4096 }],
+	});
+	let n = 0;
+	let pendingTokens: number | undefined;
+	const step = (context: { messages: Array<{ role: string; content?: unknown }> }) => {
+		const item = script[n++];
+		if (trace) {
+			const lines = context.messages.map((m) => {
+				const text = textOf(m.content).replace(/\s+/g, " ").trim();
+				return `    ${m.role.padEnd(16)} ${text.length > 110 ? `${text.slice(0, 110)}…` : text}`;
+			});
+			process.stderr.write(`\n── request ${n}: the model sees ${context.messages.length} messages\n${lines.join("\n")}\n`);
+		}
+		pendingTokens = item?.tokens;
+		if (!item) return fauxAssistantMessage("(the demo script has no more replies)");
+		if (item.error) return fauxAssistantMessage([], { stopReason: "error", errorMessage: item.error });
+		if (item.tool) return fauxAssistantMessage([fauxToolCall(item.tool, item.args ?? {})], { stopReason: "toolUse" });
+		return fauxAssistantMessage(item.text ?? "");
+	};
+	faux.setResponses(Array.from({ length: 500 }, () => step));
+	pi.registerProvider(faux.provider);
+	pi.on("message_end", (event) => {
+		const message = event.message as any;
+		if (message.role !== "assistant" || pendingTokens === undefined) return undefined;
+		const tokens = pendingTokens;
+		pendingTokens = undefined;
+		return { message: { ...message, usage: { ...message.usage, totalTokens: tokens } } };
+	});
+}

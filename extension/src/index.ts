@@ -1,0 +1,133 @@
+// Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
+// Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { fullSync, moment, resetDrafts, run, sync, type HookReply, type ToolReply } from "./adapter.ts";
+import { loadSettings } from "./settings.ts";
+import { native, type NativeEngine } from "./native.ts";
+import { TOOL_SCHEMAS } from "./tools.ts";
+
+interface ToolSpec {
+	name: string;
+	label: string;
+	description: string;
+}
+
+export default function relay(pi: ExtensionAPI) {
+	const engine: NativeEngine = new (native().Engine)();
+	const state: { sessionId?: string } = {};
+
+	const handle = (ctx: ExtensionContext, type: string, extra: Record<string, unknown> = {}): HookReply => {
+		sync(engine, ctx, state);
+		const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx), ...extra }))) as HookReply;
+		run(pi, ctx, reply.effects);
+		return reply;
+	};
+
+	const configure = (ctx: ExtensionContext) => {
+		const reply = JSON.parse(engine.configure(JSON.stringify(loadSettings(pi, ctx)))) as HookReply;
+		run(pi, ctx, reply.effects);
+	};
+
+	for (const spec of JSON.parse(engine.toolSpecs()) as ToolSpec[]) {
+		const parameters = TOOL_SCHEMAS[spec.name];
+		if (!parameters) throw new Error(`relay: no parameter schema for tool ${spec.name}`);
+		pi.registerTool({
+			name: spec.name,
+			label: spec.label,
+			description: spec.description,
+			parameters,
+			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+				sync(engine, ctx, state);
+				const reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx)))) as ToolReply;
+				if (reply.persist) {
+					pi.appendEntry(reply.persist.customType, reply.persist.data);
+					sync(engine, ctx, state);
+				}
+				run(pi, ctx, reply.effects);
+				return {
+					content: [{ type: "text" as const, text: reply.text }],
+					details: reply.details ?? {},
+					isError: reply.isError,
+					...(reply.terminate ? { terminate: true } : {}),
+				};
+			},
+		});
+	}
+
+	pi.on("session_start", (event, ctx) => {
+		fullSync(engine, ctx, state);
+		configure(ctx);
+		handle(ctx, "session_start", { reason: event.reason });
+	});
+	pi.on("session_tree", (_event, ctx) => {
+		handle(ctx, "session_tree");
+	});
+	pi.on("session_shutdown", (event, ctx) => {
+		handle(ctx, "session_shutdown", { reason: event.reason });
+	});
+	pi.on("input", (_event, ctx) => {
+		configure(ctx);
+		return undefined;
+	});
+	pi.on("before_agent_start", (_event, ctx) => {
+		handle(ctx, "before_agent_start");
+		return undefined;
+	});
+	pi.on("context", (_event, ctx) => {
+		handle(ctx, "context");
+		return undefined;
+	});
+	pi.on("tool_call", (event, ctx) => {
+		const reply = handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId });
+		if (reply.result?.kind === "block") return { block: true, reason: reply.result.reason };
+		return undefined;
+	});
+	pi.on("tool_result", (event, ctx) => {
+		handle(ctx, "tool_result", { toolName: event.toolName, toolCallId: event.toolCallId, isError: event.isError });
+		return undefined;
+	});
+	pi.on("turn_end", (event, ctx) => {
+		const reply = handle(ctx, "turn_end", { outcome: event.outcome });
+		if (reply.result?.kind !== "reset") return undefined;
+		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
+		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
+	});
+	pi.on("agent_end", (_event, ctx) => {
+		handle(ctx, "agent_end");
+	});
+	pi.on("agent_before_settle", (event, ctx) => {
+		const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome });
+		if (reply.result?.kind !== "reset") return undefined;
+		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
+		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
+	});
+	pi.on("agent_settled", (event, ctx) => {
+		handle(ctx, "agent_settled", { aborted: event.aborted });
+	});
+	pi.on("session_before_compact", (event, ctx) => {
+		const reply = handle(ctx, "session_before_compact", { reason: event.reason, willRetry: event.willRetry });
+		const result = reply.result;
+		if (result?.kind === "cancel") return { cancel: true };
+		if (result?.kind === "reset") {
+			const { markerId } = resetDrafts(pi, ctx, { ...result.plan, continuation: null });
+			return {
+				compaction: {
+					summary: result.plan.summary,
+					firstKeptEntryId: markerId ?? "",
+					tokensBefore: event.preparation?.tokensBefore ?? 0,
+					details: result.plan.details,
+				},
+			};
+		}
+		return undefined;
+	});
+
+	pi.registerCommand("relay", {
+		description: "Relay context windows: /relay (status), /relay on, /relay off",
+		getArgumentCompletions: (prefix: string) =>
+			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
+		handler: async (args, ctx) => {
+			handle(ctx, "command", { args: args.trim() });
+		},
+	});
+}

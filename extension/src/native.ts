@@ -1,0 +1,59 @@
+// Loads the Rust core (napi-rs addon). Everything Relay decides is decided in there.
+import { createRequire } from "node:module";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The Engine class exported by crates/relay-node. Every argument and result is a JSON string. */
+export interface NativeEngine {
+	/** Load configuration; returns `{issues: [{path, message}]}`. */
+	configure(json: string): string;
+	/** Replace the mirror with a whole branch (root → leaf). */
+	resync(sessionId: string, entriesJson: string): void;
+	/** Replace the mirror by reading the session file up to `leafId`; false when the file cannot serve. */
+	loadSessionFile(sessionId: string, path: string, leafId: string): boolean;
+	hasEntry(id: string): boolean;
+	tipId(): string | null;
+	/** Drop every mirrored entry after `id` (null: drop all). */
+	truncateAfter(id: string | null): void;
+	/** Append new branch entries (root → leaf order). */
+	append(entriesJson: string): void;
+	/** Run a tool; returns a ToolReply. */
+	tool(name: string, argsJson: string, observationJson: string): string;
+	/** Feed one observation; returns a HookReply. */
+	handle(observationJson: string): string;
+	/** Tool names, labels and descriptions the model sees. */
+	toolSpecs(): string;
+}
+
+interface NativeModule {
+	Engine: new () => NativeEngine;
+	version(): string;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+function addonPath(): string {
+	const fromEnv = process.env.RELAY_ADDON;
+	if (fromEnv) return fromEnv;
+	const abi = process.platform === "linux" ? "-gnu" : process.platform === "win32" ? "-msvc" : "";
+	const candidates = [
+		join(here, "..", "native", `relay.${process.platform}-${process.arch}${abi}.node`),
+		join(here, "..", "native", "relay.node"),
+	];
+	const found = candidates.find((candidate) => existsSync(candidate));
+	if (!found) {
+		throw new Error(
+			`relay: native core not found (looked for ${candidates.join(", ")}); run \`make build\` in the Relay checkout or set RELAY_ADDON`,
+		);
+	}
+	return found;
+}
+
+let cached: NativeModule | undefined;
+
+/** The addon, loaded once per process (a /reload re-evaluates this module but dlopen returns the same library). */
+export function native(): NativeModule {
+	if (!cached) cached = createRequire(import.meta.url)(addonPath()) as NativeModule;
+	return cached;
+}

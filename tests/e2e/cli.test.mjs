@@ -1,0 +1,85 @@
+// End to end: the real `pi` CLI in print mode, offline, with the faux provider extension from
+// demo/, then the `relay` CLI reading the session file Pi wrote.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const NODE = process.execPath;
+const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+const RELAY = join(ROOT, "target/release/relay");
+
+/** Run `pi -p` with a scripted model; returns {stdout, stderr, status, file, lines}. */
+export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [] }) {
+	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-"));
+	const agent = join(dir, "agent");
+	const work = join(dir, "work");
+	const sessions = join(dir, "sessions");
+	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
+	writeFileSync(join(agent, "settings.json"), JSON.stringify(settings));
+	const scriptFile = join(dir, "script.json");
+	writeFileSync(scriptFile, JSON.stringify(script));
+	const result = spawnSync(
+		NODE,
+		[PI, "-p", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"),
+			"--model", "faux/faux-1", ...extraArgs, ...prompts],
+		{
+			cwd: work,
+			encoding: "utf8",
+			input: "",
+			timeout: 60_000,
+			env: { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: scriptFile, RELAY_FAUX_WINDOW: String(window), RELAY_FAUX_TRACE: "1" },
+		},
+	);
+	const files = readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith(".jsonl"));
+	const file = files.length ? join(sessions, String(files[0])) : undefined;
+	const lines = file ? readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+	return { ...result, dir, sessions, file, lines };
+}
+
+function relay(...args) {
+	return spawnSync(RELAY, args, { encoding: "utf8" });
+}
+
+test("pi -p: an explicit reset rolls into a second window and continues on stdout", () => {
+	const run = runPi({
+		script: [
+			{ tool: "notes_write_file", args: { path: "plan.md", content: "step 1 done; next: step 2" } },
+			{ tool: "new_context" },
+			{ tool: "notes_read_file", args: { path: "plan.md" } },
+			{ text: "resumed in window 2 from plan.md" },
+		],
+		prompts: ["Do the task in two windows."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), "resumed in window 2 from plan.md");
+	const compactions = run.lines.filter((l) => l.type === "compaction");
+	assert.equal(compactions.length, 1);
+	assert.equal(compactions[0].details.relay, "window");
+	assert.match(compactions[0].details.windowId, /^pcw:[^:]+:[0-9a-f]{8}$/);
+	assert.match(compactions[0].summary, /plan\.md/, "the boot block lists the note");
+	const continuations = run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue");
+	assert.equal(continuations.length, 1, "exactly one hidden continuation");
+	const boots = run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/boot");
+	assert.equal(boots.length, 1, "one root boot block");
+
+	// The relay CLI reads the file pi wrote.
+	const windows = relay("windows", run.file, "--json");
+	assert.equal(windows.status, 0, windows.stderr);
+	assert.equal(JSON.parse(windows.stdout).windows.length, 2);
+	const search = relay("search", "two windows", run.sessions);
+	assert.equal(search.status, 0, search.stderr);
+	assert.match(search.stdout, /Do the task in two windows/);
+	const human = relay("windows", run.file);
+	assert.match(human.stdout, /:root/);
+});
+
+test("relay CLI exits 2 with a clear message on unreadable input", () => {
+	const r = relay("windows", "/nonexistent/session.jsonl");
+	assert.equal(r.status, 2);
+	assert.match(r.stderr, /nonexistent\/session\.jsonl/);
+});

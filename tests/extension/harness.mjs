@@ -1,0 +1,135 @@
+// Test harness: the real Pi agent loop (SDK AgentSession, SessionManager, SettingsManager) with
+// Relay loaded from extension/src and pi-ai's faux provider scripting the model's replies.
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
+import {
+	createAgentSession,
+	DefaultResourceLoader,
+	ModelRuntime,
+	SessionManager,
+	SettingsManager,
+} from "@earendil-works/pi-coding-agent";
+
+export const RELAY = fileURLToPath(new URL("../../extension/src/index.ts", import.meta.url));
+export { fauxAssistantMessage, fauxToolCall };
+
+/** A scripted reply: a text, or a tool call `{tool, args}`. */
+export function reply(step) {
+	if (typeof step === "string") return fauxAssistantMessage(step);
+	if (step.tool) return fauxAssistantMessage([fauxToolCall(step.tool, step.args ?? {})], { stopReason: "toolUse" });
+	return step;
+}
+
+/**
+ * Start a session. `steps` are scripted replies; each provider request is recorded in `requests`
+ * (the exact message list Pi sent). `usage(n)` may override the total tokens of reply n.
+ */
+export async function startSession({
+	steps = [],
+	contextWindow = 128000,
+	settings = {},
+	persist = true,
+	sessionFile,
+	root = mkdtempSync(join(tmpdir(), "relay-test-")),
+	extraFactories = [],
+} = {}) {
+	const agentDir = join(root, "agent");
+	const cwd = join(root, "work");
+	mkdirSync(agentDir, { recursive: true });
+	mkdirSync(cwd, { recursive: true });
+	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }] });
+	const requests = [];
+	const queue = steps.map(reply);
+	const script = (context) => {
+		requests.push(structuredClone(context.messages));
+		const next = queue.shift();
+		if (!next) return fauxAssistantMessage("(script exhausted)");
+		return typeof next === "function" ? next(context) : next;
+	};
+	faux.setResponses(Array.from({ length: 200 }, () => script));
+	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
+	modelRuntime.registerNativeProvider(faux.provider);
+	const model = modelRuntime.getModel("faux", "faux-1");
+	const settingsManager = SettingsManager.inMemory({ retry: { enabled: false }, ...settings });
+	const resourceLoader = new DefaultResourceLoader({
+		cwd,
+		agentDir,
+		settingsManager,
+		additionalExtensionPaths: [RELAY],
+		extensionFactories: extraFactories,
+		noSkills: true,
+		noPromptTemplates: true,
+		noThemes: true,
+		noContextFiles: true,
+	});
+	await resourceLoader.reload();
+	const sessionDir = join(root, "sessions");
+	const sessionManager = sessionFile
+		? SessionManager.open(sessionFile, sessionDir)
+		: persist
+			? SessionManager.create(cwd, sessionDir)
+			: SessionManager.inMemory(cwd);
+	const { session, extensionsResult } = await createAgentSession({
+		cwd,
+		agentDir,
+		model,
+		thinkingLevel: "off",
+		modelRuntime,
+		resourceLoader,
+		sessionManager,
+		settingsManager,
+		noTools: "builtin",
+	});
+	if (extensionsResult.errors.length) throw new Error("extension load errors: " + JSON.stringify(extensionsResult.errors));
+	const errors = [];
+	await session.bindExtensions({ onError: (e) => errors.push(e) });
+	return {
+		session,
+		sessionManager,
+		faux,
+		requests,
+		errors,
+		root,
+		cwd,
+		agentDir,
+		/** Queue more scripted replies. */
+		script(...more) {
+			queue.push(...more.map(reply));
+		},
+		/** The tool results the model received, in order, as {toolName, text, isError}. */
+		toolResults() {
+			return sessionManager
+				.getBranch()
+				.filter((e) => e.type === "message" && e.message.role === "toolResult")
+				.map((e) => ({ toolName: e.message.toolName, text: textOf(e.message.content), isError: e.message.isError }));
+		},
+		async dispose() {
+			await session.extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
+			session.dispose();
+		},
+	};
+}
+
+export function textOf(content) {
+	if (typeof content === "string") return content;
+	return (content ?? []).map((b) => (b.type === "text" ? b.text : b.type === "toolCall" ? `[toolCall ${b.name}]` : "")).join("\n");
+}
+
+/** A compact view of one provider request: role + first 100 chars of text. */
+export function view(messages) {
+	return messages.map((m) => `${m.role}:${textOf(m.content).slice(0, 100)}`);
+}
+
+export function readJsonl(file) {
+	return readFileSync(file, "utf8")
+		.split("\n")
+		.filter(Boolean)
+		.map((l) => JSON.parse(l));
+}
+
+export function writeJson(file, value) {
+	writeFileSync(file, JSON.stringify(value, null, 2));
+}
