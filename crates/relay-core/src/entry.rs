@@ -1,1 +1,850 @@
-//! (module under construction)
+//! Pi session entries: the typed model of a session file's lines and of the objects
+//! `getBranch()` returns, and a fast parser for them.
+//!
+//! Parsing goes through borrowed intermediate structs (`Raw*`) so that a large session is decoded
+//! without building a `serde_json::Value` tree for every message body. Unknown fields are skipped,
+//! unknown entry types become [`EntryKind::Unknown`], and a line that cannot be decoded is reported
+//! with its line number while the rest of the file still loads.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One session entry: the common base fields plus its type-specific body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub timestamp: String,
+    pub kind: EntryKind,
+}
+
+/// The type-specific part of an [`Entry`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryKind {
+    Message(Message),
+    Compaction {
+        summary: String,
+        first_kept_entry_id: Option<String>,
+        tokens_before: Option<u64>,
+        details: Value,
+        from_hook: bool,
+    },
+    BranchSummary {
+        from_id: Option<String>,
+        summary: String,
+        details: Value,
+    },
+    Custom {
+        custom_type: String,
+        data: Value,
+    },
+    CustomMessage {
+        custom_type: String,
+        text: String,
+        display: bool,
+        details: Value,
+    },
+    ContextEdit {
+        target_id: String,
+    },
+    Label {
+        target_id: String,
+        label: Option<String>,
+    },
+    ModelChange {
+        provider: String,
+        model_id: String,
+    },
+    ThinkingLevelChange {
+        thinking_level: String,
+    },
+    SessionInfo {
+        name: Option<String>,
+    },
+    /// Pi's `usage` entries (usage outside the conversation); their content is not kept.
+    Usage,
+    /// Any other entry type: it keeps its place in the branch but is otherwise passed over.
+    Unknown {
+        entry_type: String,
+    },
+}
+
+/// The message carried by a `message` entry, reduced to what Relay needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Message {
+    /// "user", "assistant", "toolResult", "custom", "bashExecution", "compactionSummary",
+    /// "branchSummary", "system", or whatever other role Pi wrote.
+    pub role: String,
+    /// The message rendered as plain text (see the module documentation of each role).
+    pub text: String,
+    pub tool_name: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub is_error: bool,
+    /// Total tokens of an assistant message's usage (`totalTokens`, or the sum of its parts).
+    pub usage_total: Option<u64>,
+    pub stop_reason: Option<String>,
+    pub custom_type: Option<String>,
+}
+
+/// The first line of a session file (`"type":"session"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub id: String,
+    pub version: Option<u64>,
+    pub cwd: Option<String>,
+    pub timestamp: Option<String>,
+    pub parent_session: Option<String>,
+}
+
+/// One decoded line of a session file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Header(Header),
+    Entry(Entry),
+}
+
+/// Why a line or entry could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParseError {
+    pub message: String,
+}
+
+impl ParseError {
+    fn new(message: impl Into<String>) -> Self {
+        ParseError {
+            message: message.into(),
+        }
+    }
+}
+
+/// A malformed line of a session file: its 1-based line number and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// A whole session file: its header (if any), its entries in file order, and the lines skipped.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedSession {
+    pub header: Option<Header>,
+    pub entries: Vec<Entry>,
+    pub errors: Vec<LineError>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw (borrowed) shapes
+// ---------------------------------------------------------------------------------------------
+
+type Str<'a> = Cow<'a, str>;
+
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(rename = "parentId", borrow)]
+    parent_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    timestamp: Option<Str<'a>>,
+    // header
+    version: Option<f64>,
+    #[serde(borrow)]
+    cwd: Option<Str<'a>>,
+    #[serde(rename = "parentSession", borrow)]
+    parent_session: Option<Str<'a>>,
+    // message
+    #[serde(borrow)]
+    message: Option<RawMessage<'a>>,
+    // model / thinking changes
+    #[serde(borrow)]
+    provider: Option<Str<'a>>,
+    #[serde(rename = "modelId", borrow)]
+    model_id: Option<Str<'a>>,
+    #[serde(rename = "thinkingLevel", borrow)]
+    thinking_level: Option<Str<'a>>,
+    // compaction / branch summary
+    #[serde(borrow)]
+    summary: Option<Str<'a>>,
+    #[serde(rename = "firstKeptEntryId", borrow)]
+    first_kept_entry_id: Option<Str<'a>>,
+    #[serde(rename = "tokensBefore")]
+    tokens_before: Option<f64>,
+    details: Option<Value>,
+    #[serde(rename = "fromHook")]
+    from_hook: Option<bool>,
+    #[serde(rename = "fromId", borrow)]
+    from_id: Option<Str<'a>>,
+    // custom / custom_message
+    #[serde(rename = "customType", borrow)]
+    custom_type: Option<Str<'a>>,
+    data: Option<Value>,
+    #[serde(borrow)]
+    content: Option<RawContent<'a>>,
+    display: Option<bool>,
+    // label / context_edit / session_info
+    #[serde(rename = "targetId", borrow)]
+    target_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    label: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow)]
+    role: Option<Str<'a>>,
+    #[serde(borrow)]
+    content: Option<RawContent<'a>>,
+    #[serde(rename = "toolName", borrow)]
+    tool_name: Option<Str<'a>>,
+    #[serde(rename = "toolCallId", borrow)]
+    tool_call_id: Option<Str<'a>>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    usage: Option<RawUsage>,
+    #[serde(rename = "stopReason", borrow)]
+    stop_reason: Option<Str<'a>>,
+    #[serde(rename = "customType", borrow)]
+    custom_type: Option<Str<'a>>,
+    #[serde(borrow)]
+    command: Option<Str<'a>>,
+    #[serde(borrow)]
+    output: Option<Str<'a>>,
+    #[serde(borrow)]
+    summary: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawUsage {
+    input: Option<f64>,
+    output: Option<f64>,
+    #[serde(rename = "cacheRead")]
+    cache_read: Option<f64>,
+    #[serde(rename = "cacheWrite")]
+    cache_write: Option<f64>,
+    #[serde(rename = "totalTokens")]
+    total_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct RawBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    text: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    arguments: Option<Value>,
+}
+
+/// Message content: a plain string or an array of content blocks.
+enum RawContent<'a> {
+    Text(Str<'a>),
+    Blocks(Vec<RawBlock<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor<'a>(PhantomData<&'a ()>);
+
+        impl<'de: 'a, 'a> Visitor<'de> for ContentVisitor<'a> {
+            type Value = RawContent<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Owned(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(RawContent::Blocks(Vec::new()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(RawContent::Blocks(Vec::new()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(2));
+                while let Some(block) = seq.next_element::<RawBlock<'a>>()? {
+                    blocks.push(block);
+                }
+                Ok(RawContent::Blocks(blocks))
+            }
+        }
+
+        deserializer.deserialize_any(ContentVisitor(PhantomData))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversion
+// ---------------------------------------------------------------------------------------------
+
+fn owned(s: Option<Str<'_>>) -> Option<String> {
+    s.map(Cow::into_owned)
+}
+
+fn to_u64(v: Option<f64>) -> Option<u64> {
+    v.filter(|x| x.is_finite() && *x >= 0.0).map(|x| x as u64)
+}
+
+/// Joins content blocks into text. Text blocks become their text, images `[image]`; when
+/// `assistant` is true, thinking blocks are dropped and tool calls become
+/// `[tool_call <name>] <compact JSON arguments>`. Other block types are passed over.
+fn content_text(content: Option<RawContent<'_>>, assistant: bool) -> String {
+    match content {
+        None => String::new(),
+        Some(RawContent::Text(t)) => t.into_owned(),
+        Some(RawContent::Blocks(blocks)) => {
+            let mut out = String::new();
+            let mut first = true;
+            for block in blocks {
+                let kind = block.kind.as_deref().unwrap_or("");
+                let piece: Cow<'_, str> = match kind {
+                    "text" => match block.text {
+                        Some(t) => t,
+                        None => continue,
+                    },
+                    "image" => Cow::Borrowed("[image]"),
+                    "toolCall" if assistant => {
+                        let name = block.name.as_deref().unwrap_or("");
+                        let args = block
+                            .arguments
+                            .as_ref()
+                            .map(|a| serde_json::to_string(a).unwrap_or_default())
+                            .unwrap_or_else(|| "{}".to_string());
+                        Cow::Owned(format!("[tool_call {name}] {args}"))
+                    }
+                    _ => continue,
+                };
+                if !first {
+                    out.push('\n');
+                }
+                first = false;
+                out.push_str(&piece);
+            }
+            out
+        }
+    }
+}
+
+fn convert_message(raw: RawMessage<'_>) -> Message {
+    let role = raw.role.map(Cow::into_owned).unwrap_or_default();
+    let text = match role.as_str() {
+        "assistant" => content_text(raw.content, true),
+        "bashExecution" => {
+            let command = raw.command.as_deref().unwrap_or("");
+            let output = raw.output.as_deref().unwrap_or("");
+            let mut s = String::with_capacity(command.len() + output.len() + 3);
+            s.push_str("$ ");
+            s.push_str(command);
+            s.push('\n');
+            s.push_str(output);
+            s
+        }
+        "compactionSummary" | "branchSummary" => owned(raw.summary).unwrap_or_default(),
+        _ => content_text(raw.content, false),
+    };
+    let usage_total = raw.usage.map(|u| {
+        let total = to_u64(u.total_tokens).unwrap_or(0);
+        if total > 0 {
+            total
+        } else {
+            [u.input, u.output, u.cache_read, u.cache_write]
+                .into_iter()
+                .map(|v| to_u64(v).unwrap_or(0))
+                .sum()
+        }
+    });
+    Message {
+        role,
+        text,
+        tool_name: owned(raw.tool_name),
+        tool_call_id: owned(raw.tool_call_id),
+        is_error: raw.is_error.unwrap_or(false),
+        usage_total,
+        stop_reason: owned(raw.stop_reason),
+        custom_type: owned(raw.custom_type),
+    }
+}
+
+fn missing(entry_type: &str, field: &str) -> ParseError {
+    ParseError::new(format!("`{entry_type}` entry has no `{field}`"))
+}
+
+fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
+    let entry_type = raw
+        .kind
+        .ok_or_else(|| ParseError::new("object has no `type` field"))?;
+    if entry_type == "session" {
+        let id = raw.id.ok_or_else(|| missing("session", "id"))?;
+        return Ok(Line::Header(Header {
+            id: id.into_owned(),
+            version: to_u64(raw.version),
+            cwd: owned(raw.cwd),
+            timestamp: owned(raw.timestamp),
+            parent_session: owned(raw.parent_session),
+        }));
+    }
+    let id = raw
+        .id
+        .ok_or_else(|| ParseError::new(format!("`{entry_type}` entry has no `id`")))?
+        .into_owned();
+    let kind = match entry_type.as_ref() {
+        "message" => {
+            let message = raw.message.ok_or_else(|| missing("message", "message"))?;
+            EntryKind::Message(convert_message(message))
+        }
+        "compaction" => EntryKind::Compaction {
+            summary: owned(raw.summary).unwrap_or_default(),
+            first_kept_entry_id: owned(raw.first_kept_entry_id),
+            tokens_before: to_u64(raw.tokens_before),
+            details: raw.details.unwrap_or(Value::Null),
+            from_hook: raw.from_hook.unwrap_or(false),
+        },
+        "branch_summary" => EntryKind::BranchSummary {
+            from_id: owned(raw.from_id),
+            summary: owned(raw.summary).unwrap_or_default(),
+            details: raw.details.unwrap_or(Value::Null),
+        },
+        "custom" => EntryKind::Custom {
+            custom_type: owned(raw.custom_type).unwrap_or_default(),
+            data: raw.data.unwrap_or(Value::Null),
+        },
+        "custom_message" => EntryKind::CustomMessage {
+            custom_type: owned(raw.custom_type).unwrap_or_default(),
+            text: content_text(raw.content, false),
+            display: raw.display.unwrap_or(false),
+            details: raw.details.unwrap_or(Value::Null),
+        },
+        "context_edit" => EntryKind::ContextEdit {
+            target_id: owned(raw.target_id).ok_or_else(|| missing("context_edit", "targetId"))?,
+        },
+        "label" => EntryKind::Label {
+            target_id: owned(raw.target_id).ok_or_else(|| missing("label", "targetId"))?,
+            label: owned(raw.label),
+        },
+        "model_change" => EntryKind::ModelChange {
+            provider: owned(raw.provider).unwrap_or_default(),
+            model_id: owned(raw.model_id).unwrap_or_default(),
+        },
+        "thinking_level_change" => EntryKind::ThinkingLevelChange {
+            thinking_level: owned(raw.thinking_level).unwrap_or_default(),
+        },
+        "session_info" => EntryKind::SessionInfo {
+            name: owned(raw.name),
+        },
+        "usage" => EntryKind::Usage,
+        other => EntryKind::Unknown {
+            entry_type: other.to_string(),
+        },
+    };
+    Ok(Line::Entry(Entry {
+        id,
+        parent_id: owned(raw.parent_id),
+        timestamp: owned(raw.timestamp).unwrap_or_default(),
+        kind,
+    }))
+}
+
+fn json_error(e: serde_json::Error) -> ParseError {
+    ParseError::new(format!("invalid JSON: {e}"))
+}
+
+/// Parses one line of a session file (the header or an entry).
+pub fn parse_line(line: &str) -> Result<Line, ParseError> {
+    let raw: RawLine<'_> = serde_json::from_str(line).map_err(json_error)?;
+    convert(raw)
+}
+
+/// Parses one entry object given as JSON (for example a `getBranch()` element, stringified).
+/// A session header is an error here.
+pub fn parse_entry(json: &str) -> Result<Entry, ParseError> {
+    match parse_line(json)? {
+        Line::Entry(e) => Ok(e),
+        Line::Header(_) => Err(ParseError::new(
+            "expected a session entry, found a session header",
+        )),
+    }
+}
+
+/// Parses a JSON array of entry objects. A bad element makes the whole call fail with an error
+/// naming its (0-based) index.
+pub fn parse_entries(json_array: &str) -> Result<Vec<Entry>, ParseError> {
+    struct Entries;
+
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<Entry>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of session entries")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            loop {
+                let index = out.len();
+                let raw = match seq.next_element::<RawLine<'de>>() {
+                    Ok(Some(raw)) => raw,
+                    Ok(None) => break,
+                    Err(e) => return Err(de::Error::custom(format!("element {index}: {e}"))),
+                };
+                match convert(raw) {
+                    Ok(Line::Entry(e)) => out.push(e),
+                    Ok(Line::Header(_)) => {
+                        return Err(de::Error::custom(format!(
+                            "element {index}: expected a session entry, found a session header"
+                        )))
+                    }
+                    Err(e) => return Err(de::Error::custom(format!("element {index}: {e}"))),
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(json_array);
+    let entries = de
+        .deserialize_seq(Entries)
+        .map_err(|e| ParseError::new(e.to_string()))?;
+    de.end().map_err(json_error)?;
+    Ok(entries)
+}
+
+/// Parses a whole session file. Blank lines are ignored; a malformed line is recorded in
+/// `errors` (1-based line number) and skipped, and the rest of the file still loads. The first
+/// header wins; a later header line is reported as an error.
+pub fn parse_session(text: &str) -> ParsedSession {
+    let mut session = ParsedSession::default();
+    for (index, line) in text.split('\n').enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(Line::Entry(entry)) => session.entries.push(entry),
+            Ok(Line::Header(header)) => {
+                if session.header.is_none() {
+                    session.header = Some(header);
+                } else {
+                    session.errors.push(LineError {
+                        line: index + 1,
+                        message: "a second session header; ignored".into(),
+                    });
+                }
+            }
+            Err(e) => session.errors.push(LineError {
+                line: index + 1,
+                message: e.message,
+            }),
+        }
+    }
+    session
+}
+
+/// The indices (into `entries`) of the path from the root to `leaf_id`, following `parent_id`.
+/// Without a leaf, the last entry is the leaf. An unknown leaf gives an empty path; a missing
+/// parent ends the walk (that entry is the root); a cycle is cut where it closes.
+pub fn branch_indices(entries: &[Entry], leaf_id: Option<&str>) -> Vec<usize> {
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        by_id.insert(e.id.as_str(), i);
+    }
+    let start = match leaf_id {
+        Some(id) => by_id.get(id).copied(),
+        None => entries.len().checked_sub(1),
+    };
+    let mut path = Vec::new();
+    let mut seen = vec![false; entries.len()];
+    let mut cursor = start;
+    while let Some(i) = cursor {
+        if seen[i] {
+            break;
+        }
+        seen[i] = true;
+        path.push(i);
+        cursor = entries[i]
+            .parent_id
+            .as_deref()
+            .and_then(|p| by_id.get(p).copied());
+    }
+    path.reverse();
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(line: &str) -> Entry {
+        match parse_line(line) {
+            Ok(Line::Entry(e)) => e,
+            other => panic!("expected an entry, got {other:?}"),
+        }
+    }
+
+    fn message(line: &str) -> Message {
+        match entry(line).kind {
+            EntryKind::Message(m) => m,
+            other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn header_line() {
+        let line = r#"{"type":"session","version":3,"id":"0199-abc","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w","parentSession":"/s/p.jsonl","extra":1}"#;
+        assert_eq!(
+            parse_line(line).unwrap(),
+            Line::Header(Header {
+                id: "0199-abc".into(),
+                version: Some(3),
+                cwd: Some("/w".into()),
+                timestamp: Some("2025-01-01T00:00:00.000Z".into()),
+                parent_session: Some("/s/p.jsonl".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn base_fields() {
+        let e = entry(r#"{"type":"model_change","id":"aa11","parentId":"bb22","timestamp":"T1","provider":"faux","modelId":"faux-1"}"#);
+        assert_eq!(e.id, "aa11");
+        assert_eq!(e.parent_id.as_deref(), Some("bb22"));
+        assert_eq!(e.timestamp, "T1");
+        assert_eq!(
+            e.kind,
+            EntryKind::ModelChange { provider: "faux".into(), model_id: "faux-1".into() }
+        );
+        let root = entry(r#"{"type":"session_info","id":"r","parentId":null,"timestamp":"T","name":"demo"}"#);
+        assert_eq!(root.parent_id, None);
+        assert_eq!(root.kind, EntryKind::SessionInfo { name: Some("demo".into()) });
+    }
+
+    #[test]
+    fn user_message_string_and_blocks() {
+        let m = message(r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"hello \"there\"\nsecond","timestamp":1}}"#);
+        assert_eq!(m.role, "user");
+        assert_eq!(m.text, "hello \"there\"\nsecond");
+        let m = message(r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"one"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"text","text":"two"}]}}"#);
+        assert_eq!(m.text, "one\n[image]\ntwo");
+    }
+
+    #[test]
+    fn assistant_message() {
+        let m = message(r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"assistant","content":[{"type":"thinking","thinking":"secret plan"},{"type":"text","text":"Let me look."},{"type":"toolCall","id":"c1","name":"history_search_contents","arguments":{"query":"foo","limit":3}}],"api":"x","provider":"faux","model":"m","usage":{"input":10,"output":5,"cacheRead":1,"cacheWrite":0,"totalTokens":16,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1}}"#);
+        assert_eq!(m.role, "assistant");
+        assert_eq!(
+            m.text,
+            "Let me look.\n[tool_call history_search_contents] {\"query\":\"foo\",\"limit\":3}"
+        );
+        assert!(!m.text.contains("secret"));
+        assert_eq!(m.usage_total, Some(16));
+        assert_eq!(m.stop_reason.as_deref(), Some("toolUse"));
+    }
+
+    #[test]
+    fn usage_total_falls_back_to_sum() {
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"assistant","content":[],"usage":{"input":10,"output":5,"cacheRead":3,"cacheWrite":2,"totalTokens":0}}}"#);
+        assert_eq!(m.usage_total, Some(20));
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"assistant","content":[]}}"#);
+        assert_eq!(m.usage_total, None);
+    }
+
+    #[test]
+    fn tool_result_message() {
+        let m = message(r#"{"type":"message","id":"a","parentId":"p","timestamp":"T","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"file body"}],"isError":true,"timestamp":1}}"#);
+        assert_eq!(m.role, "toolResult");
+        assert_eq!(m.text, "file body");
+        assert_eq!(m.tool_name.as_deref(), Some("read"));
+        assert_eq!(m.tool_call_id.as_deref(), Some("c1"));
+        assert!(m.is_error);
+    }
+
+    #[test]
+    fn custom_bash_and_summary_messages() {
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"custom","customType":"relay-note","content":"note text","display":true}}"#);
+        assert_eq!((m.role.as_str(), m.text.as_str()), ("custom", "note text"));
+        assert_eq!(m.custom_type.as_deref(), Some("relay-note"));
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"bashExecution","command":"ls -a","output":"x\ny","exitCode":0,"cancelled":false,"truncated":false}}"#);
+        assert_eq!(m.text, "$ ls -a\nx\ny");
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"compactionSummary","summary":"sum","tokensBefore":5}}"#);
+        assert_eq!(m.text, "sum");
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"branchSummary","summary":"bs","fromId":null}}"#);
+        assert_eq!(m.text, "bs");
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"system","content":[{"type":"text","text":"sys"}],"sections":{"a":"b"},"toolsAdded":[]}}"#);
+        assert_eq!((m.role.as_str(), m.text.as_str()), ("system", "sys"));
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"mystery","content":"?"}}"#);
+        assert_eq!((m.role.as_str(), m.text.as_str()), ("mystery", "?"));
+    }
+
+    #[test]
+    fn compaction_and_branch_summary() {
+        let e = entry(r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":"k","tokensBefore":1234,"details":{"relay":"window","windowId":"pcw:s:abcd0123"},"fromHook":true,"usage":{"input":1},"systemMessage":{"role":"system","content":"x"}}"#);
+        assert_eq!(
+            e.kind,
+            EntryKind::Compaction {
+                summary: "S".into(),
+                first_kept_entry_id: Some("k".into()),
+                tokens_before: Some(1234),
+                details: json!({"relay":"window","windowId":"pcw:s:abcd0123"}),
+                from_hook: true,
+            }
+        );
+        let e = entry(r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":null,"tokensBefore":0}"#);
+        assert!(matches!(e.kind, EntryKind::Compaction { first_kept_entry_id: None, from_hook: false, details: Value::Null, .. }));
+        let e = entry(r#"{"type":"branch_summary","id":"b","parentId":"p","timestamp":"T","fromId":"f","summary":"went elsewhere","details":[1]}"#);
+        assert_eq!(
+            e.kind,
+            EntryKind::BranchSummary { from_id: Some("f".into()), summary: "went elsewhere".into(), details: json!([1]) }
+        );
+    }
+
+    #[test]
+    fn custom_and_custom_message() {
+        let e = entry(r#"{"type":"custom","id":"c","parentId":"p","timestamp":"T","customType":"relay-reset","data":{"n":1}}"#);
+        assert_eq!(e.kind, EntryKind::Custom { custom_type: "relay-reset".into(), data: json!({"n":1}) });
+        let e = entry(r#"{"type":"custom","id":"c","parentId":"p","timestamp":"T","customType":"bare"}"#);
+        assert_eq!(e.kind, EntryKind::Custom { custom_type: "bare".into(), data: Value::Null });
+        let e = entry(r#"{"type":"custom_message","id":"c","parentId":"p","timestamp":"T","customType":"reminder","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"display":true,"details":{"k":2}}"#);
+        assert_eq!(
+            e.kind,
+            EntryKind::CustomMessage { custom_type: "reminder".into(), text: "a\nb".into(), display: true, details: json!({"k":2}) }
+        );
+    }
+
+    #[test]
+    fn small_entry_types() {
+        assert_eq!(
+            entry(r#"{"type":"label","id":"l","parentId":"p","timestamp":"T","targetId":"x","label":"bookmark"}"#).kind,
+            EntryKind::Label { target_id: "x".into(), label: Some("bookmark".into()) }
+        );
+        assert_eq!(
+            entry(r#"{"type":"label","id":"l","parentId":"p","timestamp":"T","targetId":"x"}"#).kind,
+            EntryKind::Label { target_id: "x".into(), label: None }
+        );
+        assert_eq!(
+            entry(r#"{"type":"thinking_level_change","id":"t","parentId":"p","timestamp":"T","thinkingLevel":"high"}"#).kind,
+            EntryKind::ThinkingLevelChange { thinking_level: "high".into() }
+        );
+        assert_eq!(
+            entry(r#"{"type":"context_edit","id":"e","parentId":"p","timestamp":"T","targetId":"x","replacement":null}"#).kind,
+            EntryKind::ContextEdit { target_id: "x".into() }
+        );
+        assert_eq!(
+            entry(r#"{"type":"context_edit","id":"e","parentId":"p","timestamp":"T","targetId":"x","replacement":{"content":[{"type":"text","text":"r"}]}}"#).kind,
+            EntryKind::ContextEdit { target_id: "x".into() }
+        );
+        assert_eq!(
+            entry(r#"{"type":"usage","id":"u","parentId":"p","timestamp":"T","kind":"cache_warm","provider":"a","model":"b","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3}}"#).kind,
+            EntryKind::Usage
+        );
+        assert_eq!(
+            entry(r#"{"type":"session_info","id":"s","parentId":"p","timestamp":"T"}"#).kind,
+            EntryKind::SessionInfo { name: None }
+        );
+    }
+
+    #[test]
+    fn unknown_types_and_fields_are_kept() {
+        let e = entry(r#"{"type":"future_thing","id":"f","parentId":"p","timestamp":"T","payload":{"deep":[1,2,{"x":null}]}}"#);
+        assert_eq!(e.kind, EntryKind::Unknown { entry_type: "future_thing".into() });
+        assert_eq!(e.parent_id.as_deref(), Some("p"));
+        let m = message(r#"{"type":"message","id":"a","timestamp":"T","novel":true,"message":{"role":"user","content":[{"type":"text","text":"x","newField":[1]},{"type":"audio","data":"..."}],"brandNew":{"a":1}}}"#);
+        assert_eq!(m.text, "x");
+    }
+
+    #[test]
+    fn structural_errors_are_clear() {
+        assert!(parse_line("{not json").unwrap_err().message.contains("invalid JSON"));
+        assert!(parse_line(r#"{"id":"x"}"#).unwrap_err().message.contains("`type`"));
+        assert!(parse_line(r#"{"type":"message","timestamp":"T"}"#).unwrap_err().message.contains("`id`"));
+        assert!(parse_line(r#"{"type":"message","id":"a"}"#).unwrap_err().message.contains("`message`"));
+        assert!(parse_line(r#"{"type":"label","id":"a"}"#).unwrap_err().message.contains("`targetId`"));
+        assert!(parse_line(r#"{"type":"message","id":"a","message":{"role":"user","content":{"oops":1}}}"#).is_err());
+        assert!(parse_entry(r#"{"type":"session","id":"s"}"#).is_err());
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_and_skipped() {
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"S","timestamp":"T","cwd":"/w"}"#, "\n",
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"hi"}}"#, "\r\n",
+            "\n",
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",trunc\n",
+            r#"{"type":"custom","id":"c","parentId":"a","timestamp":"T","customType":"x"}"#, "\n",
+            r#"{"type":"session","id":"S2"}"#, "\n",
+        );
+        let parsed = parse_session(text);
+        assert_eq!(parsed.header.as_ref().map(|h| h.id.as_str()), Some("S"));
+        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(parsed.errors.len(), 2);
+        assert_eq!(parsed.errors[0].line, 4);
+        assert!(parsed.errors[0].message.contains("invalid JSON"), "{}", parsed.errors[0]);
+        assert_eq!(parsed.errors[1].line, 6);
+        assert_eq!(parsed.errors[0].to_string(), format!("line 4: {}", parsed.errors[0].message));
+    }
+
+    #[test]
+    fn entries_array() {
+        let json = r#"[{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"x"}},{"type":"custom","id":"b","parentId":"a","timestamp":"T","customType":"k"}]"#;
+        let entries = parse_entries(json).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].id, "b");
+        assert_eq!(parse_entries("[]").unwrap(), vec![]);
+        let bad = r#"[{"type":"custom","id":"a","customType":"k"},{"type":"custom"},{"type":"x","id":"c"}]"#;
+        let err = parse_entries(bad).unwrap_err();
+        assert!(err.message.contains("element 1"), "{err}");
+        let bad = r#"[{"type":"custom","id":"a"},{"type":"message","id":"b","message":{"content":5}}]"#;
+        assert!(parse_entries(bad).unwrap_err().message.contains("element 1"));
+        assert!(parse_entries("{}").is_err());
+        assert!(parse_entries("[] x").is_err());
+    }
+
+    #[test]
+    fn entry_matches_line_parse() {
+        let json = r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":"k","tokensBefore":3}"#;
+        assert_eq!(Line::Entry(parse_entry(json).unwrap()), parse_line(json).unwrap());
+    }
+
+    fn e(id: &str, parent: Option<&str>) -> Entry {
+        Entry { id: id.into(), parent_id: parent.map(Into::into), timestamp: String::new(), kind: EntryKind::Usage }
+    }
+
+    #[test]
+    fn branch_follows_parents() {
+        // a - b - c
+        //      \- d
+        let entries = vec![e("a", None), e("b", Some("a")), e("c", Some("b")), e("d", Some("b"))];
+        assert_eq!(branch_indices(&entries, None), vec![0, 1, 3]);
+        assert_eq!(branch_indices(&entries, Some("c")), vec![0, 1, 2]);
+        assert_eq!(branch_indices(&entries, Some("zz")), Vec::<usize>::new());
+        assert_eq!(branch_indices(&[], None), Vec::<usize>::new());
+        let cyclic = vec![e("a", Some("b")), e("b", Some("a"))];
+        assert_eq!(branch_indices(&cyclic, None), vec![0, 1]);
+        let orphan = vec![e("x", Some("missing")), e("y", Some("x"))];
+        assert_eq!(branch_indices(&orphan, None), vec![0, 1]);
+    }
+}
