@@ -755,3 +755,644 @@ impl<'a> Args<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T0: i64 = 1_764_453_907_000;
+
+    fn op(kind: NoteOpKind, path: &str, content: &str, at_ms: i64) -> NoteOp {
+        NoteOp {
+            kind,
+            path: path.into(),
+            content: content.into(),
+            at_ms,
+        }
+    }
+
+    fn parsed(out: &ToolOutput) -> Value {
+        assert!(!out.is_error, "unexpected tool error: {}", out.text);
+        serde_json::from_str(&out.text).expect("tool output is JSON")
+    }
+
+    fn err_text(out: ToolOutput) -> String {
+        assert!(out.is_error, "expected a tool error, got {}", out.text);
+        out.text
+    }
+
+    fn notes_with(files: &[(&str, &str, i64)]) -> Notes {
+        let mut n = Notes::new();
+        for (p, c, t) in files {
+            n.apply(&op(NoteOpKind::Write, p, c, *t)).unwrap();
+        }
+        n
+    }
+
+    #[test]
+    fn data_round_trips() {
+        for o in [
+            op(NoteOpKind::Write, "plan.md", "goal\n", T0),
+            op(NoteOpKind::Append, "a/b/c.txt", "ü🙂\n", -5),
+            op(NoteOpKind::Write, "x", "", MAX_TIMESTAMP_MS),
+        ] {
+            let data = o.to_data();
+            assert_eq!(data["kind"], o.kind.as_str());
+            assert_eq!(NoteOp::from_data(&data).unwrap(), o);
+        }
+    }
+
+    #[test]
+    fn from_data_accepts_integral_float_timestamps_and_extra_keys() {
+        let d = json!({"kind":"append","path":"p","content":"x","atMs":1.7e12,"future":1});
+        assert_eq!(NoteOp::from_data(&d).unwrap().at_ms, 1_700_000_000_000);
+    }
+
+    #[test]
+    fn from_data_rejects_malformed_operations() {
+        let ok = json!({"kind":"write","path":"p.md","content":"x","atMs":T0});
+        let with = |k: &str, v: Value| {
+            let mut d = ok.clone();
+            d[k] = v;
+            d
+        };
+        let without = |k: &str| {
+            let mut d = ok.clone();
+            d.as_object_mut().unwrap().remove(k);
+            d
+        };
+        let cases: Vec<(Value, &str)> = vec![
+            (json!("write"), "malformed"),
+            (json!(null), "malformed"),
+            (json!([1]), "malformed"),
+            (without("kind"), "malformed"),
+            (with("kind", json!(1)), "malformed"),
+            (with("kind", json!("delete")), "kind"),
+            (with("kind", json!("Write")), "kind"),
+            (without("path"), "malformed"),
+            (with("path", json!(["p"])), "malformed"),
+            (with("path", json!("/etc/passwd")), "path"),
+            (with("path", json!("../up")), "path"),
+            (with("path", json!("a/./b")), "path"),
+            (with("path", json!("a//b")), "path"),
+            (with("path", json!("a/")), "path"),
+            (with("path", json!("a\\b")), "path"),
+            (with("path", json!("a\u{7}b")), "path"),
+            (with("path", json!("")), "path"),
+            (with("path", json!("x".repeat(257))), "path"),
+            (without("content"), "malformed"),
+            (with("content", json!(42)), "malformed"),
+            (with("content", json!(null)), "malformed"),
+            (without("atMs"), "malformed"),
+            (with("atMs", json!("1764453907000")), "timestamp"),
+            (with("atMs", json!(null)), "timestamp"),
+            (with("atMs", json!(1.5)), "timestamp"),
+            (with("atMs", json!(8_640_000_000_000_001i64)), "timestamp"),
+            (with("atMs", json!(-8_640_000_000_000_001i64)), "timestamp"),
+            (with("atMs", json!(1e300)), "timestamp"),
+            (with("atMs", json!(u64::MAX)), "timestamp"),
+        ];
+        for (data, want) in cases {
+            let err = NoteOp::from_data(&data).expect_err(&data.to_string());
+            let got = match err {
+                NoteError::Malformed(_) => "malformed",
+                NoteError::UnknownKind(_) => "kind",
+                NoteError::InvalidPath { .. } => "path",
+                NoteError::InvalidTimestamp(_) => "timestamp",
+                other => panic!("unexpected {other:?}"),
+            };
+            assert_eq!(got, want, "{data}");
+        }
+    }
+
+    #[test]
+    fn invalid_operations_never_replace_a_valid_note() {
+        let mut notes = notes_with(&[("plan.md", "keep me\n", T0)]);
+        let before = notes.get("plan.md").cloned().unwrap();
+        // Operations that parse but must be rejected by apply.
+        let bad_ops = [
+            op(
+                NoteOpKind::Write,
+                "plan.md",
+                &"x".repeat(MAX_NOTE_BYTES + 1),
+                T0 + 1,
+            ),
+            op(
+                NoteOpKind::Append,
+                "plan.md",
+                &"x".repeat(MAX_NOTE_BYTES),
+                T0 + 1,
+            ),
+            op(NoteOpKind::Append, "plan.md", "", T0 + 1),
+            op(NoteOpKind::Write, "plan.md", "new", MAX_TIMESTAMP_MS + 1),
+            op(NoteOpKind::Write, "plan.md", "new", i64::MIN),
+            op(NoteOpKind::Write, "/plan.md", "new", T0 + 1),
+            op(NoteOpKind::Write, "plan.md/", "new", T0 + 1),
+        ];
+        for o in &bad_ops {
+            assert!(notes.apply(o).is_err(), "{:?} {}", o.kind, o.path);
+            assert_eq!(notes.get("plan.md"), Some(&before));
+            assert_eq!(notes.len(), 1);
+        }
+        // Persisted data that does not parse is skipped by the replayer; state stays the same.
+        let session = [
+            json!({"kind":"write","path":"plan.md","content":"","atMs":"soon"}),
+            json!({"kind":"truncate","path":"plan.md","content":"","atMs":T0}),
+            json!({"kind":"write","path":"plan.md","content":{"text":"x"},"atMs":T0}),
+            json!({"kind":"write","path":"../plan.md","content":"evil","atMs":T0}),
+            json!({"kind":"append","path":"plan.md","content":"more\n","atMs":T0 + 9}),
+        ];
+        let mut skipped = 0;
+        for d in &session {
+            match NoteOp::from_data(d).and_then(|o| notes.apply(&o)) {
+                Ok(()) => {}
+                Err(_) => skipped += 1,
+            }
+        }
+        assert_eq!(skipped, 4);
+        let note = notes.get("plan.md").unwrap();
+        assert_eq!(note.content, "keep me\nmore\n");
+        assert_eq!(note.updated_ms, T0 + 9);
+    }
+
+    #[test]
+    fn size_limit_applies_after_the_operation() {
+        let mut notes = Notes::new();
+        let half = "a".repeat(MAX_NOTE_BYTES / 2);
+        notes
+            .apply(&op(NoteOpKind::Append, "big", &half, T0))
+            .unwrap();
+        notes
+            .apply(&op(NoteOpKind::Append, "big", &half, T0))
+            .unwrap();
+        assert_eq!(notes.get("big").unwrap().bytes(), MAX_NOTE_BYTES);
+        let err = notes
+            .apply(&op(NoteOpKind::Append, "big", "b", T0))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            NoteError::TooLarge {
+                path: "big".into(),
+                bytes: MAX_NOTE_BYTES + 1
+            }
+        );
+        // Multi-byte: 4-byte emoji counts as 4 bytes.
+        let mut n2 = Notes::new();
+        let near = "a".repeat(MAX_NOTE_BYTES - 3);
+        n2.apply(&op(NoteOpKind::Write, "e", &near, T0)).unwrap();
+        assert!(n2.apply(&op(NoteOpKind::Append, "e", "🙂", T0)).is_err());
+        n2.apply(&op(NoteOpKind::Append, "e", "é", T0)).unwrap();
+        assert_eq!(n2.get("e").unwrap().bytes(), MAX_NOTE_BYTES - 1);
+        // A write replaces, so its size alone counts.
+        n2.apply(&op(NoteOpKind::Write, "e", &"z".repeat(MAX_NOTE_BYTES), T0))
+            .unwrap();
+    }
+
+    #[test]
+    fn write_replaces_and_empty_write_deletes() {
+        let mut notes = notes_with(&[("a", "one", T0)]);
+        notes
+            .apply(&op(NoteOpKind::Write, "a", "two", T0 + 1))
+            .unwrap();
+        assert_eq!(notes.get("a").unwrap().content, "two");
+        assert_eq!(notes.get("a").unwrap().updated_ms, T0 + 1);
+        notes
+            .apply(&op(NoteOpKind::Write, "a", "", T0 + 2))
+            .unwrap();
+        assert!(notes.get("a").is_none());
+        assert!(notes.is_empty());
+        notes
+            .apply(&op(NoteOpKind::Append, "a", "x", T0 + 3))
+            .unwrap();
+        assert_eq!(notes.get("a").unwrap().content, "x");
+    }
+
+    #[test]
+    fn line_counts() {
+        for (text, lines) in [
+            ("", 0),
+            ("a", 1),
+            ("a\n", 1),
+            ("a\nb", 2),
+            ("a\nb\n", 2),
+            ("\n", 1),
+            ("\n\n", 2),
+            ("a\r\nb\r\n", 2),
+        ] {
+            assert_eq!(count_lines(text), lines, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn path_rules() {
+        for ok in [
+            "plan.md",
+            "a/b/c",
+            "dir/.hidden",
+            "a..b",
+            "…/ü 🙂",
+            "x".repeat(256).as_str(),
+        ] {
+            assert_eq!(validate_path(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "/a",
+            "a/",
+            "a//b",
+            "./a",
+            "a/..",
+            "..",
+            ".",
+            "a\\b",
+            "a\nb",
+            "a\u{0}",
+            "a\u{85}b",
+            "x".repeat(257).as_str(),
+        ] {
+            assert!(validate_path(bad).is_err(), "{bad:?}");
+        }
+        // 256 bytes of multi-byte characters is fine; 257 is not.
+        assert!(validate_path(&"é".repeat(128)).is_ok());
+        assert!(validate_path(&format!("{}a", "é".repeat(128))).is_err());
+    }
+
+    #[test]
+    fn prepare_builds_ops_without_applying_them() {
+        let notes = notes_with(&[("a.md", "x\n", T0)]);
+        let o = notes
+            .prepare(TOOL_APPEND, &json!({"path":"a.md","content":"y\n"}), T0 + 5)
+            .unwrap();
+        assert_eq!(o, op(NoteOpKind::Append, "a.md", "y\n", T0 + 5));
+        assert_eq!(notes.get("a.md").unwrap().content, "x\n");
+        let d = notes
+            .prepare(TOOL_WRITE, &json!({"path":"a.md","content":""}), T0 + 6)
+            .unwrap();
+        assert_eq!(d.kind, NoteOpKind::Write);
+        assert!(d.content.is_empty());
+    }
+
+    #[test]
+    fn prepare_rejects_every_argument_error() {
+        let notes = notes_with(&[("full", &"a".repeat(MAX_NOTE_BYTES), T0)]);
+        let big = "b".repeat(MAX_NOTE_BYTES + 1);
+        let cases: Vec<(&str, Value, i64, &str)> = vec![
+            (
+                "notes_delete_file",
+                json!({"path":"a","content":"x"}),
+                T0,
+                "not a note-writing tool",
+            ),
+            (TOOL_WRITE, json!("a"), T0, "arguments must be an object"),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":"x","mode":"w"}),
+                T0,
+                "unknown argument `mode`",
+            ),
+            (TOOL_WRITE, json!({"content":"x"}), T0, "`path` is required"),
+            (
+                TOOL_WRITE,
+                json!({"path":7,"content":"x"}),
+                T0,
+                "`path` must be a string",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"../a","content":"x"}),
+                T0,
+                "`path` is not a valid note path",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"/a","content":"x"}),
+                T0,
+                "absolute paths",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"a"}),
+                T0,
+                "`content` is required",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"a","content":["x"]}),
+                T0,
+                "`content` must be a string",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"a","content":""}),
+                T0,
+                "nothing to append",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":""}),
+                T0,
+                "there is no note at \"a\"",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":big}),
+                T0,
+                "a note holds at most 1000000",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"full","content":"z"}),
+                T0,
+                "would grow \"full\" to 1000001",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":"x"}),
+                i64::MAX,
+                "not a representable timestamp",
+            ),
+        ];
+        for (tool, args, now, want) in cases {
+            let text = err_text(notes.prepare(tool, &args, now).unwrap_err());
+            assert!(text.contains(want), "{tool} {args}: {text}");
+        }
+    }
+
+    #[test]
+    fn op_result_reports_the_note_after_the_operation() {
+        let mut notes = Notes::new();
+        let o = op(NoteOpKind::Write, "p", "a\nb", T0);
+        notes.apply(&o).unwrap();
+        assert_eq!(
+            parsed(&notes.op_result(&o)),
+            json!({"path":"p","lines":2,"bytes":3,"deleted":false})
+        );
+        let o = op(NoteOpKind::Append, "p", "ü\n", T0);
+        notes.apply(&o).unwrap();
+        assert_eq!(
+            parsed(&notes.op_result(&o)),
+            json!({"path":"p","lines":2,"bytes":6,"deleted":false})
+        );
+        let o = op(NoteOpKind::Write, "p", "", T0);
+        notes.apply(&o).unwrap();
+        assert_eq!(
+            parsed(&notes.op_result(&o)),
+            json!({"path":"p","deleted":true})
+        );
+        // Not applied: reported as an error, not as success.
+        assert!(
+            notes
+                .op_result(&op(NoteOpKind::Append, "q", "x", T0))
+                .is_error
+        );
+    }
+
+    #[test]
+    fn read_file_line_ranges() {
+        let notes = notes_with(&[("f", "l1\nl2\nl3\nl4\nl5\n", T0), ("g", "a\nb", T0)]);
+        let cases: Vec<(Value, (i64, i64, &str))> = vec![
+            (json!({"path":"f"}), (1, 5, "l1\nl2\nl3\nl4\nl5")),
+            (
+                json!({"path":"f","start_line":null,"end_line":null}),
+                (1, 5, "l1\nl2\nl3\nl4\nl5"),
+            ),
+            (
+                json!({"path":"f","start_line":2,"end_line":3}),
+                (2, 3, "l2\nl3"),
+            ),
+            (json!({"path":"f","start_line":-2}), (4, 5, "l4\nl5")),
+            (
+                json!({"path":"f","start_line":-1,"end_line":-1}),
+                (5, 5, "l5"),
+            ),
+            (
+                json!({"path":"f","start_line":1,"end_line":-2}),
+                (1, 4, "l1\nl2\nl3\nl4"),
+            ),
+            (
+                json!({"path":"f","start_line":-99,"end_line":2}),
+                (1, 2, "l1\nl2"),
+            ),
+            (
+                json!({"path":"f","start_line":4,"end_line":99}),
+                (4, 5, "l4\nl5"),
+            ),
+            (json!({"path":"f","start_line":5}), (5, 5, "l5")),
+            (json!({"path":"f","end_line":1}), (1, 1, "l1")),
+            (json!({"path":"f","start_line":3.0}), (3, 5, "l3\nl4\nl5")),
+            (json!({"path":"g","start_line":2}), (2, 2, "b")),
+            (json!({"path":"g"}), (1, 2, "a\nb")),
+        ];
+        for (args, (s, e, content)) in cases {
+            let v = parsed(&notes.read_file(&args));
+            assert_eq!(v["start_line"], s, "{args}");
+            assert_eq!(v["end_line"], e, "{args}");
+            assert_eq!(v["content"], content, "{args}");
+            assert_eq!(v["path"], args["path"]);
+        }
+        assert_eq!(
+            parsed(&notes.read_file(&json!({"path":"f"})))["total_lines"],
+            5
+        );
+    }
+
+    #[test]
+    fn read_file_errors() {
+        let notes = notes_with(&[("f", "l1\nl2\nl3\n", T0)]);
+        let cases: Vec<(Value, &str)> = vec![
+            (json!({}), "`path` is required"),
+            (json!({"path":1}), "`path` must be a string"),
+            (json!({"path":"nope"}), "no note at \"nope\""),
+            (json!({"path":"../f"}), "not a valid note path"),
+            (
+                json!({"path":"f","start_line":0}),
+                "`start_line` must not be 0",
+            ),
+            (json!({"path":"f","end_line":0}), "`end_line` must not be 0"),
+            (
+                json!({"path":"f","start_line":4}),
+                "past the end of \"f\" (3 lines)",
+            ),
+            (
+                json!({"path":"f","start_line":3,"end_line":2}),
+                "`end_line` is 2",
+            ),
+            (
+                json!({"path":"f","start_line":-1,"end_line":1}),
+                "before start_line -1 (line 3)",
+            ),
+            (
+                json!({"path":"f","start_line":"2"}),
+                "`start_line` must be an integer",
+            ),
+            (
+                json!({"path":"f","end_line":1.5}),
+                "`end_line` must be an integer",
+            ),
+            (json!({"path":"f","lines":2}), "unknown argument `lines`"),
+            (json!([]), "arguments must be an object"),
+        ];
+        for (args, want) in cases {
+            let text = err_text(notes.read_file(&args));
+            assert!(text.starts_with("notes_read_file: "), "{text}");
+            assert!(text.contains(want), "{args}: {text}");
+        }
+    }
+
+    #[test]
+    fn search_reports_matching_lines_with_numbers() {
+        let notes = notes_with(&[
+            ("a/one", "alpha\nbeta TODO\ngamma\nTODO TODO twice\n", T0),
+            ("a/two", "todo lower\nno match\nTODO last", T0),
+            ("b/three", "TODO elsewhere", T0),
+        ]);
+        let v = parsed(&notes.search_contents(&json!({"query":"TODO"})));
+        assert_eq!(
+            v,
+            json!({"matches":[
+                {"path":"a/one","lines":[{"line":2,"text":"beta TODO"},{"line":4,"text":"TODO TODO twice"}]},
+                {"path":"a/two","lines":[{"line":3,"text":"TODO last"}]},
+                {"path":"b/three","lines":[{"line":1,"text":"TODO elsewhere"}]}
+            ],"match_count":4,"truncated":false})
+        );
+        // Prefix filter and case sensitivity.
+        let v = parsed(&notes.search_contents(&json!({"query":"todo","path_prefix":"a/"})));
+        assert_eq!(
+            v["matches"],
+            json!([{"path":"a/two","lines":[{"line":1,"text":"todo lower"}]}])
+        );
+        // Limit truncates but still counts.
+        let v = parsed(&notes.search_contents(&json!({"query":"TODO","limit":2})));
+        assert_eq!(v["match_count"], 4);
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["matches"].as_array().unwrap().len(), 1);
+        assert_eq!(v["matches"][0]["lines"].as_array().unwrap().len(), 2);
+        // No match.
+        let v = parsed(&notes.search_contents(&json!({"query":"zzz"})));
+        assert_eq!(v, json!({"matches":[],"match_count":0,"truncated":false}));
+        // A query spanning a line break reports the line where it starts.
+        let v = parsed(&notes.search_contents(&json!({"query":"alpha\nbeta"})));
+        assert_eq!(v["matches"][0]["lines"], json!([{"line":1,"text":"alpha"}]));
+    }
+
+    #[test]
+    fn search_cuts_long_lines() {
+        let long = format!("{}needle{}", "é".repeat(400), "x".repeat(10));
+        let notes = notes_with(&[("l", &long, T0)]);
+        let v = parsed(&notes.search_contents(&json!({"query":"needle"})));
+        let text = v["matches"][0]["lines"][0]["text"].as_str().unwrap();
+        assert_eq!(text.chars().count(), SEARCH_LINE_MAX_CHARS + 1);
+        assert!(text.ends_with('…'));
+    }
+
+    #[test]
+    fn search_errors() {
+        let notes = Notes::new();
+        for (args, want) in [
+            (json!({}), "`query` is required"),
+            (json!({"query":""}), "`query` must not be empty"),
+            (json!({"query":5}), "`query` must be a string"),
+            (
+                json!({"query":"a","path_prefix":1}),
+                "`path_prefix` must be a string",
+            ),
+            (json!({"query":"a","limit":0}), "`limit` must be at least 1"),
+            (
+                json!({"query":"a","limit":-3}),
+                "`limit` must be at least 1",
+            ),
+            (
+                json!({"query":"a","limit":"5"}),
+                "`limit` must be an integer",
+            ),
+            (
+                json!({"query":"a","regex":true}),
+                "unknown argument `regex`",
+            ),
+        ] {
+            let text = err_text(notes.search_contents(&args));
+            assert!(text.starts_with("notes_search_contents: "), "{text}");
+            assert!(text.contains(want), "{args}: {text}");
+        }
+    }
+
+    #[test]
+    fn list_filters_by_prefix_and_limits() {
+        let notes = notes_with(&[
+            ("b/2", "x\ny", T0 + 2),
+            ("a", "1", T0),
+            ("b/1", "é", T0 + 1),
+            ("bb", "z", T0),
+            ("c", "c", T0),
+        ]);
+        let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"b/"})));
+        assert_eq!(
+            v,
+            json!({"files":[
+                {"path":"b/1","lines":1,"bytes":2,"updated_ms":T0 + 1},
+                {"path":"b/2","lines":2,"bytes":3,"updated_ms":T0 + 2}
+            ],"total":2,"truncated":false})
+        );
+        let v = parsed(&notes.list_files_by_prefix(&json!({})));
+        let paths: Vec<&str> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, ["a", "b/1", "b/2", "bb", "c"]);
+        let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"b","limit":2})));
+        assert_eq!(v["total"], 3);
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["files"].as_array().unwrap().len(), 2);
+        let v = parsed(&notes.list_files_by_prefix(&Value::Null));
+        assert_eq!(v["total"], 5);
+        let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"zz"})));
+        assert_eq!(v, json!({"files":[],"total":0,"truncated":false}));
+        for (args, want) in [
+            (json!({"limit":0}), "`limit` must be at least 1"),
+            (json!({"limit":true}), "`limit` must be an integer"),
+            (json!({"prefix":["a"]}), "`prefix` must be a string"),
+            (json!({"path":"a"}), "unknown argument `path`"),
+        ] {
+            let text = err_text(notes.list_files_by_prefix(&args));
+            assert!(text.starts_with("notes_list_files_by_prefix: "), "{text}");
+            assert!(text.contains(want), "{args}: {text}");
+        }
+    }
+
+    #[test]
+    fn recent_is_most_recent_first_with_path_ties() {
+        let mut notes = notes_with(&[
+            ("c", "x", T0),
+            ("a", "x", T0),
+            ("b", "x", T0 - 1),
+            ("d", "x", T0 + 5),
+        ]);
+        let order = |n: &Notes, k| {
+            n.recent(k)
+                .iter()
+                .map(|n| n.path.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(&notes, 10), ["d", "a", "c", "b"]);
+        assert_eq!(order(&notes, 2), ["d", "a"]);
+        notes
+            .apply(&op(NoteOpKind::Append, "b", "y", T0 + 9))
+            .unwrap();
+        assert_eq!(order(&notes, 3), ["b", "d", "a"]);
+        assert!(Notes::new().recent(3).is_empty());
+    }
+
+    #[test]
+    fn tool_descriptions_cover_every_tool() {
+        let names: Vec<&str> = TOOL_DESCRIPTIONS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [TOOL_LIST, TOOL_READ, TOOL_SEARCH, TOOL_APPEND, TOOL_WRITE]
+        );
+        let write = TOOL_DESCRIPTIONS[4].1;
+        assert!(write.contains("Empty content deletes the note"));
+    }
+}
