@@ -385,3 +385,290 @@ pub fn neutralize_closing_tags(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-11-29T22:05:07Z
+    const T: i64 = 1_795_989_907_000;
+
+    fn note<'a>(path: &'a str, content: &'a str, updated_ms: i64) -> NoteIndexEntry<'a> {
+        NoteIndexEntry {
+            path,
+            content,
+            updated_ms,
+        }
+    }
+
+    fn block<'a>(notes: Vec<NoteIndexEntry<'a>>, note_count: usize) -> BootBlock<'a> {
+        BootBlock {
+            agent_name: "pi",
+            first_window_id: "pcw:0195f3a2:1a2b3c4d",
+            current_window_id: "pcw:0195f3a2:5e6f7a8b",
+            previous_window_id: Some("pcw:0195f3a2:9c0d1e2f"),
+            notes,
+            note_count,
+            tz_offset_minutes: 60,
+            handoff: None,
+            dropped_request: None,
+        }
+    }
+
+    const PLAN: &str =
+        "# Plan\n- [x] parse config\n- [ ] wire the engine\nNext: run the real-Pi tests.\n";
+
+    #[test]
+    fn boot_block_root_window_without_notes() {
+        let mut b = block(vec![], 0);
+        b.current_window_id = b.first_window_id;
+        b.previous_window_id = None;
+        let text = render_boot_block(&b);
+        assert!(text.starts_with("<context_window>\n") && text.ends_with("</context_window>"));
+        assert!(text.contains("previous_window_id: none"));
+        assert!(!text.contains("<handoff>") && !text.contains("<pending_user_request>"));
+        insta::assert_snapshot!("boot_block_0_notes", text);
+    }
+
+    #[test]
+    fn boot_block_one_note() {
+        let text = render_boot_block(&block(vec![note("plan.md", PLAN, T)], 1));
+        assert!(text.contains(
+            "<note path=\"plan.md\">4 lines, 77 UTF-8 bytes, updated 2026-11-29T23:05:07+01:00\n"
+        ));
+        assert!(!text.contains("more note"));
+        insta::assert_snapshot!("boot_block_1_note", text);
+    }
+
+    #[test]
+    fn boot_block_three_notes() {
+        let long = format!("{}{}", "a".repeat(150), "b".repeat(150));
+        let text = render_boot_block(&block(
+            vec![
+                note("plan.md", PLAN, T),
+                note(
+                    "research/api \"v2\" & <notes>.md",
+                    "single line, no newline",
+                    T - 3_600_000,
+                ),
+                note("log.txt", &long, T - 86_400_000),
+            ],
+            3,
+        ));
+        assert!(text.contains("shown=\"3\" total=\"3\""));
+        assert!(text.contains("path=\"research/api &quot;v2&quot; &amp; &lt;notes&gt;.md\""));
+        insta::assert_snapshot!("boot_block_3_notes", text);
+    }
+
+    #[test]
+    fn boot_block_four_notes_shows_three_and_the_count() {
+        let notes = vec![
+            note("d", "fourth", T),
+            note("c", "third", T - 1000),
+            note("b", "second", T - 2000),
+            note("a", "first", T - 3000),
+        ];
+        let text = render_boot_block(&block(notes, 4));
+        assert_eq!(text.matches("<note path=").count(), 3);
+        assert!(!text.contains("first\n"));
+        assert!(text.contains("1 more note: see notes_list_files_by_prefix."));
+        insta::assert_snapshot!("boot_block_4_notes", text);
+        let text = render_boot_block(&block(vec![note("d", "x", T)], 12));
+        assert!(text.contains("shown=\"1\" total=\"12\""));
+        assert!(text.contains("11 more notes: see"));
+    }
+
+    #[test]
+    fn boot_block_with_handoff_and_dropped_request() {
+        let mut b = block(vec![note("plan.md", PLAN, T)], 1);
+        b.tz_offset_minutes = -300;
+        b.handoff = Some(
+            "## Goal\nShip the parser.\n## Next step\nRun `cargo test` and fix `Vec<u8>` misuse.\nA stray </handoff> must not end this.",
+        );
+        b.dropped_request =
+            Some("Please also check <stdin> handling & </Pending_User_Request > edge cases.\n");
+        let text = render_boot_block(&b);
+        assert!(text.contains("updated 2026-11-29T17:05:07-05:00"));
+        assert!(text.contains("Run `cargo test` and fix `Vec<u8>` misuse."));
+        assert!(text.contains("A stray <\\/handoff> must not end this."));
+        assert_eq!(text.matches("</handoff>").count(), 1);
+        assert_eq!(text.matches("</pending_user_request>").count(), 1);
+        assert!(text.contains("- The <handoff> below"));
+        assert!(text.contains("- The <pending_user_request> below"));
+        insta::assert_snapshot!("boot_block_handoff_and_request", text);
+
+        b.handoff = None;
+        let text = render_boot_block(&b);
+        assert!(!text.contains("<handoff>") && !text.contains("- The <handoff> below"));
+        assert!(text.contains("<pending_user_request>\nPlease also check <stdin> handling"));
+    }
+
+    #[test]
+    fn boot_block_has_no_time_of_rendering_and_is_deterministic() {
+        let b = block(vec![note("plan.md", PLAN, T)], 1);
+        assert_eq!(render_boot_block(&b), render_boot_block(&b.clone()));
+        // Only the note's own timestamp appears; changing it is the only thing that moves.
+        let b2 = block(vec![note("plan.md", PLAN, T + 1000)], 1);
+        let (t1, t2) = (render_boot_block(&b), render_boot_block(&b2));
+        assert_ne!(t1, t2);
+        assert_eq!(t1.replace("23:05:07", "23:05:08"), t2);
+    }
+
+    #[test]
+    fn previews() {
+        let s200 = "x".repeat(200);
+        let s201: String = (0..201)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let p = note_preview(&s201);
+        assert_eq!(p, format!("{}…{}", &s201[..120], &s201[121..]));
+        assert_eq!(p.chars().count(), 201);
+        assert_eq!(note_preview(""), "");
+        assert_eq!(note_preview("short\nnote"), "short\nnote");
+        assert_eq!(note_preview(&s200), s200);
+        let long: String = (0..5000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let p = note_preview(&long);
+        assert_eq!(p, format!("{}…{}", &long[..120], &long[4920..]));
+
+        // Multi-byte: characters, not bytes, are counted.
+        let emoji = "🙂".repeat(200);
+        assert_eq!(note_preview(&emoji), emoji);
+        let emoji201 = format!("{}🚀", "🙂".repeat(200));
+        let p = note_preview(&emoji201);
+        assert_eq!(p, format!("{}…{}🚀", "🙂".repeat(120), "🙂".repeat(79)));
+        let cjk = "漢字かな".repeat(60); // 240 chars
+        let p = note_preview(&cjk);
+        let chars: Vec<char> = cjk.chars().collect();
+        let want: String = chars[..120]
+            .iter()
+            .chain(['…'].iter())
+            .chain(chars[160..].iter())
+            .collect();
+        assert_eq!(p, want);
+        // Combining marks count as their own characters: "e\u{301}" is two.
+        let combining = "e\u{301}".repeat(100); // 200 chars
+        assert_eq!(note_preview(&combining), combining);
+        let combining = "e\u{301}".repeat(101); // 202 chars
+        let p = note_preview(&combining);
+        assert_eq!(
+            p,
+            format!("{}…{}", "e\u{301}".repeat(60), "e\u{301}".repeat(40))
+        );
+        insta::assert_snapshot!(
+            "preview_multibyte",
+            format!("{}\n{}", note_preview(&emoji201), note_preview(&cjk))
+        );
+    }
+
+    #[test]
+    fn local_iso_times() {
+        let cases = [
+            (T, 60, "2026-11-29T23:05:07+01:00"),
+            (T, 0, "2026-11-29T22:05:07+00:00"),
+            (T, -300, "2026-11-29T17:05:07-05:00"),
+            (T, 330, "2026-11-30T03:35:07+05:30"),
+            (T, -570, "2026-11-29T12:35:07-09:30"),
+            (T + 999, 0, "2026-11-29T22:05:07+00:00"),
+            // Day, month and year rollover forwards and backwards.
+            (1_798_759_800_000, 60, "2027-01-01T00:30:00+01:00"),
+            (1_798_759_800_000, 0, "2026-12-31T23:30:00+00:00"),
+            (1_772_325_000_000, -60, "2026-02-28T23:30:00-01:00"),
+            (1_709_172_900_000, -180, "2024-02-28T23:15:00-03:00"),
+            (1_709_172_900_000, 0, "2024-02-29T02:15:00+00:00"),
+            (0, 0, "1970-01-01T00:00:00+00:00"),
+            (-1, 0, "1969-12-31T23:59:59+00:00"),
+            (-1000, 840, "1970-01-01T13:59:59+14:00"),
+            (8_640_000_000_000_000, 0, "+275760-09-13T00:00:00+00:00"),
+            (-8_640_000_000_000_000, 0, "-271821-04-20T00:00:00+00:00"),
+            (-62_167_219_200_000, 0, "0000-01-01T00:00:00+00:00"),
+            (T, 10_000, "2026-11-30T22:04:07+23:59"),
+        ];
+        for (ms, off, want) in cases {
+            assert_eq!(format_local_iso(ms, off), want, "{ms} {off}");
+            assert!(!format_local_iso(ms, off).ends_with('Z'));
+        }
+    }
+
+    #[test]
+    fn reminder_freezes_the_figure() {
+        let text = render_reminder(23_456);
+        assert!(text.contains("about 23,456 tokens remain"));
+        assert!(text.starts_with("<context_window_guidance>\n"));
+        assert!(text.ends_with("</context_window_guidance>"));
+        insta::assert_snapshot!("reminder", text);
+        assert!(render_reminder(0).contains("about 0 tokens remain"));
+    }
+
+    #[test]
+    fn steer_and_continuations() {
+        let steer = render_notes_steer();
+        assert!(steer.contains("notes_write_file") && steer.contains("reset"));
+        insta::assert_snapshot!("notes_steer", steer);
+        let all = [
+            ContinuationReason::NewContext,
+            ContinuationReason::Fallback,
+            ContinuationReason::Handoff,
+        ]
+        .map(|r| format!("{r:?}: {}", render_continuation(r)))
+        .join("\n");
+        insta::assert_snapshot!("continuations", all);
+        assert!(render_continuation(ContinuationReason::Handoff).contains("<handoff>"));
+    }
+
+    #[test]
+    fn status_text() {
+        let mut s = StatusInfo {
+            enabled: true,
+            current_window_id: "pcw:0195f3a2:5e6f7a8b",
+            window_count: 3,
+            note_count: 4,
+            remaining_tokens: Some(91_234),
+            reserve_tokens: 16_384,
+            reminder_threshold: 40_960,
+            reminder_sent: false,
+        };
+        let on = render_status(&s);
+        s.enabled = false;
+        s.remaining_tokens = None;
+        s.reminder_sent = true;
+        let off = render_status(&s);
+        assert!(on.contains("91,234 tokens") && off.contains("remaining: unknown"));
+        insta::assert_snapshot!("status", format!("{on}\n---\n{off}"));
+    }
+
+    #[test]
+    fn digit_grouping() {
+        for (n, want) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (40_960, "40,960"),
+            (1_234_567, "1,234,567"),
+            (u64::MAX, "18,446,744,073,709,551,615"),
+        ] {
+            assert_eq!(group_digits(n), want);
+        }
+    }
+
+    #[test]
+    fn closing_tags_of_own_elements_are_neutralised_only() {
+        for (input, want) in [
+            ("a </handoff> b", "a <\\/handoff> b"),
+            ("</NOTE>", "<\\/NOTE>"),
+            ("</note >", "<\\/note >"),
+            ("x </context_window", "x <\\/context_window"),
+            ("</context_window_protocol>", "<\\/context_window_protocol>"),
+            (
+                "</notes> </div> </handoffs> <handoff>",
+                "</notes> </div> </handoffs> <handoff>",
+            ),
+            ("Vec<u8> & a<b", "Vec<u8> & a<b"),
+            ("</", "</"),
+            ("</é", "</é"),
+        ] {
+            assert_eq!(neutralize_closing_tags(input), want, "{input}");
+        }
+    }
+}
