@@ -1,1 +1,1398 @@
-//! (module under construction)
+//! Model-written notes: small virtual text files that survive every window reset.
+//!
+//! Notes are a projection of the session branch. Every change is one [`NoteOp`] persisted as a
+//! custom session entry (`customType` [`NOTE_CUSTOM_TYPE`], the operation in `data`) and
+//! replayed in branch order with [`Notes::apply`]. Nothing else is stored, so a reload of the
+//! JSONL rebuilds exactly the same notes and a sibling branch never sees another branch's notes.
+//!
+//! # Rules
+//!
+//! - **Paths** are relative virtual paths: segments separated by `/`, no leading `/`, no empty
+//!   segment (`a//b`, trailing `/`), no `.` or `..` segment, no backslash, no control character,
+//!   at most [`MAX_PATH_BYTES`] UTF-8 bytes. They name nothing on disk.
+//! - **Size**: a note holds at most [`MAX_NOTE_BYTES`] UTF-8 bytes *after* the operation.
+//! - **Timestamps** (`atMs`, milliseconds since the Unix epoch) must be integers within
+//!   ±8.64e15 ms, the range a JavaScript `Date` can represent.
+//! - **Write** creates or replaces a note; a write with empty content **deletes** the note (an
+//!   empty note and an absent note are the same thing). **Append** adds text to the end of a
+//!   note, creating it if needed; an empty append is rejected.
+//! - **Lines**: `""` has 0 lines, `"a\n"` 1 line, `"a\nb"` 2 lines. Only `\n` separates lines.
+//!
+//! **Invariant:** an invalid operation (from a tool call or found in a session file) never changes
+//! state: [`Notes::apply`] returns `Err` and leaves every note as it was, so a malformed entry can
+//! never replace a valid note.
+//!
+//! # Persisted shape
+//!
+//! ```json
+//! {"kind":"write","path":"plan.md","content":"…","atMs":1764453907000}
+//! ```
+//! `kind` is `"write"` or `"append"`. Unknown extra keys are ignored (forward compatibility); a
+//! missing or mistyped known key makes the whole operation invalid.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use memchr::memmem;
+use serde_json::{json, Map, Value};
+
+use crate::ToolOutput;
+
+/// The `customType` of the custom session entry carrying one note operation in its `data`.
+pub const NOTE_CUSTOM_TYPE: &str = "relay/note";
+/// Maximum size of one note, in UTF-8 bytes, after an operation.
+pub const MAX_NOTE_BYTES: usize = 1_000_000;
+/// Maximum length of a note path, in UTF-8 bytes.
+pub const MAX_PATH_BYTES: usize = 256;
+/// Largest timestamp magnitude accepted, in ms (what a JavaScript `Date` can represent).
+pub const MAX_TIMESTAMP_MS: i64 = 8_640_000_000_000_000;
+
+/// Default number of files listed by `notes_list_files_by_prefix`.
+pub const DEFAULT_LIST_LIMIT: u64 = 100;
+/// Default number of matching lines returned by `notes_search_contents`.
+pub const DEFAULT_SEARCH_LIMIT: u64 = 50;
+/// A matching line longer than this many Unicode characters is cut and ends with `…`.
+pub const SEARCH_LINE_MAX_CHARS: usize = 300;
+
+/// Tool names, as registered with Pi.
+pub const TOOL_LIST: &str = "notes_list_files_by_prefix";
+pub const TOOL_READ: &str = "notes_read_file";
+pub const TOOL_SEARCH: &str = "notes_search_contents";
+pub const TOOL_APPEND: &str = "notes_append_to_file";
+pub const TOOL_WRITE: &str = "notes_write_file";
+
+/// The description shown to the model for each notes tool, in tool order
+/// (list, read, search, append, write).
+pub const TOOL_DESCRIPTIONS: [(&str, &str); 5] = [
+    (
+        TOOL_LIST,
+        "List your notes whose path starts with `prefix` (default: all), in path order, with line \
+         and UTF-8 byte counts. `limit` caps the number of files (default 100).",
+    ),
+    (
+        TOOL_READ,
+        "Read a note. `start_line`/`end_line` are 1-based and inclusive; negative values count \
+         from the end (-1 = last line). Defaults: the whole note. An end past the last line is \
+         clamped; a start past the last line is an error.",
+    ),
+    (
+        TOOL_SEARCH,
+        "Find lines containing `query` (case-sensitive literal text) in notes whose path starts \
+         with `path_prefix`. Returns matching lines with their line numbers, at most `limit` \
+         lines (default 50).",
+    ),
+    (
+        TOOL_APPEND,
+        "Append `content` to the end of a note, creating it if it does not exist. Include a \
+         trailing newline if you want the next append on a new line. A note holds at most \
+         1,000,000 UTF-8 bytes.",
+    ),
+    (
+        TOOL_WRITE,
+        "Create or replace a note with `content`. Empty content deletes the note. Paths are \
+         relative like `plan.md` or `task/progress.md`. A note holds at most 1,000,000 UTF-8 \
+         bytes. Notes persist across context windows.",
+    ),
+];
+
+/// Why a note operation was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoteError {
+    /// The persisted data does not have the operation's shape.
+    #[error("malformed note operation: {0}")]
+    Malformed(String),
+    /// `kind` is a string but not one this version understands.
+    #[error("unknown note operation kind {0:?} (expected \"write\" or \"append\")")]
+    UnknownKind(String),
+    /// The path breaks a path rule.
+    #[error("invalid note path {path:?}: {reason}")]
+    InvalidPath { path: String, reason: String },
+    /// The timestamp is not an integer within ±8.64e15 ms.
+    #[error("invalid note timestamp: {0}")]
+    InvalidTimestamp(String),
+    /// The note would exceed [`MAX_NOTE_BYTES`].
+    #[error("note {path:?} would be {bytes} UTF-8 bytes, over the limit of {MAX_NOTE_BYTES}")]
+    TooLarge { path: String, bytes: usize },
+    /// An append with nothing to append.
+    #[error("empty append to note {0:?}")]
+    EmptyAppend(String),
+}
+
+/// The two kinds of note operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteOpKind {
+    /// Create or replace; empty content deletes.
+    Write,
+    /// Add to the end; creates the note if absent.
+    Append,
+}
+
+impl NoteOpKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            NoteOpKind::Write => "write",
+            NoteOpKind::Append => "append",
+        }
+    }
+}
+
+/// One persisted change to one note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteOp {
+    pub kind: NoteOpKind,
+    pub path: String,
+    pub content: String,
+    pub at_ms: i64,
+}
+
+impl NoteOp {
+    /// Parse an operation persisted in a custom entry's `data`, validating its shape, path and
+    /// timestamp. (Size depends on the current note and is checked by [`Notes::apply`].)
+    pub fn from_data(data: &Value) -> Result<NoteOp, NoteError> {
+        let obj = data.as_object().ok_or_else(|| {
+            NoteError::Malformed(format!("expected an object, got {}", kind_of(data)))
+        })?;
+        let field = |key: &str| -> Result<&str, NoteError> {
+            match obj.get(key) {
+                Some(Value::String(s)) => Ok(s.as_str()),
+                Some(other) => Err(NoteError::Malformed(format!(
+                    "`{key}` must be a string, got {}",
+                    kind_of(other)
+                ))),
+                None => Err(NoteError::Malformed(format!("missing `{key}`"))),
+            }
+        };
+        let kind = match field("kind")? {
+            "write" => NoteOpKind::Write,
+            "append" => NoteOpKind::Append,
+            other => return Err(NoteError::UnknownKind(other.to_string())),
+        };
+        let path = field("path")?;
+        validate_path(path)?;
+        let content = field("content")?;
+        let at_ms = match obj.get("atMs") {
+            Some(v) => timestamp_from_json(v)?,
+            None => return Err(NoteError::Malformed("missing `atMs`".into())),
+        };
+        Ok(NoteOp {
+            kind,
+            path: path.to_string(),
+            content: content.to_string(),
+            at_ms,
+        })
+    }
+
+    /// The `data` the extension persists with `appendEntry(NOTE_CUSTOM_TYPE, data)`.
+    pub fn to_data(&self) -> Value {
+        json!({
+            "kind": self.kind.as_str(),
+            "path": self.path,
+            "content": self.content,
+            "atMs": self.at_ms,
+        })
+    }
+}
+
+/// One note as the current branch defines it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub path: String,
+    pub content: String,
+    /// Timestamp of the last operation that changed it.
+    pub updated_ms: i64,
+}
+
+impl Note {
+    /// Number of lines (see the module rules).
+    pub fn lines(&self) -> usize {
+        count_lines(&self.content)
+    }
+
+    /// Size in UTF-8 bytes.
+    pub fn bytes(&self) -> usize {
+        self.content.len()
+    }
+}
+
+/// Number of lines in `text`: `""` → 0, `"a\n"` → 1, `"a\nb"` → 2.
+pub fn count_lines(text: &str) -> usize {
+    if text.is_empty() {
+        return 0;
+    }
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+    newlines + usize::from(!text.ends_with('\n'))
+}
+
+/// All notes of the current branch, keyed by path.
+#[derive(Debug, Clone, Default)]
+pub struct Notes {
+    files: BTreeMap<String, Note>,
+}
+
+impl Notes {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of notes.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The note at `path`, if any.
+    pub fn get(&self, path: &str) -> Option<&Note> {
+        self.files.get(path)
+    }
+
+    /// All notes in path order.
+    pub fn iter(&self) -> impl Iterator<Item = &Note> {
+        self.files.values()
+    }
+
+    /// Replay one operation. An invalid operation returns `Err` and changes nothing.
+    ///
+    /// Appends extend the existing string in place (amortised O(appended bytes)), so replaying
+    /// thousands of appends never copies whole notes.
+    pub fn apply(&mut self, op: &NoteOp) -> Result<(), NoteError> {
+        validate_path(&op.path)?;
+        validate_timestamp(op.at_ms)?;
+        match op.kind {
+            NoteOpKind::Write => {
+                if op.content.len() > MAX_NOTE_BYTES {
+                    return Err(NoteError::TooLarge {
+                        path: op.path.clone(),
+                        bytes: op.content.len(),
+                    });
+                }
+                if op.content.is_empty() {
+                    self.files.remove(&op.path);
+                } else if let Some(note) = self.files.get_mut(&op.path) {
+                    note.content.clear();
+                    note.content.push_str(&op.content);
+                    note.updated_ms = op.at_ms;
+                } else {
+                    self.files.insert(
+                        op.path.clone(),
+                        Note {
+                            path: op.path.clone(),
+                            content: op.content.clone(),
+                            updated_ms: op.at_ms,
+                        },
+                    );
+                }
+            }
+            NoteOpKind::Append => {
+                if op.content.is_empty() {
+                    return Err(NoteError::EmptyAppend(op.path.clone()));
+                }
+                let existing = self.files.get(&op.path).map_or(0, Note::bytes);
+                let bytes = existing + op.content.len();
+                if bytes > MAX_NOTE_BYTES {
+                    return Err(NoteError::TooLarge {
+                        path: op.path.clone(),
+                        bytes,
+                    });
+                }
+                match self.files.get_mut(&op.path) {
+                    Some(note) => {
+                        note.content.push_str(&op.content);
+                        note.updated_ms = op.at_ms;
+                    }
+                    None => {
+                        self.files.insert(
+                            op.path.clone(),
+                            Note {
+                                path: op.path.clone(),
+                                content: op.content.clone(),
+                                updated_ms: op.at_ms,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Validate a `notes_write_file` / `notes_append_to_file` call and build the operation to
+    /// persist. The operation is *not* applied; the caller persists it, then applies it. `Err`
+    /// is the tool error to return to the model (nothing is persisted).
+    pub fn prepare(&self, tool: &str, args: &Value, now_ms: i64) -> Result<NoteOp, ToolOutput> {
+        let kind = match tool {
+            TOOL_WRITE => NoteOpKind::Write,
+            TOOL_APPEND => NoteOpKind::Append,
+            other => {
+                return Err(ToolOutput::error(format!(
+                    "{other}: not a note-writing tool (expected {TOOL_WRITE} or {TOOL_APPEND})"
+                )))
+            }
+        };
+        let a = Args::new(tool, args, &["path", "content"])?;
+        let path = a.req_str("path")?;
+        if let Err(e) = validate_path(path) {
+            return Err(a.err("path", &path_reason(&e)));
+        }
+        let content = a.req_str("content")?;
+        if validate_timestamp(now_ms).is_err() {
+            return Err(ToolOutput::error(format!(
+                "{tool}: the current time ({now_ms} ms) is not a representable timestamp; nothing was written"
+            )));
+        }
+        let existing = self.files.get(path);
+        match kind {
+            NoteOpKind::Write => {
+                if content.is_empty() && existing.is_none() {
+                    return Err(a.err(
+                        "content",
+                        &format!(
+                            "is empty, which deletes a note, but there is no note at {path:?}; nothing was changed"
+                        ),
+                    ));
+                }
+                if content.len() > MAX_NOTE_BYTES {
+                    return Err(a.err(
+                        "content",
+                        &format!(
+                            "is {} UTF-8 bytes; a note holds at most {MAX_NOTE_BYTES}. Nothing was written",
+                            content.len()
+                        ),
+                    ));
+                }
+            }
+            NoteOpKind::Append => {
+                if content.is_empty() {
+                    return Err(a.err("content", "is empty; there is nothing to append"));
+                }
+                let total = existing.map_or(0, Note::bytes) + content.len();
+                if total > MAX_NOTE_BYTES {
+                    return Err(a.err(
+                        "content",
+                        &format!(
+                            "would grow {path:?} to {total} UTF-8 bytes; a note holds at most {MAX_NOTE_BYTES}. Nothing was appended"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(NoteOp {
+            kind,
+            path: path.to_string(),
+            content: content.to_string(),
+            at_ms: now_ms,
+        })
+    }
+
+    /// The tool result after `op` was applied: `{"path","deleted":true}` for a delete, else
+    /// `{"path","lines","bytes","deleted":false}` describing the note now.
+    pub fn op_result(&self, op: &NoteOp) -> ToolOutput {
+        if op.kind == NoteOpKind::Write && op.content.is_empty() {
+            return ToolOutput::json(&json!({ "path": op.path, "deleted": true }));
+        }
+        match self.files.get(&op.path) {
+            Some(note) => ToolOutput::json(&json!({
+                "path": note.path,
+                "lines": note.lines(),
+                "bytes": note.bytes(),
+                "deleted": false,
+            })),
+            None => ToolOutput::error(format!(
+                "note {:?} is missing after the operation; it was not saved",
+                op.path
+            )),
+        }
+    }
+
+    /// `notes_list_files_by_prefix {prefix?, limit?}` →
+    /// `{"files":[{"path","lines","bytes","updated_ms"}],"total":N,"truncated":bool}`
+    /// where `total` counts every note matching the prefix.
+    pub fn list_files_by_prefix(&self, args: &Value) -> ToolOutput {
+        let run = || -> Result<ToolOutput, ToolOutput> {
+            let a = Args::new(TOOL_LIST, args, &["prefix", "limit"])?;
+            let prefix = a.opt_str("prefix")?.unwrap_or("");
+            let limit = a.opt_limit("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
+            let matching = self
+                .files
+                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                .take_while(|(p, _)| p.starts_with(prefix));
+            let mut files = Vec::new();
+            let mut total = 0usize;
+            for (_, note) in matching {
+                total += 1;
+                if (files.len() as u64) < limit {
+                    files.push(json!({
+                        "path": note.path,
+                        "lines": note.lines(),
+                        "bytes": note.bytes(),
+                        "updated_ms": note.updated_ms,
+                    }));
+                }
+            }
+            let truncated = files.len() < total;
+            Ok(ToolOutput::json(
+                &json!({ "files": files, "total": total, "truncated": truncated }),
+            ))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// `notes_read_file {path, start_line?, end_line?}` →
+    /// `{"path","start_line","end_line","total_lines","content"}`.
+    ///
+    /// Lines are 1-based and inclusive; a negative index counts from the end (-1 = last line) and
+    /// clamps to line 1 if it reaches before the start; 0 is an error. An end past the last line
+    /// clamps to the last line; a start past the last line, or a start after the end, is an
+    /// error. `content` is the selected lines joined by `\n`, without the final line break.
+    pub fn read_file(&self, args: &Value) -> ToolOutput {
+        let run = || -> Result<ToolOutput, ToolOutput> {
+            let a = Args::new(TOOL_READ, args, &["path", "start_line", "end_line"])?;
+            let path = a.req_str("path")?;
+            let start = a.opt_line("start_line")?.unwrap_or(1);
+            let end = a.opt_line("end_line")?.unwrap_or(-1);
+            let note = match self.files.get(path) {
+                Some(note) => note,
+                None => {
+                    let hint = match validate_path(path) {
+                        Ok(()) => "list notes with notes_list_files_by_prefix".to_string(),
+                        Err(e) => path_reason(&e),
+                    };
+                    return Err(a.err("path", &format!("no note at {path:?} ({hint})")));
+                }
+            };
+            let text = note.content.as_str();
+            // Byte offset of the start of every line, plus the end sentinel.
+            let mut starts = Vec::with_capacity(64);
+            starts.push(0usize);
+            starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+            if text.ends_with('\n') {
+                starts.pop();
+            }
+            let total = starts.len() as i64;
+            let resolve = |n: i64| if n < 0 { (total + 1 + n).max(1) } else { n };
+            let s = resolve(start);
+            let e = resolve(end).min(total);
+            if s > total {
+                return Err(a.err(
+                    "start_line",
+                    &format!("is {start}, past the end of {path:?} ({total} lines)"),
+                ));
+            }
+            if s > e {
+                return Err(a.err(
+                    "end_line",
+                    &format!("is {end}, which resolves to line {e}, before start_line {start} (line {s})"),
+                ));
+            }
+            let from = starts[(s - 1) as usize];
+            let mut to = if (e as usize) < starts.len() {
+                starts[e as usize]
+            } else {
+                text.len()
+            };
+            if text[from..to].ends_with('\n') {
+                to -= 1;
+            }
+            Ok(ToolOutput::json(&json!({
+                "path": note.path,
+                "start_line": s,
+                "end_line": e,
+                "total_lines": total,
+                "content": &text[from..to],
+            })))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// `notes_search_contents {query, path_prefix?, limit?}` →
+    /// `{"matches":[{"path","lines":[{"line","text"}]}],"match_count":N,"truncated":bool}`.
+    ///
+    /// Case-sensitive literal search, notes in path order, each matching line reported once.
+    /// `limit` caps the number of matching lines returned; `match_count` counts all of them.
+    /// Lines longer than [`SEARCH_LINE_MAX_CHARS`] characters are cut and end with `…`.
+    pub fn search_contents(&self, args: &Value) -> ToolOutput {
+        let run = || -> Result<ToolOutput, ToolOutput> {
+            let a = Args::new(TOOL_SEARCH, args, &["query", "path_prefix", "limit"])?;
+            let query = a.req_str("query")?;
+            if query.is_empty() {
+                return Err(a.err("query", "must not be empty"));
+            }
+            let prefix = a.opt_str("path_prefix")?.unwrap_or("");
+            let limit = a.opt_limit("limit")?.unwrap_or(DEFAULT_SEARCH_LIMIT);
+            let finder = memmem::Finder::new(query.as_bytes());
+            let mut matches = Vec::new();
+            let mut shown: u64 = 0;
+            let mut count: u64 = 0;
+            for (_, note) in self
+                .files
+                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                .take_while(|(p, _)| p.starts_with(prefix))
+            {
+                let text = note.content.as_str();
+                let bytes = text.as_bytes();
+                let mut lines = Vec::new();
+                let mut pos = 0usize;
+                let mut line_no = 1usize;
+                let mut counted_to = 0usize;
+                while let Some(hit) = finder.find(&bytes[pos..]) {
+                    let hit = pos + hit;
+                    let line_start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
+                    let line_end =
+                        memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i);
+                    line_no += memchr::memchr_iter(b'\n', &bytes[counted_to..line_start]).count();
+                    counted_to = line_start;
+                    count += 1;
+                    if shown < limit {
+                        shown += 1;
+                        lines.push(json!({ "line": line_no, "text": cut_line(&text[line_start..line_end]) }));
+                    }
+                    pos = line_end;
+                    if pos >= bytes.len() {
+                        break;
+                    }
+                }
+                if !lines.is_empty() {
+                    matches.push(json!({ "path": note.path, "lines": lines }));
+                }
+            }
+            Ok(ToolOutput::json(&json!({
+                "matches": matches,
+                "match_count": count,
+                "truncated": count > shown,
+            })))
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// The `n` most recently updated notes, most recent first; equal times in path order.
+    pub fn recent(&self, n: usize) -> Vec<&Note> {
+        let mut all: Vec<&Note> = self.files.values().collect();
+        // Stable sort over path-ordered input keeps path order among equal timestamps.
+        all.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms));
+        all.truncate(n);
+        all
+    }
+}
+
+/// Check a note path against the path rules.
+pub fn validate_path(path: &str) -> Result<(), NoteError> {
+    let bad = |reason: &str| {
+        Err(NoteError::InvalidPath {
+            path: path.to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    if path.is_empty() {
+        return bad("it is empty");
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return bad(&format!(
+            "it is {} UTF-8 bytes, longer than {MAX_PATH_BYTES}",
+            path.len()
+        ));
+    }
+    if path.starts_with('/') {
+        return bad("absolute paths are not allowed; use a relative path like `plan.md`");
+    }
+    if path.contains('\\') {
+        return bad("backslashes are not allowed; separate folders with `/`");
+    }
+    if path.chars().any(char::is_control) {
+        return bad("control characters are not allowed");
+    }
+    for segment in path.split('/') {
+        match segment {
+            "" => return bad("empty segment (doubled or trailing `/`)"),
+            "." | ".." => return bad("`.` and `..` segments are not allowed"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Check that a timestamp is within ±8.64e15 ms.
+pub fn validate_timestamp(ms: i64) -> Result<(), NoteError> {
+    if ms.unsigned_abs() > MAX_TIMESTAMP_MS as u64 {
+        return Err(NoteError::InvalidTimestamp(format!(
+            "{ms} ms is outside ±{MAX_TIMESTAMP_MS} ms"
+        )));
+    }
+    Ok(())
+}
+
+fn timestamp_from_json(v: &Value) -> Result<i64, NoteError> {
+    let ms = if let Some(i) = v.as_i64() {
+        i
+    } else if let Some(f) = v.as_f64() {
+        if !f.is_finite() || f.fract() != 0.0 || f.abs() > MAX_TIMESTAMP_MS as f64 {
+            return Err(NoteError::InvalidTimestamp(format!(
+                "`atMs` {f} is not an integer within ±{MAX_TIMESTAMP_MS} ms"
+            )));
+        }
+        f as i64
+    } else {
+        return Err(NoteError::InvalidTimestamp(format!(
+            "`atMs` must be a number, got {}",
+            kind_of(v)
+        )));
+    };
+    validate_timestamp(ms)?;
+    Ok(ms)
+}
+
+fn path_reason(e: &NoteError) -> String {
+    match e {
+        NoteError::InvalidPath { reason, .. } => format!("is not a valid note path: {reason}"),
+        other => other.to_string(),
+    }
+}
+
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(SEARCH_LINE_MAX_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Tool-argument access with errors that name the tool and the argument. `null` counts as absent.
+struct Args<'a> {
+    tool: &'a str,
+    map: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Args<'a> {
+    fn new(tool: &'a str, args: &'a Value, allowed: &[&str]) -> Result<Self, ToolOutput> {
+        let map = match args {
+            Value::Null => None,
+            Value::Object(m) => Some(m),
+            other => {
+                return Err(ToolOutput::error(format!(
+                    "{tool}: arguments must be an object, got {}",
+                    kind_of(other)
+                )))
+            }
+        };
+        if let Some(m) = map {
+            if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(ToolOutput::error(format!(
+                    "{tool}: unknown argument `{k}` (accepted: {})",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Ok(Args { tool, map })
+    }
+
+    fn err(&self, key: &str, msg: &str) -> ToolOutput {
+        ToolOutput::error(format!("{}: argument `{key}` {msg}", self.tool))
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
+    }
+
+    fn req_str(&self, key: &str) -> Result<&'a str, ToolOutput> {
+        match self.get(key) {
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => Err(self.err(key, &format!("must be a string, got {}", kind_of(other)))),
+            None => Err(self.err(key, "is required")),
+        }
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolOutput> {
+        match self.get(key) {
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.err(key, &format!("must be a string, got {}", kind_of(other)))),
+            None => Ok(None),
+        }
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>, ToolOutput> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => {
+                let n = v.as_i64().or_else(|| {
+                    v.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                        .map(|f| f as i64)
+                });
+                match n {
+                    Some(n) => Ok(Some(n)),
+                    None => Err(self.err(key, &format!("must be an integer, got {v}"))),
+                }
+            }
+        }
+    }
+
+    fn opt_limit(&self, key: &str) -> Result<Option<u64>, ToolOutput> {
+        match self.int(key)? {
+            Some(n) if n >= 1 => Ok(Some(n as u64)),
+            Some(n) => Err(self.err(key, &format!("must be at least 1, got {n}"))),
+            None => Ok(None),
+        }
+    }
+
+    fn opt_line(&self, key: &str) -> Result<Option<i64>, ToolOutput> {
+        match self.int(key)? {
+            Some(0) => Err(self.err(
+                key,
+                "must not be 0: lines are 1-based, and negative values count from the end (-1 = last line)",
+            )),
+            other => Ok(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T0: i64 = 1_764_453_907_000;
+
+    fn op(kind: NoteOpKind, path: &str, content: &str, at_ms: i64) -> NoteOp {
+        NoteOp {
+            kind,
+            path: path.into(),
+            content: content.into(),
+            at_ms,
+        }
+    }
+
+    fn parsed(out: &ToolOutput) -> Value {
+        assert!(!out.is_error, "unexpected tool error: {}", out.text);
+        serde_json::from_str(&out.text).expect("tool output is JSON")
+    }
+
+    fn err_text(out: ToolOutput) -> String {
+        assert!(out.is_error, "expected a tool error, got {}", out.text);
+        out.text
+    }
+
+    fn notes_with(files: &[(&str, &str, i64)]) -> Notes {
+        let mut n = Notes::new();
+        for (p, c, t) in files {
+            n.apply(&op(NoteOpKind::Write, p, c, *t)).unwrap();
+        }
+        n
+    }
+
+    #[test]
+    fn data_round_trips() {
+        for o in [
+            op(NoteOpKind::Write, "plan.md", "goal\n", T0),
+            op(NoteOpKind::Append, "a/b/c.txt", "ü🙂\n", -5),
+            op(NoteOpKind::Write, "x", "", MAX_TIMESTAMP_MS),
+        ] {
+            let data = o.to_data();
+            assert_eq!(data["kind"], o.kind.as_str());
+            assert_eq!(NoteOp::from_data(&data).unwrap(), o);
+        }
+    }
+
+    #[test]
+    fn from_data_accepts_integral_float_timestamps_and_extra_keys() {
+        let d = json!({"kind":"append","path":"p","content":"x","atMs":1.7e12,"future":1});
+        assert_eq!(NoteOp::from_data(&d).unwrap().at_ms, 1_700_000_000_000);
+    }
+
+    #[test]
+    fn from_data_rejects_malformed_operations() {
+        let ok = json!({"kind":"write","path":"p.md","content":"x","atMs":T0});
+        let with = |k: &str, v: Value| {
+            let mut d = ok.clone();
+            d[k] = v;
+            d
+        };
+        let without = |k: &str| {
+            let mut d = ok.clone();
+            d.as_object_mut().unwrap().remove(k);
+            d
+        };
+        let cases: Vec<(Value, &str)> = vec![
+            (json!("write"), "malformed"),
+            (json!(null), "malformed"),
+            (json!([1]), "malformed"),
+            (without("kind"), "malformed"),
+            (with("kind", json!(1)), "malformed"),
+            (with("kind", json!("delete")), "kind"),
+            (with("kind", json!("Write")), "kind"),
+            (without("path"), "malformed"),
+            (with("path", json!(["p"])), "malformed"),
+            (with("path", json!("/etc/passwd")), "path"),
+            (with("path", json!("../up")), "path"),
+            (with("path", json!("a/./b")), "path"),
+            (with("path", json!("a//b")), "path"),
+            (with("path", json!("a/")), "path"),
+            (with("path", json!("a\\b")), "path"),
+            (with("path", json!("a\u{7}b")), "path"),
+            (with("path", json!("")), "path"),
+            (with("path", json!("x".repeat(257))), "path"),
+            (without("content"), "malformed"),
+            (with("content", json!(42)), "malformed"),
+            (with("content", json!(null)), "malformed"),
+            (without("atMs"), "malformed"),
+            (with("atMs", json!("1764453907000")), "timestamp"),
+            (with("atMs", json!(null)), "timestamp"),
+            (with("atMs", json!(1.5)), "timestamp"),
+            (with("atMs", json!(8_640_000_000_000_001i64)), "timestamp"),
+            (with("atMs", json!(-8_640_000_000_000_001i64)), "timestamp"),
+            (with("atMs", json!(1e300)), "timestamp"),
+            (with("atMs", json!(u64::MAX)), "timestamp"),
+        ];
+        for (data, want) in cases {
+            let err = NoteOp::from_data(&data).expect_err(&data.to_string());
+            let got = match err {
+                NoteError::Malformed(_) => "malformed",
+                NoteError::UnknownKind(_) => "kind",
+                NoteError::InvalidPath { .. } => "path",
+                NoteError::InvalidTimestamp(_) => "timestamp",
+                other => panic!("unexpected {other:?}"),
+            };
+            assert_eq!(got, want, "{data}");
+        }
+    }
+
+    #[test]
+    fn invalid_operations_never_replace_a_valid_note() {
+        let mut notes = notes_with(&[("plan.md", "keep me\n", T0)]);
+        let before = notes.get("plan.md").cloned().unwrap();
+        // Operations that parse but must be rejected by apply.
+        let bad_ops = [
+            op(
+                NoteOpKind::Write,
+                "plan.md",
+                &"x".repeat(MAX_NOTE_BYTES + 1),
+                T0 + 1,
+            ),
+            op(
+                NoteOpKind::Append,
+                "plan.md",
+                &"x".repeat(MAX_NOTE_BYTES),
+                T0 + 1,
+            ),
+            op(NoteOpKind::Append, "plan.md", "", T0 + 1),
+            op(NoteOpKind::Write, "plan.md", "new", MAX_TIMESTAMP_MS + 1),
+            op(NoteOpKind::Write, "plan.md", "new", i64::MIN),
+            op(NoteOpKind::Write, "/plan.md", "new", T0 + 1),
+            op(NoteOpKind::Write, "plan.md/", "new", T0 + 1),
+        ];
+        for o in &bad_ops {
+            assert!(notes.apply(o).is_err(), "{:?} {}", o.kind, o.path);
+            assert_eq!(notes.get("plan.md"), Some(&before));
+            assert_eq!(notes.len(), 1);
+        }
+        // Persisted data that does not parse is skipped by the replayer; state stays the same.
+        let session = [
+            json!({"kind":"write","path":"plan.md","content":"","atMs":"soon"}),
+            json!({"kind":"truncate","path":"plan.md","content":"","atMs":T0}),
+            json!({"kind":"write","path":"plan.md","content":{"text":"x"},"atMs":T0}),
+            json!({"kind":"write","path":"../plan.md","content":"evil","atMs":T0}),
+            json!({"kind":"append","path":"plan.md","content":"more\n","atMs":T0 + 9}),
+        ];
+        let mut skipped = 0;
+        for d in &session {
+            match NoteOp::from_data(d).and_then(|o| notes.apply(&o)) {
+                Ok(()) => {}
+                Err(_) => skipped += 1,
+            }
+        }
+        assert_eq!(skipped, 4);
+        let note = notes.get("plan.md").unwrap();
+        assert_eq!(note.content, "keep me\nmore\n");
+        assert_eq!(note.updated_ms, T0 + 9);
+    }
+
+    #[test]
+    fn size_limit_applies_after_the_operation() {
+        let mut notes = Notes::new();
+        let half = "a".repeat(MAX_NOTE_BYTES / 2);
+        notes
+            .apply(&op(NoteOpKind::Append, "big", &half, T0))
+            .unwrap();
+        notes
+            .apply(&op(NoteOpKind::Append, "big", &half, T0))
+            .unwrap();
+        assert_eq!(notes.get("big").unwrap().bytes(), MAX_NOTE_BYTES);
+        let err = notes
+            .apply(&op(NoteOpKind::Append, "big", "b", T0))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            NoteError::TooLarge {
+                path: "big".into(),
+                bytes: MAX_NOTE_BYTES + 1
+            }
+        );
+        // Multi-byte: 4-byte emoji counts as 4 bytes.
+        let mut n2 = Notes::new();
+        let near = "a".repeat(MAX_NOTE_BYTES - 3);
+        n2.apply(&op(NoteOpKind::Write, "e", &near, T0)).unwrap();
+        assert!(n2.apply(&op(NoteOpKind::Append, "e", "🙂", T0)).is_err());
+        n2.apply(&op(NoteOpKind::Append, "e", "é", T0)).unwrap();
+        assert_eq!(n2.get("e").unwrap().bytes(), MAX_NOTE_BYTES - 1);
+        // A write replaces, so its size alone counts.
+        n2.apply(&op(NoteOpKind::Write, "e", &"z".repeat(MAX_NOTE_BYTES), T0))
+            .unwrap();
+    }
+
+    #[test]
+    fn write_replaces_and_empty_write_deletes() {
+        let mut notes = notes_with(&[("a", "one", T0)]);
+        notes
+            .apply(&op(NoteOpKind::Write, "a", "two", T0 + 1))
+            .unwrap();
+        assert_eq!(notes.get("a").unwrap().content, "two");
+        assert_eq!(notes.get("a").unwrap().updated_ms, T0 + 1);
+        notes
+            .apply(&op(NoteOpKind::Write, "a", "", T0 + 2))
+            .unwrap();
+        assert!(notes.get("a").is_none());
+        assert!(notes.is_empty());
+        notes
+            .apply(&op(NoteOpKind::Append, "a", "x", T0 + 3))
+            .unwrap();
+        assert_eq!(notes.get("a").unwrap().content, "x");
+    }
+
+    #[test]
+    fn line_counts() {
+        for (text, lines) in [
+            ("", 0),
+            ("a", 1),
+            ("a\n", 1),
+            ("a\nb", 2),
+            ("a\nb\n", 2),
+            ("\n", 1),
+            ("\n\n", 2),
+            ("a\r\nb\r\n", 2),
+        ] {
+            assert_eq!(count_lines(text), lines, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn path_rules() {
+        for ok in [
+            "plan.md",
+            "a/b/c",
+            "dir/.hidden",
+            "a..b",
+            "…/ü 🙂",
+            "x".repeat(256).as_str(),
+        ] {
+            assert_eq!(validate_path(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "/a",
+            "a/",
+            "a//b",
+            "./a",
+            "a/..",
+            "..",
+            ".",
+            "a\\b",
+            "a\nb",
+            "a\u{0}",
+            "a\u{85}b",
+            "x".repeat(257).as_str(),
+        ] {
+            assert!(validate_path(bad).is_err(), "{bad:?}");
+        }
+        // 256 bytes of multi-byte characters is fine; 257 is not.
+        assert!(validate_path(&"é".repeat(128)).is_ok());
+        assert!(validate_path(&format!("{}a", "é".repeat(128))).is_err());
+    }
+
+    #[test]
+    fn prepare_builds_ops_without_applying_them() {
+        let notes = notes_with(&[("a.md", "x\n", T0)]);
+        let o = notes
+            .prepare(TOOL_APPEND, &json!({"path":"a.md","content":"y\n"}), T0 + 5)
+            .unwrap();
+        assert_eq!(o, op(NoteOpKind::Append, "a.md", "y\n", T0 + 5));
+        assert_eq!(notes.get("a.md").unwrap().content, "x\n");
+        let d = notes
+            .prepare(TOOL_WRITE, &json!({"path":"a.md","content":""}), T0 + 6)
+            .unwrap();
+        assert_eq!(d.kind, NoteOpKind::Write);
+        assert!(d.content.is_empty());
+    }
+
+    #[test]
+    fn prepare_rejects_every_argument_error() {
+        let notes = notes_with(&[("full", &"a".repeat(MAX_NOTE_BYTES), T0)]);
+        let big = "b".repeat(MAX_NOTE_BYTES + 1);
+        let cases: Vec<(&str, Value, i64, &str)> = vec![
+            (
+                "notes_delete_file",
+                json!({"path":"a","content":"x"}),
+                T0,
+                "not a note-writing tool",
+            ),
+            (TOOL_WRITE, json!("a"), T0, "arguments must be an object"),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":"x","mode":"w"}),
+                T0,
+                "unknown argument `mode`",
+            ),
+            (TOOL_WRITE, json!({"content":"x"}), T0, "`path` is required"),
+            (
+                TOOL_WRITE,
+                json!({"path":7,"content":"x"}),
+                T0,
+                "`path` must be a string",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"../a","content":"x"}),
+                T0,
+                "`path` is not a valid note path",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"/a","content":"x"}),
+                T0,
+                "absolute paths",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"a"}),
+                T0,
+                "`content` is required",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"a","content":["x"]}),
+                T0,
+                "`content` must be a string",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"a","content":""}),
+                T0,
+                "nothing to append",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":""}),
+                T0,
+                "there is no note at \"a\"",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":big}),
+                T0,
+                "a note holds at most 1000000",
+            ),
+            (
+                TOOL_APPEND,
+                json!({"path":"full","content":"z"}),
+                T0,
+                "would grow \"full\" to 1000001",
+            ),
+            (
+                TOOL_WRITE,
+                json!({"path":"a","content":"x"}),
+                i64::MAX,
+                "not a representable timestamp",
+            ),
+        ];
+        for (tool, args, now, want) in cases {
+            let text = err_text(notes.prepare(tool, &args, now).unwrap_err());
+            assert!(text.contains(want), "{tool} {args}: {text}");
+        }
+    }
+
+    #[test]
+    fn op_result_reports_the_note_after_the_operation() {
+        let mut notes = Notes::new();
+        let o = op(NoteOpKind::Write, "p", "a\nb", T0);
+        notes.apply(&o).unwrap();
+        assert_eq!(
+            parsed(&notes.op_result(&o)),
+            json!({"path":"p","lines":2,"bytes":3,"deleted":false})
+        );
+        let o = op(NoteOpKind::Append, "p", "ü\n", T0);
+        notes.apply(&o).unwrap();
+        assert_eq!(
+            parsed(&notes.op_result(&o)),
+            json!({"path":"p","lines":2,"bytes":6,"deleted":false})
+        );
+        let o = op(NoteOpKind::Write, "p", "", T0);
+        notes.apply(&o).unwrap();
+        assert_eq!(
+            parsed(&notes.op_result(&o)),
+            json!({"path":"p","deleted":true})
+        );
+        // Not applied: reported as an error, not as success.
+        assert!(
+            notes
+                .op_result(&op(NoteOpKind::Append, "q", "x", T0))
+                .is_error
+        );
+    }
+
+    #[test]
+    fn read_file_line_ranges() {
+        let notes = notes_with(&[("f", "l1\nl2\nl3\nl4\nl5\n", T0), ("g", "a\nb", T0)]);
+        let cases: Vec<(Value, (i64, i64, &str))> = vec![
+            (json!({"path":"f"}), (1, 5, "l1\nl2\nl3\nl4\nl5")),
+            (
+                json!({"path":"f","start_line":null,"end_line":null}),
+                (1, 5, "l1\nl2\nl3\nl4\nl5"),
+            ),
+            (
+                json!({"path":"f","start_line":2,"end_line":3}),
+                (2, 3, "l2\nl3"),
+            ),
+            (json!({"path":"f","start_line":-2}), (4, 5, "l4\nl5")),
+            (
+                json!({"path":"f","start_line":-1,"end_line":-1}),
+                (5, 5, "l5"),
+            ),
+            (
+                json!({"path":"f","start_line":1,"end_line":-2}),
+                (1, 4, "l1\nl2\nl3\nl4"),
+            ),
+            (
+                json!({"path":"f","start_line":-99,"end_line":2}),
+                (1, 2, "l1\nl2"),
+            ),
+            (
+                json!({"path":"f","start_line":4,"end_line":99}),
+                (4, 5, "l4\nl5"),
+            ),
+            (json!({"path":"f","start_line":5}), (5, 5, "l5")),
+            (json!({"path":"f","end_line":1}), (1, 1, "l1")),
+            (json!({"path":"f","start_line":3.0}), (3, 5, "l3\nl4\nl5")),
+            (json!({"path":"g","start_line":2}), (2, 2, "b")),
+            (json!({"path":"g"}), (1, 2, "a\nb")),
+        ];
+        for (args, (s, e, content)) in cases {
+            let v = parsed(&notes.read_file(&args));
+            assert_eq!(v["start_line"], s, "{args}");
+            assert_eq!(v["end_line"], e, "{args}");
+            assert_eq!(v["content"], content, "{args}");
+            assert_eq!(v["path"], args["path"]);
+        }
+        assert_eq!(
+            parsed(&notes.read_file(&json!({"path":"f"})))["total_lines"],
+            5
+        );
+    }
+
+    #[test]
+    fn read_file_errors() {
+        let notes = notes_with(&[("f", "l1\nl2\nl3\n", T0)]);
+        let cases: Vec<(Value, &str)> = vec![
+            (json!({}), "`path` is required"),
+            (json!({"path":1}), "`path` must be a string"),
+            (json!({"path":"nope"}), "no note at \"nope\""),
+            (json!({"path":"../f"}), "not a valid note path"),
+            (
+                json!({"path":"f","start_line":0}),
+                "`start_line` must not be 0",
+            ),
+            (json!({"path":"f","end_line":0}), "`end_line` must not be 0"),
+            (
+                json!({"path":"f","start_line":4}),
+                "past the end of \"f\" (3 lines)",
+            ),
+            (
+                json!({"path":"f","start_line":3,"end_line":2}),
+                "`end_line` is 2",
+            ),
+            (
+                json!({"path":"f","start_line":-1,"end_line":1}),
+                "before start_line -1 (line 3)",
+            ),
+            (
+                json!({"path":"f","start_line":"2"}),
+                "`start_line` must be an integer",
+            ),
+            (
+                json!({"path":"f","end_line":1.5}),
+                "`end_line` must be an integer",
+            ),
+            (json!({"path":"f","lines":2}), "unknown argument `lines`"),
+            (json!([]), "arguments must be an object"),
+        ];
+        for (args, want) in cases {
+            let text = err_text(notes.read_file(&args));
+            assert!(text.starts_with("notes_read_file: "), "{text}");
+            assert!(text.contains(want), "{args}: {text}");
+        }
+    }
+
+    #[test]
+    fn search_reports_matching_lines_with_numbers() {
+        let notes = notes_with(&[
+            ("a/one", "alpha\nbeta TODO\ngamma\nTODO TODO twice\n", T0),
+            ("a/two", "todo lower\nno match\nTODO last", T0),
+            ("b/three", "TODO elsewhere", T0),
+        ]);
+        let v = parsed(&notes.search_contents(&json!({"query":"TODO"})));
+        assert_eq!(
+            v,
+            json!({"matches":[
+                {"path":"a/one","lines":[{"line":2,"text":"beta TODO"},{"line":4,"text":"TODO TODO twice"}]},
+                {"path":"a/two","lines":[{"line":3,"text":"TODO last"}]},
+                {"path":"b/three","lines":[{"line":1,"text":"TODO elsewhere"}]}
+            ],"match_count":4,"truncated":false})
+        );
+        // Prefix filter and case sensitivity.
+        let v = parsed(&notes.search_contents(&json!({"query":"todo","path_prefix":"a/"})));
+        assert_eq!(
+            v["matches"],
+            json!([{"path":"a/two","lines":[{"line":1,"text":"todo lower"}]}])
+        );
+        // Limit truncates but still counts.
+        let v = parsed(&notes.search_contents(&json!({"query":"TODO","limit":2})));
+        assert_eq!(v["match_count"], 4);
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["matches"].as_array().unwrap().len(), 1);
+        assert_eq!(v["matches"][0]["lines"].as_array().unwrap().len(), 2);
+        // No match.
+        let v = parsed(&notes.search_contents(&json!({"query":"zzz"})));
+        assert_eq!(v, json!({"matches":[],"match_count":0,"truncated":false}));
+        // A query spanning a line break reports the line where it starts.
+        let v = parsed(&notes.search_contents(&json!({"query":"alpha\nbeta"})));
+        assert_eq!(v["matches"][0]["lines"], json!([{"line":1,"text":"alpha"}]));
+    }
+
+    #[test]
+    fn search_cuts_long_lines() {
+        let long = format!("{}needle{}", "é".repeat(400), "x".repeat(10));
+        let notes = notes_with(&[("l", &long, T0)]);
+        let v = parsed(&notes.search_contents(&json!({"query":"needle"})));
+        let text = v["matches"][0]["lines"][0]["text"].as_str().unwrap();
+        assert_eq!(text.chars().count(), SEARCH_LINE_MAX_CHARS + 1);
+        assert!(text.ends_with('…'));
+    }
+
+    #[test]
+    fn search_errors() {
+        let notes = Notes::new();
+        for (args, want) in [
+            (json!({}), "`query` is required"),
+            (json!({"query":""}), "`query` must not be empty"),
+            (json!({"query":5}), "`query` must be a string"),
+            (
+                json!({"query":"a","path_prefix":1}),
+                "`path_prefix` must be a string",
+            ),
+            (json!({"query":"a","limit":0}), "`limit` must be at least 1"),
+            (
+                json!({"query":"a","limit":-3}),
+                "`limit` must be at least 1",
+            ),
+            (
+                json!({"query":"a","limit":"5"}),
+                "`limit` must be an integer",
+            ),
+            (
+                json!({"query":"a","regex":true}),
+                "unknown argument `regex`",
+            ),
+        ] {
+            let text = err_text(notes.search_contents(&args));
+            assert!(text.starts_with("notes_search_contents: "), "{text}");
+            assert!(text.contains(want), "{args}: {text}");
+        }
+    }
+
+    #[test]
+    fn list_filters_by_prefix_and_limits() {
+        let notes = notes_with(&[
+            ("b/2", "x\ny", T0 + 2),
+            ("a", "1", T0),
+            ("b/1", "é", T0 + 1),
+            ("bb", "z", T0),
+            ("c", "c", T0),
+        ]);
+        let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"b/"})));
+        assert_eq!(
+            v,
+            json!({"files":[
+                {"path":"b/1","lines":1,"bytes":2,"updated_ms":T0 + 1},
+                {"path":"b/2","lines":2,"bytes":3,"updated_ms":T0 + 2}
+            ],"total":2,"truncated":false})
+        );
+        let v = parsed(&notes.list_files_by_prefix(&json!({})));
+        let paths: Vec<&str> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, ["a", "b/1", "b/2", "bb", "c"]);
+        let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"b","limit":2})));
+        assert_eq!(v["total"], 3);
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["files"].as_array().unwrap().len(), 2);
+        let v = parsed(&notes.list_files_by_prefix(&Value::Null));
+        assert_eq!(v["total"], 5);
+        let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"zz"})));
+        assert_eq!(v, json!({"files":[],"total":0,"truncated":false}));
+        for (args, want) in [
+            (json!({"limit":0}), "`limit` must be at least 1"),
+            (json!({"limit":true}), "`limit` must be an integer"),
+            (json!({"prefix":["a"]}), "`prefix` must be a string"),
+            (json!({"path":"a"}), "unknown argument `path`"),
+        ] {
+            let text = err_text(notes.list_files_by_prefix(&args));
+            assert!(text.starts_with("notes_list_files_by_prefix: "), "{text}");
+            assert!(text.contains(want), "{args}: {text}");
+        }
+    }
+
+    #[test]
+    fn recent_is_most_recent_first_with_path_ties() {
+        let mut notes = notes_with(&[
+            ("c", "x", T0),
+            ("a", "x", T0),
+            ("b", "x", T0 - 1),
+            ("d", "x", T0 + 5),
+        ]);
+        let order = |n: &Notes, k| {
+            n.recent(k)
+                .iter()
+                .map(|n| n.path.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(&notes, 10), ["d", "a", "c", "b"]);
+        assert_eq!(order(&notes, 2), ["d", "a"]);
+        notes
+            .apply(&op(NoteOpKind::Append, "b", "y", T0 + 9))
+            .unwrap();
+        assert_eq!(order(&notes, 3), ["b", "d", "a"]);
+        assert!(Notes::new().recent(3).is_empty());
+    }
+
+    #[test]
+    fn tool_descriptions_cover_every_tool() {
+        let names: Vec<&str> = TOOL_DESCRIPTIONS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [TOOL_LIST, TOOL_READ, TOOL_SEARCH, TOOL_APPEND, TOOL_WRITE]
+        );
+        let write = TOOL_DESCRIPTIONS[4].1;
+        assert!(write.contains("Empty content deletes the note"));
+    }
+}

@@ -1,1 +1,674 @@
-//! (module under construction)
+//! Every text the model sees that is not a tool result: the `<context_window>` boot block with
+//! its `<context_window_protocol>` teaching text, the `<context_window_guidance>` reminder, the
+//! borrowed-turn note-taking steer, the hidden continuation after a reset, and the `/relay`
+//! status text.
+//!
+//! All functions are pure: the same input renders the same bytes. The boot block contains no
+//! "now" (only note timestamps, which are part of the window-open snapshot), so the head of a
+//! window is cache-stable.
+//!
+//! # Escaping
+//!
+//! The tags are XML-like markers for the model, not a document for an XML parser.
+//! - **Attribute values** (a note path) escape `&`, `"`, `<` and `>` as `&amp;`, `&quot;`, `&lt;`,
+//!   `&gt;`.
+//! - **Text** (previews, the handoff, the pending user request) is verbatim: `<`, `>` and `&` are
+//!   kept as written so code and markdown read naturally. The one change: a closing tag of one
+//!   of Relay's own elements inside the text (`</note`, `</handoff`, `</context_window`, … in any
+//!   ASCII case) is written `<\/name`, so verbatim text can never end its element early.
+
+use std::fmt::Write as _;
+
+/// One note in the boot block's recent-notes index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoteIndexEntry<'a> {
+    pub path: &'a str,
+    pub content: &'a str,
+    pub updated_ms: i64,
+}
+
+/// Everything the boot block of one window shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootBlock<'a> {
+    /// The agent's name, e.g. `pi`.
+    pub agent_name: &'a str,
+    pub first_window_id: &'a str,
+    pub current_window_id: &'a str,
+    /// `None` for the first window of a session.
+    pub previous_window_id: Option<&'a str>,
+    /// Up to [`BOOT_NOTES_SHOWN`] most recent notes, most recent first. Extra entries are ignored.
+    pub notes: Vec<NoteIndexEntry<'a>>,
+    /// Total number of notes, so the block can say how many are not shown.
+    pub note_count: usize,
+    /// Local offset east of UTC in minutes (+60 for CET, -300 for EST).
+    pub tz_offset_minutes: i32,
+    /// A rendered handoff (markdown), included verbatim in `<handoff>`.
+    pub handoff: Option<&'a str>,
+    /// A user request the reset dropped, restated verbatim in `<pending_user_request>`.
+    pub dropped_request: Option<&'a str>,
+}
+
+/// How many notes the boot block lists.
+pub const BOOT_NOTES_SHOWN: usize = 3;
+/// A note of at most this many Unicode characters is previewed whole.
+pub const PREVIEW_WHOLE_MAX_CHARS: usize = 200;
+/// Characters kept from the start of a longer note.
+pub const PREVIEW_HEAD_CHARS: usize = 120;
+/// Characters kept from the end of a longer note.
+pub const PREVIEW_TAIL_CHARS: usize = 80;
+
+/// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
+const OWN_TAGS: [&str; 7] = [
+    "context_window_protocol",
+    "context_window_guidance",
+    "context_window",
+    "recent_notes",
+    "note",
+    "handoff",
+    "pending_user_request",
+];
+
+/// Render the `<context_window>` boot block that opens a window.
+pub fn render_boot_block(b: &BootBlock) -> String {
+    let mut out = String::with_capacity(2048);
+    out.push_str("<context_window>\n");
+    let _ = writeln!(out, "agent: {}", b.agent_name);
+    let _ = writeln!(out, "first_window_id: {}", b.first_window_id);
+    let _ = writeln!(out, "current_window_id: {}", b.current_window_id);
+    match b.previous_window_id {
+        Some(prev) => {
+            let _ = writeln!(out, "previous_window_id: {prev}");
+        }
+        None => out.push_str("previous_window_id: none (this is the first window)\n"),
+    }
+
+    let shown = &b.notes[..b.notes.len().min(BOOT_NOTES_SHOWN)];
+    let total = b.note_count.max(shown.len());
+    if shown.is_empty() {
+        out.push_str("<recent_notes>none yet</recent_notes>\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "<recent_notes shown=\"{}\" total=\"{total}\">",
+            shown.len()
+        );
+        for n in shown {
+            let _ = writeln!(
+                out,
+                "<note path=\"{}\">{} lines, {} UTF-8 bytes, updated {}",
+                escape_attr(n.path),
+                crate::notes::count_lines(n.content),
+                n.content.len(),
+                format_local_iso(n.updated_ms, b.tz_offset_minutes)
+            );
+            let preview = neutralize_closing_tags(&note_preview(n.content));
+            out.push_str(&preview);
+            if !preview.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str("</note>\n");
+        }
+        let more = total - shown.len();
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "{more} more {}: see notes_list_files_by_prefix.",
+                if more == 1 { "note" } else { "notes" }
+            );
+        }
+        out.push_str("</recent_notes>\n");
+    }
+
+    out.push_str(PROTOCOL_HEAD);
+    if b.handoff.is_some() {
+        out.push_str(PROTOCOL_HANDOFF);
+    }
+    if b.dropped_request.is_some() {
+        out.push_str(PROTOCOL_PENDING);
+    }
+    out.push_str("</context_window_protocol>\n");
+
+    if let Some(h) = b.handoff {
+        push_element(&mut out, "handoff", h);
+    }
+    if let Some(r) = b.dropped_request {
+        push_element(&mut out, "pending_user_request", r);
+    }
+    out.push_str("</context_window>");
+    out
+}
+
+const PROTOCOL_HEAD: &str = "<context_window_protocol>
+You are working in one context window of a longer task. Earlier windows are not shown here and were not summarized.
+- Notes carry your state from one window to the next. Keep them current as you work with notes_write_file and notes_append_to_file (goal, decisions, progress, next step); read them with notes_list_files_by_prefix, notes_read_file and notes_search_contents.
+- Everything from earlier windows is still stored. Find it with history_list_windows, history_list_items, history_search_contents and history_read_item, using the window ids above.
+- get_context_remaining reports how many tokens this window has left.
+- When this window is cluttered or a phase of the task is done, update your notes, then call new_context as the only tool call in its batch; work continues in a fresh window.
+";
+
+const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous window stopped. Check that the workspace still matches it, then continue from its next step.
+";
+
+const PROTOCOL_PENDING: &str = "- The <pending_user_request> below arrived as the previous window ran out and has not been answered yet. Handle it.
+";
+
+fn push_element(out: &mut String, tag: &str, text: &str) {
+    let body = neutralize_closing_tags(text);
+    let _ = writeln!(out, "<{tag}>");
+    out.push_str(&body);
+    if !body.ends_with('\n') {
+        out.push('\n');
+    }
+    let _ = writeln!(out, "</{tag}>");
+}
+
+/// The `<context_window_guidance>` reminder persisted once per window when the budget runs low.
+/// `remaining_tokens` is the reserve-adjusted figure at the crossing, frozen into the text.
+pub fn render_reminder(remaining_tokens: u64) -> String {
+    format!(
+        "<context_window_guidance>
+This context window is running low: about {} tokens remain before it resets (measured when this message was written; get_context_remaining gives the current figure). Bring your notes up to date now (goal, progress, decisions, next step) so the next window can continue. At a good stopping point, call new_context alone in a tool batch; otherwise the window resets automatically when it is full.
+</context_window_guidance>",
+        group_digits(remaining_tokens)
+    )
+}
+
+/// The instruction for the borrowed turn: the window is full, write notes now, a reset follows.
+pub fn render_notes_steer() -> String {
+    "<context_window_guidance>
+This context window is full and will be reset as soon as you finish this turn. Use it only to update your notes with notes_write_file or notes_append_to_file: the goal, what is done, what is in progress, facts you will need, and the exact next step. Do not start new work now. The next window opens with your recent notes; earlier messages stay searchable with the history_* tools.
+</context_window_guidance>"
+        .to_string()
+}
+
+/// Why a window was reset, for the hidden continuation message that follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContinuationReason {
+    /// The model called `new_context`.
+    NewContext,
+    /// The window filled up (automatic threshold or overflow reset).
+    Fallback,
+    /// A handoff was committed.
+    Handoff,
+}
+
+/// The hidden message that resumes work after a reset.
+pub fn render_continuation(reason: ContinuationReason) -> String {
+    match reason {
+        ContinuationReason::NewContext => {
+            "This is the fresh context window you asked for. Check your notes, then continue the task from your next step."
+        }
+        ContinuationReason::Fallback => {
+            "The previous context window filled up and was reset. Check your notes (and the history_* tools if something is missing), then continue the task. If a <pending_user_request> is shown, handle it."
+        }
+        ContinuationReason::Handoff => {
+            "Your handoff was committed and this is a fresh context window. Verify the state the <handoff> describes, then continue from its next step."
+        }
+    }
+    .to_string()
+}
+
+/// What the `/relay` command reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusInfo<'a> {
+    /// Window features on.
+    pub enabled: bool,
+    pub current_window_id: &'a str,
+    /// Number of windows on the current branch (1 before the first reset).
+    pub window_count: usize,
+    pub note_count: usize,
+    /// Reserve-adjusted remaining tokens; `None` when Pi cannot estimate.
+    pub remaining_tokens: Option<u64>,
+    pub reserve_tokens: u64,
+    /// Physical remaining capacity at which the reminder fires (reserve + margin).
+    pub reminder_threshold: u64,
+    /// Whether this window already received its reminder.
+    pub reminder_sent: bool,
+}
+
+/// The `/relay` status text shown to the user.
+pub fn render_status(s: &StatusInfo) -> String {
+    let mut out = String::new();
+    if s.enabled {
+        out.push_str("Relay: on\n");
+    } else {
+        out.push_str("Relay: off (no boot block, reminder or reset-style windows; Pi's own compaction applies)\n");
+    }
+    let _ = writeln!(
+        out,
+        "window: {} (window {} on this branch)",
+        s.current_window_id,
+        s.window_count.max(1)
+    );
+    let _ = writeln!(out, "notes: {}", s.note_count);
+    match s.remaining_tokens {
+        Some(r) => {
+            let _ = writeln!(
+                out,
+                "remaining: {} tokens before the {}-token reserve",
+                group_digits(r),
+                group_digits(s.reserve_tokens)
+            );
+        }
+        None => out.push_str("remaining: unknown until the next model response\n"),
+    }
+    let _ = write!(
+        out,
+        "reminder: when {} tokens or fewer are left; {}",
+        group_digits(s.reminder_threshold),
+        if s.reminder_sent {
+            "already sent in this window"
+        } else {
+            "not sent in this window"
+        }
+    );
+    out
+}
+
+/// Format a Unix timestamp in ms as local ISO 8601 with an explicit offset, to the second:
+/// `2026-11-29T23:05:07+01:00`. Never `Z`: offset 0 renders `+00:00`. Sub-second digits are
+/// dropped (floored). Offsets beyond ±23:59 are clamped. Years outside 0000–9999 use the ISO
+/// expanded form with a sign and six digits (`+275760`).
+pub fn format_local_iso(ms: i64, tz_offset_minutes: i32) -> String {
+    let off = tz_offset_minutes.clamp(-(23 * 60 + 59), 23 * 60 + 59);
+    let local = ms.saturating_add(i64::from(off) * 60_000);
+    let days = local.div_euclid(86_400_000);
+    let secs_of_day = local.rem_euclid(86_400_000) / 1000;
+    let (y, m, d) = civil_from_days(days);
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else if y < 0 {
+        format!("-{:06}", -y)
+    } else {
+        format!("+{y:06}")
+    };
+    let sign = if off < 0 { '-' } else { '+' };
+    let abs = off.unsigned_abs();
+    format!(
+        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
+        secs_of_day / 3600,
+        secs_of_day / 60 % 60,
+        secs_of_day % 60,
+        abs / 60,
+        abs % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A note's inline preview: the whole note when it has at most 200 Unicode characters (scalar
+/// values, so a combining mark or each half of an emoji ZWJ sequence counts as one), else its
+/// first 120 and last 80 characters joined by `…` (the two ends never overlap).
+pub fn note_preview(content: &str) -> String {
+    let n = content.chars().count();
+    if n <= PREVIEW_WHOLE_MAX_CHARS {
+        return content.to_string();
+    }
+    let head_end = content
+        .char_indices()
+        .nth(PREVIEW_HEAD_CHARS)
+        .map_or(content.len(), |(i, _)| i);
+    let tail_start = content
+        .char_indices()
+        .rev()
+        .nth(PREVIEW_TAIL_CHARS - 1)
+        .map_or(0, |(i, _)| i);
+    let mut out = String::with_capacity(head_end + 3 + content.len() - tail_start);
+    out.push_str(&content[..head_end]);
+    out.push('…');
+    out.push_str(&content[tail_start..]);
+    out
+}
+
+/// `12345678` → `12,345,678`.
+pub fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Escape an attribute value (see the module doc).
+pub fn escape_attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Rewrite `</tag` as `<\/tag` for Relay's own tags (ASCII case-insensitive, tag name followed by
+/// `>`, whitespace or the end of the text); everything else stays verbatim.
+pub fn neutralize_closing_tags(text: &str) -> String {
+    if !text.contains("</") {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(i) = rest.find("</") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let own = OWN_TAGS.iter().any(|t| {
+            after.len() >= t.len()
+                && after.as_bytes()[..t.len()].eq_ignore_ascii_case(t.as_bytes())
+                && after[t.len()..]
+                    .chars()
+                    .next()
+                    .map_or(true, |c| c == '>' || c.is_whitespace())
+        });
+        out.push_str(if own { "<\\/" } else { "</" });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-11-29T22:05:07Z
+    const T: i64 = 1_795_989_907_000;
+
+    fn note<'a>(path: &'a str, content: &'a str, updated_ms: i64) -> NoteIndexEntry<'a> {
+        NoteIndexEntry {
+            path,
+            content,
+            updated_ms,
+        }
+    }
+
+    fn block<'a>(notes: Vec<NoteIndexEntry<'a>>, note_count: usize) -> BootBlock<'a> {
+        BootBlock {
+            agent_name: "pi",
+            first_window_id: "pcw:0195f3a2:1a2b3c4d",
+            current_window_id: "pcw:0195f3a2:5e6f7a8b",
+            previous_window_id: Some("pcw:0195f3a2:9c0d1e2f"),
+            notes,
+            note_count,
+            tz_offset_minutes: 60,
+            handoff: None,
+            dropped_request: None,
+        }
+    }
+
+    const PLAN: &str =
+        "# Plan\n- [x] parse config\n- [ ] wire the engine\nNext: run the real-Pi tests.\n";
+
+    #[test]
+    fn boot_block_root_window_without_notes() {
+        let mut b = block(vec![], 0);
+        b.current_window_id = b.first_window_id;
+        b.previous_window_id = None;
+        let text = render_boot_block(&b);
+        assert!(text.starts_with("<context_window>\n") && text.ends_with("</context_window>"));
+        assert!(text.contains("previous_window_id: none"));
+        assert!(!text.contains("<handoff>") && !text.contains("<pending_user_request>"));
+        insta::assert_snapshot!("boot_block_0_notes", text);
+    }
+
+    #[test]
+    fn boot_block_one_note() {
+        let text = render_boot_block(&block(vec![note("plan.md", PLAN, T)], 1));
+        assert!(text.contains(
+            "<note path=\"plan.md\">4 lines, 77 UTF-8 bytes, updated 2026-11-29T23:05:07+01:00\n"
+        ));
+        assert!(!text.contains("more note"));
+        insta::assert_snapshot!("boot_block_1_note", text);
+    }
+
+    #[test]
+    fn boot_block_three_notes() {
+        let long = format!("{}{}", "a".repeat(150), "b".repeat(150));
+        let text = render_boot_block(&block(
+            vec![
+                note("plan.md", PLAN, T),
+                note(
+                    "research/api \"v2\" & <notes>.md",
+                    "single line, no newline",
+                    T - 3_600_000,
+                ),
+                note("log.txt", &long, T - 86_400_000),
+            ],
+            3,
+        ));
+        assert!(text.contains("shown=\"3\" total=\"3\""));
+        assert!(text.contains("path=\"research/api &quot;v2&quot; &amp; &lt;notes&gt;.md\""));
+        insta::assert_snapshot!("boot_block_3_notes", text);
+    }
+
+    #[test]
+    fn boot_block_four_notes_shows_three_and_the_count() {
+        let notes = vec![
+            note("d", "fourth", T),
+            note("c", "third", T - 1000),
+            note("b", "second", T - 2000),
+            note("a", "first", T - 3000),
+        ];
+        let text = render_boot_block(&block(notes, 4));
+        assert_eq!(text.matches("<note path=").count(), 3);
+        assert!(!text.contains("first\n"));
+        assert!(text.contains("1 more note: see notes_list_files_by_prefix."));
+        insta::assert_snapshot!("boot_block_4_notes", text);
+        let text = render_boot_block(&block(vec![note("d", "x", T)], 12));
+        assert!(text.contains("shown=\"1\" total=\"12\""));
+        assert!(text.contains("11 more notes: see"));
+    }
+
+    #[test]
+    fn boot_block_with_handoff_and_dropped_request() {
+        let mut b = block(vec![note("plan.md", PLAN, T)], 1);
+        b.tz_offset_minutes = -300;
+        b.handoff = Some(
+            "## Goal\nShip the parser.\n## Next step\nRun `cargo test` and fix `Vec<u8>` misuse.\nA stray </handoff> must not end this.",
+        );
+        b.dropped_request =
+            Some("Please also check <stdin> handling & </Pending_User_Request > edge cases.\n");
+        let text = render_boot_block(&b);
+        assert!(text.contains("updated 2026-11-29T17:05:07-05:00"));
+        assert!(text.contains("Run `cargo test` and fix `Vec<u8>` misuse."));
+        assert!(text.contains("A stray <\\/handoff> must not end this."));
+        assert_eq!(text.matches("</handoff>").count(), 1);
+        assert_eq!(text.matches("</pending_user_request>").count(), 1);
+        assert!(text.contains("- The <handoff> below"));
+        assert!(text.contains("- The <pending_user_request> below"));
+        insta::assert_snapshot!("boot_block_handoff_and_request", text);
+
+        b.handoff = None;
+        let text = render_boot_block(&b);
+        assert!(!text.contains("<handoff>") && !text.contains("- The <handoff> below"));
+        assert!(text.contains("<pending_user_request>\nPlease also check <stdin> handling"));
+    }
+
+    #[test]
+    fn boot_block_has_no_time_of_rendering_and_is_deterministic() {
+        let b = block(vec![note("plan.md", PLAN, T)], 1);
+        assert_eq!(render_boot_block(&b), render_boot_block(&b.clone()));
+        // Only the note's own timestamp appears; changing it is the only thing that moves.
+        let b2 = block(vec![note("plan.md", PLAN, T + 1000)], 1);
+        let (t1, t2) = (render_boot_block(&b), render_boot_block(&b2));
+        assert_ne!(t1, t2);
+        assert_eq!(t1.replace("23:05:07", "23:05:08"), t2);
+    }
+
+    #[test]
+    fn previews() {
+        let s200 = "x".repeat(200);
+        let s201: String = (0..201)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let p = note_preview(&s201);
+        assert_eq!(p, format!("{}…{}", &s201[..120], &s201[121..]));
+        assert_eq!(p.chars().count(), 201);
+        assert_eq!(note_preview(""), "");
+        assert_eq!(note_preview("short\nnote"), "short\nnote");
+        assert_eq!(note_preview(&s200), s200);
+        let long: String = (0..5000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let p = note_preview(&long);
+        assert_eq!(p, format!("{}…{}", &long[..120], &long[4920..]));
+
+        // Multi-byte: characters, not bytes, are counted.
+        let emoji = "🙂".repeat(200);
+        assert_eq!(note_preview(&emoji), emoji);
+        let emoji201 = format!("{}🚀", "🙂".repeat(200));
+        let p = note_preview(&emoji201);
+        assert_eq!(p, format!("{}…{}🚀", "🙂".repeat(120), "🙂".repeat(79)));
+        let cjk = "漢字かな".repeat(60); // 240 chars
+        let p = note_preview(&cjk);
+        let chars: Vec<char> = cjk.chars().collect();
+        let want: String = chars[..120]
+            .iter()
+            .chain(['…'].iter())
+            .chain(chars[160..].iter())
+            .collect();
+        assert_eq!(p, want);
+        // Combining marks count as their own characters: "e\u{301}" is two.
+        let combining = "e\u{301}".repeat(100); // 200 chars
+        assert_eq!(note_preview(&combining), combining);
+        let combining = "e\u{301}".repeat(101); // 202 chars
+        let p = note_preview(&combining);
+        assert_eq!(
+            p,
+            format!("{}…{}", "e\u{301}".repeat(60), "e\u{301}".repeat(40))
+        );
+        insta::assert_snapshot!(
+            "preview_multibyte",
+            format!("{}\n{}", note_preview(&emoji201), note_preview(&cjk))
+        );
+    }
+
+    #[test]
+    fn local_iso_times() {
+        let cases = [
+            (T, 60, "2026-11-29T23:05:07+01:00"),
+            (T, 0, "2026-11-29T22:05:07+00:00"),
+            (T, -300, "2026-11-29T17:05:07-05:00"),
+            (T, 330, "2026-11-30T03:35:07+05:30"),
+            (T, -570, "2026-11-29T12:35:07-09:30"),
+            (T + 999, 0, "2026-11-29T22:05:07+00:00"),
+            // Day, month and year rollover forwards and backwards.
+            (1_798_759_800_000, 60, "2027-01-01T00:30:00+01:00"),
+            (1_798_759_800_000, 0, "2026-12-31T23:30:00+00:00"),
+            (1_772_325_000_000, -60, "2026-02-28T23:30:00-01:00"),
+            (1_709_172_900_000, -180, "2024-02-28T23:15:00-03:00"),
+            (1_709_172_900_000, 0, "2024-02-29T02:15:00+00:00"),
+            (0, 0, "1970-01-01T00:00:00+00:00"),
+            (-1, 0, "1969-12-31T23:59:59+00:00"),
+            (-1000, 840, "1970-01-01T13:59:59+14:00"),
+            (8_640_000_000_000_000, 0, "+275760-09-13T00:00:00+00:00"),
+            (-8_640_000_000_000_000, 0, "-271821-04-20T00:00:00+00:00"),
+            (-62_167_219_200_000, 0, "0000-01-01T00:00:00+00:00"),
+            (T, 10_000, "2026-11-30T22:04:07+23:59"),
+        ];
+        for (ms, off, want) in cases {
+            assert_eq!(format_local_iso(ms, off), want, "{ms} {off}");
+            assert!(!format_local_iso(ms, off).ends_with('Z'));
+        }
+    }
+
+    #[test]
+    fn reminder_freezes_the_figure() {
+        let text = render_reminder(23_456);
+        assert!(text.contains("about 23,456 tokens remain"));
+        assert!(text.starts_with("<context_window_guidance>\n"));
+        assert!(text.ends_with("</context_window_guidance>"));
+        insta::assert_snapshot!("reminder", text);
+        assert!(render_reminder(0).contains("about 0 tokens remain"));
+    }
+
+    #[test]
+    fn steer_and_continuations() {
+        let steer = render_notes_steer();
+        assert!(steer.contains("notes_write_file") && steer.contains("reset"));
+        insta::assert_snapshot!("notes_steer", steer);
+        let all = [
+            ContinuationReason::NewContext,
+            ContinuationReason::Fallback,
+            ContinuationReason::Handoff,
+        ]
+        .map(|r| format!("{r:?}: {}", render_continuation(r)))
+        .join("\n");
+        insta::assert_snapshot!("continuations", all);
+        assert!(render_continuation(ContinuationReason::Handoff).contains("<handoff>"));
+    }
+
+    #[test]
+    fn status_text() {
+        let mut s = StatusInfo {
+            enabled: true,
+            current_window_id: "pcw:0195f3a2:5e6f7a8b",
+            window_count: 3,
+            note_count: 4,
+            remaining_tokens: Some(91_234),
+            reserve_tokens: 16_384,
+            reminder_threshold: 40_960,
+            reminder_sent: false,
+        };
+        let on = render_status(&s);
+        s.enabled = false;
+        s.remaining_tokens = None;
+        s.reminder_sent = true;
+        let off = render_status(&s);
+        assert!(on.contains("91,234 tokens") && off.contains("remaining: unknown"));
+        insta::assert_snapshot!("status", format!("{on}\n---\n{off}"));
+    }
+
+    #[test]
+    fn digit_grouping() {
+        for (n, want) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (40_960, "40,960"),
+            (1_234_567, "1,234,567"),
+            (u64::MAX, "18,446,744,073,709,551,615"),
+        ] {
+            assert_eq!(group_digits(n), want);
+        }
+    }
+
+    #[test]
+    fn closing_tags_of_own_elements_are_neutralised_only() {
+        for (input, want) in [
+            ("a </handoff> b", "a <\\/handoff> b"),
+            ("</NOTE>", "<\\/NOTE>"),
+            ("</note >", "<\\/note >"),
+            ("x </context_window", "x <\\/context_window"),
+            ("</context_window_protocol>", "<\\/context_window_protocol>"),
+            (
+                "</notes> </div> </handoffs> <handoff>",
+                "</notes> </div> </handoffs> <handoff>",
+            ),
+            ("Vec<u8> & a<b", "Vec<u8> & a<b"),
+            ("</", "</"),
+            ("</é", "</é"),
+        ] {
+            assert_eq!(neutralize_closing_tags(input), want, "{input}");
+        }
+    }
+}
