@@ -1,1 +1,513 @@
-//! (module under construction)
+//! The one reset scheduler: every window reset Relay performs is decided here.
+//!
+//! `new_context`, a committed handoff, a forced budget or idle reset, Pi's automatic threshold and
+//! overflow compaction and the user's `/compact` all ask this one owner for a reset. It answers
+//! *when* a reset happens (which hook returns it) and *what kind* it is (source, whether a hidden
+//! continuation follows, whether the dropped request must be restated). It never builds entries:
+//! the engine renders the boot block and the adapter returns the boundary draft or compaction
+//! result to Pi.
+//!
+//! **Architecture Invariant:** at most one reset is in flight at any time, every reset consumes
+//! every request that preceded it (no request ever produces two resets), and a reset carries at
+//! most one continuation.
+//!
+//! **Architecture Invariant:** while Relay is enabled, every compaction hook is answered with a
+//! reset or a cancel, so Pi's LLM summarizer never runs. While disabled, every compaction hook
+//! passes through and the scheduler outputs nothing else.
+//!
+//! **Architecture Invariant:** the scheduler never touches queued user messages. Its only
+//! queue-related decision is to omit the continuation when the user already has a prompt queued.
+//!
+//! # How it is driven
+//!
+//! Like quinn-proto's `Connection`, the [`Scheduler`] is a plain state machine with no clock and
+//! no IO. Its methods fall into three groups:
+//!
+//! - **getters** ([`Scheduler::enabled`], [`Scheduler::pending`], [`Scheduler::in_flight`],
+//!   [`Scheduler::allowance`], [`Scheduler::borrowed_this_window`], [`Scheduler::run_active`])
+//!   read state for `/relay` status and never change it;
+//! - **handle** ([`Scheduler::handle`]) feeds one [`SchedInput`] observed from Pi and returns the
+//!   [`SchedOutput`]s the adapter must apply *in the hook that produced the input*;
+//! - **mutators** ([`Scheduler::new_context`], [`Scheduler::set_next_attempt_floor`]) change
+//!   state on behalf of a tool call or of the engine's bookkeeping.
+//!
+//! # Lifecycle
+//!
+//! | Input | Decision |
+//! | --- | --- |
+//! | `new_context` tool | mark an explicit request (`Scheduled`); `AlreadyPending` when any reset is pending or in flight; `Disabled` when off |
+//! | `session_before_compact` threshold, run active | fallback `Available` → `Borrowed`: `[SteerNotes, CancelCompaction]`; otherwise `[CancelCompaction]` |
+//! | `session_before_compact` threshold, no run active | reset at once (`Threshold`), no borrowed turn |
+//! | `session_before_compact` manual | reset at once (`Manual`) |
+//! | `session_before_compact` overflow | reset at once (`Overflow`), restate the dropped request, never borrow |
+//! | `turn_end` | commit a ready handoff: reset (`Handoff`) with continuation |
+//! | `agent_end` | fallback `Borrowed` → `Ready` |
+//! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
+//! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation |
+//! | `agent_settled` | the run is over; an attempt still unresolved is abandoned |
+//! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
+//! | reset rejected (matching attempt) | attempt done; no automatic retry |
+//! | stale attempt id | ignored |
+//! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt |
+//!
+//! # Decisions the requirements leave open
+//!
+//! - **Idle detection.** Pi's `ctx.isIdle()` is false at all three automatic compaction points,
+//!   including the pre-prompt check (pi-host-facts §2). The scheduler therefore tracks runs itself
+//!   (`BeforeAgentStart` … `Settled`) and treats a compaction hook as idle when the input says so
+//!   *or* no run is active. The pre-prompt check fires before `before_agent_start`, so it resets
+//!   directly whatever the adapter passes as `idle`.
+//! - **Forced resets** (`ForcedResetRequested`) are served at the next completed
+//!   `agent_before_settle`, not at `turn_end`: a mid-run reset without a handoff would throw away
+//!   the run's tool results. A compaction hook arriving first serves them too. A forced request
+//!   made while idle survives until the next run's settle point; an aborted or failed run clears it.
+//! - **Explicit requests** survive until the settle point of the run they were made in: served at
+//!   a completed `agent_before_settle`, cleared by an aborted or failed one, and cleared by
+//!   `agent_settled` if still pending then.
+//! - **Priority** when several requests are served by one reset: `Handoff` > `NewContext` >
+//!   forced source > `Fallback`. A compaction hook reports its own reason (`Manual`, `Threshold`,
+//!   `Overflow`) unless a handoff is ready, in which case the reset is `Handoff` (the boot block
+//!   then carries the handoff) and, for overflow, still restates the dropped request.
+//! - **No borrow when a reset is already coming**: a mid-run threshold hook while an explicit,
+//!   handoff or forced request is pending only cancels.
+//! - **A borrowed turn whose `agent_end` was never seen** still resets at the completed settle.
+//! - **Requests while a reset is in flight are absorbed by it**: `new_context` answers
+//!   `AlreadyPending`, handoff/forced requests are ignored, compaction hooks are cancelled. If the
+//!   attempt is then rejected, those requests are gone (no loop); a later request may retry.
+//! - **Window boundaries**: the fallback allowance re-arms on an applied reset, on `Invalidate`
+//!   (another branch or session is another window) and when Relay is switched back on.
+//! - **Attempt ids** are never reused within one scheduler. The engine should call
+//!   [`Scheduler::set_next_attempt_floor`] with one more than the largest attempt id found on the
+//!   branch, so that an old compaction entry can never match a new attempt.
+//! - **Contract with the engine**: `ResetApplied`/`ResetRejected` for an attempt must be reported
+//!   before the `Settled` of the run it was output in; an attempt still unresolved at `Settled` is
+//!   abandoned so that a lost callback cannot block resets forever.
+
+use serde::Serialize;
+
+/// Identity of one reset attempt. Carried on the compaction entry as `details.attempt`.
+pub type AttemptId = u64;
+
+/// Why a reset happens. Decides the boot block's extras and the telemetry tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetSource {
+    /// The model called `new_context`.
+    NewContext,
+    /// The second phase of the two-phase automatic fallback (after a borrowed note-taking turn).
+    Fallback,
+    /// A handoff was written and commits at this `turn_end`.
+    Handoff,
+    /// The budget policy forces a reset.
+    Forced,
+    /// The budget policy's idle reset.
+    Idle,
+    /// The user's `/compact`.
+    Manual,
+    /// Pi's overflow recovery.
+    Overflow,
+    /// Pi's threshold check while no run is active (pre-prompt).
+    Threshold,
+}
+
+impl ResetSource {
+    /// Stable lower-case name, for status and telemetry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResetSource::NewContext => "new_context",
+            ResetSource::Fallback => "fallback",
+            ResetSource::Handoff => "handoff",
+            ResetSource::Forced => "forced",
+            ResetSource::Idle => "idle",
+            ResetSource::Manual => "manual",
+            ResetSource::Overflow => "overflow",
+            ResetSource::Threshold => "threshold",
+        }
+    }
+}
+
+/// `session_before_compact`'s `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    Manual,
+    Threshold,
+    Overflow,
+}
+
+/// A boundary's `outcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Aborted,
+    Error,
+}
+
+/// One observation from Pi (or from Relay's own tools and policy) fed to [`Scheduler::handle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedInput {
+    /// The `new_context` tool ran. Prefer [`Scheduler::new_context`], which also answers the tool.
+    NewContextCalled,
+    /// Policy: a handoff was written in this turn and must commit at this turn's `turn_end`.
+    HandoffCommitReady,
+    /// Policy: the budget fallback or idle reset wants a reset at the next settle point.
+    ForcedResetRequested { source: ResetSource },
+    /// `session_before_compact`. `idle` is the adapter's view; see the module docs on idle detection.
+    CompactHook { reason: CompactReason, idle: bool },
+    /// `before_agent_start`: a genuinely new run starts (user prompt or idle-triggered message).
+    BeforeAgentStart,
+    /// `turn_end`. `has_queued_user_messages`: a steer or follow-up from the user is waiting.
+    TurnEnd { has_queued_user_messages: bool },
+    /// `agent_end` (may happen several times per run).
+    AgentEnd,
+    /// `agent_before_settle` (Pi skips it for aborted runs).
+    BeforeSettle {
+        outcome: Outcome,
+        has_queued_user_messages: bool,
+    },
+    /// `agent_settled`.
+    Settled { aborted: bool },
+    /// The compaction entry of that attempt reached the branch.
+    ResetApplied { attempt: AttemptId },
+    /// Pi rejected the draft or the hook's result was not applied.
+    ResetRejected { attempt: AttemptId },
+    /// Shutdown, session start or switch, tree navigation: outstanding work belongs to another world.
+    Invalidate,
+    /// `/relay on` / `/relay off`.
+    SetEnabled(bool),
+}
+
+/// What the adapter must do in the hook that delivered the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SchedOutput {
+    /// Return a reset from the current hook (boundary draft from `turn_end`/`agent_before_settle`,
+    /// `{compaction}` from `session_before_compact`). `continuation`: include the hidden
+    /// continuation and `continue: true`. `restate_dropped_request`: the boot block must restate the
+    /// user request Pi dropped (overflow).
+    Reset {
+        attempt: AttemptId,
+        source: ResetSource,
+        continuation: bool,
+        restate_dropped_request: bool,
+    },
+    /// Return `{cancel: true}` from `session_before_compact`.
+    CancelCompaction,
+    /// Send the note-taking steer (`triggerTurn: true`, steers into this run): the borrowed turn.
+    SteerNotes,
+    /// Return nothing from `session_before_compact`: Pi's own compaction applies (Relay is off).
+    PassThrough,
+}
+
+/// The `new_context` tool's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NewContextAnswer {
+    /// A reset will happen once the run settles.
+    Scheduled,
+    /// A reset is already pending or under way; nothing changed.
+    AlreadyPending,
+    /// Relay's window features are off.
+    Disabled,
+}
+
+/// The per-window fallback allowance: may this window still borrow a note-taking turn?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allowance {
+    /// No turn borrowed yet in this window.
+    Available,
+    /// The note-taking steer was sent; waiting for the run's `agent_end`.
+    Borrowed,
+    /// The borrowed turn ended; reset at the completed settle.
+    Ready,
+    /// The borrowed turn was used up (reset issued, run aborted or failed). Re-armed only by an
+    /// applied reset.
+    Spent,
+}
+
+/// The reset scheduler. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scheduler {
+    enabled: bool,
+    /// A run is active: `BeforeAgentStart` seen and no `Settled` since. Tracked even while disabled.
+    run_active: bool,
+    /// `new_context` was called and not yet served or cleared.
+    explicit: bool,
+    /// A handoff waits for its `turn_end` commit.
+    handoff: bool,
+    /// The policy wants a reset at the next completed settle.
+    forced: Option<ResetSource>,
+    allowance: Allowance,
+    /// The reset that was output and is not yet applied, rejected or abandoned.
+    in_flight: Option<(AttemptId, ResetSource)>,
+    next_attempt: AttemptId,
+}
+
+impl Scheduler {
+    /// A scheduler for a fresh window, with Relay's window features on or off.
+    pub fn new(enabled: bool) -> Self {
+        Scheduler {
+            enabled,
+            run_active: false,
+            explicit: false,
+            handoff: false,
+            forced: None,
+            allowance: Allowance::Available,
+            in_flight: None,
+            next_attempt: 1,
+        }
+    }
+
+    // ----- getters -----
+
+    /// Relay's window features are on.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The source the next reset would carry, if a reset is requested and not yet output.
+    pub fn pending(&self) -> Option<ResetSource> {
+        if self.handoff {
+            Some(ResetSource::Handoff)
+        } else if self.explicit {
+            Some(ResetSource::NewContext)
+        } else if let Some(source) = self.forced {
+            Some(source)
+        } else if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
+            Some(ResetSource::Fallback)
+        } else {
+            None
+        }
+    }
+
+    /// The reset that was output and whose outcome is not yet known.
+    pub fn in_flight(&self) -> Option<(AttemptId, ResetSource)> {
+        self.in_flight
+    }
+
+    /// The fallback allowance of the current window.
+    pub fn allowance(&self) -> Allowance {
+        self.allowance
+    }
+
+    /// A note-taking turn was borrowed in the current window.
+    pub fn borrowed_this_window(&self) -> bool {
+        self.allowance != Allowance::Available
+    }
+
+    /// A run is active (between `before_agent_start` and `agent_settled`).
+    pub fn run_active(&self) -> bool {
+        self.run_active
+    }
+
+    // ----- handle -----
+
+    /// Feed one input; returns what the adapter must do in the current hook. At most one
+    /// [`SchedOutput::Reset`] per call. A [`SchedInput::CompactHook`] always gets exactly one of
+    /// `Reset`, `CancelCompaction` or `PassThrough` as its last output (possibly preceded by
+    /// `SteerNotes`); other inputs get `Reset` or nothing.
+    pub fn handle(&mut self, input: SchedInput) -> Vec<SchedOutput> {
+        match input {
+            SchedInput::NewContextCalled => {
+                self.new_context();
+                Vec::new()
+            }
+            SchedInput::HandoffCommitReady => {
+                if self.accepts_requests() {
+                    self.handoff = true;
+                }
+                Vec::new()
+            }
+            SchedInput::ForcedResetRequested { source } => {
+                if self.accepts_requests() && self.forced.is_none() {
+                    self.forced = Some(source);
+                }
+                Vec::new()
+            }
+            SchedInput::CompactHook { reason, idle } => self.handle_compact_hook(reason, idle),
+            SchedInput::BeforeAgentStart => {
+                self.run_active = true;
+                Vec::new()
+            }
+            SchedInput::TurnEnd {
+                has_queued_user_messages,
+            } => {
+                if self.accepts_requests() && self.handoff {
+                    self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
+                } else {
+                    Vec::new()
+                }
+            }
+            SchedInput::AgentEnd => {
+                if self.enabled && self.allowance == Allowance::Borrowed {
+                    self.allowance = Allowance::Ready;
+                }
+                Vec::new()
+            }
+            SchedInput::BeforeSettle {
+                outcome,
+                has_queued_user_messages,
+            } => match outcome {
+                Outcome::Completed => match self.pending() {
+                    Some(source) if self.accepts_requests() => {
+                        self.issue(source, !has_queued_user_messages, false)
+                    }
+                    _ => Vec::new(),
+                },
+                Outcome::Aborted | Outcome::Error => {
+                    self.drop_run_work(true);
+                    Vec::new()
+                }
+            },
+            SchedInput::Settled { aborted } => {
+                self.run_active = false;
+                // Contract: the outcome of every attempt is known by now. A lost one is abandoned.
+                self.in_flight = None;
+                self.drop_run_work(aborted);
+                Vec::new()
+            }
+            SchedInput::ResetApplied { attempt } => {
+                if self.is_current_attempt(attempt) {
+                    self.in_flight = None;
+                    self.allowance = Allowance::Available;
+                }
+                Vec::new()
+            }
+            SchedInput::ResetRejected { attempt } => {
+                if self.is_current_attempt(attempt) {
+                    self.in_flight = None;
+                }
+                Vec::new()
+            }
+            SchedInput::Invalidate => {
+                self.run_active = false;
+                self.forget_window();
+                Vec::new()
+            }
+            SchedInput::SetEnabled(on) => {
+                if on != self.enabled {
+                    self.enabled = on;
+                    self.forget_window();
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    // ----- mutators -----
+
+    /// The `new_context` tool: record an explicit request and say what happened.
+    pub fn new_context(&mut self) -> NewContextAnswer {
+        if !self.enabled {
+            NewContextAnswer::Disabled
+        } else if self.in_flight.is_some() || self.explicit || self.handoff || self.forced.is_some()
+        {
+            NewContextAnswer::AlreadyPending
+        } else {
+            // A borrowed fallback is consumed by the explicit request: one reset, one continuation.
+            self.explicit = true;
+            NewContextAnswer::Scheduled
+        }
+    }
+
+    /// Make every attempt id issued from now on at least `floor` (ids are never lowered). The
+    /// engine passes one more than the largest attempt id stored on the branch.
+    pub fn set_next_attempt_floor(&mut self, floor: AttemptId) {
+        self.next_attempt = self.next_attempt.max(floor);
+    }
+
+    // ----- internals -----
+
+    fn accepts_requests(&self) -> bool {
+        self.enabled && self.in_flight.is_none()
+    }
+
+    fn is_current_attempt(&self, attempt: AttemptId) -> bool {
+        matches!(self.in_flight, Some((id, _)) if id == attempt)
+    }
+
+    fn handle_compact_hook(&mut self, reason: CompactReason, idle: bool) -> Vec<SchedOutput> {
+        if !self.enabled {
+            return vec![SchedOutput::PassThrough];
+        }
+        if self.in_flight.is_some() {
+            return vec![SchedOutput::CancelCompaction];
+        }
+        let handoff_ready = self.handoff;
+        let hook_source = |source| {
+            if handoff_ready {
+                ResetSource::Handoff
+            } else {
+                source
+            }
+        };
+        match reason {
+            CompactReason::Overflow => self.issue(hook_source(ResetSource::Overflow), false, true),
+            CompactReason::Manual => self.issue(hook_source(ResetSource::Manual), false, false),
+            CompactReason::Threshold if idle || !self.run_active => {
+                self.issue(hook_source(ResetSource::Threshold), false, false)
+            }
+            CompactReason::Threshold => {
+                let reset_coming = self.explicit || self.handoff || self.forced.is_some();
+                if self.allowance == Allowance::Available && !reset_coming {
+                    self.allowance = Allowance::Borrowed;
+                    vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
+                } else {
+                    vec![SchedOutput::CancelCompaction]
+                }
+            }
+        }
+    }
+
+    /// Output one reset; it consumes every pending request.
+    fn issue(
+        &mut self,
+        source: ResetSource,
+        continuation: bool,
+        restate_dropped_request: bool,
+    ) -> Vec<SchedOutput> {
+        let attempt = self.next_attempt;
+        self.next_attempt += 1;
+        self.explicit = false;
+        self.handoff = false;
+        self.forced = None;
+        if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
+            self.allowance = Allowance::Spent;
+        }
+        self.in_flight = Some((attempt, source));
+        vec![SchedOutput::Reset {
+            attempt,
+            source,
+            continuation,
+            restate_dropped_request,
+        }]
+    }
+
+    /// A run ended without serving its requests (aborted, failed, or settled with work left over):
+    /// clear the run's requests and spend a borrowed allowance. `clear_forced` also drops a forced
+    /// request, which otherwise survives to the next run.
+    fn drop_run_work(&mut self, clear_forced: bool) {
+        self.explicit = false;
+        self.handoff = false;
+        if clear_forced {
+            self.forced = None;
+        }
+        if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
+            self.allowance = Allowance::Spent;
+        }
+    }
+
+    /// Drop every request and the in-flight attempt; the next window starts with a fresh allowance.
+    fn forget_window(&mut self) {
+        self.explicit = false;
+        self.handoff = false;
+        self.forced = None;
+        self.in_flight = None;
+        self.allowance = Allowance::Available;
+    }
+}
+
+#[cfg(test)]
+mod tests;
