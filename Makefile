@@ -35,10 +35,10 @@ test-rust:
 	cargo test --workspace --exclude relay-node
 
 test-extension: build
-	$(NODE) --test --test-concurrency=1 tests/extension/
+	$(NODE) --test --test-concurrency=1 tests/extension/*.test.mjs
 
 test-e2e: build
-	$(NODE) --test --test-concurrency=1 tests/e2e/
+	$(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
 test: build test-rust test-extension test-e2e
 

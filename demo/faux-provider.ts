@@ -45,7 +45,7 @@ export default function (pi: ExtensionAPI) {
 		pendingTokens = item?.tokens;
 		if (!item) return fauxAssistantMessage("(the demo script has no more replies)");
 		if (item.error) return fauxAssistantMessage([], { stopReason: "error", errorMessage: item.error });
-		if (item.tool) return fauxAssistantMessage([fauxToolCall(item.tool, item.args ?? {})], { stopReason: "toolUse" });
+		if (item.tool) return fauxAssistantMessage([fauxToolCall(item.tool, (item.args ?? {}) as any)], { stopReason: "toolUse" });
 		return fauxAssistantMessage(item.text ?? "");
 	};
 	faux.setResponses(Array.from({ length: 500 }, () => step));

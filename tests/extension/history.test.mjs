@@ -6,17 +6,9 @@ import { startSession, textOf } from "./harness.mjs";
 
 const tool = (name, args = {}) => ({ tool: name, args });
 
-async function sessionWithReset() {
+async function sessionWithReset(after = []) {
 	const t = await startSession({
-		steps: [
-			"Noted: the codeword is PAPAYA-7.",
-			tool("new_context"),
-			"Fresh window: continuing.",
-			tool("history_search_contents", { query: "PAPAYA-7" }),
-			"Found it.",
-			tool("history_list_windows"),
-			"Two windows.",
-		],
+		steps: ["Noted: the codeword is PAPAYA-7.", tool("new_context"), "Fresh window: continuing.", ...after],
 	});
 	await t.session.prompt("Remember the codeword PAPAYA-7.");
 	await t.session.prompt("Start a new context window.");
@@ -24,7 +16,12 @@ async function sessionWithReset() {
 }
 
 test("history tools reach items of an earlier window after a reset", async () => {
-	const t = await sessionWithReset();
+	const t = await sessionWithReset([
+		tool("history_search_contents", { query: "PAPAYA-7" }),
+		"Found it.",
+		tool("history_list_windows"),
+		"Two windows.",
+	]);
 	try {
 		// The first request after the reset no longer carries the old conversation.
 		const afterReset = t.requests[2];
@@ -82,9 +79,8 @@ test("wrong arguments get a clear tool error", async () => {
 });
 
 test("a session reloaded from its JSONL file gives the same answers", async () => {
-	const t = await sessionWithReset();
+	const t = await sessionWithReset([tool("history_list_items", { role: "user", recent_first: false }), "Listed."]);
 	const file = t.sessionManager.getSessionFile();
-	t.script(tool("history_list_items", { role: "user", recent_first: false }), "Listed.");
 	await t.session.prompt("List user items.");
 	const before = JSON.parse(t.toolResults().at(-1).text);
 	await t.dispose();

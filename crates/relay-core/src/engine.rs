@@ -13,16 +13,19 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::config::{remaining_tokens, reminder_threshold, resolve_config, RelayConfig, DEFAULT_RESERVE_TOKENS};
+use crate::config::{
+    remaining_tokens, reminder_threshold, resolve_config, RelayConfig, DEFAULT_RESERVE_TOKENS,
+};
 use crate::entry::{Entry, EntryKind};
 use crate::history::History;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::render::{
-    render_boot_block, render_continuation, render_notes_steer, render_reminder, BootBlock, ContinuationReason,
-    NoteIndexEntry,
+    render_boot_block, render_continuation, render_notes_steer, render_reminder, BootBlock,
+    ContinuationReason, NoteIndexEntry,
 };
 use crate::scheduler::{
-    AttemptId, CompactReason, NewContextAnswer, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
+    AttemptId, CompactReason, NewContextAnswer, Outcome, ResetSource, SchedInput, SchedOutput,
+    Scheduler,
 };
 use crate::{ConfigIssue, ToolOutput};
 
@@ -65,7 +68,11 @@ pub struct Moment {
 
 /// The Pi event an observation reports.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Event {
     SessionStart {
         #[serde(default)]
@@ -124,7 +131,11 @@ pub struct Observation {
 
 /// Something the adapter must do through Pi's API, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Effect {
     /// `pi.sendMessage({customType, content, display}, {triggerTurn, deliverAs})`.
     Send {
@@ -391,7 +402,9 @@ impl Engine {
                     Some(n) if n > 0 => self.reserve_tokens = n,
                     _ => issues.push(ConfigIssue {
                         path: "compaction.reserveTokens".into(),
-                        message: format!("expected a positive integer, got {v}; using {DEFAULT_RESERVE_TOKENS}"),
+                        message: format!(
+                            "expected a positive integer, got {v}; using {DEFAULT_RESERVE_TOKENS}"
+                        ),
                     }),
                 },
             }
@@ -406,7 +419,11 @@ impl Engine {
     }
 
     /// The same, answering with a reply whose effects report each issue once.
-    pub fn configure_reply(&mut self, sources: &ConfigSources, seen: &mut Vec<String>) -> HookReply {
+    pub fn configure_reply(
+        &mut self,
+        sources: &ConfigSources,
+        seen: &mut Vec<String>,
+    ) -> HookReply {
         let issues = self.configure(sources);
         let mut reply = HookReply::default();
         for issue in issues {
@@ -459,7 +476,8 @@ impl Engine {
                     return;
                 }
                 let len = self.history.entry_count();
-                while self.windows.len() > 1 && self.windows.last().is_some_and(|w| w.start >= len) {
+                while self.windows.len() > 1 && self.windows.last().is_some_and(|w| w.start >= len)
+                {
                     self.windows.pop();
                 }
                 if let Some(w) = self.windows.last_mut() {
@@ -501,7 +519,8 @@ impl Engine {
                     if let (Some(a), Some(inflight)) = (attempt, self.inflight) {
                         if a == inflight {
                             self.inflight = None;
-                            self.scheduler.handle(SchedInput::ResetApplied { attempt: a });
+                            self.scheduler
+                                .handle(SchedInput::ResetApplied { attempt: a });
                         }
                     }
                 }
@@ -516,12 +535,16 @@ impl Engine {
                 self.reminder_reserved = None;
             }
             EntryKind::Custom { custom_type, data } if custom_type == NOTE_CUSTOM_TYPE => {
-                match NoteOp::from_data(data).map_err(|e| e.to_string()).and_then(|op| {
-                    self.notes.apply(&op).map_err(|e| e.to_string())?;
-                    Ok(op)
-                }) {
+                match NoteOp::from_data(data)
+                    .map_err(|e| e.to_string())
+                    .and_then(|op| {
+                        self.notes.apply(&op).map_err(|e| e.to_string())?;
+                        Ok(op)
+                    }) {
                     Ok(op) => self.note_ops.push((pos, op)),
-                    Err(message) => self.skipped_notes.push(format!("entry {}: {message}", entry.id)),
+                    Err(message) => self
+                        .skipped_notes
+                        .push(format!("entry {}: {message}", entry.id)),
                 }
             }
             EntryKind::Message(m) if m.role == "user" => {
@@ -585,7 +608,9 @@ impl Engine {
             }
             Event::ToolCall { .. } | Event::ToolResult { .. } => {}
             Event::TurnEnd { .. } => {
-                let outs = self.scheduler.handle(SchedInput::TurnEnd);
+                let outs = self.scheduler.handle(SchedInput::TurnEnd {
+                    has_queued_user_messages: obs.moment.has_pending_messages,
+                });
                 self.apply_sched(outs, &obs.moment, &mut reply);
             }
             Event::AgentEnd => {
@@ -608,7 +633,8 @@ impl Engine {
                     // The reset handed out at this settle point never reached the branch.
                     self.scheduler.handle(SchedInput::ResetRejected { attempt });
                 }
-                self.scheduler.handle(SchedInput::Settled { aborted: *aborted });
+                self.scheduler
+                    .handle(SchedInput::Settled { aborted: *aborted });
                 reply.effects.push(self.status_effect(&obs.moment));
             }
             Event::SessionBeforeCompact { reason, .. } => {
@@ -652,11 +678,14 @@ impl Engine {
             return;
         }
         let window = self.history.current_window_id().to_string();
-        if self.current_window().reminder_at.is_some() || self.reminder_reserved.as_deref() == Some(window.as_str()) {
+        if self.current_window().reminder_at.is_some()
+            || self.reminder_reserved.as_deref() == Some(window.as_str())
+        {
             return;
         }
         self.reminder_reserved = Some(window);
-        let remaining = remaining_tokens(usage.context_window, Some(tokens), self.reserve_tokens).unwrap_or(0);
+        let remaining =
+            remaining_tokens(usage.context_window, Some(tokens), self.reserve_tokens).unwrap_or(0);
         reply.effects.push(Effect::Send {
             custom_type: REMINDER_TYPE.into(),
             content: render_reminder(remaining),
@@ -675,7 +704,13 @@ impl Engine {
                     continuation,
                     restate_dropped_request,
                 } => {
-                    let plan = self.reset_plan(attempt, source, continuation, restate_dropped_request, moment);
+                    let plan = self.reset_plan(
+                        attempt,
+                        source,
+                        continuation,
+                        restate_dropped_request,
+                        moment,
+                    );
                     self.inflight = Some(attempt);
                     reply.result = Some(HookResult::Reset { plan });
                 }
@@ -696,7 +731,9 @@ impl Engine {
     fn mint_window_id(&self, now_ms: i64) -> String {
         let session = self.history.session_id();
         let existing = self.history.window_ids();
-        let mut seed = fnv1a(session.as_bytes()) ^ (now_ms as u64) ^ ((self.history.entry_count() as u64) << 32);
+        let mut seed = fnv1a(session.as_bytes())
+            ^ (now_ms as u64)
+            ^ ((self.history.entry_count() as u64) << 32);
         loop {
             seed = splitmix64(seed);
             let id = format!("pcw:{session}:{:08x}", seed as u32);
@@ -706,7 +743,12 @@ impl Engine {
         }
     }
 
-    fn boot_text(&self, current: Option<&str>, previous: Option<&str>, dropped: Option<&str>) -> String {
+    fn boot_text(
+        &self,
+        current: Option<&str>,
+        previous: Option<&str>,
+        dropped: Option<&str>,
+    ) -> String {
         let ids = self.history.window_ids();
         let first = ids.first().copied().unwrap_or("");
         let current = current.unwrap_or_else(|| self.history.current_window_id());
@@ -743,15 +785,22 @@ impl Engine {
         let window_id = self.mint_window_id(moment.now_ms);
         let previous = self.history.current_window_id().to_string();
         let dropped = if restate {
-            self.current_window().last_user.as_ref().map(|(_, t)| t.as_str())
+            self.current_window()
+                .last_user
+                .as_ref()
+                .map(|(_, t)| t.as_str())
         } else {
             None
         };
         let summary = self.boot_text(Some(&window_id), Some(&previous), dropped);
         let source_name = source_name(source);
         let reason = match source {
-            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => ContinuationReason::Fallback,
-            ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => ContinuationReason::Handoff,
+            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
+                ContinuationReason::Fallback
+            }
+            ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => {
+                ContinuationReason::Handoff
+            }
             _ => ContinuationReason::NewContext,
         };
         ResetPlan {
@@ -819,7 +868,10 @@ impl Engine {
                 );
                 if let Some(u) = moment.usage {
                     match remaining_tokens(u.context_window, u.tokens, self.reserve_tokens) {
-                        Some(r) => s.push_str(&format!(" · {} tokens left before the reserve", group_thousands(r))),
+                        Some(r) => s.push_str(&format!(
+                            " · {} tokens left before the reserve",
+                            group_thousands(r)
+                        )),
                         None => s.push_str(" · remaining budget unknown until the next reply"),
                     }
                 }
@@ -830,7 +882,9 @@ impl Engine {
                 s.push_str(&format!(" · {} notes", self.notes.len()));
                 s
             }
-            other => format!("relay: unknown argument {other:?}; use /relay, /relay on or /relay off"),
+            other => {
+                format!("relay: unknown argument {other:?}; use /relay, /relay on or /relay off")
+            }
         };
         reply.effects.push(Effect::Notify {
             text,
@@ -850,24 +904,26 @@ impl Engine {
             "notes_list_files_by_prefix" => self.notes.list_files_by_prefix(args).into(),
             "notes_read_file" => self.notes.read_file(args).into(),
             "notes_search_contents" => self.notes.search_contents(args).into(),
-            "notes_write_file" | "notes_append_to_file" => match self.notes.prepare(name, args, moment.now_ms) {
-                Err(out) => out.into(),
-                Ok(op) => {
-                    let mut preview = self.notes.clone();
-                    let text = match preview.apply(&op) {
-                        Ok(()) => preview.op_result(&op),
-                        Err(e) => ToolOutput::error(e.to_string()),
-                    };
-                    let mut reply: ToolReply = text.into();
-                    if !reply.is_error {
-                        reply.persist = Some(Marker {
-                            custom_type: NOTE_CUSTOM_TYPE.into(),
-                            data: op.to_data(),
-                        });
+            "notes_write_file" | "notes_append_to_file" => {
+                match self.notes.prepare(name, args, moment.now_ms) {
+                    Err(out) => out.into(),
+                    Ok(op) => {
+                        let mut preview = self.notes.clone();
+                        let text = match preview.apply(&op) {
+                            Ok(()) => preview.op_result(&op),
+                            Err(e) => ToolOutput::error(e.to_string()),
+                        };
+                        let mut reply: ToolReply = text.into();
+                        if !reply.is_error {
+                            reply.persist = Some(Marker {
+                                custom_type: NOTE_CUSTOM_TYPE.into(),
+                                data: op.to_data(),
+                            });
+                        }
+                        reply
                     }
-                    reply
                 }
-            },
+            }
             "new_context" => {
                 let (text, terminate, is_error) = match self.scheduler.new_context() {
                     NewContextAnswer::Scheduled => (
@@ -896,9 +952,9 @@ impl Engine {
                 reply
             }
             "get_context_remaining" => {
-                let remaining = moment
-                    .usage
-                    .and_then(|u| remaining_tokens(u.context_window, u.tokens, self.reserve_tokens));
+                let remaining = moment.usage.and_then(|u| {
+                    remaining_tokens(u.context_window, u.tokens, self.reserve_tokens)
+                });
                 ToolOutput::json(&json!({ "remaining_tokens": remaining })).into()
             }
             other => ToolOutput::error(format!("unknown tool {other:?}")).into(),

@@ -42,7 +42,8 @@ impl JsEngine {
     /// Validate and apply configuration sources; returns a HookReply with one warning per problem.
     #[napi]
     pub fn configure(&mut self, json: String) -> Result<String> {
-        let sources: ConfigSources = serde_json::from_str(&json).map_err(|e| invalid("configuration sources", e))?;
+        let sources: ConfigSources =
+            serde_json::from_str(&json).map_err(|e| invalid("configuration sources", e))?;
         let reply = self.inner.configure_reply(&sources, &mut self.reported);
         serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
     }
@@ -106,8 +107,14 @@ impl JsEngine {
 
     /// Run a tool; returns a ToolReply.
     #[napi]
-    pub fn tool(&mut self, name: String, args_json: String, observation_json: String) -> Result<String> {
-        let args: serde_json::Value = serde_json::from_str(&args_json).map_err(|e| invalid("tool arguments", e))?;
+    pub fn tool(
+        &mut self,
+        name: String,
+        args_json: String,
+        observation_json: String,
+    ) -> Result<String> {
+        let args: serde_json::Value =
+            serde_json::from_str(&args_json).map_err(|e| invalid("tool arguments", e))?;
         let moment: engine::Moment =
             serde_json::from_str(&observation_json).map_err(|e| invalid("tool observation", e))?;
         let reply = self.inner.tool(&name, &args, &moment);
@@ -117,7 +124,8 @@ impl JsEngine {
     /// Feed one observation; returns a HookReply.
     #[napi]
     pub fn handle(&mut self, observation_json: String) -> Result<String> {
-        let obs: Observation = serde_json::from_str(&observation_json).map_err(|e| invalid("observation", e))?;
+        let obs: Observation =
+            serde_json::from_str(&observation_json).map_err(|e| invalid("observation", e))?;
         let reply = self.inner.handle(&obs);
         serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
     }
