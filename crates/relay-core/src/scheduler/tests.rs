@@ -588,7 +588,10 @@ fn transcript(enabled: bool, script: &[Result<SchedInput, ()>]) -> String {
     for step in script {
         let (label, outputs) = match step {
             Ok(input) => (format!("{input:?}"), format!("{:?}", s.handle(*input))),
-            Err(()) => ("new_context tool".to_string(), format!("{:?}", s.new_context())),
+            Err(()) => (
+                "new_context tool".to_string(),
+                format!("{:?}", s.new_context()),
+            ),
         };
         writeln!(
             text,
