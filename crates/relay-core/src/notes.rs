@@ -548,7 +548,7 @@ impl Notes {
                         shown += 1;
                         lines.push(json!({ "line": line_no, "text": cut_line(&text[line_start..line_end]) }));
                     }
-                    pos = line_end;
+                    pos = line_end + 1;
                     if pos >= bytes.len() {
                         break;
                     }
@@ -1274,6 +1274,17 @@ mod tests {
         // A query spanning a line break reports the line where it starts.
         let v = parsed(&notes.search_contents(&json!({"query":"alpha\nbeta"})));
         assert_eq!(v["matches"][0]["lines"], json!([{"line":1,"text":"alpha"}]));
+        // A query starting with a line break matches at the end of the line before it.
+        let v = parsed(&notes.search_contents(&json!({"query":"\nTODO"})));
+        assert_eq!(
+            v["matches"],
+            json!([
+                {"path":"a/one","lines":[{"line":3,"text":"gamma"}]},
+                {"path":"a/two","lines":[{"line":2,"text":"no match"}]}
+            ])
+        );
+        let v = parsed(&notes.search_contents(&json!({"query":"\n"})));
+        assert_eq!(v["match_count"], 6);
     }
 
     #[test]
