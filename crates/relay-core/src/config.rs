@@ -279,3 +279,259 @@ pub fn remaining_tokens(
             .saturating_sub(reserve_tokens)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resolve(g: Option<Value>, p: Option<Value>) -> (RelayConfig, Vec<ConfigIssue>) {
+        resolve_config(g.as_ref(), p.as_ref())
+    }
+
+    #[test]
+    fn absent_settings_give_defaults_without_issues() {
+        for (g, p) in [
+            (None, None),
+            (Some(json!({})), None),
+            (None, Some(json!({}))),
+        ] {
+            let (cfg, issues) = resolve(g, p);
+            assert_eq!(cfg, RelayConfig::default());
+            assert!(issues.is_empty());
+        }
+        let d = RelayConfig::default();
+        assert!(d.enabled);
+        assert_eq!(d.reminder_margin_tokens, 24_576);
+        assert_eq!(d.agent_name, "pi");
+        assert_eq!(d.budget, None);
+    }
+
+    #[test]
+    fn every_key_accepts_valid_values() {
+        let (cfg, issues) = resolve(
+            Some(
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","budget":{"mode":"observe"}}),
+            ),
+            None,
+        );
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(
+            cfg,
+            RelayConfig {
+                enabled: false,
+                reminder_margin_tokens: 1000,
+                agent_name: "codex".into(),
+                budget: Some(json!({"mode":"observe"})),
+            }
+        );
+        let (cfg, issues) = resolve(Some(json!({"reminderMarginTokens":32768.0})), None);
+        assert!(issues.is_empty());
+        assert_eq!(cfg.reminder_margin_tokens, 32_768);
+        let (cfg, _) = resolve(Some(json!({"reminderMarginTokens":MAX_TOKENS})), None);
+        assert_eq!(cfg.reminder_margin_tokens, MAX_TOKENS);
+        let (cfg, _) = resolve(Some(json!({"agentName":"é".repeat(64)})), None);
+        assert_eq!(cfg.agent_name.chars().count(), 64);
+    }
+
+    #[test]
+    fn every_invalid_value_is_reported_and_falls_back_per_key() {
+        let cases: Vec<(&str, Value)> = vec![
+            ("enabled", json!("yes")),
+            ("enabled", json!(1)),
+            ("enabled", json!(null)),
+            ("reminderMarginTokens", json!(0)),
+            ("reminderMarginTokens", json!(-5)),
+            ("reminderMarginTokens", json!(1.5)),
+            ("reminderMarginTokens", json!("24576")),
+            ("reminderMarginTokens", json!(MAX_TOKENS + 1)),
+            ("reminderMarginTokens", json!(1e300)),
+            ("agentName", json!("")),
+            ("agentName", json!("   ")),
+            ("agentName", json!("a\nb")),
+            ("agentName", json!("x".repeat(65))),
+            ("agentName", json!(7)),
+            ("budget", json!("enforce")),
+            ("budget", json!([1])),
+        ];
+        for (key, bad) in cases {
+            // The bad key sits next to a valid other key, which must survive.
+            let other = if key == "enabled" {
+                json!({"agentName":"zed"})
+            } else {
+                json!({"enabled":false})
+            };
+            let mut obj = other.clone();
+            obj[key] = bad.clone();
+            let (cfg, issues) = resolve(Some(obj), None);
+            assert_eq!(issues.len(), 1, "{key}={bad}: {issues:?}");
+            assert_eq!(issues[0].path, format!("relay.{key}"));
+            assert!(
+                issues[0].message.contains("expected"),
+                "{}",
+                issues[0].message
+            );
+            assert!(
+                issues[0].message.contains("using the default"),
+                "{}",
+                issues[0].message
+            );
+            let d = RelayConfig::default();
+            match key {
+                "enabled" => {
+                    assert_eq!(cfg.enabled, d.enabled);
+                    assert_eq!(cfg.agent_name, "zed");
+                }
+                _ => {
+                    assert!(!cfg.enabled);
+                    assert_eq!(cfg.reminder_margin_tokens, d.reminder_margin_tokens);
+                    assert_eq!(cfg.agent_name, d.agent_name);
+                    assert_eq!(cfg.budget, d.budget);
+                }
+            }
+        }
+        let (_, issues) = resolve(Some(json!({"reminderMarginTokens":0})), None);
+        assert_eq!(
+            issues[0].message,
+            "expected a whole number of tokens, at least 1, got 0 in the global settings; using the default (24576)"
+        );
+    }
+
+    #[test]
+    fn all_problems_are_reported_at_once() {
+        let (cfg, issues) = resolve(
+            Some(
+                json!({"enabled":"no","reminderMarginTokens":-1,"agentName":"","budget":3,"colour":"red"}),
+            ),
+            Some(json!({"margin":5})),
+        );
+        assert_eq!(cfg, RelayConfig::default());
+        let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "relay.colour",
+                "relay.margin",
+                "relay.enabled",
+                "relay.reminderMarginTokens",
+                "relay.agentName",
+                "relay.budget"
+            ]
+        );
+        assert!(issues[0]
+            .message
+            .contains("unknown key in the global settings"));
+        assert!(issues[1]
+            .message
+            .contains("unknown key in the project settings"));
+    }
+
+    #[test]
+    fn project_wins_per_key() {
+        let (cfg, issues) = resolve(
+            Some(json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"global"})),
+            Some(json!({"reminderMarginTokens":2000})),
+        );
+        assert!(issues.is_empty());
+        assert!(!cfg.enabled);
+        assert_eq!(cfg.reminder_margin_tokens, 2000);
+        assert_eq!(cfg.agent_name, "global");
+
+        // An invalid project value falls back to the default, not to the global value.
+        let (cfg, issues) = resolve(
+            Some(json!({"reminderMarginTokens":1000})),
+            Some(json!({"reminderMarginTokens":"lots"})),
+        );
+        assert_eq!(cfg.reminder_margin_tokens, DEFAULT_REMINDER_MARGIN_TOKENS);
+        assert_eq!(issues.len(), 1);
+        assert!(issues[0]
+            .message
+            .contains("in the project settings; using the default (24576)"));
+
+        // An invalid global value overridden by a valid project value is still reported.
+        let (cfg, issues) = resolve(
+            Some(json!({"enabled":"off"})),
+            Some(json!({"enabled":false})),
+        );
+        assert!(!cfg.enabled);
+        assert_eq!(issues.len(), 1);
+        assert!(issues[0]
+            .message
+            .contains("ignored because the project settings set this key"));
+    }
+
+    #[test]
+    fn budget_objects_deep_merge_with_project_winning() {
+        let (cfg, issues) = resolve(
+            Some(json!({"budget":{"mode":"observe","models":{"a/x":{"soft":0.5,"hard":0.9}}}})),
+            Some(json!({"budget":{"mode":"enforce","models":{"a/x":{"soft":0.6}}}})),
+        );
+        assert!(issues.is_empty());
+        assert_eq!(
+            cfg.budget,
+            Some(json!({"mode":"enforce","models":{"a/x":{"soft":0.6,"hard":0.9}}}))
+        );
+        let (cfg, _) = resolve(None, Some(json!({"budget":{"mode":"off"}})));
+        assert_eq!(cfg.budget, Some(json!({"mode":"off"})));
+        let (cfg, issues) = resolve(
+            Some(json!({"budget":{"mode":"off"}})),
+            Some(json!({"budget":false})),
+        );
+        assert_eq!(cfg.budget, None);
+        assert_eq!(issues.len(), 1);
+    }
+
+    #[test]
+    fn non_object_relay_value_is_one_issue() {
+        for bad in [
+            json!(true),
+            json!("on"),
+            json!([1, 2]),
+            json!(null),
+            json!(5),
+        ] {
+            let (cfg, issues) = resolve(Some(bad.clone()), Some(json!({"agentName":"proj"})));
+            assert_eq!(issues.len(), 1, "{bad}");
+            assert_eq!(issues[0].path, "relay");
+            assert!(issues[0]
+                .message
+                .contains("must be an object in the global settings"));
+            assert_eq!(cfg.agent_name, "proj");
+            let (cfg, issues) = resolve(None, Some(bad));
+            assert_eq!(issues.len(), 1);
+            assert!(issues[0].message.contains("project settings"));
+            assert_eq!(cfg, RelayConfig::default());
+        }
+    }
+
+    #[test]
+    fn thresholds_and_remaining() {
+        assert_eq!(
+            reminder_threshold(DEFAULT_RESERVE_TOKENS, DEFAULT_REMINDER_MARGIN_TOKENS),
+            40_960
+        );
+        assert_eq!(reminder_threshold(u64::MAX, 5), u64::MAX);
+        for (window, used, reserve, want) in [
+            (200_000, Some(100_000), 16_384, Some(83_616)),
+            (200_000, Some(183_616), 16_384, Some(0)),
+            (200_000, Some(190_000), 16_384, Some(0)),
+            (200_000, Some(250_000), 16_384, Some(0)),
+            (200_000, Some(0), 0, Some(200_000)),
+            (200_000, None, 16_384, None),
+        ] {
+            assert_eq!(
+                remaining_tokens(window, used, reserve),
+                want,
+                "{window} {used:?} {reserve}"
+            );
+        }
+    }
+
+    #[test]
+    fn issues_render_with_path() {
+        let (_, issues) = resolve(Some(json!({"enabled":"x".repeat(100)})), None);
+        let shown = issues[0].to_string();
+        assert!(shown.starts_with("relay.enabled: expected true or false, got \""));
+        assert!(shown.contains("…"), "long values are shortened: {shown}");
+    }
+}

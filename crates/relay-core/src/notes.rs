@@ -224,7 +224,7 @@ pub fn count_lines(text: &str) -> usize {
 }
 
 /// All notes of the current branch, keyed by path.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Notes {
     files: BTreeMap<String, Note>,
 }
@@ -548,7 +548,7 @@ impl Notes {
                         shown += 1;
                         lines.push(json!({ "line": line_no, "text": cut_line(&text[line_start..line_end]) }));
                     }
-                    pos = line_end;
+                    pos = line_end + 1;
                     if pos >= bytes.len() {
                         break;
                     }
@@ -570,7 +570,7 @@ impl Notes {
     pub fn recent(&self, n: usize) -> Vec<&Note> {
         let mut all: Vec<&Note> = self.files.values().collect();
         // Stable sort over path-ordered input keeps path order among equal timestamps.
-        all.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms));
+        all.sort_by_key(|n| std::cmp::Reverse(n.updated_ms));
         all.truncate(n);
         all
     }
@@ -1274,6 +1274,17 @@ mod tests {
         // A query spanning a line break reports the line where it starts.
         let v = parsed(&notes.search_contents(&json!({"query":"alpha\nbeta"})));
         assert_eq!(v["matches"][0]["lines"], json!([{"line":1,"text":"alpha"}]));
+        // A query starting with a line break matches at the end of the line before it.
+        let v = parsed(&notes.search_contents(&json!({"query":"\nTODO"})));
+        assert_eq!(
+            v["matches"],
+            json!([
+                {"path":"a/one","lines":[{"line":3,"text":"gamma"}]},
+                {"path":"a/two","lines":[{"line":2,"text":"no match"}]}
+            ])
+        );
+        let v = parsed(&notes.search_contents(&json!({"query":"\n"})));
+        assert_eq!(v["match_count"], 6);
     }
 
     #[test]
@@ -1394,5 +1405,69 @@ mod tests {
         );
         let write = TOOL_DESCRIPTIONS[4].1;
         assert!(write.contains("Empty content deletes the note"));
+    }
+
+    mod replay_props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn any_op() -> impl Strategy<Value = NoteOp> {
+            let path = prop_oneof![
+                4 => prop::sample::select(vec!["a", "b/c", "b/d", "é/🙂"]).prop_map(String::from),
+                1 => prop::sample::select(vec!["", "/a", "a/", "../a", "a//b", "a\\b", "a\u{1}"]).prop_map(String::from),
+            ];
+            let content = prop_oneof![
+                4 => "[a-z\n🙂]{0,12}",
+                1 => Just(String::new()),
+                1 => (MAX_NOTE_BYTES - 8..MAX_NOTE_BYTES + 8).prop_map(|n| "x".repeat(n)),
+            ];
+            let at_ms = prop_oneof![
+                8 => 0i64..2_000_000_000_000,
+                1 => Just(MAX_TIMESTAMP_MS + 1),
+                1 => Just(i64::MIN),
+            ];
+            (any::<bool>(), path, content, at_ms).prop_map(|(w, path, content, at_ms)| NoteOp {
+                kind: if w {
+                    NoteOpKind::Write
+                } else {
+                    NoteOpKind::Append
+                },
+                path,
+                content,
+                at_ms,
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+            /// Each op either fails and changes nothing, or does exactly what it says; every
+            /// note stays non-empty and within the size limit; persisted data round-trips.
+            #[test]
+            fn replay_matches_the_operation_semantics(ops in prop::collection::vec(any_op(), 1..40)) {
+                let mut notes = Notes::new();
+                for op in &ops {
+                    let before = notes.clone();
+                    let old = before.get(&op.path).map(|n| n.content.clone());
+                    match notes.apply(op) {
+                        Err(_) => prop_assert_eq!(&notes, &before),
+                        Ok(()) => {
+                            let now = notes.get(&op.path).map(|n| n.content.clone());
+                            let want = match op.kind {
+                                NoteOpKind::Write if op.content.is_empty() => None,
+                                NoteOpKind::Write => Some(op.content.clone()),
+                                NoteOpKind::Append => Some(old.unwrap_or_default() + &op.content),
+                            };
+                            prop_assert_eq!(now, want);
+                            prop_assert_eq!(notes.len() + usize::from(before.get(&op.path).is_some()),
+                                before.len() + usize::from(notes.get(&op.path).is_some()));
+                            prop_assert_eq!(NoteOp::from_data(&op.to_data()), Ok(op.clone()));
+                        }
+                    }
+                    for n in notes.iter() {
+                        prop_assert!(!n.content.is_empty() && n.bytes() <= MAX_NOTE_BYTES);
+                    }
+                }
+            }
+        }
     }
 }

@@ -335,12 +335,12 @@ pub fn note_preview(content: &str) -> String {
 /// `12345678` → `12,345,678`.
 pub fn group_digits(n: u64) -> String {
     let digits = n.to_string();
+    let lead = (digits.len() - 1) % 3 + 1;
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+    out.push_str(&digits[..lead]);
+    for chunk in digits.as_bytes()[lead..].chunks(3) {
+        out.push(',');
+        out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
     }
     out
 }
@@ -374,10 +374,10 @@ pub fn neutralize_closing_tags(text: &str) -> String {
         let own = OWN_TAGS.iter().any(|t| {
             after.len() >= t.len()
                 && after.as_bytes()[..t.len()].eq_ignore_ascii_case(t.as_bytes())
-                && after[t.len()..]
-                    .chars()
-                    .next()
-                    .map_or(true, |c| c == '>' || c.is_whitespace())
+                && !matches!(
+                    after[t.len()..].chars().next(),
+                    Some(c) if c != '>' && !c.is_whitespace()
+                )
         });
         out.push_str(if own { "<\\/" } else { "</" });
         rest = after;
