@@ -19,8 +19,14 @@ export { fauxAssistantMessage, fauxToolCall };
 /** A scripted reply: a text, or a tool call `{tool, args}`. */
 export function reply(step) {
 	if (typeof step === "string") return fauxAssistantMessage(step);
-	if (step.tool) return fauxAssistantMessage([fauxToolCall(step.tool, step.args ?? {})], { stopReason: "toolUse" });
-	return step;
+	if (typeof step === "function") return step;
+	let message = step;
+	if (step.tools) message = fauxAssistantMessage(step.tools.map((t) => fauxToolCall(t.tool, t.args ?? {})), { stopReason: "toolUse" });
+	else if (step.tool) message = fauxAssistantMessage([fauxToolCall(step.tool, step.args ?? {})], { stopReason: "toolUse" });
+	else if (step.error) message = fauxAssistantMessage([], { stopReason: "error", errorMessage: step.error });
+	else if (typeof step.text === "string") message = fauxAssistantMessage(step.text);
+	if (step.tokens !== undefined) return { message, tokens: step.tokens };
+	return message;
 }
 
 /**
@@ -43,11 +49,26 @@ export async function startSession({
 	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }] });
 	const requests = [];
 	const queue = steps.map(reply);
-	const script = (context) => {
+	let pendingTokens;
+	const script = async (context) => {
 		requests.push(structuredClone(context.messages));
-		const next = queue.shift();
+		let next = queue.shift();
 		if (!next) return fauxAssistantMessage("(script exhausted)");
-		return typeof next === "function" ? next(context) : next;
+		if (typeof next === "function") next = reply(await next(context));
+		if (next.tokens !== undefined) {
+			pendingTokens = next.tokens;
+			return next.message;
+		}
+		return next;
+	};
+	// Pi recomputes faux usage from characters; a step's `tokens` overrides the total Pi records.
+	const usagePatch = (pi) => {
+		pi.on("message_end", (event) => {
+			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
+			const totalTokens = pendingTokens;
+			pendingTokens = undefined;
+			return { message: { ...event.message, usage: { ...event.message.usage, totalTokens } } };
+		});
 	};
 	faux.setResponses(Array.from({ length: 200 }, () => script));
 	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
@@ -59,7 +80,7 @@ export async function startSession({
 		agentDir,
 		settingsManager,
 		additionalExtensionPaths: [RELAY],
-		extensionFactories: extraFactories,
+		extensionFactories: [usagePatch, ...extraFactories],
 		noSkills: true,
 		noPromptTemplates: true,
 		noThemes: true,
@@ -95,6 +116,11 @@ export async function startSession({
 		root,
 		cwd,
 		agentDir,
+		/** Drop the scripted replies not used yet and queue these instead. */
+		rescript(...steps) {
+			queue.length = 0;
+			queue.push(...steps.map(reply));
+		},
 		/** Queue more scripted replies. */
 		script(...more) {
 			queue.push(...more.map(reply));

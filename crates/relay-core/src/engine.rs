@@ -333,6 +333,13 @@ pub struct Engine {
     /// Persisted note operations that failed validation (path + reason), reported once.
     skipped_notes: Vec<String>,
     tz_offset_minutes: i32,
+    /// Between `before_agent_start` and `agent_settled`. Pi's `isIdle()` is false in its pre-prompt
+    /// compaction check, so the engine tracks runs itself to tell that check from a streaming one.
+    run_active: bool,
+    /// `/relay on|off` for the rest of this runtime; wins over the `enabled` setting.
+    toggle: Option<bool>,
+    /// The largest reset attempt id found on the branch.
+    max_attempt_seen: AttemptId,
 }
 
 impl Default for Engine {
@@ -358,6 +365,9 @@ impl Engine {
             replaying: false,
             skipped_notes: Vec::new(),
             tz_offset_minutes: 0,
+            run_active: false,
+            toggle: None,
+            max_attempt_seen: 0,
         }
     }
 
@@ -409,8 +419,8 @@ impl Engine {
                 },
             }
         }
-        let was_enabled = self.config.enabled;
-        let now_enabled = config.enabled;
+        let was_enabled = self.toggle.unwrap_or(self.config.enabled);
+        let now_enabled = self.toggle.unwrap_or(config.enabled);
         self.config = config;
         if was_enabled != now_enabled {
             self.scheduler.handle(SchedInput::SetEnabled(now_enabled));
@@ -444,6 +454,7 @@ impl Engine {
     /// Replace the mirror with a whole branch, root first.
     pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
         self.history = History::new(session_id);
+        self.max_attempt_seen = 0;
         self.notes = Notes::new();
         self.note_ops.clear();
         self.windows = vec![WindowState::default()];
@@ -453,6 +464,9 @@ impl Engine {
             self.push(entry);
         }
         self.replaying = false;
+        // Attempt ids recorded on the branch are history: new attempts must never match them.
+        self.scheduler
+            .set_next_attempt_floor(self.max_attempt_seen + 1);
         self.boot_reserved = false;
         self.reminder_reserved = None;
     }
@@ -515,6 +529,9 @@ impl Engine {
                 let attempt = (details.get("relay").and_then(Value::as_str) == Some("window"))
                     .then(|| details.get("attempt").and_then(Value::as_u64))
                     .flatten();
+                if let Some(a) = attempt {
+                    self.max_attempt_seen = self.max_attempt_seen.max(a);
+                }
                 if !self.replaying {
                     if let (Some(a), Some(inflight)) = (attempt, self.inflight) {
                         if a == inflight {
@@ -575,6 +592,7 @@ impl Engine {
             Event::SessionStart { .. } => {
                 self.scheduler.handle(SchedInput::Invalidate);
                 self.inflight = None;
+                self.run_active = false;
                 self.report_skipped_notes(&mut reply);
                 if self.enabled()
                     && self.window_count() == 1
@@ -594,12 +612,16 @@ impl Engine {
                 reply.effects.push(self.status_effect(&obs.moment));
             }
             Event::SessionTree | Event::SessionShutdown { .. } => {
+                if matches!(obs.event, Event::SessionShutdown { .. }) {
+                    self.run_active = false;
+                }
                 self.scheduler.handle(SchedInput::Invalidate);
                 self.inflight = None;
                 self.reminder_reserved = None;
                 self.boot_reserved = false;
             }
             Event::BeforeAgentStart => {
+                self.run_active = true;
                 self.scheduler.handle(SchedInput::BeforeAgentStart);
             }
             Event::Context => {
@@ -648,7 +670,7 @@ impl Engine {
                 };
                 let outs = self.scheduler.handle(SchedInput::CompactHook {
                     reason,
-                    idle: obs.moment.idle,
+                    idle: !self.run_active,
                 });
                 self.apply_sched(outs, &obs.moment, &mut reply);
             }
@@ -849,12 +871,12 @@ impl Engine {
     fn command(&mut self, args: &str, moment: &Moment, reply: &mut HookReply) {
         let text = match args {
             "on" => {
-                self.config.enabled = true;
+                self.toggle = Some(true);
                 self.scheduler.handle(SchedInput::SetEnabled(true));
                 "relay: on — context windows, notes index, reminder and reset-style compaction are active".to_string()
             }
             "off" => {
-                self.config.enabled = false;
+                self.toggle = Some(false);
                 self.scheduler.handle(SchedInput::SetEnabled(false));
                 "relay: off — Pi's default compaction applies again; history and notes tools stay available".to_string()
             }

@@ -1,0 +1,297 @@
+// Window resets on the real Pi agent loop: new_context, the borrowed-turn fallback, overflow, the
+// idle pre-prompt crossing, consecutive windows, queued follow-ups, aborts, /relay off, /compact.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startSession, textOf, readJsonl } from "./harness.mjs";
+
+const tool = (name, args = {}) => ({ tool: name, args });
+// The roles a provider request carries, without the system prompt.
+const roles = (request) => request.filter((m) => m.role !== "system").map((m) => m.role);
+const joined = (request) => request.map((m) => `${m.role}:${textOf(m.content)}`).join("\n");
+const ofType = (t, type, customType) =>
+	t.sessionManager.getBranch().filter((e) => e.type === type && (!customType || e.customType === customType));
+// Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
+// window compactable (pi-host-facts.md §5).
+const COMPACTABLE = { compaction: { enabled: true, keepRecentTokens: 1 } };
+
+test("new_context: the next request holds only the boot block and one hidden continuation", async () => {
+	const t = await startSession({
+		steps: [
+			"Working on OLD-TOPIC.",
+			tool("notes_write_file", { path: "plan.md", content: "next: step 2" }),
+			tool("new_context"),
+			"Resumed from plan.md.",
+		],
+	});
+	try {
+		await t.session.prompt("Start OLD-TOPIC.");
+		await t.session.prompt("Write a note, then reset.");
+		assert.equal(t.requests.length, 4, "the reset needs no extra model call beyond the continuation");
+		const fresh = t.requests[3];
+		assert.deepEqual(roles(fresh), ["user", "user"], "boot block envelope + continuation");
+		assert.match(textOf(fresh.filter((m) => m.role === "user")[1].content), /fresh context window you asked for/);
+		const text = joined(fresh);
+		assert.match(text, /<context_window>/);
+		assert.match(text, /plan\.md/, "the notes index lists the note");
+		assert.ok(!text.includes("OLD-TOPIC"), "old conversation is out of the provider context");
+		assert.equal(ofType(t, "compaction").length, 1);
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+		const details = ofType(t, "compaction")[0].details;
+		assert.equal(details.relay, "window");
+		assert.match(details.windowId, /^pcw:.+:[0-9a-f]{8}$/);
+		assert.match(details.previousWindowId, /:root$/);
+		// The old conversation stays in the session.
+		assert.ok(t.sessionManager.getBranch().some((e) => e.type === "message" && textOf(e.message.content).includes("OLD-TOPIC")));
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("new_context twice in one run reports the pending reset and resets once", async () => {
+	const t = await startSession({
+		steps: [{ tools: [tool("new_context"), tool("new_context")] }, "continued"],
+	});
+	try {
+		await t.session.prompt("Reset twice.");
+		const results = t.toolResults().filter((r) => r.toolName === "new_context");
+		assert.equal(results.length, 2);
+		assert.match(results[1].text, /already pending/);
+		assert.equal(ofType(t, "compaction").length, 1);
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("consecutive resets open distinct windows that name their predecessors", async () => {
+	const t = await startSession({
+		steps: [tool("new_context"), "window two", tool("new_context"), "window three"],
+	});
+	try {
+		await t.session.prompt("First reset.");
+		await t.session.prompt("Second reset.");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 2);
+		const [a, b] = compactions.map((c) => c.details);
+		assert.notEqual(a.windowId, b.windowId);
+		assert.equal(b.previousWindowId, a.windowId);
+		assert.match(compactions[1].summary, new RegExp(`previous_window_id: ${b.previousWindowId}`));
+		assert.match(compactions[1].summary, /first_window_id: pcw:.+:root/);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("threshold crossing mid-run: one borrowed note-taking turn, no summarizer, then a reset and one continuation", async () => {
+	const t = await startSession({
+		contextWindow: 100_000,
+		settings: COMPACTABLE,
+		steps: [
+			{ ...tool("notes_append_to_file", { path: "log.md", content: "did step A\n" }), tokens: 90_000 },
+			tool("notes_write_file", { path: "state.md", content: "A done; next B" }),
+			"Notes written.",
+			"Continuing with B from state.md.",
+		],
+	});
+	try {
+		await t.session.prompt("Do A then B.");
+		const steers = ofType(t, "custom_message", "relay/notes-steer");
+		assert.equal(steers.length, 1, "exactly one borrowed turn");
+		// The borrowed turn's request carries the steer.
+		assert.match(joined(t.requests[1]), /will be reset as soon as you finish this turn/);
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1, "exactly one reset");
+		assert.equal(compactions[0].details.source, "fallback");
+		assert.match(compactions[0].summary, /state\.md/);
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+		assert.equal(t.requests.length, 4, "no summarizer call: four model requests in all");
+		assert.deepEqual(roles(t.requests[3]), ["user", "user"]);
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("overflow resets at once and restates the dropped request", async () => {
+	const t = await startSession({
+		contextWindow: 100_000,
+		settings: COMPACTABLE,
+		steps: ["First answer.", { error: "prompt is too long: 250000 tokens > 100000 maximum" }, "Recovered in a fresh window."],
+	});
+	try {
+		await t.session.prompt("First question.");
+		await t.session.prompt("Please refactor the MODULE-X loader.");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "overflow");
+		assert.match(compactions[0].summary, /<pending_user_request>[\s\S]*MODULE-X[\s\S]*<\/pending_user_request>/);
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 0, "overflow never borrows a turn");
+		const retry = t.requests.at(-1);
+		assert.match(textOf(retry.find((m) => m.role === "user").content), /<context_window>/);
+		assert.match(joined(retry), /MODULE-X/);
+		const last = t.sessionManager.getBranch().at(-1);
+		assert.equal(textOf(last.message.content), "Recovered in a fresh window.");
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("a crossing found before a new prompt resets directly, without a borrowed turn", async () => {
+	// The first session runs with Pi's compaction off and ends far above the threshold.
+	const first = await startSession({
+		contextWindow: 100_000,
+		settings: { compaction: { enabled: false } },
+		steps: [{ text: "Big answer.", tokens: 95_000 }],
+	});
+	await first.session.prompt("Produce a big answer.");
+	const file = first.sessionManager.getSessionFile();
+	await first.dispose();
+
+	const t = await startSession({
+		root: first.root,
+		sessionFile: file,
+		contextWindow: 100_000,
+		settings: COMPACTABLE,
+		steps: ["Answer in the fresh window."],
+	});
+	try {
+		await t.session.prompt("Next question.");
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 0);
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "threshold");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 0, "the user's prompt is the continuation");
+		const request = t.requests.at(-1);
+		assert.deepEqual(roles(request), ["user", "user"]);
+		assert.match(textOf(request.at(-1).content), /Next question/);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("a follow-up queued during the run is delivered once, before the reset", async () => {
+	let t;
+	t = await startSession({
+		steps: [
+			() => {
+				t.session.followUp("QUEUED-FOLLOWUP please");
+				return tool("new_context");
+			},
+			"Answering the follow-up.",
+			"Continuing after the reset.",
+		],
+	});
+	try {
+		await t.session.prompt("Reset with a queued follow-up.");
+		const users = t.sessionManager
+			.getBranch()
+			.filter((e) => e.type === "message" && e.message.role === "user" && textOf(e.message.content).includes("QUEUED-FOLLOWUP"));
+		assert.equal(users.length, 1, "the follow-up is neither dropped nor replayed");
+		assert.equal(ofType(t, "compaction").length, 1);
+		const branch = t.sessionManager.getBranch();
+		const followIdx = branch.indexOf(users[0]);
+		const compactIdx = branch.findIndex((e) => e.type === "compaction");
+		assert.ok(followIdx < compactIdx, "delivered before the reset");
+		assert.ok(ofType(t, "custom_message", "relay/continue").length <= 1);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("a user abort clears the pending reset: no reset, no continuation", async () => {
+	let t;
+	let release;
+	const slowTool = (pi) => {
+		pi.registerTool({
+			name: "slow_tool",
+			label: "slow",
+			description: "waits until aborted",
+			parameters: { type: "object", properties: {} },
+			async execute(_id, _params, signal) {
+				await new Promise((resolve) => {
+					release = resolve;
+					signal?.addEventListener("abort", resolve);
+				});
+				return { content: [{ type: "text", text: "stopped" }], details: {} };
+			},
+		});
+	};
+	t = await startSession({
+		extraFactories: [slowTool],
+		steps: [{ tools: [tool("new_context"), tool("slow_tool")] }, "after abort"],
+	});
+	try {
+		const running = t.session.prompt("Reset and wait.");
+		while (!release) await new Promise((r) => setTimeout(r, 5));
+		await t.session.abort();
+		await running.catch(() => {});
+		assert.equal(ofType(t, "compaction").length, 0, "no reset after an abort");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 0);
+		await t.session.prompt("Carry on.");
+		assert.equal(ofType(t, "compaction").length, 0, "the next run does not inherit the aborted request");
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("/compact is answered with a reset and spends no model call", async () => {
+	const t = await startSession({ settings: COMPACTABLE, steps: ["One.", "Two."] });
+	try {
+		await t.session.prompt("First.");
+		const before = t.requests.length;
+		await t.session.compact();
+		assert.equal(t.requests.length, before, "no summary request");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "manual");
+		assert.match(compactions[0].summary, /<context_window>/);
+		await t.session.prompt("Second.");
+		assert.deepEqual(roles(t.requests.at(-1)), ["user", "user"]);
+		assert.match(joined(t.requests.at(-1)), /<context_window>[\s\S]*Second\./);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("/relay off restores Pi's own compaction; /relay on brings Relay back", async () => {
+	const t = await startSession({ settings: COMPACTABLE, steps: ["One.", "PI-SUMMARY of the conversation", "PI-SUMMARY of the turn prefix"] });
+	try {
+		await t.session.prompt("First.");
+		await t.session.prompt("/relay off");
+		await t.session.compact();
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.match(compactions[0].summary, /PI-SUMMARY/, "Pi's summarizer produced this compaction");
+		assert.equal(compactions[0].details?.relay, undefined);
+		t.rescript(tool("new_context"), "no reset while off");
+		await t.session.prompt("Try a reset while off.");
+		const result = t.toolResults().findLast((r) => r.toolName === "new_context");
+		assert.equal(result.toolName, "new_context");
+		assert.equal(result.isError, true);
+		await t.session.prompt("/relay on");
+		t.script(tool("new_context"), "fresh");
+		await t.session.prompt("Reset now.");
+		assert.equal(ofType(t, "compaction").length, 2);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("reloading the JSONL after resets shows the same windows and no duplicate boot block", async () => {
+	const t = await startSession({ steps: [tool("new_context"), "w2", tool("new_context"), "w3"] });
+	await t.session.prompt("Reset one.");
+	await t.session.prompt("Reset two.");
+	const file = t.sessionManager.getSessionFile();
+	await t.dispose();
+	const again = await startSession({ root: t.root, sessionFile: file, steps: [tool("history_list_windows", { recent_first: false }), "ok"] });
+	try {
+		await again.session.prompt("List windows.");
+		const windows = JSON.parse(again.toolResults().at(-1).text).windows;
+		assert.equal(windows.length, 3);
+		const lines = readJsonl(file);
+		assert.equal(lines.filter((l) => l.type === "custom_message" && l.customType === "relay/boot").length, 1);
+		assert.equal(lines.filter((l) => l.type === "compaction").length, 2);
+	} finally {
+		await again.dispose();
+	}
+});
