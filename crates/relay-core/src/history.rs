@@ -756,25 +756,45 @@ impl History {
         let n = needle.len();
         let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
         if recent_first {
-            let backward = memmem::FinderRev::new(needle);
+            // memmem's reverse finder has no SIMD prefilter; instead scan fixed-size chunks from
+            // the end with the forward finder and walk each chunk's matches backwards.
+            let chunk = (1usize << 16).max(4 * n);
             let mut end = hi;
+            let mut positions = Vec::new();
             while end > lo && hits.len() < want {
-                let Some(rel) = backward.rfind(&hay[lo..end]) else {
+                let cstart = end.saturating_sub(chunk).max(lo);
+                positions.clear();
+                // Overlapping matches too: a later overlapping one may be the valid one.
+                let mut from = cstart;
+                while let Some(r) = forward.find(&hay[from..end]) {
+                    positions.push(from + r);
+                    from += r + 1;
+                }
+                let mut bound = end;
+                for &p in positions.iter().rev() {
+                    if p + n > bound {
+                        continue;
+                    }
+                    let i = item_at(p);
+                    let m = &self.items[i];
+                    if p + n > m.end {
+                        // Spans into the next item: not a match.
+                        continue;
+                    }
+                    if self.matches(i, f) {
+                        let at = first_in(i).expect("a match inside the item");
+                        hits.push((i, at));
+                        if hits.len() >= want {
+                            break;
+                        }
+                    }
+                    bound = m.start;
+                }
+                if cstart == lo {
                     break;
-                };
-                let p = lo + rel;
-                let i = item_at(p);
-                let m = &self.items[i];
-                if p + n > m.end {
-                    // Spans into the next item: not a match; look further back.
-                    end = p + n - 1;
-                    continue;
                 }
-                if self.matches(i, f) {
-                    let at = first_in(i).expect("a match inside the item");
-                    hits.push((i, at));
-                }
-                end = m.start;
+                // Matches starting before the chunk but ending inside it come next.
+                end = bound.min(cstart + n - 1);
             }
         } else {
             let mut start = lo;
@@ -1584,6 +1604,49 @@ mod tests {
     }
 
     #[test]
+    fn large_history_search_matches_naive() {
+        // Big items so that the backward scan crosses many chunks and chunk edges.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut entries = Vec::new();
+        let mut texts = Vec::new();
+        for i in 0..120 {
+            let len = 2_000 + next(12_000) as usize;
+            let mut t: String = (0..len).map(|k| if (k + i) % 7 == 0 { 'é' } else { 'x' }).collect();
+            match next(5) {
+                0 => t.insert_str(byte_at_char(&t, next(len as u64) as usize), "needle"),
+                1 => t.push_str("nee"),
+                2 => t.insert_str(0, "dle"),
+                3 => t.push_str("needle"),
+                _ => {}
+            }
+            entries.push(msg(&format!("i{i}"), "user", &t));
+            texts.push(t);
+        }
+        let h = build(&entries);
+        for query in ["needle", "x", "éxxxxxxé", "needleneedle"] {
+            let expected: Vec<String> =
+                (0..texts.len()).filter(|&i| texts[i].contains(query)).map(|i| format!("i{i}")).collect();
+            let got = ids(&ok(h.search_contents(&json!({"query": query, "recent_first": false, "limit": 1000}))));
+            assert_eq!(got, expected, "{query} oldest first");
+            let mut rev = expected.clone();
+            rev.reverse();
+            let got = ok(h.search_contents(&json!({"query": query, "limit": 1000})));
+            assert_eq!(ids(&got), rev, "{query} recent first");
+            for item in got["items"].as_array().unwrap() {
+                let i: usize = item["item_id"].as_str().unwrap()[1..].parse().unwrap();
+                let want = texts[i][..texts[i].find(query).unwrap()].chars().count();
+                assert_eq!(item["match_offset_chars"], want);
+            }
+        }
+    }
+
+    #[test]
     fn matches_never_span_items() {
         let h = build(&[
             msg("a", "user", "xxfoo"),
@@ -1723,7 +1786,7 @@ mod tests {
         use proptest::prelude::*;
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(200))]
+            #![proptest_config(ProptestConfig::with_cases(1000))]
             /// Search agrees with a naive per-item `contains`, in both orders, with any filter.
             #[test]
             fn search_matches_naive(

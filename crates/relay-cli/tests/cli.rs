@@ -1,0 +1,260 @@
+//! Runs the built `relay` binary on session files written to a temporary folder.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const HEADER: &str = r#"{"type":"session","version":3,"id":"S1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+
+fn session_lines() -> Vec<String> {
+    vec![
+        HEADER.to_string(),
+        r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"Find the bug in parser.rs\nsecond line"}}"#.into(),
+        r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Reading it."},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"parser.rs"}}]}}"#.into(),
+        r#"{"type":"message","id":"a3","parentId":"a2","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"fn parse() { 漢字 }"}],"isError":false}}"#.into(),
+        "{this line is broken".into(),
+        r#"{"type":"compaction","id":"c1","parentId":"a3","timestamp":"2025-01-01T00:00:04.000Z","summary":"window reset","firstKeptEntryId":"a3","tokensBefore":100,"details":{"relay":"window","windowId":"pcw:S1:deadbeef"}}"#.into(),
+        r#"{"type":"message","id":"a4","parentId":"c1","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"user","content":"what was the parser bug?"}}"#.into(),
+        // A sibling branch that is not the current one (the last entry is the leaf).
+        r#"{"type":"message","id":"b1","parentId":"a1","timestamp":"2025-01-01T00:00:06.000Z","message":{"role":"user","content":"abandoned parser branch"}}"#.into(),
+        r#"{"type":"message","id":"a5","parentId":"a4","timestamp":"2025-01-01T00:00:07.000Z","message":{"role":"assistant","content":[{"type":"text","text":"It was an off-by-one."}]}}"#.into(),
+    ]
+}
+
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(name: &str) -> Temp {
+        let dir = std::env::temp_dir().join(format!(
+            "relay-cli-{name}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        Temp(dir)
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.0.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn relay(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_relay"))
+        .args(args)
+        .output()
+        .expect("run relay")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn session(t: &Temp) -> PathBuf {
+    t.write("s.jsonl", &(session_lines().join("\n") + "\n"))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn windows_human_and_json() {
+    let t = Temp::new("windows");
+    let file = session(&t);
+    let o = relay(&["windows", p(&file)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].contains("WINDOW") && lines[0].contains("ITEMS"));
+    assert!(lines[1].starts_with("* pcw:S1:deadbeef"), "{out}");
+    assert!(lines[1].contains(" 3 "), "{out}");
+    assert!(lines[2].starts_with("  pcw:S1:root"), "{out}");
+    // The malformed line is reported with file and line number; the rest loaded.
+    assert!(
+        stderr(&o).contains(&format!("{}:5: warning: skipped malformed line", file.display())),
+        "{}",
+        stderr(&o)
+    );
+    let o = relay(&["windows", p(&file), "--json", "--oldest-first"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["windows"][0]["window_id"], "pcw:S1:root");
+    assert_eq!(v["windows"][0]["item_count"], 3);
+    assert_eq!(v["current_window_id"], "pcw:S1:deadbeef");
+}
+
+#[test]
+fn items_follow_the_current_branch_and_filters() {
+    let t = Temp::new("items");
+    let file = session(&t);
+    let o = relay(&["items", p(&file), "--oldest-first", "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ids: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a1", "a2", "a3", "c1", "a4", "a5"]);
+    let o = relay(&["items", p(&file), "--role", "tool"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let row = out.lines().nth(1).unwrap();
+    for cell in ["pcw:S1:root", "a3", "tool", "read", "fn parse() { 漢字 }"] {
+        assert!(row.contains(cell), "{row}");
+    }
+    let o = relay(&["items", p(&file), "--window", "pcw:S1:root", "--limit", "1", "--max-chars", "4"]);
+    let out = stdout(&o);
+    assert!(out.lines().nth(1).unwrap().ends_with("fn p…"), "{out}");
+    assert!(stderr(&o).contains("more items match"));
+}
+
+#[test]
+fn read_an_item_range() {
+    let t = Temp::new("read");
+    let file = session(&t);
+    let o = relay(&["read", p(&file), "pcw:S1:root", "a3", "--offset", "13", "--limit", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "漢字\n");
+    assert!(stderr(&o).contains("continue with --offset 15"), "{}", stderr(&o));
+    let o = relay(&["read", p(&file), "pcw:S1:root", "a1", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["content"], "Find the bug in parser.rs\nsecond line");
+    assert_eq!(v["next_offset_chars"], Value::Null);
+    let o = relay(&["read", p(&file), "pcw:S1:root", "a4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("relay: item_id \"a4\" is not in window_id"), "{}", stderr(&o));
+}
+
+#[test]
+fn search_files_and_directories() {
+    let t = Temp::new("search");
+    let file = session(&t);
+    let other = t.write(
+        "nested/deeper/other.jsonl",
+        &format!(
+            "{}\n{}\n",
+            r#"{"type":"session","version":3,"id":"S2","timestamp":"T","cwd":"/w"}"#,
+            r#"{"type":"message","id":"z1","parentId":null,"timestamp":"T","message":{"role":"user","content":"the parser again"}}"#
+        ),
+    );
+    t.write("nested/ignored.txt", "parser");
+    let o = relay(&["search", "parser", p(&file)]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    let ids: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(ids, ["a4", "a2", "a1"], "{out}");
+    assert!(!out.contains("abandoned"), "another branch leaked: {out}");
+
+    let o = relay(&["search", "parser", p(&t.0), "--json", "--role", "user", "--oldest-first"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let docs = v.as_array().unwrap();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["file"], other.display().to_string());
+    assert_eq!(docs[0]["items"][0]["item_id"], "z1");
+    assert_eq!(docs[1]["file"], file.display().to_string());
+    assert_eq!(docs[1]["items"][0]["item_id"], "a1");
+    assert_eq!(docs[1]["items"][0]["match_offset_chars"], 16);
+
+    let o = relay(&["search", "parser", p(&t.0), "--window", "pcw:S2:root"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("z1") && !stdout(&o).contains("a1"));
+    let o = relay(&["search", "parser", p(&t.0), "--window", "pcw:none:root"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = relay(&["search", "", p(&file)]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let t = Temp::new("bad");
+    let file = session(&t);
+    let missing = t.0.join("missing.jsonl");
+    let o = relay(&["windows", p(&missing)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with(&format!("relay: cannot read {}:", missing.display())),
+        "{}",
+        stderr(&o)
+    );
+    let o = relay(&["search", "x", p(&missing)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+    for args in [
+        vec!["items", p(&file), "--limit", "0"],
+        vec!["items", p(&file), "--bogus"],
+        vec!["items", p(&file), "--window", "nope"],
+        vec!["items"],
+        vec!["read", p(&file), "pcw:S1:root"],
+        vec!["frobnicate"],
+        vec![],
+    ] {
+        let o = relay(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains("relay: "), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn help_is_available() {
+    for args in [["help"], ["--help"]] {
+        let o = relay(&args);
+        assert_eq!(o.status.code(), Some(0));
+        let out = stdout(&o);
+        assert!(out.contains("relay windows FILE") && out.contains("relay search QUERY PATH..."));
+    }
+}
+
+#[test]
+fn broken_pipe_exits_quietly() {
+    let t = Temp::new("pipe");
+    let mut lines = vec![HEADER.to_string()];
+    let mut parent = "null".to_string();
+    for i in 0..3000 {
+        let id = format!("m{i:05}");
+        lines.push(format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"user","content":"item number {i} with some padding text"}}}}"#
+        ));
+        parent = format!("\"{id}\"");
+    }
+    let file = t.write("big.jsonl", &lines.join("\n"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relay"))
+        .args(["items", p(&file), "--limit", "3000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "stderr: {err}");
+    assert!(err.is_empty(), "{err}");
+}
