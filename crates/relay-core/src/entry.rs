@@ -629,31 +629,49 @@ mod tests {
 
     #[test]
     fn base_fields() {
-        let e = entry(r#"{"type":"model_change","id":"aa11","parentId":"bb22","timestamp":"T1","provider":"faux","modelId":"faux-1"}"#);
+        let e = entry(
+            r#"{"type":"model_change","id":"aa11","parentId":"bb22","timestamp":"T1","provider":"faux","modelId":"faux-1"}"#,
+        );
         assert_eq!(e.id, "aa11");
         assert_eq!(e.parent_id.as_deref(), Some("bb22"));
         assert_eq!(e.timestamp, "T1");
         assert_eq!(
             e.kind,
-            EntryKind::ModelChange { provider: "faux".into(), model_id: "faux-1".into() }
+            EntryKind::ModelChange {
+                provider: "faux".into(),
+                model_id: "faux-1".into()
+            }
         );
-        let root = entry(r#"{"type":"session_info","id":"r","parentId":null,"timestamp":"T","name":"demo"}"#);
+        let root = entry(
+            r#"{"type":"session_info","id":"r","parentId":null,"timestamp":"T","name":"demo"}"#,
+        );
         assert_eq!(root.parent_id, None);
-        assert_eq!(root.kind, EntryKind::SessionInfo { name: Some("demo".into()) });
+        assert_eq!(
+            root.kind,
+            EntryKind::SessionInfo {
+                name: Some("demo".into())
+            }
+        );
     }
 
     #[test]
     fn user_message_string_and_blocks() {
-        let m = message(r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"hello \"there\"\nsecond","timestamp":1}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"hello \"there\"\nsecond","timestamp":1}}"#,
+        );
         assert_eq!(m.role, "user");
         assert_eq!(m.text, "hello \"there\"\nsecond");
-        let m = message(r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"one"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"text","text":"two"}]}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"one"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"text","text":"two"}]}}"#,
+        );
         assert_eq!(m.text, "one\n[image]\ntwo");
     }
 
     #[test]
     fn assistant_message() {
-        let m = message(r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"assistant","content":[{"type":"thinking","thinking":"secret plan"},{"type":"text","text":"Let me look."},{"type":"toolCall","id":"c1","name":"history_search_contents","arguments":{"query":"foo","limit":3}}],"api":"x","provider":"faux","model":"m","usage":{"input":10,"output":5,"cacheRead":1,"cacheWrite":0,"totalTokens":16,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"assistant","content":[{"type":"thinking","thinking":"secret plan"},{"type":"text","text":"Let me look."},{"type":"toolCall","id":"c1","name":"history_search_contents","arguments":{"query":"foo","limit":3}}],"api":"x","provider":"faux","model":"m","usage":{"input":10,"output":5,"cacheRead":1,"cacheWrite":0,"totalTokens":16,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1}}"#,
+        );
         assert_eq!(m.role, "assistant");
         assert_eq!(
             m.text,
@@ -666,15 +684,21 @@ mod tests {
 
     #[test]
     fn usage_total_falls_back_to_sum() {
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"assistant","content":[],"usage":{"input":10,"output":5,"cacheRead":3,"cacheWrite":2,"totalTokens":0}}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"assistant","content":[],"usage":{"input":10,"output":5,"cacheRead":3,"cacheWrite":2,"totalTokens":0}}}"#,
+        );
         assert_eq!(m.usage_total, Some(20));
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"assistant","content":[]}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"assistant","content":[]}}"#,
+        );
         assert_eq!(m.usage_total, None);
     }
 
     #[test]
     fn tool_result_message() {
-        let m = message(r#"{"type":"message","id":"a","parentId":"p","timestamp":"T","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"file body"}],"isError":true,"timestamp":1}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","parentId":"p","timestamp":"T","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"file body"}],"isError":true,"timestamp":1}}"#,
+        );
         assert_eq!(m.role, "toolResult");
         assert_eq!(m.text, "file body");
         assert_eq!(m.tool_name.as_deref(), Some("read"));
@@ -684,24 +708,38 @@ mod tests {
 
     #[test]
     fn custom_bash_and_summary_messages() {
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"custom","customType":"relay-note","content":"note text","display":true}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"custom","customType":"relay-note","content":"note text","display":true}}"#,
+        );
         assert_eq!((m.role.as_str(), m.text.as_str()), ("custom", "note text"));
         assert_eq!(m.custom_type.as_deref(), Some("relay-note"));
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"bashExecution","command":"ls -a","output":"x\ny","exitCode":0,"cancelled":false,"truncated":false}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"bashExecution","command":"ls -a","output":"x\ny","exitCode":0,"cancelled":false,"truncated":false}}"#,
+        );
         assert_eq!(m.text, "$ ls -a\nx\ny");
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"compactionSummary","summary":"sum","tokensBefore":5}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"compactionSummary","summary":"sum","tokensBefore":5}}"#,
+        );
         assert_eq!(m.text, "sum");
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"branchSummary","summary":"bs","fromId":null}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"branchSummary","summary":"bs","fromId":null}}"#,
+        );
         assert_eq!(m.text, "bs");
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"system","content":[{"type":"text","text":"sys"}],"sections":{"a":"b"},"toolsAdded":[]}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"system","content":[{"type":"text","text":"sys"}],"sections":{"a":"b"},"toolsAdded":[]}}"#,
+        );
         assert_eq!((m.role.as_str(), m.text.as_str()), ("system", "sys"));
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"mystery","content":"?"}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"mystery","content":"?"}}"#,
+        );
         assert_eq!((m.role.as_str(), m.text.as_str()), ("mystery", "?"));
     }
 
     #[test]
     fn compaction_and_branch_summary() {
-        let e = entry(r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":"k","tokensBefore":1234,"details":{"relay":"window","windowId":"pcw:s:abcd0123"},"fromHook":true,"usage":{"input":1},"systemMessage":{"role":"system","content":"x"}}"#);
+        let e = entry(
+            r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":"k","tokensBefore":1234,"details":{"relay":"window","windowId":"pcw:s:abcd0123"},"fromHook":true,"usage":{"input":1},"systemMessage":{"role":"system","content":"x"}}"#,
+        );
         assert_eq!(
             e.kind,
             EntryKind::Compaction {
@@ -712,25 +750,64 @@ mod tests {
                 from_hook: true,
             }
         );
-        let e = entry(r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":null,"tokensBefore":0}"#);
-        assert!(matches!(e.kind, EntryKind::Compaction { first_kept_entry_id: None, from_hook: false, details: Value::Null, .. }));
-        let e = entry(r#"{"type":"branch_summary","id":"b","parentId":"p","timestamp":"T","fromId":"f","summary":"went elsewhere","details":[1]}"#);
+        let e = entry(
+            r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":null,"tokensBefore":0}"#,
+        );
+        assert!(matches!(
+            e.kind,
+            EntryKind::Compaction {
+                first_kept_entry_id: None,
+                from_hook: false,
+                details: Value::Null,
+                ..
+            }
+        ));
+        let e = entry(
+            r#"{"type":"branch_summary","id":"b","parentId":"p","timestamp":"T","fromId":"f","summary":"went elsewhere","details":[1]}"#,
+        );
         assert_eq!(
             e.kind,
-            EntryKind::BranchSummary { from_id: Some("f".into()), summary: "went elsewhere".into(), details: json!([1]) }
+            EntryKind::BranchSummary {
+                from_id: Some("f".into()),
+                summary: "went elsewhere".into(),
+                details: json!([1])
+            }
         );
     }
 
     #[test]
     fn custom_and_custom_message() {
-        let e = entry(r#"{"type":"custom","id":"c","parentId":"p","timestamp":"T","customType":"relay-reset","data":{"n":1}}"#);
-        assert_eq!(e.kind, EntryKind::Custom { custom_type: "relay-reset".into(), data: json!({"n":1}) });
-        let e = entry(r#"{"type":"custom","id":"c","parentId":"p","timestamp":"T","customType":"bare"}"#);
-        assert_eq!(e.kind, EntryKind::Custom { custom_type: "bare".into(), data: Value::Null });
-        let e = entry(r#"{"type":"custom_message","id":"c","parentId":"p","timestamp":"T","customType":"reminder","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"display":true,"details":{"k":2}}"#);
+        let e = entry(
+            r#"{"type":"custom","id":"c","parentId":"p","timestamp":"T","customType":"relay-reset","data":{"n":1}}"#,
+        );
         assert_eq!(
             e.kind,
-            EntryKind::CustomMessage { custom_type: "reminder".into(), text: "a\nb".into(), display: true, details: json!({"k":2}) }
+            EntryKind::Custom {
+                custom_type: "relay-reset".into(),
+                data: json!({"n":1})
+            }
+        );
+        let e = entry(
+            r#"{"type":"custom","id":"c","parentId":"p","timestamp":"T","customType":"bare"}"#,
+        );
+        assert_eq!(
+            e.kind,
+            EntryKind::Custom {
+                custom_type: "bare".into(),
+                data: Value::Null
+            }
+        );
+        let e = entry(
+            r#"{"type":"custom_message","id":"c","parentId":"p","timestamp":"T","customType":"reminder","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"display":true,"details":{"k":2}}"#,
+        );
+        assert_eq!(
+            e.kind,
+            EntryKind::CustomMessage {
+                custom_type: "reminder".into(),
+                text: "a\nb".into(),
+                display: true,
+                details: json!({"k":2})
+            }
         );
     }
 
@@ -741,8 +818,12 @@ mod tests {
             EntryKind::Label { target_id: "x".into(), label: Some("bookmark".into()) }
         );
         assert_eq!(
-            entry(r#"{"type":"label","id":"l","parentId":"p","timestamp":"T","targetId":"x"}"#).kind,
-            EntryKind::Label { target_id: "x".into(), label: None }
+            entry(r#"{"type":"label","id":"l","parentId":"p","timestamp":"T","targetId":"x"}"#)
+                .kind,
+            EntryKind::Label {
+                target_id: "x".into(),
+                label: None
+            }
         );
         assert_eq!(
             entry(r#"{"type":"thinking_level_change","id":"t","parentId":"p","timestamp":"T","thinkingLevel":"high"}"#).kind,
@@ -768,33 +849,64 @@ mod tests {
 
     #[test]
     fn unknown_types_and_fields_are_kept() {
-        let e = entry(r#"{"type":"future_thing","id":"f","parentId":"p","timestamp":"T","payload":{"deep":[1,2,{"x":null}]}}"#);
-        assert_eq!(e.kind, EntryKind::Unknown { entry_type: "future_thing".into() });
+        let e = entry(
+            r#"{"type":"future_thing","id":"f","parentId":"p","timestamp":"T","payload":{"deep":[1,2,{"x":null}]}}"#,
+        );
+        assert_eq!(
+            e.kind,
+            EntryKind::Unknown {
+                entry_type: "future_thing".into()
+            }
+        );
         assert_eq!(e.parent_id.as_deref(), Some("p"));
-        let m = message(r#"{"type":"message","id":"a","timestamp":"T","novel":true,"message":{"role":"user","content":[{"type":"text","text":"x","newField":[1]},{"type":"audio","data":"..."}],"brandNew":{"a":1}}}"#);
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","novel":true,"message":{"role":"user","content":[{"type":"text","text":"x","newField":[1]},{"type":"audio","data":"..."}],"brandNew":{"a":1}}}"#,
+        );
         assert_eq!(m.text, "x");
     }
 
     #[test]
     fn structural_errors_are_clear() {
-        assert!(parse_line("{not json").unwrap_err().message.contains("invalid JSON"));
-        assert!(parse_line(r#"{"id":"x"}"#).unwrap_err().message.contains("`type`"));
-        assert!(parse_line(r#"{"type":"message","timestamp":"T"}"#).unwrap_err().message.contains("`id`"));
-        assert!(parse_line(r#"{"type":"message","id":"a"}"#).unwrap_err().message.contains("`message`"));
-        assert!(parse_line(r#"{"type":"label","id":"a"}"#).unwrap_err().message.contains("`targetId`"));
-        assert!(parse_line(r#"{"type":"message","id":"a","message":{"role":"user","content":{"oops":1}}}"#).is_err());
+        assert!(parse_line("{not json")
+            .unwrap_err()
+            .message
+            .contains("invalid JSON"));
+        assert!(parse_line(r#"{"id":"x"}"#)
+            .unwrap_err()
+            .message
+            .contains("`type`"));
+        assert!(parse_line(r#"{"type":"message","timestamp":"T"}"#)
+            .unwrap_err()
+            .message
+            .contains("`id`"));
+        assert!(parse_line(r#"{"type":"message","id":"a"}"#)
+            .unwrap_err()
+            .message
+            .contains("`message`"));
+        assert!(parse_line(r#"{"type":"label","id":"a"}"#)
+            .unwrap_err()
+            .message
+            .contains("`targetId`"));
+        assert!(parse_line(
+            r#"{"type":"message","id":"a","message":{"role":"user","content":{"oops":1}}}"#
+        )
+        .is_err());
         assert!(parse_entry(r#"{"type":"session","id":"s"}"#).is_err());
     }
 
     #[test]
     fn malformed_lines_are_reported_and_skipped() {
         let text = concat!(
-            r#"{"type":"session","version":3,"id":"S","timestamp":"T","cwd":"/w"}"#, "\n",
-            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"hi"}}"#, "\r\n",
+            r#"{"type":"session","version":3,"id":"S","timestamp":"T","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"user","content":"hi"}}"#,
+            "\r\n",
             "\n",
             "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",trunc\n",
-            r#"{"type":"custom","id":"c","parentId":"a","timestamp":"T","customType":"x"}"#, "\n",
-            r#"{"type":"session","id":"S2"}"#, "\n",
+            r#"{"type":"custom","id":"c","parentId":"a","timestamp":"T","customType":"x"}"#,
+            "\n",
+            r#"{"type":"session","id":"S2"}"#,
+            "\n",
         );
         let parsed = parse_session(text);
         assert_eq!(parsed.header.as_ref().map(|h| h.id.as_str()), Some("S"));
@@ -802,9 +914,16 @@ mod tests {
         assert_eq!(ids, ["a", "c"]);
         assert_eq!(parsed.errors.len(), 2);
         assert_eq!(parsed.errors[0].line, 4);
-        assert!(parsed.errors[0].message.contains("invalid JSON"), "{}", parsed.errors[0]);
+        assert!(
+            parsed.errors[0].message.contains("invalid JSON"),
+            "{}",
+            parsed.errors[0]
+        );
         assert_eq!(parsed.errors[1].line, 6);
-        assert_eq!(parsed.errors[0].to_string(), format!("line 4: {}", parsed.errors[0].message));
+        assert_eq!(
+            parsed.errors[0].to_string(),
+            format!("line 4: {}", parsed.errors[0].message)
+        );
     }
 
     #[test]
@@ -817,8 +936,12 @@ mod tests {
         let bad = r#"[{"type":"custom","id":"a","customType":"k"},{"type":"custom"},{"type":"x","id":"c"}]"#;
         let err = parse_entries(bad).unwrap_err();
         assert!(err.message.contains("element 1"), "{err}");
-        let bad = r#"[{"type":"custom","id":"a"},{"type":"message","id":"b","message":{"content":5}}]"#;
-        assert!(parse_entries(bad).unwrap_err().message.contains("element 1"));
+        let bad =
+            r#"[{"type":"custom","id":"a"},{"type":"message","id":"b","message":{"content":5}}]"#;
+        assert!(parse_entries(bad)
+            .unwrap_err()
+            .message
+            .contains("element 1"));
         assert!(parse_entries("{}").is_err());
         assert!(parse_entries("[] x").is_err());
     }
@@ -826,18 +949,31 @@ mod tests {
     #[test]
     fn entry_matches_line_parse() {
         let json = r#"{"type":"compaction","id":"c","parentId":"p","timestamp":"T","summary":"S","firstKeptEntryId":"k","tokensBefore":3}"#;
-        assert_eq!(Line::Entry(parse_entry(json).unwrap()), parse_line(json).unwrap());
+        assert_eq!(
+            Line::Entry(parse_entry(json).unwrap()),
+            parse_line(json).unwrap()
+        );
     }
 
     fn e(id: &str, parent: Option<&str>) -> Entry {
-        Entry { id: id.into(), parent_id: parent.map(Into::into), timestamp: String::new(), kind: EntryKind::Usage }
+        Entry {
+            id: id.into(),
+            parent_id: parent.map(Into::into),
+            timestamp: String::new(),
+            kind: EntryKind::Usage,
+        }
     }
 
     #[test]
     fn branch_follows_parents() {
         // a - b - c
         //      \- d
-        let entries = vec![e("a", None), e("b", Some("a")), e("c", Some("b")), e("d", Some("b"))];
+        let entries = vec![
+            e("a", None),
+            e("b", Some("a")),
+            e("c", Some("b")),
+            e("d", Some("b")),
+        ];
         assert_eq!(branch_indices(&entries, None), vec![0, 1, 3]);
         assert_eq!(branch_indices(&entries, Some("c")), vec![0, 1, 2]);
         assert_eq!(branch_indices(&entries, Some("zz")), Vec::<usize>::new());

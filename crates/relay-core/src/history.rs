@@ -334,7 +334,11 @@ impl History {
 
     /// The window the branch tip is in (the last one).
     pub fn current_window_id(&self) -> &str {
-        &self.windows.last().expect("the root window always exists").id
+        &self
+            .windows
+            .last()
+            .expect("the root window always exists")
+            .id
     }
 
     /// All window ids, root first.
@@ -449,9 +453,7 @@ impl History {
                 ],
             )?;
             let filter = self.filter(&a)?;
-            let limit = a
-                .positive_int("limit")?
-                .unwrap_or(DEFAULT_LIST_ITEMS_LIMIT);
+            let limit = a.positive_int("limit")?.unwrap_or(DEFAULT_LIST_ITEMS_LIMIT);
             let recent_first = a.boolean("recent_first")?.unwrap_or(true);
             let max_chars = a
                 .positive_int("max_chars_per_item")?
@@ -646,9 +648,9 @@ impl History {
 
     fn matches(&self, i: usize, f: &Filter) -> bool {
         let m = &self.items[i];
-        f.role.map_or(true, |r| m.role == r)
-            && f.tool.map_or(true, |t| m.tool == t)
-            && f.namespace.map_or(true, |n| m.namespace == n)
+        !matches!(f.role, Some(r) if m.role != r)
+            && !matches!(f.tool, Some(t) if m.tool != t)
+            && !matches!(f.namespace, Some(n) if m.namespace != n)
     }
 
     /// The smallest posting list that restricts `f`, sliced to its item range.
@@ -664,7 +666,7 @@ impl History {
             let a = list.partition_point(|&i| (i as usize) < f.lo);
             let b = list.partition_point(|&i| (i as usize) < f.hi);
             let slice = &list[a..b];
-            if best.map_or(true, |cur| slice.len() < cur.len()) {
+            if !matches!(best, Some(cur) if cur.len() <= slice.len()) {
                 best = Some(slice);
             }
         }
@@ -720,7 +722,13 @@ impl History {
     }
 
     /// Up to `want` matching items with the byte offset of the first match inside each.
-    fn search(&self, query: &str, f: &Filter, recent_first: bool, want: usize) -> Vec<(usize, usize)> {
+    fn search(
+        &self,
+        query: &str,
+        f: &Filter,
+        recent_first: bool,
+        want: usize,
+    ) -> Vec<(usize, usize)> {
         let mut hits = Vec::new();
         if f.impossible || f.lo >= f.hi {
             return hits;
@@ -865,10 +873,7 @@ fn respond(result: Result<Value, String>) -> ToolOutput {
 
 /// Number of Unicode scalar values in `s` (counts non-continuation bytes; vectorizes well).
 fn char_count(s: &str) -> usize {
-    s.as_bytes()
-        .iter()
-        .filter(|&&b| (b as i8) >= -0x40)
-        .count()
+    s.as_bytes().iter().filter(|&&b| (b as i8) >= -0x40).count()
 }
 
 /// Byte index of the `n`-th character of `s` (or `s.len()` when it has fewer).
@@ -968,11 +973,23 @@ mod tests {
     const S: &str = "sess1";
 
     fn entry(id: &str, kind: EntryKind) -> Entry {
-        Entry { id: id.into(), parent_id: None, timestamp: format!("2025-01-01T00:00:{id}Z"), kind }
+        Entry {
+            id: id.into(),
+            parent_id: None,
+            timestamp: format!("2025-01-01T00:00:{id}Z"),
+            kind,
+        }
     }
 
     fn msg(id: &str, role: &str, text: &str) -> Entry {
-        entry(id, EntryKind::Message(Message { role: role.into(), text: text.into(), ..Default::default() }))
+        entry(
+            id,
+            EntryKind::Message(Message {
+                role: role.into(),
+                text: text.into(),
+                ..Default::default()
+            }),
+        )
     }
 
     fn tool(id: &str, name: &str, text: &str) -> Entry {
@@ -1019,7 +1036,12 @@ mod tests {
     }
 
     fn ids(v: &Value) -> Vec<String> {
-        v["items"].as_array().unwrap().iter().map(|i| i["item_id"].as_str().unwrap().to_string()).collect()
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["item_id"].as_str().unwrap().to_string())
+            .collect()
     }
 
     /// A small session: two windows, every item kind.
@@ -1027,14 +1049,40 @@ mod tests {
         build(&[
             msg("01", "system", "system prompt"),
             msg("02", "user", "Please fix the parser bug."),
-            msg("03", "assistant", "Looking.\n[tool_call read] {\"path\":\"src/parser.rs\"}"),
+            msg(
+                "03",
+                "assistant",
+                "Looking.\n[tool_call read] {\"path\":\"src/parser.rs\"}",
+            ),
             tool("04", "read", "fn parse() { todo!() }"),
-            entry("05", EntryKind::Custom { custom_type: "relay-reset".into(), data: Value::Null }),
-            compaction("06", "Context window reset.", json!({"relay": "window", "windowId": "pcw:sess1:0badcafe"})),
-            entry("07", EntryKind::CustomMessage { custom_type: "note".into(), text: "boot block".into(), display: false, details: Value::Null }),
+            entry(
+                "05",
+                EntryKind::Custom {
+                    custom_type: "relay-reset".into(),
+                    data: Value::Null,
+                },
+            ),
+            compaction(
+                "06",
+                "Context window reset.",
+                json!({"relay": "window", "windowId": "pcw:sess1:0badcafe"}),
+            ),
+            entry(
+                "07",
+                EntryKind::CustomMessage {
+                    custom_type: "note".into(),
+                    text: "boot block".into(),
+                    display: false,
+                    details: Value::Null,
+                },
+            ),
             entry(
                 "08",
-                EntryKind::Message(Message { role: "bashExecution".into(), text: "$ cargo test\nok".into(), ..Default::default() }),
+                EntryKind::Message(Message {
+                    role: "bashExecution".into(),
+                    text: "$ cargo test\nok".into(),
+                    ..Default::default()
+                }),
             ),
             tool("09", "history_search_contents", "{\"items\":[]}"),
             msg("10", "assistant", "The parser bug is fixed."),
@@ -1047,19 +1095,30 @@ mod tests {
             msg("a1", "user", "one"),
             compaction("c1", "s1", Value::Null),
             msg("a2", "user", "two"),
-            compaction("c2", "s2", json!({"relay": "window", "windowId": "pcw:sess1:minted01"})),
+            compaction(
+                "c2",
+                "s2",
+                json!({"relay": "window", "windowId": "pcw:sess1:minted01"}),
+            ),
             compaction("c3", "s3", json!({"relay": "other", "windowId": "pcw:x"})),
             compaction("c4", "s4", json!({"relay": "window", "windowId": 7})),
         ]);
         assert_eq!(
             h.window_ids(),
-            ["pcw:sess1:root", "pcw:sess1:c1", "pcw:sess1:minted01", "pcw:sess1:c3", "pcw:sess1:c4"]
+            [
+                "pcw:sess1:root",
+                "pcw:sess1:c1",
+                "pcw:sess1:minted01",
+                "pcw:sess1:c3",
+                "pcw:sess1:c4"
+            ]
         );
         assert_eq!(h.current_window_id(), "pcw:sess1:c4");
         assert_eq!(h.window_count(), 5);
         assert_eq!(h.entry_count(), 6);
         // The compaction summary is the first item of its window.
-        let v = ok(h.list_items(&json!({"window_id": "pcw:sess1:minted01", "recent_first": false})));
+        let v =
+            ok(h.list_items(&json!({"window_id": "pcw:sess1:minted01", "recent_first": false})));
         assert_eq!(ids(&v), ["c2"]);
         assert_eq!(v["items"][0]["role"], "system");
         assert_eq!(v["items"][0]["content"], "s2");
@@ -1076,16 +1135,49 @@ mod tests {
             tool("t", "history_list_items", "t"),
             tool("t2", "bash", "t2"),
             tool("t3", "_private", "t3"),
-            entry("b", EntryKind::Message(Message { role: "bashExecution".into(), text: "$ ls\n".into(), ..Default::default() })),
+            entry(
+                "b",
+                EntryKind::Message(Message {
+                    role: "bashExecution".into(),
+                    text: "$ ls\n".into(),
+                    ..Default::default()
+                }),
+            ),
             msg("cu", "custom", "cu"),
             msg("cs", "compactionSummary", "cs"),
             msg("bs", "branchSummary", "bs"),
             msg("sy", "system", "sy"),
             msg("zz", "weird", "zz"),
-            entry("cm", EntryKind::CustomMessage { custom_type: "k".into(), text: "cm".into(), display: true, details: Value::Null }),
-            entry("br", EntryKind::BranchSummary { from_id: None, summary: "br".into(), details: Value::Null }),
-            entry("la", EntryKind::Label { target_id: "u".into(), label: None }),
-            entry("un", EntryKind::Unknown { entry_type: "x".into() }),
+            entry(
+                "cm",
+                EntryKind::CustomMessage {
+                    custom_type: "k".into(),
+                    text: "cm".into(),
+                    display: true,
+                    details: Value::Null,
+                },
+            ),
+            entry(
+                "br",
+                EntryKind::BranchSummary {
+                    from_id: None,
+                    summary: "br".into(),
+                    details: Value::Null,
+                },
+            ),
+            entry(
+                "la",
+                EntryKind::Label {
+                    target_id: "u".into(),
+                    label: None,
+                },
+            ),
+            entry(
+                "un",
+                EntryKind::Unknown {
+                    entry_type: "x".into(),
+                },
+            ),
         ]);
         let v = ok(h.list_items(&json!({"recent_first": false})));
         let got: Vec<(String, String, Value, Value)> = v["items"]
@@ -1115,18 +1207,39 @@ mod tests {
             ("cm", "user", n.clone(), n.clone()),
             ("br", "system", n.clone(), n.clone()),
         ];
-        let expect: Vec<(String, String, Value, Value)> =
-            expect.into_iter().map(|(a, b, c, d)| (a.into(), b.into(), c, d)).collect();
+        let expect: Vec<(String, String, Value, Value)> = expect
+            .into_iter()
+            .map(|(a, b, c, d)| (a.into(), b.into(), c, d))
+            .collect();
         assert_eq!(got, expect);
         assert!(h.contains("sy") && h.contains("un") && h.contains("la"));
         assert_eq!(h.tip(), Some("un"));
         // Filters.
-        assert_eq!(ids(&ok(h.list_items(&json!({"tool_name": "bash", "recent_first": false})))), ["t2", "b"]);
-        assert_eq!(ids(&ok(h.list_items(&json!({"tool_namespace": "history"})))), ["t"]);
-        assert_eq!(ids(&ok(h.list_items(&json!({"role": "system"})))), ["br", "bs", "cs"]);
-        assert_eq!(ids(&ok(h.list_items(&json!({"role": "tool", "tool_name": "bash"})))), ["b", "t2"]);
+        assert_eq!(
+            ids(&ok(h.list_items(
+                &json!({"tool_name": "bash", "recent_first": false})
+            ))),
+            ["t2", "b"]
+        );
+        assert_eq!(
+            ids(&ok(h.list_items(&json!({"tool_namespace": "history"})))),
+            ["t"]
+        );
+        assert_eq!(
+            ids(&ok(h.list_items(&json!({"role": "system"})))),
+            ["br", "bs", "cs"]
+        );
+        assert_eq!(
+            ids(&ok(
+                h.list_items(&json!({"role": "tool", "tool_name": "bash"}))
+            )),
+            ["b", "t2"]
+        );
         assert!(ids(&ok(h.list_items(&json!({"tool_name": "nope"})))).is_empty());
-        assert!(ids(&ok(h.list_items(&json!({"role": "assistant", "tool_name": "bash"})))).is_empty());
+        assert!(ids(&ok(
+            h.list_items(&json!({"role": "assistant", "tool_name": "bash"}))
+        ))
+        .is_empty());
     }
 
     #[test]
@@ -1135,13 +1248,25 @@ mod tests {
         let mut expected = Vec::new();
         for w in 0..6 {
             if w > 0 {
-                h.push(&compaction(&format!("c{w}"), &format!("summary {w}"), Value::Null));
+                h.push(&compaction(
+                    &format!("c{w}"),
+                    &format!("summary {w}"),
+                    Value::Null,
+                ));
                 expected.push((format!("pcw:{S}:c{w}"), format!("c{w}")));
             }
             for k in 0..4 {
                 let id = format!("m{w}_{k}");
-                h.push(&msg(&id, if k % 2 == 0 { "user" } else { "assistant" }, &format!("window {w} item {k}")));
-                let wid = if w == 0 { format!("pcw:{S}:root") } else { format!("pcw:{S}:c{w}") };
+                h.push(&msg(
+                    &id,
+                    if k % 2 == 0 { "user" } else { "assistant" },
+                    &format!("window {w} item {k}"),
+                ));
+                let wid = if w == 0 {
+                    format!("pcw:{S}:root")
+                } else {
+                    format!("pcw:{S}:c{w}")
+                };
                 expected.push((wid, id));
             }
         }
@@ -1149,8 +1274,13 @@ mod tests {
             let v = ok(h.read_item(&json!({"window_id": wid, "item_id": iid})));
             assert_eq!(&v["window_id"], wid);
             assert_eq!(&v["item_id"], iid);
-            let found = ok(h.search_contents(&json!({"query": v["content"].as_str().unwrap(), "window_id": wid})));
-            assert!(ids(&found).contains(iid), "{iid} not found by its own content");
+            let found = ok(h.search_contents(
+                &json!({"query": v["content"].as_str().unwrap(), "window_id": wid}),
+            ));
+            assert!(
+                ids(&found).contains(iid),
+                "{iid} not found by its own content"
+            );
         }
         let all = ok(h.list_items(&json!({"limit": 1000, "recent_first": false})));
         let all_ids: Vec<String> = expected.iter().map(|(_, i)| i.clone()).collect();
@@ -1175,15 +1305,24 @@ mod tests {
         assert_eq!(h.window_ids(), ["pcw:sess1:root"]);
         assert!(!h.contains("06") && !h.contains("10") && h.contains("04"));
         assert!(ids(&ok(h.search_contents(&json!({"query": "fixed"})))).is_empty());
-        assert!(err(h.list_items(&json!({"window_id": "pcw:sess1:0badcafe"}))).contains("unknown window_id"));
-        assert!(ids(&ok(h.list_items(&json!({"tool_name": "history_search_contents"})))).is_empty());
+        assert!(
+            err(h.list_items(&json!({"window_id": "pcw:sess1:0badcafe"})))
+                .contains("unknown window_id")
+        );
+        assert!(ids(&ok(
+            h.list_items(&json!({"tool_name": "history_search_contents"}))
+        ))
+        .is_empty());
         // Another branch grows from there; removed ids can come back.
         h.push(&msg("11", "user", "a different path"));
         h.push(&compaction("06", "again", Value::Null));
         assert_eq!(h.window_ids(), ["pcw:sess1:root", "pcw:sess1:06"]);
         let v = ok(h.list_items(&json!({"recent_first": false})));
         assert_eq!(ids(&v), ["02", "03", "04", "11", "06"]);
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "different"})))), ["11"]);
+        assert_eq!(
+            ids(&ok(h.search_contents(&json!({"query": "different"})))),
+            ["11"]
+        );
         // Truncating to the tip changes nothing.
         assert!(h.truncate_after("06"));
         assert_eq!(h.entry_count(), 6);
@@ -1196,43 +1335,136 @@ mod tests {
     fn argument_errors_name_the_argument() {
         let h = fixture();
         let cases: Vec<(ToolOutput, &str)> = vec![
-            (h.list_windows(&json!({"limitt": 1})), "unknown argument `limitt`"),
-            (h.list_windows(&json!({"limit": 0})), "`limit` must be a positive integer, got 0"),
-            (h.list_windows(&json!({"limit": -2})), "`limit` must be a positive integer"),
-            (h.list_windows(&json!({"limit": 1.5})), "`limit` must be a positive integer"),
-            (h.list_windows(&json!({"limit": "3"})), "`limit` must be a positive integer"),
-            (h.list_windows(&json!({"recent_first": "yes"})), "`recent_first` must be true or false"),
-            (h.list_windows(&json!([1])), "arguments must be a JSON object"),
-            (h.list_items(&json!({"window_id": "pcw:sess1:nope"})), "unknown window_id \"pcw:sess1:nope\""),
-            (h.list_items(&json!({"window_id": 3})), "`window_id` must be a string"),
-            (h.list_items(&json!({"role": "developer"})), "`role` must be one of"),
-            (h.list_items(&json!({"tool_name": ["x"]})), "`tool_name` must be a string"),
-            (h.list_items(&json!({"max_chars_per_item": 0})), "`max_chars_per_item` must be a positive integer"),
-            (h.read_item(&json!({"item_id": "02"})), "`window_id` is required"),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root"})), "`item_id` is required"),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "zz"})), "unknown item_id \"zz\""),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "05"})), "unknown item_id \"05\""),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "10"})), "is not in window_id \"pcw:sess1:root\"; it is in \"pcw:sess1:0badcafe\""),
-            (h.read_item(&json!({"window_id": "w", "item_id": "02"})), "unknown window_id \"w\""),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": -1})), "`offset_chars` must be an integer ≥ 0, got -1"),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 0.5})), "`offset_chars` must be an integer ≥ 0"),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "limit_chars": 0})), "`limit_chars` must be a positive integer"),
-            (h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 27})), "offset_chars 27 is past the end of the item (total_chars 26)"),
+            (
+                h.list_windows(&json!({"limitt": 1})),
+                "unknown argument `limitt`",
+            ),
+            (
+                h.list_windows(&json!({"limit": 0})),
+                "`limit` must be a positive integer, got 0",
+            ),
+            (
+                h.list_windows(&json!({"limit": -2})),
+                "`limit` must be a positive integer",
+            ),
+            (
+                h.list_windows(&json!({"limit": 1.5})),
+                "`limit` must be a positive integer",
+            ),
+            (
+                h.list_windows(&json!({"limit": "3"})),
+                "`limit` must be a positive integer",
+            ),
+            (
+                h.list_windows(&json!({"recent_first": "yes"})),
+                "`recent_first` must be true or false",
+            ),
+            (
+                h.list_windows(&json!([1])),
+                "arguments must be a JSON object",
+            ),
+            (
+                h.list_items(&json!({"window_id": "pcw:sess1:nope"})),
+                "unknown window_id \"pcw:sess1:nope\"",
+            ),
+            (
+                h.list_items(&json!({"window_id": 3})),
+                "`window_id` must be a string",
+            ),
+            (
+                h.list_items(&json!({"role": "developer"})),
+                "`role` must be one of",
+            ),
+            (
+                h.list_items(&json!({"tool_name": ["x"]})),
+                "`tool_name` must be a string",
+            ),
+            (
+                h.list_items(&json!({"max_chars_per_item": 0})),
+                "`max_chars_per_item` must be a positive integer",
+            ),
+            (
+                h.read_item(&json!({"item_id": "02"})),
+                "`window_id` is required",
+            ),
+            (
+                h.read_item(&json!({"window_id": "pcw:sess1:root"})),
+                "`item_id` is required",
+            ),
+            (
+                h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "zz"})),
+                "unknown item_id \"zz\"",
+            ),
+            (
+                h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "05"})),
+                "unknown item_id \"05\"",
+            ),
+            (
+                h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "10"})),
+                "is not in window_id \"pcw:sess1:root\"; it is in \"pcw:sess1:0badcafe\"",
+            ),
+            (
+                h.read_item(&json!({"window_id": "w", "item_id": "02"})),
+                "unknown window_id \"w\"",
+            ),
+            (
+                h.read_item(
+                    &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": -1}),
+                ),
+                "`offset_chars` must be an integer ≥ 0, got -1",
+            ),
+            (
+                h.read_item(
+                    &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 0.5}),
+                ),
+                "`offset_chars` must be an integer ≥ 0",
+            ),
+            (
+                h.read_item(
+                    &json!({"window_id": "pcw:sess1:root", "item_id": "02", "limit_chars": 0}),
+                ),
+                "`limit_chars` must be a positive integer",
+            ),
+            (
+                h.read_item(
+                    &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 27}),
+                ),
+                "offset_chars 27 is past the end of the item (total_chars 26)",
+            ),
             (h.search_contents(&json!({})), "`query` is required"),
-            (h.search_contents(&json!({"query": ""})), "`query` must not be empty"),
-            (h.search_contents(&json!({"query": 5})), "`query` must be a string"),
-            (h.search_contents(&json!({"query": "x", "limit": 0})), "`limit` must be a positive integer"),
-            (h.search_contents(&json!({"query": "x", "max_chars_per_item": 5})), "unknown argument `max_chars_per_item`"),
+            (
+                h.search_contents(&json!({"query": ""})),
+                "`query` must not be empty",
+            ),
+            (
+                h.search_contents(&json!({"query": 5})),
+                "`query` must be a string",
+            ),
+            (
+                h.search_contents(&json!({"query": "x", "limit": 0})),
+                "`limit` must be a positive integer",
+            ),
+            (
+                h.search_contents(&json!({"query": "x", "max_chars_per_item": 5})),
+                "unknown argument `max_chars_per_item`",
+            ),
         ];
         for (out, want) in cases {
             let text = err(out);
-            assert!(text.contains(want), "error {text:?} does not contain {want:?}");
+            assert!(
+                text.contains(want),
+                "error {text:?} does not contain {want:?}"
+            );
         }
         // Null arguments and null-valued optional arguments are accepted.
         ok(h.list_windows(&Value::Null));
         ok(h.list_items(&json!({"window_id": null, "role": null, "limit": null})));
-        ok(h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 26})));
-        ok(h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 2.0})));
+        ok(h.read_item(
+            &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 26}),
+        ));
+        ok(h.read_item(
+            &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 2.0}),
+        ));
     }
 
     #[test]
@@ -1241,7 +1473,9 @@ mod tests {
         let text = "😀😀漢字é-abc";
         let h = build(&[msg("u", "user", text), msg("v", "user", "plain ascii")]);
         let root = "pcw:sess1:root";
-        let read = |off: usize, lim: usize| ok(h.read_item(&json!({"window_id": root, "item_id": "u", "offset_chars": off, "limit_chars": lim})));
+        let read = |off: usize, lim: usize| {
+            ok(h.read_item(&json!({"window_id": root, "item_id": "u", "offset_chars": off, "limit_chars": lim})))
+        };
         let v = read(0, 3);
         assert_eq!(v["content"], "😀😀漢");
         assert_eq!(v["total_chars"], 9);
@@ -1255,7 +1489,9 @@ mod tests {
         let v = read(9, 5);
         assert_eq!(v["content"], "");
         assert_eq!(v["next_offset_chars"], Value::Null);
-        let v = ok(h.read_item(&json!({"window_id": root, "item_id": "v", "offset_chars": 6, "limit_chars": 2})));
+        let v = ok(h.read_item(
+            &json!({"window_id": root, "item_id": "v", "offset_chars": 6, "limit_chars": 2}),
+        ));
         assert_eq!(v["content"], "as");
         assert_eq!(v["next_offset_chars"], 8);
         let v = ok(h.list_items(&json!({"max_chars_per_item": 2, "recent_first": false})));
@@ -1278,7 +1514,10 @@ mod tests {
         let hit = &v["items"][0];
         assert_eq!(hit["match_offset_chars"], 200);
         assert_eq!(hit["snippet_offset_chars"], 120);
-        assert_eq!(hit["snippet"], format!("{}NEEDLE{}", "α".repeat(80), "β".repeat(80)));
+        assert_eq!(
+            hit["snippet"],
+            format!("{}NEEDLE{}", "α".repeat(80), "β".repeat(80))
+        );
         assert_eq!(hit["total_chars"], 406);
     }
 
@@ -1291,8 +1530,16 @@ mod tests {
             compaction("d", "summary with needle", Value::Null),
             msg("e", "assistant", "xx needle"),
         ]);
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "needle"})))), ["e", "d", "c", "a"]);
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "needle", "recent_first": false})))), ["a", "c", "d", "e"]);
+        assert_eq!(
+            ids(&ok(h.search_contents(&json!({"query": "needle"})))),
+            ["e", "d", "c", "a"]
+        );
+        assert_eq!(
+            ids(&ok(h.search_contents(
+                &json!({"query": "needle", "recent_first": false})
+            ))),
+            ["a", "c", "d", "e"]
+        );
         let v = ok(h.search_contents(&json!({"query": "needle", "limit": 2})));
         assert_eq!(ids(&v), ["e", "d"]);
         assert_eq!(v["has_more"], true);
@@ -1302,10 +1549,28 @@ mod tests {
         let v = ok(h.search_contents(&json!({"query": "needle", "window_id": "pcw:sess1:root"})));
         assert_eq!(ids(&v), ["c", "a"]);
         assert_eq!(v["items"][1]["match_offset_chars"], 0);
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "needle", "role": "tool"})))), ["c"]);
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "needle", "tool_namespace": "history"})))), ["c"]);
-        assert!(ids(&ok(h.search_contents(&json!({"query": "needle", "tool_name": "read"})))).is_empty());
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "needle", "role": "system"})))), ["d"]);
+        assert_eq!(
+            ids(&ok(h.search_contents(
+                &json!({"query": "needle", "role": "tool"})
+            ))),
+            ["c"]
+        );
+        assert_eq!(
+            ids(&ok(h.search_contents(
+                &json!({"query": "needle", "tool_namespace": "history"})
+            ))),
+            ["c"]
+        );
+        assert!(ids(&ok(
+            h.search_contents(&json!({"query": "needle", "tool_name": "read"}))
+        ))
+        .is_empty());
+        assert_eq!(
+            ids(&ok(h.search_contents(
+                &json!({"query": "needle", "role": "system"})
+            ))),
+            ["d"]
+        );
         // Case-sensitive, literal.
         assert!(ids(&ok(h.search_contents(&json!({"query": "NEEDLE"})))).is_empty());
         assert!(ids(&ok(h.search_contents(&json!({"query": "need.e"})))).is_empty());
@@ -1323,7 +1588,12 @@ mod tests {
             }
         }
         let h = build(&entries);
-        assert_eq!(ids(&ok(h.search_contents(&json!({"query": "needle", "role": "tool"})))), ["t85", "t45", "t5"]);
+        assert_eq!(
+            ids(&ok(h.search_contents(
+                &json!({"query": "needle", "role": "tool"})
+            ))),
+            ["t85", "t45", "t5"]
+        );
         assert_eq!(
             ids(&ok(h.search_contents(&json!({"query": "needle", "tool_namespace": "grep", "recent_first": false, "limit": 2})))),
             ["t5", "t45"]
@@ -1347,7 +1617,9 @@ mod tests {
         let mut texts = Vec::new();
         for i in 0..120 {
             let len = 2_000 + next(12_000) as usize;
-            let mut t: String = (0..len).map(|k| if (k + i) % 7 == 0 { 'é' } else { 'x' }).collect();
+            let mut t: String = (0..len)
+                .map(|k| if (k + i) % 7 == 0 { 'é' } else { 'x' })
+                .collect();
             match next(5) {
                 0 => t.insert_str(byte_at_char(&t, next(len as u64) as usize), "needle"),
                 1 => t.push_str("nee"),
@@ -1360,9 +1632,13 @@ mod tests {
         }
         let h = build(&entries);
         for query in ["needle", "x", "éxxxxxxé", "needleneedle"] {
-            let expected: Vec<String> =
-                (0..texts.len()).filter(|&i| texts[i].contains(query)).map(|i| format!("i{i}")).collect();
-            let got = ids(&ok(h.search_contents(&json!({"query": query, "recent_first": false, "limit": 1000}))));
+            let expected: Vec<String> = (0..texts.len())
+                .filter(|&i| texts[i].contains(query))
+                .map(|i| format!("i{i}"))
+                .collect();
+            let got = ids(&ok(h.search_contents(
+                &json!({"query": query, "recent_first": false, "limit": 1000}),
+            )));
             assert_eq!(got, expected, "{query} oldest first");
             let mut rev = expected.clone();
             rev.reverse();
@@ -1378,14 +1654,26 @@ mod tests {
 
     #[test]
     fn matches_never_span_items() {
-        let h = build(&[msg("a", "user", "xxfoo"), msg("b", "user", "barxx"), msg("c", "user", "foo"), msg("d", "user", "bar")]);
+        let h = build(&[
+            msg("a", "user", "xxfoo"),
+            msg("b", "user", "barxx"),
+            msg("c", "user", "foo"),
+            msg("d", "user", "bar"),
+        ]);
         for recent_first in [true, false] {
-            let v = ok(h.search_contents(&json!({"query": "foobar", "recent_first": recent_first})));
+            let v =
+                ok(h.search_contents(&json!({"query": "foobar", "recent_first": recent_first})));
             assert!(ids(&v).is_empty(), "{v}");
         }
-        let h = build(&[msg("a", "user", "foobar"), msg("b", "user", "xxfoo"), msg("c", "user", "barfoobar")]);
+        let h = build(&[
+            msg("a", "user", "foobar"),
+            msg("b", "user", "xxfoo"),
+            msg("c", "user", "barfoobar"),
+        ]);
         for recent_first in [true, false] {
-            let mut got = ids(&ok(h.search_contents(&json!({"query": "foobar", "recent_first": recent_first}))));
+            let mut got = ids(&ok(h.search_contents(
+                &json!({"query": "foobar", "recent_first": recent_first}),
+            )));
             got.sort();
             assert_eq!(got, ["a", "c"]);
         }
@@ -1399,14 +1687,21 @@ mod tests {
         let v = ok(h.list_items(&json!({"limit": 2})));
         assert_eq!(ids(&v), ["10", "09"]);
         assert_eq!(v["has_more"], true);
-        let v = ok(h.list_items(&json!({"limit": 2, "recent_first": false, "window_id": "pcw:sess1:0badcafe"})));
+        let v = ok(h.list_items(
+            &json!({"limit": 2, "recent_first": false, "window_id": "pcw:sess1:0badcafe"}),
+        ));
         assert_eq!(ids(&v), ["06", "07"]);
         let v = ok(h.list_items(&json!({"window_id": "pcw:sess1:root"})));
         assert_eq!(ids(&v), ["04", "03", "02"]);
         assert_eq!(v["has_more"], false);
-        let many: Vec<Entry> = (0..60).map(|i| msg(&format!("{i:03}"), "user", "x")).collect();
+        let many: Vec<Entry> = (0..60)
+            .map(|i| msg(&format!("{i:03}"), "user", "x"))
+            .collect();
         let v = ok(build(&many).list_items(&json!({})));
-        assert_eq!(v["items"].as_array().unwrap().len(), DEFAULT_LIST_ITEMS_LIMIT);
+        assert_eq!(
+            v["items"].as_array().unwrap().len(),
+            DEFAULT_LIST_ITEMS_LIMIT
+        );
         assert_eq!(v["has_more"], true);
     }
 
@@ -1429,7 +1724,9 @@ mod tests {
         ];
         let mut h = History::new(S);
         for l in lines {
-            let Line::Entry(e) = parse_line(l).unwrap() else { panic!() };
+            let Line::Entry(e) = parse_line(l).unwrap() else {
+                panic!()
+            };
             h.push(&e);
         }
         assert_eq!(h.current_window_id(), "pcw:sess1:12345678");
@@ -1440,11 +1737,18 @@ mod tests {
     #[test]
     fn memory_stays_close_to_text_size() {
         let big = "x".repeat(4000);
-        let entries: Vec<Entry> = (0..2000).map(|i| msg(&format!("{i:08x}"), "user", &big)).collect();
+        let entries: Vec<Entry> = (0..2000)
+            .map(|i| msg(&format!("{i:08x}"), "user", &big))
+            .collect();
         let mut h = build(&entries);
         h.shrink_to_fit();
         assert_eq!(h.text_bytes(), 8_000_000);
-        assert!(h.heap_bytes() < h.text_bytes() * 3 / 2, "{} vs {}", h.heap_bytes(), h.text_bytes());
+        assert!(
+            h.heap_bytes() < h.text_bytes() * 3 / 2,
+            "{} vs {}",
+            h.heap_bytes(),
+            h.text_bytes()
+        );
     }
 
     #[test]
@@ -1454,7 +1758,11 @@ mod tests {
 
     #[test]
     fn snapshot_list_items() {
-        insta::assert_snapshot!(fixture().list_items(&json!({"max_chars_per_item": 12})).text);
+        insta::assert_snapshot!(
+            fixture()
+                .list_items(&json!({"max_chars_per_item": 12}))
+                .text
+        );
     }
 
     #[test]
@@ -1472,7 +1780,11 @@ mod tests {
 
     #[test]
     fn snapshot_error() {
-        insta::assert_snapshot!(fixture().read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "06"})).text);
+        insta::assert_snapshot!(
+            fixture()
+                .read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "06"}))
+                .text
+        );
     }
 
     mod props {

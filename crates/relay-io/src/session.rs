@@ -52,8 +52,7 @@ pub fn find_sessions(path: &Path) -> Result<Vec<PathBuf>, SessionReadError> {
                 .map_err(|e| SessionReadError::new(&p, e))?;
             if kind.is_dir() {
                 pending.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl")
-                && (kind.is_file() || p.is_file())
+            } else if p.extension().is_some_and(|x| x == "jsonl") && (kind.is_file() || p.is_file())
             {
                 found.push(p);
             }
