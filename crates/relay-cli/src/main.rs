@@ -61,8 +61,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if e
-                .downcast_ref::<io::Error>()
+            if e.downcast_ref::<io::Error>()
                 .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
             {
                 return ExitCode::SUCCESS;
@@ -125,9 +124,7 @@ fn parse(args: &[String], valued: &[&str], flags: &[&str]) -> Result<Cli> {
             };
             cli.options.insert(name.into(), Value::String(value));
         } else {
-            bail!(fatal(format!(
-                "unknown option `{arg}` (see `relay help`)"
-            )));
+            bail!(fatal(format!("unknown option `{arg}` (see `relay help`)")));
         }
     }
     Ok(cli)
@@ -331,7 +328,9 @@ fn search(rest: &[String], out: &mut dyn Write) -> Result<()> {
     }
     if let (Some(w), false) = (window, window_seen) {
         if several || files.is_empty() {
-            bail!(fatal(format!("unknown window_id {w:?} in every file searched")));
+            bail!(fatal(format!(
+                "unknown window_id {w:?} in every file searched"
+            )));
         }
     }
 
@@ -353,7 +352,11 @@ fn search(rest: &[String], out: &mut dyn Write) -> Result<()> {
         let mut more = Vec::new();
         for (file, result) in &results {
             let name = file.display().to_string();
-            rows.extend(item_rows(result, several.then_some(name.as_str()), "snippet"));
+            rows.extend(item_rows(
+                result,
+                several.then_some(name.as_str()),
+                "snippet",
+            ));
             if result["has_more"] == json!(true) {
                 more.push(name);
             }
@@ -416,7 +419,11 @@ fn print_windows(out: &mut dyn Write, result: &Value) -> Result<()> {
         writeln!(
             out,
             "{} {:<width$}  {:>6}  {}",
-            if w["current"] == json!(true) { "*" } else { " " },
+            if w["current"] == json!(true) {
+                "*"
+            } else {
+                " "
+            },
             w["window_id"].as_str().unwrap_or(""),
             w["item_count"].as_u64().unwrap_or(0),
             w["created_at"].as_str().unwrap_or("-"),

@@ -7,7 +7,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-const HEADER: &str = r#"{"type":"session","version":3,"id":"S1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+const HEADER: &str =
+    r#"{"type":"session","version":3,"id":"S1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
 
 fn session_lines() -> Vec<String> {
     vec![
@@ -91,7 +92,10 @@ fn windows_human_and_json() {
     assert!(lines[2].starts_with("  pcw:S1:root"), "{out}");
     // The malformed line is reported with file and line number; the rest loaded.
     assert!(
-        stderr(&o).contains(&format!("{}:5: warning: skipped malformed line", file.display())),
+        stderr(&o).contains(&format!(
+            "{}:5: warning: skipped malformed line",
+            file.display()
+        )),
         "{}",
         stderr(&o)
     );
@@ -123,7 +127,16 @@ fn items_follow_the_current_branch_and_filters() {
     for cell in ["pcw:S1:root", "a3", "tool", "read", "fn parse() { 漢字 }"] {
         assert!(row.contains(cell), "{row}");
     }
-    let o = relay(&["items", p(&file), "--window", "pcw:S1:root", "--limit", "1", "--max-chars", "4"]);
+    let o = relay(&[
+        "items",
+        p(&file),
+        "--window",
+        "pcw:S1:root",
+        "--limit",
+        "1",
+        "--max-chars",
+        "4",
+    ]);
     let out = stdout(&o);
     assert!(out.lines().nth(1).unwrap().ends_with("fn p…"), "{out}");
     assert!(stderr(&o).contains("more items match"));
@@ -133,17 +146,34 @@ fn items_follow_the_current_branch_and_filters() {
 fn read_an_item_range() {
     let t = Temp::new("read");
     let file = session(&t);
-    let o = relay(&["read", p(&file), "pcw:S1:root", "a3", "--offset", "13", "--limit", "2"]);
+    let o = relay(&[
+        "read",
+        p(&file),
+        "pcw:S1:root",
+        "a3",
+        "--offset",
+        "13",
+        "--limit",
+        "2",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "漢字\n");
-    assert!(stderr(&o).contains("continue with --offset 15"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("continue with --offset 15"),
+        "{}",
+        stderr(&o)
+    );
     let o = relay(&["read", p(&file), "pcw:S1:root", "a1", "--json"]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["content"], "Find the bug in parser.rs\nsecond line");
     assert_eq!(v["next_offset_chars"], Value::Null);
     let o = relay(&["read", p(&file), "pcw:S1:root", "a4"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("relay: item_id \"a4\" is not in window_id"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("relay: item_id \"a4\" is not in window_id"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -170,7 +200,15 @@ fn search_files_and_directories() {
     assert_eq!(ids, ["a4", "a2", "a1"], "{out}");
     assert!(!out.contains("abandoned"), "another branch leaked: {out}");
 
-    let o = relay(&["search", "parser", p(&t.0), "--json", "--role", "user", "--oldest-first"]);
+    let o = relay(&[
+        "search",
+        "parser",
+        p(&t.0),
+        "--json",
+        "--role",
+        "user",
+        "--oldest-first",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let docs = v.as_array().unwrap();
@@ -250,10 +288,20 @@ fn broken_pipe_exits_quietly() {
         .spawn()
         .unwrap();
     let mut first = [0u8; 16];
-    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     drop(child.stdout.take());
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "stderr: {err}");
     assert!(err.is_empty(), "{err}");

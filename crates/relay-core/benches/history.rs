@@ -29,11 +29,60 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "fn", "let", "mut", "self", "parser", "token", "window", "history", "the", "a", "of", "to",
-    "compile", "error", "warning", "struct", "impl", "return", "match", "Some", "None", "Ok",
-    "value", "index", "buffer", "string", "session", "entry", "context", "model", "tool", "read",
-    "write", "file", "path", "src/lib.rs", "test", "assert_eq!", "{", "}", "(", ");", "=>", "//",
-    "über", "naïve", "日本語", "😀", "cargo", "build", "release", "offset", "chars", "limit",
+    "fn",
+    "let",
+    "mut",
+    "self",
+    "parser",
+    "token",
+    "window",
+    "history",
+    "the",
+    "a",
+    "of",
+    "to",
+    "compile",
+    "error",
+    "warning",
+    "struct",
+    "impl",
+    "return",
+    "match",
+    "Some",
+    "None",
+    "Ok",
+    "value",
+    "index",
+    "buffer",
+    "string",
+    "session",
+    "entry",
+    "context",
+    "model",
+    "tool",
+    "read",
+    "write",
+    "file",
+    "path",
+    "src/lib.rs",
+    "test",
+    "assert_eq!",
+    "{",
+    "}",
+    "(",
+    ");",
+    "=>",
+    "//",
+    "über",
+    "naïve",
+    "日本語",
+    "😀",
+    "cargo",
+    "build",
+    "release",
+    "offset",
+    "chars",
+    "limit",
 ];
 
 fn text(rng: &mut Rng, bytes: usize) -> String {
@@ -88,9 +137,9 @@ fn entry_line(rng: &mut Rng, i: usize, parent: &str, ts: &str, extra: Option<&st
             r#"{{"type":"custom_message",{base},"customType":"note","content":{},"display":true}}"#,
             q(&body)
         ),
-        96..=97 => format!(
-            r#"{{"type":"custom",{base},"customType":"relay-state","data":{{"n":{i}}}}}"#
-        ),
+        96..=97 => {
+            format!(r#"{{"type":"custom",{base},"customType":"relay-state","data":{{"n":{i}}}}}"#)
+        }
         _ => format!(
             r#"{{"type":"model_change",{base},"provider":"p","modelId":"m{}"}}"#,
             rng.below(3)
@@ -172,7 +221,13 @@ fn new_entries(start: usize, count: usize, parent: &str) -> Vec<Entry> {
     (0..count)
         .map(|k| {
             let i = start + k;
-            let line = entry_line(&mut rng, i, &format!("\"{parent}\""), "2025-01-02T00:00:00.000Z", None);
+            let line = entry_line(
+                &mut rng,
+                i,
+                &format!("\"{parent}\""),
+                "2025-01-02T00:00:00.000Z",
+                None,
+            );
             parent = format!("{i:08x}");
             match parse_line(&line).unwrap() {
                 Line::Entry(e) => e,

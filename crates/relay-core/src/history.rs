@@ -648,9 +648,9 @@ impl History {
 
     fn matches(&self, i: usize, f: &Filter) -> bool {
         let m = &self.items[i];
-        f.role.map_or(true, |r| m.role == r)
-            && f.tool.map_or(true, |t| m.tool == t)
-            && f.namespace.map_or(true, |n| m.namespace == n)
+        !matches!(f.role, Some(r) if m.role != r)
+            && !matches!(f.tool, Some(t) if m.tool != t)
+            && !matches!(f.namespace, Some(n) if m.namespace != n)
     }
 
     /// The smallest posting list that restricts `f`, sliced to its item range.
@@ -666,7 +666,7 @@ impl History {
             let a = list.partition_point(|&i| (i as usize) < f.lo);
             let b = list.partition_point(|&i| (i as usize) < f.hi);
             let slice = &list[a..b];
-            if best.map_or(true, |cur| slice.len() < cur.len()) {
+            if !matches!(best, Some(cur) if cur.len() <= slice.len()) {
                 best = Some(slice);
             }
         }
@@ -1617,7 +1617,9 @@ mod tests {
         let mut texts = Vec::new();
         for i in 0..120 {
             let len = 2_000 + next(12_000) as usize;
-            let mut t: String = (0..len).map(|k| if (k + i) % 7 == 0 { 'é' } else { 'x' }).collect();
+            let mut t: String = (0..len)
+                .map(|k| if (k + i) % 7 == 0 { 'é' } else { 'x' })
+                .collect();
             match next(5) {
                 0 => t.insert_str(byte_at_char(&t, next(len as u64) as usize), "needle"),
                 1 => t.push_str("nee"),
@@ -1630,9 +1632,13 @@ mod tests {
         }
         let h = build(&entries);
         for query in ["needle", "x", "éxxxxxxé", "needleneedle"] {
-            let expected: Vec<String> =
-                (0..texts.len()).filter(|&i| texts[i].contains(query)).map(|i| format!("i{i}")).collect();
-            let got = ids(&ok(h.search_contents(&json!({"query": query, "recent_first": false, "limit": 1000}))));
+            let expected: Vec<String> = (0..texts.len())
+                .filter(|&i| texts[i].contains(query))
+                .map(|i| format!("i{i}"))
+                .collect();
+            let got = ids(&ok(h.search_contents(
+                &json!({"query": query, "recent_first": false, "limit": 1000}),
+            )));
             assert_eq!(got, expected, "{query} oldest first");
             let mut rev = expected.clone();
             rev.reverse();
