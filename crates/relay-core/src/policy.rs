@@ -838,3 +838,6 @@ pub fn render_mode_footer(mode: &EffectiveMode) -> Option<String> {
             .unwrap_or_default()
     ))
 }
+
+#[cfg(test)]
+mod tests;
