@@ -319,7 +319,7 @@ pub fn heading(meta: &HandoffMeta) -> String {
     format!("Handoff {}-{}", meta.session_id, meta.sequence)
 }
 
-fn narrative<'a>(args: &'a HandoffArgs) -> Vec<(&'static str, &'a str)> {
+fn narrative(args: &HandoffArgs) -> Vec<(&'static str, &str)> {
     let mut v = vec![
         ("goal", args.goal.as_str()),
         ("next_step", args.next_step.as_str()),

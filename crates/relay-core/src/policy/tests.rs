@@ -113,6 +113,9 @@ fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
         .collect()
 }
 
+/// Expected phase and effect kinds after one input.
+type Expected = (Phase, Vec<&'static str>);
+
 #[test]
 fn transition_matrix() {
     use Phase::*;
@@ -138,7 +141,7 @@ fn transition_matrix() {
     const RA: &str = "event:reset_applied";
     const HC: &str = "event:handoff_committed";
     #[rustfmt::skip]
-    let table: Vec<(Phase, Vec<(Phase, Vec<&str>)>)> = vec![
+    let table: Vec<(Phase, Vec<Expected>)> = vec![
         (Idle, vec![
             (Idle, vec![]), (Idle, vec![]), (SoftNotified, vec![TC, "notify"]), (HandoffRequired, vec![TC]),
             (FallbackArmed, vec![TC, FA]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]),
