@@ -1,1 +1,613 @@
-//! (module under construction)
+//! `context_handoff`: argument validation, markdown rendering under the section budgets, the JSON
+//! sidecar and the duplicate back-off. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
+//! collected by the caller independently of the model.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::ToolOutput;
+
+/// The whole markdown file is capped at 48 KiB of UTF-8.
+pub const MAX_MARKDOWN_BYTES: usize = 49_152;
+/// The narrative sections (goal, next step, facts, decisions, open items, hypotheses) share 12 KiB.
+pub const NARRATIVE_BUDGET_BYTES: usize = 12_288;
+/// Duplicate back-off window.
+pub const DUPLICATE_WINDOW_MS: i64 = 15 * 60 * 1000;
+/// Similarity above which a handoff counts as a duplicate.
+pub const DUPLICATE_SIMILARITY: f64 = 0.9;
+
+/// Validated `context_handoff` arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffArgs {
+    pub goal: String,
+    pub next_step: String,
+    pub facts: String,
+    pub decisions: Option<String>,
+    pub user_constraints: Option<String>,
+    pub open_items: Option<String>,
+    pub hypotheses: Option<String>,
+    pub files_to_read: Vec<String>,
+    pub launch_prompt: Option<String>,
+}
+
+/// Why a handoff cannot be written. `Display` is the model-facing tool error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandoffError {
+    #[error("context_handoff: argument `{field}` {message}")]
+    InvalidArgument { field: String, message: String },
+    #[error(
+        "context_handoff: the handoff would be {bytes} UTF-8 bytes, over the limit of {limit} bytes \
+         (48 KiB). The narrative sections were already shortened to their 12 KiB budget; \
+         user_constraints and files_to_read are never cut. Shorten user_constraints to the \
+         constraints that still apply (keep their wording) or list fewer files_to_read, then call \
+         context_handoff again. Nothing was written."
+    )]
+    Oversize { bytes: usize, limit: usize },
+}
+
+impl HandoffError {
+    pub fn to_tool_output(&self) -> ToolOutput {
+        ToolOutput::error(self.to_string())
+    }
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> HandoffError {
+    HandoffError::InvalidArgument {
+        field: field.to_string(),
+        message: message.into(),
+    }
+}
+
+fn required_str(obj: &serde_json::Map<String, Value>, field: &str) -> Result<String, HandoffError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Err(invalid(field, "is required (a non-empty string)")),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(invalid(field, "must not be empty")),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(invalid(
+            field,
+            format!("must be a string, got {}", type_name(other)),
+        )),
+    }
+}
+
+fn optional_str(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+) -> Result<Option<String>, HandoffError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(invalid(
+            field,
+            format!("must be a string, got {}", type_name(other)),
+        )),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl HandoffArgs {
+    /// Validate tool arguments. Required: `goal`, `next_step`, `facts` (non-empty strings).
+    /// Optional strings may be absent, null or empty (= absent). `files_to_read` is an array of
+    /// non-empty strings; `launch_prompt` an absolute path. Unknown fields are ignored.
+    pub fn parse(args: &Value) -> Result<HandoffArgs, HandoffError> {
+        let Some(obj) = args.as_object() else {
+            return Err(invalid(
+                "arguments",
+                format!("must be an object, got {}", type_name(args)),
+            ));
+        };
+        let goal = required_str(obj, "goal")?;
+        let next_step = required_str(obj, "next_step")?;
+        let facts = required_str(obj, "facts")?;
+        let files_to_read = match obj.get("files_to_read") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+                        Value::String(_) => {
+                            return Err(invalid(
+                                &format!("files_to_read[{i}]"),
+                                "must not be empty",
+                            ))
+                        }
+                        other => {
+                            return Err(invalid(
+                                &format!("files_to_read[{i}]"),
+                                format!("must be a string path, got {}", type_name(other)),
+                            ))
+                        }
+                    }
+                }
+                out
+            }
+            Some(other) => {
+                return Err(invalid(
+                    "files_to_read",
+                    format!("must be an array of paths, got {}", type_name(other)),
+                ))
+            }
+        };
+        let launch_prompt = optional_str(obj, "launch_prompt")?;
+        if let Some(p) = &launch_prompt {
+            if !p.starts_with('/') {
+                return Err(invalid(
+                    "launch_prompt",
+                    format!("must be an absolute path, got {p:?}"),
+                ));
+            }
+        }
+        Ok(HandoffArgs {
+            goal,
+            next_step,
+            facts,
+            decisions: optional_str(obj, "decisions")?,
+            user_constraints: optional_str(obj, "user_constraints")?,
+            open_items: optional_str(obj, "open_items")?,
+            hypotheses: optional_str(obj, "hypotheses")?,
+            files_to_read,
+            launch_prompt,
+        })
+    }
+}
+
+/// Git state as collected by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GitState {
+    /// Inside a repository with a branch checked out.
+    Repo,
+    /// Inside a repository on a detached HEAD.
+    Detached,
+    /// Not a repository, or git is not installed.
+    NoGit,
+    /// Git could not be queried (timeout, error).
+    Unknown,
+}
+
+impl GitState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GitState::Repo => "repo",
+            GitState::Detached => "detached",
+            GitState::NoGit => "noGit",
+            GitState::Unknown => "unknown",
+        }
+    }
+}
+
+/// Automatic metadata, collected independently of the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffMeta {
+    pub timestamp_ms: i64,
+    pub tz_offset_minutes: i32,
+    pub cwd: String,
+    pub repo_root: Option<String>,
+    /// `None` = detached HEAD or no git.
+    pub git_branch: Option<String>,
+    pub git_head: Option<String>,
+    pub git_state: GitState,
+    pub session_id: String,
+    pub sequence: u32,
+    pub window_id: String,
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// ISO 8601 local time with offset, e.g. `2025-03-01T14:05:09+01:00`.
+pub fn format_timestamp(timestamp_ms: i64, tz_offset_minutes: i32) -> String {
+    let local_s = timestamp_ms.div_euclid(1000) + tz_offset_minutes as i64 * 60;
+    let days = local_s.div_euclid(86_400);
+    let secs = local_s.rem_euclid(86_400);
+    let (y, mo, d) = civil_from_days(days);
+    let sign = if tz_offset_minutes < 0 { '-' } else { '+' };
+    let off = tz_offset_minutes.unsigned_abs();
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60,
+        off / 60,
+        off % 60
+    )
+}
+
+/// One narrative section after budgeting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SectionCut {
+    pub section: String,
+    pub original_chars: usize,
+    pub removed_chars: usize,
+}
+
+/// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker.
+fn cut_text(text: &str, keep: usize) -> (String, usize) {
+    let mut end = keep.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = text[..end].trim_end();
+    let removed = text[kept.len()..].chars().count();
+    (format!("{kept}\n…(cut, {removed} chars)"), removed)
+}
+
+/// Fit the narrative sections into `budget` bytes: the longest sections are cut to a common length
+/// (water-filling) so that short sections stay whole.
+fn fit_narrative(sections: &[(&str, &str)], budget: usize) -> (Vec<String>, Vec<SectionCut>) {
+    let total: usize = sections.iter().map(|(_, t)| t.len()).sum();
+    if total <= budget {
+        return (
+            sections.iter().map(|(_, t)| t.to_string()).collect(),
+            Vec::new(),
+        );
+    }
+    let size_at = |cap: usize| -> usize {
+        sections
+            .iter()
+            .map(|(_, t)| {
+                if t.len() <= cap {
+                    t.len()
+                } else {
+                    cut_text(t, cap).0.len()
+                }
+            })
+            .sum()
+    };
+    let max_len = sections.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
+    // Largest cap whose rendering fits; size_at is non-decreasing in cap for practical purposes,
+    // and the result is re-checked below.
+    let (mut lo, mut hi) = (0usize, max_len);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if size_at(mid) <= budget {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mut cap = lo;
+    while cap > 0 && size_at(cap) > budget {
+        cap -= 1;
+    }
+    let mut out = Vec::new();
+    let mut cuts = Vec::new();
+    for (name, text) in sections {
+        if text.len() <= cap {
+            out.push(text.to_string());
+        } else {
+            let (t, removed) = cut_text(text, cap);
+            cuts.push(SectionCut {
+                section: name.to_string(),
+                original_chars: text.chars().count(),
+                removed_chars: removed,
+            });
+            out.push(t);
+        }
+    }
+    (out, cuts)
+}
+
+/// The unique heading text (without `# `).
+pub fn heading(meta: &HandoffMeta) -> String {
+    format!("Handoff {}-{}", meta.session_id, meta.sequence)
+}
+
+fn narrative(args: &HandoffArgs) -> Vec<(&'static str, &str)> {
+    let mut v = vec![
+        ("goal", args.goal.as_str()),
+        ("next_step", args.next_step.as_str()),
+        ("facts", args.facts.as_str()),
+    ];
+    if let Some(d) = &args.decisions {
+        v.push(("decisions", d));
+    }
+    if let Some(o) = &args.open_items {
+        v.push(("open_items", o));
+    }
+    if let Some(h) = &args.hypotheses {
+        v.push(("hypotheses", h));
+    }
+    v
+}
+
+/// The narrative sections cut by the 12 KiB budget (empty when everything fits).
+pub fn narrative_cuts(args: &HandoffArgs) -> Vec<SectionCut> {
+    fit_narrative(&narrative(args), NARRATIVE_BUDGET_BYTES).1
+}
+
+/// Render the handoff markdown.
+///
+/// Sections, in order: Goal, Next step, Facts (verified), Decisions, User constraints (verbatim),
+/// Open items, Hypotheses (unverified), Files to read, Automatic metadata (absent optional sections
+/// are omitted). The narrative sections share [`NARRATIVE_BUDGET_BYTES`] of body text: when they
+/// exceed it, the longest are cut to a common length, each cut ending with `…(cut, N chars)` where
+/// N is the number of characters removed. User constraints and file paths are never cut; when the
+/// file would still exceed [`MAX_MARKDOWN_BYTES`], the result is [`HandoffError::Oversize`].
+pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String, HandoffError> {
+    let (texts, _) = fit_narrative(&narrative(args), NARRATIVE_BUDGET_BYTES);
+    let mut it = texts.into_iter();
+    let mut next = || it.next().unwrap_or_default();
+    let goal = next();
+    let next_step = next();
+    let facts = next();
+    let decisions = args.decisions.as_ref().map(|_| next());
+    let open_items = args.open_items.as_ref().map(|_| next());
+    let hypotheses = args.hypotheses.as_ref().map(|_| next());
+
+    let mut md = String::new();
+    let mut section = |title: &str, body: &str| {
+        md.push_str("## ");
+        md.push_str(title);
+        md.push_str("\n\n");
+        md.push_str(body.trim_end());
+        md.push_str("\n\n");
+    };
+    section("Goal", &goal);
+    section("Next step", &next_step);
+    section("Facts (verified)", &facts);
+    if let Some(d) = &decisions {
+        section("Decisions", d);
+    }
+    if let Some(u) = &args.user_constraints {
+        section("User constraints (verbatim)", u);
+    }
+    if let Some(o) = &open_items {
+        section("Open items", o);
+    }
+    if let Some(h) = &hypotheses {
+        section("Hypotheses (unverified)", h);
+    }
+    if !args.files_to_read.is_empty() {
+        let list: Vec<String> = args
+            .files_to_read
+            .iter()
+            .map(|f| format!("- {f}"))
+            .collect();
+        section("Files to read", &list.join("\n"));
+    }
+    let git_line = match meta.git_state {
+        GitState::Repo => meta.git_branch.clone().unwrap_or_else(|| "-".into()),
+        GitState::Detached => "(detached HEAD)".into(),
+        GitState::NoGit => "(no git repository)".into(),
+        GitState::Unknown => "(unknown: git could not be queried)".into(),
+    };
+    let mut meta_lines = vec![
+        "Recorded by Relay, independently of the agent's claims above.".to_string(),
+        String::new(),
+        format!(
+            "- Timestamp: {}",
+            format_timestamp(meta.timestamp_ms, meta.tz_offset_minutes)
+        ),
+        format!("- Session: {}", meta.session_id),
+        format!("- Window: {}", meta.window_id),
+        format!("- cwd: {}", meta.cwd),
+        format!(
+            "- Repository root: {}",
+            meta.repo_root.as_deref().unwrap_or("-")
+        ),
+        format!("- Git branch: {git_line}"),
+        format!("- HEAD: {}", meta.git_head.as_deref().unwrap_or("-")),
+    ];
+    if let Some(lp) = &args.launch_prompt {
+        meta_lines.push(format!("- Launch prompt: {lp}"));
+    }
+    section("Automatic metadata", &meta_lines.join("\n"));
+    let out = format!("# {}\n\n{}", heading(meta), md.trim_end());
+    let out = format!("{out}\n");
+    if out.len() > MAX_MARKDOWN_BYTES {
+        return Err(HandoffError::Oversize {
+            bytes: out.len(),
+            limit: MAX_MARKDOWN_BYTES,
+        });
+    }
+    Ok(out)
+}
+
+/// The JSON sidecar written next to the markdown. It keeps every argument in full (the markdown
+/// may cut narrative sections; the sidecar loses nothing), the automatic metadata and the
+/// duplicate fingerprint.
+pub fn sidecar_json(args: &HandoffArgs, meta: &HandoffMeta, markdown_path: &str) -> Value {
+    let fp = HandoffFingerprint::new(args, meta.timestamp_ms, meta.git_head.as_deref());
+    json!({
+        "version": 1,
+        "kind": "handoff",
+        "heading": heading(meta),
+        "markdownPath": markdown_path,
+        "sessionId": meta.session_id,
+        "sequence": meta.sequence,
+        "windowId": meta.window_id,
+        "createdAt": format_timestamp(meta.timestamp_ms, meta.tz_offset_minutes),
+        "timestampMs": meta.timestamp_ms,
+        "tzOffsetMinutes": meta.tz_offset_minutes,
+        "cwd": meta.cwd,
+        "repoRoot": meta.repo_root,
+        "git": {
+            "state": meta.git_state.as_str(),
+            "branch": meta.git_branch,
+            "head": meta.git_head,
+        },
+        "goal": args.goal,
+        "nextStep": args.next_step,
+        "facts": args.facts,
+        "decisions": args.decisions,
+        "userConstraints": args.user_constraints,
+        "openItems": args.open_items,
+        "hypotheses": args.hypotheses,
+        "filesToRead": args.files_to_read,
+        "launchPrompt": args.launch_prompt,
+        "cutSections": narrative_cuts(args),
+        "fingerprint": fp.to_value(),
+    })
+}
+
+/// Whether `c` is written without spaces between words (Han ideographs, Hiragana): each such
+/// character is its own word, as in Unicode word segmentation (UAX #29).
+fn is_ideographic(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x309F      // Hiragana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x3FFFF) // CJK Extensions B and later
+}
+
+/// Lowercase Unicode words: runs of `char::is_alphanumeric` characters, lowercased; every Han
+/// ideograph and Hiragana character is a word of its own. Punctuation, symbols and whitespace
+/// separate words. Note: combining accents are not alphanumeric, so decomposed (NFD) text splits
+/// where precomposed (NFC) text does not.
+pub fn words(text: &str) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if is_ideographic(c) {
+                if !cur.is_empty() {
+                    set.insert(std::mem::take(&mut cur));
+                }
+                set.insert(c.to_string());
+            } else {
+                cur.extend(c.to_lowercase());
+            }
+        } else if !cur.is_empty() {
+            set.insert(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        set.insert(cur);
+    }
+    set
+}
+
+/// Token-set Jaccard similarity (|A ∩ B| / |A ∪ B|) over [`words`].
+///
+/// Two texts without any word (empty or punctuation only) have similarity **0.0**: with nothing to
+/// compare there is no evidence of a repeat, and the back-off must only refuse a handoff that
+/// demonstrably repeats real content.
+pub fn jaccard(a: &str, b: &str) -> f64 {
+    let wa = words(a);
+    let wb = words(b);
+    let union = wa.union(&wb).count();
+    if union == 0 {
+        return 0.0;
+    }
+    let inter = wa.intersection(&wb).count();
+    inter as f64 / union as f64
+}
+
+/// The comparison data of a handoff, kept in the tool result's `details` so that it survives a
+/// session reload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffFingerprint {
+    pub at_ms: i64,
+    pub head: Option<String>,
+    /// goal + facts + next_step.
+    pub text: String,
+}
+
+impl HandoffFingerprint {
+    pub fn new(args: &HandoffArgs, at_ms: i64, head: Option<&str>) -> Self {
+        HandoffFingerprint {
+            at_ms,
+            head: head.map(str::to_string),
+            text: fingerprint_text(args),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        json!({"atMs": self.at_ms, "head": self.head, "text": self.text})
+    }
+
+    /// Read back from [`HandoffFingerprint::to_value`]; `None` when the value is not a fingerprint.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        let at_ms = v.get("atMs")?.as_i64()?;
+        let head = match v.get("head") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return None,
+        };
+        let text = v.get("text")?.as_str()?.to_string();
+        Some(HandoffFingerprint { at_ms, head, text })
+    }
+}
+
+fn fingerprint_text(args: &HandoffArgs) -> String {
+    format!("{}\n{}\n{}", args.goal, args.facts, args.next_step)
+}
+
+/// A refused duplicate handoff.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryAfter {
+    pub at_ms: i64,
+    pub similarity: f64,
+}
+
+impl RetryAfter {
+    /// The tool error text.
+    pub fn message(&self, tz_offset_minutes: i32) -> String {
+        format!(
+            "context_handoff refused: this handoff repeats the previous one (similarity {:.2} of goal, \
+             facts and next_step; HEAD unchanged; less than 15 minutes ago). Retry after {}, or \
+             continue working: hand off again once HEAD, the facts or the next step have changed.",
+            self.similarity,
+            format_timestamp(self.at_ms, tz_offset_minutes)
+        )
+    }
+}
+
+/// Duplicate back-off for voluntary handoffs (forced handoffs must not call this). Refused when
+/// all hold: the previous handoff is less than 15 minutes old, both HEADs are known and equal
+/// (an unknown HEAD never establishes "unchanged"), and the goal + facts + next_step similarity is
+/// above 0.9.
+pub fn duplicate_check(
+    prev: Option<&HandoffFingerprint>,
+    now_ms: i64,
+    head: Option<&str>,
+    args: &HandoffArgs,
+) -> Result<(), RetryAfter> {
+    let Some(prev) = prev else { return Ok(()) };
+    if now_ms.saturating_sub(prev.at_ms) >= DUPLICATE_WINDOW_MS {
+        return Ok(());
+    }
+    match (head, prev.head.as_deref()) {
+        (Some(a), Some(b)) if a == b => {}
+        _ => return Ok(()),
+    }
+    let similarity = jaccard(&prev.text, &fingerprint_text(args));
+    if similarity > DUPLICATE_SIMILARITY {
+        return Err(RetryAfter {
+            at_ms: prev.at_ms + DUPLICATE_WINDOW_MS,
+            similarity,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

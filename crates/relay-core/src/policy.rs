@@ -1,1 +1,843 @@
-//! (module under construction)
+//! The token-budget policy: configuration ([`config`]), threshold resolution, modes and a pure,
+//! immutable transition function.
+//!
+//! # Shape
+//!
+//! - **getters**: [`PolicyState::phase`], [`handoff_is_forced`], [`status_fields`];
+//! - **transition**: [`step`] (the enforce policy) and [`step_mode`] (the same transition under a
+//!   mode: off = measurements only, observe = every effect turned into a `would_*` event, enforce =
+//!   real effects);
+//! - **texts**: `render_*` functions produce every text the model or the user sees.
+//!
+//! The adapter feeds [`PolicyInput`]s from Pi hooks and executes the [`PolicyEffect`]s. No clock is
+//! read: turns are counted from [`PolicyInput::TurnEnd`].
+//!
+//! # Phases
+//!
+//! ```text
+//! Idle ──soft──▶ SoftNotified ──handoff──▶ HandoffRequired ──handoff written──▶ HandoffPendingCommit
+//!   │                 │                        │  ▲                                    │ turn_end
+//!   └──────hard / cap / loop guard─────────────┴──┼──▶ FallbackArmed                  ▼
+//!                                                 └── sibling tool finished ◀── Compacting ──ResetApplied──▶ Idle
+//! ```
+
+pub mod config;
+pub mod glob;
+
+pub use config::{
+    cwd_matches, derived_thresholds, effective_mode, invalid_file_config, parse_budget_config,
+    resolve_thresholds, BudgetConfig, EffectiveMode, LoopGuard, Mode, ModelOverride, PolicyParams,
+    ThresholdOverrides, Thresholds, SEED_MAIN, SEED_SUBAGENT,
+};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The name of the handoff tool, which the policy never blocks.
+pub const HANDOFF_TOOL: &str = "context_handoff";
+
+/// Named lifecycle phases (seed "Lifecycle model").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    #[default]
+    Idle,
+    /// The soft advisory was shown for this crossing.
+    SoftNotified,
+    /// Tokens reached the handoff threshold with enough progress: every tool except
+    /// `context_handoff` is blocked.
+    HandoffRequired,
+    /// A valid handoff was written; the turn's end commits a retain-none reset.
+    HandoffPendingCommit,
+    /// A reset was requested; waiting for [`PolicyInput::ResetApplied`].
+    Compacting,
+    /// Hard limit without a handoff, handoff cap or loop guard: non-handoff tools stay blocked until
+    /// a forced mechanical reset (or, at the hard limit, a valid handoff).
+    FallbackArmed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::SoftNotified => "soft-notified",
+            Phase::HandoffRequired => "handoff-required",
+            Phase::HandoffPendingCommit => "handoff-pending-commit",
+            Phase::Compacting => "compacting",
+            Phase::FallbackArmed => "fallback-armed",
+        }
+    }
+}
+
+/// Why the fallback is armed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FallbackReason {
+    /// Tokens reached `hard` without a usable handoff. A valid handoff still commits.
+    Hard,
+    /// `maxHandoffsPerSession` budget/hard commits were already made.
+    Cap,
+    /// `loop.maxHandoffsWithoutProgress` commits within `loop.withinTurns` turns without a
+    /// successful non-handoff tool.
+    Loop,
+}
+
+impl FallbackReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FallbackReason::Hard => "hard",
+            FallbackReason::Cap => "cap",
+            FallbackReason::Loop => "loop",
+        }
+    }
+}
+
+/// What a handoff commits as. Budget and hard commits count toward the cap and the loop guard;
+/// voluntary ones (written before any threshold required it) do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CommitKind {
+    Voluntary,
+    Budget,
+    Hard,
+    /// A mechanical reset after the hard limit without a handoff (counts like `Hard`).
+    ForcedHard,
+    /// A mechanical reset after the cap or the loop guard (does not count).
+    ForcedGuard,
+}
+
+impl CommitKind {
+    fn counts(self) -> bool {
+        matches!(
+            self,
+            CommitKind::Budget | CommitKind::Hard | CommitKind::ForcedHard
+        )
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitKind::Voluntary => "voluntary",
+            CommitKind::Budget => "budget",
+            CommitKind::Hard => "hard",
+            CommitKind::ForcedHard => "forcedHard",
+            CommitKind::ForcedGuard => "forcedGuard",
+        }
+    }
+}
+
+/// A written handoff waiting for its turn's end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingHandoff {
+    pub path: String,
+    pub kind: CommitKind,
+}
+
+/// The policy's whole state. Plain data: clone, compare, serialize.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyState {
+    pub phase: Phase,
+    /// Last observed context tokens; `None` = unknown or fresh after a reset.
+    pub tokens: Option<u64>,
+    /// First assistant usage after bootstrap or a reset; `None` = unknown (never blocks).
+    pub floor: Option<u64>,
+    /// The next known usage becomes the floor.
+    pub awaiting_floor: bool,
+    /// The soft advisory fired for the current crossing (re-armed below `soft`).
+    pub soft_latched: bool,
+    pub pending: Option<PendingHandoff>,
+    /// The commit a requested reset stands for, counted when the reset is applied.
+    pub committing: Option<CommitKind>,
+    pub fallback: Option<FallbackReason>,
+    /// Turn ends seen while the fallback is armed.
+    pub fallback_turns: u32,
+    /// A settle continuation was already sent in this external run.
+    pub settle_continued: bool,
+    /// Turn counter (one per [`PolicyInput::TurnEnd`]).
+    pub turn: u64,
+    /// Budget/hard commits applied in this session (cap).
+    pub handoffs_committed: u32,
+    /// Turns at which budget/hard commits were applied since the last successful non-handoff tool.
+    pub unproductive_commits: Vec<u64>,
+    /// Tool call ids blocked in the current turn (their results never invalidate a handoff).
+    pub blocked_calls: Vec<String>,
+    /// The state is an observe-mode projection.
+    pub projected: bool,
+    /// Actual commit counters saved when a projection started; restored when enforcement resumes.
+    pub actual_commits: Option<(u32, Vec<u64>)>,
+}
+
+impl Default for PolicyState {
+    fn default() -> Self {
+        PolicyState {
+            phase: Phase::Idle,
+            tokens: None,
+            floor: None,
+            awaiting_floor: true,
+            soft_latched: false,
+            pending: None,
+            committing: None,
+            fallback: None,
+            fallback_turns: 0,
+            settle_continued: false,
+            turn: 0,
+            handoffs_committed: 0,
+            unproductive_commits: Vec::new(),
+            blocked_calls: Vec::new(),
+            projected: false,
+            actual_commits: None,
+        }
+    }
+}
+
+impl PolicyState {
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+}
+
+/// Observations the adapter feeds, one per Pi hook event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum PolicyInput {
+    /// `before_agent_start` of a genuinely new external run (not an internal `agent_start`).
+    BeforeAgentStart,
+    /// Context tokens from an assistant message's usage (`turn_end`/`message_end`); `None` when the
+    /// provider reported none (after a reset: the context is fresh).
+    Usage { tokens: Option<u64> },
+    /// `tool_call`: answered with [`PolicyEffect::Block`] or nothing (allowed).
+    ToolCall { id: String, name: String },
+    /// `context_handoff` produced a valid handoff file at `path` (enforce only: the tool is a no-op
+    /// in observe).
+    HandoffWritten { path: String },
+    /// `tool_result` of a tool that actually ran. The order of inputs defines "after the handoff":
+    /// a non-handoff tool finishing while a handoff is pending invalidates it; a call this policy
+    /// blocked (same `id`) never does.
+    ToolFinished {
+        id: String,
+        name: String,
+        success: bool,
+    },
+    /// `turn_end`.
+    TurnEnd,
+    /// `agent_before_settle`: the agent is about to stop.
+    BeforeSettle,
+    /// A reset (any source) was applied: new window, floor unknown.
+    ResetApplied,
+}
+
+/// Notification level for the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyLevel {
+    Info,
+    Warning,
+}
+
+/// What a requested reset is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResetSource {
+    /// Commit of a written handoff: the boot block carries it.
+    Handoff,
+    /// Mechanical fallback reset: the boot block carries `note` instead of a handoff.
+    Forced,
+}
+
+/// Effects for the adapter to execute.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum PolicyEffect {
+    /// A UI notification (never sent to the model).
+    Notify { level: NotifyLevel, text: String },
+    /// Answer the current `tool_call` with `{block: true, reason}`.
+    Block { reason: String },
+    /// Ask the reset scheduler for a retain-none reset. `continue_run`: request an automatic
+    /// continuation. `note`: text for the boot block of a forced reset.
+    RequestReset {
+        source: ResetSource,
+        kind: CommitKind,
+        handoff_path: Option<String>,
+        continue_run: bool,
+        note: Option<String>,
+    },
+    /// Continue the run with a hidden message asking the model for something.
+    Continue { text: String },
+    /// A telemetry event for `events.jsonl`.
+    Event { name: String, fields: Value },
+}
+
+impl PolicyEffect {
+    /// The observe-mode form of this effect: `would_<kind>` (events keep their name after the
+    /// prefix), with the effect's data as fields.
+    pub fn to_would(&self) -> PolicyEffect {
+        match self {
+            PolicyEffect::Event { name, fields } => PolicyEffect::Event {
+                name: format!("would_{name}"),
+                fields: fields.clone(),
+            },
+            other => {
+                let mut fields = serde_json::to_value(other).unwrap_or(Value::Null);
+                let kind = fields
+                    .as_object_mut()
+                    .and_then(|o| o.remove("type"))
+                    .and_then(|t| t.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let name = match kind.as_str() {
+                    "notify" => "would_notify",
+                    "block" => "would_block",
+                    "requestReset" => "would_reset",
+                    "continue" => "would_continue",
+                    _ => "would_unknown",
+                };
+                PolicyEffect::Event {
+                    name: name.to_string(),
+                    fields,
+                }
+            }
+        }
+    }
+}
+
+fn event(name: &str, fields: Value) -> PolicyEffect {
+    PolicyEffect::Event {
+        name: name.to_string(),
+        fields,
+    }
+}
+
+/// Whether a handoff written now is forced by the policy (handoff threshold or fallback): forced
+/// handoffs bypass the duplicate back-off.
+pub fn handoff_is_forced(state: &PolicyState) -> bool {
+    matches!(state.phase, Phase::HandoffRequired | Phase::FallbackArmed)
+        || matches!(
+            state.pending,
+            Some(PendingHandoff {
+                kind: CommitKind::Budget | CommitKind::Hard,
+                ..
+            })
+        )
+}
+
+/// Apply the measurement part of an input (tokens, floor, turn counter, window reset). Used by every
+/// mode, including off.
+fn measure(s: &mut PolicyState, input: &PolicyInput) {
+    match input {
+        PolicyInput::Usage { tokens: Some(t) } => {
+            s.tokens = Some(*t);
+            if s.awaiting_floor {
+                s.floor = Some(*t);
+                s.awaiting_floor = false;
+            }
+        }
+        PolicyInput::Usage { tokens: None } => {
+            // Unknown usage: after a reset the context is fresh; otherwise nothing is known.
+            s.tokens = None;
+        }
+        PolicyInput::TurnEnd => {
+            s.turn += 1;
+        }
+        PolicyInput::ResetApplied => {
+            s.tokens = None;
+            s.floor = None;
+            s.awaiting_floor = true;
+        }
+        _ => {}
+    }
+}
+
+fn guard_trip(s: &PolicyState, p: &PolicyParams) -> Option<FallbackReason> {
+    if s.handoffs_committed >= p.max_handoffs_per_session {
+        return Some(FallbackReason::Cap);
+    }
+    let within = p.loop_guard.within_turns as u64;
+    let recent = s
+        .unproductive_commits
+        .iter()
+        .filter(|&&t| s.turn.saturating_sub(t) < within)
+        .count();
+    if recent >= p.loop_guard.max_handoffs_without_progress as usize {
+        return Some(FallbackReason::Loop);
+    }
+    None
+}
+
+fn arm_fallback(
+    s: &mut PolicyState,
+    p: &PolicyParams,
+    reason: FallbackReason,
+    fx: &mut Vec<PolicyEffect>,
+) {
+    s.phase = Phase::FallbackArmed;
+    s.fallback = Some(reason);
+    s.fallback_turns = 0;
+    s.soft_latched = true;
+    fx.push(event(
+        "fallback_armed",
+        json!({
+            "reason": reason.as_str(),
+            "tokens": s.tokens,
+            "floor": s.floor,
+            "handoffsCommitted": s.handoffs_committed,
+            "maxHandoffsPerSession": p.max_handoffs_per_session,
+        }),
+    ));
+}
+
+fn on_usage(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
+    let Some(t) = s.tokens else { return };
+    if matches!(
+        s.phase,
+        Phase::Compacting | Phase::HandoffPendingCommit | Phase::FallbackArmed
+    ) {
+        return;
+    }
+    let th = p.thresholds;
+    let progress_ok = s
+        .floor
+        .map(|f| t.saturating_sub(f) >= th.min_progress)
+        .unwrap_or(false);
+    if progress_ok && t >= th.hard {
+        fx.push(event(
+            "threshold_crossed",
+            json!({"threshold": "hard", "tokens": t, "floor": s.floor, "limit": th.hard}),
+        ));
+        let reason = guard_trip(s, p).unwrap_or(FallbackReason::Hard);
+        arm_fallback(s, p, reason, fx);
+    } else if progress_ok && t >= th.handoff {
+        if s.phase != Phase::HandoffRequired {
+            fx.push(event(
+                "threshold_crossed",
+                json!({"threshold": "handoff", "tokens": t, "floor": s.floor, "limit": th.handoff}),
+            ));
+            s.soft_latched = true;
+            match guard_trip(s, p) {
+                Some(reason) => arm_fallback(s, p, reason, fx),
+                None => s.phase = Phase::HandoffRequired,
+            }
+        }
+    } else if t >= th.soft {
+        if s.phase == Phase::HandoffRequired {
+            s.phase = Phase::SoftNotified;
+        }
+        if !s.soft_latched {
+            s.soft_latched = true;
+            s.phase = Phase::SoftNotified;
+            fx.push(event(
+                "threshold_crossed",
+                json!({"threshold": "soft", "tokens": t, "floor": s.floor, "limit": th.soft}),
+            ));
+            fx.push(PolicyEffect::Notify {
+                level: NotifyLevel::Info,
+                text: render_soft_advisory(t, &th),
+            });
+        }
+    } else {
+        s.soft_latched = false;
+        s.phase = Phase::Idle;
+    }
+}
+
+fn block_reason(s: &PolicyState, p: &PolicyParams) -> Option<String> {
+    match s.phase {
+        Phase::HandoffRequired => Some(render_block_handoff(s.tokens, &p.thresholds)),
+        Phase::HandoffPendingCommit => Some(render_block_pending()),
+        Phase::FallbackArmed => Some(render_block_fallback(
+            s.fallback.unwrap_or(FallbackReason::Hard),
+            s.tokens,
+            p,
+        )),
+        _ => None,
+    }
+}
+
+fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
+    let Some(pending) = s.pending.take() else {
+        return;
+    };
+    s.phase = Phase::Compacting;
+    s.committing = Some(pending.kind);
+    fx.push(event(
+        "handoff_committed",
+        json!({"kind": pending.kind.as_str(), "path": pending.path, "tokens": s.tokens}),
+    ));
+    fx.push(PolicyEffect::RequestReset {
+        source: ResetSource::Handoff,
+        kind: pending.kind,
+        handoff_path: Some(pending.path),
+        continue_run: true,
+        note: None,
+    });
+}
+
+fn forced_reset(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
+    let reason = s.fallback.unwrap_or(FallbackReason::Hard);
+    let kind = if reason == FallbackReason::Hard {
+        CommitKind::ForcedHard
+    } else {
+        CommitKind::ForcedGuard
+    };
+    s.phase = Phase::Compacting;
+    s.committing = Some(kind);
+    s.pending = None;
+    fx.push(event(
+        "forced_reset",
+        json!({"reason": reason.as_str(), "tokens": s.tokens}),
+    ));
+    fx.push(PolicyEffect::RequestReset {
+        source: ResetSource::Forced,
+        kind,
+        handoff_path: None,
+        // At the hard limit the task continues by itself; after the cap or the loop guard the
+        // user decides.
+        continue_run: reason == FallbackReason::Hard,
+        note: Some(render_forced_reset_note(reason, p)),
+    });
+}
+
+/// The enforce transition: a pure function of the previous state, the parameters and one input.
+pub fn step(
+    state: &PolicyState,
+    params: &PolicyParams,
+    input: &PolicyInput,
+) -> (PolicyState, Vec<PolicyEffect>) {
+    let mut s = state.clone();
+    let mut fx = Vec::new();
+    measure(&mut s, input);
+    match input {
+        PolicyInput::BeforeAgentStart => s.settle_continued = false,
+        PolicyInput::Usage { .. } => on_usage(&mut s, params, &mut fx),
+        PolicyInput::ToolCall { id, name } => {
+            if name != HANDOFF_TOOL {
+                if let Some(reason) = block_reason(&s, params) {
+                    s.blocked_calls.push(id.clone());
+                    fx.push(event(
+                        "tool_blocked",
+                        json!({"tool": name, "phase": s.phase.as_str(), "tokens": s.tokens}),
+                    ));
+                    fx.push(PolicyEffect::Block { reason });
+                }
+            }
+        }
+        PolicyInput::HandoffWritten { path } => match (s.phase, s.fallback) {
+            (Phase::Compacting, _) => fx.push(event(
+                "handoff_ignored",
+                json!({"path": path, "why": "reset already in progress"}),
+            )),
+            (Phase::FallbackArmed, Some(r)) if r != FallbackReason::Hard => fx.push(event(
+                "handoff_ignored",
+                json!({"path": path, "why": format!("{} fallback: a handoff cannot bypass it", r.as_str())}),
+            )),
+            (phase, _) => {
+                let kind = match phase {
+                    Phase::HandoffRequired => CommitKind::Budget,
+                    Phase::FallbackArmed => CommitKind::Hard,
+                    Phase::HandoffPendingCommit => s
+                        .pending
+                        .as_ref()
+                        .map(|p| p.kind)
+                        .unwrap_or(CommitKind::Voluntary),
+                    _ => CommitKind::Voluntary,
+                };
+                s.pending = Some(PendingHandoff {
+                    path: path.clone(),
+                    kind,
+                });
+                s.phase = Phase::HandoffPendingCommit;
+                fx.push(event(
+                    "handoff_written",
+                    json!({"path": path, "kind": kind.as_str(), "tokens": s.tokens}),
+                ));
+            }
+        },
+        PolicyInput::ToolFinished { id, name, success } => {
+            if name != HANDOFF_TOOL && !s.blocked_calls.contains(id) {
+                if *success {
+                    s.unproductive_commits.clear();
+                }
+                if s.phase == Phase::HandoffPendingCommit {
+                    if let Some(p) = s.pending.take() {
+                        s.phase = match p.kind {
+                            CommitKind::Budget => Phase::HandoffRequired,
+                            CommitKind::Hard => Phase::FallbackArmed,
+                            _ if s.soft_latched => Phase::SoftNotified,
+                            _ => Phase::Idle,
+                        };
+                        fx.push(event(
+                            "handoff_invalidated",
+                            json!({"path": p.path, "tool": name, "kind": p.kind.as_str()}),
+                        ));
+                    }
+                }
+            }
+        }
+        PolicyInput::TurnEnd => {
+            s.blocked_calls.clear();
+            match s.phase {
+                Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
+                Phase::FallbackArmed => {
+                    s.fallback_turns += 1;
+                    // The crossing turn plus one full turn to write a handoff, then reset.
+                    if s.fallback_turns >= 2 {
+                        forced_reset(&mut s, params, &mut fx);
+                    }
+                }
+                _ => {}
+            }
+        }
+        PolicyInput::BeforeSettle => match s.phase {
+            Phase::HandoffRequired if !s.settle_continued => {
+                s.settle_continued = true;
+                fx.push(event(
+                    "settle_continuation",
+                    json!({"tokens": s.tokens}),
+                ));
+                fx.push(PolicyEffect::Continue {
+                    text: render_settle_continuation(s.tokens, &params.thresholds),
+                });
+            }
+            Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
+            Phase::FallbackArmed => forced_reset(&mut s, params, &mut fx),
+            _ => {}
+        },
+        PolicyInput::ResetApplied => {
+            if let Some(kind) = s.committing.take() {
+                if kind.counts() {
+                    s.handoffs_committed += 1;
+                    s.unproductive_commits.push(s.turn);
+                }
+            }
+            s.phase = Phase::Idle;
+            s.soft_latched = false;
+            s.pending = None;
+            s.fallback = None;
+            s.fallback_turns = 0;
+            s.blocked_calls.clear();
+            fx.push(event(
+                "reset_applied",
+                json!({"handoffsCommitted": s.handoffs_committed}),
+            ));
+        }
+    }
+    (s, fx)
+}
+
+/// The transition under a mode.
+///
+/// - **off**: only measurements (tokens, floor, turns) are updated; no effects at all.
+/// - **observe**: the state becomes a projection (`projected: true`); [`step`] runs on it and every
+///   effect is returned as its `would_*` event ([`PolicyEffect::to_would`]), 1:1. A would-be reset
+///   is applied to the projection at once (as the adapter would under enforce), its effects also
+///   converted, so the preview keeps going.
+/// - **enforce**: [`step`] itself. A projected state is discarded first: phase, latches and
+///   preview-only commits go; measurements and the actual commit counters stay.
+pub fn step_mode(
+    mode: Mode,
+    state: &PolicyState,
+    params: &PolicyParams,
+    input: &PolicyInput,
+) -> (PolicyState, Vec<PolicyEffect>) {
+    match mode {
+        Mode::Off => {
+            let mut s = leave_projection(state);
+            measure(&mut s, input);
+            if matches!(input, PolicyInput::ResetApplied) {
+                s.phase = Phase::Idle;
+                s.soft_latched = false;
+                s.pending = None;
+                s.committing = None;
+                s.fallback = None;
+            }
+            (s, Vec::new())
+        }
+        Mode::Observe => {
+            let mut base = state.clone();
+            if !base.projected {
+                base.projected = true;
+                base.actual_commits =
+                    Some((base.handoffs_committed, base.unproductive_commits.clone()));
+            }
+            let (mut s, fx) = step(&base, params, input);
+            let mut out: Vec<PolicyEffect> = fx.iter().map(PolicyEffect::to_would).collect();
+            if fx
+                .iter()
+                .any(|e| matches!(e, PolicyEffect::RequestReset { .. }))
+            {
+                let (s2, fx2) = step(&s, params, &PolicyInput::ResetApplied);
+                out.extend(fx2.iter().map(PolicyEffect::to_would));
+                s = s2;
+            }
+            (s, out)
+        }
+        Mode::Enforce => step(&leave_projection(state), params, input),
+    }
+}
+
+/// Drop an observe projection, keeping measurements and actual commit counters.
+fn leave_projection(state: &PolicyState) -> PolicyState {
+    if !state.projected {
+        return state.clone();
+    }
+    let (handoffs_committed, unproductive_commits) =
+        state.actual_commits.clone().unwrap_or((0, Vec::new()));
+    PolicyState {
+        tokens: state.tokens,
+        floor: state.floor,
+        awaiting_floor: state.awaiting_floor,
+        turn: state.turn,
+        settle_continued: state.settle_continued,
+        handoffs_committed,
+        unproductive_commits,
+        ..PolicyState::default()
+    }
+}
+
+/// The policy part of `status/<sessionId>.json`: phase, projection flag, tokens, floor, thresholds,
+/// counters and modes. The caller adds cwd, model, role, window id and the last handoff.
+pub fn status_fields(state: &PolicyState, params: &PolicyParams, mode: &EffectiveMode) -> Value {
+    let action = match state.phase {
+        Phase::HandoffRequired => "blocking tools until a handoff",
+        Phase::HandoffPendingCommit => "committing the handoff at turn end",
+        Phase::Compacting => "resetting the context",
+        Phase::FallbackArmed => "fallback armed",
+        Phase::SoftNotified => "soft advisory shown",
+        Phase::Idle => "none",
+    };
+    json!({
+        "phase": state.phase.as_str(),
+        "action": action,
+        "projected": state.projected,
+        "tokens": state.tokens,
+        "floor": state.floor,
+        "thresholds": params.thresholds,
+        "handoffsCommitted": state.actual_commits.as_ref().map(|a| a.0).unwrap_or(state.handoffs_committed),
+        "maxHandoffsPerSession": params.max_handoffs_per_session,
+        "fallback": state.fallback.map(FallbackReason::as_str),
+        "configuredMode": mode.configured.as_str(),
+        "effectiveMode": mode.effective.as_str(),
+        "modeReason": mode.reason,
+    })
+}
+
+fn fmt_tokens(t: Option<u64>) -> String {
+    match t {
+        Some(t) => t.to_string(),
+        None => "an unknown number of".to_string(),
+    }
+}
+
+/// UI advisory at the soft threshold (one per crossing).
+pub fn render_soft_advisory(tokens: u64, th: &Thresholds) -> String {
+    format!(
+        "Context budget: {tokens} tokens, past the soft threshold of {}. Finish the current step, then \
+         hand off at a natural boundary with context_handoff. From {} tokens every other tool is blocked \
+         until a handoff is written.",
+        th.soft, th.handoff
+    )
+}
+
+/// `tool_call` block reason while a handoff is required.
+pub fn render_block_handoff(tokens: Option<u64>, th: &Thresholds) -> String {
+    format!(
+        "Blocked by the context budget: the context holds {} tokens (handoff threshold {}). Only \
+         context_handoff is allowed now. Call it with goal, next_step and facts (verified state), plus \
+         user_constraints verbatim, decisions, open_items, hypotheses and files_to_read where they \
+         apply. The context then resets at the end of this turn and work continues automatically from \
+         your handoff.",
+        fmt_tokens(tokens),
+        th.handoff
+    )
+}
+
+/// `tool_call` block reason while a written handoff waits for the turn's end.
+pub fn render_block_pending() -> String {
+    "Blocked: a handoff was written and the context resets at the end of this turn. Do not call \
+     other tools now; end the turn and continue from the handoff's next step in the new window."
+        .to_string()
+}
+
+/// `tool_call` block reason while the fallback is armed.
+pub fn render_block_fallback(
+    reason: FallbackReason,
+    tokens: Option<u64>,
+    p: &PolicyParams,
+) -> String {
+    match reason {
+        FallbackReason::Hard => format!(
+            "Blocked: the context holds {} tokens, at or past the hard limit of {}. Only context_handoff \
+             is allowed. Call it now if you can (goal, next_step, facts, user_constraints verbatim); \
+             otherwise end your turn and the context will be reset mechanically, without your \
+             handoff, and the work continues.",
+            fmt_tokens(tokens),
+            p.thresholds.hard
+        ),
+        FallbackReason::Cap => format!(
+            "Blocked: this session already used its {} automatic handoffs (maxHandoffsPerSession). \
+             Do not call more tools and do not hand off again. End your turn now: the context will be \
+             reset mechanically and the user decides how to continue.",
+            p.max_handoffs_per_session
+        ),
+        FallbackReason::Loop => format!(
+            "Blocked: {} handoffs within {} turns made no progress (no successful tool other than \
+             context_handoff). Do not call more tools and do not hand off again. End your turn now: \
+             the context will be reset mechanically and the user decides how to continue.",
+            p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
+        ),
+    }
+}
+
+/// Hidden continuation when the agent tries to stop while a handoff is required (once per run).
+pub fn render_settle_continuation(tokens: Option<u64>, th: &Thresholds) -> String {
+    format!(
+        "The context holds {} tokens, past the handoff threshold of {}, and no handoff was written. \
+         Call context_handoff now with goal, next_step and facts (user_constraints verbatim). Other \
+         tools stay blocked until then; after the handoff the context resets and work continues from \
+         it.",
+        fmt_tokens(tokens),
+        th.handoff
+    )
+}
+
+/// Boot-block note for the window after a forced mechanical reset.
+pub fn render_forced_reset_note(reason: FallbackReason, p: &PolicyParams) -> String {
+    let why = match reason {
+        FallbackReason::Hard => format!(
+            "the context reached the hard limit of {} tokens without a usable handoff",
+            p.thresholds.hard
+        ),
+        FallbackReason::Cap => format!(
+            "this session reached its limit of {} automatic handoffs",
+            p.max_handoffs_per_session
+        ),
+        FallbackReason::Loop => format!(
+            "{} handoffs within {} turns made no progress",
+            p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
+        ),
+    };
+    format!(
+        "The previous context window was reset mechanically because {why}. No handoff was carried \
+         over: the earlier conversation is gone from this window but remains in the history tools. \
+         Re-establish the state from notes, history, files and git (status, log, diff) before acting, \
+         and do not ask the user to restate the task unless it cannot be recovered."
+    )
+}
+
+/// Footer text when configured and effective modes differ, e.g.
+/// `relay budget: configured enforce, effective observe (cwd restriction)`.
+pub fn render_mode_footer(mode: &EffectiveMode) -> Option<String> {
+    if mode.configured == mode.effective {
+        return None;
+    }
+    Some(format!(
+        "relay budget: configured {}, effective {}{}",
+        mode.configured.as_str(),
+        mode.effective.as_str(),
+        mode.reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    ))
+}
+
+#[cfg(test)]
+mod tests;

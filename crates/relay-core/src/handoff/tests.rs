@@ -1,0 +1,404 @@
+use super::*;
+use serde_json::json;
+
+/// Snapshots live in `crates/relay-core/src/snapshots/`.
+macro_rules! snap {
+    ($e:expr) => {
+        insta::with_settings!({snapshot_path => "../snapshots"}, {
+            insta::assert_snapshot!($e)
+        })
+    };
+}
+
+fn meta() -> HandoffMeta {
+    HandoffMeta {
+        timestamp_ms: 1_700_000_000_000,
+        tz_offset_minutes: 60,
+        cwd: "/home/ann/work/relay".into(),
+        repo_root: Some("/home/ann/work/relay".into()),
+        git_branch: Some("main".into()),
+        git_head: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        git_state: GitState::Repo,
+        session_id: "s42".into(),
+        sequence: 3,
+        window_id: "pcw:s42:0000abcd".into(),
+    }
+}
+
+fn args(goal: &str, next_step: &str, facts: &str) -> HandoffArgs {
+    HandoffArgs::parse(&json!({"goal": goal, "next_step": next_step, "facts": facts})).unwrap()
+}
+
+/// A text of exactly `n` bytes made of short words, without trailing whitespace.
+fn text_of(n: usize, word: &str) -> String {
+    let mut s = String::new();
+    while s.len() < n {
+        s.push_str(word);
+        s.push(' ');
+    }
+    s.truncate(n);
+    if s.ends_with(' ') {
+        s.pop();
+        s.push('x');
+    }
+    s
+}
+
+#[test]
+fn minimal_handoff_without_git() {
+    let mut m = meta();
+    m.repo_root = None;
+    m.git_branch = None;
+    m.git_head = None;
+    m.git_state = GitState::NoGit;
+    let md = render_markdown(
+        &args(
+            "Fix the flaky upload test",
+            "Run cargo test -p upload",
+            "Test fails 1 in 5 runs on main",
+        ),
+        &m,
+    )
+    .unwrap();
+    snap!(md);
+}
+
+#[test]
+fn full_handoff_with_every_section() {
+    let a = HandoffArgs::parse(&json!({
+        "goal": "Port the importer to the new API; the user asked: \"keep the CLI flags unchanged\"",
+        "next_step": "Run `cargo test -p importer` and fix the two failing cases in tests/csv.rs",
+        "facts": "HEAD 0123456 builds. CI run 991 green. PR #12 open, review requested.",
+        "decisions": "Kept serde over a hand-written parser: error messages are good enough.",
+        "user_constraints": "Do not touch the database schema.\nNo new dependencies.",
+        "open_items": "- tests/csv.rs: two cases\n- docs/importer.md",
+        "hypotheses": "The CSV failures may come from the BOM handling.",
+        "files_to_read": ["/home/ann/work/relay/notes/importer.md", "/home/ann/work/relay/tests/csv.rs"],
+        "launch_prompt": "/home/ann/prompts/importer.md"
+    }))
+    .unwrap();
+    snap!(render_markdown(&a, &meta()).unwrap());
+}
+
+#[test]
+fn detached_and_unknown_git_states_are_recorded_not_errors() {
+    let mut m = meta();
+    m.git_branch = None;
+    m.git_state = GitState::Detached;
+    let md = render_markdown(&args("g", "n", "f"), &m).unwrap();
+    assert!(md.contains("- Git branch: (detached HEAD)"));
+    assert!(md.contains("- HEAD: 0123456789abcdef"));
+    m.git_state = GitState::Unknown;
+    m.git_head = None;
+    let md = render_markdown(&args("g", "n", "f"), &m).unwrap();
+    assert!(md.contains("- Git branch: (unknown"));
+    assert!(md.contains("- HEAD: -"));
+}
+
+#[test]
+fn heading_is_unique_per_session_and_sequence() {
+    let md = render_markdown(&args("g", "n", "f"), &meta()).unwrap();
+    assert!(md.starts_with("# Handoff s42-3\n"));
+}
+
+#[test]
+fn narrative_exactly_at_budget_is_not_cut() {
+    // 12,288 bytes over goal, next_step and facts.
+    let goal = text_of(2_000, "goal");
+    let next = text_of(288, "next");
+    let facts = text_of(10_000, "fact");
+    assert_eq!(
+        goal.len() + next.len() + facts.len(),
+        NARRATIVE_BUDGET_BYTES
+    );
+    let a = args(&goal, &next, &facts);
+    let md = render_markdown(&a, &meta()).unwrap();
+    assert!(!md.contains("…(cut"));
+    assert!(md.contains(&facts));
+    assert!(narrative_cuts(&a).is_empty());
+    snap!(md);
+}
+
+#[test]
+fn narrative_one_byte_over_budget_cuts_only_the_longest_section() {
+    let goal = text_of(2_000, "goal");
+    let next = text_of(289, "next");
+    let facts = text_of(10_000, "fact");
+    let a = args(&goal, &next, &facts);
+    let md = render_markdown(&a, &meta()).unwrap();
+    assert!(md.contains(&goal), "short sections stay whole");
+    assert!(md.contains(&next), "short sections stay whole");
+    let cuts = narrative_cuts(&a);
+    assert_eq!(cuts.len(), 1);
+    assert_eq!(cuts[0].section, "facts");
+    assert!(md.contains(&format!("…(cut, {} chars)", cuts[0].removed_chars)));
+    snap!(md);
+}
+
+#[test]
+fn every_long_narrative_section_is_cut_to_a_common_length() {
+    let a = HandoffArgs::parse(&json!({
+        "goal": text_of(9_000, "goal"),
+        "next_step": "Short next step",
+        "facts": text_of(9_000, "fact"),
+        "decisions": text_of(9_000, "decision"),
+        "open_items": text_of(9_000, "item"),
+        "hypotheses": text_of(9_000, "maybe"),
+    }))
+    .unwrap();
+    let md = render_markdown(&a, &meta()).unwrap();
+    assert!(md.contains("Short next step"));
+    let cuts = narrative_cuts(&a);
+    assert_eq!(cuts.len(), 5);
+    assert_eq!(md.matches("…(cut, ").count(), 5);
+    // Narrative bodies (everything between the first section and the metadata) stay in budget.
+    let (texts, _) = fit_narrative(&narrative(&a), NARRATIVE_BUDGET_BYTES);
+    let total: usize = texts.iter().map(String::len).sum();
+    assert!(total <= NARRATIVE_BUDGET_BYTES, "{total}");
+    assert!(
+        total > NARRATIVE_BUDGET_BYTES - 200,
+        "budget is used: {total}"
+    );
+    snap!(md);
+}
+
+#[test]
+fn multibyte_narrative_is_cut_at_a_char_boundary_and_counts_chars() {
+    let facts: String = "事実の確認。".repeat(1_000); // 18 bytes per repetition, 6 chars
+    let a = args("目標", "次の手順", &facts);
+    let md = render_markdown(&a, &meta()).unwrap();
+    let cuts = narrative_cuts(&a);
+    assert_eq!(cuts.len(), 1);
+    assert_eq!(cuts[0].original_chars, 6_000);
+    let kept_chars = cuts[0].original_chars - cuts[0].removed_chars;
+    assert!(md.contains(&format!("…(cut, {} chars)", cuts[0].removed_chars)));
+    assert!(md.contains(&facts.chars().take(kept_chars).collect::<String>()));
+}
+
+#[test]
+fn user_constraints_are_never_cut() {
+    let constraints = text_of(30_000, "never");
+    let a = HandoffArgs::parse(&json!({
+        "goal": text_of(20_000, "goal"),
+        "next_step": "n",
+        "facts": "f",
+        "user_constraints": constraints,
+    }))
+    .unwrap();
+    let md = render_markdown(&a, &meta()).unwrap();
+    assert!(md.contains(&constraints));
+    assert!(md.len() <= MAX_MARKDOWN_BYTES);
+}
+
+#[test]
+fn oversize_handoff_is_a_clear_tool_error() {
+    let a = HandoffArgs::parse(&json!({
+        "goal": "g", "next_step": "n", "facts": "f",
+        "user_constraints": text_of(MAX_MARKDOWN_BYTES, "constraint"),
+    }))
+    .unwrap();
+    let err = render_markdown(&a, &meta()).unwrap_err();
+    let HandoffError::Oversize { bytes, limit } = &err else {
+        panic!("expected oversize, got {err:?}")
+    };
+    assert_eq!(*limit, MAX_MARKDOWN_BYTES);
+    assert!(*bytes > MAX_MARKDOWN_BYTES);
+    let out = err.to_tool_output();
+    assert!(out.is_error);
+    snap!(out.text);
+}
+
+#[test]
+fn markdown_just_under_the_cap_is_accepted() {
+    let base = render_markdown(&args("g", "n", "f"), &meta())
+        .unwrap()
+        .len();
+    let with_heading_overhead = {
+        let a = HandoffArgs::parse(
+            &json!({"goal":"g","next_step":"n","facts":"f","user_constraints":"u"}),
+        )
+        .unwrap();
+        render_markdown(&a, &meta()).unwrap().len()
+    };
+    let overhead = with_heading_overhead - base - 1;
+    let room = MAX_MARKDOWN_BYTES - base - overhead;
+    let a = HandoffArgs::parse(
+        &json!({"goal":"g","next_step":"n","facts":"f","user_constraints": "u".repeat(room)}),
+    )
+    .unwrap();
+    let md = render_markdown(&a, &meta()).unwrap();
+    assert_eq!(md.len(), MAX_MARKDOWN_BYTES);
+    let a = HandoffArgs::parse(
+        &json!({"goal":"g","next_step":"n","facts":"f","user_constraints": "u".repeat(room + 1)}),
+    )
+    .unwrap();
+    assert_eq!(
+        render_markdown(&a, &meta()).unwrap_err(),
+        HandoffError::Oversize {
+            bytes: MAX_MARKDOWN_BYTES + 1,
+            limit: MAX_MARKDOWN_BYTES
+        }
+    );
+}
+
+#[test]
+fn argument_errors_name_the_field() {
+    let cases = [
+        (
+            json!({"next_step": "n", "facts": "f"}),
+            "`goal` is required",
+        ),
+        (
+            json!({"goal": "g", "next_step": "  ", "facts": "f"}),
+            "`next_step` must not be empty",
+        ),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": 3}),
+            "`facts` must be a string, got a number",
+        ),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": "f", "decisions": ["x"]}),
+            "`decisions` must be a string",
+        ),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": "/a"}),
+            "`files_to_read` must be an array",
+        ),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": ["/a", 1]}),
+            "`files_to_read[1]` must be a string path",
+        ),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": "f", "launch_prompt": "prompt.md"}),
+            "`launch_prompt` must be an absolute path",
+        ),
+        (json!(["g"]), "`arguments` must be an object"),
+    ];
+    for (input, expected) in cases {
+        let err = HandoffArgs::parse(&input).unwrap_err().to_string();
+        assert!(err.contains(expected), "{err} should contain {expected}");
+    }
+}
+
+#[test]
+fn optional_fields_accept_absent_null_and_empty() {
+    let a = HandoffArgs::parse(&json!({
+        "goal": "g", "next_step": "n", "facts": "f",
+        "decisions": null, "hypotheses": "", "files_to_read": null
+    }))
+    .unwrap();
+    assert_eq!(a.decisions, None);
+    assert_eq!(a.hypotheses, None);
+    assert!(a.files_to_read.is_empty());
+}
+
+#[test]
+fn sidecar_keeps_full_text_and_metadata() {
+    let facts = text_of(20_000, "fact");
+    let a = args("goal", "next", &facts);
+    let v = sidecar_json(&a, &meta(), "/r/.ai-work/handoffs/s42-3.md");
+    assert_eq!(v["facts"], json!(facts));
+    assert_eq!(v["heading"], json!("Handoff s42-3"));
+    assert_eq!(v["git"]["state"], json!("repo"));
+    assert_eq!(v["createdAt"], json!("2023-11-14T23:13:20+01:00"));
+    assert_eq!(v["cutSections"][0]["section"], json!("facts"));
+    let fp = HandoffFingerprint::from_value(&v["fingerprint"]).unwrap();
+    assert_eq!(
+        fp,
+        HandoffFingerprint::new(&a, 1_700_000_000_000, meta().git_head.as_deref())
+    );
+}
+
+#[test]
+fn timestamps_format_with_offset() {
+    assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00+00:00");
+    assert_eq!(
+        format_timestamp(1_700_000_000_000, -330),
+        "2023-11-14T16:43:20-05:30"
+    );
+    assert_eq!(
+        format_timestamp(951_782_400_000, 0),
+        "2000-02-29T00:00:00+00:00"
+    );
+}
+
+fn fp(at_ms: i64, head: Option<&str>, a: &HandoffArgs) -> HandoffFingerprint {
+    HandoffFingerprint::new(a, at_ms, head)
+}
+
+#[test]
+fn duplicate_within_window_same_head_similar_text_is_refused() {
+    let a = args(
+        "Fix the upload test",
+        "Run the tests",
+        "It fails on main at 0123",
+    );
+    let prev = fp(1_000_000, Some("abc"), &a);
+    let err = duplicate_check(Some(&prev), 1_000_000 + 60_000, Some("abc"), &a).unwrap_err();
+    assert_eq!(err.at_ms, 1_000_000 + DUPLICATE_WINDOW_MS);
+    assert!(err.similarity > 0.99);
+    let msg = err.message(0);
+    assert!(
+        msg.contains("Retry after 1970-01-01T00:31:40+00:00"),
+        "{msg}"
+    );
+    // Word order, case and punctuation do not matter.
+    let b = args(
+        "upload TEST: fix the!",
+        "the tests, run",
+        "main at 0123 fails on it",
+    );
+    assert!(duplicate_check(Some(&prev), 1_060_000, Some("abc"), &b).is_err());
+}
+
+#[test]
+fn duplicate_back_off_lets_changed_or_expired_handoffs_through() {
+    let a = args("Fix the upload test", "Run the tests", "It fails on main");
+    let prev = fp(1_000_000, Some("abc"), &a);
+    // No previous handoff.
+    assert!(duplicate_check(None, 1_000_001, Some("abc"), &a).is_ok());
+    // Expired.
+    assert!(duplicate_check(
+        Some(&prev),
+        1_000_000 + DUPLICATE_WINDOW_MS,
+        Some("abc"),
+        &a
+    )
+    .is_ok());
+    assert!(duplicate_check(
+        Some(&prev),
+        1_000_000 + DUPLICATE_WINDOW_MS - 1,
+        Some("abc"),
+        &a
+    )
+    .is_err());
+    // HEAD changed.
+    assert!(duplicate_check(Some(&prev), 1_000_001, Some("def"), &a).is_ok());
+    // Unknown HEAD now or before never establishes "unchanged".
+    assert!(duplicate_check(Some(&prev), 1_000_001, None, &a).is_ok());
+    let prev_unknown = fp(1_000_000, None, &a);
+    assert!(duplicate_check(Some(&prev_unknown), 1_000_001, None, &a).is_ok());
+    // Narrative changed enough.
+    let b = args(
+        "Fix the upload test",
+        "Open a pull request",
+        "Fixed in 0456, tests pass",
+    );
+    assert!(duplicate_check(Some(&prev), 1_000_001, Some("abc"), &b).is_ok());
+}
+
+#[test]
+fn fingerprint_round_trips_through_tool_result_details() {
+    let a = args("g", "n", "f");
+    for head in [Some("abc"), None] {
+        let f = fp(42, head, &a);
+        let details = json!({"fingerprint": f.to_value()});
+        let text = serde_json::to_string(&details).unwrap();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            HandoffFingerprint::from_value(&back["fingerprint"]),
+            Some(f)
+        );
+    }
+    assert_eq!(HandoffFingerprint::from_value(&json!({"atMs": "x"})), None);
+}

@@ -1,0 +1,723 @@
+use super::*;
+use serde_json::json;
+
+macro_rules! snap {
+    ($e:expr) => {
+        insta::with_settings!({snapshot_path => "../snapshots"}, {
+            insta::assert_snapshot!($e)
+        })
+    };
+    ($name:expr, $e:expr) => {
+        insta::with_settings!({snapshot_path => "../snapshots"}, {
+            insta::assert_snapshot!($name, $e)
+        })
+    };
+}
+
+const TH: Thresholds = Thresholds {
+    soft: 100_000,
+    handoff: 200_000,
+    hard: 300_000,
+    min_progress: 50_000,
+};
+
+fn params() -> PolicyParams {
+    PolicyParams {
+        thresholds: TH,
+        max_handoffs_per_session: 10,
+        loop_guard: LoopGuard::default(),
+    }
+}
+
+fn base(tokens: u64) -> PolicyState {
+    PolicyState {
+        tokens: Some(tokens),
+        floor: Some(10_000),
+        awaiting_floor: false,
+        ..PolicyState::default()
+    }
+}
+
+fn state_in(phase: Phase) -> PolicyState {
+    match phase {
+        Phase::Idle => base(20_000),
+        Phase::SoftNotified => PolicyState {
+            phase,
+            soft_latched: true,
+            ..base(150_000)
+        },
+        Phase::HandoffRequired => PolicyState {
+            phase,
+            soft_latched: true,
+            ..base(250_000)
+        },
+        Phase::HandoffPendingCommit => PolicyState {
+            phase,
+            soft_latched: true,
+            pending: Some(PendingHandoff {
+                path: "/r/.ai-work/handoffs/s-1.md".into(),
+                kind: CommitKind::Budget,
+            }),
+            ..base(250_000)
+        },
+        Phase::Compacting => PolicyState {
+            phase,
+            soft_latched: true,
+            committing: Some(CommitKind::Budget),
+            ..base(250_000)
+        },
+        Phase::FallbackArmed => PolicyState {
+            phase,
+            soft_latched: true,
+            fallback: Some(FallbackReason::Hard),
+            ..base(350_000)
+        },
+    }
+}
+
+fn usage(t: u64) -> PolicyInput {
+    PolicyInput::Usage { tokens: Some(t) }
+}
+fn call(id: &str, name: &str) -> PolicyInput {
+    PolicyInput::ToolCall {
+        id: id.into(),
+        name: name.into(),
+    }
+}
+fn finished(id: &str, name: &str, success: bool) -> PolicyInput {
+    PolicyInput::ToolFinished {
+        id: id.into(),
+        name: name.into(),
+        success,
+    }
+}
+fn written() -> PolicyInput {
+    PolicyInput::HandoffWritten {
+        path: "/r/.ai-work/handoffs/s-2.md".into(),
+    }
+}
+
+/// A compact description of effects for table comparisons.
+fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
+    fx.iter()
+        .map(|e| match e {
+            PolicyEffect::Notify { .. } => "notify".to_string(),
+            PolicyEffect::Block { .. } => "block".to_string(),
+            PolicyEffect::RequestReset { source, .. } => match source {
+                ResetSource::Handoff => "reset:handoff".to_string(),
+                ResetSource::Forced => "reset:forced".to_string(),
+            },
+            PolicyEffect::Continue { .. } => "continue".to_string(),
+            PolicyEffect::Event { name, .. } => format!("event:{name}"),
+        })
+        .collect()
+}
+
+/// Expected phase and effect kinds after one input.
+type Expected = (Phase, Vec<&'static str>);
+
+#[test]
+fn transition_matrix() {
+    use Phase::*;
+    let inputs: Vec<(&str, PolicyInput)> = vec![
+        ("before_agent_start", PolicyInput::BeforeAgentStart),
+        ("usage<soft", usage(50_000)),
+        ("usage>=soft", usage(150_000)),
+        ("usage>=handoff", usage(250_000)),
+        ("usage>=hard", usage(350_000)),
+        ("usage=none", PolicyInput::Usage { tokens: None }),
+        ("tool_call bash", call("c1", "bash")),
+        ("tool_call handoff", call("c2", HANDOFF_TOOL)),
+        ("handoff_written", written()),
+        ("tool_finished bash", finished("c0", "bash", true)),
+        ("turn_end", PolicyInput::TurnEnd),
+        ("before_settle", PolicyInput::BeforeSettle),
+        ("reset_applied", PolicyInput::ResetApplied),
+    ];
+    const TC: &str = "event:threshold_crossed";
+    const FA: &str = "event:fallback_armed";
+    const HW: &str = "event:handoff_written";
+    const TB: &str = "event:tool_blocked";
+    const RA: &str = "event:reset_applied";
+    const HC: &str = "event:handoff_committed";
+    #[rustfmt::skip]
+    let table: Vec<(Phase, Vec<Expected>)> = vec![
+        (Idle, vec![
+            (Idle, vec![]), (Idle, vec![]), (SoftNotified, vec![TC, "notify"]), (HandoffRequired, vec![TC]),
+            (FallbackArmed, vec![TC, FA]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]),
+            (HandoffPendingCommit, vec![HW]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![RA]),
+        ]),
+        (SoftNotified, vec![
+            (SoftNotified, vec![]), (Idle, vec![]), (SoftNotified, vec![]), (HandoffRequired, vec![TC]),
+            (FallbackArmed, vec![TC, FA]), (SoftNotified, vec![]), (SoftNotified, vec![]), (SoftNotified, vec![]),
+            (HandoffPendingCommit, vec![HW]), (SoftNotified, vec![]), (SoftNotified, vec![]), (SoftNotified, vec![]),
+            (Idle, vec![RA]),
+        ]),
+        (HandoffRequired, vec![
+            (HandoffRequired, vec![]), (Idle, vec![]), (SoftNotified, vec![]), (HandoffRequired, vec![]),
+            (FallbackArmed, vec![TC, FA]), (HandoffRequired, vec![]), (HandoffRequired, vec![TB, "block"]),
+            (HandoffRequired, vec![]), (HandoffPendingCommit, vec![HW]), (HandoffRequired, vec![]),
+            (HandoffRequired, vec![]), (HandoffRequired, vec!["event:settle_continuation", "continue"]),
+            (Idle, vec![RA]),
+        ]),
+        (HandoffPendingCommit, vec![
+            (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]),
+            (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]),
+            (HandoffPendingCommit, vec![TB, "block"]), (HandoffPendingCommit, vec![]),
+            (HandoffPendingCommit, vec![HW]), (HandoffRequired, vec!["event:handoff_invalidated"]),
+            (Compacting, vec![HC, "reset:handoff"]), (Compacting, vec![HC, "reset:handoff"]), (Idle, vec![RA]),
+        ]),
+        (Compacting, vec![
+            (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]),
+            (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]),
+            (Compacting, vec!["event:handoff_ignored"]), (Compacting, vec![]), (Compacting, vec![]),
+            (Compacting, vec![]), (Idle, vec![RA]),
+        ]),
+        (FallbackArmed, vec![
+            (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![]),
+            (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![TB, "block"]),
+            (FallbackArmed, vec![]), (HandoffPendingCommit, vec![HW]), (FallbackArmed, vec![]),
+            (FallbackArmed, vec![]), (Compacting, vec!["event:forced_reset", "reset:forced"]), (Idle, vec![RA]),
+        ]),
+    ];
+    let mut rows = 0;
+    for (phase, expected) in &table {
+        assert_eq!(expected.len(), inputs.len(), "row count for {phase:?}");
+        let start = state_in(*phase);
+        assert_eq!(start.phase, *phase);
+        for ((label, input), (want_phase, want_fx)) in inputs.iter().zip(expected) {
+            let (next, fx) = step(&start, &params(), input);
+            assert_eq!(
+                (next.phase, kinds(&fx)),
+                (
+                    *want_phase,
+                    want_fx.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+                ),
+                "{phase:?} × {label}"
+            );
+            // The input state is never mutated (pure transition).
+            assert_eq!(start, state_in(*phase));
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, 6 * 13);
+}
+
+#[test]
+fn soft_advisory_once_per_crossing_rearmed_below() {
+    let p = params();
+    let mut s = base(20_000);
+    let mut notes = 0;
+    for t in [120_000, 130_000, 140_000, 50_000, 150_000, 160_000] {
+        let (n, fx) = step(&s, &p, &usage(t));
+        notes += fx
+            .iter()
+            .filter(|e| matches!(e, PolicyEffect::Notify { .. }))
+            .count();
+        s = n;
+    }
+    assert_eq!(notes, 2);
+}
+
+#[test]
+fn floor_is_first_usage_after_reset_and_unknown_floor_never_blocks() {
+    let p = params();
+    // Fresh session: floor unknown.
+    let s = PolicyState::default();
+    let (s, fx) = step(&s, &p, &PolicyInput::Usage { tokens: None });
+    assert_eq!((s.floor, s.phase), (None, Phase::Idle));
+    assert!(fx.is_empty());
+    // First known usage is huge: it becomes the floor, no progress, so no blocking.
+    let (s, _) = step(&s, &p, &usage(260_000));
+    assert_eq!(s.floor, Some(260_000));
+    assert_eq!(s.phase, Phase::SoftNotified);
+    let (_, fx) = step(&s, &p, &call("a", "bash"));
+    assert!(fx.is_empty());
+    // Growth below minProgress still does not block; reaching it does.
+    let (s, _) = step(&s, &p, &usage(300_000 - 1));
+    assert_eq!(s.phase, Phase::SoftNotified);
+    let (s, _) = step(&s, &p, &usage(310_000));
+    assert_eq!(s.phase, Phase::FallbackArmed);
+    // A reset makes the floor unknown again.
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!((s.floor, s.awaiting_floor, s.tokens), (None, true, None));
+}
+
+#[test]
+fn sibling_that_finished_after_the_handoff_invalidates_it_a_blocked_one_does_not() {
+    let p = params();
+    let s = state_in(Phase::HandoffRequired);
+    let (s, _) = step(&s, &p, &written());
+    // A sibling call after the handoff is blocked; its (error) result does not invalidate.
+    let (s, fx) = step(&s, &p, &call("b1", "bash"));
+    assert_eq!(kinds(&fx), ["event:tool_blocked", "block"]);
+    let (s, fx) = step(&s, &p, &finished("b1", "bash", false));
+    assert!(fx.is_empty());
+    assert_eq!(s.phase, Phase::HandoffPendingCommit);
+    // A sibling that was already running and finishes now invalidates it.
+    let (s, fx) = step(&s, &p, &finished("r1", "read", true));
+    assert_eq!(kinds(&fx), ["event:handoff_invalidated"]);
+    assert_eq!(s.phase, Phase::HandoffRequired);
+    // So the turn end commits nothing.
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    assert!(fx.is_empty());
+    assert_eq!(s.phase, Phase::HandoffRequired);
+}
+
+#[test]
+fn settle_continuation_once_per_external_run() {
+    let p = params();
+    let s = state_in(Phase::HandoffRequired);
+    let (s, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    assert!(kinds(&fx).contains(&"continue".to_string()));
+    // Internal agent_start does not reach the policy; a second settle in the same run is quiet.
+    let (s, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    assert!(fx.is_empty());
+    let (s, _) = step(&s, &p, &PolicyInput::BeforeAgentStart);
+    let (_, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    assert!(kinds(&fx).contains(&"continue".to_string()));
+}
+
+/// Drive one budget handoff cycle: cross handoff, write, commit, apply. Returns the new state.
+fn budget_cycle(s: PolicyState, p: &PolicyParams, progress: bool) -> (PolicyState, Vec<String>) {
+    let mut all = Vec::new();
+    let mut s = s;
+    let mut inputs = vec![usage(10_000)];
+    if progress {
+        inputs.push(call("p", "bash"));
+        inputs.push(finished("p", "bash", true));
+    }
+    inputs.extend([
+        usage(250_000),
+        written(),
+        PolicyInput::TurnEnd,
+        PolicyInput::ResetApplied,
+    ]);
+    for i in inputs {
+        let (n, fx) = step(&s, p, &i);
+        all.extend(kinds(&fx));
+        s = n;
+    }
+    (s, all)
+}
+
+#[test]
+fn budget_commits_count_and_the_cap_falls_back_before_another() {
+    let p = PolicyParams {
+        max_handoffs_per_session: 2,
+        loop_guard: LoopGuard {
+            max_handoffs_without_progress: 100,
+            within_turns: 8,
+        },
+        ..params()
+    };
+    let mut s = PolicyState::default();
+    for n in 1..=2 {
+        let (next, fx) = budget_cycle(s, &p, false);
+        assert!(fx.contains(&"reset:handoff".to_string()));
+        assert_eq!(next.handoffs_committed, n);
+        s = next;
+    }
+    let (s, _) = step(&s, &p, &usage(10_000));
+    let (s, fx) = step(&s, &p, &usage(250_000));
+    assert_eq!(s.phase, Phase::FallbackArmed);
+    assert_eq!(s.fallback, Some(FallbackReason::Cap));
+    assert!(kinds(&fx).contains(&"event:fallback_armed".to_string()));
+    // A handoff cannot bypass the cap.
+    let (s, fx) = step(&s, &p, &written());
+    assert_eq!(kinds(&fx), ["event:handoff_ignored"]);
+    let (s, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    let reset = fx
+        .iter()
+        .find(|e| matches!(e, PolicyEffect::RequestReset { .. }))
+        .unwrap();
+    let PolicyEffect::RequestReset {
+        source,
+        continue_run,
+        note,
+        ..
+    } = reset
+    else {
+        unreachable!()
+    };
+    assert_eq!(*source, ResetSource::Forced);
+    assert!(!continue_run, "after the cap the user decides");
+    assert!(note
+        .as_deref()
+        .unwrap()
+        .contains("limit of 2 automatic handoffs"));
+    // The forced guard reset does not count as a commit.
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!(s.handoffs_committed, 2);
+}
+
+#[test]
+fn loop_guard_trips_without_progress_and_not_with_it() {
+    let p = params(); // 2 commits within 8 turns
+    let mut s = PolicyState::default();
+    for _ in 0..2 {
+        s = budget_cycle(s, &p, false).0;
+    }
+    let (_, fx) = budget_cycle(s.clone(), &p, false);
+    assert!(fx.contains(&"event:fallback_armed".to_string()));
+    assert!(!fx.contains(&"reset:handoff".to_string()));
+    // With a successful non-handoff tool in between, the third cycle commits.
+    let mut s = PolicyState::default();
+    for _ in 0..2 {
+        s = budget_cycle(s, &p, true).0;
+    }
+    let (_, fx) = budget_cycle(s.clone(), &p, true);
+    assert!(fx.contains(&"reset:handoff".to_string()), "{fx:?}");
+    // Commits older than withinTurns no longer count.
+    let mut s = PolicyState::default();
+    for _ in 0..2 {
+        s = budget_cycle(s, &p, false).0;
+    }
+    for _ in 0..8 {
+        s = step(&s, &p, &PolicyInput::TurnEnd).0;
+    }
+    let (_, fx) = budget_cycle(s, &p, false);
+    assert!(fx.contains(&"reset:handoff".to_string()), "{fx:?}");
+}
+
+#[test]
+fn hard_fallback_forces_a_reset_after_one_more_turn_and_counts() {
+    let p = params();
+    let (s, _) = step(&base(20_000), &p, &usage(350_000));
+    assert_eq!(s.fallback, Some(FallbackReason::Hard));
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    assert!(fx.is_empty(), "the crossing turn ends without reset");
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    assert_eq!(kinds(&fx), ["event:forced_reset", "reset:forced"]);
+    let Some(PolicyEffect::RequestReset { continue_run, .. }) = fx.last() else {
+        unreachable!()
+    };
+    assert!(continue_run);
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!(s.handoffs_committed, 1);
+    // A valid handoff at hard commits as a hard commit.
+    let (s, _) = step(&base(20_000), &p, &usage(350_000));
+    let (s, _) = step(&s, &p, &written());
+    assert!(handoff_is_forced(&s));
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    assert!(matches!(
+        fx.last(),
+        Some(PolicyEffect::RequestReset {
+            kind: CommitKind::Hard,
+            ..
+        })
+    ));
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!(s.handoffs_committed, 1);
+}
+
+#[test]
+fn voluntary_handoffs_commit_but_do_not_count() {
+    let p = params();
+    let s = base(20_000);
+    assert!(!handoff_is_forced(&s));
+    let (s, _) = step(&s, &p, &written());
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    assert!(kinds(&fx).contains(&"reset:handoff".to_string()));
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!(s.handoffs_committed, 0);
+}
+
+#[test]
+fn observe_converts_every_effect_and_changes_nothing_real() {
+    let p = params();
+    let s = state_in(Phase::HandoffRequired);
+    let (o, fx) = step_mode(Mode::Observe, &s, &p, &call("x", "bash"));
+    assert!(o.projected);
+    assert_eq!(
+        kinds(&fx),
+        ["event:would_tool_blocked", "event:would_block"]
+    );
+    // A would-be reset is applied to the projection.
+    let (o, _) = step_mode(Mode::Observe, &o, &p, &written());
+    let (o, fx) = step_mode(Mode::Observe, &o, &p, &PolicyInput::TurnEnd);
+    assert_eq!(
+        kinds(&fx),
+        [
+            "event:would_handoff_committed",
+            "event:would_reset",
+            "event:would_reset_applied"
+        ]
+    );
+    assert_eq!(o.phase, Phase::Idle);
+    // Enforcement discards the projection but keeps measurements and actual counters.
+    let (e, fx) = step_mode(Mode::Enforce, &o, &p, &PolicyInput::BeforeAgentStart);
+    assert!(fx.is_empty());
+    assert!(!e.projected);
+    assert_eq!(
+        e.handoffs_committed, 0,
+        "preview-only commits are discarded"
+    );
+    assert_eq!(e.turn, o.turn);
+}
+
+#[test]
+fn off_mode_only_measures() {
+    let p = params();
+    let s = state_in(Phase::HandoffRequired);
+    for input in [call("x", "bash"), PolicyInput::BeforeSettle, usage(400_000)] {
+        let (n, fx) = step_mode(Mode::Off, &s, &p, &input);
+        assert!(fx.is_empty());
+        assert_eq!(n.phase, s.phase);
+    }
+    let (n, _) = step_mode(Mode::Off, &s, &p, &usage(400_000));
+    assert_eq!(n.tokens, Some(400_000));
+}
+
+#[test]
+fn config_reports_every_invalid_value_with_its_path() {
+    let v = json!({
+        "mode": "loud",
+        "main": {"soft": -1, "handoff": "x", "hard": 500000, "minProgress": 0},
+        "subagent": {"soft": 300, "handoff": 200, "hard": 400},
+        "models": {"anthropic/claude": {"main": {"soft": 5}, "child": {}}},
+        "maxHandoffsPerSession": 2.5,
+        "loop": {"maxHandoffsWithoutProgress": 0, "withinTurns": 4},
+        "enforceCwds": ["relative/dir", "/ok/**", "/bad/{x"],
+        "idleMinutes": "soon",
+        "frobnicate": true
+    });
+    let (cfg, issues) = parse_budget_config(&v, "budget");
+    let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+    for expected in [
+        "budget.mode",
+        "budget.main.soft",
+        "budget.main.handoff",
+        "budget.main.minProgress",
+        "budget.subagent",
+        "budget.models.anthropic/claude.child",
+        "budget.maxHandoffsPerSession",
+        "budget.loop.maxHandoffsWithoutProgress",
+        "budget.enforceCwds[0]",
+        "budget.enforceCwds[2]",
+        "budget.idleMinutes",
+        "budget.frobnicate",
+    ] {
+        assert!(paths.contains(&expected), "missing {expected} in {paths:?}");
+    }
+    assert_eq!(cfg.mode, Mode::Observe);
+    assert_eq!(
+        cfg.subagent,
+        ThresholdOverrides::default(),
+        "out-of-order set falls back"
+    );
+    assert_eq!(cfg.main.hard, Some(500_000));
+    assert_eq!(cfg.models["anthropic/claude"].main.soft, Some(5));
+    assert_eq!(cfg.max_handoffs_per_session, 10);
+    assert_eq!(cfg.loop_guard.within_turns, 4);
+    assert_eq!(cfg.enforce_cwds, Some(vec!["/ok/**".to_string()]));
+    assert!(cfg.invalid.is_some());
+}
+
+#[test]
+fn valid_seed_config_parses_cleanly() {
+    let v = json!({
+        "mode": "enforce",
+        "resumeChecks": {},
+        "overflowRecovery": true,
+        "main": { "soft": 300000, "handoff": 400000, "hard": 600000, "minProgress": 50000 },
+        "subagent": { "soft": 150000, "handoff": 200000, "hard": 300000, "minProgress": 25000 },
+        "models": { "provider/model-id": { "main": { "soft": 80000, "handoff": 100000, "hard": 150000, "minProgress": 15000 } } },
+        "idleMinutes": 50, "idleMinTokens": 300000, "keepRecentTokens": 20000,
+        "maxHandoffsPerSession": 10,
+        "loop": { "maxHandoffsWithoutProgress": 2, "withinTurns": 8 }
+    });
+    let (cfg, issues) = parse_budget_config(&v, "");
+    assert!(issues.is_empty(), "{issues:?}");
+    assert_eq!(cfg.invalid, None);
+    assert_eq!(effective_mode(&cfg, "/anywhere").effective, Mode::Enforce);
+    let th = resolve_thresholds(&cfg, "provider/model-id", 1_000_000, 16_384, false);
+    assert_eq!(
+        th,
+        Thresholds {
+            soft: 80_000,
+            handoff: 100_000,
+            hard: 150_000,
+            min_progress: 15_000
+        }
+    );
+    // The model override only covers main: subagent keeps the role values.
+    let th = resolve_thresholds(&cfg, "provider/model-id", 1_000_000, 16_384, true);
+    assert_eq!(th, SEED_SUBAGENT);
+}
+
+#[test]
+fn invalid_configuration_never_enforces() {
+    let (cfg, _) = parse_budget_config(&json!({"mode": "enforce", "main": {"soft": 0}}), "");
+    let m = effective_mode(&cfg, "/x");
+    assert_eq!((m.configured, m.effective), (Mode::Enforce, Mode::Observe));
+    assert!(m.reason.unwrap().contains("invalid configuration"));
+    let cfg = invalid_file_config(crate::ConfigIssue {
+        path: "/agent/context-budget.json".into(),
+        message: "not JSON: expected value at line 1".into(),
+    });
+    assert_eq!(cfg.mode, Mode::Observe);
+    assert!(cfg.invalid.unwrap().contains("not JSON"));
+    let (cfg, issues) = parse_budget_config(&json!([1]), "budget");
+    assert_eq!(issues[0].path, "budget");
+    assert!(cfg.invalid.is_some());
+}
+
+#[test]
+fn enforce_cwds_prefixes_match_at_directory_boundaries_and_globs() {
+    let (cfg, issues) = parse_budget_config(
+        &json!({"mode": "enforce", "enforceCwds": ["/work/repo/", "/srv/*/app", "/home/{ann,bob}/**"]}),
+        "",
+    );
+    assert!(issues.is_empty());
+    for (cwd, enforced) in [
+        ("/work/repo", true),
+        ("/work/repo/sub/dir", true),
+        ("/work/repo2", false),
+        ("/work", false),
+        ("/srv/x/app", true),
+        ("/srv/x/y/app", false),
+        ("/home/bob/code", true),
+        ("/home/carl/code", false),
+    ] {
+        let m = effective_mode(&cfg, cwd);
+        assert_eq!(m.effective == Mode::Enforce, enforced, "{cwd}");
+        if !enforced {
+            assert_eq!(m.reason.as_deref(), Some("cwd restriction"));
+        }
+    }
+    let (cfg, _) = parse_budget_config(&json!({"mode": "enforce", "enforceCwds": []}), "");
+    assert_eq!(
+        effective_mode(&cfg, "/work").effective,
+        Mode::Observe,
+        "empty list enforces nowhere"
+    );
+}
+
+#[test]
+fn derived_thresholds_are_sane_for_any_window() {
+    // Small windows get fractions of the usable window.
+    assert_eq!(
+        derived_thresholds(8_192, 16_384, false),
+        Thresholds {
+            soft: 2_211,
+            handoff: 2_764,
+            hard: 3_686,
+            min_progress: 307
+        }
+    );
+    assert_eq!(
+        derived_thresholds(200_000, 16_384, false),
+        Thresholds {
+            soft: 99_152,
+            handoff: 123_940,
+            hard: 165_254,
+            min_progress: 13_771
+        }
+    );
+    // Large windows hold the seed's fixed defaults.
+    assert_eq!(derived_thresholds(1_000_000, 16_384, false), SEED_MAIN);
+    assert_eq!(derived_thresholds(2_000_000, 16_384, true), SEED_SUBAGENT);
+    // In between, each field is capped by the seed value.
+    let t = derived_thresholds(620_000, 16_384, false);
+    assert_eq!(t.handoff, SEED_MAIN.handoff);
+    assert!(t.hard < SEED_MAIN.hard);
+    // Degenerate windows still give positive ordered values.
+    for w in [1, 2, 3, 100] {
+        let t = derived_thresholds(w, 16_384, false);
+        assert!(
+            0 < t.soft && t.soft <= t.handoff && t.handoff <= t.hard && t.min_progress > 0,
+            "{w}: {t:?}"
+        );
+    }
+    assert_eq!(derived_thresholds(0, 0, false), SEED_MAIN, "unknown window");
+}
+
+#[test]
+fn explicit_values_win_and_derived_ones_fit_around_them() {
+    let (cfg, _) = parse_budget_config(&json!({"main": {"hard": 50_000}}), "");
+    let t = resolve_thresholds(&cfg, "p/m", 1_000_000, 16_384, false);
+    assert_eq!(t.hard, 50_000);
+    assert!(t.soft <= t.handoff && t.handoff <= 50_000);
+    let (cfg, _) = parse_budget_config(
+        &json!({"main": {"soft": 300_000}, "models": {"p/m": {"main": {"handoff": 100_000}}}}),
+        "",
+    );
+    let t = resolve_thresholds(&cfg, "p/m", 1_000_000, 16_384, false);
+    assert_eq!((t.soft, t.handoff, t.hard), (100_000, 100_000, 600_000));
+    // Other models are unaffected by the override.
+    let t = resolve_thresholds(&cfg, "p/other", 1_000_000, 16_384, false);
+    assert_eq!((t.soft, t.handoff), (300_000, 400_000));
+}
+
+#[test]
+fn footer_shows_configured_and_effective_mode() {
+    let m = EffectiveMode {
+        configured: Mode::Enforce,
+        effective: Mode::Observe,
+        reason: Some("cwd restriction".into()),
+    };
+    snap!(render_mode_footer(&m).unwrap());
+    let same = EffectiveMode {
+        configured: Mode::Observe,
+        effective: Mode::Observe,
+        reason: None,
+    };
+    assert_eq!(render_mode_footer(&same), None);
+}
+
+#[test]
+fn status_fields_report_projection_and_modes() {
+    let p = params();
+    let (o, _) = step_mode(
+        Mode::Observe,
+        &state_in(Phase::HandoffRequired),
+        &p,
+        &PolicyInput::TurnEnd,
+    );
+    let m = EffectiveMode {
+        configured: Mode::Observe,
+        effective: Mode::Observe,
+        reason: None,
+    };
+    let v = status_fields(&o, &p, &m);
+    assert_eq!(v["phase"], json!("handoff-required"));
+    assert_eq!(v["projected"], json!(true));
+    assert_eq!(v["thresholds"]["minProgress"], json!(50_000));
+    assert_eq!(v["effectiveMode"], json!("observe"));
+}
+
+#[test]
+fn rendered_texts() {
+    snap!("soft_advisory", render_soft_advisory(150_000, &TH));
+    snap!("block_handoff", render_block_handoff(Some(250_000), &TH));
+    snap!("block_pending", render_block_pending());
+    snap!(
+        "block_fallback_hard",
+        render_block_fallback(FallbackReason::Hard, Some(350_000), &params())
+    );
+    snap!(
+        "block_fallback_cap",
+        render_block_fallback(FallbackReason::Cap, Some(250_000), &params())
+    );
+    snap!(
+        "block_fallback_loop",
+        render_block_fallback(FallbackReason::Loop, Some(250_000), &params())
+    );
+    snap!(
+        "settle_continuation",
+        render_settle_continuation(Some(250_000), &TH)
+    );
+    snap!(
+        "forced_note_hard",
+        render_forced_reset_note(FallbackReason::Hard, &params())
+    );
+    snap!(
+        "forced_note_cap",
+        render_forced_reset_note(FallbackReason::Cap, &params())
+    );
+    snap!(
+        "forced_note_loop",
+        render_forced_reset_note(FallbackReason::Loop, &params())
+    );
+}
