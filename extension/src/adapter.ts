@@ -21,7 +21,8 @@ export interface ResetPlan {
 export type HookResult =
 	| { kind: "cancel" }
 	| { kind: "block"; reason: string }
-	| { kind: "reset"; plan: ResetPlan };
+	| { kind: "reset"; plan: ResetPlan }
+	| { kind: "continue"; continuation: { customType: string; content: string } };
 
 export interface HookReply {
 	effects: Effect[];

@@ -97,6 +97,10 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	pi.on("agent_before_settle", (event, ctx) => {
 		const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome });
+		if (reply.result?.kind === "continue") {
+			const { customType, content } = reply.result.continuation;
+			return { entries: [...event.entries, { type: "custom_message", customType, content, display: false }], continue: true };
+		}
 		if (reply.result?.kind !== "reset") return undefined;
 		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
 		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };

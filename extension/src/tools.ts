@@ -79,5 +79,19 @@ export const TOOL_SCHEMAS: Record<string, TSchema> = {
 		closed,
 	),
 	new_context: Type.Object({}, closed),
+	context_handoff: Type.Object(
+		{
+			goal: Type.String({ description: "The task and the original request, verbatim where it matters." }),
+			next_step: Type.String({ description: "The exact next action." }),
+			facts: Type.String({ description: "Verified state: HEAD/commits, test and CI results, completed work." }),
+			decisions: Type.Optional(Type.String({ description: "Decisions taken, and why." })),
+			user_constraints: Type.Optional(Type.String({ description: "The user's constraints, verbatim." })),
+			open_items: Type.Optional(Type.String({ description: "What is still open." })),
+			hypotheses: Type.Optional(Type.String({ description: "Unverified explanations, explicitly not facts." })),
+			files_to_read: Type.Optional(Type.Array(Type.String(), { description: "Absolute paths to read first in the next window." })),
+			launch_prompt: Type.Optional(Type.String({ description: "Absolute path of a prompt file for a relaunch." })),
+		},
+		closed,
+	),
 	get_context_remaining: Type.Object({}, closed),
 };

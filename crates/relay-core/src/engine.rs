@@ -17,8 +17,16 @@ use crate::config::{
     remaining_tokens, reminder_threshold, resolve_config, RelayConfig, DEFAULT_RESERVE_TOKENS,
 };
 use crate::entry::{Entry, EntryKind};
+use crate::handoff::{
+    duplicate_check, render_markdown, sidecar_json, GitState, HandoffArgs, HandoffError,
+    HandoffFingerprint, HandoffMeta,
+};
 use crate::history::History;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
+use crate::policy::{
+    self, effective_mode, handoff_is_forced, invalid_file_config, parse_budget_config, step_mode,
+    BudgetConfig, EffectiveMode, Mode, PolicyEffect, PolicyInput, PolicyParams, PolicyState,
+};
 use crate::render::{
     render_boot_block, render_continuation, render_notes_steer, render_reminder, BootBlock,
     ContinuationReason, NoteIndexEntry,
@@ -39,6 +47,10 @@ pub const RESET_MARKER_TYPE: &str = "relay/reset";
 pub const CONTINUE_TYPE: &str = "relay/continue";
 /// customType of the borrowed turn's note-taking steer.
 pub const STEER_TYPE: &str = "relay/notes-steer";
+/// customType of the record of a written handoff (path and duplicate fingerprint).
+pub const HANDOFF_TYPE: &str = "relay/handoff";
+/// customType of the policy's settle continuation asking for a handoff.
+pub const HANDOFF_REQUEST_TYPE: &str = "relay/handoff-request";
 
 // ---------------------------------------------------------------------------------------------
 // Wire types: what the adapter sends and receives (JSON, camelCase).
@@ -154,6 +166,10 @@ pub enum Effect {
     Status { text: Option<String> },
     /// A line on stderr.
     Log { text: String },
+    /// An event for `events.jsonl` (executed by the binding, never reaches the extension).
+    Telemetry { event: Value },
+    /// The session's `status/<sessionId>.json` (executed by the binding).
+    WriteStatus { status: Value },
 }
 
 /// A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
@@ -185,8 +201,16 @@ pub struct Continuation {
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum HookResult {
     Cancel,
-    Block { reason: String },
-    Reset { plan: ResetPlan },
+    Block {
+        reason: String,
+    },
+    Reset {
+        plan: ResetPlan,
+    },
+    /// Keep the run going with one hidden message (boundary draft + `continue: true`).
+    Continue {
+        continuation: Continuation,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -226,6 +250,15 @@ impl From<ToolOutput> for ToolReply {
 pub struct ConfigSources {
     pub relay: Option<Value>,
     pub compaction: Option<Value>,
+    /// Path of the budget policy file (`context-budget.json` or `PI_CONTEXT_BUDGET_CONFIG`).
+    pub budget_config_path: Option<String>,
+    /// Its contents, when it exists and could be read (the binding reads it).
+    pub budget_file: Option<String>,
+    /// Why it could not be read (absent files are not an error).
+    pub budget_file_error: Option<String>,
+    /// Where status and events go (the binding writes them).
+    pub state_dir: Option<String>,
+    pub cwd: Option<String>,
 }
 
 /// Name, label and description of one tool, as the model sees them.
@@ -295,9 +328,14 @@ pub fn tool_specs() -> Vec<ToolSpec> {
             "Start a fresh context window once this run settles: the conversation so far leaves the context (it stays searchable with the history tools) and the new window opens with your notes index. Write notes first. Call it alone in its tool batch.",
         ),
         spec(
+            "context_handoff",
+            "Context handoff",
+            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (verified state: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Git branch and HEAD are recorded automatically. Call it alone and end your turn: the reset happens at the end of this turn.",
+        ),
+        spec(
             "get_context_remaining",
             "Context remaining",
-            "Report the estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null when Pi cannot estimate yet (right after a reset).",
+            "Report the estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null when Pi cannot estimate it (no reply with usage yet in this window).",
         ),
     ]
 }
@@ -340,6 +378,25 @@ pub struct Engine {
     toggle: Option<bool>,
     /// The largest reset attempt id found on the branch.
     max_attempt_seen: AttemptId,
+    // ----- budget policy (seed 004) -----
+    budget: BudgetConfig,
+    mode: EffectiveMode,
+    policy: PolicyState,
+    /// Thresholds resolved for (model key, context window).
+    params: Option<(String, u64, PolicyParams)>,
+    /// The handoff written in this window and not yet committed: path and markdown.
+    handoff_ready: Option<(String, String)>,
+    /// A forced reset's boot-block note and whether the run continues after it.
+    forced: Option<(String, bool)>,
+    /// The previous handoff's duplicate fingerprint (replayed from `relay/handoff` entries).
+    last_fingerprint: Option<HandoffFingerprint>,
+    /// The previous handoff's path and time, for the status file.
+    last_handoff: Option<(String, i64)>,
+    /// Budget/hard commits found on the branch while replaying.
+    replayed_commits: u32,
+    state_dir_known: bool,
+    /// Policy effects produced while mirroring (a reset applied), delivered with the next reply.
+    pending_policy_fx: Vec<PolicyEffect>,
 }
 
 impl Default for Engine {
@@ -368,6 +425,17 @@ impl Engine {
             run_active: false,
             toggle: None,
             max_attempt_seen: 0,
+            budget: BudgetConfig::default(),
+            mode: effective_mode(&BudgetConfig::default(), ""),
+            policy: PolicyState::default(),
+            params: None,
+            handoff_ready: None,
+            forced: None,
+            last_fingerprint: None,
+            last_handoff: None,
+            replayed_commits: 0,
+            state_dir_known: false,
+            pending_policy_fx: Vec::new(),
         }
     }
 
@@ -419,6 +487,14 @@ impl Engine {
                 },
             }
         }
+        let (budget, mut budget_issues) = select_budget(sources, config.budget.as_ref());
+        issues.append(&mut budget_issues);
+        if budget != self.budget {
+            self.params = None;
+        }
+        self.budget = budget;
+        self.mode = effective_mode(&self.budget, sources.cwd.as_deref().unwrap_or(""));
+        self.state_dir_known = sources.state_dir.is_some();
         let was_enabled = self.toggle.unwrap_or(self.config.enabled);
         let now_enabled = self.toggle.unwrap_or(config.enabled);
         self.config = config;
@@ -455,6 +531,11 @@ impl Engine {
     pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
         self.history = History::new(session_id);
         self.max_attempt_seen = 0;
+        self.replayed_commits = 0;
+        self.last_fingerprint = None;
+        self.last_handoff = None;
+        self.handoff_ready = None;
+        self.forced = None;
         self.notes = Notes::new();
         self.note_ops.clear();
         self.windows = vec![WindowState::default()];
@@ -564,6 +645,18 @@ impl Engine {
                         .push(format!("entry {}: {message}", entry.id)),
                 }
             }
+            EntryKind::Custom { custom_type, data } if custom_type == HANDOFF_TYPE => {
+                if let Some(fp) = data
+                    .get("fingerprint")
+                    .and_then(HandoffFingerprint::from_value)
+                {
+                    let at = fp.at_ms;
+                    self.last_fingerprint = Some(fp);
+                    if let Some(path) = data.get("path").and_then(Value::as_str) {
+                        self.last_handoff = Some((path.to_string(), at));
+                    }
+                }
+            }
             EntryKind::Message(m) if m.role == "user" => {
                 self.current_window_mut().last_user = Some((pos, m.text.clone()));
             }
@@ -587,7 +680,10 @@ impl Engine {
     /// One observation in, the effects and hook result out.
     pub fn handle(&mut self, obs: &Observation) -> HookReply {
         self.tz_offset_minutes = obs.moment.tz_offset_minutes;
+        self.refresh_params(&obs.moment);
         let mut reply = HookReply::default();
+        let mirrored = std::mem::take(&mut self.pending_policy_fx);
+        self.apply_policy(mirrored, &obs.moment, &mut reply);
         match &obs.event {
             Event::SessionStart { .. } => {
                 self.scheduler.handle(SchedInput::Invalidate);
@@ -600,7 +696,7 @@ impl Engine {
                     && !self.boot_reserved
                 {
                     self.boot_reserved = true;
-                    let text = self.boot_text(None, None, None);
+                    let text = self.boot_text(None, None, None, None);
                     reply.effects.push(Effect::Send {
                         custom_type: BOOT_TYPE.into(),
                         content: text,
@@ -610,6 +706,7 @@ impl Engine {
                     });
                 }
                 reply.effects.push(self.status_effect(&obs.moment));
+                self.write_status(&obs.moment, &mut reply);
             }
             Event::SessionTree | Event::SessionShutdown { .. } => {
                 if matches!(obs.event, Event::SessionShutdown { .. }) {
@@ -623,22 +720,58 @@ impl Engine {
             Event::BeforeAgentStart => {
                 self.run_active = true;
                 self.scheduler.handle(SchedInput::BeforeAgentStart);
+                let fx = self.policy_step(PolicyInput::BeforeAgentStart);
+                self.apply_policy(fx, &obs.moment, &mut reply);
             }
             Event::Context => {
                 self.maybe_remind(&obs.moment, &mut reply);
                 reply.effects.push(self.status_effect(&obs.moment));
             }
-            Event::ToolCall { .. } | Event::ToolResult { .. } => {}
+            Event::ToolCall {
+                tool_name,
+                tool_call_id,
+            } => {
+                let mut fx = self.policy_step(PolicyInput::Usage {
+                    tokens: obs.moment.usage.and_then(|u| u.tokens),
+                });
+                fx.extend(self.policy_step(PolicyInput::ToolCall {
+                    id: tool_call_id.clone(),
+                    name: tool_name.clone(),
+                }));
+                self.apply_policy(fx, &obs.moment, &mut reply);
+            }
+            Event::ToolResult {
+                tool_name,
+                tool_call_id,
+                is_error,
+            } => {
+                let fx = self.policy_step(PolicyInput::ToolFinished {
+                    id: tool_call_id.clone(),
+                    name: tool_name.clone(),
+                    success: !is_error,
+                });
+                self.apply_policy(fx, &obs.moment, &mut reply);
+            }
             Event::TurnEnd { .. } => {
+                let mut fx = self.policy_step(PolicyInput::Usage {
+                    tokens: obs.moment.usage.and_then(|u| u.tokens),
+                });
+                fx.extend(self.policy_step(PolicyInput::TurnEnd));
+                self.apply_policy(fx, &obs.moment, &mut reply);
                 let outs = self.scheduler.handle(SchedInput::TurnEnd {
                     has_queued_user_messages: obs.moment.has_pending_messages,
                 });
                 self.apply_sched(outs, &obs.moment, &mut reply);
+                self.write_status(&obs.moment, &mut reply);
             }
             Event::AgentEnd => {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
             Event::AgentBeforeSettle { outcome } => {
+                if outcome.as_deref().unwrap_or("completed") == "completed" {
+                    let fx = self.policy_step(PolicyInput::BeforeSettle);
+                    self.apply_policy(fx, &obs.moment, &mut reply);
+                }
                 let outcome = match outcome.as_deref() {
                     Some("aborted") => Outcome::Aborted,
                     Some("error") => Outcome::Error,
@@ -717,6 +850,225 @@ impl Engine {
         });
     }
 
+    // ----- budget policy -----
+
+    fn refresh_params(&mut self, moment: &Moment) {
+        let key = moment.model.clone().unwrap_or_default();
+        let window = moment
+            .usage
+            .map(|u| u.context_window)
+            .or(moment.context_window)
+            .unwrap_or(0);
+        let fresh = match &self.params {
+            Some((k, w, _)) => *k != key || *w != window,
+            None => true,
+        };
+        if fresh {
+            let params =
+                PolicyParams::resolve(&self.budget, &key, window, self.reserve_tokens, false);
+            self.params = Some((key, window, params));
+        }
+    }
+
+    fn current_params(&self) -> PolicyParams {
+        match &self.params {
+            Some((_, _, p)) => *p,
+            None => PolicyParams::resolve(&self.budget, "", 0, self.reserve_tokens, false),
+        }
+    }
+
+    /// Run the policy transition under the effective mode (observe runs it on a projection).
+    fn policy_step(&mut self, input: PolicyInput) -> Vec<PolicyEffect> {
+        let params = self.current_params();
+        let (state, fx) = step_mode(self.mode.effective, &self.policy, &params, &input);
+        self.policy = state;
+        fx
+    }
+
+    fn apply_policy(&mut self, fx: Vec<PolicyEffect>, moment: &Moment, reply: &mut HookReply) {
+        for effect in fx {
+            match effect {
+                PolicyEffect::Notify { level, text } => reply.effects.push(Effect::Notify {
+                    text,
+                    level: match level {
+                        policy::NotifyLevel::Info => "info".into(),
+                        policy::NotifyLevel::Warning => "warning".into(),
+                    },
+                }),
+                PolicyEffect::Block { reason } => reply.result = Some(HookResult::Block { reason }),
+                PolicyEffect::RequestReset {
+                    source,
+                    continue_run,
+                    note,
+                    ..
+                } => {
+                    let input = match source {
+                        policy::ResetSource::Handoff => SchedInput::HandoffCommitReady,
+                        policy::ResetSource::Forced => {
+                            self.forced = Some((note.unwrap_or_default(), continue_run));
+                            SchedInput::ForcedResetRequested {
+                                source: ResetSource::Forced,
+                            }
+                        }
+                    };
+                    let outs = self.scheduler.handle(input);
+                    self.apply_sched(outs, moment, reply);
+                }
+                PolicyEffect::Continue { text } => {
+                    if reply.result.is_none() {
+                        reply.result = Some(HookResult::Continue {
+                            continuation: Continuation {
+                                custom_type: HANDOFF_REQUEST_TYPE.into(),
+                                content: text,
+                            },
+                        });
+                    }
+                }
+                PolicyEffect::Event { name, fields } => {
+                    let event = self.telemetry_event(&name, fields, moment);
+                    reply.effects.push(Effect::Telemetry { event });
+                }
+            }
+        }
+    }
+
+    fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {
+        let mut event = json!({
+            "ts": moment.now_ms,
+            "event": name,
+            "sessionId": self.history.session_id(),
+            "windowId": self.history.current_window_id(),
+            "mode": self.mode.effective.as_str(),
+        });
+        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), fields) {
+            for (k, v) in extra {
+                obj.entry(k).or_insert(v);
+            }
+        }
+        event
+    }
+
+    /// The status file of seed 004: policy fields plus the session facts.
+    fn write_status(&self, moment: &Moment, reply: &mut HookReply) {
+        if !self.state_dir_known || self.history.session_id().is_empty() {
+            return;
+        }
+        let params = self.current_params();
+        let mut status = policy::status_fields(&self.policy, &params, &self.mode);
+        if let Some(obj) = status.as_object_mut() {
+            obj.insert("sessionId".into(), json!(self.history.session_id()));
+            obj.insert("windowId".into(), json!(self.history.current_window_id()));
+            obj.insert("windowCount".into(), json!(self.window_count()));
+            obj.insert("cwd".into(), json!(moment.cwd));
+            obj.insert("model".into(), json!(moment.model));
+            obj.insert("role".into(), json!("main"));
+            obj.insert("updatedAt".into(), json!(moment.now_ms));
+            obj.insert(
+                "lastHandoff".into(),
+                match &self.last_handoff {
+                    Some((path, at)) => json!({ "path": path, "at": at }),
+                    None => Value::Null,
+                },
+            );
+            obj.insert("windowFeatures".into(), json!(self.enabled()));
+        }
+        reply.effects.push(Effect::WriteStatus { status });
+    }
+
+    /// `context_handoff`, step 1: is the tool active, and are the arguments valid?
+    pub fn handoff_begin(
+        &mut self,
+        args: &Value,
+        moment: &Moment,
+    ) -> Result<HandoffArgs, ToolReply> {
+        self.refresh_params(moment);
+        let parsed = HandoffArgs::parse(args).map_err(|e| ToolReply::from(e.to_tool_output()))?;
+        if self.mode.effective != Mode::Enforce {
+            let mut reply = ToolReply::from(ToolOutput::json(&json!({
+                "written": false,
+                "mode": self.mode.effective.as_str(),
+                "configured_mode": self.mode.configured.as_str(),
+                "reason": self.mode.reason,
+                "message": "Handoffs are not enforced here (budget policy mode is not enforce): nothing was written and no reset follows. Keep working; use notes and new_context to carry state across windows.",
+            })));
+            if self.mode.effective == Mode::Observe {
+                let event = self.telemetry_event(
+                    "would_handoff",
+                    json!({ "goal_chars": parsed.goal.chars().count() }),
+                    moment,
+                );
+                reply.effects.push(Effect::Telemetry { event });
+            }
+            return Err(reply);
+        }
+        Ok(parsed)
+    }
+
+    /// `context_handoff`, step 2: back-off check and rendering, with the metadata the binding collected.
+    pub fn handoff_render(
+        &self,
+        args: &HandoffArgs,
+        git: &GitFacts,
+        markdown_path: &str,
+        sequence: u32,
+        moment: &Moment,
+    ) -> Result<(String, Value, HandoffFingerprint), ToolReply> {
+        if !handoff_is_forced(&self.policy) {
+            if let Err(retry) = duplicate_check(
+                self.last_fingerprint.as_ref(),
+                moment.now_ms,
+                git.head.as_deref(),
+                args,
+            ) {
+                return Err(ToolOutput::error(retry.message(moment.tz_offset_minutes)).into());
+            }
+        }
+        let meta = HandoffMeta {
+            timestamp_ms: moment.now_ms,
+            tz_offset_minutes: moment.tz_offset_minutes,
+            cwd: moment.cwd.clone(),
+            repo_root: git.repo_root.clone(),
+            git_branch: git.branch.clone(),
+            git_head: git.head.clone(),
+            git_state: git.state,
+            session_id: self.history.session_id().to_string(),
+            sequence,
+            window_id: self.history.current_window_id().to_string(),
+        };
+        let markdown = render_markdown(args, &meta)
+            .map_err(|e: HandoffError| ToolReply::from(e.to_tool_output()))?;
+        let sidecar = sidecar_json(args, &meta, markdown_path);
+        let fingerprint = HandoffFingerprint::new(args, moment.now_ms, git.head.as_deref());
+        Ok((markdown, sidecar, fingerprint))
+    }
+
+    /// `context_handoff`, step 3: the files are written; arm the commit at this turn's end.
+    pub fn handoff_written(
+        &mut self,
+        path: &str,
+        markdown: String,
+        fingerprint: HandoffFingerprint,
+        moment: &Moment,
+    ) -> ToolReply {
+        self.handoff_ready = Some((path.to_string(), markdown));
+        let fx = self.policy_step(PolicyInput::HandoffWritten {
+            path: path.to_string(),
+        });
+        let mut hook = HookReply::default();
+        self.apply_policy(fx, moment, &mut hook);
+        let mut reply = ToolReply::from(ToolOutput::json(&json!({
+            "written": true,
+            "path": path,
+            "commit": "at the end of this turn the context resets and work continues from this handoff; end your turn now and call no other tool",
+        })));
+        reply.persist = Some(Marker {
+            custom_type: HANDOFF_TYPE.into(),
+            data: json!({ "path": path, "fingerprint": fingerprint.to_value() }),
+        });
+        reply.effects = hook.effects;
+        reply
+    }
+
     fn apply_sched(&mut self, outs: Vec<SchedOutput>, moment: &Moment, reply: &mut HookReply) {
         for out in outs {
             match out {
@@ -770,6 +1122,7 @@ impl Engine {
         current: Option<&str>,
         previous: Option<&str>,
         dropped: Option<&str>,
+        handoff: Option<&str>,
     ) -> String {
         let ids = self.history.window_ids();
         let first = ids.first().copied().unwrap_or("");
@@ -790,7 +1143,7 @@ impl Engine {
                 .collect(),
             note_count: self.notes.len(),
             tz_offset_minutes: self.tz_offset_minutes,
-            handoff: None,
+            handoff,
             dropped_request: dropped,
         };
         render_boot_block(&block)
@@ -814,8 +1167,20 @@ impl Engine {
         } else {
             None
         };
-        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped);
+        // A written handoff travels into the next window whatever triggered the reset; a forced
+        // reset carries its explanation instead.
+        let handoff = match (&self.handoff_ready, &self.forced) {
+            (Some((_, markdown)), _) => Some(markdown.as_str()),
+            (None, Some((note, _))) if source == ResetSource::Forced => Some(note.as_str()),
+            _ => None,
+        };
+        let continuation = match (&self.forced, source) {
+            (Some((_, keep_going)), ResetSource::Forced) => continuation && *keep_going,
+            _ => continuation,
+        };
+        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff);
         let source_name = source_name(source);
+        let kind = self.policy.committing.map(|k| k.as_str());
         let reason = match source {
             ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
                 ContinuationReason::Fallback
@@ -837,6 +1202,8 @@ impl Engine {
                 "previousWindowId": previous,
                 "attempt": attempt,
                 "source": source_name,
+                "kind": kind,
+                "handoffPath": self.handoff_ready.as_ref().map(|(p, _)| p.clone()),
             }),
             continuation: continuation.then(|| Continuation {
                 custom_type: CONTINUE_TYPE.into(),
@@ -858,6 +1225,10 @@ impl Engine {
         }
         if let Some(p) = self.scheduler.pending() {
             s.push_str(&format!(" · reset pending ({})", source_name(p)));
+        }
+        if let Some(footer) = policy::render_mode_footer(&self.mode) {
+            s.push_str(" · ");
+            s.push_str(&footer);
         }
         s
     }
@@ -1024,4 +1395,57 @@ fn splitmix64(mut x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Git facts the binding collects for a handoff (independently of the model).
+#[derive(Debug, Clone)]
+pub struct GitFacts {
+    pub repo_root: Option<String>,
+    pub branch: Option<String>,
+    pub head: Option<String>,
+    pub state: GitState,
+}
+
+/// The budget policy configuration: the file when there is one (an unusable file selects safe
+/// observe mode and says why), else the `budget` object of Relay's settings, else the defaults.
+fn select_budget(
+    sources: &ConfigSources,
+    from_settings: Option<&Value>,
+) -> (BudgetConfig, Vec<ConfigIssue>) {
+    let file_path = sources
+        .budget_config_path
+        .clone()
+        .unwrap_or_else(|| "context-budget.json".into());
+    if let Some(error) = &sources.budget_file_error {
+        let issue = ConfigIssue {
+            path: file_path,
+            message: format!(
+                "cannot read the budget configuration ({error}); using safe observe mode"
+            ),
+        };
+        return (invalid_file_config(issue.clone()), vec![issue]);
+    }
+    if let Some(text) = &sources.budget_file {
+        return match serde_json::from_str::<Value>(text) {
+            Ok(v) if v.is_object() => parse_budget_config(&v, &file_path),
+            Ok(_) => {
+                let issue = ConfigIssue {
+                    path: file_path,
+                    message: "expected a JSON object; using safe observe mode".into(),
+                };
+                (invalid_file_config(issue.clone()), vec![issue])
+            }
+            Err(e) => {
+                let issue = ConfigIssue {
+                    path: file_path,
+                    message: format!("not valid JSON ({e}); using safe observe mode"),
+                };
+                (invalid_file_config(issue.clone()), vec![issue])
+            }
+        };
+    }
+    match from_settings {
+        Some(v) => parse_budget_config(v, "relay.budget"),
+        None => (BudgetConfig::default(), Vec::new()),
+    }
 }

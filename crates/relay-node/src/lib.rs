@@ -4,8 +4,9 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use relay_core::engine::{self, ConfigSources, Observation};
+use relay_core::engine::{self, ConfigSources, Effect, GitFacts, Observation, ToolReply};
 use relay_core::entry::{parse_entries, Entry};
+use std::path::{Path, PathBuf};
 
 fn invalid(what: &str, err: impl std::fmt::Display) -> Error {
     Error::new(Status::InvalidArg, format!("relay: invalid {what}: {err}"))
@@ -21,6 +22,8 @@ pub fn version() -> String {
 pub struct JsEngine {
     inner: engine::Engine,
     reported: Vec<String>,
+    /// Where status and events are written (`PI_CONTEXT_BUDGET_STATE_DIR` or agentDir/context-budget).
+    state_dir: Option<PathBuf>,
 }
 
 impl Default for JsEngine {
@@ -36,6 +39,7 @@ impl JsEngine {
         JsEngine {
             inner: engine::Engine::new(),
             reported: Vec::new(),
+            state_dir: None,
         }
     }
 
@@ -117,7 +121,12 @@ impl JsEngine {
             serde_json::from_str(&args_json).map_err(|e| invalid("tool arguments", e))?;
         let moment: engine::Moment =
             serde_json::from_str(&observation_json).map_err(|e| invalid("tool observation", e))?;
-        let reply = self.inner.tool(&name, &args, &moment);
+        let mut reply = if name == "context_handoff" {
+            self.handoff(&args, &moment)
+        } else {
+            self.inner.tool(&name, &args, &moment)
+        };
+        self.execute(&mut reply.effects);
         serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
     }
 
@@ -134,5 +143,102 @@ impl JsEngine {
     #[napi]
     pub fn tool_specs(&self) -> String {
         serde_json::to_string(&engine::tool_specs()).unwrap_or_else(|_| "[]".into())
+    }
+}
+
+impl JsEngine {
+    /// Perform the file effects here (telemetry and status) and leave the rest for the extension.
+    /// A telemetry write failure never fails the hook: it becomes a warning on stderr.
+    fn execute(&mut self, effects: &mut Vec<Effect>) {
+        let session_id = self.inner.history().session_id().to_string();
+        let mut kept = Vec::with_capacity(effects.len());
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Telemetry { event } => {
+                    if let Some(dir) = &self.state_dir {
+                        if let Err(e) = relay_io::telemetry::append_event(dir, &event) {
+                            kept.push(Effect::Log {
+                                text: format!(
+                                    "relay: cannot append to {}: {e}",
+                                    relay_io::telemetry::events_path(dir).display()
+                                ),
+                            });
+                        }
+                    }
+                }
+                Effect::WriteStatus { status } => {
+                    if let Some(dir) = &self.state_dir {
+                        if let Err(e) = relay_io::telemetry::write_status(dir, &session_id, &status)
+                        {
+                            kept.push(Effect::Log {
+                                text: format!(
+                                    "relay: cannot write the status file in {}: {e}",
+                                    dir.display()
+                                ),
+                            });
+                        }
+                    }
+                }
+                other => kept.push(other),
+            }
+        }
+        *effects = kept;
+    }
+
+    /// `context_handoff`: validate, collect git facts, render, write the files, arm the commit.
+    fn handoff(&mut self, args: &serde_json::Value, moment: &engine::Moment) -> ToolReply {
+        let parsed = match self.inner.handoff_begin(args, moment) {
+            Ok(parsed) => parsed,
+            Err(reply) => return reply,
+        };
+        let info = relay_io::git::git_state(Path::new(&moment.cwd));
+        let git = GitFacts {
+            repo_root: info.repo_root.clone(),
+            branch: info.branch.clone(),
+            head: info.head.clone(),
+            state: info.state,
+        };
+        let root = PathBuf::from(info.repo_root.as_deref().unwrap_or(&moment.cwd));
+        let session_id = self.inner.history().session_id().to_string();
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            ToolReply {
+            text: format!("context_handoff: cannot {what}: {e}. Nothing was committed; the context stays as it is."),
+            is_error: true,
+            ..ToolReply::default()
+        }
+        };
+        // A concurrent writer may take a sequence number: re-render with the next one.
+        for _ in 0..5 {
+            let n = match relay_io::handoff_files::next_sequence(&root, &session_id) {
+                Ok(n) => n,
+                Err(e) => return fail("choose a handoff file name", &e),
+            };
+            let path = relay_io::handoff_files::handoff_path(&root, &session_id, n);
+            let path_text = path.display().to_string();
+            let (markdown, sidecar, fingerprint) = match self
+                .inner
+                .handoff_render(&parsed, &git, &path_text, n, moment)
+            {
+                Ok(rendered) => rendered,
+                Err(reply) => return reply,
+            };
+            match relay_io::handoff_files::write_handoff(&root, &session_id, n, &markdown, &sidecar)
+            {
+                Ok(written) => {
+                    return self.inner.handoff_written(
+                        &written.display().to_string(),
+                        markdown,
+                        fingerprint,
+                        moment,
+                    );
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return fail(&format!("write {path_text}"), &e),
+            }
+        }
+        fail(
+            "find a free handoff file name",
+            &"too many concurrent handoffs",
+        )
     }
 }
