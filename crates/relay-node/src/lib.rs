@@ -189,7 +189,7 @@ impl JsEngine {
     fn handoff(&mut self, args: &serde_json::Value, moment: &engine::Moment) -> ToolReply {
         let parsed = match self.inner.handoff_begin(args, moment) {
             Ok(parsed) => parsed,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let info = relay_io::git::git_state(Path::new(&moment.cwd));
         let git = GitFacts {
@@ -220,7 +220,7 @@ impl JsEngine {
                 .handoff_render(&parsed, &git, &path_text, n, moment)
             {
                 Ok(rendered) => rendered,
-                Err(reply) => return reply,
+                Err(reply) => return *reply,
             };
             match relay_io::handoff_files::write_handoff(&root, &session_id, n, &markdown, &sidecar)
             {

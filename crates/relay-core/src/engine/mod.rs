@@ -28,8 +28,8 @@ use crate::policy::{
     BudgetConfig, EffectiveMode, Mode, PolicyEffect, PolicyInput, PolicyParams, PolicyState,
 };
 use crate::render::{
-    render_boot_block, render_continuation, render_notes_steer, render_reminder, BootBlock,
-    ContinuationReason, NoteIndexEntry,
+    group_digits, render_boot_block, render_continuation, render_notes_steer, render_reminder,
+    BootBlock, ContinuationReason, NoteIndexEntry,
 };
 use crate::scheduler::{
     AttemptId, CompactReason, NewContextAnswer, Outcome, ResetSource, SchedInput, SchedOutput,
@@ -980,9 +980,10 @@ impl Engine {
         &mut self,
         args: &Value,
         moment: &Moment,
-    ) -> Result<HandoffArgs, ToolReply> {
+    ) -> Result<HandoffArgs, Box<ToolReply>> {
         self.refresh_params(moment);
-        let parsed = HandoffArgs::parse(args).map_err(|e| ToolReply::from(e.to_tool_output()))?;
+        let parsed =
+            HandoffArgs::parse(args).map_err(|e| Box::new(ToolReply::from(e.to_tool_output())))?;
         if self.mode.effective != Mode::Enforce {
             let mut reply = ToolReply::from(ToolOutput::json(&json!({
                 "written": false,
@@ -999,7 +1000,7 @@ impl Engine {
                 );
                 reply.effects.push(Effect::Telemetry { event });
             }
-            return Err(reply);
+            return Err(Box::new(reply));
         }
         Ok(parsed)
     }
@@ -1012,7 +1013,7 @@ impl Engine {
         markdown_path: &str,
         sequence: u32,
         moment: &Moment,
-    ) -> Result<(String, Value, HandoffFingerprint), ToolReply> {
+    ) -> Result<(String, Value, HandoffFingerprint), Box<ToolReply>> {
         if !handoff_is_forced(&self.policy) {
             if let Err(retry) = duplicate_check(
                 self.last_fingerprint.as_ref(),
@@ -1020,7 +1021,9 @@ impl Engine {
                 git.head.as_deref(),
                 args,
             ) {
-                return Err(ToolOutput::error(retry.message(moment.tz_offset_minutes)).into());
+                return Err(Box::new(
+                    ToolOutput::error(retry.message(moment.tz_offset_minutes)).into(),
+                ));
             }
         }
         let meta = HandoffMeta {
@@ -1219,7 +1222,7 @@ impl Engine {
         let mut s = format!("relay w{}", self.window_count());
         if let Some(u) = moment.usage {
             match remaining_tokens(u.context_window, u.tokens, self.reserve_tokens) {
-                Some(r) => s.push_str(&format!(" · {} left", group_thousands(r))),
+                Some(r) => s.push_str(&format!(" · {} left", group_digits(r))),
                 None => s.push_str(" · fresh"),
             }
         }
@@ -1263,7 +1266,7 @@ impl Engine {
                     match remaining_tokens(u.context_window, u.tokens, self.reserve_tokens) {
                         Some(r) => s.push_str(&format!(
                             " · {} tokens left before the reserve",
-                            group_thousands(r)
+                            group_digits(r)
                         )),
                         None => s.push_str(" · remaining budget unknown until the next reply"),
                     }
@@ -1273,6 +1276,23 @@ impl Engine {
                     None => s.push_str(" · no reset pending"),
                 }
                 s.push_str(&format!(" · {} notes", self.notes.len()));
+                if self.mode.configured == self.mode.effective {
+                    s.push_str(&format!(
+                        " · budget policy: {}",
+                        self.mode.effective.as_str()
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        " · budget policy: configured {}, effective {}{}",
+                        self.mode.configured.as_str(),
+                        self.mode.effective.as_str(),
+                        self.mode
+                            .reason
+                            .as_ref()
+                            .map(|r| format!(" ({r})"))
+                            .unwrap_or_default()
+                    ));
+                }
                 s
             }
             other => {
@@ -1301,7 +1321,16 @@ impl Engine {
                 match self.notes.prepare(name, args, moment.now_ms) {
                     Err(out) => out.into(),
                     Ok(op) => {
-                        let mut preview = self.notes.clone();
+                        // Preview the operation on a copy of the one note it touches.
+                        let mut preview = Notes::new();
+                        if let Some(note) = self.notes.get(&op.path) {
+                            let _ = preview.apply(&NoteOp {
+                                kind: crate::notes::NoteOpKind::Write,
+                                path: note.path.clone(),
+                                content: note.content.clone(),
+                                at_ms: note.updated_ms,
+                            });
+                        }
                         let text = match preview.apply(&op) {
                             Ok(()) => preview.op_result(&op),
                             Err(e) => ToolOutput::error(e.to_string()),
@@ -1366,18 +1395,6 @@ fn source_name(source: ResetSource) -> &'static str {
         ResetSource::Overflow => "overflow",
         ResetSource::Threshold => "threshold",
     }
-}
-
-fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -1449,3 +1466,6 @@ fn select_budget(
         None => (BudgetConfig::default(), Vec::new()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,396 @@
+//! Engine-level tests: observations in, effects out, on a mirrored branch built from real entry
+//! JSON. Texts the model sees are snapshot-tested.
+
+use super::*;
+use crate::entry::parse_entry;
+
+const SID: &str = "01a2-test-session";
+
+fn moment(tokens: Option<u64>) -> Moment {
+    Moment {
+        now_ms: 1_764_450_000_000,
+        tz_offset_minutes: 60,
+        usage: Some(Usage {
+            tokens,
+            context_window: 100_000,
+        }),
+        model: Some("faux/faux-1".into()),
+        context_window: Some(100_000),
+        idle: false,
+        has_pending_messages: false,
+        cwd: "/work/project".into(),
+        session_id: SID.into(),
+    }
+}
+
+fn obs(event: Event, tokens: Option<u64>) -> Observation {
+    Observation {
+        moment: moment(tokens),
+        event,
+    }
+}
+
+struct Branch {
+    n: u32,
+    last: Option<String>,
+}
+
+impl Branch {
+    fn new() -> Self {
+        Branch { n: 0, last: None }
+    }
+    fn entry(&mut self, body: serde_json::Value) -> Entry {
+        self.n += 1;
+        let id = format!("{:08x}", self.n);
+        let mut v = body;
+        v["id"] = json!(id);
+        v["parentId"] = json!(self.last);
+        v["timestamp"] = json!("2025-11-29T21:00:00.000Z");
+        self.last = Some(id);
+        parse_entry(&v.to_string()).expect("test entry parses")
+    }
+    fn user(&mut self, text: &str) -> Entry {
+        self.entry(json!({"type":"message","message":{"role":"user","content":text}}))
+    }
+    fn custom_message(&mut self, custom_type: &str, text: &str) -> Entry {
+        self.entry(
+            json!({"type":"custom_message","customType":custom_type,"content":text,"display":true}),
+        )
+    }
+    fn custom(&mut self, custom_type: &str, data: serde_json::Value) -> Entry {
+        self.entry(json!({"type":"custom","customType":custom_type,"data":data}))
+    }
+    fn compaction(&mut self, summary: &str, details: serde_json::Value) -> Entry {
+        self.entry(json!({"type":"compaction","summary":summary,"firstKeptEntryId":null,"tokensBefore":1,"details":details}))
+    }
+}
+
+fn engine() -> Engine {
+    let mut e = Engine::new();
+    e.resync(SID, &[]);
+    e
+}
+
+fn sends(reply: &HookReply, custom_type: &str) -> Vec<String> {
+    reply
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                custom_type: t,
+                content,
+                ..
+            } if t == custom_type => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn tool_specs_are_what_the_model_reads() {
+    let text: String = tool_specs()
+        .iter()
+        .map(|s| format!("## {} — {}\n{}\n", s.name, s.label, s.description))
+        .collect();
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
+    let mut e = engine();
+    let first = e.handle(&obs(
+        Event::SessionStart {
+            reason: "startup".into(),
+        },
+        None,
+    ));
+    let boots = sends(&first, BOOT_TYPE);
+    assert_eq!(boots.len(), 1);
+    assert!(boots[0].contains(&format!("first_window_id: pcw:{SID}:root")));
+    // A second session_start before the entry is mirrored (reload) does not send it again.
+    let again = e.handle(&obs(
+        Event::SessionStart {
+            reason: "reload".into(),
+        },
+        None,
+    ));
+    assert!(sends(&again, BOOT_TYPE).is_empty());
+    // Once the entry is on the branch, a fresh engine (a reload of the JSONL) sees it.
+    let mut b = Branch::new();
+    let entries = vec![b.custom_message(BOOT_TYPE, &boots[0]), b.user("hello")];
+    let mut reloaded = Engine::new();
+    reloaded.resync(SID, &entries);
+    let reply = reloaded.handle(&obs(
+        Event::SessionStart {
+            reason: "resume".into(),
+        },
+        None,
+    ));
+    assert!(sends(&reply, BOOT_TYPE).is_empty());
+}
+
+#[test]
+fn reminder_fires_once_per_window_at_reserve_plus_margin() {
+    let mut e = engine();
+    // 100k window, default reserve 16,384 + margin 24,576 = 40,960 physical remaining.
+    let below = e.handle(&obs(Event::Context, Some(59_000)));
+    assert!(
+        sends(&below, REMINDER_TYPE).is_empty(),
+        "41,000 left: no reminder yet"
+    );
+    let crossing = e.handle(&obs(Event::Context, Some(59_040)));
+    let texts = sends(&crossing, REMINDER_TYPE);
+    assert_eq!(texts.len(), 1);
+    insta::assert_snapshot!("reminder_at_crossing", texts[0]);
+    let later = e.handle(&obs(Event::Context, Some(70_000)));
+    assert!(
+        sends(&later, REMINDER_TYPE).is_empty(),
+        "reserved until mirrored"
+    );
+    // Mirrored, then a new window: the next crossing reminds again.
+    let mut b = Branch::new();
+    let entries = vec![b.user("x"), b.custom_message(REMINDER_TYPE, &texts[0])];
+    e.append(&entries);
+    assert!(sends(&e.handle(&obs(Event::Context, Some(80_000))), REMINDER_TYPE).is_empty());
+    e.append(&[b.compaction(
+        "boot",
+        json!({"relay":"window","windowId":format!("pcw:{SID}:0badcafe")}),
+    )]);
+    assert!(
+        sends(&e.handle(&obs(Event::Context, None)), REMINDER_TYPE).is_empty(),
+        "unknown usage never reminds"
+    );
+    assert_eq!(
+        sends(&e.handle(&obs(Event::Context, Some(80_000))), REMINDER_TYPE).len(),
+        1
+    );
+}
+
+#[test]
+fn new_context_resets_at_the_settle_point_with_one_continuation() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("do the thing")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    let first = e.tool("new_context", &json!({}), &moment(Some(10_000)));
+    assert!(first.terminate && !first.is_error);
+    let second = e.tool("new_context", &json!({}), &moment(Some(10_000)));
+    insta::assert_snapshot!(
+        "new_context_replies",
+        format!("{}\n---\n{}", first.text, second.text)
+    );
+    let reply = e.handle(&obs(
+        Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        },
+        Some(10_000),
+    ));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected a reset, got {:?}", reply.result)
+    };
+    assert_eq!(plan.details["relay"], "window");
+    assert_eq!(plan.details["source"], "new_context");
+    assert_eq!(
+        plan.details["previousWindowId"],
+        json!(format!("pcw:{SID}:root"))
+    );
+    let window_id = plan.details["windowId"].as_str().unwrap().to_string();
+    assert!(
+        window_id.starts_with(&format!("pcw:{SID}:"))
+            && window_id.len() == format!("pcw:{SID}:").len() + 8
+    );
+    assert!(plan
+        .summary
+        .contains(&format!("current_window_id: {window_id}")));
+    let continuation = plan.continuation.expect("one continuation");
+    assert_eq!(continuation.custom_type, CONTINUE_TYPE);
+    // The adapter installs it; the mirror sees the compaction: the window changes, nothing is pending.
+    e.append(&[
+        b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
+        b.compaction(&plan.summary, plan.details.clone()),
+    ]);
+    assert_eq!(e.history().current_window_id(), window_id);
+    let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
+    assert!(settled.result.is_none());
+    let third = e.tool("new_context", &json!({}), &moment(None));
+    assert!(
+        third.text.contains("as soon as this run settles"),
+        "a new request is accepted: {}",
+        third.text
+    );
+}
+
+#[test]
+fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("hello")]);
+    let on = e.handle(&obs(
+        Event::SessionBeforeCompact {
+            reason: "manual".into(),
+            will_retry: false,
+        },
+        Some(10_000),
+    ));
+    assert!(
+        matches!(on.result, Some(HookResult::Reset { .. })),
+        "{:?}",
+        on.result
+    );
+    e.append(&[b.compaction("boot", json!({"relay":"window","windowId":"x","attempt":1}))]);
+    let off = e.handle(&obs(Event::Command { args: "off".into() }, None));
+    insta::assert_snapshot!("command_off", notify_texts(&off));
+    let hook = e.handle(&obs(
+        Event::SessionBeforeCompact {
+            reason: "threshold".into(),
+            will_retry: false,
+        },
+        Some(90_000),
+    ));
+    assert!(
+        hook.result.is_none(),
+        "Pi's own compaction applies while off"
+    );
+    let status = e.handle(&obs(
+        Event::Command {
+            args: String::new(),
+        },
+        Some(50_000),
+    ));
+    insta::assert_snapshot!("command_status_off", notify_texts(&status));
+    let bad = e.handle(&obs(
+        Event::Command {
+            args: "sideways".into(),
+        },
+        None,
+    ));
+    assert!(notify_texts(&bad).contains("unknown argument"));
+}
+
+fn notify_texts(reply: &HookReply) -> String {
+    reply
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Notify { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn get_context_remaining_subtracts_the_reserve_and_is_null_when_unknown() {
+    let mut e = engine();
+    let known = e.tool("get_context_remaining", &json!({}), &moment(Some(50_000)));
+    assert_eq!(known.text, r#"{"remaining_tokens":33616}"#);
+    let full = e.tool("get_context_remaining", &json!({}), &moment(Some(99_000)));
+    assert_eq!(full.text, r#"{"remaining_tokens":0}"#);
+    let unknown = e.tool("get_context_remaining", &json!({}), &moment(None));
+    assert_eq!(unknown.text, r#"{"remaining_tokens":null}"#);
+}
+
+#[test]
+fn invalid_settings_are_reported_once_each_with_their_key_path() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        relay: Some(json!({"reminderMarginTokens": -5, "budget": {"mode": "sometimes"}})),
+        compaction: Some(json!({"reserveTokens": "lots"})),
+        ..ConfigSources::default()
+    };
+    let mut seen = Vec::new();
+    let first = e.configure_reply(&sources, &mut seen);
+    let text = notify_texts(&first);
+    assert!(text.contains("relay.reminderMarginTokens"), "{text}");
+    assert!(text.contains("relay.budget.mode"), "{text}");
+    assert!(text.contains("compaction.reserveTokens"), "{text}");
+    let second = e.configure_reply(&sources, &mut seen);
+    assert!(notify_texts(&second).is_empty(), "reported once");
+}
+
+#[test]
+fn an_unreadable_budget_file_selects_observe_and_says_so() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        relay: Some(json!({"budget": {"mode": "enforce"}})),
+        budget_config_path: Some("/agent/context-budget.json".into()),
+        budget_file: Some("{ not json".into()),
+        ..ConfigSources::default()
+    };
+    let issues = e.configure(&sources);
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].path, "/agent/context-budget.json");
+    assert_eq!(e.mode.effective, Mode::Observe);
+}
+
+#[test]
+fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        relay: Some(
+            json!({"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}),
+        ),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let mut b = Branch::new();
+    e.append(&[b.user("go")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    // The floor: the first usage after bootstrap.
+    e.handle(&obs(Event::TurnEnd { outcome: None }, Some(5_000)));
+    let call = |e: &mut Engine, name: &str, tokens| {
+        e.handle(&obs(
+            Event::ToolCall {
+                tool_name: name.into(),
+                tool_call_id: format!("call-{name}"),
+            },
+            Some(tokens),
+        ))
+    };
+    assert!(call(&mut e, "notes_write_file", 10_000).result.is_none());
+    let blocked = call(&mut e, "notes_write_file", 31_000);
+    let Some(HookResult::Block { reason }) = blocked.result else {
+        panic!("expected a block")
+    };
+    assert!(reason.contains("context_handoff"), "{reason}");
+    assert!(call(&mut e, "context_handoff", 31_500).result.is_none());
+    assert!(blocked
+        .effects
+        .iter()
+        .any(|eff| matches!(eff, Effect::Telemetry { event } if event["event"] == "tool_blocked")));
+}
+
+#[test]
+fn observe_mode_turns_every_decision_into_a_would_event() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        relay: Some(
+            json!({"budget": {"mode": "observe", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}),
+        ),
+        ..ConfigSources::default()
+    };
+    e.configure(&sources);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.handle(&obs(Event::TurnEnd { outcome: None }, Some(5_000)));
+    let reply = e.handle(&obs(
+        Event::ToolCall {
+            tool_name: "notes_write_file".into(),
+            tool_call_id: "c1".into(),
+        },
+        Some(31_000),
+    ));
+    assert!(reply.result.is_none(), "observe never blocks");
+    assert!(reply
+        .effects
+        .iter()
+        .any(|eff| matches!(eff, Effect::Telemetry { event } if event["event"] == "would_block")));
+    let handoff = e.handoff_begin(
+        &json!({"goal":"g","next_step":"n","facts":"f"}),
+        &moment(Some(31_000)),
+    );
+    let Err(reply) = handoff else {
+        panic!("no-op in observe")
+    };
+    insta::assert_snapshot!("handoff_in_observe", reply.text);
+}
