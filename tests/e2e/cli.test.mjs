@@ -83,3 +83,41 @@ test("relay CLI exits 2 with a clear message on unreadable input", () => {
 	assert.equal(r.status, 2);
 	assert.match(r.stderr, /nonexistent\/session\.jsonl/);
 });
+
+test("pi -p: a threshold crossing mid-run borrows one note-taking turn, resets, and continues on stdout", () => {
+	const run = runPi({
+		window: 100000,
+		settings: { compaction: { enabled: true, keepRecentTokens: 1 } },
+		script: [
+			{ tool: "notes_append_to_file", args: { path: "log.md", content: "step A done\n" }, tokens: 90000 },
+			{ tool: "notes_write_file", args: { path: "state.md", content: "A done; next B" } },
+			{ text: "notes are up to date" },
+			{ text: "continued with B in the new window" },
+		],
+		prompts: ["Do A, then B."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), "continued with B in the new window");
+	const steers = run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/notes-steer");
+	assert.equal(steers.length, 1);
+	const compactions = run.lines.filter((l) => l.type === "compaction");
+	assert.equal(compactions.length, 1);
+	assert.equal(compactions[0].details.source, "fallback");
+	assert.match(compactions[0].summary, /state\.md/);
+	assert.equal(run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue").length, 1);
+	// The model saw four requests and Pi's summarizer none.
+	assert.equal((run.stderr.match(/── request \d+/g) ?? []).length, 4);
+});
+
+test("pi --mode json: the reset and its continuation appear in the event stream", () => {
+	const run = runPi({
+		script: [{ tool: "new_context" }, { text: "json mode continued" }],
+		prompts: ["Reset in json mode."],
+		extraArgs: ["--mode", "json"],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	const events = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+	assert.ok(events.length > 0);
+	assert.match(run.stdout, /json mode continued/);
+	assert.equal(run.lines.filter((l) => l.type === "compaction").length, 1);
+});
