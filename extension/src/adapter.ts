@@ -38,14 +38,20 @@ export interface ToolReply {
 	effects?: Effect[];
 }
 
-/** Facts about the moment that every observation carries. Pi computes them; the engine judges them. */
-export function moment(ctx: ExtensionContext): Record<string, unknown> {
+/**
+ * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
+ * Pi's usage figure is only fetched for tools (`withUsage`): `getContextUsage()` walks the whole
+ * branch, so hooks that run on every request let the engine estimate usage from its mirror instead.
+ */
+export function moment(ctx: ExtensionContext, withUsage = false): Record<string, unknown> {
 	let usage: { tokens: number | null; contextWindow: number } | null = null;
-	try {
-		const u = ctx.getContextUsage();
-		if (u) usage = { tokens: u.tokens, contextWindow: u.contextWindow };
-	} catch {
-		usage = null;
+	if (withUsage) {
+		try {
+			const u = ctx.getContextUsage();
+			if (u) usage = { tokens: u.tokens, contextWindow: u.contextWindow };
+		} catch {
+			usage = null;
+		}
 	}
 	const model = ctx.model ? `${ctx.model.provider}/${ctx.model.id}` : null;
 	return {

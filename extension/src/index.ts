@@ -38,7 +38,7 @@ export default function relay(pi: ExtensionAPI) {
 			parameters,
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				sync(engine, ctx, state);
-				const reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx)))) as ToolReply;
+				const reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true)))) as ToolReply;
 				if (reply.persist) {
 					pi.appendEntry(reply.persist.customType, reply.persist.data);
 					sync(engine, ctx, state);

@@ -46,6 +46,17 @@ export async function startSession({
 	const cwd = join(root, "work");
 	mkdirSync(agentDir, { recursive: true });
 	mkdirSync(cwd, { recursive: true });
+	// Keep Relay's files (budget config, status, events) inside the test folder, never in ~/.pi.
+	const ownedEnv = [];
+	for (const [key, value] of [
+		["PI_CODING_AGENT_DIR", agentDir],
+		["PI_CONTEXT_BUDGET_STATE_DIR", join(agentDir, "context-budget")],
+	]) {
+		if (process.env[key] === undefined) {
+			process.env[key] = value;
+			ownedEnv.push(key);
+		}
+	}
 	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }] });
 	const requests = [];
 	const queue = steps.map(reply);
@@ -135,6 +146,7 @@ export async function startSession({
 		async dispose() {
 			await session.extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
 			session.dispose();
+			for (const key of ownedEnv) delete process.env[key];
 		},
 	};
 }

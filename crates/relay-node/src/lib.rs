@@ -46,9 +46,19 @@ impl JsEngine {
     /// Validate and apply configuration sources; returns a HookReply with one warning per problem.
     #[napi]
     pub fn configure(&mut self, json: String) -> Result<String> {
-        let sources: ConfigSources =
+        let mut sources: ConfigSources =
             serde_json::from_str(&json).map_err(|e| invalid("configuration sources", e))?;
-        let reply = self.inner.configure_reply(&sources, &mut self.reported);
+        // The budget policy file is re-read each time (startup and every input), as seed 004 does.
+        if let Some(path) = sources.budget_config_path.clone() {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => sources.budget_file = Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => sources.budget_file_error = Some(e.to_string()),
+            }
+        }
+        self.state_dir = sources.state_dir.as_deref().map(PathBuf::from);
+        let mut reply = self.inner.configure_reply(&sources, &mut self.reported);
+        self.execute(&mut reply.effects);
         serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
     }
 
@@ -135,7 +145,8 @@ impl JsEngine {
     pub fn handle(&mut self, observation_json: String) -> Result<String> {
         let obs: Observation =
             serde_json::from_str(&observation_json).map_err(|e| invalid("observation", e))?;
-        let reply = self.inner.handle(&obs);
+        let mut reply = self.inner.handle(&obs);
+        self.execute(&mut reply.effects);
         serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
     }
 

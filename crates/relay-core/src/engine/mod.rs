@@ -349,6 +349,23 @@ struct WindowState {
     boot_at: Option<usize>,
     reminder_at: Option<usize>,
     last_user: Option<(usize, String)>,
+    /// Context size the way Pi estimates it, kept incrementally so that no hook has to ask Pi
+    /// (whose `getContextUsage()` walks the whole branch): the last valid assistant usage in this
+    /// window, plus chars/4 of every message after it.
+    last_usage: Option<u64>,
+    trailing: u64,
+    /// chars/4 of every message of the window (Pi's estimate before any usage is known).
+    all: u64,
+}
+
+/// One message's part in the usage estimate, kept so a navigation can rebuild the estimate of
+/// the window it lands in.
+#[derive(Debug, Clone, Copy)]
+struct UsageMark {
+    pos: usize,
+    /// A valid assistant usage, or `None` for a message that only adds its estimate.
+    usage: Option<u64>,
+    estimate: u64,
 }
 
 /// Relay's engine. See the module documentation.
@@ -397,6 +414,7 @@ pub struct Engine {
     state_dir_known: bool,
     /// Policy effects produced while mirroring (a reset applied), delivered with the next reply.
     pending_policy_fx: Vec<PolicyEffect>,
+    usage_marks: Vec<UsageMark>,
 }
 
 impl Default for Engine {
@@ -436,6 +454,7 @@ impl Engine {
             replayed_commits: 0,
             state_dir_known: false,
             pending_policy_fx: Vec::new(),
+            usage_marks: Vec::new(),
         }
     }
 
@@ -530,6 +549,7 @@ impl Engine {
     /// Replace the mirror with a whole branch, root first.
     pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
         self.history = History::new(session_id);
+        self.usage_marks.clear();
         self.max_attempt_seen = 0;
         self.replayed_commits = 0;
         self.last_fingerprint = None;
@@ -548,6 +568,11 @@ impl Engine {
         // Attempt ids recorded on the branch are history: new attempts must never match them.
         self.scheduler
             .set_next_attempt_floor(self.max_attempt_seen + 1);
+        // Budget/hard commits made before a reload still count toward the cap.
+        self.policy = PolicyState {
+            handoffs_committed: self.replayed_commits,
+            ..PolicyState::default()
+        };
         self.boot_reserved = false;
         self.reminder_reserved = None;
     }
@@ -586,6 +611,27 @@ impl Engine {
                         w.last_user = None;
                     }
                 }
+                while self.usage_marks.last().is_some_and(|m| m.pos >= len) {
+                    self.usage_marks.pop();
+                }
+                let start = self.current_window().start;
+                let (mut last_usage, mut trailing, mut all) = (None, 0, 0);
+                for mark in self.usage_marks.iter().rev().take_while(|m| m.pos >= start) {
+                    match mark.usage {
+                        Some(u) if last_usage.is_none() => last_usage = Some(u),
+                        Some(_) => {}
+                        None => {
+                            all += mark.estimate;
+                            if last_usage.is_none() {
+                                trailing += mark.estimate;
+                            }
+                        }
+                    }
+                }
+                let w = self.current_window_mut();
+                w.last_usage = last_usage;
+                w.trailing = trailing;
+                w.all = all;
                 let before = self.note_ops.len();
                 self.note_ops.retain(|(p, _)| *p < len);
                 if self.note_ops.len() != before {
@@ -613,7 +659,12 @@ impl Engine {
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
-                if !self.replaying {
+                if self.replaying {
+                    let kind = details.get("kind").and_then(Value::as_str);
+                    if matches!(kind, Some("budget" | "hard" | "forcedHard")) {
+                        self.replayed_commits += 1;
+                    }
+                } else {
                     if let (Some(a), Some(inflight)) = (attempt, self.inflight) {
                         if a == inflight {
                             self.inflight = None;
@@ -621,6 +672,11 @@ impl Engine {
                                 .handle(SchedInput::ResetApplied { attempt: a });
                         }
                     }
+                    // Any new window (Relay's or Pi's own compaction) starts the budget afresh.
+                    let fx = self.policy_step(PolicyInput::ResetApplied);
+                    self.pending_policy_fx.extend(fx);
+                    self.handoff_ready = None;
+                    self.forced = None;
                 }
                 self.reminder_reserved = None;
             }
@@ -662,6 +718,72 @@ impl Engine {
             }
             _ => {}
         }
+        self.account_usage(pos, entry);
+    }
+
+    /// Pi's context estimate (`estimateContextTokens`): the last assistant usage that is neither
+    /// aborted nor an error, plus ceil(chars/4) per later message; chars are UTF-16 code units.
+    fn account_usage(&mut self, pos: usize, entry: &Entry) {
+        let estimate = |text: &str| (text.encode_utf16().count() as u64).div_ceil(4);
+        let mark = match &entry.kind {
+            EntryKind::Message(m) if m.role == "system" => return,
+            EntryKind::Message(m) => {
+                let valid = m.role == "assistant"
+                    && !matches!(m.stop_reason.as_deref(), Some("aborted" | "error"))
+                    && m.usage_total.unwrap_or(0) > 0;
+                if valid {
+                    UsageMark {
+                        pos,
+                        usage: m.usage_total,
+                        estimate: 0,
+                    }
+                } else {
+                    UsageMark {
+                        pos,
+                        usage: None,
+                        estimate: estimate(&m.text),
+                    }
+                }
+            }
+            EntryKind::CustomMessage { text, .. } => UsageMark {
+                pos,
+                usage: None,
+                estimate: estimate(text),
+            },
+            _ => return,
+        };
+        self.usage_marks.push(mark);
+        let w = self.current_window_mut();
+        match mark.usage {
+            Some(u) => {
+                w.last_usage = Some(u);
+                w.trailing = 0;
+            }
+            None => {
+                w.trailing += mark.estimate;
+                w.all += mark.estimate;
+            }
+        }
+    }
+
+    /// The usage figure the policy and the reminder judge: Pi's own when the observation carries
+    /// it (tools), else the engine's incremental estimate. `None` while unknown (a window whose
+    /// reset has no assistant usage yet).
+    fn usage(&self, moment: &Moment) -> Option<Usage> {
+        if moment.usage.is_some() {
+            return moment.usage;
+        }
+        let context_window = moment.context_window?;
+        let w = self.current_window();
+        let tokens = match w.last_usage {
+            Some(u) => Some(u + w.trailing),
+            None if self.windows.len() == 1 => Some(w.all),
+            None => None,
+        };
+        Some(Usage {
+            tokens,
+            context_window,
+        })
     }
 
     fn current_window_mut(&mut self) -> &mut WindowState {
@@ -679,6 +801,12 @@ impl Engine {
 
     /// One observation in, the effects and hook result out.
     pub fn handle(&mut self, obs: &Observation) -> HookReply {
+        let mut moment = obs.moment.clone();
+        moment.usage = self.usage(&obs.moment);
+        let obs = &Observation {
+            moment,
+            event: obs.event.clone(),
+        };
         self.tz_offset_minutes = obs.moment.tz_offset_minutes;
         self.refresh_params(&obs.moment);
         let mut reply = HookReply::default();
@@ -1053,17 +1181,29 @@ impl Engine {
         fingerprint: HandoffFingerprint,
         moment: &Moment,
     ) -> ToolReply {
-        self.handoff_ready = Some((path.to_string(), markdown));
         let fx = self.policy_step(PolicyInput::HandoffWritten {
             path: path.to_string(),
         });
         let mut hook = HookReply::default();
         self.apply_policy(fx, moment, &mut hook);
-        let mut reply = ToolReply::from(ToolOutput::json(&json!({
-            "written": true,
-            "path": path,
-            "commit": "at the end of this turn the context resets and work continues from this handoff; end your turn now and call no other tool",
-        })));
+        let committing = self.policy.phase() == policy::Phase::HandoffPendingCommit;
+        let mut reply = if committing {
+            self.handoff_ready = Some((path.to_string(), markdown));
+            ToolReply::from(ToolOutput::json(&json!({
+                "written": true,
+                "path": path,
+                "commit": "at the end of this turn the context resets and work continues from this handoff; end your turn now and call no other tool",
+            })))
+        } else {
+            // A cap or loop-guard fallback is armed (or a reset is already under way): the file
+            // stays as a record, but it cannot replace the fallback.
+            ToolReply::from(ToolOutput::json(&json!({
+                "written": true,
+                "path": path,
+                "committed": false,
+                "reason": "a fallback reset is already armed for this window; this handoff is kept on disk but does not replace it. End your turn.",
+            })))
+        };
         reply.persist = Some(Marker {
             custom_type: HANDOFF_TYPE.into(),
             data: json!({ "path": path, "fingerprint": fingerprint.to_value() }),
