@@ -548,6 +548,17 @@ impl Engine {
 
     /// Replace the mirror with a whole branch, root first.
     pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
+        self.begin_resync(session_id);
+        for entry in entries {
+            self.push_replayed(entry);
+        }
+        self.end_resync();
+    }
+
+    /// Streaming form of [`Engine::resync`]: `begin_resync`, then `push_replayed` for each entry
+    /// of the branch (root first), then `end_resync` gives exactly the state `resync` gives for
+    /// the same entries, without holding the whole branch in memory at once.
+    pub fn begin_resync(&mut self, session_id: &str) {
         self.history = History::new(session_id);
         self.usage_marks.clear();
         self.max_attempt_seen = 0;
@@ -561,9 +572,16 @@ impl Engine {
         self.windows = vec![WindowState::default()];
         self.skipped_notes.clear();
         self.replaying = true;
-        for entry in entries {
-            self.push(entry);
-        }
+    }
+
+    /// The next entry of a branch being replayed after [`Engine::begin_resync`].
+    pub fn push_replayed(&mut self, entry: &Entry) {
+        debug_assert!(self.replaying, "push_replayed outside begin_resync/end_resync");
+        self.push(entry);
+    }
+
+    /// Ends a replay started by [`Engine::begin_resync`].
+    pub fn end_resync(&mut self) {
         self.replaying = false;
         // Attempt ids recorded on the branch are history: new attempts must never match them.
         self.scheduler
@@ -890,7 +908,8 @@ impl Engine {
                     has_queued_user_messages: obs.moment.has_pending_messages,
                 });
                 self.apply_sched(outs, &obs.moment, &mut reply);
-                self.write_status(&obs.moment, &mut reply);
+                // The status file is written at session start, when a run settles and after a
+                // reset or handoff, never per turn: an atomic write costs fsyncs on the hot path.
             }
             Event::AgentEnd => {
                 self.scheduler.handle(SchedInput::AgentEnd);
@@ -916,9 +935,11 @@ impl Engine {
                     // The reset handed out at this settle point never reached the branch.
                     self.scheduler.handle(SchedInput::ResetRejected { attempt });
                 }
+                self.run_active = false;
                 self.scheduler
                     .handle(SchedInput::Settled { aborted: *aborted });
                 reply.effects.push(self.status_effect(&obs.moment));
+                self.write_status(&obs.moment, &mut reply);
             }
             Event::SessionBeforeCompact { reason, .. } => {
                 if !self.enabled() {
