@@ -49,7 +49,8 @@ lint: deps
 
 bench: build
 	cargo bench -p relay-core
-	$(NODE) bench/search.mjs
+	$(NODE) --expose-gc bench/engine.mjs
+	$(NODE) bench/reset.mjs
 
 clean:
 	cargo clean

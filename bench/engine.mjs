@@ -11,7 +11,7 @@
 // (Node 22.23 strips the types), so what is timed is the extension's own code, not a copy of it.
 // No timed assertions: the script prints figures, ratios and a verdict per requirement.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync, closeSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,8 +22,8 @@ const NATIVE = new URL("../extension/src/native.ts", import.meta.url).href;
 const SETTINGS = new URL("../extension/src/settings.ts", import.meta.url).href;
 const SELF = fileURLToPath(import.meta.url);
 
-const GEN_VERSION = 1;
-const RARE = "Q7X-RARE-NEEDLE-5e1f0c";
+const GEN_VERSION = 2;
+const RARE = "StaleLeaseError: lease 5e1f0c7a expired";
 const COMMON = "ECONNRESET_RETRY_BUDGET";
 const COMMON_RATE = 0.05;
 const COMPACTION_EVERY = 10_000;
@@ -92,12 +92,19 @@ function makeGenerator(seed) {
 	const logUniform = (lo, hi) => Math.round(Math.exp(Math.log(lo) + rnd() * (Math.log(hi) - Math.log(lo))));
 	const syllables = ["ta", "ro", "ne", "mi", "ka", "lu", "se", "do", "vi", "pe", "ga", "fo", "ri", "zu", "be", "hal", "tor", "ment", "ing", "con", "str", "al", "er", "ex", "pro", "que", "sync", "load", "io"];
 	const vocab = Array.from({ length: 3000 }, () => Array.from({ length: int(1, 4) }, () => pick(syllables)).join(""));
-	// Lower-case pools: the needles (upper case and digits) never occur in them by accident.
+	const cap = (w) => w[0].toUpperCase() + w.slice(1);
+	// Mixed case, digits and punctuation, so neither the JS baseline nor memmem's prefilter gets
+	// an unrealistically easy haystack. The needles are checked absent from the pools below.
+	const word = () => {
+		const r = rnd();
+		return r < 0.88 ? pick(vocab) : r < 0.94 ? cap(pick(vocab)) : r < 0.97 ? cap(pick(vocab)) + cap(pick(vocab)) : String(int(0, 99999));
+	};
 	const prose = [];
 	let n = 0;
 	while (n < 6 * 1048576) {
-		const words = Array.from({ length: int(6, 18) }, () => pick(vocab));
-		const line = words.join(" ") + (rnd() < 0.3 ? ".\n" : ". ");
+		const words = Array.from({ length: int(6, 18) }, word);
+		words[0] = cap(words[0]);
+		const line = words.join(rnd() < 0.2 ? ", " : " ") + (rnd() < 0.3 ? ".\n" : ". ");
 		prose.push(line);
 		n += line.length;
 	}
@@ -106,15 +113,20 @@ function makeGenerator(seed) {
 	while (n < 6 * 1048576) {
 		const r = rnd();
 		const line =
-			r < 0.4
-				? `    let ${pick(vocab)} = ${pick(vocab)}(&${pick(vocab)}, "${pick(vocab)} ${pick(vocab)}")?;\n`
-				: r < 0.7
-					? `src/${pick(vocab)}/${pick(vocab)}.rs:${int(1, 2000)}: ${pick(vocab)} ${pick(vocab)} ${pick(vocab)}\n`
-					: `\t${pick(vocab)}\t${int(0, 99999)}\t${pick(vocab)} ${pick(vocab)}\n`;
+			r < 0.35
+				? `    let ${pick(vocab)}_${pick(vocab)} = ${cap(pick(vocab))}${cap(pick(vocab))}::${pick(vocab)}(&${pick(vocab)}, "${word()} ${word()}")?;\n`
+				: r < 0.6
+					? `src/${pick(vocab)}/${pick(vocab)}.rs:${int(1, 2000)}:${int(1, 99)}: ${cap(pick(vocab))}Error: ${word()} ${word()} ${word()}\n`
+					: r < 0.8
+						? `{"${pick(vocab)}": ${int(0, 99999)}, "${pick(vocab)}Id": "${int(0, 4294967295).toString(16)}", "ok": ${rnd() < 0.5}}\n`
+						: `\t${cap(pick(vocab))}\t${int(0, 99999)}\t${word()} ${word()}\n`;
 		code.push(line);
 		n += line.length;
 	}
 	const pools = { prose: prose.join(""), code: code.join("") };
+	for (const pool of Object.values(pools)) {
+		if (pool.includes(RARE) || pool.includes(COMMON)) throw new Error("a needle occurs in the generated text pool; change the needle");
+	}
 	const slice = (pool, len) => {
 		const p = pools[pool];
 		const off = Math.floor(rnd() * (p.length - len));
@@ -369,6 +381,13 @@ const SEED = Number(process.env.RELAY_BENCH_SEED ?? 1);
 if (!(MB > 0) || !(ITERS > 0)) throw new Error("RELAY_BENCH_MB and RELAY_BENCH_ITERS must be positive numbers");
 if (typeof global.gc !== "function") console.error("note: run with --expose-gc for steadier RSS figures");
 
+// Pi's agent folder and Relay's state folder (status file, event log) go to a private temp folder,
+// never to the user's ~/.pi. The status file is still written on every turn_end, as in production.
+const scratch = mkdtempSync(join(tmpdir(), "relay-bench-agent-"));
+process.env.PI_CODING_AGENT_DIR = join(scratch, "agent");
+process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(scratch, "context-budget");
+mkdirSync(process.env.PI_CODING_AGENT_DIR, { recursive: true });
+
 const { sync, fullSync, moment, run } = await import(ADAPTER);
 const { native } = await import(NATIVE);
 const { loadSettings } = await import(SETTINGS);
@@ -387,6 +406,7 @@ const bigWork = workCopy(big.file);
 const smallWork = workCopy(small.file);
 process.on("exit", () => {
 	for (const f of [bigWork, smallWork]) rmSync(f, { force: true });
+	rmSync(scratch, { recursive: true, force: true });
 });
 
 // ---- start-up: 3 fresh processes -----------------------------------------------------------
@@ -407,15 +427,21 @@ let t0 = performance.now();
 const bigSm = SessionManager.open(bigWork);
 const piOpenMs = performance.now() - t0;
 if (bigSm.getLeafId() !== big.leafId) throw new Error("SessionManager did not open the generated leaf");
+/** What the extension's session_start hook does: fullSync, configure, handle(session_start). */
+function bringUp(sm) {
+	const ctx = makeCtx(sm);
+	const engine = new Engine();
+	const state = {};
+	fullSync(engine, ctx, state);
+	run(piStub, ctx, JSON.parse(engine.configure(JSON.stringify(loadSettings(piStub, ctx)))).effects);
+	run(piStub, ctx, JSON.parse(engine.handle(JSON.stringify({ type: "session_start", ...moment(ctx), reason: "startup" }))).effects);
+	return { ctx, engine, state };
+}
 const bigCtx = makeCtx(bigSm);
 gc();
 const rssBeforeEngine = rss();
 t0 = performance.now();
-const bigEngine = new Engine();
-const bigState = {};
-fullSync(bigEngine, bigCtx, bigState);
-JSON.parse(bigEngine.configure(JSON.stringify(loadSettings(piStub, bigCtx))));
-run(piStub, bigCtx, JSON.parse(bigEngine.handle(JSON.stringify({ type: "session_start", ...moment(bigCtx), reason: "startup" }))).effects);
+const { engine: bigEngine, state: bigState } = bringUp(bigSm);
 const sessionStartMs = performance.now() - t0;
 gc();
 const inProcessGrowth = rss() - rssBeforeEngine;
@@ -492,13 +518,22 @@ const bigBase = baselineRequests(bigSm, Math.min(ITERS, 60));
 log(`per request @${big.entries}: relay median ${bigReq.all.median.toFixed(1)} µs; baseline ${bigBase.median.toFixed(2)} ms`);
 
 const smallSm = SessionManager.open(smallWork);
-const smallCtx = makeCtx(smallSm);
-const smallEngine = new Engine();
-const smallState = {};
-fullSync(smallEngine, smallCtx, smallState);
+const { engine: smallEngine, state: smallState } = bringUp(smallSm);
 const smallReq = perRequest(smallSm, smallEngine, smallState, ITERS);
 const smallBase = baselineRequests(smallSm, ITERS);
 log(`per request @${small.entries}: relay median ${smallReq.all.median.toFixed(1)} µs; baseline ${smallBase.median.toFixed(3)} ms`);
+
+// ---- diagnostic: the same hooks without Relay's status-file write (stateDir unset) -------------
+const DIAG_ITERS = Math.min(ITERS, 500);
+const noStatus = (engine, sm) => {
+	const ctx = makeCtx(sm);
+	run(piStub, ctx, JSON.parse(engine.configure(JSON.stringify({ ...loadSettings(piStub, ctx), stateDir: null }))).effects);
+};
+noStatus(bigEngine, bigSm);
+const bigNoStatus = perRequest(bigSm, bigEngine, bigState, DIAG_ITERS);
+noStatus(smallEngine, smallSm);
+const smallNoStatus = perRequest(smallSm, smallEngine, smallState, DIAG_ITERS);
+log(`without the status-file write: context/tool_call/turn_end @${big.entries} ${["context", "tool_call", "turn_end"].map((k) => bigNoStatus[k].median.toFixed(1)).join("/")} µs, @${small.entries} ${["context", "tool_call", "turn_end"].map((k) => smallNoStatus[k].median.toFixed(1)).join("/")} µs`);
 
 // ---- report ----------------------------------------------------------------------------------
 const us = (x) => `${x.toFixed(1)} µs`;
@@ -517,6 +552,9 @@ for (const [label, r, b, entries] of [["1k", smallReq, smallBase, small.entries]
 	for (const k of ["context", "tool_call", "turn_end"]) {
 		row(`Per request @${entries} entries: \`${k}\` (median / p90)`, `${us(r[k].median)} / ${us(r[k].p90)}`, k === "context" ? `${ms(b.median, 3)} / ${ms(b.p90, 3)}` : "—", k === "context" ? `${(b.median * 1000 / r[k].median).toFixed(0)}× faster` : "—", "≤ 50 µs median", verdict(r[k].median <= 50));
 	}
+}
+for (const k of ["context", "tool_call", "turn_end"]) {
+	row(`Diagnostic, stateDir unset (no status-file write): \`${k}\` @1k / @full (median; ${DIAG_ITERS} iterations)`, `${us(smallNoStatus[k].median)} / ${us(bigNoStatus[k].median)}`, "—", `${(bigNoStatus[k].median / smallNoStatus[k].median).toFixed(2)}×`, "(info)", "");
 }
 row("Per request: flatness, full / 1k (all three hooks, median)", `${us(bigReq.all.median)} / ${us(smallReq.all.median)}`, `${ms(bigBase.median, 2)} / ${ms(smallBase.median, 3)}`, `${flat.toFixed(2)}× (baseline ${(bigBase.median / smallBase.median).toFixed(0)}×)`, "≤ 1.5×", verdict(flat <= 1.5));
 for (const [label, need] of [["rare", 10], ["common", 5]]) {
