@@ -772,3 +772,38 @@ test("git metadata: a repository's branch and HEAD are recorded; outside a repos
 	assert.equal(plain.sidecar.git.head, null);
 	assert.equal(plain.sidecar.git.state, "noGit");
 });
+
+test("telemetry: an unwritable state folder never prevents the handoff commit", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	// The state "folder" is a plain file: every status and event write fails.
+	const blocker = join(root, "not-a-folder");
+	writeFileSync(blocker, "x");
+	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(blocker, "context-budget");
+	const lines = [];
+	const original = console.error;
+	console.error = (...args) => lines.push(args.join(" "));
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [
+			{ text: "warm-up", tokens: 5_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
+			"Resumed despite telemetry failures.",
+		],
+	});
+	try {
+		await t.session.prompt("Warm up.");
+		await t.session.prompt("Hand off now.");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1, "the handoff committed");
+		assert.equal(compactions[0].details.source, "handoff");
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Resumed despite telemetry failures.");
+		assert.ok(lines.some((l) => l.includes("relay: cannot")), `the failure is reported: ${lines.join(" | ")}`);
+	} finally {
+		console.error = original;
+		await t.dispose();
+		env.restore();
+	}
+});
