@@ -454,6 +454,10 @@ fn item_rows(result: &Value, file: Option<&str>, field: &str) -> Vec<Vec<String>
             }
             row.extend([s("window_id"), s("item_id"), s("role"), s("tool_name")]);
             let mut content = one_line(item[field].as_str().unwrap_or(""), 120);
+            // A snippet that starts inside the item says so.
+            if item["snippet_offset_chars"].as_u64().is_some_and(|o| o > 0) {
+                content.insert(0, '…');
+            }
             if item["truncated"] == json!(true) && !content.ends_with('…') {
                 content.push('…');
             }
