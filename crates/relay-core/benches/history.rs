@@ -6,7 +6,10 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use relay_core::entry::{branch_indices, parse_line, parse_session, Entry, EntryKind, Line};
+use relay_core::engine::Engine;
+use relay_core::entry::{
+    branch_indices, parse_line, parse_session, stream_branch, BranchSink, Entry, EntryKind, Line,
+};
 use relay_core::history::History;
 use serde_json::json;
 
@@ -281,6 +284,34 @@ fn main() {
         h
     };
     let push_all = time(3, || build(&branch));
+
+    // Start-up: whole-file parse + branch + resync, against the streaming load the addon uses.
+    let leaf = branch.last().map(|e| e.id.clone()).unwrap_or_default();
+    let load_whole = time(3, || {
+        let parsed = parse_session(&text);
+        let branch: Vec<Entry> = branch_indices(&parsed.entries, Some(&leaf))
+            .into_iter()
+            .map(|i| parsed.entries[i].clone())
+            .collect();
+        let mut engine = Engine::new();
+        engine.resync("bench-session", &branch);
+        engine
+    });
+    struct Replay<'a>(&'a mut Engine);
+    impl BranchSink for Replay<'_> {
+        fn begin(&mut self) {
+            self.0.begin_resync("bench-session");
+        }
+        fn entry(&mut self, entry: Entry) {
+            self.0.push_replayed(&entry);
+        }
+    }
+    let load_stream = time(3, || {
+        let mut engine = Engine::new();
+        assert!(stream_branch(&text, &leaf, &mut Replay(&mut engine)));
+        engine.end_resync();
+        engine
+    });
     let mut history = build(&branch);
     let heap_grown = history.heap_bytes();
     history.shrink_to_fit();
@@ -304,6 +335,21 @@ fn main() {
         format!("History::push x{} (branch)", branch.len()),
         fmt(push_all),
         format!("{:.0} MB/s", mb / push_all.as_secs_f64())
+    );
+    println!(
+        "{:<46} {:>14} {:>14}",
+        "load: parse_session + branch + Engine::resync",
+        fmt(load_whole),
+        format!("{:.0} MB/s", mb / load_whole.as_secs_f64())
+    );
+    println!(
+        "{:<46} {:>14} {:>14}",
+        "load: stream_branch into Engine (addon path)",
+        fmt(load_stream),
+        format!(
+            "{:.2}x faster",
+            load_whole.as_secs_f64() / load_stream.as_secs_f64()
+        )
     );
     println!(
         "{:<46} {:>14} {:>14}",

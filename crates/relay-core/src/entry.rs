@@ -7,7 +7,7 @@
 //! with its line number while the rest of the file still loads.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -316,7 +316,15 @@ fn content_text(content: Option<RawContent<'_>>, assistant: bool) -> String {
     match content {
         None => String::new(),
         Some(RawContent::Text(t)) => t.into_owned(),
-        Some(RawContent::Blocks(blocks)) => {
+        Some(RawContent::Blocks(mut blocks)) => {
+            // The usual case, a single text block, is moved rather than copied.
+            if let [block] = blocks.as_mut_slice() {
+                if block.kind.as_deref() == Some("text") {
+                    if let Some(t) = block.text.take() {
+                        return t.into_owned();
+                    }
+                }
+            }
             let mut out = String::new();
             let mut first = true;
             for block in blocks {
@@ -567,16 +575,29 @@ pub fn parse_session(text: &str) -> ParsedSession {
 /// Without a leaf, the last entry is the leaf. An unknown leaf gives an empty path; a missing
 /// parent ends the walk (that entry is the root); a cycle is cut where it closes.
 pub fn branch_indices(entries: &[Entry], leaf_id: Option<&str>) -> Vec<usize> {
-    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        by_id.insert(e.id.as_str(), i);
+    branch_path(
+        entries.len(),
+        |i| (entries[i].id.as_str(), entries[i].parent_id.as_deref()),
+        leaf_id,
+    )
+}
+
+/// [`branch_indices`] over `len` entries given as `(id, parent_id)` by `at`.
+fn branch_path<'a>(
+    len: usize,
+    at: impl Fn(usize) -> (&'a str, Option<&'a str>),
+    leaf_id: Option<&str>,
+) -> Vec<usize> {
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(len);
+    for i in 0..len {
+        by_id.insert(at(i).0, i);
     }
     let start = match leaf_id {
         Some(id) => by_id.get(id).copied(),
-        None => entries.len().checked_sub(1),
+        None => len.checked_sub(1),
     };
     let mut path = Vec::new();
-    let mut seen = vec![false; entries.len()];
+    let mut seen = vec![false; len];
     let mut cursor = start;
     while let Some(i) = cursor {
         if seen[i] {
@@ -584,13 +605,134 @@ pub fn branch_indices(entries: &[Entry], leaf_id: Option<&str>) -> Vec<usize> {
         }
         seen[i] = true;
         path.push(i);
-        cursor = entries[i]
-            .parent_id
-            .as_deref()
-            .and_then(|p| by_id.get(p).copied());
+        cursor = at(i).1.and_then(|p| by_id.get(p).copied());
     }
     path.reverse();
     path
+}
+
+/// Receives the entries of a branch from [`stream_branch`].
+pub trait BranchSink {
+    /// Starts (or starts over): forget every entry received since the previous `begin`.
+    fn begin(&mut self);
+    /// The next entry of the branch, root first.
+    fn entry(&mut self, entry: Entry);
+}
+
+/// What the general path of [`stream_branch`] keeps of each entry line.
+struct LineRec {
+    id: String,
+    parent_id: Option<String>,
+    start: usize,
+    end: usize,
+}
+
+/// The non-blank lines of a session file with their byte ranges (`\r\n` endings trimmed).
+fn lines_with_ranges(text: &str) -> impl Iterator<Item = (usize, usize, &str)> {
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
+    let mut start = 0;
+    ends.filter_map(move |end| {
+        let raw = &text[start..end];
+        let from = start;
+        start = end + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        (!line.trim().is_empty()).then_some((from, from + line.len(), line))
+    })
+}
+
+/// The last entry of a session file, as [`parse_session`] would list it.
+fn last_entry(text: &str) -> Option<Entry> {
+    text.rsplit('\n').find_map(|raw| {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if line.trim().is_empty() {
+            return None;
+        }
+        match parse_line(line) {
+            Ok(Line::Entry(e)) => Some(e),
+            _ => None,
+        }
+    })
+}
+
+/// Feeds the branch of a session file that ends at the entry `leaf_id` to `sink`, root first,
+/// decoding one line at a time: the whole file is never held as a list of entries.
+///
+/// The entries the sink receives after its last `begin` are exactly those of
+/// `branch_indices(&parse_session(text).entries, Some(leaf_id))`, in that order. Returns false,
+/// without calling the sink at all, when no entry of the file has the id `leaf_id`.
+///
+/// When the leaf is the file's last entry and every entry's parent is the entry before it (a
+/// file without branches), each line is decoded once and handed over at once. Otherwise the
+/// ids and parents of all lines are read first, then only the branch's lines are decoded again.
+pub fn stream_branch(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> bool {
+    let linear_candidate = last_entry(text).is_some_and(|e| e.id == leaf_id);
+    let mut recs: Vec<LineRec> = Vec::new();
+    let mut lines = lines_with_ranges(text);
+    if linear_candidate {
+        // Fast path: push while the chain holds.
+        let mut linear = true;
+        sink.begin();
+        for (start, end, line) in lines.by_ref() {
+            let Ok(Line::Entry(entry)) = parse_line(line) else {
+                continue;
+            };
+            let follows = match recs.last() {
+                None => true,
+                Some(prev) => entry.parent_id.as_deref() == Some(prev.id.as_str()),
+            };
+            if !follows {
+                linear = false;
+                recs.push(LineRec {
+                    id: entry.id,
+                    parent_id: entry.parent_id,
+                    start,
+                    end,
+                });
+                break;
+            }
+            recs.push(LineRec {
+                id: entry.id.clone(),
+                parent_id: entry.parent_id.clone(),
+                start,
+                end,
+            });
+            sink.entry(entry);
+        }
+        if linear {
+            // Every entry was pushed and the last one is the leaf. With unique ids that is the
+            // whole branch; a repeated id changes what the parent links resolve to.
+            let mut ids: HashSet<&str> = HashSet::with_capacity(recs.len());
+            if recs.iter().all(|r| ids.insert(r.id.as_str())) {
+                return true;
+            }
+        }
+    }
+    // General path: ids and parents of every entry line, then the branch.
+    for (start, end, line) in lines {
+        if let Ok(Line::Entry(entry)) = parse_line(line) {
+            recs.push(LineRec {
+                id: entry.id,
+                parent_id: entry.parent_id,
+                start,
+                end,
+            });
+        }
+    }
+    let path = branch_path(
+        recs.len(),
+        |i| (recs[i].id.as_str(), recs[i].parent_id.as_deref()),
+        Some(leaf_id),
+    );
+    if path.is_empty() {
+        return false;
+    }
+    sink.begin();
+    for i in path {
+        if let Ok(Line::Entry(entry)) = parse_line(&text[recs[i].start..recs[i].end]) {
+            sink.entry(entry);
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -982,5 +1124,135 @@ mod tests {
         assert_eq!(branch_indices(&cyclic, None), vec![0, 1]);
         let orphan = vec![e("x", Some("missing")), e("y", Some("x"))];
         assert_eq!(branch_indices(&orphan, None), vec![0, 1]);
+    }
+
+    /// Records what `stream_branch` hands over; `begin` forgets earlier entries.
+    #[derive(Default)]
+    struct Recorder {
+        begins: usize,
+        entries: Vec<Entry>,
+    }
+
+    impl BranchSink for Recorder {
+        fn begin(&mut self) {
+            self.begins += 1;
+            self.entries.clear();
+        }
+        fn entry(&mut self, entry: Entry) {
+            self.entries.push(entry);
+        }
+    }
+
+    /// `stream_branch` must give exactly the branch `parse_session` + `branch_indices` give.
+    fn assert_stream_matches(text: &str, leaf: &str) -> Recorder {
+        let parsed = parse_session(text);
+        let expected: Vec<Entry> = branch_indices(&parsed.entries, Some(leaf))
+            .into_iter()
+            .map(|i| parsed.entries[i].clone())
+            .collect();
+        let mut rec = Recorder::default();
+        let found = stream_branch(text, leaf, &mut rec);
+        assert_eq!(found, !expected.is_empty(), "leaf {leaf} in {text}");
+        if found {
+            assert!(rec.begins >= 1);
+            assert_eq!(rec.entries, expected, "leaf {leaf} in {text}");
+        } else {
+            assert_eq!(
+                rec.begins, 0,
+                "the sink is untouched when the leaf is missing"
+            );
+            assert!(rec.entries.is_empty());
+        }
+        rec
+    }
+
+    fn line(id: &str, parent: Option<&str>, text: &str) -> String {
+        serde_json::to_string(&json!({
+            "type": "message", "id": id, "parentId": parent, "timestamp": "T",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn stream_branch_linear_file_is_read_once() {
+        let text = [
+            r#"{"type":"session","version":3,"id":"S","timestamp":"T","cwd":"/w"}"#.to_string(),
+            line("a", None, "first \"quoted\"\nline"),
+            "{broken".to_string(),
+            line("b", Some("a"), "second"),
+            String::new(),
+            line("c", Some("b"), "third"),
+        ]
+        .join("\r\n");
+        let rec = assert_stream_matches(&text, "c");
+        assert_eq!(rec.begins, 1, "a linear file takes the one-pass path");
+        assert_eq!(rec.entries.len(), 3);
+        assert_stream_matches(&text, "b");
+        assert_stream_matches(&text, "a");
+        assert_stream_matches(&text, "missing");
+        assert_stream_matches("", "a");
+    }
+
+    #[test]
+    fn stream_branch_branched_files() {
+        // a - b - c - d
+        //      \- e - f     (the file ends on the abandoned branch or on the live one)
+        let lines = [
+            line("a", None, "A"),
+            line("b", Some("a"), "B"),
+            line("c", Some("b"), "C"),
+            line("d", Some("c"), "D"),
+            line("e", Some("b"), "E"),
+            line("f", Some("e"), "F"),
+        ];
+        let text = lines.join("\n");
+        for leaf in ["a", "b", "c", "d", "e", "f", "zz"] {
+            assert_stream_matches(&text, leaf);
+        }
+        // Repeated ids in an otherwise linear chain resolve as `branch_indices` resolves them.
+        let text = [
+            line("a", None, "1"),
+            line("b", Some("a"), "2"),
+            line("a", Some("b"), "3"),
+            line("c", Some("a"), "4"),
+        ]
+        .join("\n");
+        for leaf in ["a", "b", "c"] {
+            assert_stream_matches(&text, leaf);
+        }
+        // A cycle and a dangling parent.
+        let text = [line("x", Some("y"), "1"), line("y", Some("x"), "2")].join("\n");
+        assert_stream_matches(&text, "y");
+        let text = [line("x", Some("gone"), "1"), line("y", Some("x"), "2")].join("\n\n");
+        assert_eq!(assert_stream_matches(&text, "y").begins, 1);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        #[test]
+        fn stream_branch_agrees_with_branch_indices(
+            parents in proptest::collection::vec(proptest::option::of(0usize..12), 0..12),
+            ids in proptest::collection::vec(0usize..14, 12),
+            bad in proptest::collection::vec(proptest::prelude::any::<bool>(), 12),
+            leaf in 0usize..14,
+        ) {
+            let mut lines = Vec::new();
+            for (i, parent) in parents.iter().enumerate() {
+                if bad[i] && i % 3 == 0 {
+                    lines.push("{\"type\":\"message\",\"id\":".to_string());
+                    continue;
+                }
+                let id = format!("e{}", ids[i]);
+                // Mostly linear: the parent is the line before, sometimes any other id.
+                let parent = match parent {
+                    Some(p) if *p < 9 && i > 0 => Some(format!("e{}", ids[i - 1])),
+                    Some(p) => Some(format!("e{p}")),
+                    None => None,
+                };
+                lines.push(line(&id, parent.as_deref(), &format!("text {i}")));
+            }
+            assert_stream_matches(&lines.join("\n"), &format!("e{leaf}"));
+        }
     }
 }

@@ -756,9 +756,12 @@ impl History {
         let n = needle.len();
         let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
         if recent_first {
-            // memmem's reverse finder has no SIMD prefilter; instead scan fixed-size chunks from
-            // the end with the forward finder and walk each chunk's matches backwards.
-            let chunk = (1usize << 16).max(4 * n);
+            // memmem's reverse finder has no SIMD prefilter; instead scan chunks from the end
+            // with the forward finder and walk each chunk's matches backwards. The chunk starts
+            // small (a common needle stops early) and doubles after every chunk that did not
+            // finish the search, up to a few MiB, so that a rare needle scans at forward speed.
+            const MAX_CHUNK: usize = 4 << 20;
+            let mut chunk = (1usize << 16).max(4 * n);
             let mut end = hi;
             let mut positions = Vec::new();
             while end > lo && hits.len() < want {
@@ -795,6 +798,7 @@ impl History {
                 }
                 // Matches starting before the chunk but ending inside it come next.
                 end = bound.min(cstart + n - 1);
+                chunk = (chunk * 2).min(MAX_CHUNK.max(4 * n));
             }
         } else {
             let mut start = lo;
@@ -873,7 +877,46 @@ fn respond(result: Result<Value, String>) -> ToolOutput {
 
 /// Number of Unicode scalar values in `s` (counts non-continuation bytes; vectorizes well).
 fn char_count(s: &str) -> usize {
-    s.as_bytes().iter().filter(|&&b| (b as i8) >= -0x40).count()
+    // Every byte that is not a UTF-8 continuation byte (0b10xx_xxxx) starts a character.
+    count_bytes(s.as_bytes(), |b| u8::from((b as i8) >= -0x40))
+}
+
+/// The length of `s` in UTF-16 code units (what JavaScript's `length` gives), without encoding
+/// it: one unit per character, two for characters outside the Basic Multilingual Plane (whose
+/// UTF-8 form starts with a byte 0xF0 or above).
+pub fn utf16_len(s: &str) -> usize {
+    count_bytes(s.as_bytes(), |b| {
+        u8::from((b as i8) >= -0x40) + u8::from(b >= 0xF0)
+    })
+}
+
+/// Sum of `weight(b)` (at most 2) over `bytes`, with per-lane byte counters the compiler turns
+/// into vector adds.
+fn count_bytes(bytes: &[u8], weight: impl Fn(u8) -> u8) -> usize {
+    const LANES: usize = 32;
+    const ROUNDS: usize = 127; // 127 rounds of weight <= 2 fit in a u8 lane
+    let mut total = 0usize;
+    let mut big = bytes.chunks_exact(LANES * ROUNDS);
+    let lanes_sum = |chunk: &[u8]| {
+        let mut acc = [0u8; LANES];
+        for block in chunk.chunks_exact(LANES) {
+            for (a, &b) in acc.iter_mut().zip(block) {
+                *a += weight(b);
+            }
+        }
+        acc.iter().map(|&a| usize::from(a)).sum::<usize>()
+    };
+    for chunk in big.by_ref() {
+        total += lanes_sum(chunk);
+    }
+    let rest = big.remainder();
+    let tail = rest.len() - rest.len() % LANES;
+    total += lanes_sum(&rest[..tail]);
+    total
+        + rest[tail..]
+            .iter()
+            .map(|&b| usize::from(weight(b)))
+            .sum::<usize>()
 }
 
 /// Byte index of the `n`-th character of `s` (or `s.len()` when it has fewer).
@@ -1818,6 +1861,64 @@ mod tests {
                 let v = ok(h.search_contents(&args));
                 prop_assert_eq!(ids(&v), expected);
             }
+
+            /// The vectorised counts agree with the standard library on any text.
+            #[test]
+            fn counts_match_std(text in "(\\PC|😀|é|\n){0,300}", pad in 0usize..200) {
+                let text = format!("{}{text}", "x".repeat(pad));
+                prop_assert_eq!(char_count(&text), text.chars().count());
+                prop_assert_eq!(utf16_len(&text), text.encode_utf16().count());
+            }
+        }
+
+        /// Newest-first search over an arena of many chunks (the chunk grows as the scan goes
+        /// back) finds the same items as a naive scan, including matches across chunk edges.
+        #[test]
+        fn newest_first_search_over_a_large_arena() {
+            let mut h = History::new(S);
+            let mut texts = Vec::new();
+            let mut seed = 7u64;
+            for i in 0..3000 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let len = 200 + (seed >> 33) as usize % 5000;
+                let mut t = "abcdefgh".repeat(len / 8);
+                if (seed >> 20).is_multiple_of(97) || i == 3 {
+                    let at = (seed >> 40) as usize % t.len();
+                    t.insert_str(at, "NEEDLE");
+                }
+                if i % 700 == 5 {
+                    // A needle split over two items must not match.
+                    t.push_str("NEED");
+                }
+                if i % 700 == 6 {
+                    t.insert_str(0, "LE");
+                }
+                h.push(&msg(&format!("e{i}"), "user", &t));
+                texts.push(t);
+            }
+            assert!(h.text_bytes() > 6 << 20, "spans several chunk sizes");
+            let all: Vec<String> = (0..texts.len())
+                .rev()
+                .filter(|&i| texts[i].contains("NEEDLE"))
+                .map(|i| format!("e{i}"))
+                .collect();
+            assert!(all.len() > 20);
+            for limit in [1, 5, all.len(), all.len() + 10] {
+                let v = ok(h.search_contents(&json!({"query": "NEEDLE", "limit": limit})));
+                assert_eq!(
+                    ids(&v),
+                    all[..limit.min(all.len())].to_vec(),
+                    "limit {limit}"
+                );
+            }
+            let v = ok(h.search_contents(
+                &json!({"query": "NEEDLE", "recent_first": false, "limit": 1000}),
+            ));
+            let mut forward = all.clone();
+            forward.reverse();
+            assert_eq!(ids(&v), forward);
         }
     }
 }

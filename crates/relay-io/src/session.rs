@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use relay_core::entry::{parse_session, ParsedSession};
+use relay_core::entry::{parse_session, stream_branch, BranchSink, ParsedSession};
 
 /// A session file or folder that could not be read: the path and the operating system's reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,6 +31,28 @@ pub fn read_session(path: &Path) -> Result<ParsedSession, SessionReadError> {
         Err(_) => parse_session(&String::from_utf8_lossy(&bytes)),
     };
     Ok(parsed)
+}
+
+/// Reads a session file as text, in one read. Bytes that are not valid UTF-8 are replaced
+/// (U+FFFD), as [`read_session`] does.
+pub fn read_session_text(path: &Path) -> Result<String, SessionReadError> {
+    let bytes = fs::read(path).map_err(|e| SessionReadError::new(path, e))?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// Reads a session file and feeds the branch that ends at the entry `leaf_id` to `sink`, root
+/// first, one entry at a time (see [`stream_branch`]). `Ok(false)`, with the sink untouched,
+/// when the file has no entry `leaf_id`.
+pub fn stream_session_branch(
+    path: &Path,
+    leaf_id: &str,
+    sink: &mut impl BranchSink,
+) -> Result<bool, SessionReadError> {
+    let text = read_session_text(path)?;
+    Ok(stream_branch(&text, leaf_id, sink))
 }
 
 /// The session files at `path`: a file is returned as is; a directory yields every `*.jsonl`
@@ -65,6 +87,7 @@ pub fn find_sessions(path: &Path) -> Result<Vec<PathBuf>, SessionReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use relay_core::entry::Entry;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
@@ -94,6 +117,94 @@ mod tests {
         assert_eq!(parsed.errors[0].line, 2);
         let missing = read_session(&dir.join("nope.jsonl")).unwrap_err();
         assert!(missing.to_string().contains("nope.jsonl"), "{missing}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Replays a streamed branch into an engine, as the addon does.
+    struct Replay<'a>(&'a mut relay_core::engine::Engine, bool);
+
+    impl BranchSink for Replay<'_> {
+        fn begin(&mut self) {
+            self.0.begin_resync("S");
+            self.1 = true;
+        }
+        fn entry(&mut self, entry: Entry) {
+            self.0.push_replayed(&entry);
+        }
+    }
+
+    fn history_view(engine: &relay_core::engine::Engine) -> Vec<String> {
+        use serde_json::json;
+        let h = engine.history();
+        let mut out = vec![
+            format!("{:?} {} {}", h.tip(), h.entry_count(), h.item_count()),
+            h.list_windows(&json!({})).text,
+        ];
+        for w in h.window_ids() {
+            out.push(h.list_items(&json!({"window_id": w, "limit": 1000})).text);
+        }
+        for q in ["body", "7", "summary"] {
+            out.push(h.search_contents(&json!({"query": q, "limit": 100})).text);
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_load_equals_resync() {
+        let dir = temp_dir("stream");
+        let msg = |id: &str, parent: &str, role: &str, text: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"{role}","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+            )
+        };
+        let mut linear = vec![
+            r#"{"type":"session","version":3,"id":"S","timestamp":"T","cwd":"/w"}"#.to_string(),
+        ];
+        let mut prev = "null".to_string();
+        for i in 0..40 {
+            let id = format!("m{i}");
+            if i % 15 == 14 {
+                linear.push(format!(
+                    r#"{{"type":"compaction","id":"{id}","parentId":{prev},"timestamp":"T","summary":"summary {i}","firstKeptEntryId":null,"tokensBefore":10}}"#
+                ));
+            } else {
+                let role = ["user", "assistant", "toolResult"][i % 3];
+                linear.push(msg(&id, &prev, role, &format!("body {i} line\\nnext")));
+            }
+            prev = format!("\"{id}\"");
+        }
+        // A second branch off m20, written after the first one.
+        let mut branched = linear.clone();
+        branched.push(msg("x1", "\"m20\"", "user", "body x1"));
+        branched.push(msg("x2", "\"x1\"", "assistant", "body x2"));
+        for (name, lines, leaves) in [
+            ("linear", &linear, vec!["m39", "m30"]),
+            ("branched", &branched, vec!["x2", "m39", "x1", "m5"]),
+        ] {
+            let file = dir.join(format!("{name}.jsonl"));
+            fs::write(&file, lines.join("\n") + "\n").unwrap();
+            for leaf in leaves {
+                let parsed = read_session(&file).unwrap();
+                let branch: Vec<Entry> =
+                    relay_core::entry::branch_indices(&parsed.entries, Some(leaf))
+                        .into_iter()
+                        .map(|i| parsed.entries[i].clone())
+                        .collect();
+                let mut expected = relay_core::engine::Engine::new();
+                expected.resync("S", &branch);
+                let mut got = relay_core::engine::Engine::new();
+                let mut replay = Replay(&mut got, false);
+                let found = stream_session_branch(&file, leaf, &mut replay).unwrap();
+                assert!(found && replay.1, "{name} {leaf}");
+                got.end_resync();
+                assert_eq!(got.tip(), Some(leaf));
+                assert_eq!(history_view(&got), history_view(&expected), "{name} {leaf}");
+            }
+            let mut untouched = relay_core::engine::Engine::new();
+            let mut replay = Replay(&mut untouched, false);
+            assert!(!stream_session_branch(&file, "nope", &mut replay).unwrap());
+            assert!(!replay.1, "no replay starts for a missing leaf");
+        }
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -74,26 +74,31 @@ impl JsEngine {
     /// Returns false when the file does not contain that leaf (the caller then resyncs from Pi).
     #[napi]
     pub fn load_session_file(&mut self, session_id: String, path: String, leaf_id: String) -> bool {
-        let Ok(parsed) = relay_io::read_session(std::path::Path::new(&path)) else {
-            return false;
-        };
-        let indices = relay_core::entry::branch_indices(&parsed.entries, Some(&leaf_id));
-        match indices.last() {
-            Some(&last) if parsed.entries[last].id == leaf_id => {}
-            _ => return false,
+        struct Replay<'a> {
+            engine: &'a mut engine::Engine,
+            session_id: &'a str,
+            begun: bool,
         }
-        let branch: Vec<Entry> = {
-            let mut entries = parsed.entries;
-            let mut keep = vec![false; entries.len()];
-            for &i in &indices {
-                keep[i] = true;
+        impl relay_core::entry::BranchSink for Replay<'_> {
+            fn begin(&mut self) {
+                self.engine.begin_resync(self.session_id);
+                self.begun = true;
             }
-            let mut k = keep.into_iter();
-            entries.retain(|_| k.next().unwrap_or(false));
-            entries
+            fn entry(&mut self, entry: Entry) {
+                self.engine.push_replayed(&entry);
+            }
+        }
+        let mut replay = Replay {
+            engine: &mut self.inner,
+            session_id: &session_id,
+            begun: false,
         };
-        self.inner.resync(&session_id, &branch);
-        true
+        let found =
+            relay_io::session::stream_session_branch(Path::new(&path), &leaf_id, &mut replay);
+        if replay.begun {
+            replay.engine.end_resync();
+        }
+        matches!(found, Ok(true))
     }
 
     #[napi]

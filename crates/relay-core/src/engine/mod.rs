@@ -576,7 +576,10 @@ impl Engine {
 
     /// The next entry of a branch being replayed after [`Engine::begin_resync`].
     pub fn push_replayed(&mut self, entry: &Entry) {
-        debug_assert!(self.replaying, "push_replayed outside begin_resync/end_resync");
+        debug_assert!(
+            self.replaying,
+            "push_replayed outside begin_resync/end_resync"
+        );
         self.push(entry);
     }
 
@@ -742,7 +745,7 @@ impl Engine {
     /// Pi's context estimate (`estimateContextTokens`): the last assistant usage that is neither
     /// aborted nor an error, plus ceil(chars/4) per later message; chars are UTF-16 code units.
     fn account_usage(&mut self, pos: usize, entry: &Entry) {
-        let estimate = |text: &str| (text.encode_utf16().count() as u64).div_ceil(4);
+        let estimate = |text: &str| (crate::history::utf16_len(text) as u64).div_ceil(4);
         let mark = match &entry.kind {
             EntryKind::Message(m) if m.role == "system" => return,
             EntryKind::Message(m) => {
