@@ -6,8 +6,8 @@
 //! unknown entry types become [`EntryKind::Unknown`], and a line that cannot be decoded is reported
 //! with its line number while the rest of the file still loads.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -246,11 +246,146 @@ struct RawUsage {
 struct RawBlock<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    text: Option<Str<'a>>,
+    text: Option<JsonText>,
     #[serde(borrow)]
     name: Option<Str<'a>>,
     arguments: Option<Value>,
+}
+
+/// A JSON string decoded in one pass: serde_json only checks the literal (as a borrowed raw
+/// value), then [`unescape_json_into`] writes its text into a `String` sized for it, instead of
+/// serde_json unescaping into its scratch buffer and the text being copied out of it again.
+struct JsonText(String);
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = <&'de serde_json::value::RawValue>::deserialize(deserializer)?.get();
+        let body = raw
+            .strip_prefix('"')
+            .and_then(|r| r.strip_suffix('"'))
+            .ok_or_else(|| {
+                de::Error::invalid_type(de::Unexpected::Other(raw_kind(raw)), &"a string")
+            })?;
+        let mut out = String::with_capacity(body.len());
+        unescape_json_into(body, &mut out).map_err(de::Error::custom)?;
+        Ok(JsonText(out))
+    }
+}
+
+/// What a raw JSON value that is not a string is, for an error message.
+fn raw_kind(raw: &str) -> &'static str {
+    match raw.as_bytes().first() {
+        Some(b'{') => "map",
+        Some(b'[') => "sequence",
+        Some(b't' | b'f') => "boolean",
+        Some(b'n') => "null",
+        _ => "number",
+    }
+}
+
+/// Appends the text of a JSON string literal to `out`. `body` is the literal without its quotes
+/// (control characters and unescaped quotes are the caller's concern, as a JSON parser checks
+/// them). Escapes: `\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t` and `\uXXXX`, where a UTF-16 surrogate
+/// pair gives one character. An unknown escape, bad hex digits or a lone surrogate is an error
+/// (with `out` holding a partial text), as serde_json decides for a `str`.
+pub(crate) fn unescape_json_into(body: &str, out: &mut String) -> Result<(), ParseError> {
+    let mut buf = std::mem::take(out).into_bytes();
+    let result = unescape_bytes(body.as_bytes(), &mut buf);
+    // Only whole characters were copied and every escape gave a character: always UTF-8.
+    *out = String::from_utf8(buf).map_err(|_| ParseError::new("a string is not UTF-8"))?;
+    result
+}
+
+/// The byte offset of the first `\\` in `bytes` at or after `from` (or `bytes.len()`). Escapes are
+/// dense in session text (about one every 30 bytes), so this scans eight bytes at a time
+/// without the set-up cost of a vectorized search.
+fn next_backslash(bytes: &[u8], mut from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const SLASHES: u64 = ONES * b'\\' as u64;
+    while let Some(word) = bytes.get(from..from + 8) {
+        let x = u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ SLASHES;
+        // The lowest set high bit marks the first zero byte of `x`, i.e. the first backslash.
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return from + (found.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    bytes[from..]
+        .iter()
+        .position(|&b| b == b'\\')
+        .map_or(bytes.len(), |i| from + i)
+}
+
+fn unescape_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), ParseError> {
+    out.reserve(bytes.len());
+    let mut from = 0;
+    loop {
+        let at = next_backslash(bytes, from);
+        out.extend_from_slice(&bytes[from..at]);
+        if at == bytes.len() {
+            return Ok(());
+        }
+        let escape = *bytes
+            .get(at + 1)
+            .ok_or_else(|| ParseError::new("a string ends inside an escape"))?;
+        from = at + 2;
+        let c = match escape {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 8,
+            b'f' => 12,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let unit = hex4(bytes, from)?;
+                from += 4;
+                let c = match unit {
+                    0xD800..=0xDBFF => {
+                        let low = match bytes.get(from..from + 2) {
+                            Some(b"\\u") => hex4(bytes, from + 2)?,
+                            _ => return Err(ParseError::new("a lone surrogate in a \\u escape")),
+                        };
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err(ParseError::new("a lone surrogate in a \\u escape"));
+                        }
+                        from += 6;
+                        let code = 0x1_0000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                        char::from_u32(code).expect("a surrogate pair gives a character")
+                    }
+                    0xDC00..=0xDFFF => {
+                        return Err(ParseError::new("a lone surrogate in a \\u escape"))
+                    }
+                    _ => char::from_u32(unit).expect("a non-surrogate unit is a character"),
+                };
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                continue;
+            }
+            other => {
+                return Err(ParseError::new(format!(
+                    "invalid escape `\\{}` in a string",
+                    char::from(other).escape_default()
+                )))
+            }
+        };
+        out.push(c);
+    }
+}
+
+/// The four hex digits at `bytes[at..at + 4]` of a `\u` escape, as a number.
+fn hex4(bytes: &[u8], at: usize) -> Result<u32, ParseError> {
+    let digits = bytes
+        .get(at..at + 4)
+        .ok_or_else(|| ParseError::new("a \\u escape with fewer than four hex digits"))?;
+    digits.iter().try_fold(0u32, |acc, &d| {
+        let v = (d as char)
+            .to_digit(16)
+            .ok_or_else(|| ParseError::new("a \\u escape with a non-hex digit"))?;
+        Ok(acc * 16 + v)
+    })
 }
 
 /// Message content: a plain string or an array of content blocks.
@@ -321,7 +456,7 @@ fn content_text(content: Option<RawContent<'_>>, assistant: bool) -> String {
             if let [block] = blocks.as_mut_slice() {
                 if block.kind.as_deref() == Some("text") {
                     if let Some(t) = block.text.take() {
-                        return t.into_owned();
+                        return t.0;
                     }
                 }
             }
@@ -331,7 +466,7 @@ fn content_text(content: Option<RawContent<'_>>, assistant: bool) -> String {
                 let kind = block.kind.as_deref().unwrap_or("");
                 let piece: Cow<'_, str> = match kind {
                     "text" => match block.text {
-                        Some(t) => t,
+                        Some(t) => Cow::Owned(t.0),
                         None => continue,
                     },
                     "image" => Cow::Borrowed("[image]"),
@@ -588,7 +723,8 @@ fn branch_path<'a>(
     at: impl Fn(usize) -> (&'a str, Option<&'a str>),
     leaf_id: Option<&str>,
 ) -> Vec<usize> {
-    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(len);
+    let mut by_id: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(len, Default::default());
     for i in 0..len {
         by_id.insert(at(i).0, i);
     }
@@ -642,16 +778,80 @@ fn lines_with_ranges(text: &str) -> impl Iterator<Item = (usize, usize, &str)> {
 
 /// The last entry of a session file, as [`parse_session`] would list it.
 fn last_entry(text: &str) -> Option<Entry> {
-    text.rsplit('\n').find_map(|raw| {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        if line.trim().is_empty() {
-            return None;
+    text.rsplit('\n').find_map(last_entry_of_line)
+}
+
+/// The entry a line holds, if it is a well-formed entry line (`\r` ending and blanks allowed).
+/// Lines are visited from the end of a file to find its last entry (see [`last_entry`]).
+pub fn last_entry_of_line(raw: &str) -> Option<Entry> {
+    let line = raw.strip_suffix('\r').unwrap_or(raw);
+    if line.trim().is_empty() {
+        return None;
+    }
+    match parse_line(line) {
+        Ok(Line::Entry(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// The fast path of [`stream_branch`], fed one line at a time: for a file without branches whose
+/// last entry is the leaf, every entry line is decoded once and handed to the sink at once.
+///
+/// Use: check that the file's last entry is the leaf (see [`last_entry_of_line`]), call
+/// `sink.begin()`, feed every line in file order to [`LinearFeed::line`] while it returns true,
+/// then ask [`LinearFeed::finish`]. When either says no, the sink holds a partial branch: take
+/// the general path ([`stream_branch_by_parents`]), which begins the sink again.
+#[derive(Debug, Default)]
+pub struct LinearFeed {
+    prev_id: Option<String>,
+    /// Hashes of the ids pushed so far; a repeated hash (a repeated id, or a rare collision)
+    /// sends the caller to the general path, which is right in both cases.
+    seen: rustc_hash::FxHashSet<u64>,
+    repeated: bool,
+}
+
+impl LinearFeed {
+    pub fn new() -> Self {
+        LinearFeed::default()
+    }
+
+    /// Feeds the next line of the file (without its `\n`; a `\r` ending and blank lines are
+    /// allowed). Returns false when the entry does not follow the previous one: the file has
+    /// branches, so stop feeding. Malformed lines and headers are passed over.
+    pub fn line(&mut self, raw: &str, sink: &mut impl BranchSink) -> bool {
+        match last_entry_of_line(raw) {
+            Some(entry) => self.entry(entry, sink),
+            None => true,
         }
-        match parse_line(line) {
-            Ok(Line::Entry(e)) => Some(e),
-            _ => None,
+    }
+
+    /// [`LinearFeed::line`] for a line already decoded (with [`last_entry_of_line`], which may
+    /// run on another thread): the entry of the next entry line of the file.
+    pub fn entry(&mut self, entry: Entry, sink: &mut impl BranchSink) -> bool {
+        if let Some(prev) = &self.prev_id {
+            if entry.parent_id.as_deref() != Some(prev.as_str()) {
+                return false;
+            }
         }
-    })
+        {
+            use std::hash::BuildHasher;
+            let h = rustc_hash::FxBuildHasher.hash_one(entry.id.as_str());
+            if !self.seen.insert(h) {
+                self.repeated = true;
+            }
+        }
+        let prev = self.prev_id.get_or_insert_with(String::new);
+        prev.clear();
+        prev.push_str(&entry.id);
+        sink.entry(entry);
+        true
+    }
+
+    /// After the last line: true when the sink now holds exactly the branch that ends at
+    /// `leaf_id` (the last entry fed is the leaf and no id was repeated).
+    pub fn finish(&self, leaf_id: &str) -> bool {
+        !self.repeated && self.prev_id.as_deref() == Some(leaf_id)
+    }
 }
 
 /// Feeds the branch of a session file that ends at the entry `leaf_id` to `sink`, root first,
@@ -662,53 +862,25 @@ fn last_entry(text: &str) -> Option<Entry> {
 /// without calling the sink at all, when no entry of the file has the id `leaf_id`.
 ///
 /// When the leaf is the file's last entry and every entry's parent is the entry before it (a
-/// file without branches), each line is decoded once and handed over at once. Otherwise the
-/// ids and parents of all lines are read first, then only the branch's lines are decoded again.
+/// file without branches), each line is decoded once and handed over at once (see
+/// [`LinearFeed`]). Otherwise [`stream_branch_by_parents`] does the work.
 pub fn stream_branch(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> bool {
-    let linear_candidate = last_entry(text).is_some_and(|e| e.id == leaf_id);
-    let mut recs: Vec<LineRec> = Vec::new();
-    let mut lines = lines_with_ranges(text);
-    if linear_candidate {
-        // Fast path: push while the chain holds.
-        let mut linear = true;
+    if last_entry(text).is_some_and(|e| e.id == leaf_id) {
+        let mut feed = LinearFeed::new();
         sink.begin();
-        for (start, end, line) in lines.by_ref() {
-            let Ok(Line::Entry(entry)) = parse_line(line) else {
-                continue;
-            };
-            let follows = match recs.last() {
-                None => true,
-                Some(prev) => entry.parent_id.as_deref() == Some(prev.id.as_str()),
-            };
-            if !follows {
-                linear = false;
-                recs.push(LineRec {
-                    id: entry.id,
-                    parent_id: entry.parent_id,
-                    start,
-                    end,
-                });
-                break;
-            }
-            recs.push(LineRec {
-                id: entry.id.clone(),
-                parent_id: entry.parent_id.clone(),
-                start,
-                end,
-            });
-            sink.entry(entry);
-        }
-        if linear {
-            // Every entry was pushed and the last one is the leaf. With unique ids that is the
-            // whole branch; a repeated id changes what the parent links resolve to.
-            let mut ids: HashSet<&str> = HashSet::with_capacity(recs.len());
-            if recs.iter().all(|r| ids.insert(r.id.as_str())) {
-                return true;
-            }
+        let all_fed = lines_with_ranges(text).all(|(_, _, line)| feed.line(line, sink));
+        if all_fed && feed.finish(leaf_id) {
+            return true;
         }
     }
-    // General path: ids and parents of every entry line, then the branch.
-    for (start, end, line) in lines {
+    stream_branch_by_parents(text, leaf_id, sink)
+}
+
+/// The general path of [`stream_branch`], same contract: the ids and parents of all lines are
+/// read first, then only the branch's lines are decoded again and handed over.
+pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> bool {
+    let mut recs: Vec<LineRec> = Vec::new();
+    for (start, end, line) in lines_with_ranges(text) {
         if let Ok(Line::Entry(entry)) = parse_line(line) {
             recs.push(LineRec {
                 id: entry.id,
@@ -751,6 +923,85 @@ mod tests {
         match entry(line).kind {
             EntryKind::Message(m) => m,
             other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
+    fn unescaped(body: &str) -> Result<String, ParseError> {
+        let mut out = String::from("kept:");
+        unescape_json_into(body, &mut out)?;
+        Ok(out["kept:".len()..].to_string())
+    }
+
+    #[test]
+    fn unescape_json_strings() {
+        assert_eq!(
+            unescaped(r#"a\"b\\c\/d\be\ff\ng\rh\ti"#).unwrap(),
+            "a\"b\\c/d\u{8}e\u{c}f\ng\rh\ti"
+        );
+        assert_eq!(unescaped(r"\u00e9\u4E2D \ud83d\ude00!").unwrap(), "é中 😀!");
+        assert_eq!(unescaped("plain é 😀").unwrap(), "plain é 😀");
+        for bad in [
+            r"\x",
+            r"\",
+            r"\u12",
+            r"\u12g4",
+            r"\ud83d",
+            r"\ud83dx",
+            r"\ud83d\n",
+            r"\ud83d\u0041",
+            r"\ude00",
+            "\\é",
+        ] {
+            assert!(unescaped(bad).is_err(), "{bad:?} must be rejected");
+            let json = format!("\"{bad}\"");
+            assert!(serde_json::from_str::<String>(&json).is_err(), "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text survives serde_json's encoding and our decoding.
+        #[test]
+        fn unescape_round_trips(text in "\\PC*|[\\x00-\\x1f\"\\\\/\u{80}-\u{10ffff}a]*") {
+            let json = serde_json::to_string(&text).unwrap();
+            proptest::prop_assert_eq!(unescaped(&json[1..json.len() - 1]).unwrap(), text);
+        }
+
+        /// On arbitrary escape soup, we accept exactly what serde_json accepts for a string,
+        /// with the same text.
+        #[test]
+        fn unescape_agrees_with_serde(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[a-z\u{e9}\u{1F600}]{0,3}",
+                    "\\\\[\"\\\\/bfnrtux0]",
+                    "\\\\u[0-9a-fA-F]{4}",
+                    "\\\\u[dD][89abAB][0-9a-f]{2}",
+                    "\\\\u[dD][c-fC-F][0-9a-f]{2}",
+                    "\\\\u[0-9a-g]{0,3}",
+                ],
+                0..8,
+            )
+        ) {
+            let body: String = pieces.concat();
+            let ours = unescaped(&body).ok();
+            let theirs = serde_json::from_str::<String>(&format!("\"{body}\"")).ok();
+            proptest::prop_assert_eq!(ours, theirs, "{:?}", body);
+        }
+    }
+
+    #[test]
+    fn text_blocks_decode_like_serde() {
+        let m = message(
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"x\u00e9\ud83d\ude00\"\\y"},{"type":"text","text":null},{"type":"text","text":"z"}]}}"#,
+        );
+        assert_eq!(m.text, "xé😀\"\\y\nz");
+        for bad in [
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"user","content":[{"type":"text","text":5}]}}"#,
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"\ud800"}]}}"#,
+            r#"{"type":"message","id":"a","timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"\q"}]}}"#,
+        ] {
+            let err = parse_line(bad).unwrap_err();
+            assert!(err.message.starts_with("invalid JSON"), "{bad}: {err}");
         }
     }
 

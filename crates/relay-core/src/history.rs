@@ -12,7 +12,7 @@
 //!   back to its item by binary search;
 //! - navigation to an ancestor pops entries, items, postings and windows from the end.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use memchr::memmem;
 use serde_json::{json, Map, Value};
@@ -149,14 +149,14 @@ impl History {
     /// An empty history for the session `session_id`, holding only the root window.
     pub fn new(session_id: &str) -> Self {
         let root = format!("pcw:{session_id}:root");
-        let mut window_index = HashMap::new();
+        let mut window_index = HashMap::default();
         window_index.insert(root.clone(), 0);
         History {
             session_id: session_id.to_string(),
             arena: String::new(),
             items: Vec::new(),
             entries: Vec::new(),
-            entry_index: HashMap::new(),
+            entry_index: HashMap::default(),
             id_bytes: 0,
             windows: vec![WindowRec {
                 id: root,
@@ -906,8 +906,19 @@ fn count_bytes(bytes: &[u8], weight: impl Fn(u8) -> u8) -> usize {
         }
         acc.iter().map(|&a| usize::from(a)).sum::<usize>()
     };
+    // Every ASCII byte weighs the same (one character, one UTF-16 unit): an all-ASCII text or
+    // chunk, the usual case, is checked with word-wide operations instead of being summed byte
+    // by byte.
+    let ascii_weight = usize::from(weight(b'a'));
+    if bytes.is_ascii() {
+        return bytes.len() * ascii_weight;
+    }
     for chunk in big.by_ref() {
-        total += lanes_sum(chunk);
+        total += if chunk.is_ascii() {
+            chunk.len() * ascii_weight
+        } else {
+            lanes_sum(chunk)
+        };
     }
     let rest = big.remainder();
     let tail = rest.len() - rest.len() % LANES;

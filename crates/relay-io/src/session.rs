@@ -1,9 +1,13 @@
 //! Reading Pi session files from disk.
 
 use std::fs;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use relay_core::entry::{parse_session, stream_branch, BranchSink, ParsedSession};
+use relay_core::entry::{
+    last_entry_of_line, parse_session, stream_branch_by_parents, BranchSink, Entry, LinearFeed,
+    ParsedSession,
+};
 
 /// A session file or folder that could not be read: the path and the operating system's reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,13 +50,192 @@ pub fn read_session_text(path: &Path) -> Result<String, SessionReadError> {
 /// Reads a session file and feeds the branch that ends at the entry `leaf_id` to `sink`, root
 /// first, one entry at a time (see [`stream_branch`]). `Ok(false)`, with the sink untouched,
 /// when the file has no entry `leaf_id`.
+///
+/// When the file's last entry is the leaf (a session reopened where it was left), the file is
+/// read in chunks into one reused buffer and each complete line is decoded and handed over as
+/// it arrives ([`LinearFeed`]), so the whole file is never held in memory. A file with branches
+/// is read whole and its branch found from the entries' parents.
 pub fn stream_session_branch(
     path: &Path,
     leaf_id: &str,
     sink: &mut impl BranchSink,
 ) -> Result<bool, SessionReadError> {
+    let mut file = fs::File::open(path).map_err(|e| SessionReadError::new(path, e))?;
+    if last_entry_id(&mut file)
+        .map_err(|e| SessionReadError::new(path, e))?
+        .as_deref()
+        == Some(leaf_id)
+    {
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| SessionReadError::new(path, e))?;
+        let mut feed = LinearFeed::new();
+        sink.begin();
+        let all_fed = feed_lines_parallel(file, &mut feed, sink)
+            .map_err(|e| SessionReadError::new(path, e))?;
+        if all_fed && feed.finish(leaf_id) {
+            return Ok(true);
+        }
+    }
     let text = read_session_text(path)?;
-    Ok(stream_branch(&text, leaf_id, sink))
+    Ok(stream_branch_by_parents(&text, leaf_id, sink))
+}
+
+/// Entry lines per message from the reading thread to the caller's.
+const BATCH: usize = 256;
+/// One batch in this many is sent undecoded and decoded by the caller's thread, which has less
+/// work per entry than the reading thread (measured: about a third of the total).
+const CALLER_DECODES_ONE_IN: usize = 5;
+
+/// What the reading thread sends: entries it decoded, or lines for the caller to decode.
+enum Batch {
+    Entries(Vec<Entry>),
+    Lines(String),
+}
+
+/// Feeds every entry line of `file` to `feed` until it says no (then `Ok(false)`). A second
+/// thread reads the file and decodes most lines while this one decodes the rest and hands the
+/// entries to `sink` in file order, so the work is shared by two cores; at most a few batches
+/// are in flight.
+fn feed_lines_parallel(
+    mut file: fs::File,
+    feed: &mut LinearFeed,
+    sink: &mut impl BranchSink,
+) -> io::Result<bool> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let reader = scope.spawn(move || {
+            let mut entries = Vec::with_capacity(BATCH);
+            let mut lines = String::new();
+            let (mut in_batch, mut batches) = (0usize, 0usize);
+            let read = for_each_line(&mut file, |line| {
+                if batches % CALLER_DECODES_ONE_IN == CALLER_DECODES_ONE_IN - 1 {
+                    lines.push_str(line);
+                    lines.push('\n');
+                } else if let Some(entry) = last_entry_of_line(line) {
+                    entries.push(entry);
+                }
+                in_batch += 1;
+                if in_batch < BATCH {
+                    return true;
+                }
+                in_batch = 0;
+                batches += 1;
+                let batch = if lines.is_empty() {
+                    Batch::Entries(std::mem::replace(&mut entries, Vec::with_capacity(BATCH)))
+                } else {
+                    Batch::Lines(std::mem::take(&mut lines))
+                };
+                // The receiver is gone only when the caller stopped feeding.
+                tx.send(batch).is_ok()
+            })?;
+            if read {
+                for batch in [Batch::Entries(entries), Batch::Lines(lines)] {
+                    let _ = tx.send(batch);
+                }
+            }
+            Ok(())
+        });
+        let mut all_fed = true;
+        'batches: for batch in rx {
+            match batch {
+                Batch::Entries(entries) => {
+                    for entry in entries {
+                        if !feed.entry(entry, sink) {
+                            all_fed = false;
+                            break 'batches; // dropping the receiver stops the reader
+                        }
+                    }
+                }
+                Batch::Lines(lines) => {
+                    for line in lines.split('\n') {
+                        if !feed.line(line, sink) {
+                            all_fed = false;
+                            break 'batches;
+                        }
+                    }
+                }
+            }
+        }
+        let read: io::Result<()> = reader
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the session reader thread panicked")));
+        read.map(|()| all_fed)
+    })
+}
+
+/// Size of the buffer [`for_each_line`] reads into (it grows only for a longer line).
+const CHUNK: usize = 8 << 20;
+
+/// Calls `f` with each line of `file` (without its `\n`) in order, reading `CHUNK` bytes at a
+/// time into one reused buffer, until `f` returns false (then `Ok(false)`). Bytes that are not
+/// valid UTF-8 are replaced (U+FFFD), line by line, as [`read_session_text`] does for the whole
+/// text (a `\n` never belongs to an invalid sequence, so the result is the same).
+fn for_each_line(file: &mut fs::File, mut f: impl FnMut(&str) -> bool) -> io::Result<bool> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut filled = 0;
+    let mut emit = |bytes: &[u8]| match std::str::from_utf8(bytes) {
+        Ok(line) => f(line),
+        Err(_) => f(&String::from_utf8_lossy(bytes)),
+    };
+    loop {
+        if filled == buf.len() {
+            // One line longer than the buffer: make room for more of it.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match file.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(filled == 0 || emit(&buf[..filled]));
+        }
+        let scanned = filled;
+        filled += n;
+        let Some(last_nl) = memchr::memrchr(b'\n', &buf[scanned..filled]).map(|i| scanned + i)
+        else {
+            continue;
+        };
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &buf[..=last_nl]) {
+            if !emit(&buf[start..end]) {
+                return Ok(false);
+            }
+            start = end + 1;
+        }
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+    }
+}
+
+/// The id of the last entry of a session file, as [`read_session`] would list it, found by
+/// reading the file backwards in growing blocks.
+fn last_entry_id(file: &mut fs::File) -> io::Result<Option<String>> {
+    let len = file.seek(SeekFrom::End(0))?;
+    let mut block: u64 = 64 << 10;
+    loop {
+        let from = len.saturating_sub(block);
+        file.seek(SeekFrom::Start(from))?;
+        let mut bytes = Vec::with_capacity((len - from) as usize);
+        file.by_ref().take(len - from).read_to_end(&mut bytes)?;
+        // The first line of the block may be cut, unless the block starts the file.
+        let whole = if from == 0 {
+            &bytes[..]
+        } else {
+            match memchr::memchr(b'\n', &bytes) {
+                Some(i) => &bytes[i + 1..],
+                None => &[][..],
+            }
+        };
+        let text = String::from_utf8_lossy(whole);
+        if let Some(entry) = text.rsplit('\n').find_map(last_entry_of_line) {
+            return Ok(Some(entry.id));
+        }
+        if from == 0 {
+            return Ok(None);
+        }
+        block *= 4;
+    }
 }
 
 /// The session files at `path`: a file is returned as is; a directory yields every `*.jsonl`
@@ -204,6 +387,53 @@ mod tests {
             let mut replay = Replay(&mut untouched, false);
             assert!(!stream_session_branch(&file, "nope", &mut replay).unwrap());
             assert!(!replay.1, "no replay starts for a missing leaf");
+        }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Long enough for many batches, some decoded by each thread, with escapes, a malformed
+    /// line and (in the second file) a branch that breaks the chain after many batches.
+    #[test]
+    fn long_files_stream_like_resync() {
+        let dir = temp_dir("long");
+        let mut lines =
+            vec![r#"{"type":"session","version":3,"id":"S","timestamp":"T"}"#.to_string()];
+        let mut prev = "null".to_string();
+        for i in 0..(BATCH * CALLER_DECODES_ONE_IN * 2 + 37) {
+            let id = format!("{i:08x}");
+            let role = ["user", "assistant", "toolResult"][i % 3];
+            lines.push(format!(
+                r#"{{"type":"message","id":"{id}","parentId":{prev},"timestamp":"T","message":{{"role":"{role}","content":[{{"type":"text","text":"body {i}\n\"q\" \u00e9\ud83d\ude00"}}]}}}}"#
+            ));
+            if i == 500 {
+                lines.push("{broken".to_string());
+            }
+            prev = format!("\"{id}\"");
+        }
+        let leaf = format!("{:08x}", BATCH * CALLER_DECODES_ONE_IN * 2 + 36);
+        let mut branched = lines.clone();
+        branched.insert(
+            lines.len() - 3,
+            lines[lines.len() - 1].replace(&leaf, "ffffffff"),
+        );
+        for (name, lines) in [("linear", lines), ("branched", branched)] {
+            let file = dir.join(format!("{name}.jsonl"));
+            fs::write(&file, lines.join("\n")).unwrap();
+            let parsed = read_session(&file).unwrap();
+            let branch: Vec<Entry> =
+                relay_core::entry::branch_indices(&parsed.entries, Some(&leaf))
+                    .into_iter()
+                    .map(|i| parsed.entries[i].clone())
+                    .collect();
+            assert!(branch.len() > 2000, "{name}");
+            let mut expected = relay_core::engine::Engine::new();
+            expected.resync("S", &branch);
+            let mut got = relay_core::engine::Engine::new();
+            let mut replay = Replay(&mut got, false);
+            assert!(stream_session_branch(&file, &leaf, &mut replay).unwrap());
+            got.end_resync();
+            assert_eq!(got.tip(), Some(leaf.as_str()));
+            assert_eq!(history_view(&got), history_view(&expected), "{name}");
         }
         fs::remove_dir_all(dir).unwrap();
     }
