@@ -542,6 +542,9 @@ fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
         .ok_or_else(|| ParseError::new("object has no `type` field"))?;
     if entry_type == "session" {
         let id = raw.id.ok_or_else(|| missing("session", "id"))?;
+        if id.is_empty() {
+            return Err(ParseError::new("`session` header has an empty `id`"));
+        }
         return Ok(Line::Header(Header {
             id: id.into_owned(),
             version: to_u64(raw.version),
@@ -554,6 +557,13 @@ fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
         .id
         .ok_or_else(|| ParseError::new(format!("`{entry_type}` entry has no `id`")))?
         .into_owned();
+    // An entry is addressed by its id (branch walk, mirror, history item ids): an empty one is
+    // as unusable as a missing one.
+    if id.is_empty() {
+        return Err(ParseError::new(format!(
+            "`{entry_type}` entry has an empty `id`"
+        )));
+    }
     let kind = match entry_type.as_ref() {
         "message" => {
             let message = raw.message.ok_or_else(|| missing("message", "message"))?;
@@ -905,6 +915,23 @@ pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl Branc
         }
     }
     true
+}
+
+#[cfg(test)]
+mod empty_id_tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_id_is_a_clear_parse_error_and_the_rest_loads() {
+        let err = parse_line(r#"{"type":"thinking_level_change","id":""}"#).unwrap_err();
+        assert!(err.to_string().contains("empty `id`"), "{err}");
+        assert!(parse_line(r#"{"type":"session","version":3,"id":""}"#).is_err());
+        let text = "{\"type\":\"message\",\"id\":\"\",\"timestamp\":\"T\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n{\"type\":\"message\",\"id\":\"b\",\"timestamp\":\"T\",\"message\":{\"role\":\"user\",\"content\":\"y\"}}\n";
+        let parsed = parse_session(text);
+        assert_eq!(parsed.entries.len(), 1);
+        assert_eq!(parsed.errors.len(), 1);
+        assert_eq!(parsed.errors[0].line, 1);
+    }
 }
 
 #[cfg(test)]
