@@ -1346,7 +1346,7 @@ impl Engine {
             _ => continuation,
         };
         let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff);
-        let source_name = source_name(source);
+        let source_name = source.as_str();
         let kind = self.policy.committing.map(|k| k.as_str());
         let reason = match source {
             ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
@@ -1391,7 +1391,7 @@ impl Engine {
             }
         }
         if let Some(p) = self.scheduler.pending() {
-            s.push_str(&format!(" · reset pending ({})", source_name(p)));
+            s.push_str(&format!(" · reset pending ({})", p.as_str()));
         }
         if let Some(footer) = policy::render_mode_footer(&self.mode) {
             s.push_str(" · ");
@@ -1436,7 +1436,7 @@ impl Engine {
                     }
                 }
                 match self.scheduler.pending() {
-                    Some(p) => s.push_str(&format!(" · reset pending ({})", source_name(p))),
+                    Some(p) => s.push_str(&format!(" · reset pending ({})", p.as_str())),
                     None => s.push_str(" · no reset pending"),
                 }
                 s.push_str(&format!(" · {} notes", self.notes.len()));
@@ -1548,18 +1548,6 @@ impl Engine {
     }
 }
 
-fn source_name(source: ResetSource) -> &'static str {
-    match source {
-        ResetSource::NewContext => "new_context",
-        ResetSource::Fallback => "fallback",
-        ResetSource::Handoff => "handoff",
-        ResetSource::Forced => "forced",
-        ResetSource::Idle => "idle",
-        ResetSource::Manual => "manual",
-        ResetSource::Overflow => "overflow",
-        ResetSource::Threshold => "threshold",
-    }
-}
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
