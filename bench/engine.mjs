@@ -382,7 +382,7 @@ if (!(MB > 0) || !(ITERS > 0)) throw new Error("RELAY_BENCH_MB and RELAY_BENCH_I
 if (typeof global.gc !== "function") console.error("note: run with --expose-gc for steadier RSS figures");
 
 // Pi's agent folder and Relay's state folder (status file, event log) go to a private temp folder,
-// never to the user's ~/.pi. The status file is still written on every turn_end, as in production.
+// never to the user's ~/.pi. The status file is written as in production (at session start and when a run settles).
 const scratch = mkdtempSync(join(tmpdir(), "relay-bench-agent-"));
 process.env.PI_CODING_AGENT_DIR = join(scratch, "agent");
 process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(scratch, "context-budget");

@@ -267,7 +267,7 @@ console.log(
 		`Faux token counts are characters / 4. The Relay continuation request (normal work of the new window, not counted as reset cost) used ${JSON.stringify(r[0].continuationUsage && { input: r[0].continuationUsage.input, cacheRead: r[0].continuationUsage.cacheRead, cacheWrite: r[0].continuationUsage.cacheWrite, output: r[0].continuationUsage.output })}.`,
 		`Relay reset path, ms after the new_context result (first trial): ${JSON.stringify(Object.fromEntries(Object.entries(r[0].hooks).map(([k, v]) => [k, v === null ? null : Number(v.toFixed(2))])))}, first request of the new window at ${r[0].ms.toFixed(2)}.`,
 		`Time inside the Relay addon on that path (median of ${TRIALS}): ${median(r.map((x) => x.addon.total)).toFixed(2)} ms; first trial by call: ${JSON.stringify(Object.fromEntries(Object.entries(r[0].addon.by).map(([k, v]) => [k, Number(v.toFixed(2))])))}.`,
-		`While building the Relay session: handle(turn_end) median ${median(buildTurnEnd).toFixed(2)} ms, max ${Math.max(...buildTurnEnd).toFixed(2)} ms over ${buildTurnEnd.length} turns (the engine writes the status file, fsync'd, on every turn_end).`,
+		`While building the Relay session: handle(turn_end) median ${median(buildTurnEnd).toFixed(2)} ms, max ${Math.max(...buildTurnEnd).toFixed(2)} ms over ${buildTurnEnd.length} turns.`,
 		`Pi's compaction prompt(s): ${n[0].promptChars} characters (≈ ${n[0].estPrompt} tokens at chars/4) for a scripted ${SUMMARY_CHARS}-character summary.`,
 		`Node ${process.version}; total bench time ${((performance.now() - t0) / 1000).toFixed(1)} s.`,
 		"",
