@@ -252,140 +252,30 @@ struct RawBlock<'a> {
     arguments: Option<Value>,
 }
 
-/// A JSON string decoded in one pass: serde_json only checks the literal (as a borrowed raw
-/// value), then [`unescape_json_into`] writes its text into a `String` sized for it, instead of
-/// serde_json unescaping into its scratch buffer and the text being copied out of it again.
+/// A JSON string decoded in one pass: serde_json finds its end and decodes its escapes in the
+/// same scan, and the text is copied once into a `String` of exactly its size.
 struct JsonText(String);
 
 impl<'de> Deserialize<'de> for JsonText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = <&'de serde_json::value::RawValue>::deserialize(deserializer)?.get();
-        let body = raw
-            .strip_prefix('"')
-            .and_then(|r| r.strip_suffix('"'))
-            .ok_or_else(|| {
-                de::Error::invalid_type(de::Unexpected::Other(raw_kind(raw)), &"a string")
-            })?;
-        let mut out = String::with_capacity(body.len());
-        unescape_json_into(body, &mut out).map_err(de::Error::custom)?;
-        Ok(JsonText(out))
-    }
-}
+        struct TextVisitor;
 
-/// What a raw JSON value that is not a string is, for an error message.
-fn raw_kind(raw: &str) -> &'static str {
-    match raw.as_bytes().first() {
-        Some(b'{') => "map",
-        Some(b'[') => "sequence",
-        Some(b't' | b'f') => "boolean",
-        Some(b'n') => "null",
-        _ => "number",
-    }
-}
+        impl Visitor<'_> for TextVisitor {
+            type Value = JsonText;
 
-/// Appends the text of a JSON string literal to `out`. `body` is the literal without its quotes
-/// (control characters and unescaped quotes are the caller's concern, as a JSON parser checks
-/// them). Escapes: `\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t` and `\uXXXX`, where a UTF-16 surrogate
-/// pair gives one character. An unknown escape, bad hex digits or a lone surrogate is an error
-/// (with `out` holding a partial text), as serde_json decides for a `str`.
-pub(crate) fn unescape_json_into(body: &str, out: &mut String) -> Result<(), ParseError> {
-    let mut buf = std::mem::take(out).into_bytes();
-    let result = unescape_bytes(body.as_bytes(), &mut buf);
-    // Only whole characters were copied and every escape gave a character: always UTF-8.
-    *out = String::from_utf8(buf).map_err(|_| ParseError::new("a string is not UTF-8"))?;
-    result
-}
-
-/// The byte offset of the first `\\` in `bytes` at or after `from` (or `bytes.len()`). Escapes are
-/// dense in session text (about one every 30 bytes), so this scans eight bytes at a time
-/// without the set-up cost of a vectorized search.
-fn next_backslash(bytes: &[u8], mut from: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const SLASHES: u64 = ONES * b'\\' as u64;
-    while let Some(word) = bytes.get(from..from + 8) {
-        let x = u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ SLASHES;
-        // The lowest set high bit marks the first zero byte of `x`, i.e. the first backslash.
-        let found = x.wrapping_sub(ONES) & !x & HIGHS;
-        if found != 0 {
-            return from + (found.trailing_zeros() / 8) as usize;
-        }
-        from += 8;
-    }
-    bytes[from..]
-        .iter()
-        .position(|&b| b == b'\\')
-        .map_or(bytes.len(), |i| from + i)
-}
-
-fn unescape_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), ParseError> {
-    out.reserve(bytes.len());
-    let mut from = 0;
-    loop {
-        let at = next_backslash(bytes, from);
-        out.extend_from_slice(&bytes[from..at]);
-        if at == bytes.len() {
-            return Ok(());
-        }
-        let escape = *bytes
-            .get(at + 1)
-            .ok_or_else(|| ParseError::new("a string ends inside an escape"))?;
-        from = at + 2;
-        let c = match escape {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'b' => 8,
-            b'f' => 12,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => {
-                let unit = hex4(bytes, from)?;
-                from += 4;
-                let c = match unit {
-                    0xD800..=0xDBFF => {
-                        let low = match bytes.get(from..from + 2) {
-                            Some(b"\\u") => hex4(bytes, from + 2)?,
-                            _ => return Err(ParseError::new("a lone surrogate in a \\u escape")),
-                        };
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return Err(ParseError::new("a lone surrogate in a \\u escape"));
-                        }
-                        from += 6;
-                        let code = 0x1_0000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                        char::from_u32(code).expect("a surrogate pair gives a character")
-                    }
-                    0xDC00..=0xDFFF => {
-                        return Err(ParseError::new("a lone surrogate in a \\u escape"))
-                    }
-                    _ => char::from_u32(unit).expect("a non-surrogate unit is a character"),
-                };
-                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-                continue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
             }
-            other => {
-                return Err(ParseError::new(format!(
-                    "invalid escape `\\{}` in a string",
-                    char::from(other).escape_default()
-                )))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonText(v.to_owned()))
             }
-        };
-        out.push(c);
-    }
-}
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonText(v))
+            }
+        }
 
-/// The four hex digits at `bytes[at..at + 4]` of a `\u` escape, as a number.
-fn hex4(bytes: &[u8], at: usize) -> Result<u32, ParseError> {
-    let digits = bytes
-        .get(at..at + 4)
-        .ok_or_else(|| ParseError::new("a \\u escape with fewer than four hex digits"))?;
-    digits.iter().try_fold(0u32, |acc, &d| {
-        let v = (d as char)
-            .to_digit(16)
-            .ok_or_else(|| ParseError::new("a \\u escape with a non-hex digit"))?;
-        Ok(acc * 16 + v)
-    })
+        deserializer.deserialize_str(TextVisitor)
+    }
 }
 
 /// Message content: a plain string or an array of content blocks.
@@ -763,6 +653,12 @@ pub trait BranchSink {
     fn begin(&mut self);
     /// The next entry of the branch, root first.
     fn entry(&mut self, entry: Entry);
+    /// [`BranchSink::entry`] for an entry the caller keeps (to free or reuse it where it was
+    /// made). By default the sink gets a copy; a sink that only reads the entry should take it
+    /// as is.
+    fn entry_ref(&mut self, entry: &Entry) {
+        self.entry(entry.clone());
+    }
 }
 
 /// What the general path of [`stream_branch`] keeps of each entry line.
@@ -804,6 +700,58 @@ pub fn last_entry_of_line(raw: &str) -> Option<Entry> {
     }
 }
 
+/// Appends to `out` the entries of the lines of `text` (split at `\n`), in order: exactly
+/// `text.split('\n').filter_map(last_entry_of_line)`, but decoded by one JSON reader that
+/// goes from line to line, so its buffer for unescaping strings is reused rather than grown
+/// anew for every line. A line that is not one JSON value alone (a malformed line, one with
+/// trailing garbage, a value spread over lines) is decoded on its own, as
+/// [`last_entry_of_line`] does, and the reader starts again on the next line.
+pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
+    let bytes = text.as_bytes();
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let base = pos;
+        let mut values =
+            serde_json::Deserializer::from_str(&text[base..]).into_iter::<RawLine<'_>>();
+        loop {
+            // Where the next value starts: blank lines before it are passed over, as the
+            // reader does and as they would be on their own.
+            let start = match bytes[pos..].iter().position(|b| !blank(b) && *b != b'\n') {
+                Some(i) => pos + i,
+                None => return,
+            };
+            let line_end = match memchr::memchr(b'\n', &bytes[start..]) {
+                Some(i) => start + i,
+                None => bytes.len(),
+            };
+            let alone = match values.next() {
+                Some(Ok(raw)) => {
+                    let end = base + values.byte_offset();
+                    (end <= line_end && bytes[end..line_end].iter().all(blank)).then_some(raw)
+                }
+                _ => None,
+            };
+            pos = line_end + 1;
+            match alone {
+                Some(raw) => {
+                    if let Ok(Line::Entry(e)) = convert(raw) {
+                        out.push(e);
+                    }
+                    if pos > bytes.len() {
+                        return;
+                    }
+                }
+                None => {
+                    let line_start = memchr::memrchr(b'\n', &bytes[..start]).map_or(0, |i| i + 1);
+                    out.extend(last_entry_of_line(&text[line_start..line_end]));
+                    break; // start a new reader on the next line
+                }
+            }
+        }
+    }
+}
+
 /// The fast path of [`stream_branch`], fed one line at a time: for a file without branches whose
 /// last entry is the leaf, every entry line is decoded once and handed to the sink at once.
 ///
@@ -838,6 +786,25 @@ impl LinearFeed {
     /// [`LinearFeed::line`] for a line already decoded (with [`last_entry_of_line`], which may
     /// run on another thread): the entry of the next entry line of the file.
     pub fn entry(&mut self, entry: Entry, sink: &mut impl BranchSink) -> bool {
+        if !self.follows(&entry) {
+            return false;
+        }
+        sink.entry(entry);
+        true
+    }
+
+    /// [`LinearFeed::entry`] for an entry the caller keeps: the sink gets it through
+    /// [`BranchSink::entry_ref`].
+    pub fn entry_ref(&mut self, entry: &Entry, sink: &mut impl BranchSink) -> bool {
+        if !self.follows(entry) {
+            return false;
+        }
+        sink.entry_ref(entry);
+        true
+    }
+
+    /// Whether `entry` follows the previous one; if so, it becomes the previous one.
+    fn follows(&mut self, entry: &Entry) -> bool {
         if let Some(prev) = &self.prev_id {
             if entry.parent_id.as_deref() != Some(prev.as_str()) {
                 return false;
@@ -853,7 +820,6 @@ impl LinearFeed {
         let prev = self.prev_id.get_or_insert_with(String::new);
         prev.clear();
         prev.push_str(&entry.id);
-        sink.entry(entry);
         true
     }
 
@@ -953,10 +919,19 @@ mod tests {
         }
     }
 
+    /// The text of a message whose one text block is the JSON string literal `"{body}"`, as
+    /// the parser decodes it (an error when the literal is not valid JSON).
     fn unescaped(body: &str) -> Result<String, ParseError> {
-        let mut out = String::from("kept:");
-        unescape_json_into(body, &mut out)?;
-        Ok(out["kept:".len()..].to_string())
+        let line = format!(
+            r#"{{"type":"message","id":"a","message":{{"role":"user","content":[{{"type":"text","text":"{body}"}}]}}}}"#
+        );
+        parse_line(&line).map(|l| match l {
+            Line::Entry(Entry {
+                kind: EntryKind::Message(m),
+                ..
+            }) => m.text,
+            other => panic!("expected a message, got {other:?}"),
+        })
     }
 
     #[test]
@@ -1504,6 +1479,58 @@ mod tests {
         assert_stream_matches(&text, "y");
         let text = [line("x", Some("gone"), "1"), line("y", Some("x"), "2")].join("\n\n");
         assert_eq!(assert_stream_matches(&text, "y").begins, 1);
+    }
+
+    proptest::proptest! {
+        /// Decoding many lines at once gives exactly the entries of decoding each line alone,
+        /// whatever blank, malformed, split or padded lines come between.
+        #[test]
+        fn lines_decode_together_as_alone(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just(r#"{"type":"message","id":"m1","parentId":null,"timestamp":"T","message":{"role":"user","content":"a\"b\\n"}}"#),
+                    proptest::strategy::Just(r#"{"type":"message","id":"m2","parentId":"m1","message":{"role":"assistant","content":[{"type":"text","text":"x\ty"},{"type":"toolCall","name":"f","arguments":{"a":[1]}}]}}"#),
+                    proptest::strategy::Just(r#"{"type":"custom","id":"c","customType":"k","data":{"n":1}}"#),
+                    proptest::strategy::Just(r#"{"type":"session","id":"S"}"#),
+                    proptest::strategy::Just(r#"{"type":"label","id":"l"}"#),
+                    proptest::strategy::Just(r#"{"type":"compaction","#),
+                    proptest::strategy::Just(r#""id":"z","summary":"s"}"#),
+                    proptest::strategy::Just("{broken"),
+                    proptest::strategy::Just("}"),
+                    proptest::strategy::Just("5"),
+                    proptest::strategy::Just("[]"),
+                    proptest::strategy::Just("\u{a0}"),
+                    proptest::strategy::Just("\u{feff}{}"),
+                    proptest::strategy::Just(""),
+                    proptest::strategy::Just(" \t"),
+                    proptest::strategy::Just("x"),
+                ],
+                0..12,
+            ),
+            seps in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("\n"),
+                    proptest::strategy::Just("\r\n"),
+                    proptest::strategy::Just(" \n"),
+                    proptest::strategy::Just("\n\n"),
+                    proptest::strategy::Just(" "),
+                    proptest::strategy::Just("\r"),
+                    proptest::strategy::Just(""),
+                ],
+                12,
+            ),
+            lead in proptest::prop_oneof![proptest::strategy::Just(""), proptest::strategy::Just("  "), proptest::strategy::Just("\n")],
+        ) {
+            let mut text = lead.to_string();
+            for (piece, sep) in pieces.iter().zip(&seps) {
+                text.push_str(piece);
+                text.push_str(sep);
+            }
+            let alone: Vec<Entry> = text.split('\n').filter_map(last_entry_of_line).collect();
+            let mut together = Vec::new();
+            push_entries_of_lines(&text, &mut together);
+            proptest::prop_assert_eq!(together, alone, "{:?}", text);
+        }
     }
 
     proptest::proptest! {

@@ -74,7 +74,9 @@ struct ItemMeta {
 
 #[derive(Debug, Clone)]
 struct EntryRec {
-    id: Box<str>,
+    /// The entry's id is `ids[id_start..id_end]` (all ids share one string, root first).
+    id_start: u32,
+    id_end: u32,
     item: u32,
     opens_window: bool,
 }
@@ -136,8 +138,10 @@ pub struct History {
     arena: String,
     items: Vec<ItemMeta>,
     entries: Vec<EntryRec>,
-    entry_index: HashMap<Box<str>, u32>,
-    id_bytes: usize,
+    /// Every entry id, one after the other (see [`EntryRec`]).
+    ids: String,
+    /// Positions in `entries` with their id's [`IdKey`], found by its hash.
+    entry_index: hashbrown::HashTable<(u32, IdKey)>,
     windows: Vec<WindowRec>,
     window_index: HashMap<String, u32>,
     tools: Interner,
@@ -156,8 +160,8 @@ impl History {
             arena: String::new(),
             items: Vec::new(),
             entries: Vec::new(),
-            entry_index: HashMap::default(),
-            id_bytes: 0,
+            ids: String::new(),
+            entry_index: hashbrown::HashTable::new(),
             windows: vec![WindowRec {
                 id: root,
                 first_item: 0,
@@ -177,7 +181,8 @@ impl History {
     /// Appends the next entry of the branch (root→leaf order). An entry already present is
     /// ignored. Cost: proportional to the entry's text.
     pub fn push(&mut self, entry: &Entry) {
-        if self.entry_index.contains_key(entry.id.as_str()) {
+        let key = IdKey::of(&entry.id);
+        if self.position(key, &entry.id).is_some() {
             return;
         }
         if self.entries.is_empty() && self.windows.len() == 1 {
@@ -226,14 +231,30 @@ impl History {
             }
             _ => {}
         }
-        let id: Box<str> = entry.id.as_str().into();
-        self.id_bytes += id.len();
-        self.entry_index.insert(id.clone(), pos);
+        let id_start = self.ids.len() as u32;
+        self.ids.push_str(&entry.id);
+        self.entry_index
+            .insert_unique(key.hash(), (pos, key), |(_, k)| k.hash());
         self.entries.push(EntryRec {
-            id,
+            id_start,
+            id_end: self.ids.len() as u32,
             item,
             opens_window,
         });
+    }
+
+    /// The position of the entry `id` (whose key is `key`), if it was pushed.
+    fn position(&self, key: IdKey, id: &str) -> Option<u32> {
+        self.entry_index
+            .find(key.hash(), |&(p, k)| {
+                k == key && entry_id(&self.entries, &self.ids, p) == id
+            })
+            .map(|&(p, _)| p)
+    }
+
+    /// The id of the entry at `pos`.
+    fn id_at(&self, pos: usize) -> &str {
+        entry_id(&self.entries, &self.ids, pos as u32)
     }
 
     fn compaction_window_id(&self, entry_id: &str, details: &Value) -> String {
@@ -276,24 +297,28 @@ impl History {
 
     /// Whether an entry with this id has been pushed. O(1).
     pub fn contains(&self, entry_id: &str) -> bool {
-        self.entry_index.contains_key(entry_id)
+        self.position(IdKey::of(entry_id), entry_id).is_some()
     }
 
     /// The id of the last pushed entry.
     pub fn tip(&self) -> Option<&str> {
-        self.entries.last().map(|e| &*e.id)
+        self.entries.len().checked_sub(1).map(|p| self.id_at(p))
     }
 
     /// Navigation to an ancestor: drops every entry pushed after `entry_id` (with its items and
     /// windows). Returns false, changing nothing, when `entry_id` is unknown. Cost: O(removed).
     pub fn truncate_after(&mut self, entry_id: &str) -> bool {
-        let Some(&pos) = self.entry_index.get(entry_id) else {
+        let Some(pos) = self.position(IdKey::of(entry_id), entry_id) else {
             return false;
         };
         while self.entries.len() > pos as usize + 1 {
+            let last = self.entries.len() as u32 - 1;
+            let key = IdKey::of(self.id_at(last as usize));
+            if let Ok(slot) = self.entry_index.find_entry(key.hash(), |&(p, _)| p == last) {
+                slot.remove();
+            }
             let rec = self.entries.pop().expect("entries beyond pos");
-            self.entry_index.remove(&rec.id);
-            self.id_bytes -= rec.id.len();
+            self.ids.truncate(rec.id_start as usize);
             if rec.item != NONE {
                 let meta = self.items.pop().expect("item of a pushed entry");
                 self.roles[meta.role as usize].pop();
@@ -357,8 +382,8 @@ impl History {
         self.arena.capacity()
             + self.items.capacity() * size_of::<ItemMeta>()
             + self.entries.capacity() * size_of::<EntryRec>()
-            + self.id_bytes * 2
-            + self.entry_index.capacity() * (size_of::<(Box<str>, u32)>() + 1)
+            + self.ids.capacity()
+            + self.entry_index.capacity() * (size_of::<(u32, IdKey)>() + 1)
             + self.windows.capacity() * size_of::<WindowRec>()
             + self
                 .windows
@@ -376,6 +401,8 @@ impl History {
         self.arena.shrink_to_fit();
         self.items.shrink_to_fit();
         self.entries.shrink_to_fit();
+        self.ids.shrink_to_fit();
+        self.entry_index.shrink_to_fit(|(_, k)| k.hash());
         for r in &mut self.roles {
             r.shrink_to_fit();
         }
@@ -503,9 +530,8 @@ impl History {
                 return Err(format!("unknown window_id {window_id:?}"));
             }
             let item = self
-                .entry_index
-                .get(item_id)
-                .map(|&p| self.entries[p as usize].item)
+                .position(IdKey::of(item_id), item_id)
+                .map(|p| self.entries[p as usize].item)
                 .filter(|&i| i != NONE)
                 .ok_or_else(|| format!("unknown item_id {item_id:?}"))?
                 as usize;
@@ -828,7 +854,7 @@ impl History {
         );
         v.insert(
             "item_id".into(),
-            self.entries[m.entry as usize].id.to_string().into(),
+            self.id_at(m.entry as usize).to_string().into(),
         );
         v.insert("role".into(), m.role.as_str().into());
         let name = |interner: &Interner, id: u32| {
@@ -866,6 +892,29 @@ impl History {
         v.insert("snippet".into(), text[snippet_from..snippet_to].into());
         Value::Object(v)
     }
+}
+
+/// 32 bits of an entry id's hash, kept with its position so that the index grows without
+/// reading the ids again, and compared before the ids are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IdKey(u32);
+
+impl IdKey {
+    fn of(id: &str) -> IdKey {
+        use std::hash::BuildHasher;
+        IdKey((rustc_hash::FxBuildHasher.hash_one(id) >> 32) as u32)
+    }
+
+    /// The hash the index places the key by (spread over all 64 bits).
+    fn hash(self) -> u64 {
+        u64::from(self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+/// The id of the entry at `pos` of `entries`, whose ids are held in `ids`.
+fn entry_id<'a>(entries: &[EntryRec], ids: &'a str, pos: u32) -> &'a str {
+    let rec = &entries[pos as usize];
+    &ids[rec.id_start as usize..rec.id_end as usize]
 }
 
 fn respond(result: Result<Value, String>) -> ToolOutput {

@@ -87,6 +87,9 @@ impl JsEngine {
             fn entry(&mut self, entry: Entry) {
                 self.engine.push_replayed(&entry);
             }
+            fn entry_ref(&mut self, entry: &Entry) {
+                self.engine.push_replayed(entry);
+            }
         }
         let mut replay = Replay {
             engine: &mut self.inner,

@@ -1548,7 +1548,6 @@ impl Engine {
     }
 }
 
-
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
