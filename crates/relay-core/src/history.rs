@@ -786,18 +786,27 @@ impl History {
             // with the forward finder and walk each chunk's matches backwards. The chunk starts
             // small (a common needle stops early) and doubles after every chunk that did not
             // finish the search, up to a few MiB, so that a rare needle scans at forward speed.
-            const MAX_CHUNK: usize = 4 << 20;
+            // Smaller in tests, so that the bulk path below runs on test-sized histories too.
+            const MAX_CHUNK: usize = if cfg!(test) { 1 << 17 } else { 4 << 20 };
             let mut chunk = (1usize << 16).max(4 * n);
             let mut end = hi;
             let mut positions = Vec::new();
             while end > lo && hits.len() < want {
-                let cstart = end.saturating_sub(chunk).max(lo);
+                let mut cstart = end.saturating_sub(chunk).max(lo);
                 positions.clear();
-                // Overlapping matches too: a later overlapping one may be the valid one.
-                let mut from = cstart;
-                while let Some(r) = forward.find(&hay[from..end]) {
-                    positions.push(from + r);
-                    from += r + 1;
+                if chunk >= MAX_CHUNK && end - lo >= BULK_SCAN_MIN {
+                    // Still searching after the largest chunk: the needle is rare here. Collect
+                    // the matches of everything that is left at once, on two threads (a scan
+                    // this long is bound by memory bandwidth, which one core does not fill).
+                    cstart = lo;
+                    positions = all_matches_parallel(&forward, hay, lo, end, n);
+                } else {
+                    // Overlapping matches too: a later overlapping one may be the valid one.
+                    let mut from = cstart;
+                    while let Some(r) = forward.find(&hay[from..end]) {
+                        positions.push(from + r);
+                        from += r + 1;
+                    }
                 }
                 let mut bound = end;
                 for &p in positions.iter().rev() {
@@ -892,6 +901,45 @@ impl History {
         v.insert("snippet".into(), text[snippet_from..snippet_to].into());
         Value::Object(v)
     }
+}
+
+/// A newest-first search that has not finished after the largest chunk scans the rest at once
+/// when at least this much is left (small in tests, so they exercise it).
+const BULK_SCAN_MIN: usize = if cfg!(test) { 1 << 12 } else { 16 << 20 };
+
+/// Start positions of every (also overlapping) match of the needle that lies wholly inside
+/// `hay[lo..end]`, ascending, collected on two threads.
+fn all_matches_parallel(
+    finder: &memmem::Finder<'_>,
+    hay: &[u8],
+    lo: usize,
+    end: usize,
+    n: usize,
+) -> Vec<usize> {
+    let collect = |from: usize, to: usize, starts_before: usize| {
+        let mut out = Vec::new();
+        let mut at = from;
+        while let Some(r) = finder.find(&hay[at..to]) {
+            if at + r >= starts_before {
+                break;
+            }
+            out.push(at + r);
+            at += r + 1;
+        }
+        out
+    };
+    let mid = lo + (end - lo) / 2;
+    // The older half owns the matches that start before `mid` (they may end after it).
+    let older_to = (mid + n).saturating_sub(1).min(end);
+    let (mut older, newer) = std::thread::scope(|scope| {
+        let newer = scope.spawn(|| collect(mid, end, end));
+        let older = collect(lo, older_to, mid);
+        // A failed helper thread costs time, never results: scan its half here instead.
+        let newer = newer.join().unwrap_or_else(|_| collect(mid, end, end));
+        (older, newer)
+    });
+    older.extend(newer);
+    older
 }
 
 /// 32 bits of an entry id's hash, kept with its position so that the index grows without
