@@ -121,3 +121,54 @@ test("pi --mode json: the reset and its continuation appear in the event stream"
 	assert.match(run.stdout, /json mode continued/);
 	assert.equal(run.lines.filter((l) => l.type === "compaction").length, 1);
 });
+
+test("pi --mode rpc: new_context resets and continues inside one prompt command", async () => {
+	const { spawn } = await import("node:child_process");
+	const dir = mkdtempSync(join(tmpdir(), "relay-rpc-"));
+	const agent = join(dir, "agent");
+	const work = join(dir, "work");
+	const sessions = join(dir, "sessions");
+	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
+	writeFileSync(join(agent, "settings.json"), "{}");
+	const scriptFile = join(dir, "script.json");
+	writeFileSync(scriptFile, JSON.stringify([{ tool: "new_context" }, { text: "rpc mode continued" }]));
+	const child = spawn(
+		NODE,
+		[PI, "--mode", "rpc", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1"],
+		{ cwd: work, env: { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: scriptFile } },
+	);
+	const events = [];
+	let buffer = "";
+	const settled = new Promise((resolve, reject) => {
+		const timer = setTimeout(() => reject(new Error(`no agent_settled; events: ${events.map((e) => e.type).join(",")}`)), 30_000);
+		child.stdout.on("data", (chunk) => {
+			buffer += chunk;
+			let nl;
+			while ((nl = buffer.indexOf("\n")) >= 0) {
+				const line = buffer.slice(0, nl).replace(/\r$/, "");
+				buffer = buffer.slice(nl + 1);
+				if (!line) continue;
+				const record = JSON.parse(line);
+				events.push(record);
+				if (record.type === "agent_settled") {
+					clearTimeout(timer);
+					resolve();
+				}
+			}
+		});
+	});
+	child.stdin.write(JSON.stringify({ id: "p1", type: "prompt", message: "Reset over RPC." }) + "\n");
+	try {
+		await settled;
+	} finally {
+		child.kill();
+	}
+	const response = events.find((e) => e.type === "response" && e.id === "p1");
+	assert.equal(response?.success, true);
+	const file = readdirSync(sessions, { recursive: true }).find((f) => String(f).endsWith(".jsonl"));
+	const lines = readFileSync(join(sessions, String(file)), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+	assert.equal(lines.filter((l) => l.type === "compaction").length, 1);
+	assert.equal(lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue").length, 1);
+	const last = lines.at(-1);
+	assert.equal(last.message?.content?.[0]?.text, "rpc mode continued");
+});
