@@ -1,0 +1,74 @@
+// End to end in the interactive TUI: the real `pi` in a tmux pane, offline, with the faux model.
+// The prompt is typed into the editor; the test reads the screen and the session file.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const NODE = process.execPath;
+const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+
+const tmux = (...args) => spawnSync("tmux", args, { encoding: "utf8" });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(predicate, what, timeoutMs = 20_000) {
+	const until = Date.now() + timeoutMs;
+	for (;;) {
+		const value = predicate();
+		if (value) return value;
+		if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+		await sleep(100);
+	}
+}
+
+test("TUI: the footer shows the window; new_context rolls into window 2 and the continuation runs", { skip: hasTmux ? false : "tmux is not installed" }, async () => {
+	const dir = mkdtempSync(join(tmpdir(), "relay-tui-"));
+	const agent = join(dir, "agent");
+	const work = join(dir, "work");
+	const sessions = join(dir, "sessions");
+	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
+	writeFileSync(join(agent, "settings.json"), "{}");
+	const script = join(dir, "script.json");
+	writeFileSync(
+		script,
+		JSON.stringify([
+			{ tool: "notes_write_file", args: { path: "plan.md", content: "next: step 2" } },
+			{ tool: "new_context" },
+			{ text: "TUI window two continued" },
+		]),
+	);
+	const socket = join(dir, "tmux.sock");
+	const command = [
+		`cd ${JSON.stringify(work)} &&`,
+		`PI_CODING_AGENT_DIR=${JSON.stringify(agent)} PI_OFFLINE=1 RELAY_FAUX_SCRIPT=${JSON.stringify(script)}`,
+		JSON.stringify(NODE),
+		JSON.stringify(PI),
+		`-ne -nbt --session-dir ${JSON.stringify(sessions)}`,
+		`-e ${JSON.stringify(join(ROOT, "demo/faux-provider.ts"))} -e ${JSON.stringify(join(ROOT, "extension"))}`,
+		"--model faux/faux-1",
+	].join(" ");
+	const started = tmux("-S", socket, "new-session", "-d", "-s", "relay", "-x", "160", "-y", "45", command);
+	assert.equal(started.status, 0, started.stderr);
+	const screen = () => tmux("-S", socket, "capture-pane", "-t", "relay", "-p", "-S", "-200").stdout ?? "";
+	try {
+		await waitFor(() => /relay w1/.test(screen()), "the footer status of window 1");
+		assert.match(screen(), /<context_window>/, "the root boot block is shown");
+		tmux("-S", socket, "send-keys", "-t", "relay", "Please do the two-window task", "Enter");
+		await waitFor(() => /TUI window two continued/.test(screen()), "the continuation's reply");
+		await waitFor(() => /relay w2/.test(screen()), "the footer status of window 2");
+		const file = readdirSync(sessions).find((f) => f.endsWith(".jsonl"));
+		const lines = readFileSync(join(sessions, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+		const compactions = lines.filter((l) => l.type === "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "new_context");
+		assert.match(compactions[0].summary, /plan\.md/);
+		assert.equal(lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue").length, 1);
+	} finally {
+		tmux("-S", socket, "kill-server");
+	}
+});
