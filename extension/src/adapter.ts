@@ -43,7 +43,26 @@ export interface ToolReply {
  * Pi's usage figure is only fetched for tools (`withUsage`): `getContextUsage()` walks the whole
  * branch, so hooks that run on every request let the engine estimate usage from its mirror instead.
  */
-export function moment(ctx: ExtensionContext, withUsage = false): Record<string, unknown> {
+/**
+ * The process-wide hosting marker: the first Relay runtime bound in a process is the primary one;
+ * runtimes bound while it is alive (SDK child sessions) are subagents. Released at the primary's
+ * shutdown, so a forked or resumed main session stays main.
+ */
+const HOST = Symbol.for("relay.primary-runtime");
+type Host = { [HOST]?: object };
+
+export function bindRuntime(token: object): boolean {
+	const host = globalThis as Host;
+	if (!host[HOST]) host[HOST] = token;
+	return host[HOST] !== token;
+}
+
+export function releaseRuntime(token: object): void {
+	const host = globalThis as Host;
+	if (host[HOST] === token) delete host[HOST];
+}
+
+export function moment(ctx: ExtensionContext, withUsage = false, subagent = false): Record<string, unknown> {
 	let usage: { tokens: number | null; contextWindow: number } | null = null;
 	if (withUsage) {
 		try {
@@ -64,6 +83,7 @@ export function moment(ctx: ExtensionContext, withUsage = false): Record<string,
 		hasPendingMessages: ctx.hasPendingMessages(),
 		cwd: ctx.cwd,
 		sessionId: ctx.sessionManager.getSessionId(),
+		subagent,
 	};
 }
 

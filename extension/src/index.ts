@@ -1,7 +1,7 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { fullSync, moment, resetDrafts, run, sync, type HookReply, type ToolReply } from "./adapter.ts";
+import { bindRuntime, fullSync, moment, releaseRuntime, resetDrafts, run, sync, type HookReply, type ToolReply } from "./adapter.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { TOOL_SCHEMAS } from "./tools.ts";
@@ -15,10 +15,13 @@ interface ToolSpec {
 export default function relay(pi: ExtensionAPI) {
 	const engine: NativeEngine = new (native().Engine)();
 	const state: { sessionId?: string } = {};
+	// Whether another Relay runtime was already bound in this process when this one started.
+	const runtime = {};
+	let subagent = false;
 
 	const handle = (ctx: ExtensionContext, type: string, extra: Record<string, unknown> = {}): HookReply => {
 		sync(engine, ctx, state);
-		const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx), ...extra }))) as HookReply;
+		const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx, false, subagent), ...extra }))) as HookReply;
 		run(pi, ctx, reply.effects);
 		return reply;
 	};
@@ -38,7 +41,7 @@ export default function relay(pi: ExtensionAPI) {
 			parameters,
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				sync(engine, ctx, state);
-				const reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true)))) as ToolReply;
+				const reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true, subagent)))) as ToolReply;
 				if (reply.persist) {
 					pi.appendEntry(reply.persist.customType, reply.persist.data);
 					sync(engine, ctx, state);
@@ -55,6 +58,7 @@ export default function relay(pi: ExtensionAPI) {
 	}
 
 	pi.on("session_start", (event, ctx) => {
+		subagent = bindRuntime(runtime);
 		fullSync(engine, ctx, state);
 		configure(ctx);
 		handle(ctx, "session_start", { reason: event.reason });
@@ -64,6 +68,7 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	pi.on("session_shutdown", (event, ctx) => {
 		handle(ctx, "session_shutdown", { reason: event.reason });
+		releaseRuntime(runtime);
 	});
 	pi.on("input", (_event, ctx) => {
 		configure(ctx);

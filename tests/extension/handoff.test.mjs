@@ -807,3 +807,39 @@ test("telemetry: an unwritable state folder never prevents the handoff commit", 
 		env.restore();
 	}
 });
+
+test("subagent: a session bound while another Relay session is alive in the process uses the subagent thresholds", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const settings = {
+		compaction: { enabled: false },
+		relay: {
+			budget: {
+				mode: "enforce",
+				main: THRESHOLDS,
+				subagent: { soft: 5_000, handoff: 8_000, hard: 15_000, minProgress: 500 },
+			},
+		},
+	};
+	const parent = await startSession({ root, contextWindow: WINDOW, settings, steps: [{ text: "parent warm-up", tokens: 1_000 }, { ...tool("notes_write_file", { path: "p.md", content: "x" }), tokens: 9_000 }, "parent done"] });
+	const child = await startSession({ root: newRoot(), contextWindow: WINDOW, settings, steps: [{ text: "child warm-up", tokens: 1_000 }, { ...tool("notes_write_file", { path: "c.md", content: "x" }), tokens: 9_000 }, "child done"] });
+	try {
+		await parent.session.prompt("Parent: warm up.");
+		await parent.session.prompt("Parent: write a note.");
+		await child.session.prompt("Child: warm up.");
+		await child.session.prompt("Child: write a note.");
+		const parentWrite = resultsOf(parent, "notes_write_file")[0];
+		const childWrite = resultsOf(child, "notes_write_file")[0];
+		assert.equal(parentWrite.isError, false, "9,000 tokens is below the main handoff threshold");
+		assert.equal(childWrite.isError, true, "9,000 tokens is past the subagent handoff threshold");
+		assert.match(childWrite.text, /context_handoff/);
+		const status = JSON.parse(readFileSync(join(env.stateDir, "status", `${child.sessionManager.getSessionId()}.json`), "utf8"));
+		assert.equal(status.role, "subagent");
+		const parentStatus = JSON.parse(readFileSync(join(env.stateDir, "status", `${parent.sessionManager.getSessionId()}.json`), "utf8"));
+		assert.equal(parentStatus.role, "main");
+	} finally {
+		await child.dispose();
+		await parent.dispose();
+		env.restore();
+	}
+});

@@ -76,6 +76,9 @@ pub struct Moment {
     pub has_pending_messages: bool,
     pub cwd: String,
     pub session_id: String,
+    /// This runtime was bound while another Relay runtime was already bound in the same process
+    /// (an SDK child session): the budget policy uses the `subagent` thresholds.
+    pub subagent: bool,
 }
 
 /// The Pi event an observation reports.
@@ -399,8 +402,8 @@ pub struct Engine {
     budget: BudgetConfig,
     mode: EffectiveMode,
     policy: PolicyState,
-    /// Thresholds resolved for (model key, context window).
-    params: Option<(String, u64, PolicyParams)>,
+    /// Thresholds resolved for (model key, context window, subagent role).
+    params: Option<(String, u64, bool, PolicyParams)>,
     /// The handoff written in this window and not yet committed: path and markdown.
     handoff_ready: Option<(String, String)>,
     /// A forced reset's boot-block note and whether the run continues after it.
@@ -1011,20 +1014,21 @@ impl Engine {
             .map(|u| u.context_window)
             .or(moment.context_window)
             .unwrap_or(0);
+        let subagent = moment.subagent;
         let fresh = match &self.params {
-            Some((k, w, _)) => *k != key || *w != window,
+            Some((k, w, sub, _)) => *k != key || *w != window || *sub != subagent,
             None => true,
         };
         if fresh {
             let params =
-                PolicyParams::resolve(&self.budget, &key, window, self.reserve_tokens, false);
-            self.params = Some((key, window, params));
+                PolicyParams::resolve(&self.budget, &key, window, self.reserve_tokens, subagent);
+            self.params = Some((key, window, subagent, params));
         }
     }
 
     fn current_params(&self) -> PolicyParams {
         match &self.params {
-            Some((_, _, p)) => *p,
+            Some((_, _, _, p)) => *p,
             None => PolicyParams::resolve(&self.budget, "", 0, self.reserve_tokens, false),
         }
     }
@@ -1113,7 +1117,11 @@ impl Engine {
             obj.insert("windowCount".into(), json!(self.window_count()));
             obj.insert("cwd".into(), json!(moment.cwd));
             obj.insert("model".into(), json!(moment.model));
-            obj.insert("role".into(), json!("main"));
+            let subagent = self.params.as_ref().is_some_and(|(_, _, sub, _)| *sub);
+            obj.insert(
+                "role".into(),
+                json!(if subagent { "subagent" } else { "main" }),
+            );
             obj.insert("updatedAt".into(), json!(moment.now_ms));
             obj.insert(
                 "lastHandoff".into(),

@@ -20,6 +20,7 @@ fn moment(tokens: Option<u64>) -> Moment {
         has_pending_messages: false,
         cwd: "/work/project".into(),
         session_id: SID.into(),
+        subagent: false,
     }
 }
 
