@@ -5,7 +5,15 @@ import { existsSync } from "node:fs";
 import type { NativeEngine } from "./native.ts";
 
 export type Effect =
-	| { kind: "send"; customType: string; content: string; display: boolean; triggerTurn: boolean; deliverAs?: "steer" | "followUp" | "nextTurn" }
+	| {
+			kind: "send";
+			customType: string;
+			content: string;
+			display: boolean;
+			triggerTurn: boolean;
+			deliverAs?: "steer" | "followUp" | "nextTurn";
+			details?: unknown;
+	  }
 	| { kind: "append"; customType: string; data: unknown }
 	| { kind: "notify"; text: string; level: "info" | "warning" | "error" }
 	| { kind: "status"; text: string | null }
@@ -116,15 +124,17 @@ export function sync(engine: NativeEngine, ctx: ExtensionContext, state: { sessi
 export function fullSync(engine: NativeEngine, ctx: ExtensionContext, state: { sessionId?: string }): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
-	state.sessionId = sessionId;
 	const file = sm.getSessionFile();
 	const leaf = sm.getLeafId();
 	if (file && leaf && existsSync(file) && engine.loadSessionFile(sessionId, file, leaf)) {
+		state.sessionId = sessionId;
 		// Entries Pi has not flushed yet (none once the file exists) arrive through the incremental path.
 		sync(engine, ctx, state);
 		return;
 	}
 	engine.resync(sessionId, JSON.stringify(sm.getBranch()));
+	// Only a mirror that loaded counts as this session's: a failed load is retried, never walked.
+	state.sessionId = sessionId;
 }
 
 /** Carry out effects in order. */
@@ -133,7 +143,7 @@ export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] |
 		switch (effect.kind) {
 			case "send":
 				pi.sendMessage(
-					{ customType: effect.customType, content: effect.content, display: effect.display },
+					{ customType: effect.customType, content: effect.content, display: effect.display, details: effect.details },
 					{ triggerTurn: effect.triggerTurn, ...(effect.deliverAs ? { deliverAs: effect.deliverAs } : {}) },
 				);
 				break;

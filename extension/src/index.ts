@@ -19,16 +19,36 @@ export default function relay(pi: ExtensionAPI) {
 	const runtime = {};
 	let subagent = false;
 
+	// Nothing Relay does may throw into Pi (a throw in tool_call would block the tool): a failure is
+	// reported once per message on stderr and the hook carries on as if Relay were absent.
+	const reported = new Set<string>();
+	const report = (where: string, error: unknown) => {
+		const text = `relay: ${where} failed: ${error instanceof Error ? error.message : String(error)}`;
+		if (!reported.has(text)) {
+			reported.add(text);
+			console.error(text);
+		}
+	};
+
 	const handle = (ctx: ExtensionContext, type: string, extra: Record<string, unknown> = {}): HookReply => {
-		sync(engine, ctx, state);
-		const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx, false, subagent), ...extra }))) as HookReply;
-		run(pi, ctx, reply.effects);
-		return reply;
+		try {
+			sync(engine, ctx, state);
+			const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx, false, subagent), ...extra }))) as HookReply;
+			run(pi, ctx, reply.effects);
+			return reply;
+		} catch (error) {
+			report(type, error);
+			return { effects: [] };
+		}
 	};
 
 	const configure = (ctx: ExtensionContext) => {
-		const reply = JSON.parse(engine.configure(JSON.stringify(loadSettings(pi, ctx)))) as HookReply;
-		run(pi, ctx, reply.effects);
+		try {
+			const reply = JSON.parse(engine.configure(JSON.stringify(loadSettings(pi, ctx)))) as HookReply;
+			run(pi, ctx, reply.effects);
+		} catch (error) {
+			report("configuration", error);
+		}
 	};
 
 	for (const spec of JSON.parse(engine.toolSpecs()) as ToolSpec[]) {
@@ -40,13 +60,19 @@ export default function relay(pi: ExtensionAPI) {
 			description: spec.description,
 			parameters,
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-				sync(engine, ctx, state);
-				const reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true, subagent)))) as ToolReply;
-				if (reply.persist) {
-					pi.appendEntry(reply.persist.customType, reply.persist.data);
+				let reply: ToolReply;
+				try {
 					sync(engine, ctx, state);
+					reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true, subagent)))) as ToolReply;
+					if (reply.persist) {
+						pi.appendEntry(reply.persist.customType, reply.persist.data);
+						sync(engine, ctx, state);
+					}
+					run(pi, ctx, reply.effects);
+				} catch (error) {
+					report(spec.name, error);
+					reply = { text: `${spec.name} failed inside Relay: ${error instanceof Error ? error.message : String(error)}`, isError: true };
 				}
-				run(pi, ctx, reply.effects);
 				return {
 					content: [{ type: "text" as const, text: reply.text }],
 					details: reply.details ?? {},
@@ -59,7 +85,11 @@ export default function relay(pi: ExtensionAPI) {
 
 	pi.on("session_start", (event, ctx) => {
 		subagent = bindRuntime(runtime);
-		fullSync(engine, ctx, state);
+		try {
+			fullSync(engine, ctx, state);
+		} catch (error) {
+			report("loading the session", error);
+		}
 		configure(ctx);
 		handle(ctx, "session_start", { reason: event.reason });
 	});
@@ -112,6 +142,9 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	pi.on("agent_settled", (event, ctx) => {
 		handle(ctx, "agent_settled", { aborted: event.aborted });
+	});
+	pi.on("session_compact_failed", (_event, ctx) => {
+		handle(ctx, "session_compact_failed");
 	});
 	pi.on("session_before_compact", (event, ctx) => {
 		const reply = handle(ctx, "session_before_compact", { reason: event.reason, willRetry: event.willRetry });

@@ -224,6 +224,10 @@ pub enum PolicyInput {
     BeforeSettle,
     /// A reset (any source) was applied: new window, floor unknown.
     ResetApplied,
+    /// The reset this policy requested will not happen (the run was aborted, the session
+    /// navigated, Relay was switched off, or Pi rejected it): leave `Compacting` and return to the
+    /// phase the request came from, so enforcement goes on.
+    ResetDropped,
 }
 
 /// Notification level for the UI.
@@ -600,6 +604,28 @@ pub fn step(
             Phase::FallbackArmed => forced_reset(&mut s, params, &mut fx),
             _ => {}
         },
+        PolicyInput::ResetDropped => {
+            if s.phase == Phase::Compacting {
+                let kind = s.committing.take();
+                s.pending = None;
+                s.phase = match kind {
+                    Some(CommitKind::Budget) => Phase::HandoffRequired,
+                    Some(CommitKind::Hard | CommitKind::ForcedHard | CommitKind::ForcedGuard) => {
+                        s.fallback_turns = 0;
+                        if s.fallback.is_none() {
+                            s.fallback = Some(FallbackReason::Hard);
+                        }
+                        Phase::FallbackArmed
+                    }
+                    _ if s.soft_latched => Phase::SoftNotified,
+                    _ => Phase::Idle,
+                };
+                fx.push(event(
+                    "reset_dropped",
+                    json!({"kind": kind.map(|k| k.as_str()), "phase": s.phase.as_str()}),
+                ));
+            }
+        }
         PolicyInput::ResetApplied => {
             if let Some(kind) = s.committing.take() {
                 if kind.counts() {

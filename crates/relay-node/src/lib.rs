@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use relay_core::engine::{self, ConfigSources, Effect, GitFacts, Observation, ToolReply};
-use relay_core::entry::{parse_entries, Entry};
+use relay_core::entry::{parse_entry, Entry, EntryKind};
 use std::path::{Path, PathBuf};
 
 fn invalid(what: &str, err: impl std::fmt::Display) -> Error {
@@ -22,6 +22,8 @@ pub fn version() -> String {
 pub struct JsEngine {
     inner: engine::Engine,
     reported: Vec<String>,
+    /// Problems found in entries Pi handed over, reported with the next hook's reply.
+    warnings: Vec<String>,
     /// Where status and events are written (`PI_CONTEXT_BUDGET_STATE_DIR` or agentDir/context-budget).
     state_dir: Option<PathBuf>,
 }
@@ -39,6 +41,7 @@ impl JsEngine {
         JsEngine {
             inner: engine::Engine::new(),
             reported: Vec::new(),
+            warnings: Vec::new(),
             state_dir: None,
         }
     }
@@ -65,7 +68,9 @@ impl JsEngine {
     /// Replace the mirror with a whole branch (JSON array of entries, root first).
     #[napi]
     pub fn resync(&mut self, session_id: String, entries_json: String) -> Result<()> {
-        let entries = parse_entries(&entries_json).map_err(|e| invalid("branch entries", e))?;
+        let entries = self
+            .entries_of(&entries_json)
+            .map_err(|e| invalid("branch entries", e))?;
         self.inner.resync(&session_id, &entries);
         Ok(())
     }
@@ -122,7 +127,9 @@ impl JsEngine {
     /// Append entries that follow the tip (JSON array, root first).
     #[napi]
     pub fn append(&mut self, entries_json: String) -> Result<()> {
-        let entries = parse_entries(&entries_json).map_err(|e| invalid("new entries", e))?;
+        let entries = self
+            .entries_of(&entries_json)
+            .map_err(|e| invalid("new entries", e))?;
         self.inner.append(&entries);
         Ok(())
     }
@@ -165,12 +172,66 @@ impl JsEngine {
     }
 }
 
+/// The fields every entry needs to keep its place on the branch.
+#[derive(serde::Deserialize)]
+struct Skeleton {
+    #[serde(rename = "type")]
+    entry_type: Option<String>,
+    id: Option<String>,
+    #[serde(rename = "parentId")]
+    parent_id: Option<String>,
+    timestamp: Option<String>,
+}
+
 impl JsEngine {
+    /// Parse a JSON array of branch entries. An entry that does not parse keeps its place on the
+    /// branch as an unknown entry (with a warning) instead of failing the whole batch, so that one
+    /// odd entry never stops the mirror (or every later hook) from working.
+    fn entries_of(&mut self, json: &str) -> std::result::Result<Vec<Entry>, serde_json::Error> {
+        let raws: Vec<&serde_json::value::RawValue> = serde_json::from_str(json)?;
+        let mut entries = Vec::with_capacity(raws.len());
+        for (index, raw) in raws.into_iter().enumerate() {
+            match parse_entry(raw.get()) {
+                Ok(entry) => entries.push(entry),
+                Err(error) => {
+                    let skeleton: Option<Skeleton> = serde_json::from_str(raw.get()).ok();
+                    match skeleton {
+                        Some(Skeleton {
+                            entry_type,
+                            id: Some(id),
+                            parent_id,
+                            timestamp,
+                        }) if !id.is_empty() => {
+                            self.warnings.push(format!(
+                                "relay: entry {id} could not be read ({error}); it is kept without content"
+                            ));
+                            entries.push(Entry {
+                                id,
+                                parent_id,
+                                timestamp: timestamp.unwrap_or_default(),
+                                kind: EntryKind::Unknown {
+                                    entry_type: entry_type.unwrap_or_default(),
+                                },
+                            });
+                        }
+                        _ => self.warnings.push(format!(
+                            "relay: branch element {index} has no usable id and was skipped ({error})"
+                        )),
+                    }
+                }
+            }
+        }
+        Ok(entries)
+    }
+
     /// Perform the file effects here (telemetry and status) and leave the rest for the extension.
     /// A telemetry write failure never fails the hook: it becomes a warning on stderr.
     fn execute(&mut self, effects: &mut Vec<Effect>) {
         let session_id = self.inner.history().session_id().to_string();
         let mut kept = Vec::with_capacity(effects.len());
+        for text in self.warnings.drain(..) {
+            kept.push(Effect::Log { text });
+        }
         for effect in effects.drain(..) {
             match effect {
                 Effect::Telemetry { event } => {

@@ -125,6 +125,9 @@ pub enum Event {
         #[serde(default)]
         aborted: bool,
     },
+    /// `session_compact_failed`: a compaction (possibly the reset Relay returned from
+    /// `session_before_compact`) was not appended.
+    SessionCompactFailed,
     SessionBeforeCompact {
         reason: String,
         #[serde(default)]
@@ -160,6 +163,9 @@ pub enum Effect {
         trigger_turn: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         deliver_as: Option<String>,
+        /// `details` of the persisted custom message.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
     },
     /// `pi.appendEntry(customType, data)`.
     Append { custom_type: String, data: Value },
@@ -413,7 +419,11 @@ pub struct Engine {
     /// The previous handoff's path and time, for the status file.
     last_handoff: Option<(String, i64)>,
     /// Budget/hard commits found on the branch while replaying.
-    replayed_commits: u32,
+    /// The attempt returned as a `session_before_compact` result, until Pi appends or drops it.
+    hook_attempt: Option<AttemptId>,
+    /// Positions of the compactions on the branch that were budget/hard commits (they count toward
+    /// `maxHandoffsPerSession`, also after a reload or a navigation).
+    commit_marks: Vec<usize>,
     state_dir_known: bool,
     /// Policy effects produced while mirroring (a reset applied), delivered with the next reply.
     pending_policy_fx: Vec<PolicyEffect>,
@@ -454,7 +464,8 @@ impl Engine {
             forced: None,
             last_fingerprint: None,
             last_handoff: None,
-            replayed_commits: 0,
+            commit_marks: Vec::new(),
+            hook_attempt: None,
             state_dir_known: false,
             pending_policy_fx: Vec::new(),
             usage_marks: Vec::new(),
@@ -565,7 +576,7 @@ impl Engine {
         self.history = History::new(session_id);
         self.usage_marks.clear();
         self.max_attempt_seen = 0;
-        self.replayed_commits = 0;
+        self.commit_marks.clear();
         self.last_fingerprint = None;
         self.last_handoff = None;
         self.handoff_ready = None;
@@ -594,7 +605,7 @@ impl Engine {
             .set_next_attempt_floor(self.max_attempt_seen + 1);
         // Budget/hard commits made before a reload still count toward the cap.
         self.policy = PolicyState {
-            handoffs_committed: self.replayed_commits,
+            handoffs_committed: self.commit_marks.len() as u32,
             ..PolicyState::default()
         };
         self.boot_reserved = false;
@@ -634,6 +645,9 @@ impl Engine {
                     if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
                         w.last_user = None;
                     }
+                }
+                while self.commit_marks.last().is_some_and(|&p| p >= len) {
+                    self.commit_marks.pop();
                 }
                 while self.usage_marks.last().is_some_and(|m| m.pos >= len) {
                     self.usage_marks.pop();
@@ -683,12 +697,11 @@ impl Engine {
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
-                if self.replaying {
-                    let kind = details.get("kind").and_then(Value::as_str);
-                    if matches!(kind, Some("budget" | "hard" | "forcedHard")) {
-                        self.replayed_commits += 1;
-                    }
-                } else {
+                let kind = details.get("kind").and_then(Value::as_str);
+                if matches!(kind, Some("budget" | "hard" | "forcedHard")) {
+                    self.commit_marks.push(pos);
+                }
+                if !self.replaying {
                     if let (Some(a), Some(inflight)) = (attempt, self.inflight) {
                         if a == inflight {
                             self.inflight = None;
@@ -708,9 +721,18 @@ impl Engine {
                 self.current_window_mut().boot_at = Some(pos);
                 self.boot_reserved = false;
             }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == REMINDER_TYPE => {
-                self.current_window_mut().reminder_at = Some(pos);
-                self.reminder_reserved = None;
+            EntryKind::CustomMessage {
+                custom_type,
+                details,
+                ..
+            } if custom_type == REMINDER_TYPE => {
+                // A reminder written for an earlier window (queued just before a reset) does not
+                // stand for this window's.
+                let for_window = details.get("windowId").and_then(Value::as_str);
+                if for_window.is_none_or(|w| w == self.history.current_window_id()) {
+                    self.current_window_mut().reminder_at = Some(pos);
+                    self.reminder_reserved = None;
+                }
             }
             EntryKind::Custom { custom_type, data } if custom_type == NOTE_CUSTOM_TYPE => {
                 match NoteOp::from_data(data)
@@ -855,6 +877,7 @@ impl Engine {
                         display: true,
                         trigger_turn: false,
                         deliver_as: None,
+                        details: None,
                     });
                 }
                 reply.effects.push(self.status_effect(&obs.moment));
@@ -868,6 +891,16 @@ impl Engine {
                 self.inflight = None;
                 self.reminder_reserved = None;
                 self.boot_reserved = false;
+                if matches!(obs.event, Event::SessionTree) {
+                    // The policy's state belongs to the branch that was left: start over from what
+                    // the new branch holds, as a reload of it would.
+                    self.policy = PolicyState {
+                        handoffs_committed: self.commit_marks.len() as u32,
+                        ..PolicyState::default()
+                    };
+                    self.handoff_ready = None;
+                    self.forced = None;
+                }
             }
             Event::BeforeAgentStart => {
                 self.run_active = true;
@@ -947,24 +980,74 @@ impl Engine {
                 reply.effects.push(self.status_effect(&obs.moment));
                 self.write_status(&obs.moment, &mut reply);
             }
-            Event::SessionBeforeCompact { reason, .. } => {
+            Event::SessionCompactFailed => {
+                // The reset returned from a compaction hook was cancelled or failed (a cancel of
+                // Relay's own, for a borrowed turn, also lands here but leaves no attempt): the
+                // request is over, and a later one may try again.
+                if let Some(attempt) = self.hook_attempt.take() {
+                    if self.inflight == Some(attempt) {
+                        self.inflight = None;
+                        self.scheduler.handle(SchedInput::ResetRejected { attempt });
+                    }
+                }
+            }
+            Event::SessionBeforeCompact { reason, will_retry } => {
                 if !self.enabled() {
                     return reply;
                 }
+                let will_retry = *will_retry;
                 let reason = match reason.as_str() {
                     "manual" => CompactReason::Manual,
                     "overflow" => CompactReason::Overflow,
                     _ => CompactReason::Threshold,
                 };
-                let outs = self.scheduler.handle(SchedInput::CompactHook {
-                    reason,
-                    idle: !self.run_active,
-                });
+                let outs = self
+                    .scheduler
+                    .handle(SchedInput::CompactHook {
+                        reason,
+                        idle: !self.run_active,
+                    })
+                    .into_iter()
+                    .map(|out| match out {
+                        // An overflow Pi will not retry had its reply already: nothing is pending.
+                        SchedOutput::Reset {
+                            attempt,
+                            source,
+                            continuation,
+                            restate_dropped_request,
+                        } => SchedOutput::Reset {
+                            attempt,
+                            source,
+                            continuation,
+                            restate_dropped_request: restate_dropped_request && will_retry,
+                        },
+                        other => other,
+                    })
+                    .collect();
                 self.apply_sched(outs, &obs.moment, &mut reply);
+                self.hook_attempt = match reply.result {
+                    Some(HookResult::Reset { .. }) => self.inflight,
+                    _ => None,
+                };
             }
             Event::Command { args } => self.command(args, &obs.moment, &mut reply),
         }
+        self.check_dropped_reset(&obs.moment, &mut reply);
         reply
+    }
+
+    /// The policy waits in `Compacting` for the reset it asked for. When the scheduler no longer
+    /// holds that request (an abort, a navigation, `/relay off`, a rejected draft), tell the policy,
+    /// so that enforcement goes on instead of stopping for the rest of the window.
+    fn check_dropped_reset(&mut self, moment: &Moment, reply: &mut HookReply) {
+        if self.policy.phase() == policy::Phase::Compacting
+            && self.scheduler.pending().is_none()
+            && self.scheduler.in_flight().is_none()
+        {
+            let fx = self.policy_step(PolicyInput::ResetDropped);
+            self.apply_policy(fx, moment, reply);
+            self.forced = None;
+        }
     }
 
     fn report_skipped_notes(&mut self, reply: &mut HookReply) {
@@ -993,7 +1076,23 @@ impl Engine {
         {
             return;
         }
-        self.reminder_reserved = Some(window);
+        // No reminder when this window is about to end anyway: a reset is pending or in flight,
+        // or the budget policy already demands a handoff (a message queued now would only reach
+        // the history after the reset, in the next window).
+        let ending = self.scheduler.pending().is_some()
+            || self.scheduler.in_flight().is_some()
+            || (self.mode.effective == Mode::Enforce
+                && matches!(
+                    self.policy.phase(),
+                    policy::Phase::HandoffRequired
+                        | policy::Phase::HandoffPendingCommit
+                        | policy::Phase::Compacting
+                        | policy::Phase::FallbackArmed
+                ));
+        if ending {
+            return;
+        }
+        self.reminder_reserved = Some(window.clone());
         let remaining =
             remaining_tokens(usage.context_window, Some(tokens), self.reserve_tokens).unwrap_or(0);
         reply.effects.push(Effect::Send {
@@ -1002,6 +1101,7 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
+            details: Some(json!({ "windowId": window })),
         });
     }
 
@@ -1036,7 +1136,13 @@ impl Engine {
     /// Run the policy transition under the effective mode (observe runs it on a projection).
     fn policy_step(&mut self, input: PolicyInput) -> Vec<PolicyEffect> {
         let params = self.current_params();
-        let (state, fx) = step_mode(self.mode.effective, &self.policy, &params, &input);
+        // Every reset goes through the window scheduler: with the window features off no handoff
+        // can commit, so the policy only observes.
+        let mode = match self.mode.effective {
+            Mode::Enforce if !self.enabled() => Mode::Observe,
+            mode => mode,
+        };
+        let (state, fx) = step_mode(mode, &self.policy, &params, &input);
         self.policy = state;
         fx
     }
@@ -1270,6 +1376,7 @@ impl Engine {
                     display: true,
                     trigger_turn: true,
                     deliver_as: Some("steer".into()),
+                    details: None,
                 }),
                 SchedOutput::PassThrough => {}
             }
@@ -1493,20 +1600,10 @@ impl Engine {
                 match self.notes.prepare(name, args, moment.now_ms) {
                     Err(out) => out.into(),
                     Ok(op) => {
-                        // Preview the operation on a copy of the one note it touches.
-                        let mut preview = Notes::new();
-                        if let Some(note) = self.notes.get(&op.path) {
-                            let _ = preview.apply(&NoteOp {
-                                kind: crate::notes::NoteOpKind::Write,
-                                path: note.path.clone(),
-                                content: note.content.clone(),
-                                at_ms: note.updated_ms,
-                            });
-                        }
-                        let text = match preview.apply(&op) {
-                            Ok(()) => preview.op_result(&op),
-                            Err(e) => ToolOutput::error(e.to_string()),
-                        };
+                        // `prepare` validated the operation against the current note; describe
+                        // the note after it without copying it.
+                        let text =
+                            note_after(self.notes.get(&op.path).map(|n| n.content.as_str()), &op);
                         let mut reply: ToolReply = text.into();
                         if !reply.is_error {
                             reply.persist = Some(Marker {
@@ -1628,3 +1725,33 @@ fn select_budget(
 
 #[cfg(test)]
 mod tests;
+
+/// The notes tool result after `op`, computed from the note before it (no copy of the note):
+/// `{"path","deleted":true}` for a delete, else `{"path","lines","bytes","deleted":false}`, the
+/// same shape `Notes::op_result` gives after replaying the operation.
+fn note_after(before: Option<&str>, op: &NoteOp) -> ToolOutput {
+    use crate::notes::NoteOpKind;
+    let newlines = |t: &str| memchr::memchr_iter(b'\n', t.as_bytes()).count();
+    let (bytes, breaks, last) = match op.kind {
+        NoteOpKind::Write if op.content.is_empty() => {
+            return ToolOutput::json(&json!({ "path": op.path, "deleted": true }));
+        }
+        NoteOpKind::Write => (
+            op.content.len(),
+            newlines(&op.content),
+            op.content.as_bytes().last(),
+        ),
+        NoteOpKind::Append => {
+            let old = before.unwrap_or("");
+            let last = op.content.as_bytes().last().or(old.as_bytes().last());
+            (
+                old.len() + op.content.len(),
+                newlines(old) + newlines(&op.content),
+                last,
+            )
+        }
+    };
+    // Lines as `count_lines` counts them: "" has none, a final line without "\n" counts.
+    let lines = breaks + usize::from(bytes > 0 && last != Some(&b'\n'));
+    ToolOutput::json(&json!({ "path": op.path, "lines": lines, "bytes": bytes, "deleted": false }))
+}

@@ -395,3 +395,44 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     };
     insta::assert_snapshot!("handoff_in_observe", reply.text);
 }
+
+#[test]
+fn the_notes_tool_result_matches_the_replayed_note() {
+    use crate::notes::NoteOpKind;
+    let cases: &[(Option<&str>, NoteOpKind, &str)] = &[
+        (None, NoteOpKind::Write, "a"),
+        (None, NoteOpKind::Write, "a\n"),
+        (Some("x\ny"), NoteOpKind::Write, "one\ntwo\nthree"),
+        (None, NoteOpKind::Append, "first"),
+        (Some("a\n"), NoteOpKind::Append, "b"),
+        (Some("a"), NoteOpKind::Append, "\n"),
+        (Some("a"), NoteOpKind::Append, "b\nc\n"),
+        (Some("é\n日本"), NoteOpKind::Append, "😀"),
+    ];
+    for (before, kind, content) in cases {
+        let mut notes = Notes::new();
+        if let Some(b) = before {
+            notes
+                .apply(&NoteOp {
+                    kind: NoteOpKind::Write,
+                    path: "n.md".into(),
+                    content: b.to_string(),
+                    at_ms: 1,
+                })
+                .unwrap();
+        }
+        let op = NoteOp {
+            kind: *kind,
+            path: "n.md".into(),
+            content: content.to_string(),
+            at_ms: 2,
+        };
+        let predicted = note_after(*before, &op);
+        notes.apply(&op).unwrap();
+        assert_eq!(
+            predicted,
+            notes.op_result(&op),
+            "{before:?} {kind:?} {content:?}"
+        );
+    }
+}
