@@ -843,3 +843,47 @@ test("subagent: a session bound while another Relay session is alive in the proc
 		env.restore();
 	}
 });
+
+test("enforce: a run aborted while a forced reset waits does not switch enforcement off", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	let t;
+	t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Past the hard limit: the fallback is armed; after the second turn a forced reset waits
+			// for the settle point.
+			{ ...tool("probe_work"), tokens: 65_000 },
+			{ ...tool("probe_work"), tokens: 65_500 },
+			// The user presses Esc before the run settles.
+			() => {
+				void t.session.abort();
+				return { text: "interrupted", tokens: 65_600 };
+			},
+			// The next run: still past the hard limit.
+			{ ...tool("probe_work"), tokens: 66_000 },
+			{ text: "Ending.", tokens: 66_100 },
+			"Resumed after the reset.",
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.").catch(() => {});
+		assert.equal(ofType(t, "compaction").length, 0, "the aborted run did not reset");
+		await t.session.prompt("Next run.");
+		const probes = resultsOf(t, "probe_work");
+		assert.equal(probes.length, 3);
+		assert.equal(probe.runs, 0, "every probe stayed blocked, also after the abort");
+		assert.match(probes[2].text, /hard limit/);
+		assert.equal(ofType(t, "compaction").length, 1, "the forced reset happens in the next run");
+		assert.equal(ofType(t, "compaction")[0].details.source, "forced");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});

@@ -78,7 +78,9 @@ export async function startSession({
 			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
 			const totalTokens = pendingTokens;
 			pendingTokens = undefined;
-			return { message: { ...event.message, usage: { ...event.message.usage, totalTokens } } };
+			// A number sets the total; an object sets usage fields (e.g. {input, totalTokens}).
+			const fields = typeof totalTokens === "number" ? { totalTokens } : totalTokens;
+			return { message: { ...event.message, usage: { ...event.message.usage, ...fields } } };
 		});
 	};
 	faux.setResponses(Array.from({ length: 200 }, () => script));

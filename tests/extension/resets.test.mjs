@@ -295,3 +295,22 @@ test("reloading the JSONL after resets shows the same windows and no duplicate b
 		await again.dispose();
 	}
 });
+
+test("an overflow Pi does not retry (the reply came) resets without restating an answered request", async () => {
+	const t = await startSession({
+		contextWindow: 100_000,
+		settings: COMPACTABLE,
+		// A reply whose input exceeded the window: Pi's silent-overflow case, not retried.
+		steps: ["First answer.", { text: "A complete answer to ANSWERED-REQ.", tokens: { input: 150_000, totalTokens: 150_100 } }, "Next answer."],
+	});
+	try {
+		await t.session.prompt("First question.");
+		await t.session.prompt("Please handle ANSWERED-REQ.");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "overflow");
+		assert.ok(!/<pending_user_request>/.test(compactions[0].summary), "nothing is pending: the request was answered");
+	} finally {
+		await t.dispose();
+	}
+});
