@@ -224,6 +224,12 @@ pub struct StatusInfo<'a> {
     pub reminder_threshold: u64,
     /// Whether this window already received its reminder.
     pub reminder_sent: bool,
+    /// The source of a pending reset (`new_context`, `fallback`, `handoff`, ...).
+    pub pending_reset: Option<&'a str>,
+    /// The budget policy's mode: effective, and configured with the reason when they differ.
+    pub budget_mode: &'a str,
+    pub budget_configured: &'a str,
+    pub budget_reason: Option<&'a str>,
 }
 
 /// The `/relay` status text shown to the user.
@@ -262,6 +268,25 @@ pub fn render_status(s: &StatusInfo) -> String {
             "not sent in this window"
         }
     );
+    match s.pending_reset {
+        Some(source) => {
+            let _ = write!(out, "\nreset: pending ({source}), at the next settle point");
+        }
+        None => out.push_str("\nreset: none pending"),
+    }
+    if s.budget_mode == s.budget_configured {
+        let _ = write!(out, "\nbudget policy: {}", s.budget_mode);
+    } else {
+        let _ = write!(
+            out,
+            "\nbudget policy: configured {}, effective {}{}",
+            s.budget_configured,
+            s.budget_mode,
+            s.budget_reason
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        );
+    }
     out
 }
 
@@ -628,6 +653,10 @@ mod tests {
             reserve_tokens: 16_384,
             reminder_threshold: 40_960,
             reminder_sent: false,
+            pending_reset: None,
+            budget_mode: "observe",
+            budget_configured: "observe",
+            budget_reason: None,
         };
         let on = render_status(&s);
         s.enabled = false;

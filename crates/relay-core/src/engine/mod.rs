@@ -29,7 +29,7 @@ use crate::policy::{
 };
 use crate::render::{
     group_digits, render_boot_block, render_continuation, render_notes_steer, render_reminder,
-    BootBlock, ContinuationReason, NoteIndexEntry,
+    render_status, BootBlock, ContinuationReason, NoteIndexEntry, StatusInfo,
 };
 use crate::scheduler::{
     AttemptId, CompactReason, NewContextAnswer, Outcome, ResetSource, SchedInput, SchedOutput,
@@ -1533,47 +1533,25 @@ impl Engine {
                 self.scheduler.handle(SchedInput::SetEnabled(false));
                 "relay: off — Pi's default compaction applies again; history and notes tools stay available".to_string()
             }
-            "" | "status" => {
-                let mut s = format!(
-                    "relay: {} · window {} ({}) of {}",
-                    if self.enabled() { "on" } else { "off" },
-                    self.window_count(),
-                    self.history.current_window_id(),
-                    self.window_count()
-                );
-                if let Some(u) = moment.usage {
-                    match remaining_tokens(u.context_window, u.tokens, self.reserve_tokens) {
-                        Some(r) => s.push_str(&format!(
-                            " · {} tokens left before the reserve",
-                            group_digits(r)
-                        )),
-                        None => s.push_str(" · remaining budget unknown until the next reply"),
-                    }
-                }
-                match self.scheduler.pending() {
-                    Some(p) => s.push_str(&format!(" · reset pending ({})", p.as_str())),
-                    None => s.push_str(" · no reset pending"),
-                }
-                s.push_str(&format!(" · {} notes", self.notes.len()));
-                if self.mode.configured == self.mode.effective {
-                    s.push_str(&format!(
-                        " · budget policy: {}",
-                        self.mode.effective.as_str()
-                    ));
-                } else {
-                    s.push_str(&format!(
-                        " · budget policy: configured {}, effective {}{}",
-                        self.mode.configured.as_str(),
-                        self.mode.effective.as_str(),
-                        self.mode
-                            .reason
-                            .as_ref()
-                            .map(|r| format!(" ({r})"))
-                            .unwrap_or_default()
-                    ));
-                }
-                s
-            }
+            "" | "status" => render_status(&StatusInfo {
+                enabled: self.enabled(),
+                current_window_id: self.history.current_window_id(),
+                window_count: self.window_count(),
+                note_count: self.notes.len(),
+                remaining_tokens: moment.usage.and_then(|u| {
+                    remaining_tokens(u.context_window, u.tokens, self.reserve_tokens)
+                }),
+                reserve_tokens: self.reserve_tokens,
+                reminder_threshold: reminder_threshold(
+                    self.reserve_tokens,
+                    self.config.reminder_margin_tokens,
+                ),
+                reminder_sent: self.current_window().reminder_at.is_some(),
+                pending_reset: self.scheduler.pending().map(ResetSource::as_str),
+                budget_mode: self.mode.effective.as_str(),
+                budget_configured: self.mode.configured.as_str(),
+                budget_reason: self.mode.reason.as_deref(),
+            }),
             other => {
                 format!("relay: unknown argument {other:?}; use /relay, /relay on or /relay off")
             }
