@@ -67,7 +67,7 @@ fn required_str(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Str
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(invalid(
             field,
-            format!("must be a string, got {}", type_name(other)),
+            format!("must be a string, got {}", crate::json_kind(other)),
         )),
     }
 }
@@ -82,19 +82,8 @@ fn optional_str(
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(invalid(
             field,
-            format!("must be a string, got {}", type_name(other)),
+            format!("must be a string, got {}", crate::json_kind(other)),
         )),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -106,7 +95,7 @@ impl HandoffArgs {
         let Some(obj) = args.as_object() else {
             return Err(invalid(
                 "arguments",
-                format!("must be an object, got {}", type_name(args)),
+                format!("must be an object, got {}", crate::json_kind(args)),
             ));
         };
         let goal = required_str(obj, "goal")?;
@@ -128,7 +117,7 @@ impl HandoffArgs {
                         other => {
                             return Err(invalid(
                                 &format!("files_to_read[{i}]"),
-                                format!("must be a string path, got {}", type_name(other)),
+                                format!("must be a string path, got {}", crate::json_kind(other)),
                             ))
                         }
                     }
@@ -138,7 +127,7 @@ impl HandoffArgs {
             Some(other) => {
                 return Err(invalid(
                     "files_to_read",
-                    format!("must be an array of paths, got {}", type_name(other)),
+                    format!("must be an array of paths, got {}", crate::json_kind(other)),
                 ))
             }
         };

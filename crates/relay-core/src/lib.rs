@@ -39,6 +39,19 @@ impl ToolOutput {
     }
 }
 
+/// How a JSON value's type reads in an error message ("a string", "an array", ...).
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// One problem found while validating configuration: the offending key path and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConfigIssue {

@@ -150,14 +150,17 @@ impl NoteOp {
     /// timestamp. (Size depends on the current note and is checked by [`Notes::apply`].)
     pub fn from_data(data: &Value) -> Result<NoteOp, NoteError> {
         let obj = data.as_object().ok_or_else(|| {
-            NoteError::Malformed(format!("expected an object, got {}", kind_of(data)))
+            NoteError::Malformed(format!(
+                "expected an object, got {}",
+                crate::json_kind(data)
+            ))
         })?;
         let field = |key: &str| -> Result<&str, NoteError> {
             match obj.get(key) {
                 Some(Value::String(s)) => Ok(s.as_str()),
                 Some(other) => Err(NoteError::Malformed(format!(
                     "`{key}` must be a string, got {}",
-                    kind_of(other)
+                    crate::json_kind(other)
                 ))),
                 None => Err(NoteError::Malformed(format!("missing `{key}`"))),
             }
@@ -635,7 +638,7 @@ fn timestamp_from_json(v: &Value) -> Result<i64, NoteError> {
     } else {
         return Err(NoteError::InvalidTimestamp(format!(
             "`atMs` must be a number, got {}",
-            kind_of(v)
+            crate::json_kind(v)
         )));
     };
     validate_timestamp(ms)?;
@@ -656,17 +659,6 @@ fn cut_line(line: &str) -> String {
     }
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Tool-argument access with errors that name the tool and the argument. `null` counts as absent.
 struct Args<'a> {
     tool: &'a str,
@@ -681,7 +673,7 @@ impl<'a> Args<'a> {
             other => {
                 return Err(ToolOutput::error(format!(
                     "{tool}: arguments must be an object, got {}",
-                    kind_of(other)
+                    crate::json_kind(other)
                 )))
             }
         };
@@ -707,7 +699,10 @@ impl<'a> Args<'a> {
     fn req_str(&self, key: &str) -> Result<&'a str, ToolOutput> {
         match self.get(key) {
             Some(Value::String(s)) => Ok(s),
-            Some(other) => Err(self.err(key, &format!("must be a string, got {}", kind_of(other)))),
+            Some(other) => Err(self.err(
+                key,
+                &format!("must be a string, got {}", crate::json_kind(other)),
+            )),
             None => Err(self.err(key, "is required")),
         }
     }
@@ -715,7 +710,10 @@ impl<'a> Args<'a> {
     fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolOutput> {
         match self.get(key) {
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.err(key, &format!("must be a string, got {}", kind_of(other)))),
+            Some(other) => Err(self.err(
+                key,
+                &format!("must be a string, got {}", crate::json_kind(other)),
+            )),
             None => Ok(None),
         }
     }
