@@ -8,15 +8,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSession, textOf, readJsonl } from "./harness.mjs";
+import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool } from "./harness.mjs";
 
-const tool = (name, args = {}) => ({ tool: name, args });
-const joined = (request) => request.map((m) => `${m.role}:${textOf(m.content)}`).join("\n");
-const roles = (request) => request.filter((m) => m.role !== "system").map((m) => m.role);
-const ofType = (t, type, customType) =>
-	t.sessionManager.getBranch().filter((e) => e.type === type && (!customType || e.customType === customType));
 const modeOf = (path) => statSync(path).mode & 0o777;
-const resultsOf = (t, name) => t.toolResults().filter((r) => r.toolName === name);
 
 // Small explicit thresholds so scripted usage can cross them; Pi's own compaction stays off so only
 // the budget policy acts. The window is large enough that Relay's low-budget reminder stays quiet.
@@ -98,18 +92,6 @@ function gitRepo(root) {
 	return git("rev-parse", "HEAD");
 }
 
-/** Run `fn` with console.error captured (the adapter prints notifications there without a UI). */
-async function captureStderr(fn) {
-	const lines = [];
-	const original = console.error;
-	console.error = (...args) => lines.push(args.map(String).join(" "));
-	try {
-		await fn();
-	} finally {
-		console.error = original;
-	}
-	return lines;
-}
 
 /**
  * The common enforce scenario: a first reply sets the floor (5000), the second prompt's reply crosses

@@ -173,3 +173,34 @@ export function readJsonl(file) {
 export function writeJson(file, value) {
 	writeFileSync(file, JSON.stringify(value, null, 2));
 }
+
+// ---- small helpers shared by the test files ----
+
+/** A scripted tool call step. */
+export const tool = (name, args = {}) => ({ tool: name, args });
+
+/** The roles a provider request carries, without the system prompt. */
+export const roles = (request) => request.filter((m) => m.role !== "system").map((m) => m.role);
+
+/** One provider request as `role:text` lines. */
+export const joined = (request) => request.map((m) => `${m.role}:${textOf(m.content)}`).join("\n");
+
+/** Branch entries of a type (and customType). */
+export const ofType = (t, type, customType) =>
+	t.sessionManager.getBranch().filter((e) => e.type === type && (!customType || e.customType === customType));
+
+/** The results of one tool, in order. */
+export const resultsOf = (t, name) => t.toolResults().filter((r) => r.toolName === name);
+
+/** Run `fn` with console.error captured (the adapter prints notifications there without a UI). */
+export async function captureStderr(fn) {
+	const lines = [];
+	const original = console.error;
+	console.error = (...args) => lines.push(args.map(String).join(" "));
+	try {
+		await fn();
+	} finally {
+		console.error = original;
+	}
+	return lines;
+}

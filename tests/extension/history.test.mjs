@@ -2,9 +2,8 @@
 // file, and after navigating to another branch.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startSession, textOf } from "./harness.mjs";
+import { startSession, textOf, tool } from "./harness.mjs";
 
-const tool = (name, args = {}) => ({ tool: name, args });
 
 async function sessionWithReset(after = []) {
 	const t = await startSession({

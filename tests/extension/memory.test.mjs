@@ -2,13 +2,12 @@
 // reminder, get_context_remaining and the relay settings.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startSession, textOf, readJsonl } from "./harness.mjs";
+import { captureStderr, readJsonl, startSession, textOf, tool } from "./harness.mjs";
 
 // A half-hour offset east of UTC without daylight saving: a timestamp rendered in UTC (or with
 // `Z`) cannot pass for local time here. Node re-reads TZ when it is assigned.
 process.env.TZ = "Asia/Kolkata";
 
-const tool = (name, args = {}) => ({ tool: name, args });
 const ofType = (entries, type, customType) =>
 	entries.filter((e) => e.type === type && (customType === undefined || e.customType === customType));
 const branchOf = (t, type, customType) => ofType(t.sessionManager.getBranch(), type, customType);
@@ -42,18 +41,6 @@ function usageProbe() {
 	return { seen, factory };
 }
 
-/** Run `fn` with console.error captured; returns the captured lines. */
-async function captureStderr(fn) {
-	const lines = [];
-	const original = console.error;
-	console.error = (...args) => lines.push(args.map(String).join(" "));
-	try {
-		await fn();
-	} finally {
-		console.error = original;
-	}
-	return lines;
-}
 
 // ---------------------------------------------------------------------------------------------
 // 1. Notes tools

@@ -2,14 +2,8 @@
 // idle pre-prompt crossing, consecutive windows, queued follow-ups, aborts, /relay off, /compact.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startSession, textOf, readJsonl } from "./harness.mjs";
+import { joined, ofType, readJsonl, roles, startSession, textOf, tool } from "./harness.mjs";
 
-const tool = (name, args = {}) => ({ tool: name, args });
-// The roles a provider request carries, without the system prompt.
-const roles = (request) => request.filter((m) => m.role !== "system").map((m) => m.role);
-const joined = (request) => request.map((m) => `${m.role}:${textOf(m.content)}`).join("\n");
-const ofType = (t, type, customType) =>
-	t.sessionManager.getBranch().filter((e) => e.type === type && (!customType || e.customType === customType));
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
 // window compactable (pi-host-facts.md §5).
 const COMPACTABLE = { compaction: { enabled: true, keepRecentTokens: 1 } };
