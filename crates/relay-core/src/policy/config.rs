@@ -1,6 +1,13 @@
 //! Budget configuration: parsing and validation of the seed-compatible `context-budget.json` object
 //! (or the `budget` sub-object of Relay's settings), mode resolution and threshold resolution.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -408,8 +415,9 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
             }
         }
         if !unknown {
-            invalid_values += issues[before..]
+            invalid_values += issues
                 .iter()
+                .skip(before)
                 .filter(|i| !i.message.starts_with("unknown key"))
                 .count();
         }
@@ -483,7 +491,7 @@ pub fn cwd_matches(entry: &str, cwd: &str) -> bool {
     cwd == prefix
         || (cwd.len() > prefix.len()
             && cwd.starts_with(prefix)
-            && cwd.as_bytes()[prefix.len()] == b'/')
+            && cwd.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
 fn trim_slashes(p: &str) -> &str {
@@ -592,19 +600,27 @@ pub fn resolve_thresholds(
         // Values of one level are mutually ordered (validated or derived); clamp each into the
         // interval the already fixed (more specific) values leave.
         let snapshot = fixed;
-        for i in 0..3 {
-            if snapshot[i].is_some() {
+        for (i, (slot, value)) in fixed.iter_mut().zip(level).enumerate() {
+            // `slot` still holds its snapshot value: only this iteration writes it.
+            if slot.is_some() {
                 continue;
             }
-            if let Some(v) = level[i] {
-                let lo = snapshot[..i].iter().flatten().copied().max().unwrap_or(1);
-                let hi = snapshot[i + 1..]
+            if let Some(v) = value {
+                let lo = snapshot
                     .iter()
+                    .take(i)
+                    .flatten()
+                    .copied()
+                    .max()
+                    .unwrap_or(1);
+                let hi = snapshot
+                    .iter()
+                    .skip(i + 1)
                     .flatten()
                     .copied()
                     .min()
                     .unwrap_or(u64::MAX);
-                fixed[i] = Some(v.clamp(lo.min(hi), hi));
+                *slot = Some(v.clamp(lo.min(hi), hi));
             }
         }
     }
