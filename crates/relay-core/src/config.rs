@@ -12,11 +12,25 @@
 //! | `agentName` | non-empty string, ≤ 64 characters, no control characters | `"pi"` |
 //! | `budget` | object, passed through raw and validated by the budget module | absent |
 //!
-//! **Precedence:** the project value of a key wins over the global one (`budget` objects are
-//! deep-merged, project keys winning, as Pi merges settings). **Validation:** every invalid
-//! value, in either scope, is reported with its key path; the key then falls back to its
-//! default (an invalid project value does *not* fall back to the global one: the user asked for
-//! the project to decide). Unknown keys are reported and ignored. Nothing here panics.
+//! **Precedence** ([`SettingsLayers`]): decided here, not in the extension, exactly as Pi's
+//! `SettingsManager` merges its settings. The extension hands over Pi's settings object, the
+//! project's `.pi/settings.json` as it is on disk and whether the project is trusted. The project's
+//! value of a key wins only when the project is trusted; objects (`relay`, `relay.budget`,
+//! `relay.budget.models…`, `compaction`) merge key by key at every depth, other values (arrays
+//! too) are replaced whole. An untrusted project's settings are ignored, silently, as in Pi.
+//!
+//! **Validation:** the merged values are validated; every problem is reported at once, naming the
+//! file and the key path (`project settings (.pi/settings.json): relay.reminderMarginTokens:
+//! expected …`), and that key falls back to its default (an invalid project value does *not* fall
+//! back to the global one: the project decided). Unknown keys are reported and ignored. Nothing
+//! here panics.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use serde_json::{Map, Value};
 
@@ -34,6 +48,8 @@ pub const DEFAULT_AGENT_NAME: &str = "pi";
 pub const MAX_AGENT_NAME_CHARS: usize = 64;
 /// Largest accepted token count (JavaScript's `Number.MAX_SAFE_INTEGER`).
 pub const MAX_TOKENS: u64 = (1 << 53) - 1;
+/// How warnings name the project's settings file (relative to the project).
+pub const PROJECT_SETTINGS_FILE: &str = ".pi/settings.json";
 
 const KNOWN_KEYS: [&str; 4] = ["enabled", "reminderMarginTokens", "agentName", "budget"];
 
@@ -46,7 +62,7 @@ pub struct RelayConfig {
     pub reminder_margin_tokens: u64,
     /// Agent name shown in the boot block.
     pub agent_name: String,
-    /// The raw `budget` sub-object (deep-merged global + project), validated elsewhere.
+    /// The raw `budget` sub-object (merged global + project), validated by the budget module.
     pub budget: Option<Value>,
 }
 
@@ -61,54 +77,234 @@ impl Default for RelayConfig {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    Global,
-    Project,
+/// Pi's settings as two layers, merged the way Pi's `SettingsManager` merges them: the project's
+/// value of a key wins over the global one only when the project is trusted, and two objects
+/// merge key by key at every depth (arrays and other values are replaced whole).
+///
+/// The merged `relay` and `compaction` values are what Relay validates; [`SettingsLayers::attribute`]
+/// names the file a key path's value came from.
+#[derive(Debug, Clone)]
+pub struct SettingsLayers {
+    relay: Option<Value>,
+    compaction: Option<Value>,
+    /// The trusted project's settings object (`None` when untrusted or absent).
+    project: Option<Value>,
+    global_label: String,
+    /// Problems with the layers themselves (not objects, unreadable), already labelled.
+    issues: Vec<ConfigIssue>,
 }
 
-impl Scope {
-    fn name(self) -> &'static str {
-        match self {
-            Scope::Global => "global",
-            Scope::Project => "project",
+impl SettingsLayers {
+    /// Merge Pi's global settings object with the project's (`None`: no project file).
+    /// `project_error` says why the project file could not be read; `global_file` names the global
+    /// file in warnings.
+    pub fn merge(
+        global: Option<&Value>,
+        project: Option<&Value>,
+        project_trusted: bool,
+        project_error: Option<&str>,
+        global_file: Option<&str>,
+    ) -> Self {
+        let global_label = match global_file {
+            Some(file) if !file.is_empty() => format!("global settings ({file})"),
+            _ => "global settings".to_string(),
+        };
+        let project_label = project_label();
+        let mut issues = Vec::new();
+        let global = match global {
+            None | Some(Value::Object(_)) => global,
+            Some(other) => {
+                issues.push(ConfigIssue {
+                    path: global_label.clone(),
+                    message: format!("expected an object, got {}; ignored", show(other)),
+                });
+                None
+            }
+        };
+        let project = if project_trusted {
+            if let Some(error) = project_error {
+                issues.push(ConfigIssue {
+                    path: project_label.clone(),
+                    message: format!("cannot be read ({error}); ignored"),
+                });
+            }
+            match project {
+                None | Some(Value::Object(_)) => project,
+                Some(other) => {
+                    issues.push(ConfigIssue {
+                        path: project_label,
+                        message: format!("expected an object, got {}; ignored", show(other)),
+                    });
+                    None
+                }
+            }
+        } else {
+            // An untrusted project's settings do not apply, as in Pi.
+            None
+        };
+        let layer = |key: &str| {
+            merge_values(
+                global.and_then(|g| g.get(key)),
+                project.and_then(|p| p.get(key)),
+            )
+        };
+        SettingsLayers {
+            relay: layer(SETTINGS_KEY),
+            compaction: layer("compaction"),
+            project: project.cloned(),
+            global_label,
+            issues,
         }
+    }
+
+    /// The merged `relay` value, if any layer has one.
+    pub fn relay(&self) -> Option<&Value> {
+        self.relay.as_ref()
+    }
+
+    /// The merged `compaction` value, if any layer has one.
+    pub fn compaction(&self) -> Option<&Value> {
+        self.compaction.as_ref()
+    }
+
+    /// Prefix a settings issue's key path with the file its value came from:
+    /// `project settings (.pi/settings.json): relay.budget.mode`. Paths outside `relay` and
+    /// `compaction` (a budget file's) are returned unchanged.
+    pub fn attribute(&self, issue: ConfigIssue) -> ConfigIssue {
+        let in_settings = ["relay", "compaction"].iter().any(|root| {
+            issue.path == *root
+                || issue
+                    .path
+                    .strip_prefix(root)
+                    .is_some_and(|rest| rest.starts_with(['.', '[']))
+        });
+        if !in_settings {
+            return issue;
+        }
+        let from_project = self.project.as_ref().is_some_and(|p| holds(p, &issue.path));
+        let label = if from_project {
+            project_label()
+        } else {
+            self.global_label.clone()
+        };
+        ConfigIssue {
+            path: format!("{label}: {}", issue.path),
+            message: issue.message,
+        }
+    }
+
+    /// Resolve Relay's settings and Pi's compaction reserve from the merged layers. Every issue
+    /// names its file and key path.
+    pub fn resolve(&self) -> (ResolvedSettings, Vec<ConfigIssue>) {
+        let mut issues = self.issues.clone();
+        let (relay, relay_issues) = validate_relay(self.relay.as_ref());
+        let (reserve_tokens, reserve_issues) = reserve_tokens(self.compaction.as_ref());
+        issues.extend(
+            relay_issues
+                .into_iter()
+                .chain(reserve_issues)
+                .map(|i| self.attribute(i)),
+        );
+        (
+            ResolvedSettings {
+                relay,
+                reserve_tokens,
+            },
+            issues,
+        )
     }
 }
 
-/// Resolve Relay's settings from the `relay` objects of Pi's global and project settings
-/// (`None` when a scope has no `relay` key). Returns the settings and every problem found.
+/// What Relay takes from Pi's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedSettings {
+    pub relay: RelayConfig,
+    /// Pi's `compaction.reserveTokens`.
+    pub reserve_tokens: u64,
+}
+
+fn project_label() -> String {
+    format!("project settings ({PROJECT_SETTINGS_FILE})")
+}
+
+/// Pi's `deepMergeObjects` for one key: two objects merge key by key, recursively; otherwise the
+/// override replaces the base.
+fn merge_values(base: Option<&Value>, over: Option<&Value>) -> Option<Value> {
+    match (base, over) {
+        (Some(Value::Object(b)), Some(Value::Object(o))) => {
+            let mut merged = b.clone();
+            for (k, v) in o {
+                let value = merge_values(b.get(k), Some(v)).unwrap_or_else(|| v.clone());
+                merged.insert(k.clone(), value);
+            }
+            Some(Value::Object(merged))
+        }
+        (_, Some(o)) => Some(o.clone()),
+        (Some(b), None) => Some(b.clone()),
+        (None, None) => None,
+    }
+}
+
+/// Whether `settings` holds a value at the key path `path` (`a.b.c`, `a.b[2]`; keys may contain
+/// dots, so every key that prefixes the rest of the path is tried).
+fn holds(settings: &Value, path: &str) -> bool {
+    let Value::Object(map) = settings else {
+        return false;
+    };
+    map.iter()
+        .any(|(key, child)| match path.strip_prefix(key.as_str()) {
+            Some("") => true,
+            Some(rest) if rest.starts_with('[') => true,
+            Some(rest) => rest.strip_prefix('.').is_some_and(|r| holds(child, r)),
+            None => false,
+        })
+}
+
+/// Resolve Relay's settings from the `relay` objects of two settings layers (`None` when a layer
+/// has no `relay` key), the second winning per key, merged the way Pi merges settings. Returns the
+/// settings and every problem found, with key paths (`relay.…`) but no file names.
 pub fn resolve_config(
     global: Option<&Value>,
     project: Option<&Value>,
 ) -> (RelayConfig, Vec<ConfigIssue>) {
-    let mut issues = Vec::new();
-    let g = scope_object(global, Scope::Global, &mut issues);
-    let p = scope_object(project, Scope::Project, &mut issues);
-    for (obj, scope) in [(g, Scope::Global), (p, Scope::Project)] {
-        if let Some(obj) = obj {
-            for key in obj.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
-                issues.push(ConfigIssue {
-                    path: format!("{SETTINGS_KEY}.{key}"),
-                    message: format!(
-                        "unknown key in the {} settings; ignored (known keys: {})",
-                        scope.name(),
-                        KNOWN_KEYS.join(", ")
-                    ),
-                });
-            }
-        }
-    }
+    validate_relay(merge_values(global, project).as_ref())
+}
 
+/// Validate the merged `relay` value. Every invalid value is reported with its key path and falls
+/// back to its default; unknown keys are reported and ignored.
+fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
+    let mut issues = Vec::new();
     let mut cfg = RelayConfig::default();
-    if let Some(v) = resolve_key(g, p, "enabled", "true or false", "true", &mut issues, |v| {
+    let obj = match relay {
+        None => return (cfg, issues),
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            issues.push(ConfigIssue {
+                path: SETTINGS_KEY.to_string(),
+                message: format!(
+                    "expected an object, got {}; using the defaults",
+                    show(other)
+                ),
+            });
+            return (cfg, issues);
+        }
+    };
+    for key in obj.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
+        issues.push(ConfigIssue {
+            path: format!("{SETTINGS_KEY}.{key}"),
+            message: format!(
+                "unknown key; ignored (known keys: {})",
+                KNOWN_KEYS.join(", ")
+            ),
+        });
+    }
+    if let Some(v) = check_key(obj, "enabled", "true or false", "true", &mut issues, |v| {
         v.as_bool()
     }) {
         cfg.enabled = v;
     }
-    if let Some(v) = resolve_key(
-        g,
-        p,
+    if let Some(v) = check_key(
+        obj,
         "reminderMarginTokens",
         "a whole number of tokens, at least 1",
         &DEFAULT_REMINDER_MARGIN_TOKENS.to_string(),
@@ -117,9 +313,8 @@ pub fn resolve_config(
     ) {
         cfg.reminder_margin_tokens = v;
     }
-    if let Some(v) = resolve_key(
-        g,
-        p,
+    if let Some(v) = check_key(
+        obj,
         "agentName",
         "a non-empty name of at most 64 characters without control characters",
         "\"pi\"",
@@ -128,95 +323,74 @@ pub fn resolve_config(
     ) {
         cfg.agent_name = v;
     }
-    cfg.budget = resolve_key(
-        g,
-        p,
+    cfg.budget = check_key(
+        obj,
         "budget",
         "an object",
         "no budget settings",
         &mut issues,
         |v| v.is_object().then(|| v.clone()),
     );
-    // Deep-merge when both scopes hold a valid budget object.
-    if let (Some(Value::Object(gb)), Some(Value::Object(_))) =
-        (g.and_then(|g| g.get("budget")), cfg.budget.as_ref())
-    {
-        if p.and_then(|p| p.get("budget")).is_some() {
-            let mut merged = Value::Object(gb.clone());
-            deep_merge(&mut merged, cfg.budget.as_ref().expect("checked above"));
-            cfg.budget = Some(merged);
-        }
-    }
     (cfg, issues)
 }
 
-fn scope_object<'a>(
-    v: Option<&'a Value>,
-    scope: Scope,
-    issues: &mut Vec<ConfigIssue>,
-) -> Option<&'a Map<String, Value>> {
-    match v? {
-        Value::Object(m) => Some(m),
-        other => {
-            issues.push(ConfigIssue {
-                path: SETTINGS_KEY.to_string(),
-                message: format!(
-                    "must be an object in the {} settings, got {}; those settings are ignored",
-                    scope.name(),
-                    show(other)
-                ),
-            });
-            None
-        }
-    }
-}
-
-/// Pick the effective value of `key`: the project value if present, else the global one.
-/// An invalid effective value falls back to the default (`None`); every invalid value is reported.
-fn resolve_key<T>(
-    g: Option<&Map<String, Value>>,
-    p: Option<&Map<String, Value>>,
+/// The value of `key` when it is present and valid; an invalid value is reported and gives `None`
+/// (the default).
+fn check_key<T>(
+    obj: &Map<String, Value>,
     key: &str,
     expected: &str,
     default: &str,
     issues: &mut Vec<ConfigIssue>,
     parse: impl Fn(&Value) -> Option<T>,
 ) -> Option<T> {
-    let gv = g.and_then(|m| m.get(key));
-    let pv = p.and_then(|m| m.get(key));
-    let path = format!("{SETTINGS_KEY}.{key}");
-    let mut result = None;
-    if let Some(v) = gv {
-        match parse(v) {
-            Some(t) if pv.is_none() => result = Some(t),
-            Some(_) => {}
-            None => issues.push(ConfigIssue {
-                path: path.clone(),
-                message: format!(
-                    "expected {expected}, got {} in the global settings; {}",
-                    show(v),
-                    if pv.is_some() {
-                        "ignored because the project settings set this key".to_string()
-                    } else {
-                        format!("using the default ({default})")
-                    }
-                ),
-            }),
-        }
+    let v = obj.get(key)?;
+    let parsed = parse(v);
+    if parsed.is_none() {
+        issues.push(ConfigIssue {
+            path: format!("{SETTINGS_KEY}.{key}"),
+            message: format!(
+                "expected {expected}, got {}; using the default ({default})",
+                show(v)
+            ),
+        });
     }
-    if let Some(v) = pv {
-        match parse(v) {
-            Some(t) => result = Some(t),
-            None => issues.push(ConfigIssue {
-                path,
+    parsed
+}
+
+/// Pi's `compaction.reserveTokens` from the merged `compaction` value.
+fn reserve_tokens(compaction: Option<&Value>) -> (u64, Vec<ConfigIssue>) {
+    let mut issues = Vec::new();
+    let reserve = match compaction {
+        None | Some(Value::Null) => DEFAULT_RESERVE_TOKENS,
+        Some(Value::Object(c)) => match c.get("reserveTokens") {
+            None | Some(Value::Null) => DEFAULT_RESERVE_TOKENS,
+            Some(v) => match v.as_u64() {
+                Some(n) if n > 0 => n,
+                _ => {
+                    issues.push(ConfigIssue {
+                        path: "compaction.reserveTokens".into(),
+                        message: format!(
+                            "expected a positive integer, got {}; using {DEFAULT_RESERVE_TOKENS}",
+                            show(v)
+                        ),
+                    });
+                    DEFAULT_RESERVE_TOKENS
+                }
+            },
+        },
+        Some(other) => {
+            issues.push(ConfigIssue {
+                path: "compaction".into(),
                 message: format!(
-                    "expected {expected}, got {} in the project settings; using the default ({default})",
-                    show(v)
+                    "expected an object, got {}; using reserveTokens {DEFAULT_RESERVE_TOKENS}",
+                    show(other)
                 ),
-            }),
+            });
+            DEFAULT_RESERVE_TOKENS
         }
-    }
-    result
+    };
+    (reserve, issues)
 }
 
 fn token_count(v: &Value) -> Option<u64> {
@@ -236,27 +410,11 @@ fn agent_name(v: &Value) -> Option<String> {
     ok.then(|| s.to_string())
 }
 
-fn deep_merge(base: &mut Value, over: &Value) {
-    match (base, over) {
-        (Value::Object(b), Value::Object(o)) => {
-            for (k, v) in o {
-                match b.get_mut(k) {
-                    Some(slot) => deep_merge(slot, v),
-                    None => {
-                        b.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (slot, v) => *slot = v.clone(),
-    }
-}
-
 /// A short rendering of a JSON value for messages.
 fn show(v: &Value) -> String {
     let s = serde_json::to_string(v).unwrap_or_default();
     match s.char_indices().nth(60) {
-        Some((i, _)) => format!("{}…", &s[..i]),
+        Some((i, _)) => format!("{}…", s.get(..i).unwrap_or_default()),
         None => s,
     }
 }
@@ -282,6 +440,13 @@ pub fn remaining_tokens(
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
     use super::*;
     use serde_json::json;
 
@@ -393,7 +558,7 @@ mod tests {
         let (_, issues) = resolve(Some(json!({"reminderMarginTokens":0})), None);
         assert_eq!(
             issues[0].message,
-            "expected a whole number of tokens, at least 1, got 0 in the global settings; using the default (24576)"
+            "expected a whole number of tokens, at least 1, got 0; using the default (24576)"
         );
     }
 
@@ -418,16 +583,11 @@ mod tests {
                 "relay.budget"
             ]
         );
-        assert!(issues[0]
-            .message
-            .contains("unknown key in the global settings"));
-        assert!(issues[1]
-            .message
-            .contains("unknown key in the project settings"));
+        assert!(issues[0].message.starts_with("unknown key; ignored"));
     }
 
     #[test]
-    fn project_wins_per_key() {
+    fn the_second_layer_wins_per_key_and_an_invalid_value_falls_back_to_the_default() {
         let (cfg, issues) = resolve(
             Some(json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"global"})),
             Some(json!({"reminderMarginTokens":2000})),
@@ -444,20 +604,230 @@ mod tests {
         );
         assert_eq!(cfg.reminder_margin_tokens, DEFAULT_REMINDER_MARGIN_TOKENS);
         assert_eq!(issues.len(), 1);
-        assert!(issues[0]
-            .message
-            .contains("in the project settings; using the default (24576)"));
+        assert!(issues[0].message.contains("using the default (24576)"));
 
-        // An invalid global value overridden by a valid project value is still reported.
+        // A shadowed global value is not in effect (as in Pi): nothing to report.
         let (cfg, issues) = resolve(
             Some(json!({"enabled":"off"})),
             Some(json!({"enabled":false})),
         );
         assert!(!cfg.enabled);
-        assert_eq!(issues.len(), 1);
-        assert!(issues[0]
-            .message
-            .contains("ignored because the project settings set this key"));
+        assert!(issues.is_empty(), "{issues:?}");
+    }
+
+    #[test]
+    fn a_non_object_relay_value_replaces_and_is_one_issue() {
+        for bad in [
+            json!(true),
+            json!("on"),
+            json!([1, 2]),
+            json!(null),
+            json!(5),
+        ] {
+            // An object over a non-object replaces it, as Pi merges.
+            let (cfg, issues) = resolve(Some(bad.clone()), Some(json!({"agentName":"proj"})));
+            assert!(issues.is_empty(), "{bad}: {issues:?}");
+            assert_eq!(cfg.agent_name, "proj");
+            let (cfg, issues) = resolve(Some(json!({"agentName":"glob"})), Some(bad.clone()));
+            assert_eq!(issues.len(), 1, "{bad}");
+            assert_eq!(issues[0].path, "relay");
+            assert!(issues[0].message.starts_with("expected an object"));
+            assert_eq!(cfg, RelayConfig::default());
+        }
+    }
+
+    /// Pi's settings objects as the extension hands them over; the project applies only when
+    /// trusted; every warning names its file and key path.
+    #[test]
+    fn settings_layers_merge_like_pi_and_name_the_file_of_every_warning() {
+        const GLOBAL: &str = "global settings (/home/u/.pi/agent/settings.json)";
+        const PROJECT: &str = "project settings (.pi/settings.json)";
+        struct Case {
+            name: &'static str,
+            global: Option<Value>,
+            project: Option<Value>,
+            trusted: bool,
+            project_error: Option<&'static str>,
+            agent_name: &'static str,
+            margin: u64,
+            reserve: u64,
+            budget: Option<Value>,
+            warnings: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "nothing set",
+                global: Some(json!({})),
+                project: None,
+                trusted: true,
+                project_error: None,
+                agent_name: "pi",
+                margin: DEFAULT_REMINDER_MARGIN_TOKENS,
+                reserve: DEFAULT_RESERVE_TOKENS,
+                budget: None,
+                warnings: &[],
+            },
+            Case {
+                name: "trusted project wins per key, objects merged at every depth",
+                global: Some(json!({
+                    "relay": {"agentName": "g", "reminderMarginTokens": 1000,
+                              "budget": {"mode": "observe", "models": {"a/x.1": {"main": {"soft": 5, "hard": 9}}}}},
+                    "compaction": {"enabled": true, "reserveTokens": 8000},
+                })),
+                project: Some(json!({
+                    "relay": {"agentName": "p",
+                              "budget": {"models": {"a/x.1": {"main": {"soft": 6}}}, "enforceCwds": ["/w"]}},
+                    "compaction": {"keepRecentTokens": 1},
+                })),
+                trusted: true,
+                project_error: None,
+                agent_name: "p",
+                margin: 1000,
+                reserve: 8000,
+                budget: Some(json!({"mode": "observe", "enforceCwds": ["/w"],
+                                    "models": {"a/x.1": {"main": {"soft": 6, "hard": 9}}}})),
+                warnings: &[],
+            },
+            Case {
+                name: "untrusted project is ignored, also its invalid values",
+                global: Some(json!({"relay": {"agentName": "g"}})),
+                project: Some(json!({"relay": {"agentName": "p", "enabled": "x"},
+                                     "compaction": {"reserveTokens": 1}})),
+                trusted: false,
+                project_error: Some("bad JSON"),
+                agent_name: "g",
+                margin: DEFAULT_REMINDER_MARGIN_TOKENS,
+                reserve: DEFAULT_RESERVE_TOKENS,
+                budget: None,
+                warnings: &[],
+            },
+            Case {
+                name: "warnings name the file the value came from",
+                global: Some(json!({"relay": {"reminderMarginTokens": -5, "colour": 1,
+                                              "budget": {"mode": "observe", "main": {"soft": 0}}},
+                                    "compaction": {"reserveTokens": "lots"}})),
+                project: Some(json!({"relay": {"agentName": "", "budget": {"mode": "x"}}})),
+                trusted: true,
+                project_error: None,
+                agent_name: "pi",
+                margin: DEFAULT_REMINDER_MARGIN_TOKENS,
+                reserve: DEFAULT_RESERVE_TOKENS,
+                budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
+                warnings: &[
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, budget)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
+                    "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
+                    "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a positive integer, got \"lots\"; using 16384",
+                ],
+            },
+            Case {
+                name: "a trusted project file that cannot be read, a global value that is no object",
+                global: Some(json!({"relay": true})),
+                project: None,
+                trusted: true,
+                project_error: Some("Unexpected token } in JSON at position 3"),
+                agent_name: "pi",
+                margin: DEFAULT_REMINDER_MARGIN_TOKENS,
+                reserve: DEFAULT_RESERVE_TOKENS,
+                budget: None,
+                warnings: &[
+                    "project settings (.pi/settings.json): cannot be read (Unexpected token } in JSON at position 3); ignored",
+                    "global settings (/home/u/.pi/agent/settings.json): relay: expected an object, got true; using the defaults",
+                ],
+            },
+            Case {
+                name: "a project value replaces a global non-object and vice versa",
+                global: Some(json!({"relay": {"budget": {"mode": "enforce"}}})),
+                project: Some(json!({"relay": {"budget": "off"}})),
+                trusted: true,
+                project_error: None,
+                agent_name: "pi",
+                margin: DEFAULT_REMINDER_MARGIN_TOKENS,
+                reserve: DEFAULT_RESERVE_TOKENS,
+                budget: None,
+                warnings: &[
+                    "project settings (.pi/settings.json): relay.budget: expected an object, got \"off\"; using the default (no budget settings)",
+                ],
+            },
+            Case {
+                name: "settings objects that are no objects",
+                global: Some(json!([1])),
+                project: Some(json!("x")),
+                trusted: true,
+                project_error: None,
+                agent_name: "pi",
+                margin: DEFAULT_REMINDER_MARGIN_TOKENS,
+                reserve: DEFAULT_RESERVE_TOKENS,
+                budget: None,
+                warnings: &[
+                    "global settings (/home/u/.pi/agent/settings.json): expected an object, got [1]; ignored",
+                    "project settings (.pi/settings.json): expected an object, got \"x\"; ignored",
+                ],
+            },
+        ];
+        for case in cases {
+            let layers = SettingsLayers::merge(
+                case.global.as_ref(),
+                case.project.as_ref(),
+                case.trusted,
+                case.project_error,
+                Some("/home/u/.pi/agent/settings.json"),
+            );
+            let (resolved, issues) = layers.resolve();
+            let name = case.name;
+            assert_eq!(resolved.relay.agent_name, case.agent_name, "{name}");
+            assert_eq!(resolved.relay.reminder_margin_tokens, case.margin, "{name}");
+            assert_eq!(resolved.reserve_tokens, case.reserve, "{name}");
+            assert_eq!(resolved.relay.budget, case.budget, "{name}");
+            let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            assert_eq!(shown, case.warnings, "{name}");
+            for issue in &issues {
+                assert!(
+                    issue.path.starts_with(GLOBAL) || issue.path.starts_with(PROJECT),
+                    "{name}: {issue}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn budget_issues_are_attributed_through_dotted_model_keys_and_array_elements() {
+        let layers = SettingsLayers::merge(
+            Some(&json!({"relay": {"budget": {"models": {"a/x.1": {"main": {"hard": 1}}}}}})),
+            Some(
+                &json!({"relay": {"budget": {"models": {"a/x.1": {"main": {"soft": "s"}}},
+                                              "enforceCwds": ["/a", 3]}}}),
+            ),
+            true,
+            None,
+            None,
+        );
+        let attributed = |path: &str| {
+            layers
+                .attribute(ConfigIssue {
+                    path: path.into(),
+                    message: "m".into(),
+                })
+                .path
+        };
+        assert_eq!(
+            attributed("relay.budget.models.a/x.1.main.soft"),
+            "project settings (.pi/settings.json): relay.budget.models.a/x.1.main.soft"
+        );
+        assert_eq!(
+            attributed("relay.budget.models.a/x.1.main.hard"),
+            "global settings: relay.budget.models.a/x.1.main.hard"
+        );
+        assert_eq!(
+            attributed("relay.budget.enforceCwds[1]"),
+            "project settings (.pi/settings.json): relay.budget.enforceCwds[1]"
+        );
+        // A budget file's issue keeps its path.
+        assert_eq!(
+            attributed("/agent/context-budget.json"),
+            "/agent/context-budget.json"
+        );
+        assert_eq!(attributed("relayx.y"), "relayx.y");
     }
 
     #[test]
@@ -479,29 +849,6 @@ mod tests {
         );
         assert_eq!(cfg.budget, None);
         assert_eq!(issues.len(), 1);
-    }
-
-    #[test]
-    fn non_object_relay_value_is_one_issue() {
-        for bad in [
-            json!(true),
-            json!("on"),
-            json!([1, 2]),
-            json!(null),
-            json!(5),
-        ] {
-            let (cfg, issues) = resolve(Some(bad.clone()), Some(json!({"agentName":"proj"})));
-            assert_eq!(issues.len(), 1, "{bad}");
-            assert_eq!(issues[0].path, "relay");
-            assert!(issues[0]
-                .message
-                .contains("must be an object in the global settings"));
-            assert_eq!(cfg.agent_name, "proj");
-            let (cfg, issues) = resolve(None, Some(bad));
-            assert_eq!(issues.len(), 1);
-            assert!(issues[0].message.contains("project settings"));
-            assert_eq!(cfg, RelayConfig::default());
-        }
     }
 
     #[test]
