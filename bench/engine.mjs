@@ -388,7 +388,7 @@ process.env.PI_CODING_AGENT_DIR = join(scratch, "agent");
 process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(scratch, "context-budget");
 mkdirSync(process.env.PI_CODING_AGENT_DIR, { recursive: true });
 
-const { sync, fullSync, moment, run } = await import(ADAPTER);
+const { sync, fullSync, moment, observation, run } = await import(ADAPTER);
 const { native } = await import(NATIVE);
 const { loadSettings } = await import(SETTINGS);
 const { SessionManager } = await import("@earendil-works/pi-coding-agent");
@@ -434,7 +434,7 @@ function bringUp(sm) {
 	const state = {};
 	fullSync(engine, ctx, state);
 	run(piStub, ctx, JSON.parse(engine.configure(JSON.stringify(loadSettings(piStub, ctx)))).effects);
-	run(piStub, ctx, JSON.parse(engine.handle(JSON.stringify({ type: "session_start", ...moment(ctx), reason: "startup" }))).effects);
+	run(piStub, ctx, JSON.parse(engine.handle(observation(ctx, "session_start", {}))).effects);
 	return { ctx, engine, state };
 }
 const bigCtx = makeCtx(bigSm);
@@ -476,7 +476,7 @@ function perRequest(sm, engine, state, iters) {
 	const ctx = makeCtx(sm);
 	const hook = (type, extra) => {
 		sync(engine, ctx, state);
-		const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx), ...extra })));
+		const reply = JSON.parse(engine.handle(observation(ctx, type, extra ?? {})));
 		run(piStub, ctx, reply.effects);
 		return reply;
 	};
@@ -501,8 +501,8 @@ function perRequest(sm, engine, state, iters) {
 		if (keep) time("tool_call", () => hook("tool_call", { toolName: "read", toolCallId: callId }));
 		else hook("tool_call", { toolName: "read", toolCallId: callId });
 		sm.appendMessage({ role: "toolResult", toolCallId: callId, toolName: "read", content: [{ type: "text", text: "fn main() {}\n" }], isError: false, timestamp: Date.now() });
-		if (keep) time("turn_end", () => hook("turn_end", { outcome: "completed" }));
-		else hook("turn_end", { outcome: "completed" });
+		if (keep) time("turn_end", () => hook("turn_end"));
+		else hook("turn_end");
 	}
 	if (engine.tipId() !== sm.getLeafId()) throw new Error("the mirror did not follow the leaf");
 	const all = [...samples.context, ...samples.tool_call, ...samples.turn_end];

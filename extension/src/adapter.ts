@@ -2,55 +2,12 @@
 // events into observations, and carries out the effects the engine returns. It decides nothing.
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
 import { existsSync } from "node:fs";
+import type { Effect, Event, Moment, Observation, ResetPlan } from "./generated/wire.ts";
 import type { NativeEngine } from "./native.ts";
 
-export type Effect =
-	| {
-			kind: "send";
-			customType: string;
-			content: string;
-			display: boolean;
-			triggerTurn: boolean;
-			deliverAs?: "steer" | "followUp" | "nextTurn";
-			details?: unknown;
-	  }
-	| { kind: "append"; customType: string; data: unknown }
-	| { kind: "notify"; text: string; level: "info" | "warning" | "error" }
-	| { kind: "status"; text: string | null }
-	| { kind: "log"; text: string };
+// The wire types are generated from the Rust engine (crates/relay-core/src/engine/wire.rs).
+export type { HookReply, ToolReply } from "./generated/wire.ts";
 
-export interface ResetPlan {
-	marker: { customType: string; data: unknown };
-	summary: string;
-	details: unknown;
-	continuation: { customType: string; content: string } | null;
-}
-
-export type HookResult =
-	| { kind: "cancel" }
-	| { kind: "block"; reason: string }
-	| { kind: "reset"; plan: ResetPlan }
-	| { kind: "continue"; continuation: { customType: string; content: string } };
-
-export interface HookReply {
-	effects: Effect[];
-	result?: HookResult;
-}
-
-export interface ToolReply {
-	text: string;
-	isError: boolean;
-	terminate?: boolean;
-	persist?: { customType: string; data: unknown };
-	details?: unknown;
-	effects?: Effect[];
-}
-
-/**
- * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
- * Pi's usage figure is only fetched for tools (`withUsage`): `getContextUsage()` walks the whole
- * branch, so hooks that run on every request let the engine estimate usage from its mirror instead.
- */
 /**
  * The process-wide hosting marker: the first Relay runtime bound in a process is the primary one;
  * runtimes bound while it is alive (SDK child sessions) are subagents. Released at the primary's
@@ -70,8 +27,13 @@ export function releaseRuntime(token: object): void {
 	if (host[HOST] === token) delete host[HOST];
 }
 
-export function moment(ctx: ExtensionContext, withUsage = false, subagent = false): Record<string, unknown> {
-	let usage: { tokens: number | null; contextWindow: number } | null = null;
+/**
+ * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
+ * Pi's usage figure is only fetched for tools (`withUsage`): `getContextUsage()` walks the whole
+ * branch, so hooks that run on every request let the engine estimate usage from its mirror instead.
+ */
+export function moment(ctx: ExtensionContext, withUsage = false, subagent = false): Moment {
+	let usage: Moment["usage"] = null;
 	if (withUsage) {
 		try {
 			const u = ctx.getContextUsage();
@@ -87,12 +49,19 @@ export function moment(ctx: ExtensionContext, withUsage = false, subagent = fals
 		usage,
 		model,
 		contextWindow: ctx.model?.contextWindow ?? null,
-		idle: ctx.isIdle(),
 		hasPendingMessages: ctx.hasPendingMessages(),
 		cwd: ctx.cwd,
-		sessionId: ctx.sessionManager.getSessionId(),
 		subagent,
 	};
+}
+
+/** The fields of the Pi event of type `T` besides its tag. */
+export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T }>, "type">;
+
+/** The JSON observation `Engine::handle` reads: the moment and the Pi event it reports. */
+export function observation<T extends Event["type"]>(ctx: ExtensionContext, type: T, fields: EventFields<T>, subagent = false): string {
+	const event = { type, ...fields } as Event;
+	return JSON.stringify({ moment: moment(ctx, false, subagent), event } satisfies Observation);
 }
 
 /**
@@ -146,9 +115,6 @@ export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] |
 					{ customType: effect.customType, content: effect.content, display: effect.display, details: effect.details },
 					{ triggerTurn: effect.triggerTurn, ...(effect.deliverAs ? { deliverAs: effect.deliverAs } : {}) },
 				);
-				break;
-			case "append":
-				pi.appendEntry(effect.customType, effect.data);
 				break;
 			case "notify":
 				if (ctx.hasUI) ctx.ui.notify(effect.text, effect.level);

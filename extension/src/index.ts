@@ -1,16 +1,11 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { bindRuntime, fullSync, moment, releaseRuntime, resetDrafts, run, sync, type HookReply, type ToolReply } from "./adapter.ts";
+import { bindRuntime, fullSync, moment, observation, releaseRuntime, resetDrafts, run, sync, type EventFields, type HookReply, type ToolReply } from "./adapter.ts";
+import type { Event, ToolSpec } from "./generated/wire.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { TOOL_SCHEMAS } from "./tools.ts";
-
-interface ToolSpec {
-	name: string;
-	label: string;
-	description: string;
-}
 
 export default function relay(pi: ExtensionAPI) {
 	const engine: NativeEngine = new (native().Engine)();
@@ -30,10 +25,10 @@ export default function relay(pi: ExtensionAPI) {
 		}
 	};
 
-	const handle = (ctx: ExtensionContext, type: string, extra: Record<string, unknown> = {}): HookReply => {
+	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>): HookReply => {
 		try {
 			sync(engine, ctx, state);
-			const reply = JSON.parse(engine.handle(JSON.stringify({ type, ...moment(ctx, false, subagent), ...extra }))) as HookReply;
+			const reply = JSON.parse(engine.handle(observation(ctx, type, extra, subagent))) as HookReply;
 			run(pi, ctx, reply.effects);
 			return reply;
 		} catch (error) {
@@ -75,7 +70,7 @@ export default function relay(pi: ExtensionAPI) {
 				}
 				return {
 					content: [{ type: "text" as const, text: reply.text }],
-					details: reply.details ?? {},
+					details: {},
 					isError: reply.isError,
 					...(reply.terminate ? { terminate: true } : {}),
 				};
@@ -91,13 +86,13 @@ export default function relay(pi: ExtensionAPI) {
 			report("loading the session", error);
 		}
 		configure(ctx);
-		handle(ctx, "session_start", { reason: event.reason });
+		handle(ctx, "session_start");
 	});
 	pi.on("session_tree", (_event, ctx) => {
 		handle(ctx, "session_tree");
 	});
 	pi.on("session_shutdown", (event, ctx) => {
-		handle(ctx, "session_shutdown", { reason: event.reason });
+		handle(ctx, "session_shutdown");
 		releaseRuntime(runtime);
 	});
 	pi.on("input", (_event, ctx) => {
@@ -122,7 +117,7 @@ export default function relay(pi: ExtensionAPI) {
 		return undefined;
 	});
 	pi.on("turn_end", (event, ctx) => {
-		const reply = handle(ctx, "turn_end", { outcome: event.outcome });
+		const reply = handle(ctx, "turn_end");
 		if (reply.result?.kind !== "reset") return undefined;
 		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
 		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };

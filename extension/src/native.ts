@@ -3,10 +3,15 @@ import { createRequire } from "node:module";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+// The JSON the engine reads and writes has these types (generated from the Rust wire types).
+import type { ConfigSources, HookReply, Moment, Observation, ToolReply, ToolSpec } from "./generated/wire.ts";
 
-/** The Engine class exported by crates/relay-node. Every argument and result is a JSON string. */
+/**
+ * The Engine class exported by crates/relay-node. Every argument and result is a JSON string of a
+ * type in ./generated/wire.ts; an input with a field the engine does not know is an error.
+ */
 export interface NativeEngine {
-	/** Load configuration; returns `{issues: [{path, message}]}`. */
+	/** Load configuration from a {@link ConfigSources}; returns a {@link HookReply} (one warning per problem). */
 	configure(json: string): string;
 	/** Replace the mirror with a whole branch (root → leaf). */
 	resync(sessionId: string, entriesJson: string): void;
@@ -18,11 +23,11 @@ export interface NativeEngine {
 	truncateAfter(id: string | null): void;
 	/** Append new branch entries (root → leaf order). */
 	append(entriesJson: string): void;
-	/** Run a tool; returns a ToolReply. */
+	/** Run a tool with the arguments the model gave and a {@link Moment}; returns a {@link ToolReply}. */
 	tool(name: string, argsJson: string, observationJson: string): string;
-	/** Feed one observation; returns a HookReply. */
+	/** Feed one {@link Observation}; returns a {@link HookReply}. */
 	handle(observationJson: string): string;
-	/** Tool names, labels and descriptions the model sees. */
+	/** The {@link ToolSpec}s: tool names, labels and descriptions the model sees. */
 	toolSpecs(): string;
 }
 

@@ -1,30 +1,39 @@
-// Collects the raw configuration sources for the engine, which validates them. No defaults here.
-import { getAgentDir, SettingsManager, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+// Collects the raw configuration sources for the engine. No precedence and no defaults here: the
+// engine merges the global and project settings the way Pi does, project only when trusted, and
+// validates them (crates/relay-core/src/config.rs).
+import { CONFIG_DIR_NAME, getAgentDir, SettingsManager, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { ConfigSources } from "./generated/wire.ts";
 
-function settingsOf(pi: ExtensionAPI, ctx: ExtensionContext): Record<string, unknown> {
+/** Pi's settings object for this runtime; on a Pi without getSettings(), the global settings file. */
+function piSettings(pi: ExtensionAPI, ctx: ExtensionContext): unknown {
 	const api = pi as unknown as { getSettings?: () => unknown };
-	if (typeof api.getSettings === "function") return (api.getSettings() ?? {}) as Record<string, unknown>;
-	// Pi before getSettings(): read global and (when trusted) project settings the way Pi merges them.
-	const manager = SettingsManager.create(ctx.cwd, getAgentDir());
-	const global = manager.getGlobalSettings() as Record<string, unknown>;
-	const project = ctx.isProjectTrusted() ? (manager.getProjectSettings() as Record<string, unknown>) : {};
-	const relay = { ...((global.relay as object) ?? {}), ...((project.relay as object) ?? {}) };
-	return { ...global, ...project, relay, compaction: { ...((global.compaction as object) ?? {}), ...((project.compaction as object) ?? {}) } };
+	if (typeof api.getSettings === "function") return api.getSettings() ?? null;
+	return SettingsManager.create(ctx.cwd, getAgentDir(), { projectTrusted: false }).getGlobalSettings();
 }
 
-export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext) {
-	const settings = settingsOf(pi, ctx);
+/** The project's settings file as it is on disk (null when there is none), or why it cannot be read. */
+function projectSettings(cwd: string): Pick<ConfigSources, "project" | "projectError"> {
+	const file = join(cwd, CONFIG_DIR_NAME, "settings.json");
+	if (!existsSync(file)) return { project: null, projectError: null };
+	try {
+		const text = readFileSync(file, "utf8").replace(/^\uFEFF/, "");
+		return { project: text ? JSON.parse(text) : {}, projectError: null };
+	} catch (error) {
+		return { project: null, projectError: error instanceof Error ? error.message : String(error) };
+	}
+}
+
+export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSources {
 	const agentDir = getAgentDir();
 	return {
-		relay: settings.relay ?? null,
-		compaction: settings.compaction ?? null,
-		agentDir,
+		global: piSettings(pi, ctx),
+		...projectSettings(ctx.cwd),
+		projectTrusted: ctx.isProjectTrusted(),
+		globalFile: join(agentDir, "settings.json"),
 		budgetConfigPath: process.env.PI_CONTEXT_BUDGET_CONFIG || join(agentDir, "context-budget.json"),
-		budgetConfigFromEnv: Boolean(process.env.PI_CONTEXT_BUDGET_CONFIG),
 		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR || join(agentDir, "context-budget"),
 		cwd: ctx.cwd,
-		hasUI: ctx.hasUI,
-		mode: (ctx as unknown as { mode?: string }).mode ?? null,
 	};
 }

@@ -1,8 +1,20 @@
 //! Engine-level tests: observations in, effects out, on a mirrored branch built from real entry
 //! JSON. Texts the model sees are snapshot-tested.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::json;
+
+use super::tools::note_after;
 use super::*;
-use crate::entry::parse_entry;
+use crate::entry::{parse_entry, Entry};
+use crate::notes::{NoteOp, Notes};
+use crate::policy::Mode;
 
 const SID: &str = "01a2-test-session";
 
@@ -16,10 +28,8 @@ fn moment(tokens: Option<u64>) -> Moment {
         }),
         model: Some("faux/faux-1".into()),
         context_window: Some(100_000),
-        idle: false,
         has_pending_messages: false,
         cwd: "/work/project".into(),
-        session_id: SID.into(),
         subagent: false,
     }
 }
@@ -99,34 +109,19 @@ fn tool_specs_are_what_the_model_reads() {
 #[test]
 fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
     let mut e = engine();
-    let first = e.handle(&obs(
-        Event::SessionStart {
-            reason: "startup".into(),
-        },
-        None,
-    ));
+    let first = e.handle(&obs(Event::SessionStart, None));
     let boots = sends(&first, BOOT_TYPE);
     assert_eq!(boots.len(), 1);
     assert!(boots[0].contains(&format!("first_window_id: pcw:{SID}:root")));
     // A second session_start before the entry is mirrored (reload) does not send it again.
-    let again = e.handle(&obs(
-        Event::SessionStart {
-            reason: "reload".into(),
-        },
-        None,
-    ));
+    let again = e.handle(&obs(Event::SessionStart, None));
     assert!(sends(&again, BOOT_TYPE).is_empty());
     // Once the entry is on the branch, a fresh engine (a reload of the JSONL) sees it.
     let mut b = Branch::new();
     let entries = vec![b.custom_message(BOOT_TYPE, &boots[0]), b.user("hello")];
     let mut reloaded = Engine::new();
     reloaded.resync(SID, &entries);
-    let reply = reloaded.handle(&obs(
-        Event::SessionStart {
-            reason: "resume".into(),
-        },
-        None,
-    ));
+    let reply = reloaded.handle(&obs(Event::SessionStart, None));
     assert!(sends(&reply, BOOT_TYPE).is_empty());
 }
 
@@ -292,28 +287,153 @@ fn get_context_remaining_subtracts_the_reserve_and_is_null_when_unknown() {
 }
 
 #[test]
-fn invalid_settings_are_reported_once_each_with_their_key_path() {
+fn invalid_settings_are_reported_once_each_with_their_file_and_key_path() {
     let mut e = engine();
     let sources = ConfigSources {
-        relay: Some(json!({"reminderMarginTokens": -5, "budget": {"mode": "sometimes"}})),
-        compaction: Some(json!({"reserveTokens": "lots"})),
+        global: Some(json!({
+            "relay": {"reminderMarginTokens": -5, "budget": {"mode": "observe", "main": {"soft": "x"}}},
+            "compaction": {"reserveTokens": "lots"},
+        })),
+        project: Some(json!({"relay": {"budget": {"mode": "sometimes"}}})),
+        project_trusted: true,
+        global_file: Some("/home/u/.pi/agent/settings.json".into()),
         ..ConfigSources::default()
     };
     let mut seen = Vec::new();
     let first = e.configure_reply(&sources, &mut seen);
     let text = notify_texts(&first);
-    assert!(text.contains("relay.reminderMarginTokens"), "{text}");
-    assert!(text.contains("relay.budget.mode"), "{text}");
-    assert!(text.contains("compaction.reserveTokens"), "{text}");
+    let global = "relay: global settings (/home/u/.pi/agent/settings.json): ";
+    let project = "relay: project settings (.pi/settings.json): ";
+    for line in [
+        format!("{global}relay.reminderMarginTokens: expected a whole number of tokens"),
+        format!("{global}compaction.reserveTokens: expected a positive integer"),
+        format!("{project}relay.budget.mode: must be \"off\", \"observe\" or \"enforce\", got \"sometimes\""),
+        format!("{global}relay.budget.main.soft: "),
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&line)),
+            "{line:?} not in\n{text}"
+        );
+    }
+    assert_eq!(text.lines().count(), 4, "{text}");
     let second = e.configure_reply(&sources, &mut seen);
     assert!(notify_texts(&second).is_empty(), "reported once");
+
+    // Untrusted: the project's settings do not apply and are not judged.
+    let untrusted = ConfigSources {
+        project_trusted: false,
+        ..sources
+    };
+    let issues = e.configure(&untrusted);
+    assert!(
+        issues.iter().all(|i| i.path.starts_with("global settings")),
+        "{issues:?}"
+    );
+    assert_eq!(issues.len(), 3, "{issues:?}");
+}
+
+#[test]
+fn a_trusted_project_value_wins_and_an_untrusted_one_is_ignored() {
+    for (trusted, name) in [(true, "proj-agent"), (false, "glob-agent")] {
+        let mut e = engine();
+        let issues = e.configure(&ConfigSources {
+            global: Some(json!({"relay": {"agentName": "glob-agent"}})),
+            project: Some(json!({"relay": {"agentName": "proj-agent"}})),
+            project_trusted: trusted,
+            ..ConfigSources::default()
+        });
+        assert!(issues.is_empty(), "{issues:?}");
+        let reply = e.handle(&obs(Event::SessionStart, None));
+        let boot = sends(&reply, BOOT_TYPE);
+        assert!(
+            boot.first()
+                .is_some_and(|b| b.contains(&format!("agent: {name}\n"))),
+            "trusted {trusted}: {boot:?}"
+        );
+    }
+}
+
+/// Inputs from the extension are checked field by field: an unknown field is an error that names
+/// it, wherever it is (the moment, an event with fields, an event without fields, the envelope).
+#[test]
+fn observations_and_config_sources_reject_unknown_fields_by_name() {
+    let moment = r#"{"nowMs":1,"tzOffsetMinutes":0,"usage":null,"model":null,"contextWindow":null,"hasPendingMessages":false,"cwd":"/w","subagent":false}"#;
+    let ok = format!(
+        r#"{{"moment":{moment},"event":{{"type":"tool_call","toolName":"t","toolCallId":"c"}}}}"#
+    );
+    let parsed: Observation = serde_json::from_str(&ok).unwrap();
+    assert_eq!(
+        serde_json::from_value::<Observation>(serde_json::to_value(&parsed).unwrap()).unwrap(),
+        parsed,
+        "an observation round-trips through its JSON form"
+    );
+    let cases = [
+        (
+            format!(
+                r#"{{"moment":{moment},"event":{{"type":"session_start","reason":"startup"}}}}"#
+            ),
+            "unknown field `reason` in a `session_start` event",
+        ),
+        (
+            format!(r#"{{"moment":{moment},"event":{{"type":"turn_end","outcome":"completed"}}}}"#),
+            "unknown field `outcome` in a `turn_end` event",
+        ),
+        (
+            format!(
+                r#"{{"moment":{moment},"event":{{"type":"tool_call","toolName":"t","toolCallId":"c","input":{{}}}}}}"#
+            ),
+            "unknown field `input`",
+        ),
+        (
+            format!(
+                r#"{{"moment":{},"event":{{"type":"context"}}}}"#,
+                moment.replace(r#""cwd""#, r#""idle":false,"cwd""#)
+            ),
+            "unknown field `idle`",
+        ),
+        (
+            format!(
+                r#"{{"moment":{},"event":{{"type":"context"}}}}"#,
+                moment.replace(r#""cwd""#, r#""sessionId":"s","cwd""#)
+            ),
+            "unknown field `sessionId`",
+        ),
+        (
+            format!(r#"{{"moment":{moment},"event":{{"type":"context"}},"type":"context"}}"#),
+            "unknown field `type`",
+        ),
+        (
+            format!(r#"{{"moment":{moment},"event":{{"type":"no_such_hook"}}}}"#),
+            "unknown variant `no_such_hook`",
+        ),
+    ];
+    for (json, want) in cases {
+        let err = serde_json::from_str::<Observation>(&json)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{json}: {err}");
+    }
+    let err = serde_json::from_str::<Moment>(&moment.replace(r#""cwd""#, r#""idle":true,"cwd""#))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `idle`"), "{err}");
+    for (field, json) in [
+        ("relay", r#"{"relay":{},"projectTrusted":true}"#),
+        ("hasUI", r#"{"hasUI":false,"projectTrusted":true}"#),
+        ("budgetFile", r#"{"budgetFile":"{}","projectTrusted":true}"#),
+    ] {
+        let err = serde_json::from_str::<ConfigSources>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("unknown field `{field}`")), "{err}");
+    }
 }
 
 #[test]
 fn an_unreadable_budget_file_selects_observe_and_says_so() {
     let mut e = engine();
     let sources = ConfigSources {
-        relay: Some(json!({"budget": {"mode": "enforce"}})),
+        global: Some(json!({"relay": {"budget": {"mode": "enforce"}}})),
         budget_config_path: Some("/agent/context-budget.json".into()),
         budget_file: Some("{ not json".into()),
         ..ConfigSources::default()
@@ -321,15 +441,15 @@ fn an_unreadable_budget_file_selects_observe_and_says_so() {
     let issues = e.configure(&sources);
     assert_eq!(issues.len(), 1);
     assert_eq!(issues[0].path, "/agent/context-budget.json");
-    assert_eq!(e.mode.effective, Mode::Observe);
+    assert_eq!(e.budget.mode.effective, Mode::Observe);
 }
 
 #[test]
 fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     let mut e = engine();
     let sources = ConfigSources {
-        relay: Some(
-            json!({"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}),
+        global: Some(
+            json!({"relay": {"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
         ),
         cwd: Some("/work/project".into()),
         ..ConfigSources::default()
@@ -339,7 +459,7 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
     // The floor: the first usage after bootstrap.
-    e.handle(&obs(Event::TurnEnd { outcome: None }, Some(5_000)));
+    e.handle(&obs(Event::TurnEnd, Some(5_000)));
     let call = |e: &mut Engine, name: &str, tokens| {
         e.handle(&obs(
             Event::ToolCall {
@@ -366,14 +486,14 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
 fn observe_mode_turns_every_decision_into_a_would_event() {
     let mut e = engine();
     let sources = ConfigSources {
-        relay: Some(
-            json!({"budget": {"mode": "observe", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}),
+        global: Some(
+            json!({"relay": {"budget": {"mode": "observe", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
         ),
         ..ConfigSources::default()
     };
     e.configure(&sources);
     e.handle(&obs(Event::BeforeAgentStart, None));
-    e.handle(&obs(Event::TurnEnd { outcome: None }, Some(5_000)));
+    e.handle(&obs(Event::TurnEnd, Some(5_000)));
     let reply = e.handle(&obs(
         Event::ToolCall {
             tool_name: "notes_write_file".into(),
@@ -434,5 +554,239 @@ fn the_notes_tool_result_matches_the_replayed_note() {
             notes.op_result(&op),
             "{before:?} {kind:?} {content:?}"
         );
+    }
+}
+
+/// `extension/src/generated/wire.ts`: the TypeScript declarations of every wire type, generated
+/// from the Rust types. Fails while the checked-in file is stale; regenerate it with
+/// `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire`.
+#[test]
+fn generated_wire_ts_is_current() {
+    use ts_rs::TS;
+    fn decl<T: TS>(cfg: &ts_rs::Config) -> String {
+        let docs = T::docs().unwrap_or_default();
+        format!("{docs}export {}\n", ts_layout::pretty(&T::decl(cfg)))
+    }
+    let cfg = ts_rs::Config::new().with_large_int("number");
+    let decls = [
+        decl::<Observation>(&cfg),
+        decl::<Moment>(&cfg),
+        decl::<Usage>(&cfg),
+        decl::<Event>(&cfg),
+        decl::<ConfigSources>(&cfg),
+        decl::<HookReply>(&cfg),
+        decl::<HookResult>(&cfg),
+        decl::<Effect>(&cfg),
+        decl::<NotifyLevel>(&cfg),
+        decl::<DeliverAs>(&cfg),
+        decl::<ResetPlan>(&cfg),
+        decl::<Marker>(&cfg),
+        decl::<Continuation>(&cfg),
+        decl::<ToolReply>(&cfg),
+        decl::<ToolSpec>(&cfg),
+    ];
+    let text = format!(
+        "// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).\n\
+         // Do not edit: change the Rust types, then run\n\
+         //   UPDATE_GENERATED=1 cargo test -p relay-core generated_wire\n\
+         // Inputs (Observation, Moment, ConfigSources) are rejected by the engine when they carry a\n\
+         // field that is not declared here.\n\n{}",
+        decls.join("\n")
+    );
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../extension/src/generated/wire.ts");
+    if std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        current == text,
+        "{} is stale (or missing): regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire`",
+        path.display()
+    );
+}
+
+/// A small layout pass over ts-rs declarations (`type X = …;` on one line, with field docs inline):
+/// objects with documented fields or longer than a line get one field per line, long unions one
+/// variant per line.
+mod ts_layout {
+    const WIDTH: usize = 96;
+
+    enum Token {
+        Comment(String),
+        Text(String),
+        Open,
+        Close,
+        Comma,
+        Pipe,
+    }
+
+    enum Item {
+        Text(String),
+        Pipe,
+        Obj(Vec<Field>),
+    }
+
+    struct Field {
+        docs: Vec<String>,
+        items: Vec<Item>,
+    }
+
+    fn tokens(s: &str) -> Vec<Token> {
+        let mut out = Vec::new();
+        let mut text = String::new();
+        let mut rest = s;
+        let flush = |text: &mut String, out: &mut Vec<Token>| {
+            let t = text.trim();
+            if !t.is_empty() {
+                out.push(Token::Text(t.to_string()));
+            }
+            text.clear();
+        };
+        while let Some(c) = rest.chars().next() {
+            if rest.starts_with("/**") {
+                flush(&mut text, &mut out);
+                let end = rest.find("*/").map_or(rest.len(), |i| i + 2);
+                out.push(Token::Comment(rest[..end].to_string()));
+                rest = &rest[end..];
+                continue;
+            }
+            let token = match c {
+                '{' => Some(Token::Open),
+                '}' => Some(Token::Close),
+                ',' => Some(Token::Comma),
+                '|' => Some(Token::Pipe),
+                _ => None,
+            };
+            match token {
+                Some(t) => {
+                    flush(&mut text, &mut out);
+                    out.push(t);
+                }
+                None => text.push(if c == '\n' { ' ' } else { c }),
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+        flush(&mut text, &mut out);
+        out
+    }
+
+    /// Items up to a `,` or `}` of this level (consumed: neither).
+    fn items(tokens: &[Token], at: &mut usize) -> Vec<Item> {
+        let mut items = Vec::new();
+        while let Some(token) = tokens.get(*at) {
+            match token {
+                Token::Comma | Token::Close | Token::Comment(_) => break,
+                Token::Text(t) => items.push(Item::Text(t.clone())),
+                Token::Pipe => items.push(Item::Pipe),
+                Token::Open => {
+                    *at += 1;
+                    items.push(Item::Obj(fields(tokens, at)));
+                }
+            }
+            *at += 1;
+        }
+        items
+    }
+
+    /// Fields up to the matching `}` (left as the current token).
+    fn fields(tokens: &[Token], at: &mut usize) -> Vec<Field> {
+        let mut fields = Vec::new();
+        let mut docs = Vec::new();
+        while let Some(token) = tokens.get(*at) {
+            match token {
+                Token::Close => break,
+                Token::Comma => *at += 1,
+                Token::Comment(c) => {
+                    docs.push(c.clone());
+                    *at += 1;
+                }
+                _ => {
+                    let items = items(tokens, at);
+                    fields.push(Field {
+                        docs: std::mem::take(&mut docs),
+                        items,
+                    });
+                }
+            }
+        }
+        fields
+    }
+
+    fn flat(items: &[Item]) -> Option<String> {
+        let mut parts = Vec::new();
+        for item in items {
+            parts.push(match item {
+                Item::Text(t) => t.clone(),
+                Item::Pipe => "|".to_string(),
+                Item::Obj(fields) if fields.is_empty() => "{}".to_string(),
+                Item::Obj(fields) => {
+                    if fields.iter().any(|f| !f.docs.is_empty()) {
+                        return None;
+                    }
+                    let inner: Option<Vec<String>> =
+                        fields.iter().map(|f| flat(&f.items)).collect();
+                    format!("{{ {} }}", inner?.join(", "))
+                }
+            });
+        }
+        Some(parts.join(" "))
+    }
+
+    fn render(items: &[Item], depth: usize) -> String {
+        if let Some(line) = flat(items).filter(|l| l.len() + 4 * depth <= WIDTH) {
+            return line;
+        }
+        let indent = "\t".repeat(depth + 1);
+        if items.iter().any(|i| matches!(i, Item::Pipe)) {
+            // A long union: one variant per line.
+            return items
+                .split(|i| matches!(i, Item::Pipe))
+                .map(|variant| format!("\n{indent}| {}", render(variant, depth + 1)))
+                .collect();
+        }
+        let mut out = String::new();
+        for item in items {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            match item {
+                Item::Text(t) => out.push_str(t),
+                Item::Pipe => out.push('|'),
+                Item::Obj(fields) => {
+                    out.push_str("{\n");
+                    for field in fields {
+                        for doc in &field.docs {
+                            for line in doc.lines() {
+                                let line = line.trim();
+                                let pad = if line.starts_with('*') { " " } else { "" };
+                                out.push_str(&format!("{indent}{pad}{line}\n"));
+                            }
+                        }
+                        out.push_str(&format!("{indent}{},\n", render(&field.items, depth + 1)));
+                    }
+                    out.push_str(&"\t".repeat(depth));
+                    out.push('}');
+                }
+            }
+        }
+        out
+    }
+
+    /// `type X = …;` laid out.
+    pub fn pretty(decl: &str) -> String {
+        let (head, body) = decl.split_once(" = ").unwrap_or(("", decl));
+        let body = body.trim_end().trim_end_matches(';');
+        let tokens = tokens(body);
+        let mut at = 0;
+        let items = items(&tokens, &mut at);
+        let body = render(&items, 0);
+        if body.starts_with('\n') {
+            format!("{head} ={body};")
+        } else {
+            format!("{head} = {body};")
+        }
     }
 }

@@ -1,0 +1,331 @@
+//! The budget policy (seed 004) inside the engine: its configuration, thresholds per model, the
+//! pure transition run under the effective mode, and its effects turned into replies.
+//!
+//! **Contract.**
+//! - Every policy step goes through [`Engine::policy_step`]: observe runs the transition on a
+//!   projection (its effects are `would_*` events), and enforce is demoted to observe while the
+//!   window features are off, because no reset could commit then.
+//! - The policy never resets by itself: its reset requests go into the one scheduler
+//!   ([`Engine::apply_policy`]), and when the scheduler drops such a request (an abort, a
+//!   navigation, `/relay off`) the policy is told, so enforcement goes on
+//!   ([`Engine::check_dropped_reset`]).
+//! - Telemetry events and the status file are data ([`Effect::Telemetry`],
+//!   [`Effect::WriteStatus`]); the binding writes them.
+
+use serde_json::{json, Value};
+
+use super::wire::{
+    ConfigSources, Continuation, Effect, HookReply, HookResult, Moment, NotifyLevel,
+    HANDOFF_REQUEST_TYPE,
+};
+use super::Engine;
+use crate::policy::{
+    self, effective_mode, invalid_file_config, parse_budget_config, step_mode, BudgetConfig,
+    EffectiveMode, Mode, PolicyEffect, PolicyInput, PolicyParams, PolicyState,
+};
+use crate::scheduler::{ResetSource, SchedInput};
+use crate::ConfigIssue;
+
+/// Thresholds resolved for one (model key, context window, role).
+struct ResolvedParams {
+    model: String,
+    context_window: u64,
+    subagent: bool,
+    params: PolicyParams,
+}
+
+/// A handoff written in this window and not yet committed.
+pub(super) struct ReadyHandoff {
+    pub(super) path: String,
+    pub(super) markdown: String,
+}
+
+/// A forced reset the policy asked for: the boot block's note and whether the run goes on.
+pub(super) struct ForcedReset {
+    pub(super) note: String,
+    pub(super) continue_run: bool,
+}
+
+/// The budget policy's state in the engine.
+pub(super) struct Budget {
+    config: BudgetConfig,
+    pub(super) mode: EffectiveMode,
+    pub(super) policy: PolicyState,
+    params: Option<ResolvedParams>,
+    pub(super) handoff_ready: Option<ReadyHandoff>,
+    pub(super) forced: Option<ForcedReset>,
+    /// Policy effects produced while mirroring (a reset applied), delivered with the next reply.
+    pub(super) pending_fx: Vec<PolicyEffect>,
+    /// The binding writes status and events (a state directory is configured).
+    pub(super) state_dir_known: bool,
+}
+
+impl Budget {
+    pub(super) fn new() -> Self {
+        let config = BudgetConfig::default();
+        Budget {
+            mode: effective_mode(&config, ""),
+            config,
+            policy: PolicyState::default(),
+            params: None,
+            handoff_ready: None,
+            forced: None,
+            pending_fx: Vec::new(),
+            state_dir_known: false,
+        }
+    }
+
+    /// Apply a (re)loaded configuration.
+    pub(super) fn configure(&mut self, config: BudgetConfig, cwd: &str, state_dir_known: bool) {
+        if config != self.config {
+            self.params = None;
+        }
+        self.config = config;
+        self.mode = effective_mode(&self.config, cwd);
+        self.state_dir_known = state_dir_known;
+    }
+
+    /// Whether the resolved thresholds are the subagent role's.
+    fn subagent(&self) -> bool {
+        self.params.as_ref().is_some_and(|p| p.subagent)
+    }
+}
+
+/// The budget policy configuration: the file when there is one (an unusable file selects safe
+/// observe mode and says why), else the `budget` object of Relay's settings, else the defaults.
+/// Issues in the settings object carry the key path `relay.budget…`.
+pub(super) fn select_budget(
+    sources: &ConfigSources,
+    from_settings: Option<&Value>,
+) -> (BudgetConfig, Vec<ConfigIssue>) {
+    let file_path = sources
+        .budget_config_path
+        .clone()
+        .unwrap_or_else(|| "context-budget.json".into());
+    if let Some(error) = &sources.budget_file_error {
+        let issue = ConfigIssue {
+            path: file_path,
+            message: format!(
+                "cannot read the budget configuration ({error}); using safe observe mode"
+            ),
+        };
+        return (invalid_file_config(issue.clone()), vec![issue]);
+    }
+    if let Some(text) = &sources.budget_file {
+        return match serde_json::from_str::<Value>(text) {
+            Ok(v) if v.is_object() => parse_budget_config(&v, &file_path),
+            Ok(_) => {
+                let issue = ConfigIssue {
+                    path: file_path,
+                    message: "expected a JSON object; using safe observe mode".into(),
+                };
+                (invalid_file_config(issue.clone()), vec![issue])
+            }
+            Err(e) => {
+                let issue = ConfigIssue {
+                    path: file_path,
+                    message: format!("not valid JSON ({e}); using safe observe mode"),
+                };
+                (invalid_file_config(issue.clone()), vec![issue])
+            }
+        };
+    }
+    match from_settings {
+        Some(v) => parse_budget_config(v, "relay.budget"),
+        None => (BudgetConfig::default(), Vec::new()),
+    }
+}
+
+impl Engine {
+    /// Resolve the thresholds for the moment's model, window and role (cached per combination).
+    pub(super) fn refresh_params(&mut self, moment: &Moment) {
+        let model = moment.model.clone().unwrap_or_default();
+        let context_window = moment
+            .usage
+            .map(|u| u.context_window)
+            .or(moment.context_window)
+            .unwrap_or(0);
+        let subagent = moment.subagent;
+        let fresh = match &self.budget.params {
+            Some(p) => {
+                p.model != model || p.context_window != context_window || p.subagent != subagent
+            }
+            None => true,
+        };
+        if fresh {
+            let params = PolicyParams::resolve(
+                &self.budget.config,
+                &model,
+                context_window,
+                self.settings.reserve_tokens,
+                subagent,
+            );
+            self.budget.params = Some(ResolvedParams {
+                model,
+                context_window,
+                subagent,
+                params,
+            });
+        }
+    }
+
+    pub(super) fn current_params(&self) -> PolicyParams {
+        match &self.budget.params {
+            Some(p) => p.params,
+            None => PolicyParams::resolve(
+                &self.budget.config,
+                "",
+                0,
+                self.settings.reserve_tokens,
+                false,
+            ),
+        }
+    }
+
+    /// Run the policy transition under the effective mode (observe runs it on a projection).
+    pub(super) fn policy_step(&mut self, input: PolicyInput) -> Vec<PolicyEffect> {
+        let params = self.current_params();
+        // Every reset goes through the window scheduler: with the window features off no handoff
+        // can commit, so the policy only observes.
+        let mode = match self.budget.mode.effective {
+            Mode::Enforce if !self.enabled() => Mode::Observe,
+            mode => mode,
+        };
+        let (state, fx) = step_mode(mode, &self.budget.policy, &params, &input);
+        self.budget.policy = state;
+        fx
+    }
+
+    /// Carry out the policy's effects into `reply` (reset requests go to the scheduler).
+    pub(super) fn apply_policy(
+        &mut self,
+        fx: Vec<PolicyEffect>,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        for effect in fx {
+            match effect {
+                PolicyEffect::Notify { level, text } => reply.effects.push(Effect::Notify {
+                    text,
+                    level: match level {
+                        policy::NotifyLevel::Info => NotifyLevel::Info,
+                        policy::NotifyLevel::Warning => NotifyLevel::Warning,
+                    },
+                }),
+                PolicyEffect::Block { reason } => reply.result = Some(HookResult::Block { reason }),
+                PolicyEffect::RequestReset {
+                    source,
+                    continue_run,
+                    note,
+                    ..
+                } => {
+                    let input = match source {
+                        policy::ResetSource::Handoff => SchedInput::HandoffCommitReady,
+                        policy::ResetSource::Forced => {
+                            self.budget.forced = Some(ForcedReset {
+                                note: note.unwrap_or_default(),
+                                continue_run,
+                            });
+                            SchedInput::ForcedResetRequested {
+                                source: ResetSource::Forced,
+                            }
+                        }
+                    };
+                    let outs = self.scheduler.handle(input);
+                    self.apply_sched(outs, moment, reply);
+                }
+                PolicyEffect::Continue { text } => {
+                    if reply.result.is_none() {
+                        reply.result = Some(HookResult::Continue {
+                            continuation: Continuation {
+                                custom_type: HANDOFF_REQUEST_TYPE.into(),
+                                content: text,
+                            },
+                        });
+                    }
+                }
+                PolicyEffect::Event { name, fields } => {
+                    let event = self.telemetry_event(&name, fields, moment);
+                    reply.effects.push(Effect::Telemetry { event });
+                }
+            }
+        }
+    }
+
+    /// The policy waits in `Compacting` for the reset it asked for. When the scheduler no longer
+    /// holds that request (an abort, a navigation, `/relay off`, a rejected draft), tell the policy,
+    /// so that enforcement goes on instead of stopping for the rest of the window.
+    pub(super) fn check_dropped_reset(&mut self, moment: &Moment, reply: &mut HookReply) {
+        if self.budget.policy.phase() == policy::Phase::Compacting
+            && self.scheduler.pending().is_none()
+            && self.scheduler.in_flight().is_none()
+        {
+            let fx = self.policy_step(PolicyInput::ResetDropped);
+            self.apply_policy(fx, moment, reply);
+            self.budget.forced = None;
+        }
+    }
+
+    /// The budget policy state a fresh look at the branch gives: nothing pending, the commits on
+    /// the branch counted.
+    pub(super) fn restart_policy(&mut self) {
+        self.budget.policy = PolicyState {
+            handoffs_committed: self.mirror.commits(),
+            ..PolicyState::default()
+        };
+        self.budget.handoff_ready = None;
+        self.budget.forced = None;
+    }
+
+    pub(super) fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {
+        let history = &self.mirror.history;
+        let mut event = json!({
+            "ts": moment.now_ms,
+            "event": name,
+            "sessionId": history.session_id(),
+            "windowId": history.current_window_id(),
+            "mode": self.budget.mode.effective.as_str(),
+        });
+        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), fields) {
+            for (k, v) in extra {
+                obj.entry(k).or_insert(v);
+            }
+        }
+        event
+    }
+
+    /// The status file of seed 004: policy fields plus the session facts.
+    pub(super) fn write_status(&self, moment: &Moment, reply: &mut HookReply) {
+        let history = &self.mirror.history;
+        if !self.budget.state_dir_known || history.session_id().is_empty() {
+            return;
+        }
+        let params = self.current_params();
+        let mut status = policy::status_fields(&self.budget.policy, &params, &self.budget.mode);
+        if let Some(obj) = status.as_object_mut() {
+            obj.insert("sessionId".into(), json!(history.session_id()));
+            obj.insert("windowId".into(), json!(history.current_window_id()));
+            obj.insert("windowCount".into(), json!(self.window_count()));
+            obj.insert("cwd".into(), json!(moment.cwd));
+            obj.insert("model".into(), json!(moment.model));
+            obj.insert(
+                "role".into(),
+                json!(if self.budget.subagent() {
+                    "subagent"
+                } else {
+                    "main"
+                }),
+            );
+            obj.insert("updatedAt".into(), json!(moment.now_ms));
+            obj.insert(
+                "lastHandoff".into(),
+                match &self.mirror.last_handoff {
+                    Some((path, at)) => json!({ "path": path, "at": at }),
+                    None => Value::Null,
+                },
+            );
+            obj.insert("windowFeatures".into(), json!(self.enabled()));
+        }
+        reply.effects.push(Effect::WriteStatus { status });
+    }
+}

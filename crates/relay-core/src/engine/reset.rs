@@ -1,0 +1,200 @@
+//! Reset planning: turning the scheduler's decisions into what the adapter installs.
+//!
+//! **Contract.**
+//! - [`Engine::apply_sched`] is the only place a [`SchedOutput`] becomes a reply: a reset plan, a
+//!   cancel of Pi's compaction, or the borrowed turn's note-taking steer. A reset plan is recorded
+//!   as outstanding until the mirror sees its compaction (or the settle point passes without it).
+//! - A reset plan is complete data: a marker entry, a compaction whose summary is the next
+//!   window's boot block (window ids, notes index, protocol; the handoff or forced-reset note; the
+//!   dropped user request when the scheduler asks to restate it), and at most one continuation.
+//! - Window ids are `pcw:<session>:<8 hex>`, unique on the branch, derived from the session, the
+//!   time and the branch length: no random source.
+
+use serde_json::json;
+
+use super::wire::{
+    Continuation, DeliverAs, Effect, HookReply, HookResult, Marker, Moment, ResetPlan,
+    CONTINUE_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
+};
+use super::Engine;
+use crate::render::{
+    render_boot_block, render_continuation, render_notes_steer, BootBlock, ContinuationReason,
+    NoteIndexEntry,
+};
+use crate::scheduler::{AttemptId, ResetSource, SchedOutput};
+
+impl Engine {
+    /// Carry out the scheduler's outputs into `reply`.
+    pub(super) fn apply_sched(
+        &mut self,
+        outs: Vec<SchedOutput>,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        for out in outs {
+            match out {
+                SchedOutput::Reset {
+                    attempt,
+                    source,
+                    continuation,
+                    restate_dropped_request,
+                } => {
+                    let plan = self.reset_plan(
+                        attempt,
+                        source,
+                        continuation,
+                        restate_dropped_request,
+                        moment,
+                    );
+                    self.outstanding.reset = Some(attempt);
+                    reply.result = Some(HookResult::Reset { plan });
+                }
+                SchedOutput::CancelCompaction => reply.result = Some(HookResult::Cancel),
+                SchedOutput::SteerNotes => reply.effects.push(Effect::Send {
+                    custom_type: STEER_TYPE.into(),
+                    content: render_notes_steer(),
+                    display: true,
+                    trigger_turn: true,
+                    deliver_as: Some(DeliverAs::Steer),
+                    details: None,
+                }),
+                SchedOutput::PassThrough => {}
+            }
+        }
+    }
+
+    /// A window id `pcw:<session>:<8 hex>` unique on the branch, derived without a random source.
+    fn mint_window_id(&self, now_ms: i64) -> String {
+        let history = &self.mirror.history;
+        let session = history.session_id();
+        let existing = history.window_ids();
+        let mut seed =
+            fnv1a(session.as_bytes()) ^ (now_ms as u64) ^ ((history.entry_count() as u64) << 32);
+        loop {
+            seed = splitmix64(seed);
+            let id = format!("pcw:{session}:{:08x}", seed as u32);
+            if !existing.iter().any(|e| *e == id) {
+                return id;
+            }
+        }
+    }
+
+    /// The boot block of the current window (`current == None`, the root window's visible one) or
+    /// of the window a reset opens.
+    pub(super) fn boot_text(
+        &self,
+        current: Option<&str>,
+        previous: Option<&str>,
+        dropped: Option<&str>,
+        handoff: Option<&str>,
+    ) -> String {
+        let history = &self.mirror.history;
+        let notes = &self.mirror.notes;
+        let ids = history.window_ids();
+        let first = ids.first().copied().unwrap_or("");
+        let current = current.unwrap_or_else(|| history.current_window_id());
+        let recent = notes.recent(3);
+        let block = BootBlock {
+            agent_name: &self.settings.config.agent_name,
+            first_window_id: first,
+            current_window_id: current,
+            previous_window_id: previous,
+            notes: recent
+                .iter()
+                .map(|n| NoteIndexEntry {
+                    path: &n.path,
+                    content: &n.content,
+                    updated_ms: n.updated_ms,
+                })
+                .collect(),
+            note_count: notes.len(),
+            tz_offset_minutes: self.tz_offset_minutes,
+            handoff,
+            dropped_request: dropped,
+        };
+        render_boot_block(&block)
+    }
+
+    fn reset_plan(
+        &self,
+        attempt: AttemptId,
+        source: ResetSource,
+        continuation: bool,
+        restate: bool,
+        moment: &Moment,
+    ) -> ResetPlan {
+        let window_id = self.mint_window_id(moment.now_ms);
+        let previous = self.mirror.history.current_window_id().to_string();
+        let dropped = if restate {
+            self.mirror
+                .current_window()
+                .last_user
+                .as_ref()
+                .map(|(_, t)| t.as_str())
+        } else {
+            None
+        };
+        // A written handoff travels into the next window whatever triggered the reset; a forced
+        // reset carries its explanation instead.
+        let ready = self.budget.handoff_ready.as_ref();
+        let forced = self.budget.forced.as_ref();
+        let handoff = match (ready, forced) {
+            (Some(ready), _) => Some(ready.markdown.as_str()),
+            (None, Some(forced)) if source == ResetSource::Forced => Some(forced.note.as_str()),
+            _ => None,
+        };
+        let continuation = match (forced, source) {
+            (Some(forced), ResetSource::Forced) => continuation && forced.continue_run,
+            _ => continuation,
+        };
+        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff);
+        let source_name = source.as_str();
+        let kind = self.budget.policy.committing.map(|k| k.as_str());
+        let reason = match source {
+            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
+                ContinuationReason::Fallback
+            }
+            ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => {
+                ContinuationReason::Handoff
+            }
+            _ => ContinuationReason::NewContext,
+        };
+        ResetPlan {
+            marker: Marker {
+                custom_type: RESET_MARKER_TYPE.into(),
+                data: json!({ "windowId": window_id, "attempt": attempt, "source": source_name }),
+            },
+            summary,
+            details: json!({
+                "relay": "window",
+                "windowId": window_id,
+                "previousWindowId": previous,
+                "attempt": attempt,
+                "source": source_name,
+                "kind": kind,
+                "handoffPath": ready.map(|r| r.path.clone()),
+            }),
+            continuation: continuation.then(|| Continuation {
+                custom_type: CONTINUE_TYPE.into(),
+                content: render_continuation(reason),
+            }),
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

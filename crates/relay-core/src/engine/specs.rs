@@ -1,0 +1,79 @@
+//! Tool specs: the name, label and description of every tool Relay registers, as the model reads
+//! them (snapshot-tested in `tests::tool_specs_are_what_the_model_reads`).
+//!
+//! **Contract.** The order is the registration order; every name here is dispatched by
+//! [`super::Engine::tool`] (or, for `context_handoff`, by the binding through the three
+//! `handoff_*` steps), and the extension registers exactly these tools.
+
+use super::wire::ToolSpec;
+
+/// Every tool Relay registers, in registration order.
+pub fn tool_specs() -> Vec<ToolSpec> {
+    let spec = |name, label, description| ToolSpec {
+        name,
+        label,
+        description,
+    };
+    vec![
+        spec(
+            "history_list_windows",
+            "History: list windows",
+            "List the context windows of this session (oldest window is the root). Every item of every window stays readable with the history tools, even after resets. Arguments: limit (default all), recent_first (default true).",
+        ),
+        spec(
+            "history_list_items",
+            "History: list items",
+            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filters: window_id, role, tool_namespace, tool_name. limit defaults to 50, max_chars_per_item to 1200, recent_first to true.",
+        ),
+        spec(
+            "history_read_item",
+            "History: read item",
+            "Read one history item by window_id and item_id, as a range of Unicode characters: offset_chars (default 0), limit_chars (default 20000). The reply says where the next range starts.",
+        ),
+        spec(
+            "history_search_contents",
+            "History: search",
+            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filters: window_id, role, tool_namespace, tool_name. limit defaults to 20, recent_first to true.",
+        ),
+        spec(
+            "notes_list_files_by_prefix",
+            "Notes: list",
+            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts.",
+        ),
+        spec(
+            "notes_read_file",
+            "Notes: read",
+            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line).",
+        ),
+        spec(
+            "notes_search_contents",
+            "Notes: search",
+            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search.",
+        ),
+        spec(
+            "notes_append_to_file",
+            "Notes: append",
+            "Append text to a note, creating it if needed. Paths are relative virtual paths like plan/todo.md. A note holds at most 1,000,000 UTF-8 bytes.",
+        ),
+        spec(
+            "notes_write_file",
+            "Notes: write",
+            "Create or replace a note with the given content. Empty content deletes the note. Paths are relative virtual paths like plan/todo.md. A note holds at most 1,000,000 UTF-8 bytes.",
+        ),
+        spec(
+            "new_context",
+            "New context window",
+            "Start a fresh context window once this run settles: the conversation so far leaves the context (it stays searchable with the history tools) and the new window opens with your notes index. Write notes first. Call it alone in its tool batch.",
+        ),
+        spec(
+            "context_handoff",
+            "Context handoff",
+            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (verified state: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Git branch and HEAD are recorded automatically. Call it alone and end your turn: the reset happens at the end of this turn.",
+        ),
+        spec(
+            "get_context_remaining",
+            "Context remaining",
+            "Report the estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null when Pi cannot estimate it (no reply with usage yet in this window).",
+        ),
+    ]
+}

@@ -1,0 +1,152 @@
+//! What the engine says outside tool results: the status line, the `/relay` command and its
+//! toggle, the once-per-window low-budget reminder, and warnings about skipped note operations.
+//!
+//! **Contract.**
+//! - The reminder is sent at most once per window: it is outstanding from the reply that sends it
+//!   until the mirror sees it, and a window that is about to end (a reset pending or in flight,
+//!   or the enforced policy demanding a handoff) gets none.
+//! - `/relay on|off` lasts for this runtime and wins over the `enabled` setting.
+//! - All texts come from `crate::render` and `crate::policy` (snapshot-tested there).
+
+use serde_json::json;
+
+use super::wire::{Effect, HookReply, Moment, NotifyLevel, REMINDER_TYPE};
+use super::Engine;
+use crate::config::{remaining_tokens, reminder_threshold};
+use crate::policy::{self, Mode};
+use crate::render::{group_digits, render_reminder, render_status, StatusInfo};
+use crate::scheduler::{ResetSource, SchedInput};
+
+impl Engine {
+    /// The footer: `relay w<n> · <left> · reset pending (…) · <budget mode>`.
+    fn status_text(&self, moment: &Moment) -> String {
+        if !self.enabled() {
+            return "relay off".into();
+        }
+        let mut s = format!("relay w{}", self.window_count());
+        if let Some(u) = moment.usage {
+            match remaining_tokens(u.context_window, u.tokens, self.settings.reserve_tokens) {
+                Some(r) => s.push_str(&format!(" · {} left", group_digits(r))),
+                None => s.push_str(" · fresh"),
+            }
+        }
+        if let Some(p) = self.scheduler.pending() {
+            s.push_str(&format!(" · reset pending ({})", p.as_str()));
+        }
+        if let Some(footer) = policy::render_mode_footer(&self.budget.mode) {
+            s.push_str(" · ");
+            s.push_str(&footer);
+        }
+        s
+    }
+
+    pub(super) fn status_effect(&self, moment: &Moment) -> Effect {
+        Effect::Status {
+            text: Some(self.status_text(moment)),
+        }
+    }
+
+    /// `/relay`, `/relay status`, `/relay on`, `/relay off`.
+    pub(super) fn command(&mut self, args: &str, moment: &Moment, reply: &mut HookReply) {
+        let text = match args {
+            "on" => {
+                self.settings.toggle = Some(true);
+                self.scheduler.handle(SchedInput::SetEnabled(true));
+                "relay: on — context windows, notes index, reminder and reset-style compaction are active".to_string()
+            }
+            "off" => {
+                self.settings.toggle = Some(false);
+                self.scheduler.handle(SchedInput::SetEnabled(false));
+                "relay: off — Pi's default compaction applies again; history and notes tools stay available".to_string()
+            }
+            "" | "status" => {
+                let reserve = self.settings.reserve_tokens;
+                render_status(&StatusInfo {
+                    enabled: self.enabled(),
+                    current_window_id: self.mirror.history.current_window_id(),
+                    window_count: self.window_count(),
+                    note_count: self.mirror.notes.len(),
+                    remaining_tokens: moment
+                        .usage
+                        .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve)),
+                    reserve_tokens: reserve,
+                    reminder_threshold: reminder_threshold(
+                        reserve,
+                        self.settings.config.reminder_margin_tokens,
+                    ),
+                    reminder_sent: self.mirror.current_window().reminder_at.is_some(),
+                    pending_reset: self.scheduler.pending().map(ResetSource::as_str),
+                    budget_mode: self.budget.mode.effective.as_str(),
+                    budget_configured: self.budget.mode.configured.as_str(),
+                    budget_reason: self.budget.mode.reason.as_deref(),
+                })
+            }
+            other => {
+                format!("relay: unknown argument {other:?}; use /relay, /relay on or /relay off")
+            }
+        };
+        reply.effects.push(Effect::Notify {
+            text,
+            level: NotifyLevel::Info,
+        });
+        reply.effects.push(self.status_effect(moment));
+    }
+
+    /// The low-budget reminder, once per window, when the physical remaining capacity drops to
+    /// reserve + margin.
+    pub(super) fn maybe_remind(&mut self, moment: &Moment, reply: &mut HookReply) {
+        if !self.enabled() {
+            return;
+        }
+        let Some(usage) = moment.usage else { return };
+        let Some(tokens) = usage.tokens else { return };
+        let reserve = self.settings.reserve_tokens;
+        let physical = usage.context_window.saturating_sub(tokens);
+        let threshold = reminder_threshold(reserve, self.settings.config.reminder_margin_tokens);
+        if physical > threshold {
+            return;
+        }
+        let window = self.mirror.history.current_window_id().to_string();
+        if self.mirror.current_window().reminder_at.is_some()
+            || self.outstanding.reminder.as_deref() == Some(window.as_str())
+        {
+            return;
+        }
+        // No reminder when this window is about to end anyway: a reset is pending or in flight,
+        // or the budget policy already demands a handoff (a message queued now would only reach
+        // the history after the reset, in the next window).
+        let ending = self.scheduler.pending().is_some()
+            || self.scheduler.in_flight().is_some()
+            || (self.budget.mode.effective == Mode::Enforce
+                && matches!(
+                    self.budget.policy.phase(),
+                    policy::Phase::HandoffRequired
+                        | policy::Phase::HandoffPendingCommit
+                        | policy::Phase::Compacting
+                        | policy::Phase::FallbackArmed
+                ));
+        if ending {
+            return;
+        }
+        self.outstanding.reminder = Some(window.clone());
+        let remaining = remaining_tokens(usage.context_window, Some(tokens), reserve).unwrap_or(0);
+        reply.effects.push(Effect::Send {
+            custom_type: REMINDER_TYPE.into(),
+            content: render_reminder(remaining),
+            display: true,
+            trigger_turn: false,
+            deliver_as: None,
+            details: Some(json!({ "windowId": window })),
+        });
+    }
+
+    /// One warning per note operation on the branch that could not be replayed.
+    pub(super) fn report_skipped_notes(&mut self, reply: &mut HookReply) {
+        for skipped in self.mirror.take_skipped_notes() {
+            reply.effects.push(Effect::Notify {
+                text: format!("relay: skipped an invalid note operation ({skipped})"),
+                level: NotifyLevel::Warning,
+            });
+        }
+    }
+}

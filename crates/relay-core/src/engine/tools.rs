@@ -1,0 +1,242 @@
+//! Tool dispatch: every tool call the model makes, by name, to the module that answers it.
+//!
+//! **Contract.**
+//! - History and notes reads answer from the mirror; the notes writes are validated here and
+//!   returned as an entry to persist ([`ToolReply::persist`]): the note changes only when the
+//!   mirror sees that entry, so the branch stays the source of truth.
+//! - `new_context` asks the one scheduler; `get_context_remaining` reports Pi's own usage figure
+//!   (tools are the only calls that carry it) less the compaction reserve.
+//! - `context_handoff` is three steps because the binding does IO between them:
+//!   [`Engine::handoff_begin`] (mode and arguments), [`Engine::handoff_render`] (back-off check
+//!   and rendering, given the git facts), [`Engine::handoff_written`] (arm the commit at this
+//!   turn's end). Nothing is committed unless all three ran.
+//! - An unknown tool name is a tool error, never a panic.
+
+use serde_json::{json, Value};
+
+use super::budget::ReadyHandoff;
+use super::wire::{GitFacts, HookReply, Marker, Moment, ToolReply, HANDOFF_TYPE};
+use super::Engine;
+use crate::config::remaining_tokens;
+use crate::handoff::{
+    duplicate_check, render_markdown, sidecar_json, HandoffArgs, HandoffError, HandoffFingerprint,
+    HandoffMeta,
+};
+use crate::notes::{NoteOp, NOTE_CUSTOM_TYPE};
+use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
+use crate::scheduler::NewContextAnswer;
+use crate::ToolOutput;
+
+impl Engine {
+    /// Run one of Relay's tools (`context_handoff` goes through the `handoff_*` steps instead).
+    pub fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
+        self.tz_offset_minutes = moment.tz_offset_minutes;
+        let history = &self.mirror.history;
+        let notes = &self.mirror.notes;
+        match name {
+            "history_list_windows" => history.list_windows(args).into(),
+            "history_list_items" => history.list_items(args).into(),
+            "history_read_item" => history.read_item(args).into(),
+            "history_search_contents" => history.search_contents(args).into(),
+            "notes_list_files_by_prefix" => notes.list_files_by_prefix(args).into(),
+            "notes_read_file" => notes.read_file(args).into(),
+            "notes_search_contents" => notes.search_contents(args).into(),
+            "notes_write_file" | "notes_append_to_file" => {
+                match notes.prepare(name, args, moment.now_ms) {
+                    Err(out) => out.into(),
+                    Ok(op) => {
+                        // `prepare` validated the operation against the current note; describe
+                        // the note after it without copying it.
+                        let text = note_after(notes.get(&op.path).map(|n| n.content.as_str()), &op);
+                        let mut reply: ToolReply = text.into();
+                        if !reply.is_error {
+                            reply.persist = Some(Marker {
+                                custom_type: NOTE_CUSTOM_TYPE.into(),
+                                data: op.to_data(),
+                            });
+                        }
+                        reply
+                    }
+                }
+            }
+            "new_context" => {
+                let (text, terminate, is_error) = match self.scheduler.new_context() {
+                    NewContextAnswer::Scheduled => (
+                        "A new context window will start as soon as this run settles. End your turn now; the next window opens with your notes index.",
+                        true,
+                        false,
+                    ),
+                    NewContextAnswer::AlreadyPending => (
+                        "A reset is already pending; it happens as soon as this run settles. End your turn now.",
+                        true,
+                        false,
+                    ),
+                    NewContextAnswer::Disabled => (
+                        "Relay's context windows are off (/relay on enables them); no reset was scheduled.",
+                        false,
+                        true,
+                    ),
+                };
+                let mut reply = ToolReply {
+                    text: text.into(),
+                    is_error,
+                    terminate,
+                    ..ToolReply::default()
+                };
+                reply.effects.push(self.status_effect(moment));
+                reply
+            }
+            "get_context_remaining" => {
+                let remaining = moment.usage.and_then(|u| {
+                    remaining_tokens(u.context_window, u.tokens, self.settings.reserve_tokens)
+                });
+                ToolOutput::json(&json!({ "remaining_tokens": remaining })).into()
+            }
+            other => ToolOutput::error(format!("unknown tool {other:?}")).into(),
+        }
+    }
+
+    /// `context_handoff`, step 1: is the tool active, and are the arguments valid?
+    pub fn handoff_begin(
+        &mut self,
+        args: &Value,
+        moment: &Moment,
+    ) -> Result<HandoffArgs, Box<ToolReply>> {
+        self.refresh_params(moment);
+        let parsed =
+            HandoffArgs::parse(args).map_err(|e| Box::new(ToolReply::from(e.to_tool_output())))?;
+        let mode = &self.budget.mode;
+        if mode.effective != Mode::Enforce {
+            let mut reply = ToolReply::from(ToolOutput::json(&json!({
+                "written": false,
+                "mode": mode.effective.as_str(),
+                "configured_mode": mode.configured.as_str(),
+                "reason": mode.reason,
+                "message": "Handoffs are not enforced here (budget policy mode is not enforce): nothing was written and no reset follows. Keep working; use notes and new_context to carry state across windows.",
+            })));
+            if mode.effective == Mode::Observe {
+                let event = self.telemetry_event(
+                    "would_handoff",
+                    json!({ "goal_chars": parsed.goal.chars().count() }),
+                    moment,
+                );
+                reply.effects.push(super::wire::Effect::Telemetry { event });
+            }
+            return Err(Box::new(reply));
+        }
+        Ok(parsed)
+    }
+
+    /// `context_handoff`, step 2: back-off check and rendering, with the metadata the binding collected.
+    pub fn handoff_render(
+        &self,
+        args: &HandoffArgs,
+        git: &GitFacts,
+        markdown_path: &str,
+        sequence: u32,
+        moment: &Moment,
+    ) -> Result<(String, Value, HandoffFingerprint), Box<ToolReply>> {
+        if !handoff_is_forced(&self.budget.policy) {
+            if let Err(retry) = duplicate_check(
+                self.mirror.last_fingerprint.as_ref(),
+                moment.now_ms,
+                git.head.as_deref(),
+                args,
+            ) {
+                return Err(Box::new(
+                    ToolOutput::error(retry.message(moment.tz_offset_minutes)).into(),
+                ));
+            }
+        }
+        let history = &self.mirror.history;
+        let meta = HandoffMeta {
+            timestamp_ms: moment.now_ms,
+            tz_offset_minutes: moment.tz_offset_minutes,
+            cwd: moment.cwd.clone(),
+            repo_root: git.repo_root.clone(),
+            git_branch: git.branch.clone(),
+            git_head: git.head.clone(),
+            git_state: git.state,
+            session_id: history.session_id().to_string(),
+            sequence,
+            window_id: history.current_window_id().to_string(),
+        };
+        let markdown = render_markdown(args, &meta)
+            .map_err(|e: HandoffError| ToolReply::from(e.to_tool_output()))?;
+        let sidecar = sidecar_json(args, &meta, markdown_path);
+        let fingerprint = HandoffFingerprint::new(args, moment.now_ms, git.head.as_deref());
+        Ok((markdown, sidecar, fingerprint))
+    }
+
+    /// `context_handoff`, step 3: the files are written; arm the commit at this turn's end.
+    pub fn handoff_written(
+        &mut self,
+        path: &str,
+        markdown: String,
+        fingerprint: HandoffFingerprint,
+        moment: &Moment,
+    ) -> ToolReply {
+        let fx = self.policy_step(PolicyInput::HandoffWritten {
+            path: path.to_string(),
+        });
+        let mut hook = HookReply::default();
+        self.apply_policy(fx, moment, &mut hook);
+        let committing = self.budget.policy.phase() == policy::Phase::HandoffPendingCommit;
+        let mut reply = if committing {
+            self.budget.handoff_ready = Some(ReadyHandoff {
+                path: path.to_string(),
+                markdown,
+            });
+            ToolReply::from(ToolOutput::json(&json!({
+                "written": true,
+                "path": path,
+                "commit": "at the end of this turn the context resets and work continues from this handoff; end your turn now and call no other tool",
+            })))
+        } else {
+            // A cap or loop-guard fallback is armed (or a reset is already under way): the file
+            // stays as a record, but it cannot replace the fallback.
+            ToolReply::from(ToolOutput::json(&json!({
+                "written": true,
+                "path": path,
+                "committed": false,
+                "reason": "a fallback reset is already armed for this window; this handoff is kept on disk but does not replace it. End your turn.",
+            })))
+        };
+        reply.persist = Some(Marker {
+            custom_type: HANDOFF_TYPE.into(),
+            data: json!({ "path": path, "fingerprint": fingerprint.to_value() }),
+        });
+        reply.effects = hook.effects;
+        reply
+    }
+}
+
+/// The notes tool result after `op`, computed from the note before it (no copy of the note):
+/// `{"path","deleted":true}` for a delete, else `{"path","lines","bytes","deleted":false}`, the
+/// same shape `Notes::op_result` gives after replaying the operation.
+pub(super) fn note_after(before: Option<&str>, op: &NoteOp) -> ToolOutput {
+    use crate::notes::NoteOpKind;
+    let newlines = |t: &str| memchr::memchr_iter(b'\n', t.as_bytes()).count();
+    let (bytes, breaks, last) = match op.kind {
+        NoteOpKind::Write if op.content.is_empty() => {
+            return ToolOutput::json(&json!({ "path": op.path, "deleted": true }));
+        }
+        NoteOpKind::Write => (
+            op.content.len(),
+            newlines(&op.content),
+            op.content.as_bytes().last(),
+        ),
+        NoteOpKind::Append => {
+            let old = before.unwrap_or("");
+            let last = op.content.as_bytes().last().or(old.as_bytes().last());
+            (
+                old.len() + op.content.len(),
+                newlines(old) + newlines(&op.content),
+                last,
+            )
+        }
+    };
+    // Lines as `count_lines` counts them: "" has none, a final line without "\n" counts.
+    let lines = breaks + usize::from(bytes > 0 && last != Some(&b'\n'));
+    ToolOutput::json(&json!({ "path": op.path, "lines": lines, "bytes": bytes, "deleted": false }))
+}

@@ -1,0 +1,386 @@
+//! The wire contract: every type that crosses the boundary between the extension and the engine
+//! (JSON text, camelCase), and the `customType`s Relay writes to the branch.
+//!
+//! **Contract.**
+//! - *Inputs* ([`Observation`], [`Moment`], [`Event`], [`Usage`], [`ConfigSources`]) reject every
+//!   field they do not know, naming it (`unknown field `x`, expected …`): a field the adapter sends
+//!   is either read by the engine or an error, never silently dropped.
+//! - *Outputs* ([`HookReply`], [`HookResult`], [`Effect`], [`ToolReply`], [`ResetPlan`],
+//!   [`Marker`], [`Continuation`], [`ToolSpec`]) are what the adapter executes; optional fields are
+//!   left out rather than sent as `null`, except where the adapter tests for `null`.
+//! - These Rust types are the one definition. `extension/src/generated/wire.ts` is generated from
+//!   them (by the `generated_wire` test, with `ts-rs`); the extension imports its types from there.
+//!   After changing a type here, regenerate it with
+//!   `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire` (the test fails while the
+//!   checked-in file is stale).
+//!
+//! [`GitFacts`] crosses a Rust-to-Rust boundary only (the binding collects it) and has no JSON form.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::handoff::GitState;
+use crate::ToolOutput;
+
+/// customType of the visible boot block of the root window.
+pub const BOOT_TYPE: &str = "relay/boot";
+/// customType of the once-per-window low-budget reminder.
+pub const REMINDER_TYPE: &str = "relay/reminder";
+/// customType of the marker entry appended just before a reset's compaction entry.
+pub const RESET_MARKER_TYPE: &str = "relay/reset";
+/// customType of the hidden continuation after a reset.
+pub const CONTINUE_TYPE: &str = "relay/continue";
+/// customType of the borrowed turn's note-taking steer.
+pub const STEER_TYPE: &str = "relay/notes-steer";
+/// customType of the record of a written handoff (path and duplicate fingerprint).
+pub const HANDOFF_TYPE: &str = "relay/handoff";
+/// customType of the policy's settle continuation asking for a handoff.
+pub const HANDOFF_REQUEST_TYPE: &str = "relay/handoff-request";
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+/// Pi's context usage as `ctx.getContextUsage()` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Usage {
+    /// `null` while Pi cannot estimate it (right after a reset, before the next reply with usage).
+    pub tokens: Option<u64>,
+    pub context_window: u64,
+}
+
+/// Facts every observation carries (and, alone, every tool call). Pi computes them; the engine
+/// judges them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Moment {
+    /// `Date.now()`: the engine has no clock of its own.
+    pub now_ms: i64,
+    /// The local time zone's offset from UTC, for the timestamps the model reads.
+    pub tz_offset_minutes: i32,
+    /// Pi's own usage figure. Only tools send it (`getContextUsage()` walks the branch); hooks send
+    /// `null` and the engine uses its incremental estimate.
+    pub usage: Option<Usage>,
+    /// `provider/modelId` of the current model.
+    pub model: Option<String>,
+    /// The current model's context window.
+    pub context_window: Option<u64>,
+    /// `ctx.hasPendingMessages()`: the user has a prompt queued.
+    pub has_pending_messages: bool,
+    pub cwd: String,
+    /// This runtime was bound while another Relay runtime was already bound in the same process
+    /// (an SDK child session): the budget policy uses the `subagent` thresholds.
+    pub subagent: bool,
+}
+
+/// The Pi event an observation reports, tagged by `type` (the Pi hook's name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Event {
+    SessionStart,
+    SessionTree,
+    SessionShutdown,
+    BeforeAgentStart,
+    Context,
+    ToolCall {
+        tool_name: String,
+        tool_call_id: String,
+    },
+    ToolResult {
+        tool_name: String,
+        tool_call_id: String,
+        is_error: bool,
+    },
+    TurnEnd,
+    AgentEnd,
+    AgentBeforeSettle {
+        /// Pi's `outcome` of the run: `completed`, `aborted` or `error`.
+        outcome: Option<String>,
+    },
+    AgentSettled {
+        aborted: bool,
+    },
+    /// `session_compact_failed`: a compaction (possibly the reset Relay returned from
+    /// `session_before_compact`) was not appended.
+    SessionCompactFailed,
+    SessionBeforeCompact {
+        /// `manual`, `threshold` or `overflow`.
+        reason: String,
+        will_retry: bool,
+    },
+    /// `/relay <args>`.
+    Command {
+        args: String,
+    },
+}
+
+impl Event {
+    /// The `type` tag, as the adapter sends it.
+    fn tag(&self) -> &'static str {
+        match self {
+            Event::SessionStart => "session_start",
+            Event::SessionTree => "session_tree",
+            Event::SessionShutdown => "session_shutdown",
+            Event::BeforeAgentStart => "before_agent_start",
+            Event::Context => "context",
+            Event::ToolCall { .. } => "tool_call",
+            Event::ToolResult { .. } => "tool_result",
+            Event::TurnEnd => "turn_end",
+            Event::AgentEnd => "agent_end",
+            Event::AgentBeforeSettle { .. } => "agent_before_settle",
+            Event::AgentSettled { .. } => "agent_settled",
+            Event::SessionCompactFailed => "session_compact_failed",
+            Event::SessionBeforeCompact { .. } => "session_before_compact",
+            Event::Command { .. } => "command",
+        }
+    }
+}
+
+/// One Pi hook as the engine sees it: `{moment: {…}, event: {type, …}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ObservationJson")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Observation {
+    pub moment: Moment,
+    pub event: Event,
+}
+
+/// The JSON form of [`Observation`] before its event is checked. serde's `deny_unknown_fields`
+/// does not reach the variants without fields of an internally tagged enum, so the event's keys
+/// are compared with what the parsed event holds.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ObservationJson {
+    moment: Moment,
+    event: Map<String, Value>,
+}
+
+impl TryFrom<ObservationJson> for Observation {
+    type Error = String;
+
+    fn try_from(json: ObservationJson) -> Result<Self, String> {
+        let event: Event = serde_json::from_value(Value::Object(json.event.clone()))
+            .map_err(|e| format!("event: {e}"))?;
+        let known = serde_json::to_value(&event).map_err(|e| format!("event: {e}"))?;
+        if let Some(key) = json.event.keys().find(|k| known.get(k.as_str()).is_none()) {
+            return Err(format!(
+                "event: unknown field `{key}` in a `{}` event",
+                event.tag()
+            ));
+        }
+        Ok(Observation {
+            moment: json.moment,
+            event,
+        })
+    }
+}
+
+/// The raw configuration sources the adapter collects. Which value wins is decided here, the way
+/// Pi merges its own settings (`config::SettingsLayers` in relay-core).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ConfigSources {
+    /// Pi's settings object for this runtime (`pi.getSettings()`, or the global `settings.json`
+    /// on a Pi without it), unmerged with anything by the extension.
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub global: Option<Value>,
+    /// The project's `.pi/settings.json` as it is on disk, or `null` when there is none.
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub project: Option<Value>,
+    /// Why the project's settings file could not be read or parsed.
+    pub project_error: Option<String>,
+    /// `ctx.isProjectTrusted()`: only a trusted project's settings apply.
+    pub project_trusted: bool,
+    /// Path of Pi's global settings file, to name it in warnings.
+    pub global_file: Option<String>,
+    /// Path of the budget policy file (`context-budget.json` or `PI_CONTEXT_BUDGET_CONFIG`).
+    pub budget_config_path: Option<String>,
+    /// Where status and events go (the binding writes them).
+    pub state_dir: Option<String>,
+    pub cwd: Option<String>,
+    /// The budget policy file's contents, when it exists and could be read (the binding reads
+    /// it; never sent by the extension).
+    #[serde(skip)]
+    pub budget_file: Option<String>,
+    /// Why the budget policy file could not be read (absent files are not an error).
+    #[serde(skip)]
+    pub budget_file_error: Option<String>,
+}
+
+/// Git facts the binding collects for a handoff (independently of the model). Rust to Rust only.
+#[derive(Debug, Clone)]
+pub struct GitFacts {
+    pub repo_root: Option<String>,
+    pub branch: Option<String>,
+    pub head: Option<String>,
+    pub state: GitState,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs
+
+/// `ctx.ui.notify` level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum NotifyLevel {
+    Info,
+    Warning,
+}
+
+/// `deliverAs` of `pi.sendMessage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum DeliverAs {
+    /// Into the next request of the running turn.
+    Steer,
+}
+
+/// Something the adapter must do through Pi's API, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Effect {
+    /// `pi.sendMessage({customType, content, display, details}, {triggerTurn, deliverAs})`.
+    Send {
+        custom_type: String,
+        content: String,
+        display: bool,
+        trigger_turn: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        deliver_as: Option<DeliverAs>,
+        /// `details` of the persisted custom message.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional, type = "unknown"))]
+        details: Option<Value>,
+    },
+    /// `ctx.ui.notify(text, level)` (stderr without a UI).
+    Notify { text: String, level: NotifyLevel },
+    /// `ctx.ui.setStatus("relay", text)`.
+    Status { text: Option<String> },
+    /// A line on stderr.
+    Log { text: String },
+    /// An event for `events.jsonl` (executed by the binding, never reaches the extension).
+    Telemetry {
+        #[cfg_attr(test, ts(type = "unknown"))]
+        event: Value,
+    },
+    /// The session's `status/<sessionId>.json` (executed by the binding, never reaches the
+    /// extension).
+    WriteStatus {
+        #[cfg_attr(test, ts(type = "unknown"))]
+        status: Value,
+    },
+}
+
+/// A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ResetPlan {
+    /// Appended first; its entry id is the compaction's `firstKeptEntryId` (retains nothing old).
+    pub marker: Marker,
+    /// The compaction's summary: the next window's boot block.
+    pub summary: String,
+    /// The compaction's `details` (`{relay: "window", windowId, attempt, source, …}`).
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub details: Value,
+    /// The hidden message that keeps the run going, or `null`.
+    pub continuation: Option<Continuation>,
+}
+
+/// A `custom` entry for `pi.appendEntry(customType, data)`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Marker {
+    pub custom_type: String,
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub data: Value,
+}
+
+/// A hidden `custom_message` boundary draft (`display: false`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Continuation {
+    pub custom_type: String,
+    pub content: String,
+}
+
+/// What the current hook must return to Pi.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum HookResult {
+    /// `{cancel: true}` from `session_before_compact`.
+    Cancel,
+    /// `{block: true, reason}` from `tool_call`.
+    Block { reason: String },
+    /// Install a reset (boundary drafts, or a compaction result from `session_before_compact`).
+    Reset { plan: ResetPlan },
+    /// Keep the run going with one hidden message (boundary draft + `continue: true`).
+    Continue { continuation: Continuation },
+}
+
+/// The engine's answer to an observation (and to `configure`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct HookReply {
+    pub effects: Vec<Effect>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub result: Option<HookResult>,
+}
+
+/// A tool's answer: the text the model reads, plus what the adapter must persist first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ToolReply {
+    pub text: String,
+    pub is_error: bool,
+    /// End the model's turn after this tool batch (Pi's `terminate`).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub terminate: bool,
+    /// An entry to append before the result returns (a note operation, a handoff record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub persist: Option<Marker>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub effects: Vec<Effect>,
+}
+
+impl From<ToolOutput> for ToolReply {
+    fn from(out: ToolOutput) -> Self {
+        ToolReply {
+            text: out.text,
+            is_error: out.is_error,
+            ..ToolReply::default()
+        }
+    }
+}
+
+/// Name, label and description of one tool, as the model sees them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub description: &'static str,
+}

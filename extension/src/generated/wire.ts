@@ -1,0 +1,228 @@
+// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).
+// Do not edit: change the Rust types, then run
+//   UPDATE_GENERATED=1 cargo test -p relay-core generated_wire
+// Inputs (Observation, Moment, ConfigSources) are rejected by the engine when they carry a
+// field that is not declared here.
+
+/**
+ * One Pi hook as the engine sees it: `{moment: {…}, event: {type, …}}`.
+ */
+export type Observation = { moment: Moment, event: Event };
+
+/**
+ * Facts every observation carries (and, alone, every tool call). Pi computes them; the engine
+ * judges them.
+ */
+export type Moment = {
+	/**
+	 * `Date.now()`: the engine has no clock of its own.
+	 */
+	nowMs: number,
+	/**
+	 * The local time zone's offset from UTC, for the timestamps the model reads.
+	 */
+	tzOffsetMinutes: number,
+	/**
+	 * Pi's own usage figure. Only tools send it (`getContextUsage()` walks the branch); hooks send
+	 * `null` and the engine uses its incremental estimate.
+	 */
+	usage: Usage | null,
+	/**
+	 * `provider/modelId` of the current model.
+	 */
+	model: string | null,
+	/**
+	 * The current model's context window.
+	 */
+	contextWindow: number | null,
+	/**
+	 * `ctx.hasPendingMessages()`: the user has a prompt queued.
+	 */
+	hasPendingMessages: boolean,
+	cwd: string,
+	/**
+	 * This runtime was bound while another Relay runtime was already bound in the same process
+	 * (an SDK child session): the budget policy uses the `subagent` thresholds.
+	 */
+	subagent: boolean,
+};
+
+/**
+ * Pi's context usage as `ctx.getContextUsage()` reports it.
+ */
+export type Usage = {
+	/**
+	 * `null` while Pi cannot estimate it (right after a reset, before the next reply with usage).
+	 */
+	tokens: number | null,
+	contextWindow: number,
+};
+
+/**
+ * The Pi event an observation reports, tagged by `type` (the Pi hook's name).
+ */
+export type Event =
+	| { "type": "session_start" }
+	| { "type": "session_tree" }
+	| { "type": "session_shutdown" }
+	| { "type": "before_agent_start" }
+	| { "type": "context" }
+	| { "type": "tool_call", toolName: string, toolCallId: string }
+	| { "type": "tool_result", toolName: string, toolCallId: string, isError: boolean }
+	| { "type": "turn_end" }
+	| { "type": "agent_end" }
+	| {
+		"type": "agent_before_settle",
+		/**
+		 * Pi's `outcome` of the run: `completed`, `aborted` or `error`.
+		 */
+		outcome: string | null,
+	}
+	| { "type": "agent_settled", aborted: boolean }
+	| { "type": "session_compact_failed" }
+	| {
+		"type": "session_before_compact",
+		/**
+		 * `manual`, `threshold` or `overflow`.
+		 */
+		reason: string,
+		willRetry: boolean,
+	}
+	| { "type": "command", args: string };
+
+/**
+ * The raw configuration sources the adapter collects. Which value wins is decided here, the way
+ * Pi merges its own settings (`config::SettingsLayers` in relay-core).
+ */
+export type ConfigSources = {
+	/**
+	 * Pi's settings object for this runtime (`pi.getSettings()`, or the global `settings.json`
+	 * on a Pi without it), unmerged with anything by the extension.
+	 */
+	global: unknown,
+	/**
+	 * The project's `.pi/settings.json` as it is on disk, or `null` when there is none.
+	 */
+	project: unknown,
+	/**
+	 * Why the project's settings file could not be read or parsed.
+	 */
+	projectError: string | null,
+	/**
+	 * `ctx.isProjectTrusted()`: only a trusted project's settings apply.
+	 */
+	projectTrusted: boolean,
+	/**
+	 * Path of Pi's global settings file, to name it in warnings.
+	 */
+	globalFile: string | null,
+	/**
+	 * Path of the budget policy file (`context-budget.json` or `PI_CONTEXT_BUDGET_CONFIG`).
+	 */
+	budgetConfigPath: string | null,
+	/**
+	 * Where status and events go (the binding writes them).
+	 */
+	stateDir: string | null,
+	cwd: string | null,
+};
+
+/**
+ * The engine's answer to an observation (and to `configure`).
+ */
+export type HookReply = { effects: Array<Effect>, result?: HookResult };
+
+/**
+ * What the current hook must return to Pi.
+ */
+export type HookResult =
+	| { "kind": "cancel" }
+	| { "kind": "block", reason: string }
+	| { "kind": "reset", plan: ResetPlan }
+	| { "kind": "continue", continuation: Continuation };
+
+/**
+ * Something the adapter must do through Pi's API, in order.
+ */
+export type Effect =
+	| {
+		"kind": "send",
+		customType: string,
+		content: string,
+		display: boolean,
+		triggerTurn: boolean,
+		deliverAs?: DeliverAs,
+		/**
+		 * `details` of the persisted custom message.
+		 */
+		details?: unknown,
+	}
+	| { "kind": "notify", text: string, level: NotifyLevel }
+	| { "kind": "status", text: string | null }
+	| { "kind": "log", text: string }
+	| { "kind": "telemetry", event: unknown }
+	| { "kind": "writeStatus", status: unknown };
+
+/**
+ * `ctx.ui.notify` level.
+ */
+export type NotifyLevel = "info" | "warning";
+
+/**
+ * `deliverAs` of `pi.sendMessage`.
+ */
+export type DeliverAs = "steer";
+
+/**
+ * A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
+ */
+export type ResetPlan = {
+	/**
+	 * Appended first; its entry id is the compaction's `firstKeptEntryId` (retains nothing old).
+	 */
+	marker: Marker,
+	/**
+	 * The compaction's summary: the next window's boot block.
+	 */
+	summary: string,
+	/**
+	 * The compaction's `details` (`{relay: "window", windowId, attempt, source, …}`).
+	 */
+	details: unknown,
+	/**
+	 * The hidden message that keeps the run going, or `null`.
+	 */
+	continuation: Continuation | null,
+};
+
+/**
+ * A `custom` entry for `pi.appendEntry(customType, data)`.
+ */
+export type Marker = { customType: string, data: unknown };
+
+/**
+ * A hidden `custom_message` boundary draft (`display: false`).
+ */
+export type Continuation = { customType: string, content: string };
+
+/**
+ * A tool's answer: the text the model reads, plus what the adapter must persist first.
+ */
+export type ToolReply = {
+	text: string,
+	isError: boolean,
+	/**
+	 * End the model's turn after this tool batch (Pi's `terminate`).
+	 */
+	terminate?: boolean,
+	/**
+	 * An entry to append before the result returns (a note operation, a handoff record).
+	 */
+	persist?: Marker,
+	effects?: Array<Effect>,
+};
+
+/**
+ * Name, label and description of one tool, as the model sees them.
+ */
+export type ToolSpec = { name: string, label: string, description: string };
