@@ -1,0 +1,126 @@
+// Settings precedence on the real Pi agent loop with Pi's real SettingsManager reading real files:
+// `<agentDir>/settings.json` and `<cwd>/.pi/settings.json`. The project's `relay` values apply only
+// when Pi trusts the project; the engine (not the extension) decides, and names the file and key
+// path of every problem.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
+import { createAgentSession, DefaultResourceLoader, ModelRuntime, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
+import { captureStderr, RELAY, textOf } from "./harness.mjs";
+
+/** One session whose settings come from files on disk, as in the `pi` CLI. */
+async function withFileSettings({ trusted, global, project }, body) {
+	const root = mkdtempSync(join(tmpdir(), "relay-settings-"));
+	const agentDir = join(root, "agent");
+	const cwd = join(root, "work");
+	mkdirSync(agentDir, { recursive: true });
+	mkdirSync(join(cwd, ".pi"), { recursive: true });
+	writeFileSync(join(agentDir, "settings.json"), JSON.stringify(global));
+	writeFileSync(join(cwd, ".pi", "settings.json"), JSON.stringify(project));
+	const saved = { agentDir: process.env.PI_CODING_AGENT_DIR, stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR };
+	process.env.PI_CODING_AGENT_DIR = agentDir;
+	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(agentDir, "context-budget");
+	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow: 128_000, maxTokens: 4096 }] });
+	const requests = [];
+	faux.setResponses([
+		(context) => {
+			requests.push(structuredClone(context.messages));
+			return fauxAssistantMessage("ok");
+		},
+	]);
+	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
+	modelRuntime.registerNativeProvider(faux.provider);
+	const settingsManager = SettingsManager.create(cwd, agentDir, { projectTrusted: trusted });
+	const resourceLoader = new DefaultResourceLoader({
+		cwd,
+		agentDir,
+		settingsManager,
+		additionalExtensionPaths: [RELAY],
+		noSkills: true,
+		noPromptTemplates: true,
+		noThemes: true,
+		noContextFiles: true,
+	});
+	await resourceLoader.reload();
+	const { session } = await createAgentSession({
+		cwd,
+		agentDir,
+		model: modelRuntime.getModel("faux", "faux-1"),
+		thinkingLevel: "off",
+		modelRuntime,
+		resourceLoader,
+		sessionManager: SessionManager.inMemory(cwd),
+		settingsManager,
+		noTools: "builtin",
+	});
+	const errors = [];
+	try {
+		const stderr = await captureStderr(async () => {
+			await session.bindExtensions({ onError: (e) => errors.push(e) });
+			await session.prompt("hello");
+		});
+		await body({ requests, stderr, errors, settingsManager });
+	} finally {
+		await session.extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
+		session.dispose();
+		for (const [key, value] of [
+			["PI_CODING_AGENT_DIR", saved.agentDir],
+			["PI_CONTEXT_BUDGET_STATE_DIR", saved.stateDir],
+		]) {
+			if (value === undefined) delete process.env[key];
+			else process.env[key] = value;
+		}
+	}
+}
+
+const GLOBAL = { relay: { agentName: "global-agent", reminderMarginTokens: 1000 } };
+// A valid project value (agentName) and an invalid one (budget.mode).
+const PROJECT = { relay: { agentName: "project-agent", budget: { mode: "sometimes" } } };
+
+/** The agent name in the boot block of the first provider request. */
+const bootAgent = (requests) => {
+	const boot = requests[0].map((m) => textOf(m.content)).find((t) => t.includes("<context_window>"));
+	assert.ok(boot, `no boot block in the first request: ${JSON.stringify(requests[0])}`);
+	return /^agent: (.*)$/m.exec(boot)?.[1];
+};
+
+test("an untrusted project's relay settings are ignored, values and problems alike", async () => {
+	await withFileSettings({ trusted: false, global: GLOBAL, project: PROJECT }, async ({ requests, stderr, errors, settingsManager }) => {
+		assert.equal(settingsManager.isProjectTrusted(), false);
+		assert.equal(bootAgent(requests), "global-agent");
+		assert.deepEqual(
+			stderr.filter((l) => l.includes("relay.")),
+			[],
+			"nothing from the untrusted project is judged",
+		);
+		assert.deepEqual(errors, []);
+	});
+});
+
+test("a trusted project's relay value wins per key, and its invalid value is reported naming the file and key path", async () => {
+	await withFileSettings({ trusted: true, global: GLOBAL, project: PROJECT }, async ({ requests, stderr, errors, settingsManager }) => {
+		assert.equal(settingsManager.isProjectTrusted(), true);
+		assert.equal(bootAgent(requests), "project-agent");
+		// Pi merged the same way: the project's agentName over the global one, the global margin kept.
+		assert.deepEqual(settingsManager.getSettings().relay, { agentName: "project-agent", reminderMarginTokens: 1000, budget: { mode: "sometimes" } });
+		const warnings = stderr.filter((l) => l.includes("relay.budget.mode"));
+		assert.equal(warnings.length, 1, JSON.stringify(stderr));
+		assert.match(warnings[0], /^relay: project settings \(\.pi\/settings\.json\): relay\.budget\.mode: must be "off", "observe" or "enforce", got "sometimes"/);
+		assert.deepEqual(errors, []);
+	});
+});
+
+test("a global problem names the global file", async () => {
+	await withFileSettings(
+		{ trusted: true, global: { relay: { reminderMarginTokens: -5 } }, project: {} },
+		async ({ stderr, errors }) => {
+			const warnings = stderr.filter((l) => l.includes("relay.reminderMarginTokens"));
+			assert.equal(warnings.length, 1, JSON.stringify(stderr));
+			assert.match(warnings[0], /^relay: global settings \(.*\/agent\/settings\.json\): relay\.reminderMarginTokens: expected a whole number/);
+			assert.deepEqual(errors, []);
+		},
+	);
+});
