@@ -11,6 +11,7 @@ pub mod notes;
 pub mod policy;
 pub mod render;
 pub mod scheduler;
+pub mod text;
 
 use serde::Serialize;
 
