@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::text::{char_count, floor_char_boundary};
 use crate::ToolOutput;
 
 /// The whole markdown file is capped at 48 KiB of UTF-8.
@@ -238,12 +239,9 @@ pub struct SectionCut {
 
 /// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker.
 fn cut_text(text: &str, keep: usize) -> (String, usize) {
-    let mut end = keep.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let kept = text[..end].trim_end();
-    let removed = text[kept.len()..].chars().count();
+    let end = floor_char_boundary(text, keep);
+    let kept = text.get(..end).unwrap_or_default().trim_end();
+    let removed = char_count(text.get(kept.len()..).unwrap_or_default());
     (format!("{kept}\n…(cut, {removed} chars)"), removed)
 }
 
@@ -294,7 +292,7 @@ fn fit_narrative(sections: &[(&str, &str)], budget: usize) -> (Vec<String>, Vec<
             let (t, removed) = cut_text(text, cap);
             cuts.push(SectionCut {
                 section: name.to_string(),
-                original_chars: text.chars().count(),
+                original_chars: char_count(text),
                 removed_chars: removed,
             });
             out.push(t);

@@ -217,14 +217,8 @@ impl Note {
     }
 }
 
-/// Number of lines in `text`: `""` → 0, `"a\n"` → 1, `"a\nb"` → 2.
-pub fn count_lines(text: &str) -> usize {
-    if text.is_empty() {
-        return 0;
-    }
-    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
-    newlines + usize::from(!text.ends_with('\n'))
-}
+/// Number of lines in `text`: `""` → 0, `"a\n"` → 1, `"a\nb"` → 2 (see [`crate::text`]).
+pub use crate::text::count_lines;
 
 /// All notes of the current branch, keyed by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -549,7 +543,7 @@ impl Notes {
                     count += 1;
                     if shown < limit {
                         shown += 1;
-                        lines.push(json!({ "line": line_no, "text": cut_line(&text[line_start..line_end]) }));
+                        lines.push(json!({ "line": line_no, "text": crate::text::ellipsize(&text[line_start..line_end], SEARCH_LINE_MAX_CHARS) }));
                     }
                     pos = line_end + 1;
                     if pos >= bytes.len() {
@@ -649,13 +643,6 @@ fn path_reason(e: &NoteError) -> String {
     match e {
         NoteError::InvalidPath { reason, .. } => format!("is not a valid note path: {reason}"),
         other => other.to_string(),
-    }
-}
-
-fn cut_line(line: &str) -> String {
-    match line.char_indices().nth(SEARCH_LINE_MAX_CHARS) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_string(),
     }
 }
 

@@ -97,7 +97,7 @@ pub fn render_boot_block(b: &BootBlock) -> String {
                 out,
                 "<note path=\"{}\">{} lines, {} UTF-8 bytes, updated {}",
                 escape_attr(n.path),
-                crate::notes::count_lines(n.content),
+                crate::text::count_lines(n.content),
                 n.content.len(),
                 format_local_iso(n.updated_ms, b.tz_offset_minutes)
             );
@@ -337,24 +337,12 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// values, so a combining mark or each half of an emoji ZWJ sequence counts as one), else its
 /// first 120 and last 80 characters joined by `…` (the two ends never overlap).
 pub fn note_preview(content: &str) -> String {
-    let n = content.chars().count();
-    if n <= PREVIEW_WHOLE_MAX_CHARS {
-        return content.to_string();
-    }
-    let head_end = content
-        .char_indices()
-        .nth(PREVIEW_HEAD_CHARS)
-        .map_or(content.len(), |(i, _)| i);
-    let tail_start = content
-        .char_indices()
-        .rev()
-        .nth(PREVIEW_TAIL_CHARS - 1)
-        .map_or(0, |(i, _)| i);
-    let mut out = String::with_capacity(head_end + 3 + content.len() - tail_start);
-    out.push_str(&content[..head_end]);
-    out.push('…');
-    out.push_str(&content[tail_start..]);
-    out
+    crate::text::head_tail_preview(
+        content,
+        PREVIEW_WHOLE_MAX_CHARS,
+        PREVIEW_HEAD_CHARS,
+        PREVIEW_TAIL_CHARS,
+    )
 }
 
 /// `12345678` → `12,345,678`.

@@ -13,7 +13,7 @@ use super::{
     DEFAULT_LIST_ITEMS_LIMIT, DEFAULT_MAX_CHARS_PER_ITEM, DEFAULT_READ_LIMIT_CHARS,
     DEFAULT_SEARCH_LIMIT, SNIPPET_CONTEXT_CHARS,
 };
-use crate::text::{byte_at_char, char_count};
+use crate::text::{byte_at_char, byte_before_chars, char_count};
 use crate::ToolOutput;
 
 impl History {
@@ -297,12 +297,7 @@ impl History {
         let text = self.item_text(m);
         let match_chars = char_count(&text[..at]);
         let before = &text[..at];
-        let snippet_from = before
-            .char_indices()
-            .rev()
-            .take(SNIPPET_CONTEXT_CHARS)
-            .last()
-            .map_or(at, |(b, _)| b);
+        let snippet_from = byte_before_chars(before, SNIPPET_CONTEXT_CHARS);
         let after_from = at + query.len();
         let snippet_to = after_from + byte_at_char(&text[after_from..], SNIPPET_CONTEXT_CHARS);
         let mut v = self.item_head(i);
