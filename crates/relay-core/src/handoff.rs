@@ -196,37 +196,9 @@ pub struct HandoffMeta {
     pub window_id: String,
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// ISO 8601 local time with offset, e.g. `2025-03-01T14:05:09+01:00`.
-pub fn format_timestamp(timestamp_ms: i64, tz_offset_minutes: i32) -> String {
-    let local_s = timestamp_ms.div_euclid(1000) + tz_offset_minutes as i64 * 60;
-    let days = local_s.div_euclid(86_400);
-    let secs = local_s.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
-    let sign = if tz_offset_minutes < 0 { '-' } else { '+' };
-    let off = tz_offset_minutes.unsigned_abs();
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
-        secs / 3600,
-        (secs / 60) % 60,
-        secs % 60,
-        off / 60,
-        off % 60
-    )
-}
+/// ISO 8601 local time with offset, e.g. `2025-03-01T14:05:09+01:00` (the one formatter, see
+/// [`crate::time`]).
+pub use crate::time::format_local_iso as format_timestamp;
 
 /// One narrative section after budgeting.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -12,6 +12,7 @@ pub mod policy;
 pub mod render;
 pub mod scheduler;
 pub mod text;
+pub mod time;
 
 use serde::Serialize;
 

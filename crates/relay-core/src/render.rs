@@ -291,47 +291,8 @@ pub fn render_status(s: &StatusInfo) -> String {
 }
 
 /// Format a Unix timestamp in ms as local ISO 8601 with an explicit offset, to the second:
-/// `2026-11-29T23:05:07+01:00`. Never `Z`: offset 0 renders `+00:00`. Sub-second digits are
-/// dropped (floored). Offsets beyond ±23:59 are clamped. Years outside 0000–9999 use the ISO
-/// expanded form with a sign and six digits (`+275760`).
-pub fn format_local_iso(ms: i64, tz_offset_minutes: i32) -> String {
-    let off = tz_offset_minutes.clamp(-(23 * 60 + 59), 23 * 60 + 59);
-    let local = ms.saturating_add(i64::from(off) * 60_000);
-    let days = local.div_euclid(86_400_000);
-    let secs_of_day = local.rem_euclid(86_400_000) / 1000;
-    let (y, m, d) = civil_from_days(days);
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
-    } else if y < 0 {
-        format!("-{:06}", -y)
-    } else {
-        format!("+{y:06}")
-    };
-    let sign = if off < 0 { '-' } else { '+' };
-    let abs = off.unsigned_abs();
-    format!(
-        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
-        secs_of_day / 3600,
-        secs_of_day / 60 % 60,
-        secs_of_day % 60,
-        abs / 60,
-        abs % 60
-    )
-}
-
-/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
+/// `2026-11-29T23:05:07+01:00` (the one formatter, see [`crate::time`]).
+pub use crate::time::format_local_iso;
 
 /// A note's inline preview: the whole note when it has at most 200 Unicode characters (scalar
 /// values, so a combining mark or each half of an emoji ZWJ sequence counts as one), else its
