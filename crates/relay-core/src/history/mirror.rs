@@ -31,7 +31,8 @@ pub(super) enum Role {
     System = 3,
 }
 
-pub(super) const ROLE_NAMES: [&str; 4] = ["user", "assistant", "tool", "system"];
+/// The roles of history items, as the tools show them and accept them in filters.
+pub const ROLE_NAMES: [&str; 4] = ["user", "assistant", "tool", "system"];
 
 impl Role {
     pub(super) fn as_str(self) -> &'static str {
@@ -392,7 +393,7 @@ impl History {
     }
 
     pub(super) fn item_text(&self, m: &ItemMeta) -> &str {
-        &self.arena[m.start..m.end]
+        self.arena.get(m.start..m.end).unwrap_or_default()
     }
 }
 
@@ -415,6 +416,8 @@ impl IdKey {
 
 /// The id of the entry at `pos` of `entries`, whose ids are held in `ids`.
 fn entry_id<'a>(entries: &[EntryRec], ids: &'a str, pos: u32) -> &'a str {
-    let rec = &entries[pos as usize];
-    &ids[rec.id_start as usize..rec.id_end as usize]
+    entries
+        .get(pos as usize)
+        .and_then(|rec| ids.get(rec.id_start as usize..rec.id_end as usize))
+        .unwrap_or_default()
 }

@@ -16,7 +16,7 @@ mod tools;
 
 /// Re-exported for the engine's usage estimate (which counts what JavaScript's `length` counts).
 pub use crate::text::utf16_len;
-pub use mirror::History;
+pub use mirror::{History, ROLE_NAMES};
 
 /// `history_list_items` returns at most this many items unless `limit` says otherwise.
 pub const DEFAULT_LIST_ITEMS_LIMIT: usize = 50;

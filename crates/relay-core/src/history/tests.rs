@@ -351,7 +351,7 @@ fn truncate_after_drops_later_entries() {
     assert!(ids(&ok(h.search_contents(&json!({"query": "fixed"})))).is_empty());
     assert!(
         err(h.list_items(&json!({"window_id": "pcw:sess1:0badcafe"})))
-            .contains("unknown window_id")
+            .contains(r#"argument "window_id" is not a window of this session"#)
     );
     assert!(ids(&ok(
         h.list_items(&json!({"tool_name": "history_search_contents"}))
@@ -378,125 +378,129 @@ fn truncate_after_drops_later_entries() {
 #[test]
 fn argument_errors_name_the_argument() {
     let h = fixture();
+    // Every error names the tool and the argument, in the one format of `crate::args`.
     let cases: Vec<(ToolOutput, &str)> = vec![
         (
             h.list_windows(&json!({"limitt": 1})),
-            "unknown argument `limitt`",
+            r#"history_list_windows: unknown argument "limitt" (accepted: limit, recent_first)"#,
         ),
         (
             h.list_windows(&json!({"limit": 0})),
-            "`limit` must be a positive integer, got 0",
+            r#"history_list_windows: argument "limit" must be a positive integer, got 0"#,
         ),
         (
             h.list_windows(&json!({"limit": -2})),
-            "`limit` must be a positive integer",
+            r#"history_list_windows: argument "limit" must be a positive integer, got -2"#,
         ),
         (
             h.list_windows(&json!({"limit": 1.5})),
-            "`limit` must be a positive integer",
+            r#"history_list_windows: argument "limit" must be a positive integer, got 1.5"#,
         ),
         (
             h.list_windows(&json!({"limit": "3"})),
-            "`limit` must be a positive integer",
+            r#"history_list_windows: argument "limit" must be a positive integer, got "3""#,
         ),
         (
             h.list_windows(&json!({"recent_first": "yes"})),
-            "`recent_first` must be true or false",
+            r#"history_list_windows: argument "recent_first" must be true or false, got "yes""#,
         ),
         (
             h.list_windows(&json!([1])),
-            "arguments must be a JSON object",
+            "history_list_windows: arguments must be an object, got [1]",
         ),
         (
             h.list_items(&json!({"window_id": "pcw:sess1:nope"})),
-            "unknown window_id \"pcw:sess1:nope\"",
+            r#"history_list_items: argument "window_id" is not a window of this session: "pcw:sess1:nope" (list windows with history_list_windows)"#,
         ),
         (
             h.list_items(&json!({"window_id": 3})),
-            "`window_id` must be a string",
+            r#"history_list_items: argument "window_id" must be a string, got 3"#,
         ),
         (
             h.list_items(&json!({"role": "developer"})),
-            "`role` must be one of",
+            r#"history_list_items: argument "role" must be one of "user", "assistant", "tool", "system", got "developer""#,
         ),
         (
             h.list_items(&json!({"tool_name": ["x"]})),
-            "`tool_name` must be a string",
+            r#"history_list_items: argument "tool_name" must be a string, got ["x"]"#,
         ),
         (
             h.list_items(&json!({"max_chars_per_item": 0})),
-            "`max_chars_per_item` must be a positive integer",
+            r#"history_list_items: argument "max_chars_per_item" must be a positive integer, got 0"#,
         ),
         (
             h.read_item(&json!({"item_id": "02"})),
-            "`window_id` is required",
+            r#"history_read_item: argument "window_id" is required"#,
         ),
         (
             h.read_item(&json!({"window_id": "pcw:sess1:root"})),
-            "`item_id` is required",
+            r#"history_read_item: argument "item_id" is required"#,
+        ),
+        (
+            h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": null})),
+            r#"history_read_item: argument "item_id" is required"#,
         ),
         (
             h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "zz"})),
-            "unknown item_id \"zz\"",
+            r#"history_read_item: argument "item_id" is not an item of this session: "zz" (list items with history_list_items)"#,
         ),
         (
             h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "05"})),
-            "unknown item_id \"05\"",
+            r#"history_read_item: argument "item_id" is not an item of this session: "05" (list items with history_list_items)"#,
         ),
         (
             h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "10"})),
-            "is not in window_id \"pcw:sess1:root\"; it is in \"pcw:sess1:0badcafe\"",
+            r#"history_read_item: argument "item_id" names an item of window "pcw:sess1:0badcafe", not of window_id "pcw:sess1:root""#,
         ),
         (
             h.read_item(&json!({"window_id": "w", "item_id": "02"})),
-            "unknown window_id \"w\"",
+            r#"history_read_item: argument "window_id" is not a window of this session: "w" (list windows with history_list_windows)"#,
         ),
         (
             h.read_item(
                 &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": -1}),
             ),
-            "`offset_chars` must be an integer ≥ 0, got -1",
+            r#"history_read_item: argument "offset_chars" must be a non-negative integer, got -1"#,
         ),
         (
             h.read_item(
                 &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 0.5}),
             ),
-            "`offset_chars` must be an integer ≥ 0",
+            r#"history_read_item: argument "offset_chars" must be a non-negative integer, got 0.5"#,
         ),
         (
             h.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": "02", "limit_chars": 0})),
-            "`limit_chars` must be a positive integer",
+            r#"history_read_item: argument "limit_chars" must be a positive integer, got 0"#,
         ),
         (
             h.read_item(
                 &json!({"window_id": "pcw:sess1:root", "item_id": "02", "offset_chars": 27}),
             ),
-            "offset_chars 27 is past the end of the item (total_chars 26)",
+            r#"history_read_item: argument "offset_chars" is 27, past the end of the item (total_chars 26)"#,
         ),
-        (h.search_contents(&json!({})), "`query` is required"),
+        (
+            h.search_contents(&json!({})),
+            r#"history_search_contents: argument "query" is required"#,
+        ),
         (
             h.search_contents(&json!({"query": ""})),
-            "`query` must not be empty",
+            r#"history_search_contents: argument "query" must not be empty"#,
         ),
         (
             h.search_contents(&json!({"query": 5})),
-            "`query` must be a string",
+            r#"history_search_contents: argument "query" must be a string, got 5"#,
         ),
         (
             h.search_contents(&json!({"query": "x", "limit": 0})),
-            "`limit` must be a positive integer",
+            r#"history_search_contents: argument "limit" must be a positive integer, got 0"#,
         ),
         (
             h.search_contents(&json!({"query": "x", "max_chars_per_item": 5})),
-            "unknown argument `max_chars_per_item`",
+            r#"history_search_contents: unknown argument "max_chars_per_item" (accepted: query, window_id, role, tool_namespace, tool_name, limit, recent_first)"#,
         ),
     ];
     for (out, want) in cases {
-        let text = err(out);
-        assert!(
-            text.contains(want),
-            "error {text:?} does not contain {want:?}"
-        );
+        assert_eq!(err(out), want);
     }
     // Null arguments and null-valued optional arguments are accepted.
     ok(h.list_windows(&Value::Null));
