@@ -2,6 +2,13 @@
 //! sidecar and the duplicate back-off. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
 //! collected by the caller independently of the model.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};

@@ -30,6 +30,13 @@
 //! `kind` is `"write"` or `"append"`. Unknown extra keys are ignored (forward compatibility); a
 //! missing or mistyped known key makes the whole operation invalid.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -627,6 +634,13 @@ fn path_reason(e: &NoteError) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
     use super::*;
     use serde_json::json;
 

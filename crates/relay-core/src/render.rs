@@ -17,6 +17,13 @@
 //!   of Relay's own elements inside the text (`</note`, `</handoff`, `</context_window`, … in any
 //!   ASCII case) is written `<\/name`, so verbatim text can never end its element early.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::fmt::Write as _;
 
 /// One note in the boot block's recent-notes index.
@@ -82,7 +89,10 @@ pub fn render_boot_block(b: &BootBlock) -> String {
         None => out.push_str("previous_window_id: none (this is the first window)\n"),
     }
 
-    let shown = &b.notes[..b.notes.len().min(BOOT_NOTES_SHOWN)];
+    let shown = b
+        .notes
+        .get(..b.notes.len().min(BOOT_NOTES_SHOWN))
+        .unwrap_or_default();
     let total = b.note_count.max(shown.len());
     if shown.is_empty() {
         out.push_str("<recent_notes>none yet</recent_notes>\n");
@@ -311,8 +321,8 @@ pub fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let lead = (digits.len() - 1) % 3 + 1;
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    out.push_str(&digits[..lead]);
-    for chunk in digits.as_bytes()[lead..].chunks(3) {
+    out.push_str(digits.get(..lead).unwrap_or_default());
+    for chunk in digits.as_bytes().get(lead..).unwrap_or_default().chunks(3) {
         out.push(',');
         out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
     }
@@ -343,13 +353,16 @@ pub fn neutralize_closing_tags(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     while let Some(i) = rest.find("</") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
+        out.push_str(rest.get(..i).unwrap_or_default());
+        let after = rest.get(i + 2..).unwrap_or_default();
         let own = OWN_TAGS.iter().any(|t| {
-            after.len() >= t.len()
-                && after.as_bytes()[..t.len()].eq_ignore_ascii_case(t.as_bytes())
+            after
+                .as_bytes()
+                .get(..t.len())
+                .is_some_and(|name| name.eq_ignore_ascii_case(t.as_bytes()))
+                // The name is ASCII, so the text after it starts at a character boundary.
                 && !matches!(
-                    after[t.len()..].chars().next(),
+                    after.get(t.len()..).and_then(|r| r.chars().next()),
                     Some(c) if c != '>' && !c.is_whitespace()
                 )
         });
@@ -362,6 +375,13 @@ pub fn neutralize_closing_tags(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
     use super::*;
 
     /// 2026-11-29T22:05:07Z

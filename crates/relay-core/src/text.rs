@@ -8,6 +8,13 @@
 //! returns is a character boundary of the text it was given, so slicing with it cannot fail, and
 //! no cut ever splits a character.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 /// Number of Unicode scalar values in `s` (counts non-continuation bytes; vectorizes well).
 pub fn char_count(s: &str) -> usize {
     // Every byte that is not a UTF-8 continuation byte (0b10xx_xxxx) starts a character.
@@ -53,11 +60,13 @@ fn count_bytes(bytes: &[u8], weight: impl Fn(u8) -> u8) -> usize {
             lanes_sum(chunk)
         };
     }
+    // The rest: its whole lanes summed as above, then the last few bytes one by one.
     let rest = big.remainder();
-    let tail = rest.len() - rest.len() % LANES;
-    total += lanes_sum(&rest[..tail]);
+    total += lanes_sum(rest);
     total
-        + rest[tail..]
+        + rest
+            .chunks_exact(LANES)
+            .remainder()
             .iter()
             .map(|&b| usize::from(weight(b)))
             .sum::<usize>()
@@ -133,6 +142,13 @@ pub fn head_tail_preview(s: &str, whole_max: usize, head: usize, tail: usize) ->
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
     use super::*;
     use proptest::prelude::*;
 

@@ -7,6 +7,13 @@
 //! where it closes; a repeated id resolves to its last occurrence. Every way of walking gives the
 //! same entries in the same order.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use rustc_hash::FxHashMap as HashMap;
 
 use super::decode::{last_entry_of_line, parse_line};
@@ -18,7 +25,11 @@ use super::types::{Entry, Line};
 pub fn branch_indices(entries: &[Entry], leaf_id: Option<&str>) -> Vec<usize> {
     branch_path(
         entries.len(),
-        |i| (entries[i].id.as_str(), entries[i].parent_id.as_deref()),
+        |i| {
+            entries
+                .get(i)
+                .map_or(("", None), |e| (e.id.as_str(), e.parent_id.as_deref()))
+        },
         leaf_id,
     )
 }
@@ -42,10 +53,10 @@ fn branch_path<'a>(
     let mut seen = vec![false; len];
     let mut cursor = start;
     while let Some(i) = cursor {
-        if seen[i] {
-            break;
+        match seen.get_mut(i) {
+            Some(seen) if !*seen => *seen = true,
+            _ => break,
         }
-        seen[i] = true;
         path.push(i);
         cursor = at(i).1.and_then(|p| by_id.get(p).copied());
     }
@@ -80,7 +91,7 @@ fn lines_with_ranges(text: &str) -> impl Iterator<Item = (usize, usize, &str)> {
     let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
     let mut start = 0;
     ends.filter_map(move |end| {
-        let raw = &text[start..end];
+        let raw = text.get(start..end).unwrap_or_default();
         let from = start;
         start = end + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -209,7 +220,10 @@ pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl Branc
     }
     let path = branch_path(
         recs.len(),
-        |i| (recs[i].id.as_str(), recs[i].parent_id.as_deref()),
+        |i| {
+            recs.get(i)
+                .map_or(("", None), |r| (r.id.as_str(), r.parent_id.as_deref()))
+        },
         Some(leaf_id),
     );
     if path.is_empty() {
@@ -217,7 +231,8 @@ pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl Branc
     }
     sink.begin();
     for i in path {
-        if let Ok(Line::Entry(entry)) = parse_line(&text[recs[i].start..recs[i].end]) {
+        let line = recs.get(i).and_then(|r| text.get(r.start..r.end));
+        if let Some(Ok(Line::Entry(entry))) = line.map(parse_line) {
             sink.entry(entry);
         }
     }

@@ -6,6 +6,13 @@
 //! error, and a line that cannot be decoded is reported with its line number while the rest of the
 //! file still loads. Decoding never panics, whatever the input.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
@@ -502,23 +509,25 @@ pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
     let mut pos = 0;
     while pos < bytes.len() {
         let base = pos;
-        let mut values =
-            serde_json::Deserializer::from_str(&text[base..]).into_iter::<RawLine<'_>>();
+        let mut values = serde_json::Deserializer::from_str(text.get(base..).unwrap_or_default())
+            .into_iter::<RawLine<'_>>();
         loop {
             // Where the next value starts: blank lines before it are passed over, as the
             // reader does and as they would be on their own.
-            let start = match bytes[pos..].iter().position(|b| !blank(b) && *b != b'\n') {
+            let rest = bytes.get(pos..).unwrap_or_default();
+            let start = match rest.iter().position(|b| !blank(b) && *b != b'\n') {
                 Some(i) => pos + i,
                 None => return,
             };
-            let line_end = match memchr::memchr(b'\n', &bytes[start..]) {
+            let line_end = match memchr::memchr(b'\n', bytes.get(start..).unwrap_or_default()) {
                 Some(i) => start + i,
                 None => bytes.len(),
             };
             let alone = match values.next() {
                 Some(Ok(raw)) => {
                     let end = base + values.byte_offset();
-                    (end <= line_end && bytes[end..line_end].iter().all(blank)).then_some(raw)
+                    let trailing = bytes.get(end..line_end);
+                    trailing.is_some_and(|t| t.iter().all(blank)).then_some(raw)
                 }
                 _ => None,
             };
@@ -533,8 +542,10 @@ pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
                     }
                 }
                 None => {
-                    let line_start = memchr::memrchr(b'\n', &bytes[..start]).map_or(0, |i| i + 1);
-                    out.extend(last_entry_of_line(&text[line_start..line_end]));
+                    let before = bytes.get(..start).unwrap_or_default();
+                    let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+                    let line = text.get(line_start..line_end).unwrap_or_default();
+                    out.extend(last_entry_of_line(line));
                     break; // start a new reader on the next line
                 }
             }

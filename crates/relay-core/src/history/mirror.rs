@@ -14,6 +14,13 @@
 //! [`History::truncate_after`] undoes pushes in O(removed); the mirror holds nothing a replay of
 //! the branch would not rebuild.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
@@ -31,22 +38,28 @@ pub(super) enum Role {
     System = 3,
 }
 
+const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::Tool, Role::System];
+
 /// The roles of history items, as the tools show them and accept them in filters.
-pub const ROLE_NAMES: [&str; 4] = ["user", "assistant", "tool", "system"];
+pub const ROLE_NAMES: [&str; 4] = [
+    Role::User.as_str(),
+    Role::Assistant.as_str(),
+    Role::Tool.as_str(),
+    Role::System.as_str(),
+];
 
 impl Role {
-    pub(super) fn as_str(self) -> &'static str {
-        ROLE_NAMES[self as usize]
+    pub(super) const fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::System => "system",
+        }
     }
 
     pub(super) fn parse(s: &str) -> Option<Role> {
-        match s {
-            "user" => Some(Role::User),
-            "assistant" => Some(Role::Assistant),
-            "tool" => Some(Role::Tool),
-            "system" => Some(Role::System),
-            _ => None,
-        }
+        ROLES.into_iter().find(|r| r.as_str() == s)
     }
 }
 
@@ -98,7 +111,9 @@ impl Interner {
                 id
             }
         };
-        self.postings[id as usize].push(item);
+        if let Some(postings) = self.postings.get_mut(id as usize) {
+            postings.push(item);
+        }
         id
     }
 
@@ -164,7 +179,9 @@ impl History {
             return;
         }
         if self.entries.is_empty() && self.windows.len() == 1 {
-            self.windows[0].created_at = Some(entry.timestamp.clone());
+            if let Some(root) = self.windows.first_mut() {
+                root.created_at = Some(entry.timestamp.clone());
+            }
         }
         let pos = self.entries.len() as u32;
         let mut opens_window = false;
@@ -259,7 +276,9 @@ impl History {
             }
             None => (NONE, NONE),
         };
-        self.roles[role as usize].push(index);
+        if let Some(postings) = self.roles.get_mut(role as usize) {
+            postings.push(index);
+        }
         self.items.push(ItemMeta {
             start,
             end: self.arena.len(),
@@ -295,21 +314,23 @@ impl History {
             if let Ok(slot) = self.entry_index.find_entry(key.hash(), |&(p, _)| p == last) {
                 slot.remove();
             }
-            let rec = self.entries.pop().expect("entries beyond pos");
+            let Some(rec) = self.entries.pop() else {
+                break;
+            };
             self.ids.truncate(rec.id_start as usize);
-            if rec.item != NONE {
-                let meta = self.items.pop().expect("item of a pushed entry");
-                self.roles[meta.role as usize].pop();
-                if meta.tool != NONE {
-                    self.tools.postings[meta.tool as usize].pop();
-                }
-                if meta.namespace != NONE {
-                    self.namespaces.postings[meta.namespace as usize].pop();
-                }
+            // An entry's item and window were pushed with it, so they are the last ones.
+            if let Some(meta) = (rec.item != NONE).then(|| self.items.pop()).flatten() {
+                let pop = |lists: &mut [Vec<u32>], i: u32| {
+                    if let Some(list) = lists.get_mut(i as usize) {
+                        list.pop();
+                    }
+                };
+                pop(&mut self.roles, meta.role as u32);
+                pop(&mut self.tools.postings, meta.tool);
+                pop(&mut self.namespaces.postings, meta.namespace);
                 self.arena.truncate(meta.start);
             }
-            if rec.opens_window {
-                let window = self.windows.pop().expect("window of a compaction");
+            if let Some(window) = rec.opens_window.then(|| self.windows.pop()).flatten() {
                 let index = self.windows.len() as u32;
                 if self.window_index.get(&window.id) == Some(&index) {
                     self.window_index.remove(&window.id);
@@ -337,11 +358,8 @@ impl History {
 
     /// The window the branch tip is in (the last one).
     pub fn current_window_id(&self) -> &str {
-        &self
-            .windows
-            .last()
-            .expect("the root window always exists")
-            .id
+        // The root window is never removed, so there always is a last one.
+        self.windows.last().map_or("", |w| w.id.as_str())
     }
 
     /// All window ids, root first.

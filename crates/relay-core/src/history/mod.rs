@@ -10,6 +10,13 @@
 //! O(1), filtered listings walk posting lists); the mirror is a projection of the branch and holds
 //! nothing a replay would not rebuild; tool errors are model-readable and name the argument.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod mirror;
 mod search;
 mod tools;

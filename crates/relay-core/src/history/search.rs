@@ -7,6 +7,13 @@
 //! (or the window's slice of it) and maps a hit back to its item by binary search; a newest-first
 //! search of a rare needle scans the rest of a large arena on two scoped threads.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use memchr::memmem;
 
 use super::mirror::{History, Role};
@@ -25,7 +32,9 @@ pub(super) struct Filter {
 
 impl History {
     pub(super) fn matches(&self, i: usize, f: &Filter) -> bool {
-        let m = &self.items[i];
+        let Some(m) = self.items.get(i) else {
+            return false;
+        };
         !matches!(f.role, Some(r) if m.role != r)
             && !matches!(f.tool, Some(t) if m.tool != t)
             && !matches!(f.namespace, Some(n) if m.namespace != n)
@@ -34,16 +43,18 @@ impl History {
     /// The smallest posting list that restricts `f`, sliced to its item range.
     fn narrowest_list(&self, f: &Filter) -> Option<&[u32]> {
         let mut best: Option<&[u32]> = None;
+        // A list that does not exist (never: ids come from the same interners) narrows nothing;
+        // `matches` still applies the filter.
         let lists = [
-            f.role.map(|r| self.roles[r as usize].as_slice()),
-            f.tool.map(|t| self.tools.postings[t as usize].as_slice()),
+            f.role.and_then(|r| self.roles.get(r as usize)),
+            f.tool.and_then(|t| self.tools.postings.get(t as usize)),
             f.namespace
-                .map(|n| self.namespaces.postings[n as usize].as_slice()),
+                .and_then(|n| self.namespaces.postings.get(n as usize)),
         ];
         for list in lists.into_iter().flatten() {
             let a = list.partition_point(|&i| (i as usize) < f.lo);
             let b = list.partition_point(|&i| (i as usize) < f.hi);
-            let slice = &list[a..b];
+            let slice = list.get(a..b).unwrap_or_default();
             if !matches!(best, Some(cur) if cur.len() <= slice.len()) {
                 best = Some(slice);
             }
@@ -113,7 +124,10 @@ impl History {
         }
         let needle = query.as_bytes();
         let forward = memmem::Finder::new(needle);
-        let first_in = |i: usize| forward.find(self.item_text(&self.items[i]).as_bytes());
+        let first_in = |i: usize| {
+            let text = self.items.get(i).map(|m| self.item_text(m))?;
+            forward.find(text.as_bytes())
+        };
 
         // A selective filter: search only the candidate items.
         if let Some(list) = self.narrowest_list(f) {
@@ -129,8 +143,11 @@ impl History {
         }
 
         let hay = self.arena.as_bytes();
-        let lo = self.items[f.lo].start;
-        let hi = self.items[f.hi - 1].end;
+        // The arena range of the filter's items (`lo < hi <= items.len()` in every filter).
+        let (Some(first), Some(last)) = (self.items.get(f.lo), self.items.get(f.hi - 1)) else {
+            return hits;
+        };
+        let (lo, hi) = (first.start, last.end);
         let n = needle.len();
         let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
         if recent_first {
@@ -155,7 +172,7 @@ impl History {
                 } else {
                     // Overlapping matches too: a later overlapping one may be the valid one.
                     let mut from = cstart;
-                    while let Some(r) = forward.find(&hay[from..end]) {
+                    while let Some(r) = hay.get(from..end).and_then(|h| forward.find(h)) {
                         positions.push(from + r);
                         from += r + 1;
                     }
@@ -166,16 +183,20 @@ impl History {
                         continue;
                     }
                     let i = item_at(p);
-                    let m = &self.items[i];
+                    let Some(m) = self.items.get(i) else {
+                        continue;
+                    };
                     if p + n > m.end {
                         // Spans into the next item: not a match.
                         continue;
                     }
                     if self.matches(i, f) {
-                        let at = first_in(i).expect("a match inside the item");
-                        hits.push((i, at));
-                        if hits.len() >= want {
-                            break;
+                        // There is a match inside the item (at `p`), so its first one exists.
+                        if let Some(at) = first_in(i) {
+                            hits.push((i, at));
+                            if hits.len() >= want {
+                                break;
+                            }
                         }
                     }
                     bound = m.start;
@@ -190,12 +211,14 @@ impl History {
         } else {
             let mut start = lo;
             while start < hi && hits.len() < want {
-                let Some(rel) = forward.find(&hay[start..hi]) else {
+                let Some(rel) = hay.get(start..hi).and_then(|h| forward.find(h)) else {
                     break;
                 };
                 let p = start + rel;
                 let i = item_at(p);
-                let m = &self.items[i];
+                let Some(m) = self.items.get(i) else {
+                    break;
+                };
                 if p + n <= m.end && self.matches(i, f) {
                     hits.push((i, p - m.start));
                 }
@@ -211,7 +234,9 @@ impl History {
 const BULK_SCAN_MIN: usize = if cfg!(test) { 1 << 12 } else { 16 << 20 };
 
 /// Start positions of every (also overlapping) match of the needle that lies wholly inside
-/// `hay[lo..end]`, ascending, collected on two threads.
+/// `hay[lo..end]`, ascending, collected on two threads: the newer half on a scoped helper
+/// thread, the older half on this one. When the helper cannot be spawned (the system refuses a
+/// thread) or fails, this thread scans the newer half too: a failure costs time, never results.
 fn all_matches_parallel(
     finder: &memmem::Finder<'_>,
     hay: &[u8],
@@ -222,7 +247,7 @@ fn all_matches_parallel(
     let collect = |from: usize, to: usize, starts_before: usize| {
         let mut out = Vec::new();
         let mut at = from;
-        while let Some(r) = finder.find(&hay[at..to]) {
+        while let Some(r) = hay.get(at..to).and_then(|h| finder.find(h)) {
             if at + r >= starts_before {
                 break;
             }
@@ -234,13 +259,81 @@ fn all_matches_parallel(
     let mid = lo + (end - lo) / 2;
     // The older half owns the matches that start before `mid` (they may end after it).
     let older_to = (mid + n).saturating_sub(1).min(end);
+    fallback::note_scan();
     let (mut older, newer) = std::thread::scope(|scope| {
-        let newer = scope.spawn(|| collect(mid, end, end));
+        let helper = spawn_scoped(scope, || collect(mid, end, end));
         let older = collect(lo, older_to, mid);
-        // A failed helper thread costs time, never results: scan its half here instead.
-        let newer = newer.join().unwrap_or_else(|_| collect(mid, end, end));
+        let newer = match helper {
+            Ok(handle) => handle.join().ok(),
+            Err(_) => None,
+        };
+        // No helper, or a failed one: scan its half here, sequentially.
+        let newer = newer.unwrap_or_else(|| {
+            fallback::note_fallback();
+            collect(mid, end, end)
+        });
         (older, newer)
     });
     older.extend(newer);
     older
+}
+
+/// Spawns the search's helper thread with a fallible builder (never `thread::spawn`, which
+/// panics when the system refuses a thread).
+fn spawn_scoped<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    if fallback::forced() {
+        return Err(std::io::Error::other("thread spawn refused (test switch)"));
+    }
+    std::thread::Builder::new()
+        .name("relay-search".into())
+        .spawn_scoped(scope, f)
+}
+
+/// The test-only switch that makes spawning the helper fail, and counts of the two-thread scans
+/// and of those that fell back to this thread, all per calling thread (tests run in parallel).
+/// Nothing in other builds.
+#[cfg(test)]
+pub(super) mod fallback {
+    use std::cell::Cell;
+
+    thread_local! {
+        static FORCE: Cell<bool> = const { Cell::new(false) };
+        static SCANS: Cell<usize> = const { Cell::new(0) };
+        static FALLBACKS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Makes every helper spawn on this thread fail (or succeed again).
+    pub(in crate::history) fn force(on: bool) {
+        FORCE.with(|f| f.set(on));
+    }
+
+    pub(super) fn forced() -> bool {
+        FORCE.with(Cell::get)
+    }
+
+    pub(super) fn note_scan() {
+        SCANS.with(|c| c.set(c.get() + 1));
+    }
+
+    pub(super) fn note_fallback() {
+        FALLBACKS.with(|c| c.set(c.get() + 1));
+    }
+
+    /// How many two-thread scans this thread started, and how many of them fell back to
+    /// scanning both halves on this thread.
+    pub(in crate::history) fn counts() -> (usize, usize) {
+        (SCANS.with(Cell::get), FALLBACKS.with(Cell::get))
+    }
+}
+
+#[cfg(not(test))]
+mod fallback {
+    pub(super) fn forced() -> bool {
+        false
+    }
+    pub(super) fn note_scan() {}
+    pub(super) fn note_fallback() {}
 }

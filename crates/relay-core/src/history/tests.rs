@@ -1,5 +1,12 @@
 //! Tests of the mirror, the search and the tools (snapshots in `src/snapshots/`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use super::*;
 use crate::entry::{parse_line, Entry, EntryKind, Line, Message};
 use crate::text::{byte_at_char, char_count};
@@ -871,6 +878,54 @@ mod props {
             prop_assert_eq!(char_count(&text), text.chars().count());
             prop_assert_eq!(utf16_len(&text), text.encode_utf16().count());
         }
+    }
+
+    /// A rare needle's newest-first search scans the rest of a large arena on two threads; when
+    /// the helper thread cannot be spawned, this thread scans both halves and the answer is the
+    /// same, item for item.
+    #[test]
+    fn rare_needle_scan_falls_back_to_one_thread_when_spawning_fails() {
+        use crate::history::search::fallback;
+        let mut h = History::new(S);
+        let mut expected = Vec::new();
+        for i in 0..600 {
+            let mut t = format!("{i:04} ").repeat(400);
+            // Rare and old: the newest-first scan has to go back most of the arena.
+            if i % 97 == 3 {
+                t.insert_str(1000, "RARE-NEEDLE");
+                expected.push(format!("e{i}"));
+            }
+            // Split over two items: never a match, in either half.
+            if i == 301 {
+                t.push_str("RARE-NEE");
+            }
+            if i == 302 {
+                t.insert_str(0, "DLE");
+            }
+            h.push(&msg(&format!("e{i}"), "user", &t));
+        }
+        expected.reverse();
+        assert!(h.text_bytes() > 1 << 20);
+        let args = json!({"query": "RARE-NEEDLE", "limit": 100});
+
+        let (scans, fallbacks) = fallback::counts();
+        let parallel = ok(h.search_contents(&args));
+        let after = fallback::counts();
+        assert!(after.0 > scans, "the two-thread scan ran");
+        assert_eq!(after.1, fallbacks, "and its helper thread was spawned");
+        assert_eq!(ids(&parallel), expected);
+
+        fallback::force(true);
+        let sequential = ok(h.search_contents(&args));
+        fallback::force(false);
+        let forced = fallback::counts();
+        assert!(forced.0 > after.0, "the two-thread scan ran again");
+        assert_eq!(
+            forced.1,
+            forced.0 - after.0 + after.1,
+            "every spawn failed and fell back"
+        );
+        assert_eq!(sequential, parallel);
     }
 
     /// Newest-first search over an arena of many chunks (the chunk grows as the scan goes

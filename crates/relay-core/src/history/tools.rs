@@ -6,6 +6,13 @@
 //! success, the one argument error format otherwise. Offsets and lengths count Unicode
 //! characters, never bytes; no text is ever cut inside a character.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use serde_json::{json, Map, Value};
 
 use super::mirror::{History, IdKey, Interner, Role, NONE};
