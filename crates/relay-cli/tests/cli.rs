@@ -170,7 +170,9 @@ fn read_an_item_range() {
     let o = relay(&["read", p(&file), "pcw:S1:root", "a4"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("relay: item_id \"a4\" is not in window_id"),
+        stderr(&o).contains(
+            "relay: history_read_item: argument \"item_id\" names an item of window \"pcw:S1:deadbeef\", not of window_id \"pcw:S1:root\""
+        ),
         "{}",
         stderr(&o)
     );

@@ -1,12 +1,21 @@
-//! `context_handoff`: argument validation, markdown rendering under the section budgets, the JSON
+//! `context_handoff`: argument validation (decoded by [`crate::args`]), markdown rendering under the section budgets, the JSON
 //! sidecar and the duplicate back-off. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
 //! collected by the caller independently of the model.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::args;
+use crate::text::{char_count, floor_char_boundary};
 use crate::ToolOutput;
 
 /// The whole markdown file is capped at 48 KiB of UTF-8.
@@ -35,8 +44,10 @@ pub struct HandoffArgs {
 /// Why a handoff cannot be written. `Display` is the model-facing tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandoffError {
-    #[error("context_handoff: argument `{field}` {message}")]
-    InvalidArgument { field: String, message: String },
+    /// An argument is missing or wrong; the message is in the one argument error format of
+    /// [`crate::args`] (`context_handoff: argument "goal" is required`).
+    #[error("{0}")]
+    InvalidArgument(String),
     #[error(
         "context_handoff: the handoff would be {bytes} UTF-8 bytes, over the limit of {limit} bytes \
          (48 KiB). The narrative sections were already shortened to their 12 KiB budget; \
@@ -53,102 +64,43 @@ impl HandoffError {
     }
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> HandoffError {
-    HandoffError::InvalidArgument {
-        field: field.to_string(),
-        message: message.into(),
-    }
-}
-
-fn required_str(obj: &serde_json::Map<String, Value>, field: &str) -> Result<String, HandoffError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Err(invalid(field, "is required (a non-empty string)")),
-        Some(Value::String(s)) if s.trim().is_empty() => Err(invalid(field, "must not be empty")),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(invalid(
-            field,
-            format!("must be a string, got {}", crate::json_kind(other)),
-        )),
-    }
-}
-
-fn optional_str(
-    obj: &serde_json::Map<String, Value>,
-    field: &str,
-) -> Result<Option<String>, HandoffError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(invalid(
-            field,
-            format!("must be a string, got {}", crate::json_kind(other)),
-        )),
+impl From<ToolOutput> for HandoffError {
+    fn from(out: ToolOutput) -> Self {
+        HandoffError::InvalidArgument(out.text)
     }
 }
 
 impl HandoffArgs {
-    /// Validate tool arguments. Required: `goal`, `next_step`, `facts` (non-empty strings).
-    /// Optional strings may be absent, null or empty (= absent). `files_to_read` is an array of
-    /// non-empty strings; `launch_prompt` an absolute path. Unknown fields are ignored.
+    /// Decodes and validates the tool arguments ([`args::ContextHandoff`] lists them). Required:
+    /// `goal`, `next_step`, `facts` (strings with some non-blank text). Optional strings may be
+    /// absent, null or blank (= absent). `files_to_read` is an array of non-blank strings;
+    /// `launch_prompt` an absolute path. An unknown argument is an error.
     pub fn parse(args: &Value) -> Result<HandoffArgs, HandoffError> {
-        let Some(obj) = args.as_object() else {
-            return Err(invalid(
-                "arguments",
-                format!("must be an object, got {}", crate::json_kind(args)),
-            ));
-        };
-        let goal = required_str(obj, "goal")?;
-        let next_step = required_str(obj, "next_step")?;
-        let facts = required_str(obj, "facts")?;
-        let files_to_read = match obj.get("files_to_read") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => {
-                let mut out = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    match item {
-                        Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
-                        Value::String(_) => {
-                            return Err(invalid(
-                                &format!("files_to_read[{i}]"),
-                                "must not be empty",
-                            ))
-                        }
-                        other => {
-                            return Err(invalid(
-                                &format!("files_to_read[{i}]"),
-                                format!("must be a string path, got {}", crate::json_kind(other)),
-                            ))
-                        }
-                    }
-                }
-                out
-            }
-            Some(other) => {
-                return Err(invalid(
-                    "files_to_read",
-                    format!("must be an array of paths, got {}", crate::json_kind(other)),
-                ))
-            }
-        };
-        let launch_prompt = optional_str(obj, "launch_prompt")?;
+        let a: args::ContextHandoff = args::decode(args::CONTEXT_HANDOFF, args)?;
+        let text = |t: Option<args::Text>| t.map(|t| t.0).filter(|s| !s.trim().is_empty());
+        let launch_prompt = text(a.launch_prompt);
         if let Some(p) = &launch_prompt {
             if !p.starts_with('/') {
-                return Err(invalid(
+                return Err(args::invalid(
+                    args::CONTEXT_HANDOFF,
                     "launch_prompt",
-                    format!("must be an absolute path, got {p:?}"),
-                ));
+                    format!(
+                        "must be an absolute path, got {}",
+                        args::quote(&p.as_str().into())
+                    ),
+                )
+                .into());
             }
         }
         Ok(HandoffArgs {
-            goal,
-            next_step,
-            facts,
-            decisions: optional_str(obj, "decisions")?,
-            user_constraints: optional_str(obj, "user_constraints")?,
-            open_items: optional_str(obj, "open_items")?,
-            hypotheses: optional_str(obj, "hypotheses")?,
-            files_to_read,
+            goal: a.goal.0,
+            next_step: a.next_step.0,
+            facts: a.facts.0,
+            decisions: text(a.decisions),
+            user_constraints: text(a.user_constraints),
+            open_items: text(a.open_items),
+            hypotheses: text(a.hypotheses),
+            files_to_read: a.files_to_read.0,
             launch_prompt,
         })
     }
@@ -195,37 +147,9 @@ pub struct HandoffMeta {
     pub window_id: String,
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// ISO 8601 local time with offset, e.g. `2025-03-01T14:05:09+01:00`.
-pub fn format_timestamp(timestamp_ms: i64, tz_offset_minutes: i32) -> String {
-    let local_s = timestamp_ms.div_euclid(1000) + tz_offset_minutes as i64 * 60;
-    let days = local_s.div_euclid(86_400);
-    let secs = local_s.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
-    let sign = if tz_offset_minutes < 0 { '-' } else { '+' };
-    let off = tz_offset_minutes.unsigned_abs();
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
-        secs / 3600,
-        (secs / 60) % 60,
-        secs % 60,
-        off / 60,
-        off % 60
-    )
-}
+/// ISO 8601 local time with offset, e.g. `2025-03-01T14:05:09+01:00` (the one formatter, see
+/// [`crate::time`]).
+pub use crate::time::format_local_iso as format_timestamp;
 
 /// One narrative section after budgeting.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -238,12 +162,9 @@ pub struct SectionCut {
 
 /// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker.
 fn cut_text(text: &str, keep: usize) -> (String, usize) {
-    let mut end = keep.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let kept = text[..end].trim_end();
-    let removed = text[kept.len()..].chars().count();
+    let end = floor_char_boundary(text, keep);
+    let kept = text.get(..end).unwrap_or_default().trim_end();
+    let removed = char_count(text.get(kept.len()..).unwrap_or_default());
     (format!("{kept}\n…(cut, {removed} chars)"), removed)
 }
 
@@ -294,7 +215,7 @@ fn fit_narrative(sections: &[(&str, &str)], budget: usize) -> (Vec<String>, Vec<
             let (t, removed) = cut_text(text, cap);
             cuts.push(SectionCut {
                 section: name.to_string(),
-                original_chars: text.chars().count(),
+                original_chars: char_count(text),
                 removed_chars: removed,
             });
             out.push(t);

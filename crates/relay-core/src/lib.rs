@@ -2,6 +2,7 @@
 //! environment, processes or the network. Time arrives as `now_ms` inside inputs, effects leave as
 //! data, and every rendered text the model sees is produced here.
 
+pub mod args;
 pub mod config;
 pub mod engine;
 pub mod entry;
@@ -11,6 +12,8 @@ pub mod notes;
 pub mod policy;
 pub mod render;
 pub mod scheduler;
+pub mod text;
+pub mod time;
 
 use serde::Serialize;
 

@@ -30,12 +30,20 @@
 //! `kind` is `"write"` or `"append"`. Unknown extra keys are ignored (forward compatibility); a
 //! missing or mistyped known key makes the whole operation invalid.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use memchr::memmem;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use crate::args;
 use crate::ToolOutput;
 
 /// The `customType` of the custom session entry carrying one note operation in its `data`.
@@ -60,40 +68,6 @@ pub const TOOL_READ: &str = "notes_read_file";
 pub const TOOL_SEARCH: &str = "notes_search_contents";
 pub const TOOL_APPEND: &str = "notes_append_to_file";
 pub const TOOL_WRITE: &str = "notes_write_file";
-
-/// The description shown to the model for each notes tool, in tool order
-/// (list, read, search, append, write).
-pub const TOOL_DESCRIPTIONS: [(&str, &str); 5] = [
-    (
-        TOOL_LIST,
-        "List your notes whose path starts with `prefix` (default: all), in path order, with line \
-         and UTF-8 byte counts. `limit` caps the number of files (default 100).",
-    ),
-    (
-        TOOL_READ,
-        "Read a note. `start_line`/`end_line` are 1-based and inclusive; negative values count \
-         from the end (-1 = last line). Defaults: the whole note. An end past the last line is \
-         clamped; a start past the last line is an error.",
-    ),
-    (
-        TOOL_SEARCH,
-        "Find lines containing `query` (case-sensitive literal text) in notes whose path starts \
-         with `path_prefix`. Returns matching lines with their line numbers, at most `limit` \
-         lines (default 50).",
-    ),
-    (
-        TOOL_APPEND,
-        "Append `content` to the end of a note, creating it if it does not exist. Include a \
-         trailing newline if you want the next append on a new line. A note holds at most \
-         1,000,000 UTF-8 bytes.",
-    ),
-    (
-        TOOL_WRITE,
-        "Create or replace a note with `content`. Empty content deletes the note. Paths are \
-         relative like `plan.md` or `task/progress.md`. A note holds at most 1,000,000 UTF-8 \
-         bytes. Notes persist across context windows.",
-    ),
-];
 
 /// Why a note operation was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -217,14 +191,8 @@ impl Note {
     }
 }
 
-/// Number of lines in `text`: `""` → 0, `"a\n"` → 1, `"a\nb"` → 2.
-pub fn count_lines(text: &str) -> usize {
-    if text.is_empty() {
-        return 0;
-    }
-    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
-    newlines + usize::from(!text.ends_with('\n'))
-}
+/// Number of lines in `text`: `""` → 0, `"a\n"` → 1, `"a\nb"` → 2 (see [`crate::text`]).
+pub use crate::text::count_lines;
 
 /// All notes of the current branch, keyed by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -334,32 +302,40 @@ impl Notes {
                 )))
             }
         };
-        let a = Args::new(tool, args, &["path", "content"])?;
-        let path = a.req_str("path")?;
-        if let Err(e) = validate_path(path) {
-            return Err(a.err("path", &path_reason(&e)));
+        let (path, content) = match kind {
+            NoteOpKind::Write => {
+                let a: args::NotesWriteFile = args::decode(tool, args)?;
+                (a.path.0, a.content.0)
+            }
+            NoteOpKind::Append => {
+                let a: args::NotesAppendToFile = args::decode(tool, args)?;
+                (a.path.0, a.content.0)
+            }
+        };
+        let invalid = |arg: &str, message: String| args::invalid(tool, arg, message);
+        if let Err(e) = validate_path(&path) {
+            return Err(invalid("path", path_reason(&e)));
         }
-        let content = a.req_str("content")?;
         if validate_timestamp(now_ms).is_err() {
             return Err(ToolOutput::error(format!(
                 "{tool}: the current time ({now_ms} ms) is not a representable timestamp; nothing was written"
             )));
         }
-        let existing = self.files.get(path);
+        let existing = self.files.get(&path);
         match kind {
             NoteOpKind::Write => {
                 if content.is_empty() && existing.is_none() {
-                    return Err(a.err(
+                    return Err(invalid(
                         "content",
-                        &format!(
+                        format!(
                             "is empty, which deletes a note, but there is no note at {path:?}; nothing was changed"
                         ),
                     ));
                 }
                 if content.len() > MAX_NOTE_BYTES {
-                    return Err(a.err(
+                    return Err(invalid(
                         "content",
-                        &format!(
+                        format!(
                             "is {} UTF-8 bytes; a note holds at most {MAX_NOTE_BYTES}. Nothing was written",
                             content.len()
                         ),
@@ -368,13 +344,16 @@ impl Notes {
             }
             NoteOpKind::Append => {
                 if content.is_empty() {
-                    return Err(a.err("content", "is empty; there is nothing to append"));
+                    return Err(invalid(
+                        "content",
+                        "is empty; there is nothing to append".into(),
+                    ));
                 }
                 let total = existing.map_or(0, Note::bytes) + content.len();
                 if total > MAX_NOTE_BYTES {
-                    return Err(a.err(
+                    return Err(invalid(
                         "content",
-                        &format!(
+                        format!(
                             "would grow {path:?} to {total} UTF-8 bytes; a note holds at most {MAX_NOTE_BYTES}. Nothing was appended"
                         ),
                     ));
@@ -383,8 +362,8 @@ impl Notes {
         }
         Ok(NoteOp {
             kind,
-            path: path.to_string(),
-            content: content.to_string(),
+            path,
+            content,
             at_ms: now_ms,
         })
     }
@@ -411,162 +390,163 @@ impl Notes {
 
     /// `notes_list_files_by_prefix {prefix?, limit?}` →
     /// `{"files":[{"path","lines","bytes","updated_ms"}],"total":N,"truncated":bool}`
-    /// where `total` counts every note matching the prefix.
+    /// where `total` counts every note matching the prefix. Parameters:
+    /// [`args::NotesListFilesByPrefix`].
     pub fn list_files_by_prefix(&self, args: &Value) -> ToolOutput {
-        let run = || -> Result<ToolOutput, ToolOutput> {
-            let a = Args::new(TOOL_LIST, args, &["prefix", "limit"])?;
-            let prefix = a.opt_str("prefix")?.unwrap_or("");
-            let limit = a.opt_limit("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
-            let matching = self
-                .files
-                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                .take_while(|(p, _)| p.starts_with(prefix));
-            let mut files = Vec::new();
-            let mut total = 0usize;
-            for (_, note) in matching {
-                total += 1;
-                if (files.len() as u64) < limit {
-                    files.push(json!({
-                        "path": note.path,
-                        "lines": note.lines(),
-                        "bytes": note.bytes(),
-                        "updated_ms": note.updated_ms,
-                    }));
-                }
-            }
-            let truncated = files.len() < total;
-            Ok(ToolOutput::json(
-                &json!({ "files": files, "total": total, "truncated": truncated }),
-            ))
+        let a: args::NotesListFilesByPrefix = match args::decode(TOOL_LIST, args) {
+            Ok(a) => a,
+            Err(e) => return e,
         };
-        run().unwrap_or_else(|e| e)
+        let (prefix, limit) = (a.prefix.0.as_str(), a.limit.0);
+        let mut files = Vec::new();
+        let mut total = 0usize;
+        for note in self.under(prefix) {
+            total += 1;
+            if files.len() < limit {
+                files.push(json!({
+                    "path": note.path,
+                    "lines": note.lines(),
+                    "bytes": note.bytes(),
+                    "updated_ms": note.updated_ms,
+                }));
+            }
+        }
+        let truncated = files.len() < total;
+        ToolOutput::json(&json!({ "files": files, "total": total, "truncated": truncated }))
     }
 
     /// `notes_read_file {path, start_line?, end_line?}` →
-    /// `{"path","start_line","end_line","total_lines","content"}`.
+    /// `{"path","start_line","end_line","total_lines","content"}`. Parameters:
+    /// [`args::NotesReadFile`].
     ///
     /// Lines are 1-based and inclusive; a negative index counts from the end (-1 = last line) and
     /// clamps to line 1 if it reaches before the start; 0 is an error. An end past the last line
     /// clamps to the last line; a start past the last line, or a start after the end, is an
     /// error. `content` is the selected lines joined by `\n`, without the final line break.
     pub fn read_file(&self, args: &Value) -> ToolOutput {
-        let run = || -> Result<ToolOutput, ToolOutput> {
-            let a = Args::new(TOOL_READ, args, &["path", "start_line", "end_line"])?;
-            let path = a.req_str("path")?;
-            let start = a.opt_line("start_line")?.unwrap_or(1);
-            let end = a.opt_line("end_line")?.unwrap_or(-1);
-            let note = match self.files.get(path) {
-                Some(note) => note,
-                None => {
-                    let hint = match validate_path(path) {
-                        Ok(()) => "list notes with notes_list_files_by_prefix".to_string(),
-                        Err(e) => path_reason(&e),
-                    };
-                    return Err(a.err("path", &format!("no note at {path:?} ({hint})")));
-                }
-            };
-            let text = note.content.as_str();
-            // Byte offset of the start of every line, plus the end sentinel.
-            let mut starts = Vec::with_capacity(64);
-            starts.push(0usize);
-            starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-            if text.ends_with('\n') {
-                starts.pop();
-            }
-            let total = starts.len() as i64;
-            let resolve = |n: i64| if n < 0 { (total + 1 + n).max(1) } else { n };
-            let s = resolve(start);
-            let e = resolve(end).min(total);
-            if s > total {
-                return Err(a.err(
-                    "start_line",
-                    &format!("is {start}, past the end of {path:?} ({total} lines)"),
-                ));
-            }
-            if s > e {
-                return Err(a.err(
-                    "end_line",
-                    &format!("is {end}, which resolves to line {e}, before start_line {start} (line {s})"),
-                ));
-            }
-            let from = starts[(s - 1) as usize];
-            let mut to = if (e as usize) < starts.len() {
-                starts[e as usize]
-            } else {
-                text.len()
-            };
-            if text[from..to].ends_with('\n') {
-                to -= 1;
-            }
-            Ok(ToolOutput::json(&json!({
-                "path": note.path,
-                "start_line": s,
-                "end_line": e,
-                "total_lines": total,
-                "content": &text[from..to],
-            })))
+        let a: args::NotesReadFile = match args::decode(TOOL_READ, args) {
+            Ok(a) => a,
+            Err(e) => return e,
         };
-        run().unwrap_or_else(|e| e)
+        let (path, start, end) = (a.path.0.as_str(), a.start_line.0, a.end_line.0);
+        let invalid = |arg: &str, message: String| args::invalid(TOOL_READ, arg, message);
+        let Some(note) = self.files.get(path) else {
+            let hint = match validate_path(path) {
+                Ok(()) => "list notes with notes_list_files_by_prefix".to_string(),
+                Err(e) => path_reason(&e),
+            };
+            return invalid(
+                "path",
+                format!("names no note: there is no note at {path:?} ({hint})"),
+            );
+        };
+        let text = note.content.as_str();
+        // Byte offset of the start of every line, plus the end sentinel.
+        let mut starts = Vec::with_capacity(64);
+        starts.push(0usize);
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        if text.ends_with('\n') {
+            starts.pop();
+        }
+        let total = starts.len() as i64;
+        let resolve = |n: i64| if n < 0 { (total + 1 + n).max(1) } else { n };
+        let s = resolve(start);
+        let e = resolve(end).min(total);
+        if s > total {
+            return invalid(
+                "start_line",
+                format!("is {start}, past the end of {path:?} ({total} lines)"),
+            );
+        }
+        if s > e {
+            return invalid(
+                "end_line",
+                format!(
+                    "is {end}, which resolves to line {e}, before start_line {start} (line {s})"
+                ),
+            );
+        }
+        // 1 <= s <= e <= total = starts.len() here.
+        let from = starts.get((s - 1) as usize).copied().unwrap_or(0);
+        let to = starts.get(e as usize).copied().unwrap_or(text.len());
+        let lines = text.get(from..to).unwrap_or_default();
+        ToolOutput::json(&json!({
+            "path": note.path,
+            "start_line": s,
+            "end_line": e,
+            "total_lines": total,
+            "content": lines.strip_suffix('\n').unwrap_or(lines),
+        }))
     }
 
     /// `notes_search_contents {query, path_prefix?, limit?}` →
     /// `{"matches":[{"path","lines":[{"line","text"}]}],"match_count":N,"truncated":bool}`.
+    /// Parameters: [`args::NotesSearchContents`].
     ///
     /// Case-sensitive literal search, notes in path order, each matching line reported once.
     /// `limit` caps the number of matching lines returned; `match_count` counts all of them.
     /// Lines longer than [`SEARCH_LINE_MAX_CHARS`] characters are cut and end with `…`.
     pub fn search_contents(&self, args: &Value) -> ToolOutput {
-        let run = || -> Result<ToolOutput, ToolOutput> {
-            let a = Args::new(TOOL_SEARCH, args, &["query", "path_prefix", "limit"])?;
-            let query = a.req_str("query")?;
-            if query.is_empty() {
-                return Err(a.err("query", "must not be empty"));
-            }
-            let prefix = a.opt_str("path_prefix")?.unwrap_or("");
-            let limit = a.opt_limit("limit")?.unwrap_or(DEFAULT_SEARCH_LIMIT);
-            let finder = memmem::Finder::new(query.as_bytes());
-            let mut matches = Vec::new();
-            let mut shown: u64 = 0;
-            let mut count: u64 = 0;
-            for (_, note) in self
-                .files
-                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                .take_while(|(p, _)| p.starts_with(prefix))
-            {
-                let text = note.content.as_str();
-                let bytes = text.as_bytes();
-                let mut lines = Vec::new();
-                let mut pos = 0usize;
-                let mut line_no = 1usize;
-                let mut counted_to = 0usize;
-                while let Some(hit) = finder.find(&bytes[pos..]) {
-                    let hit = pos + hit;
-                    let line_start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
-                    let line_end =
-                        memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i);
-                    line_no += memchr::memchr_iter(b'\n', &bytes[counted_to..line_start]).count();
-                    counted_to = line_start;
-                    count += 1;
-                    if shown < limit {
-                        shown += 1;
-                        lines.push(json!({ "line": line_no, "text": cut_line(&text[line_start..line_end]) }));
-                    }
-                    pos = line_end + 1;
-                    if pos >= bytes.len() {
-                        break;
-                    }
-                }
-                if !lines.is_empty() {
-                    matches.push(json!({ "path": note.path, "lines": lines }));
-                }
-            }
-            Ok(ToolOutput::json(&json!({
-                "matches": matches,
-                "match_count": count,
-                "truncated": count > shown,
-            })))
+        let a: args::NotesSearchContents = match args::decode(TOOL_SEARCH, args) {
+            Ok(a) => a,
+            Err(e) => return e,
         };
-        run().unwrap_or_else(|e| e)
+        let (query, prefix, limit) = (a.query.0.as_str(), a.path_prefix.0.as_str(), a.limit.0);
+        let finder = memmem::Finder::new(query.as_bytes());
+        let mut matches = Vec::new();
+        let mut shown = 0usize;
+        let mut count = 0usize;
+        for note in self.under(prefix) {
+            let text = note.content.as_str();
+            let bytes = text.as_bytes();
+            let mut lines = Vec::new();
+            let mut pos = 0usize;
+            let mut line_no = 1usize;
+            let mut counted_to = 0usize;
+            while let Some(hit) = bytes.get(pos..).and_then(|rest| finder.find(rest)) {
+                let hit = pos + hit;
+                let (head, tail) = (bytes.get(..hit), bytes.get(hit..));
+                let line_start = head
+                    .and_then(|h| memchr::memrchr(b'\n', h))
+                    .map_or(0, |i| i + 1);
+                let line_end = tail
+                    .and_then(|t| memchr::memchr(b'\n', t))
+                    .map_or(bytes.len(), |i| hit + i);
+                line_no += bytes
+                    .get(counted_to..line_start)
+                    .map_or(0, |b| memchr::memchr_iter(b'\n', b).count());
+                counted_to = line_start;
+                count += 1;
+                if shown < limit {
+                    shown += 1;
+                    let line = text.get(line_start..line_end).unwrap_or_default();
+                    lines.push(json!({
+                        "line": line_no,
+                        "text": crate::text::ellipsize(line, SEARCH_LINE_MAX_CHARS),
+                    }));
+                }
+                pos = line_end + 1;
+                if pos >= bytes.len() {
+                    break;
+                }
+            }
+            if !lines.is_empty() {
+                matches.push(json!({ "path": note.path, "lines": lines }));
+            }
+        }
+        ToolOutput::json(&json!({
+            "matches": matches,
+            "match_count": count,
+            "truncated": count > shown,
+        }))
+    }
+
+    /// The notes whose path starts with `prefix`, in path order.
+    fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Note> + 'a {
+        self.files
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |(p, _)| p.starts_with(prefix))
+            .map(|(_, note)| note)
     }
 
     /// The `n` most recently updated notes, most recent first; equal times in path order.
@@ -652,110 +632,15 @@ fn path_reason(e: &NoteError) -> String {
     }
 }
 
-fn cut_line(line: &str) -> String {
-    match line.char_indices().nth(SEARCH_LINE_MAX_CHARS) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_string(),
-    }
-}
-
-/// Tool-argument access with errors that name the tool and the argument. `null` counts as absent.
-struct Args<'a> {
-    tool: &'a str,
-    map: Option<&'a Map<String, Value>>,
-}
-
-impl<'a> Args<'a> {
-    fn new(tool: &'a str, args: &'a Value, allowed: &[&str]) -> Result<Self, ToolOutput> {
-        let map = match args {
-            Value::Null => None,
-            Value::Object(m) => Some(m),
-            other => {
-                return Err(ToolOutput::error(format!(
-                    "{tool}: arguments must be an object, got {}",
-                    crate::json_kind(other)
-                )))
-            }
-        };
-        if let Some(m) = map {
-            if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(ToolOutput::error(format!(
-                    "{tool}: unknown argument `{k}` (accepted: {})",
-                    allowed.join(", ")
-                )));
-            }
-        }
-        Ok(Args { tool, map })
-    }
-
-    fn err(&self, key: &str, msg: &str) -> ToolOutput {
-        ToolOutput::error(format!("{}: argument `{key}` {msg}", self.tool))
-    }
-
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
-    }
-
-    fn req_str(&self, key: &str) -> Result<&'a str, ToolOutput> {
-        match self.get(key) {
-            Some(Value::String(s)) => Ok(s),
-            Some(other) => Err(self.err(
-                key,
-                &format!("must be a string, got {}", crate::json_kind(other)),
-            )),
-            None => Err(self.err(key, "is required")),
-        }
-    }
-
-    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolOutput> {
-        match self.get(key) {
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.err(
-                key,
-                &format!("must be a string, got {}", crate::json_kind(other)),
-            )),
-            None => Ok(None),
-        }
-    }
-
-    fn int(&self, key: &str) -> Result<Option<i64>, ToolOutput> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => {
-                let n = v.as_i64().or_else(|| {
-                    v.as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                        .map(|f| f as i64)
-                });
-                match n {
-                    Some(n) => Ok(Some(n)),
-                    None => Err(self.err(key, &format!("must be an integer, got {v}"))),
-                }
-            }
-        }
-    }
-
-    fn opt_limit(&self, key: &str) -> Result<Option<u64>, ToolOutput> {
-        match self.int(key)? {
-            Some(n) if n >= 1 => Ok(Some(n as u64)),
-            Some(n) => Err(self.err(key, &format!("must be at least 1, got {n}"))),
-            None => Ok(None),
-        }
-    }
-
-    fn opt_line(&self, key: &str) -> Result<Option<i64>, ToolOutput> {
-        match self.int(key)? {
-            Some(0) => Err(self.err(
-                key,
-                "must not be 0: lines are 1-based, and negative values count from the end (-1 = last line)",
-            )),
-            other => Ok(other),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
     use super::*;
     use serde_json::json;
 
@@ -1040,80 +925,90 @@ mod tests {
                 "notes_delete_file",
                 json!({"path":"a","content":"x"}),
                 T0,
-                "not a note-writing tool",
+                "notes_delete_file: not a note-writing tool (expected notes_write_file or notes_append_to_file)",
             ),
-            (TOOL_WRITE, json!("a"), T0, "arguments must be an object"),
+            (
+                TOOL_WRITE,
+                json!("a"),
+                T0,
+                r#"notes_write_file: arguments must be an object, got "a""#,
+            ),
             (
                 TOOL_WRITE,
                 json!({"path":"a","content":"x","mode":"w"}),
                 T0,
-                "unknown argument `mode`",
+                r#"notes_write_file: unknown argument "mode" (accepted: path, content)"#,
             ),
-            (TOOL_WRITE, json!({"content":"x"}), T0, "`path` is required"),
+            (
+                TOOL_WRITE,
+                json!({"content":"x"}),
+                T0,
+                r#"notes_write_file: argument "path" is required"#,
+            ),
             (
                 TOOL_WRITE,
                 json!({"path":7,"content":"x"}),
                 T0,
-                "`path` must be a string",
+                r#"notes_write_file: argument "path" must be a string, got 7"#,
             ),
             (
                 TOOL_WRITE,
                 json!({"path":"../a","content":"x"}),
                 T0,
-                "`path` is not a valid note path",
+                r#"notes_write_file: argument "path" is not a valid note path: `.` and `..` segments are not allowed"#,
             ),
             (
                 TOOL_WRITE,
                 json!({"path":"/a","content":"x"}),
                 T0,
-                "absolute paths",
+                r#"notes_write_file: argument "path" is not a valid note path: absolute paths are not allowed; use a relative path like `plan.md`"#,
             ),
             (
                 TOOL_APPEND,
                 json!({"path":"a"}),
                 T0,
-                "`content` is required",
+                r#"notes_append_to_file: argument "content" is required"#,
             ),
             (
                 TOOL_APPEND,
                 json!({"path":"a","content":["x"]}),
                 T0,
-                "`content` must be a string",
+                r#"notes_append_to_file: argument "content" must be a string, got ["x"]"#,
             ),
             (
                 TOOL_APPEND,
                 json!({"path":"a","content":""}),
                 T0,
-                "nothing to append",
+                r#"notes_append_to_file: argument "content" is empty; there is nothing to append"#,
             ),
             (
                 TOOL_WRITE,
                 json!({"path":"a","content":""}),
                 T0,
-                "there is no note at \"a\"",
+                r#"notes_write_file: argument "content" is empty, which deletes a note, but there is no note at "a"; nothing was changed"#,
             ),
             (
                 TOOL_WRITE,
                 json!({"path":"a","content":big}),
                 T0,
-                "a note holds at most 1000000",
+                r#"notes_write_file: argument "content" is 1000001 UTF-8 bytes; a note holds at most 1000000. Nothing was written"#,
             ),
             (
                 TOOL_APPEND,
                 json!({"path":"full","content":"z"}),
                 T0,
-                "would grow \"full\" to 1000001",
+                r#"notes_append_to_file: argument "content" would grow "full" to 1000001 UTF-8 bytes; a note holds at most 1000000. Nothing was appended"#,
             ),
             (
                 TOOL_WRITE,
                 json!({"path":"a","content":"x"}),
                 i64::MAX,
-                "not a representable timestamp",
+                "notes_write_file: the current time (9223372036854775807 ms) is not a representable timestamp; nothing was written",
             ),
         ];
         for (tool, args, now, want) in cases {
             let text = err_text(notes.prepare(tool, &args, now).unwrap_err());
-            assert!(text.contains(want), "{tool} {args}: {text}");
+            assert_eq!(text, want, "{tool} {args}");
         }
     }
 
@@ -1199,42 +1094,56 @@ mod tests {
     fn read_file_errors() {
         let notes = notes_with(&[("f", "l1\nl2\nl3\n", T0)]);
         let cases: Vec<(Value, &str)> = vec![
-            (json!({}), "`path` is required"),
-            (json!({"path":1}), "`path` must be a string"),
-            (json!({"path":"nope"}), "no note at \"nope\""),
-            (json!({"path":"../f"}), "not a valid note path"),
+            (json!({}), r#"argument "path" is required"#),
+            (
+                json!({"path":1}),
+                r#"argument "path" must be a string, got 1"#,
+            ),
+            (
+                json!({"path":"nope"}),
+                r#"argument "path" names no note: there is no note at "nope" (list notes with notes_list_files_by_prefix)"#,
+            ),
+            (
+                json!({"path":"../f"}),
+                r#"argument "path" names no note: there is no note at "../f" (is not a valid note path: `.` and `..` segments are not allowed)"#,
+            ),
             (
                 json!({"path":"f","start_line":0}),
-                "`start_line` must not be 0",
+                r#"argument "start_line" must not be 0: lines are 1-based, and negative values count from the end (-1 = last line)"#,
             ),
-            (json!({"path":"f","end_line":0}), "`end_line` must not be 0"),
+            (
+                json!({"path":"f","end_line":0}),
+                r#"argument "end_line" must not be 0: lines are 1-based, and negative values count from the end (-1 = last line)"#,
+            ),
             (
                 json!({"path":"f","start_line":4}),
-                "past the end of \"f\" (3 lines)",
+                r#"argument "start_line" is 4, past the end of "f" (3 lines)"#,
             ),
             (
                 json!({"path":"f","start_line":3,"end_line":2}),
-                "`end_line` is 2",
+                r#"argument "end_line" is 2, which resolves to line 2, before start_line 3 (line 3)"#,
             ),
             (
                 json!({"path":"f","start_line":-1,"end_line":1}),
-                "before start_line -1 (line 3)",
+                r#"argument "end_line" is 1, which resolves to line 1, before start_line -1 (line 3)"#,
             ),
             (
                 json!({"path":"f","start_line":"2"}),
-                "`start_line` must be an integer",
+                r#"argument "start_line" must be an integer, got "2""#,
             ),
             (
                 json!({"path":"f","end_line":1.5}),
-                "`end_line` must be an integer",
+                r#"argument "end_line" must be an integer, got 1.5"#,
             ),
-            (json!({"path":"f","lines":2}), "unknown argument `lines`"),
-            (json!([]), "arguments must be an object"),
+            (
+                json!({"path":"f","lines":2}),
+                r#"unknown argument "lines" (accepted: path, start_line, end_line)"#,
+            ),
+            (json!([]), "arguments must be an object, got []"),
         ];
         for (args, want) in cases {
             let text = err_text(notes.read_file(&args));
-            assert!(text.starts_with("notes_read_file: "), "{text}");
-            assert!(text.contains(want), "{args}: {text}");
+            assert_eq!(text, format!("notes_read_file: {want}"), "{args}");
         }
     }
 
@@ -1299,30 +1208,35 @@ mod tests {
     fn search_errors() {
         let notes = Notes::new();
         for (args, want) in [
-            (json!({}), "`query` is required"),
-            (json!({"query":""}), "`query` must not be empty"),
-            (json!({"query":5}), "`query` must be a string"),
+            (json!({}), r#"argument "query" is required"#),
+            (json!({"query":""}), r#"argument "query" must not be empty"#),
+            (
+                json!({"query":5}),
+                r#"argument "query" must be a string, got 5"#,
+            ),
             (
                 json!({"query":"a","path_prefix":1}),
-                "`path_prefix` must be a string",
+                r#"argument "path_prefix" must be a string, got 1"#,
             ),
-            (json!({"query":"a","limit":0}), "`limit` must be at least 1"),
+            (
+                json!({"query":"a","limit":0}),
+                r#"argument "limit" must be a positive integer, got 0"#,
+            ),
             (
                 json!({"query":"a","limit":-3}),
-                "`limit` must be at least 1",
+                r#"argument "limit" must be a positive integer, got -3"#,
             ),
             (
                 json!({"query":"a","limit":"5"}),
-                "`limit` must be an integer",
+                r#"argument "limit" must be a positive integer, got "5""#,
             ),
             (
                 json!({"query":"a","regex":true}),
-                "unknown argument `regex`",
+                r#"unknown argument "regex" (accepted: query, path_prefix, limit)"#,
             ),
         ] {
             let text = err_text(notes.search_contents(&args));
-            assert!(text.starts_with("notes_search_contents: "), "{text}");
-            assert!(text.contains(want), "{args}: {text}");
+            assert_eq!(text, format!("notes_search_contents: {want}"), "{args}");
         }
     }
 
@@ -1360,14 +1274,29 @@ mod tests {
         let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"zz"})));
         assert_eq!(v, json!({"files":[],"total":0,"truncated":false}));
         for (args, want) in [
-            (json!({"limit":0}), "`limit` must be at least 1"),
-            (json!({"limit":true}), "`limit` must be an integer"),
-            (json!({"prefix":["a"]}), "`prefix` must be a string"),
-            (json!({"path":"a"}), "unknown argument `path`"),
+            (
+                json!({"limit":0}),
+                r#"argument "limit" must be a positive integer, got 0"#,
+            ),
+            (
+                json!({"limit":true}),
+                r#"argument "limit" must be a positive integer, got true"#,
+            ),
+            (
+                json!({"prefix":["a"]}),
+                r#"argument "prefix" must be a string, got ["a"]"#,
+            ),
+            (
+                json!({"path":"a"}),
+                r#"unknown argument "path" (accepted: prefix, limit)"#,
+            ),
         ] {
             let text = err_text(notes.list_files_by_prefix(&args));
-            assert!(text.starts_with("notes_list_files_by_prefix: "), "{text}");
-            assert!(text.contains(want), "{args}: {text}");
+            assert_eq!(
+                text,
+                format!("notes_list_files_by_prefix: {want}"),
+                "{args}"
+            );
         }
     }
 
@@ -1392,17 +1321,6 @@ mod tests {
             .unwrap();
         assert_eq!(order(&notes, 3), ["b", "d", "a"]);
         assert!(Notes::new().recent(3).is_empty());
-    }
-
-    #[test]
-    fn tool_descriptions_cover_every_tool() {
-        let names: Vec<&str> = TOOL_DESCRIPTIONS.iter().map(|(n, _)| *n).collect();
-        assert_eq!(
-            names,
-            [TOOL_LIST, TOOL_READ, TOOL_SEARCH, TOOL_APPEND, TOOL_WRITE]
-        );
-        let write = TOOL_DESCRIPTIONS[4].1;
-        assert!(write.contains("Empty content deletes the note"));
     }
 
     mod replay_props {

@@ -17,6 +17,13 @@
 //!   of Relay's own elements inside the text (`</note`, `</handoff`, `</context_window`, … in any
 //!   ASCII case) is written `<\/name`, so verbatim text can never end its element early.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::fmt::Write as _;
 
 /// One note in the boot block's recent-notes index.
@@ -82,7 +89,10 @@ pub fn render_boot_block(b: &BootBlock) -> String {
         None => out.push_str("previous_window_id: none (this is the first window)\n"),
     }
 
-    let shown = &b.notes[..b.notes.len().min(BOOT_NOTES_SHOWN)];
+    let shown = b
+        .notes
+        .get(..b.notes.len().min(BOOT_NOTES_SHOWN))
+        .unwrap_or_default();
     let total = b.note_count.max(shown.len());
     if shown.is_empty() {
         out.push_str("<recent_notes>none yet</recent_notes>\n");
@@ -97,7 +107,7 @@ pub fn render_boot_block(b: &BootBlock) -> String {
                 out,
                 "<note path=\"{}\">{} lines, {} UTF-8 bytes, updated {}",
                 escape_attr(n.path),
-                crate::notes::count_lines(n.content),
+                crate::text::count_lines(n.content),
                 n.content.len(),
                 format_local_iso(n.updated_ms, b.tz_offset_minutes)
             );
@@ -291,70 +301,19 @@ pub fn render_status(s: &StatusInfo) -> String {
 }
 
 /// Format a Unix timestamp in ms as local ISO 8601 with an explicit offset, to the second:
-/// `2026-11-29T23:05:07+01:00`. Never `Z`: offset 0 renders `+00:00`. Sub-second digits are
-/// dropped (floored). Offsets beyond ±23:59 are clamped. Years outside 0000–9999 use the ISO
-/// expanded form with a sign and six digits (`+275760`).
-pub fn format_local_iso(ms: i64, tz_offset_minutes: i32) -> String {
-    let off = tz_offset_minutes.clamp(-(23 * 60 + 59), 23 * 60 + 59);
-    let local = ms.saturating_add(i64::from(off) * 60_000);
-    let days = local.div_euclid(86_400_000);
-    let secs_of_day = local.rem_euclid(86_400_000) / 1000;
-    let (y, m, d) = civil_from_days(days);
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
-    } else if y < 0 {
-        format!("-{:06}", -y)
-    } else {
-        format!("+{y:06}")
-    };
-    let sign = if off < 0 { '-' } else { '+' };
-    let abs = off.unsigned_abs();
-    format!(
-        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
-        secs_of_day / 3600,
-        secs_of_day / 60 % 60,
-        secs_of_day % 60,
-        abs / 60,
-        abs % 60
-    )
-}
-
-/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
+/// `2026-11-29T23:05:07+01:00` (the one formatter, see [`crate::time`]).
+pub use crate::time::format_local_iso;
 
 /// A note's inline preview: the whole note when it has at most 200 Unicode characters (scalar
 /// values, so a combining mark or each half of an emoji ZWJ sequence counts as one), else its
 /// first 120 and last 80 characters joined by `…` (the two ends never overlap).
 pub fn note_preview(content: &str) -> String {
-    let n = content.chars().count();
-    if n <= PREVIEW_WHOLE_MAX_CHARS {
-        return content.to_string();
-    }
-    let head_end = content
-        .char_indices()
-        .nth(PREVIEW_HEAD_CHARS)
-        .map_or(content.len(), |(i, _)| i);
-    let tail_start = content
-        .char_indices()
-        .rev()
-        .nth(PREVIEW_TAIL_CHARS - 1)
-        .map_or(0, |(i, _)| i);
-    let mut out = String::with_capacity(head_end + 3 + content.len() - tail_start);
-    out.push_str(&content[..head_end]);
-    out.push('…');
-    out.push_str(&content[tail_start..]);
-    out
+    crate::text::head_tail_preview(
+        content,
+        PREVIEW_WHOLE_MAX_CHARS,
+        PREVIEW_HEAD_CHARS,
+        PREVIEW_TAIL_CHARS,
+    )
 }
 
 /// `12345678` → `12,345,678`.
@@ -362,8 +321,8 @@ pub fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let lead = (digits.len() - 1) % 3 + 1;
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    out.push_str(&digits[..lead]);
-    for chunk in digits.as_bytes()[lead..].chunks(3) {
+    out.push_str(digits.get(..lead).unwrap_or_default());
+    for chunk in digits.as_bytes().get(lead..).unwrap_or_default().chunks(3) {
         out.push(',');
         out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
     }
@@ -394,13 +353,16 @@ pub fn neutralize_closing_tags(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     while let Some(i) = rest.find("</") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
+        out.push_str(rest.get(..i).unwrap_or_default());
+        let after = rest.get(i + 2..).unwrap_or_default();
         let own = OWN_TAGS.iter().any(|t| {
-            after.len() >= t.len()
-                && after.as_bytes()[..t.len()].eq_ignore_ascii_case(t.as_bytes())
+            after
+                .as_bytes()
+                .get(..t.len())
+                .is_some_and(|name| name.eq_ignore_ascii_case(t.as_bytes()))
+                // The name is ASCII, so the text after it starts at a character boundary.
                 && !matches!(
-                    after[t.len()..].chars().next(),
+                    after.get(t.len()..).and_then(|r| r.chars().next()),
                     Some(c) if c != '>' && !c.is_whitespace()
                 )
         });
@@ -413,6 +375,13 @@ pub fn neutralize_closing_tags(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
     use super::*;
 
     /// 2026-11-29T22:05:07Z

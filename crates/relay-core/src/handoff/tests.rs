@@ -1,3 +1,10 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use super::*;
 use serde_json::json;
 
@@ -246,37 +253,52 @@ fn argument_errors_name_the_field() {
     let cases = [
         (
             json!({"next_step": "n", "facts": "f"}),
-            "`goal` is required",
+            r#"argument "goal" is required"#,
+        ),
+        (
+            json!({"goal": null, "next_step": "n", "facts": "f"}),
+            r#"argument "goal" is required"#,
         ),
         (
             json!({"goal": "g", "next_step": "  ", "facts": "f"}),
-            "`next_step` must not be empty",
+            r#"argument "next_step" must not be empty"#,
         ),
         (
             json!({"goal": "g", "next_step": "n", "facts": 3}),
-            "`facts` must be a string, got a number",
+            r#"argument "facts" must be a string, got 3"#,
         ),
         (
             json!({"goal": "g", "next_step": "n", "facts": "f", "decisions": ["x"]}),
-            "`decisions` must be a string",
+            r#"argument "decisions" must be a string, got ["x"]"#,
         ),
         (
             json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": "/a"}),
-            "`files_to_read` must be an array",
+            r#"argument "files_to_read" must be an array of paths, got "/a""#,
         ),
         (
             json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": ["/a", 1]}),
-            "`files_to_read[1]` must be a string path",
+            r#"argument "files_to_read[1]" must be a string path, got 1"#,
+        ),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": ["/a", " "]}),
+            r#"argument "files_to_read[1]" must not be empty"#,
         ),
         (
             json!({"goal": "g", "next_step": "n", "facts": "f", "launch_prompt": "prompt.md"}),
-            "`launch_prompt` must be an absolute path",
+            r#"argument "launch_prompt" must be an absolute path, got "prompt.md""#,
         ),
-        (json!(["g"]), "`arguments` must be an object"),
+        (
+            json!({"goal": "g", "next_step": "n", "facts": "f", "mood": "tired"}),
+            r#"unknown argument "mood" (accepted: goal, next_step, facts, decisions, user_constraints, open_items, hypotheses, files_to_read, launch_prompt)"#,
+        ),
+        (json!(["g"]), r#"arguments must be an object, got ["g"]"#),
+        (json!(null), r#"argument "goal" is required"#),
     ];
     for (input, expected) in cases {
-        let err = HandoffArgs::parse(&input).unwrap_err().to_string();
-        assert!(err.contains(expected), "{err} should contain {expected}");
+        let err = HandoffArgs::parse(&input).unwrap_err();
+        assert!(matches!(err, HandoffError::InvalidArgument(_)));
+        assert_eq!(err.to_string(), format!("context_handoff: {expected}"));
+        assert_eq!(err.to_tool_output().text, err.to_string());
     }
 }
 

@@ -1,0 +1,693 @@
+//! Tool arguments: one typed struct per tool, one decoder with one error format, and the JSON
+//! Schemas of the tools' parameters, all from the same definitions.
+//!
+//! Contract:
+//! - **One source.** Each tool's parameters are one struct below: its fields are the parameter
+//!   names, their doc comments the descriptions the model reads, their `#[serde(default)]` the
+//!   defaults (stated once, as the constant the tool uses). [`parameter_schemas`] derives the
+//!   JSON Schemas from them (checked in as `extension/src/generated/tool-params.json`, regenerated
+//!   with `UPDATE_GENERATED=1 cargo test -p relay-core generated`).
+//! - **One decoder.** [`decode`] turns the model's JSON arguments into the struct. `null`
+//!   arguments are no arguments and a `null` value is an absent argument (Pi's own validation
+//!   drops such nulls too); an unknown argument is an error, never silently dropped.
+//! - **One error format**, naming the tool and the argument, for decoding and for every later
+//!   check a tool makes about an argument ([`invalid`]):
+//!   - `history_read_item: unknown argument "foo" (accepted: window_id, item_id, …)`
+//!   - `history_read_item: argument "item_id" is required`
+//!   - `history_list_items: argument "limit" must be a positive integer, got "x"`
+//!   - `context_handoff: argument "files_to_read[1]" must be a string path, got 1`
+//!   - `notes_read_file: arguments must be an object, got [1]`
+//!
+//! The schemas state types only (no minimum, no pattern): every value check is made here, so that
+//! the model always reads errors in this one format.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt::Display;
+use std::sync::OnceLock;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde::{de, Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ToolOutput;
+
+// ---------------------------------------------------------------------------------------------
+// Tool names
+
+pub const HISTORY_LIST_WINDOWS: &str = "history_list_windows";
+pub const HISTORY_LIST_ITEMS: &str = "history_list_items";
+pub const HISTORY_READ_ITEM: &str = "history_read_item";
+pub const HISTORY_SEARCH_CONTENTS: &str = "history_search_contents";
+pub const NOTES_LIST_FILES_BY_PREFIX: &str = crate::notes::TOOL_LIST;
+pub const NOTES_READ_FILE: &str = crate::notes::TOOL_READ;
+pub const NOTES_SEARCH_CONTENTS: &str = crate::notes::TOOL_SEARCH;
+pub const NOTES_APPEND_TO_FILE: &str = crate::notes::TOOL_APPEND;
+pub const NOTES_WRITE_FILE: &str = crate::notes::TOOL_WRITE;
+pub const NEW_CONTEXT: &str = "new_context";
+pub const CONTEXT_HANDOFF: &str = "context_handoff";
+pub const GET_CONTEXT_REMAINING: &str = "get_context_remaining";
+
+// ---------------------------------------------------------------------------------------------
+// The one error format
+
+/// The tool error for an argument that is present but wrong: `{tool}: argument "{arg}" {message}`,
+/// where `message` continues the sentence ("must be …", "is …").
+pub fn invalid(tool: &str, arg: &str, message: impl Display) -> ToolOutput {
+    ToolOutput::error(format!("{tool}: argument \"{arg}\" {message}"))
+}
+
+/// A JSON value as an error message quotes it: compact JSON, cut after 40 characters.
+pub fn quote(v: &Value) -> String {
+    crate::text::ellipsize(&v.to_string(), 40)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The one decoder
+
+/// Parameters of one tool: the struct [`decode`] fills.
+pub trait ToolArgs: DeserializeOwned + JsonSchema {
+    /// The tool these are the parameters of.
+    const TOOL: &'static str;
+    /// The accepted and the required parameter names, read once from the schema.
+    fn names() -> &'static Names;
+}
+
+/// A tool's parameter names, in declaration order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    pub accepted: Vec<String>,
+    pub required: Vec<String>,
+}
+
+impl Names {
+    fn of<T: JsonSchema>() -> Names {
+        let schema = schema_of::<T>();
+        let list = |key: &str| -> Vec<String> {
+            match schema.get(key) {
+                Some(Value::Object(m)) => m.keys().cloned().collect(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        Names {
+            accepted: list("properties"),
+            required: list("required"),
+        }
+    }
+}
+
+/// Decodes the model's arguments for `tool` into `T`, or answers the tool error (see the module
+/// documentation for the format). Checks, in order: the arguments are an object (or `null`);
+/// every argument is known; every required argument is present (and not `null`); every value is
+/// of its parameter's kind.
+pub fn decode<T: ToolArgs>(tool: &str, args: &Value) -> Result<T, ToolOutput> {
+    let empty = Map::new();
+    let map = match args {
+        Value::Null => &empty,
+        Value::Object(m) => m,
+        other => {
+            return Err(ToolOutput::error(format!(
+                "{tool}: arguments must be an object, got {}",
+                quote(other)
+            )))
+        }
+    };
+    let names = T::names();
+    if let Some(k) = map.keys().find(|k| !names.accepted.contains(k)) {
+        let accepted = if names.accepted.is_empty() {
+            "this tool takes no arguments".to_string()
+        } else {
+            format!("accepted: {}", names.accepted.join(", "))
+        };
+        return Err(ToolOutput::error(format!(
+            "{tool}: unknown argument \"{k}\" ({accepted})"
+        )));
+    }
+    let present = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
+    if let Some(k) = names.required.iter().find(|k| !present(k)) {
+        return Err(invalid(tool, k, "is required"));
+    }
+    // Deserialize the non-null arguments, remembering which one is being read, so that a value
+    // error names its argument.
+    let current: RefCell<Option<&str>> = RefCell::new(None);
+    let entries = map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| {
+        current.replace(Some(k.as_str()));
+        (k.as_str(), v)
+    });
+    let de = de::value::MapDeserializer::<_, serde_json::Error>::new(entries);
+    T::deserialize(de).map_err(|e| {
+        let message = e.to_string();
+        match current.take() {
+            // `[i] must …` is about one element of an array argument.
+            Some(arg) => match message.strip_prefix('[').and_then(|m| m.split_once(']')) {
+                Some((index, rest)) => invalid(tool, &format!("{arg}[{index}]"), rest.trim_start()),
+                None => invalid(tool, arg, message),
+            },
+            None => ToolOutput::error(format!("{tool}: {message}")),
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter kinds: each checks its value and states its schema
+
+/// Reads the value as JSON and checks it, so every kind reports the value it got.
+fn checked<'de, D: Deserializer<'de>, T>(
+    d: D,
+    check: impl FnOnce(Value) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    let v = Value::deserialize(d)?;
+    check(v).map_err(de::Error::custom)
+}
+
+/// The value as an integer, when it is one (an integral float like `2.0` counts).
+fn integer(v: &Value) -> Option<i128> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.is_finite() && f.fract() == 0.0)
+                    .map(|f| f as i128)
+            }),
+        _ => None,
+    }
+}
+
+macro_rules! kind {
+    ($ty:ident, $schema:tt) => {
+        impl JsonSchema for $ty {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
+
+/// Any string (empty too).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Text(pub String);
+kind!(Text, {"type": "string"});
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| match v {
+            Value::String(s) => Ok(Text(s)),
+            other => Err(format!("must be a string, got {}", quote(&other))),
+        })
+    }
+}
+
+/// A string that is not empty (a search query: blanks are a valid query).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Query(pub String);
+kind!(Query, {"type": "string"});
+
+impl<'de> Deserialize<'de> for Query {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Text(s) = Text::deserialize(d)?;
+        if s.is_empty() {
+            return Err(de::Error::custom("must not be empty"));
+        }
+        Ok(Query(s))
+    }
+}
+
+/// A string with some non-blank content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct NonBlank(pub String);
+kind!(NonBlank, {"type": "string"});
+
+impl<'de> Deserialize<'de> for NonBlank {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Text(s) = Text::deserialize(d)?;
+        if s.trim().is_empty() {
+            return Err(de::Error::custom("must not be empty"));
+        }
+        Ok(NonBlank(s))
+    }
+}
+
+/// `true` or `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Flag(pub bool);
+kind!(Flag, {"type": "boolean"});
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| match v {
+            Value::Bool(b) => Ok(Flag(b)),
+            other => Err(format!("must be true or false, got {}", quote(&other))),
+        })
+    }
+}
+
+/// An integer ≥ 1 (larger than `usize` saturates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PositiveInt(pub usize);
+kind!(PositiveInt, {"type": "integer"});
+
+impl<'de> Deserialize<'de> for PositiveInt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| match integer(&v) {
+            Some(n) if n >= 1 => Ok(PositiveInt(usize::try_from(n).unwrap_or(usize::MAX))),
+            _ => Err(format!("must be a positive integer, got {}", quote(&v))),
+        })
+    }
+}
+
+/// An integer ≥ 0 (larger than `usize` saturates).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct NonNegativeInt(pub usize);
+kind!(NonNegativeInt, {"type": "integer"});
+
+impl<'de> Deserialize<'de> for NonNegativeInt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| match integer(&v) {
+            Some(n) if n >= 0 => Ok(NonNegativeInt(usize::try_from(n).unwrap_or(usize::MAX))),
+            _ => Err(format!("must be a non-negative integer, got {}", quote(&v))),
+        })
+    }
+}
+
+/// A 1-based line number, or a negative one counting from the end (-1 = last line); never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct LineIndex(pub i64);
+kind!(LineIndex, {"type": "integer"});
+
+impl<'de> Deserialize<'de> for LineIndex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| {
+            match integer(&v).map(i64::try_from) {
+            Some(Ok(0)) => Err("must not be 0: lines are 1-based, and negative values count from the end (-1 = last line)".into()),
+            Some(Ok(n)) => Ok(LineIndex(n)),
+            _ => Err(format!("must be an integer, got {}", quote(&v))),
+        }
+        })
+    }
+}
+
+/// One of the history item roles.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct RoleName(pub String);
+
+impl JsonSchema for RoleName {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "RoleName".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "enum": crate::history::ROLE_NAMES})
+    }
+}
+
+impl<'de> Deserialize<'de> for RoleName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| match &v {
+            Value::String(s) if crate::history::ROLE_NAMES.contains(&s.as_str()) => {
+                Ok(RoleName(s.clone()))
+            }
+            _ => Err(format!(
+                "must be one of {}, got {}",
+                crate::history::ROLE_NAMES
+                    .map(|n| format!("\"{n}\""))
+                    .join(", "),
+                quote(&v)
+            )),
+        })
+    }
+}
+
+/// A list of non-blank paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PathList(pub Vec<String>);
+kind!(PathList, {"type": "array", "items": {"type": "string"}});
+
+impl<'de> Deserialize<'de> for PathList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| {
+            let Value::Array(items) = v else {
+                return Err(format!("must be an array of paths, got {}", quote(&v)));
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                match item {
+                    Value::String(s) if !s.trim().is_empty() => out.push(s),
+                    Value::String(_) => return Err(format!("[{i}] must not be empty")),
+                    other => {
+                        return Err(format!(
+                            "[{i}] must be a string path, got {}",
+                            quote(&other)
+                        ))
+                    }
+                }
+            }
+            Ok(PathList(out))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tools' parameters
+
+fn yes() -> Flag {
+    Flag(true)
+}
+fn list_items_limit() -> PositiveInt {
+    PositiveInt(crate::history::DEFAULT_LIST_ITEMS_LIMIT)
+}
+fn max_chars_per_item() -> PositiveInt {
+    PositiveInt(crate::history::DEFAULT_MAX_CHARS_PER_ITEM)
+}
+fn read_limit_chars() -> PositiveInt {
+    PositiveInt(crate::history::DEFAULT_READ_LIMIT_CHARS)
+}
+fn history_search_limit() -> PositiveInt {
+    PositiveInt(crate::history::DEFAULT_SEARCH_LIMIT)
+}
+fn notes_list_limit() -> PositiveInt {
+    PositiveInt(usize::try_from(crate::notes::DEFAULT_LIST_LIMIT).unwrap_or(usize::MAX))
+}
+fn notes_search_limit() -> PositiveInt {
+    PositiveInt(usize::try_from(crate::notes::DEFAULT_SEARCH_LIMIT).unwrap_or(usize::MAX))
+}
+fn first_line() -> LineIndex {
+    LineIndex(1)
+}
+fn last_line() -> LineIndex {
+    LineIndex(-1)
+}
+
+/// `history_list_windows`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryListWindows {
+    /// At most this many windows (default: all of them).
+    pub limit: Option<PositiveInt>,
+    /// Newest window first.
+    #[serde(default = "yes")]
+    pub recent_first: Flag,
+}
+
+/// `history_list_items`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryListItems {
+    /// Only items of this window.
+    pub window_id: Option<Text>,
+    /// Only items with this role.
+    pub role: Option<RoleName>,
+    /// Only tool items of this namespace (the tool name before its first underscore).
+    pub tool_namespace: Option<Text>,
+    /// Only tool items of this tool.
+    pub tool_name: Option<Text>,
+    /// At most this many items.
+    #[serde(default = "list_items_limit")]
+    pub limit: PositiveInt,
+    /// Newest item first.
+    #[serde(default = "yes")]
+    pub recent_first: Flag,
+    /// Cut each item's content to this many characters (read the rest with history_read_item).
+    #[serde(default = "max_chars_per_item")]
+    pub max_chars_per_item: PositiveInt,
+}
+
+/// `history_read_item`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryReadItem {
+    /// The item's window id.
+    pub window_id: Text,
+    /// The item id.
+    pub item_id: Text,
+    /// Start at this character offset.
+    #[serde(default)]
+    pub offset_chars: NonNegativeInt,
+    /// Read at most this many characters.
+    #[serde(default = "read_limit_chars")]
+    pub limit_chars: PositiveInt,
+}
+
+/// `history_search_contents`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySearchContents {
+    /// Case-sensitive literal text to find (no regex).
+    pub query: Query,
+    /// Only items of this window.
+    pub window_id: Option<Text>,
+    /// Only items with this role.
+    pub role: Option<RoleName>,
+    /// Only tool items of this namespace (the tool name before its first underscore).
+    pub tool_namespace: Option<Text>,
+    /// Only tool items of this tool.
+    pub tool_name: Option<Text>,
+    /// At most this many matching items.
+    #[serde(default = "history_search_limit")]
+    pub limit: PositiveInt,
+    /// Newest item first.
+    #[serde(default = "yes")]
+    pub recent_first: Flag,
+}
+
+/// `notes_list_files_by_prefix`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesListFilesByPrefix {
+    /// Only notes whose path starts with this prefix (empty: all notes).
+    #[serde(default)]
+    pub prefix: Text,
+    /// At most this many files.
+    #[serde(default = "notes_list_limit")]
+    pub limit: PositiveInt,
+}
+
+/// `notes_read_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesReadFile {
+    /// Note path.
+    pub path: Text,
+    /// First line, 1-based; negative values count from the end (-1 = last line).
+    #[serde(default = "first_line")]
+    pub start_line: LineIndex,
+    /// Last line, inclusive; negative values count from the end (-1 = last line).
+    #[serde(default = "last_line")]
+    pub end_line: LineIndex,
+}
+
+/// `notes_search_contents`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesSearchContents {
+    /// Case-sensitive literal text to find.
+    pub query: Query,
+    /// Only notes whose path starts with this prefix (empty: all notes).
+    #[serde(default)]
+    pub path_prefix: Text,
+    /// At most this many matching lines.
+    #[serde(default = "notes_search_limit")]
+    pub limit: PositiveInt,
+}
+
+/// `notes_append_to_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesAppendToFile {
+    /// Note path, relative, like plan.md or task/progress.md.
+    pub path: Text,
+    /// Text to append.
+    pub content: Text,
+}
+
+/// `notes_write_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotesWriteFile {
+    /// Note path, relative, like plan.md or task/progress.md.
+    pub path: Text,
+    /// The whole new content; empty deletes the note.
+    pub content: Text,
+}
+
+/// `context_handoff`. Optional texts that are blank count as absent.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextHandoff {
+    /// The task and the original request, verbatim where it matters.
+    pub goal: NonBlank,
+    /// The exact next action.
+    pub next_step: NonBlank,
+    /// Verified state: HEAD/commits, test and CI results, completed work.
+    pub facts: NonBlank,
+    /// Decisions taken, and why.
+    pub decisions: Option<Text>,
+    /// The user's constraints, verbatim.
+    pub user_constraints: Option<Text>,
+    /// What is still open.
+    pub open_items: Option<Text>,
+    /// Unverified explanations, explicitly not facts.
+    pub hypotheses: Option<Text>,
+    /// Absolute paths to read first in the next window.
+    #[serde(default)]
+    pub files_to_read: PathList,
+    /// Absolute path of a prompt file for a relaunch.
+    pub launch_prompt: Option<Text>,
+}
+
+/// `new_context`: no parameters.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewContext {}
+
+/// `get_context_remaining`: no parameters.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetContextRemaining {}
+
+macro_rules! tools {
+    ($($ty:ty => $name:expr),* $(,)?) => {
+        $(
+            impl ToolArgs for $ty {
+                const TOOL: &'static str = $name;
+                fn names() -> &'static Names {
+                    static NAMES: OnceLock<Names> = OnceLock::new();
+                    NAMES.get_or_init(Names::of::<$ty>)
+                }
+            }
+        )*
+
+        /// Every tool's name, in registration order.
+        pub const TOOL_NAMES: [&str; 12] = [$($name),*];
+
+        /// Every tool's parameter schema: an object from tool name to the JSON Schema of its
+        /// parameters (`type: object`, `properties`, `required`, `additionalProperties: false`;
+        /// no `$schema`, titles or definitions), usable as a Pi tool's `parameters` as is.
+        pub fn parameter_schemas() -> Value {
+            let mut out = Map::new();
+            $( out.insert($name.to_string(), schema_of::<$ty>()); )*
+            Value::Object(out)
+        }
+    };
+}
+
+tools! {
+    HistoryListWindows => HISTORY_LIST_WINDOWS,
+    HistoryListItems => HISTORY_LIST_ITEMS,
+    HistoryReadItem => HISTORY_READ_ITEM,
+    HistorySearchContents => HISTORY_SEARCH_CONTENTS,
+    NotesListFilesByPrefix => NOTES_LIST_FILES_BY_PREFIX,
+    NotesReadFile => NOTES_READ_FILE,
+    NotesSearchContents => NOTES_SEARCH_CONTENTS,
+    NotesAppendToFile => NOTES_APPEND_TO_FILE,
+    NotesWriteFile => NOTES_WRITE_FILE,
+    NewContext => NEW_CONTEXT,
+    ContextHandoff => CONTEXT_HANDOFF,
+    GetContextRemaining => GET_CONTEXT_REMAINING,
+}
+
+/// The tidy parameter schema of `T`: inlined, without `$schema`, `title`, the struct's own
+/// description or definitions; optional parameters are simply not required (no `null` type);
+/// each parameter's default is added to its description, so the model reads it in one place.
+fn schema_of<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut root = generator.into_root_schema_for::<T>().to_value();
+    let mut out = Map::new();
+    out.insert("type".into(), "object".into());
+    let mut properties = match root.get_mut("properties").map(Value::take) {
+        Some(Value::Object(p)) => p,
+        _ => Map::new(),
+    };
+    for property in properties.values_mut() {
+        tidy_property(property);
+    }
+    out.insert("properties".into(), Value::Object(properties));
+    if let Some(Value::Array(required)) = root.get_mut("required").map(Value::take) {
+        if !required.is_empty() {
+            out.insert("required".into(), Value::Array(required));
+        }
+    }
+    out.insert("additionalProperties".into(), Value::Bool(false));
+    Value::Object(out)
+}
+
+fn tidy_property(p: &mut Value) {
+    let Value::Object(obj) = p else { return };
+    // `Option<T>`: schemars writes `type: [T, "null"]` or `anyOf: [T, {type: null}]`.
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_mut_slice() {
+            let only = only.take();
+            obj.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if let Some(Value::Array(any_of)) = obj.remove("anyOf") {
+        let mut rest: Vec<Value> = any_of
+            .into_iter()
+            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"))
+            .collect();
+        match rest.pop() {
+            Some(Value::Object(inner)) if rest.is_empty() => {
+                for (k, v) in inner {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+            Some(other) => {
+                rest.push(other);
+                obj.insert("anyOf".into(), Value::Array(rest));
+            }
+            None => {}
+        }
+    }
+    if let Some(default) = obj.get("default").cloned() {
+        let description = obj
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let text = format!("{description} Default: {default}.");
+        obj.insert("description".into(), text.trim_start().into());
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,331 @@
+//! Decoding, the one error format, the schemas, and the checked-in schema file.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use super::*;
+use serde_json::json;
+
+fn ok<T: ToolArgs>(args: Value) -> T {
+    match decode::<T>(T::TOOL, &args) {
+        Ok(t) => t,
+        Err(e) => panic!("{args} rejected: {}", e.text),
+    }
+}
+
+fn err<T: ToolArgs + std::fmt::Debug>(args: Value) -> String {
+    let out = decode::<T>(T::TOOL, &args).expect_err("an argument error");
+    assert!(out.is_error);
+    out.text
+}
+
+#[test]
+fn absent_and_null_arguments_take_the_defaults() {
+    for args in [
+        Value::Null,
+        json!({}),
+        json!({"limit": null, "recent_first": null, "role": null}),
+    ] {
+        let a: HistoryListItems = ok(args);
+        assert_eq!(a.limit.0, crate::history::DEFAULT_LIST_ITEMS_LIMIT);
+        assert_eq!(
+            a.max_chars_per_item.0,
+            crate::history::DEFAULT_MAX_CHARS_PER_ITEM
+        );
+        assert!(a.recent_first.0);
+        assert!(a.window_id.is_none() && a.role.is_none());
+    }
+    let a: HistoryReadItem = ok(json!({"window_id": "w", "item_id": "i"}));
+    assert_eq!(
+        (a.offset_chars.0, a.limit_chars.0),
+        (0, crate::history::DEFAULT_READ_LIMIT_CHARS)
+    );
+    let a: HistoryListWindows = ok(json!({}));
+    assert!(a.limit.is_none() && a.recent_first.0);
+    let a: HistorySearchContents = ok(json!({"query": " "}));
+    assert_eq!(a.limit.0, crate::history::DEFAULT_SEARCH_LIMIT);
+    let a: NotesListFilesByPrefix = ok(Value::Null);
+    assert_eq!(
+        (a.prefix.0.as_str(), a.limit.0 as u64),
+        ("", crate::notes::DEFAULT_LIST_LIMIT)
+    );
+    let a: NotesSearchContents = ok(json!({"query": "q", "path_prefix": null}));
+    assert_eq!(
+        (a.path_prefix.0.as_str(), a.limit.0 as u64),
+        ("", crate::notes::DEFAULT_SEARCH_LIMIT)
+    );
+    let a: NotesReadFile = ok(json!({"path": "p"}));
+    assert_eq!((a.start_line.0, a.end_line.0), (1, -1));
+    let a: ContextHandoff =
+        ok(json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": null}));
+    assert!(a.files_to_read.0.is_empty() && a.decisions.is_none());
+    let _: NewContext = ok(Value::Null);
+    let _: GetContextRemaining = ok(json!({}));
+}
+
+#[test]
+fn values_are_read_as_given() {
+    let a: HistoryListItems = ok(json!({
+        "window_id": "pcw:s:1", "role": "tool", "tool_namespace": "", "tool_name": "read",
+        "limit": 2.0, "recent_first": false, "max_chars_per_item": 7
+    }));
+    assert_eq!(a.window_id, Some(Text("pcw:s:1".into())));
+    assert_eq!(a.role, Some(RoleName("tool".into())));
+    assert_eq!(a.tool_namespace, Some(Text(String::new())));
+    assert_eq!(
+        (a.limit.0, a.recent_first.0, a.max_chars_per_item.0),
+        (2, false, 7)
+    );
+    // Integers: integral floats count; beyond usize saturates; line numbers are signed.
+    let a: HistoryListWindows = ok(json!({"limit": u64::MAX}));
+    assert_eq!(a.limit, Some(PositiveInt(usize::MAX)));
+    let a: HistoryListWindows = ok(json!({"limit": 1e300}));
+    assert_eq!(a.limit, Some(PositiveInt(usize::MAX)));
+    let a: NotesReadFile = ok(json!({"path": "p", "start_line": -3.0, "end_line": 9}));
+    assert_eq!((a.start_line.0, a.end_line.0), (-3, 9));
+    let a: ContextHandoff = ok(json!({
+        "goal": " g ", "next_step": "n", "facts": "f", "files_to_read": ["/a", "b c"], "hypotheses": ""
+    }));
+    assert_eq!(a.goal.0, " g ");
+    assert_eq!(a.files_to_read.0, ["/a", "b c"]);
+    assert_eq!(a.hypotheses, Some(Text(String::new())));
+}
+
+#[test]
+fn one_error_format() {
+    let cases: Vec<(String, &str)> = vec![
+        (
+            err::<HistoryReadItem>(json!({"window_id": "w", "item_id": "i", "foo": 1})),
+            r#"history_read_item: unknown argument "foo" (accepted: window_id, item_id, offset_chars, limit_chars)"#,
+        ),
+        (
+            err::<NewContext>(json!({"reason": "full"})),
+            r#"new_context: unknown argument "reason" (this tool takes no arguments)"#,
+        ),
+        (
+            err::<HistoryReadItem>(json!({"item_id": "i"})),
+            r#"history_read_item: argument "window_id" is required"#,
+        ),
+        (
+            err::<HistoryListItems>(json!({"limit": "x"})),
+            r#"history_list_items: argument "limit" must be a positive integer, got "x""#,
+        ),
+        (
+            err::<HistoryReadItem>(json!({"window_id": "w", "item_id": "i", "offset_chars": -1})),
+            r#"history_read_item: argument "offset_chars" must be a non-negative integer, got -1"#,
+        ),
+        (
+            err::<HistoryListWindows>(json!({"recent_first": 1})),
+            r#"history_list_windows: argument "recent_first" must be true or false, got 1"#,
+        ),
+        (
+            err::<NotesReadFile>(json!({"path": "p", "start_line": 1e19})),
+            r#"notes_read_file: argument "start_line" must be an integer, got 1e+19"#,
+        ),
+        (
+            err::<NotesSearchContents>(json!({"query": ""})),
+            r#"notes_search_contents: argument "query" must not be empty"#,
+        ),
+        (
+            err::<ContextHandoff>(json!({"goal": "\n", "next_step": "n", "facts": "f"})),
+            r#"context_handoff: argument "goal" must not be empty"#,
+        ),
+        (
+            err::<ContextHandoff>(
+                json!({"goal": "g", "next_step": "n", "facts": "f", "files_to_read": [null]}),
+            ),
+            r#"context_handoff: argument "files_to_read[0]" must be a string path, got null"#,
+        ),
+        (
+            err::<HistorySearchContents>(json!({"query": "q", "role": "User"})),
+            r#"history_search_contents: argument "role" must be one of "user", "assistant", "tool", "system", got "User""#,
+        ),
+        (
+            err::<NotesWriteFile>(json!(true)),
+            "notes_write_file: arguments must be an object, got true",
+        ),
+        (
+            err::<NotesWriteFile>(json!({"path": "p", "content": {"text": "x".repeat(100)}})),
+            r#"notes_write_file: argument "content" must be a string, got {"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…"#,
+        ),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got, want);
+    }
+    // The first problem in argument order is the one reported.
+    assert_eq!(
+        err::<HistoryListItems>(json!({"recent_first": "no", "limit": 0})),
+        r#"history_list_items: argument "recent_first" must be true or false, got "no""#
+    );
+    // The tool name given to `decode` is the one the error names.
+    let out =
+        decode::<NotesAppendToFile>("notes_append_to_file", &json!({"path": 1, "content": "x"}));
+    assert_eq!(
+        out.map(|_| ()).unwrap_err().text,
+        r#"notes_append_to_file: argument "path" must be a string, got 1"#
+    );
+    assert_eq!(
+        invalid("t", "a", "is wrong").text,
+        r#"t: argument "a" is wrong"#
+    );
+}
+
+#[test]
+fn schemas_cover_every_tool_in_registration_order() {
+    let schemas = parameter_schemas();
+    let names: Vec<&str> = schemas
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(names, TOOL_NAMES);
+    let registered: Vec<&str> = crate::engine::tool_specs().iter().map(|s| s.name).collect();
+    assert_eq!(
+        names, registered,
+        "every registered tool has its parameters here"
+    );
+}
+
+#[test]
+fn schemas_are_plain_closed_objects_that_agree_with_the_decoder() {
+    let schemas = parameter_schemas();
+    let names_of = |tool: &str| -> &'static Names {
+        match tool {
+            HISTORY_LIST_WINDOWS => HistoryListWindows::names(),
+            HISTORY_LIST_ITEMS => HistoryListItems::names(),
+            HISTORY_READ_ITEM => HistoryReadItem::names(),
+            HISTORY_SEARCH_CONTENTS => HistorySearchContents::names(),
+            NOTES_LIST_FILES_BY_PREFIX => NotesListFilesByPrefix::names(),
+            NOTES_READ_FILE => NotesReadFile::names(),
+            NOTES_SEARCH_CONTENTS => NotesSearchContents::names(),
+            NOTES_APPEND_TO_FILE => NotesAppendToFile::names(),
+            NOTES_WRITE_FILE => NotesWriteFile::names(),
+            NEW_CONTEXT => NewContext::names(),
+            CONTEXT_HANDOFF => ContextHandoff::names(),
+            GET_CONTEXT_REMAINING => GetContextRemaining::names(),
+            other => panic!("no parameters for {other}"),
+        }
+    };
+    for (tool, schema) in schemas.as_object().unwrap() {
+        let obj = schema.as_object().unwrap();
+        let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        assert!(
+            keys.iter()
+                .all(|k| ["type", "properties", "required", "additionalProperties"].contains(k)),
+            "{tool}: {keys:?}"
+        );
+        assert_eq!(obj["type"], "object");
+        assert_eq!(obj["additionalProperties"], false);
+        let properties = obj["properties"].as_object().unwrap();
+        let names = names_of(tool);
+        assert_eq!(
+            properties.keys().cloned().collect::<Vec<_>>(),
+            names.accepted,
+            "{tool}"
+        );
+        let required: Vec<String> = obj
+            .get("required")
+            .map(|r| serde_json::from_value(r.clone()).unwrap())
+            .unwrap_or_default();
+        assert_eq!(required, names.required, "{tool}");
+        for (name, p) in properties {
+            let p = p.as_object().unwrap();
+            let description = p["description"].as_str().unwrap_or_default();
+            assert!(description.ends_with('.'), "{tool}.{name}: {description:?}");
+            assert!(
+                ["string", "integer", "boolean", "array"].contains(&p["type"].as_str().unwrap())
+            );
+            assert!(
+                !p.contains_key("anyOf") && !p.contains_key("$ref") && !p.contains_key("format")
+            );
+            assert!(!p
+                .get("enum")
+                .is_some_and(|e| e.as_array().unwrap().contains(&Value::Null)));
+            if let Some(default) = p.get("default") {
+                assert!(
+                    description.ends_with(&format!(" Default: {default}.")),
+                    "{tool}.{name}"
+                );
+                // The stated default is what the decoder fills in.
+                let decoded_default = ok_any(tool, json!({ name.as_str(): default.clone() }));
+                assert_eq!(decoded_default, ok_any(tool, json!({})), "{tool}.{name}");
+            }
+        }
+    }
+}
+
+/// Decodes the arguments of a tool that has no required parameter, as its `Debug` text.
+fn ok_any(tool: &str, args: Value) -> String {
+    fn dbg<T: ToolArgs + std::fmt::Debug>(tool: &str, args: &Value) -> String {
+        match decode::<T>(tool, args) {
+            Ok(t) => format!("{t:?}"),
+            Err(e) => e.text,
+        }
+    }
+    let with_required = |mut args: Value, required: &[(&str, Value)]| {
+        for (k, v) in required {
+            args[*k] = v.clone();
+        }
+        args
+    };
+    match tool {
+        HISTORY_LIST_WINDOWS => dbg::<HistoryListWindows>(tool, &args),
+        HISTORY_LIST_ITEMS => dbg::<HistoryListItems>(tool, &args),
+        HISTORY_READ_ITEM => dbg::<HistoryReadItem>(
+            tool,
+            &with_required(args, &[("window_id", json!("w")), ("item_id", json!("i"))]),
+        ),
+        HISTORY_SEARCH_CONTENTS => {
+            dbg::<HistorySearchContents>(tool, &with_required(args, &[("query", json!("q"))]))
+        }
+        NOTES_LIST_FILES_BY_PREFIX => dbg::<NotesListFilesByPrefix>(tool, &args),
+        NOTES_READ_FILE => {
+            dbg::<NotesReadFile>(tool, &with_required(args, &[("path", json!("p"))]))
+        }
+        NOTES_SEARCH_CONTENTS => {
+            dbg::<NotesSearchContents>(tool, &with_required(args, &[("query", json!("q"))]))
+        }
+        CONTEXT_HANDOFF => dbg::<ContextHandoff>(
+            tool,
+            &with_required(
+                args,
+                &[
+                    ("goal", json!("g")),
+                    ("next_step", json!("n")),
+                    ("facts", json!("f")),
+                ],
+            ),
+        ),
+        other => panic!("no defaults expected for {other}"),
+    }
+}
+
+/// The checked-in `extension/src/generated/tool-params.json` is exactly what
+/// [`parameter_schemas`] gives. Regenerate it with
+/// `UPDATE_GENERATED=1 cargo test -p relay-core generated`.
+#[test]
+fn generated_tool_params_file_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../extension/src/generated/tool-params.json");
+    let want = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&parameter_schemas()).unwrap()
+    );
+    if std::env::var_os("UPDATE_GENERATED").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        got == want,
+        "{} is stale (or missing): the tool parameters in crates/relay-core/src/args.rs changed. \
+         Regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated` and commit it.",
+        path.display()
+    );
+}

@@ -1,0 +1,554 @@
+//! Decoding session lines and `getBranch()` objects into [`Entry`] values.
+//!
+//! Contract: parsing goes through borrowed intermediate structs (`Raw*`) so that a large session is
+//! decoded without building a `serde_json::Value` tree for every message body. Unknown fields are
+//! skipped, unknown entry types become [`EntryKind::Unknown`], an entry without a usable `id` is an
+//! error, and a line that cannot be decoded is reported with its line number while the rest of the
+//! file still loads. Decoding never panics, whatever the input.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::types::{Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession};
+
+// ---------------------------------------------------------------------------------------------
+// Raw (borrowed) shapes
+// ---------------------------------------------------------------------------------------------
+
+type Str<'a> = Cow<'a, str>;
+
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(rename = "parentId", borrow)]
+    parent_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    timestamp: Option<Str<'a>>,
+    // header
+    version: Option<f64>,
+    #[serde(borrow)]
+    cwd: Option<Str<'a>>,
+    #[serde(rename = "parentSession", borrow)]
+    parent_session: Option<Str<'a>>,
+    // message
+    #[serde(borrow)]
+    message: Option<RawMessage<'a>>,
+    // model / thinking changes
+    #[serde(borrow)]
+    provider: Option<Str<'a>>,
+    #[serde(rename = "modelId", borrow)]
+    model_id: Option<Str<'a>>,
+    #[serde(rename = "thinkingLevel", borrow)]
+    thinking_level: Option<Str<'a>>,
+    // compaction / branch summary
+    #[serde(borrow)]
+    summary: Option<Str<'a>>,
+    #[serde(rename = "firstKeptEntryId", borrow)]
+    first_kept_entry_id: Option<Str<'a>>,
+    #[serde(rename = "tokensBefore")]
+    tokens_before: Option<f64>,
+    details: Option<Value>,
+    #[serde(rename = "fromHook")]
+    from_hook: Option<bool>,
+    #[serde(rename = "fromId", borrow)]
+    from_id: Option<Str<'a>>,
+    // custom / custom_message
+    #[serde(rename = "customType", borrow)]
+    custom_type: Option<Str<'a>>,
+    data: Option<Value>,
+    #[serde(borrow)]
+    content: Option<RawContent<'a>>,
+    display: Option<bool>,
+    // label / context_edit / session_info
+    #[serde(rename = "targetId", borrow)]
+    target_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    label: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow)]
+    role: Option<Str<'a>>,
+    #[serde(borrow)]
+    content: Option<RawContent<'a>>,
+    #[serde(rename = "toolName", borrow)]
+    tool_name: Option<Str<'a>>,
+    #[serde(rename = "toolCallId", borrow)]
+    tool_call_id: Option<Str<'a>>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    usage: Option<RawUsage>,
+    #[serde(rename = "stopReason", borrow)]
+    stop_reason: Option<Str<'a>>,
+    #[serde(rename = "customType", borrow)]
+    custom_type: Option<Str<'a>>,
+    #[serde(borrow)]
+    command: Option<Str<'a>>,
+    #[serde(borrow)]
+    output: Option<Str<'a>>,
+    #[serde(borrow)]
+    summary: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawUsage {
+    input: Option<f64>,
+    output: Option<f64>,
+    #[serde(rename = "cacheRead")]
+    cache_read: Option<f64>,
+    #[serde(rename = "cacheWrite")]
+    cache_write: Option<f64>,
+    #[serde(rename = "totalTokens")]
+    total_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct RawBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
+    text: Option<JsonText>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    arguments: Option<Value>,
+}
+
+/// A JSON string decoded in one pass: serde_json finds its end and decodes its escapes in the
+/// same scan, and the text is copied once into a `String` of exactly its size.
+struct JsonText(String);
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+
+        impl Visitor<'_> for TextVisitor {
+            type Value = JsonText;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonText(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonText(v))
+            }
+        }
+
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// Message content: a plain string or an array of content blocks.
+enum RawContent<'a> {
+    Text(Str<'a>),
+    Blocks(Vec<RawBlock<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor<'a>(PhantomData<&'a ()>);
+
+        impl<'de: 'a, 'a> Visitor<'de> for ContentVisitor<'a> {
+            type Value = RawContent<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(RawContent::Text(Cow::Owned(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(RawContent::Blocks(Vec::new()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(RawContent::Blocks(Vec::new()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(2));
+                while let Some(block) = seq.next_element::<RawBlock<'a>>()? {
+                    blocks.push(block);
+                }
+                Ok(RawContent::Blocks(blocks))
+            }
+        }
+
+        deserializer.deserialize_any(ContentVisitor(PhantomData))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversion
+// ---------------------------------------------------------------------------------------------
+
+fn owned(s: Option<Str<'_>>) -> Option<String> {
+    s.map(Cow::into_owned)
+}
+
+fn to_u64(v: Option<f64>) -> Option<u64> {
+    v.filter(|x| x.is_finite() && *x >= 0.0).map(|x| x as u64)
+}
+
+/// Joins content blocks into text. Text blocks become their text, images `[image]`; when
+/// `assistant` is true, thinking blocks are dropped and tool calls become
+/// `[tool_call <name>] <compact JSON arguments>`. Other block types are passed over.
+fn content_text(content: Option<RawContent<'_>>, assistant: bool) -> String {
+    match content {
+        None => String::new(),
+        Some(RawContent::Text(t)) => t.into_owned(),
+        Some(RawContent::Blocks(mut blocks)) => {
+            // The usual case, a single text block, is moved rather than copied.
+            if let [block] = blocks.as_mut_slice() {
+                if block.kind.as_deref() == Some("text") {
+                    if let Some(t) = block.text.take() {
+                        return t.0;
+                    }
+                }
+            }
+            let mut out = String::new();
+            let mut first = true;
+            for block in blocks {
+                let kind = block.kind.as_deref().unwrap_or("");
+                let piece: Cow<'_, str> = match kind {
+                    "text" => match block.text {
+                        Some(t) => Cow::Owned(t.0),
+                        None => continue,
+                    },
+                    "image" => Cow::Borrowed("[image]"),
+                    "toolCall" if assistant => {
+                        let name = block.name.as_deref().unwrap_or("");
+                        let args = block
+                            .arguments
+                            .as_ref()
+                            .map(|a| serde_json::to_string(a).unwrap_or_default())
+                            .unwrap_or_else(|| "{}".to_string());
+                        Cow::Owned(format!("[tool_call {name}] {args}"))
+                    }
+                    _ => continue,
+                };
+                if !first {
+                    out.push('\n');
+                }
+                first = false;
+                out.push_str(&piece);
+            }
+            out
+        }
+    }
+}
+
+fn convert_message(raw: RawMessage<'_>) -> Message {
+    let role = raw.role.map(Cow::into_owned).unwrap_or_default();
+    let text = match role.as_str() {
+        "assistant" => content_text(raw.content, true),
+        "bashExecution" => {
+            let command = raw.command.as_deref().unwrap_or("");
+            let output = raw.output.as_deref().unwrap_or("");
+            let mut s = String::with_capacity(command.len() + output.len() + 3);
+            s.push_str("$ ");
+            s.push_str(command);
+            s.push('\n');
+            s.push_str(output);
+            s
+        }
+        "compactionSummary" | "branchSummary" => owned(raw.summary).unwrap_or_default(),
+        _ => content_text(raw.content, false),
+    };
+    let usage_total = raw.usage.map(|u| {
+        let total = to_u64(u.total_tokens).unwrap_or(0);
+        if total > 0 {
+            total
+        } else {
+            [u.input, u.output, u.cache_read, u.cache_write]
+                .into_iter()
+                .map(|v| to_u64(v).unwrap_or(0))
+                .sum()
+        }
+    });
+    Message {
+        role,
+        text,
+        tool_name: owned(raw.tool_name),
+        tool_call_id: owned(raw.tool_call_id),
+        is_error: raw.is_error.unwrap_or(false),
+        usage_total,
+        stop_reason: owned(raw.stop_reason),
+        custom_type: owned(raw.custom_type),
+    }
+}
+
+fn missing(entry_type: &str, field: &str) -> ParseError {
+    ParseError::new(format!("`{entry_type}` entry has no `{field}`"))
+}
+
+fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
+    let entry_type = raw
+        .kind
+        .ok_or_else(|| ParseError::new("object has no `type` field"))?;
+    if entry_type == "session" {
+        let id = raw.id.ok_or_else(|| missing("session", "id"))?;
+        if id.is_empty() {
+            return Err(ParseError::new("`session` header has an empty `id`"));
+        }
+        return Ok(Line::Header(Header {
+            id: id.into_owned(),
+            version: to_u64(raw.version),
+            cwd: owned(raw.cwd),
+            timestamp: owned(raw.timestamp),
+            parent_session: owned(raw.parent_session),
+        }));
+    }
+    let id = raw
+        .id
+        .ok_or_else(|| ParseError::new(format!("`{entry_type}` entry has no `id`")))?
+        .into_owned();
+    // An entry is addressed by its id (branch walk, mirror, history item ids): an empty one is
+    // as unusable as a missing one.
+    if id.is_empty() {
+        return Err(ParseError::new(format!(
+            "`{entry_type}` entry has an empty `id`"
+        )));
+    }
+    let kind = match entry_type.as_ref() {
+        "message" => {
+            let message = raw.message.ok_or_else(|| missing("message", "message"))?;
+            EntryKind::Message(convert_message(message))
+        }
+        "compaction" => EntryKind::Compaction {
+            summary: owned(raw.summary).unwrap_or_default(),
+            first_kept_entry_id: owned(raw.first_kept_entry_id),
+            tokens_before: to_u64(raw.tokens_before),
+            details: raw.details.unwrap_or(Value::Null),
+            from_hook: raw.from_hook.unwrap_or(false),
+        },
+        "branch_summary" => EntryKind::BranchSummary {
+            from_id: owned(raw.from_id),
+            summary: owned(raw.summary).unwrap_or_default(),
+            details: raw.details.unwrap_or(Value::Null),
+        },
+        "custom" => EntryKind::Custom {
+            custom_type: owned(raw.custom_type).unwrap_or_default(),
+            data: raw.data.unwrap_or(Value::Null),
+        },
+        "custom_message" => EntryKind::CustomMessage {
+            custom_type: owned(raw.custom_type).unwrap_or_default(),
+            text: content_text(raw.content, false),
+            display: raw.display.unwrap_or(false),
+            details: raw.details.unwrap_or(Value::Null),
+        },
+        "context_edit" => EntryKind::ContextEdit {
+            target_id: owned(raw.target_id).ok_or_else(|| missing("context_edit", "targetId"))?,
+        },
+        "label" => EntryKind::Label {
+            target_id: owned(raw.target_id).ok_or_else(|| missing("label", "targetId"))?,
+            label: owned(raw.label),
+        },
+        "model_change" => EntryKind::ModelChange {
+            provider: owned(raw.provider).unwrap_or_default(),
+            model_id: owned(raw.model_id).unwrap_or_default(),
+        },
+        "thinking_level_change" => EntryKind::ThinkingLevelChange {
+            thinking_level: owned(raw.thinking_level).unwrap_or_default(),
+        },
+        "session_info" => EntryKind::SessionInfo {
+            name: owned(raw.name),
+        },
+        "usage" => EntryKind::Usage,
+        other => EntryKind::Unknown {
+            entry_type: other.to_string(),
+        },
+    };
+    Ok(Line::Entry(Entry {
+        id,
+        parent_id: owned(raw.parent_id),
+        timestamp: owned(raw.timestamp).unwrap_or_default(),
+        kind,
+    }))
+}
+
+fn json_error(e: serde_json::Error) -> ParseError {
+    ParseError::new(format!("invalid JSON: {e}"))
+}
+
+/// Parses one line of a session file (the header or an entry).
+pub fn parse_line(line: &str) -> Result<Line, ParseError> {
+    let raw: RawLine<'_> = serde_json::from_str(line).map_err(json_error)?;
+    convert(raw)
+}
+
+/// Parses one entry object given as JSON (for example a `getBranch()` element, stringified).
+/// A session header is an error here.
+pub fn parse_entry(json: &str) -> Result<Entry, ParseError> {
+    match parse_line(json)? {
+        Line::Entry(e) => Ok(e),
+        Line::Header(_) => Err(ParseError::new(
+            "expected a session entry, found a session header",
+        )),
+    }
+}
+
+/// Parses a JSON array of entry objects. A bad element makes the whole call fail with an error
+/// naming its (0-based) index.
+pub fn parse_entries(json_array: &str) -> Result<Vec<Entry>, ParseError> {
+    struct Entries;
+
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<Entry>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of session entries")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            loop {
+                let index = out.len();
+                let raw = match seq.next_element::<RawLine<'de>>() {
+                    Ok(Some(raw)) => raw,
+                    Ok(None) => break,
+                    Err(e) => return Err(de::Error::custom(format!("element {index}: {e}"))),
+                };
+                match convert(raw) {
+                    Ok(Line::Entry(e)) => out.push(e),
+                    Ok(Line::Header(_)) => {
+                        return Err(de::Error::custom(format!(
+                            "element {index}: expected a session entry, found a session header"
+                        )))
+                    }
+                    Err(e) => return Err(de::Error::custom(format!("element {index}: {e}"))),
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(json_array);
+    let entries = de
+        .deserialize_seq(Entries)
+        .map_err(|e| ParseError::new(e.to_string()))?;
+    de.end().map_err(json_error)?;
+    Ok(entries)
+}
+
+/// Parses a whole session file. Blank lines are ignored; a malformed line is recorded in
+/// `errors` (1-based line number) and skipped, and the rest of the file still loads. The first
+/// header wins; a later header line is reported as an error.
+pub fn parse_session(text: &str) -> ParsedSession {
+    let mut session = ParsedSession::default();
+    for (index, line) in text.split('\n').enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(Line::Entry(entry)) => session.entries.push(entry),
+            Ok(Line::Header(header)) => {
+                if session.header.is_none() {
+                    session.header = Some(header);
+                } else {
+                    session.errors.push(LineError {
+                        line: index + 1,
+                        message: "a second session header; ignored".into(),
+                    });
+                }
+            }
+            Err(e) => session.errors.push(LineError {
+                line: index + 1,
+                message: e.message,
+            }),
+        }
+    }
+    session
+}
+
+/// The entry a line holds, if it is a well-formed entry line (`\r` ending and blanks allowed).
+/// Lines are visited from the end of a file to find its last entry (see [`super::stream_branch`]).
+pub fn last_entry_of_line(raw: &str) -> Option<Entry> {
+    let line = raw.strip_suffix('\r').unwrap_or(raw);
+    if line.trim().is_empty() {
+        return None;
+    }
+    match parse_line(line) {
+        Ok(Line::Entry(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// Appends to `out` the entries of the lines of `text` (split at `\n`), in order: exactly
+/// `text.split('\n').filter_map(last_entry_of_line)`, but decoded by one JSON reader that
+/// goes from line to line, so its buffer for unescaping strings is reused rather than grown
+/// anew for every line. A line that is not one JSON value alone (a malformed line, one with
+/// trailing garbage, a value spread over lines) is decoded on its own, as
+/// [`last_entry_of_line`] does, and the reader starts again on the next line.
+pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
+    let bytes = text.as_bytes();
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let base = pos;
+        let mut values = serde_json::Deserializer::from_str(text.get(base..).unwrap_or_default())
+            .into_iter::<RawLine<'_>>();
+        loop {
+            // Where the next value starts: blank lines before it are passed over, as the
+            // reader does and as they would be on their own.
+            let rest = bytes.get(pos..).unwrap_or_default();
+            let start = match rest.iter().position(|b| !blank(b) && *b != b'\n') {
+                Some(i) => pos + i,
+                None => return,
+            };
+            let line_end = match memchr::memchr(b'\n', bytes.get(start..).unwrap_or_default()) {
+                Some(i) => start + i,
+                None => bytes.len(),
+            };
+            let alone = match values.next() {
+                Some(Ok(raw)) => {
+                    let end = base + values.byte_offset();
+                    let trailing = bytes.get(end..line_end);
+                    trailing.is_some_and(|t| t.iter().all(blank)).then_some(raw)
+                }
+                _ => None,
+            };
+            pos = line_end + 1;
+            match alone {
+                Some(raw) => {
+                    if let Ok(Line::Entry(e)) = convert(raw) {
+                        out.push(e);
+                    }
+                    if pos > bytes.len() {
+                        return;
+                    }
+                }
+                None => {
+                    let before = bytes.get(..start).unwrap_or_default();
+                    let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+                    let line = text.get(line_start..line_end).unwrap_or_default();
+                    out.extend(last_entry_of_line(line));
+                    break; // start a new reader on the next line
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! Pi session entries: the typed model of a session file's lines and of the objects
+//! `getBranch()` returns, a fast decoder for them, and the branch walk.
+//!
+//! - `types`: [`Entry`], [`EntryKind`], [`Message`], [`Header`], [`Line`] and the decoding errors;
+//! - `decode`: one JSON line or object → [`Line`] / [`Entry`]; a whole file → [`ParsedSession`];
+//! - `branch`: the root→leaf path of a session's tree, from entries or streamed from a file.
+//!
+//! Contract: decoding is total (a malformed line is an error value with its line number, never a
+//! panic, and the rest of the file still loads); unknown fields are skipped and unknown entry
+//! types kept as [`EntryKind::Unknown`], so a newer Pi's sessions still load. Every public item is
+//! re-exported here: `crate::entry::X` is the path to use.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod branch;
+mod decode;
+mod types;
+
+pub use branch::{branch_indices, stream_branch, stream_branch_by_parents, BranchSink, LinearFeed};
+pub use decode::{
+    last_entry_of_line, parse_entries, parse_entry, parse_line, parse_session,
+    push_entries_of_lines,
+};
+pub use types::{Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! The typed model of Pi session entries: [`Entry`] with its type-specific [`EntryKind`], the
+//! [`Message`] a `message` entry carries, the session [`Header`], one decoded [`Line`], and the
+//! errors of decoding ([`ParseError`], [`LineError`], [`ParsedSession`]).
+//!
+//! Contract: these are plain data. Every field is what Pi wrote, reduced to what Relay needs;
+//! nothing here decodes, validates or walks (see `decode` and `branch`).
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// One session entry: the common base fields plus its type-specific body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub timestamp: String,
+    pub kind: EntryKind,
+}
+
+/// The type-specific part of an [`Entry`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryKind {
+    Message(Message),
+    Compaction {
+        summary: String,
+        first_kept_entry_id: Option<String>,
+        tokens_before: Option<u64>,
+        details: Value,
+        from_hook: bool,
+    },
+    BranchSummary {
+        from_id: Option<String>,
+        summary: String,
+        details: Value,
+    },
+    Custom {
+        custom_type: String,
+        data: Value,
+    },
+    CustomMessage {
+        custom_type: String,
+        text: String,
+        display: bool,
+        details: Value,
+    },
+    ContextEdit {
+        target_id: String,
+    },
+    Label {
+        target_id: String,
+        label: Option<String>,
+    },
+    ModelChange {
+        provider: String,
+        model_id: String,
+    },
+    ThinkingLevelChange {
+        thinking_level: String,
+    },
+    SessionInfo {
+        name: Option<String>,
+    },
+    /// Pi's `usage` entries (usage outside the conversation); their content is not kept.
+    Usage,
+    /// Any other entry type: it keeps its place in the branch but is otherwise passed over.
+    Unknown {
+        entry_type: String,
+    },
+}
+
+/// The message carried by a `message` entry, reduced to what Relay needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Message {
+    /// "user", "assistant", "toolResult", "custom", "bashExecution", "compactionSummary",
+    /// "branchSummary", "system", or whatever other role Pi wrote.
+    pub role: String,
+    /// The message rendered as plain text (see the module documentation of each role).
+    pub text: String,
+    pub tool_name: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub is_error: bool,
+    /// Total tokens of an assistant message's usage (`totalTokens`, or the sum of its parts).
+    pub usage_total: Option<u64>,
+    pub stop_reason: Option<String>,
+    pub custom_type: Option<String>,
+}
+
+/// The first line of a session file (`"type":"session"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub id: String,
+    pub version: Option<u64>,
+    pub cwd: Option<String>,
+    pub timestamp: Option<String>,
+    pub parent_session: Option<String>,
+}
+
+/// One decoded line of a session file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Header(Header),
+    Entry(Entry),
+}
+
+/// Why a line or entry could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParseError {
+    pub message: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        ParseError {
+            message: message.into(),
+        }
+    }
+}
+
+/// A malformed line of a session file: its 1-based line number and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// A whole session file: its header (if any), its entries in file order, and the lines skipped.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedSession {
+    pub header: Option<Header>,
+    pub entries: Vec<Entry>,
+    pub errors: Vec<LineError>,
+}

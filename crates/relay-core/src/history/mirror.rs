@@ -1,0 +1,441 @@
+//! The branch mirror: an incremental copy of the current Pi branch, split into context windows at
+//! every compaction, with every item's text in one arena.
+//!
+//! Layout (chosen so that per-request work never depends on session length):
+//! - all item text lives in ONE contiguous arena `String`; each item keeps `(start, end)` byte
+//!   offsets into it plus compact metadata, so items are contiguous and ordered root→leaf;
+//! - entry ids map to their position in O(1) (`contains`, `read_item`);
+//! - windows are a small vector of `(id, first item)`; a window's items are a contiguous range;
+//! - per-role, per-tool-name and per-tool-namespace posting lists (item indices, ascending) let
+//!   filtered listings skip non-matching items;
+//! - navigation to an ancestor pops entries, items, postings and windows from the end.
+//!
+//! Contract: [`History::push`] appends in O(the entry's text) and ignores an id already present;
+//! [`History::truncate_after`] undoes pushes in O(removed); the mirror holds nothing a replay of
+//! the branch would not rebuild.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::Value;
+
+use crate::entry::{Entry, EntryKind};
+use crate::text::char_count;
+
+pub(super) const NONE: u32 = u32::MAX;
+
+/// The role of a history item, as the tools show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    User = 0,
+    Assistant = 1,
+    Tool = 2,
+    System = 3,
+}
+
+const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::Tool, Role::System];
+
+/// The roles of history items, as the tools show them and accept them in filters.
+pub const ROLE_NAMES: [&str; 4] = [
+    Role::User.as_str(),
+    Role::Assistant.as_str(),
+    Role::Tool.as_str(),
+    Role::System.as_str(),
+];
+
+impl Role {
+    pub(super) const fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::System => "system",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> Option<Role> {
+        ROLES.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct ItemMeta {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) chars: usize,
+    pub(super) entry: u32,
+    pub(super) window: u32,
+    pub(super) tool: u32,
+    pub(super) namespace: u32,
+    pub(super) role: Role,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct EntryRec {
+    /// The entry's id is `ids[id_start..id_end]` (all ids share one string, root first).
+    pub(super) id_start: u32,
+    pub(super) id_end: u32,
+    pub(super) item: u32,
+    pub(super) opens_window: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct WindowRec {
+    pub(super) id: String,
+    pub(super) first_item: usize,
+    pub(super) created_at: Option<String>,
+}
+
+/// Interned strings (tool names or namespaces) with the ascending item indices carrying each.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Interner {
+    pub(super) names: Vec<String>,
+    pub(super) ids: HashMap<String, u32>,
+    pub(super) postings: Vec<Vec<u32>>,
+}
+
+impl Interner {
+    fn add(&mut self, name: &str, item: u32) -> u32 {
+        let id = match self.ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.names.len() as u32;
+                self.names.push(name.to_string());
+                self.ids.insert(name.to_string(), id);
+                self.postings.push(Vec::new());
+                id
+            }
+        };
+        if let Some(postings) = self.postings.get_mut(id as usize) {
+            postings.push(item);
+        }
+        id
+    }
+
+    fn heap_bytes(&self) -> usize {
+        let names: usize = self.names.iter().map(|n| 2 * n.capacity() + 32).sum();
+        let postings: usize = self.postings.iter().map(|p| p.capacity() * 4 + 24).sum();
+        names + postings + self.ids.capacity() * 40
+    }
+}
+
+/// The incremental mirror of one session branch and the history tools over it.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub(super) session_id: String,
+    pub(super) arena: String,
+    pub(super) items: Vec<ItemMeta>,
+    pub(super) entries: Vec<EntryRec>,
+    /// Every entry id, one after the other (see [`EntryRec`]).
+    pub(super) ids: String,
+    /// Positions in `entries` with their id's [`IdKey`], found by its hash.
+    pub(super) entry_index: hashbrown::HashTable<(u32, IdKey)>,
+    pub(super) windows: Vec<WindowRec>,
+    pub(super) window_index: HashMap<String, u32>,
+    pub(super) tools: Interner,
+    pub(super) namespaces: Interner,
+    pub(super) roles: [Vec<u32>; 4],
+}
+
+impl History {
+    /// An empty history for the session `session_id`, holding only the root window.
+    pub fn new(session_id: &str) -> Self {
+        let root = format!("pcw:{session_id}:root");
+        let mut window_index = HashMap::default();
+        window_index.insert(root.clone(), 0);
+        History {
+            session_id: session_id.to_string(),
+            arena: String::new(),
+            items: Vec::new(),
+            entries: Vec::new(),
+            ids: String::new(),
+            entry_index: hashbrown::HashTable::new(),
+            windows: vec![WindowRec {
+                id: root,
+                first_item: 0,
+                created_at: None,
+            }],
+            window_index,
+            tools: Interner::default(),
+            namespaces: Interner::default(),
+            roles: Default::default(),
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Appends the next entry of the branch (root→leaf order). An entry already present is
+    /// ignored. Cost: proportional to the entry's text.
+    pub fn push(&mut self, entry: &Entry) {
+        let key = IdKey::of(&entry.id);
+        if self.position(key, &entry.id).is_some() {
+            return;
+        }
+        if self.entries.is_empty() && self.windows.len() == 1 {
+            if let Some(root) = self.windows.first_mut() {
+                root.created_at = Some(entry.timestamp.clone());
+            }
+        }
+        let pos = self.entries.len() as u32;
+        let mut opens_window = false;
+        let mut item = NONE;
+        match &entry.kind {
+            EntryKind::Compaction {
+                summary, details, ..
+            } => {
+                let id = self.compaction_window_id(&entry.id, details);
+                let index = self.windows.len() as u32;
+                self.window_index.insert(id.clone(), index);
+                self.windows.push(WindowRec {
+                    id,
+                    first_item: self.items.len(),
+                    created_at: Some(entry.timestamp.clone()),
+                });
+                opens_window = true;
+                item = self.add_item(pos, Role::System, summary, None);
+            }
+            EntryKind::Message(m) => {
+                let role = match m.role.as_str() {
+                    "user" | "custom" => Some(Role::User),
+                    "assistant" => Some(Role::Assistant),
+                    "toolResult" | "bashExecution" => Some(Role::Tool),
+                    "compactionSummary" | "branchSummary" => Some(Role::System),
+                    _ => None,
+                };
+                if let Some(role) = role {
+                    let tool = match m.role.as_str() {
+                        "bashExecution" => Some("bash"),
+                        "toolResult" => m.tool_name.as_deref(),
+                        _ => None,
+                    };
+                    item = self.add_item(pos, role, &m.text, tool);
+                }
+            }
+            EntryKind::CustomMessage { text, .. } => {
+                item = self.add_item(pos, Role::User, text, None);
+            }
+            EntryKind::BranchSummary { summary, .. } => {
+                item = self.add_item(pos, Role::System, summary, None);
+            }
+            _ => {}
+        }
+        let id_start = self.ids.len() as u32;
+        self.ids.push_str(&entry.id);
+        self.entry_index
+            .insert_unique(key.hash(), (pos, key), |(_, k)| k.hash());
+        self.entries.push(EntryRec {
+            id_start,
+            id_end: self.ids.len() as u32,
+            item,
+            opens_window,
+        });
+    }
+
+    /// The position of the entry `id` (whose key is `key`), if it was pushed.
+    pub(super) fn position(&self, key: IdKey, id: &str) -> Option<u32> {
+        self.entry_index
+            .find(key.hash(), |&(p, k)| {
+                k == key && entry_id(&self.entries, &self.ids, p) == id
+            })
+            .map(|&(p, _)| p)
+    }
+
+    /// The id of the entry at `pos`.
+    pub(super) fn id_at(&self, pos: usize) -> &str {
+        entry_id(&self.entries, &self.ids, pos as u32)
+    }
+
+    fn compaction_window_id(&self, entry_id: &str, details: &Value) -> String {
+        if details.get("relay").and_then(Value::as_str) == Some("window") {
+            if let Some(id) = details.get("windowId").and_then(Value::as_str) {
+                return id.to_string();
+            }
+        }
+        format!("pcw:{}:{}", self.session_id, entry_id)
+    }
+
+    fn add_item(&mut self, entry: u32, role: Role, text: &str, tool: Option<&str>) -> u32 {
+        let index = self.items.len() as u32;
+        let start = self.arena.len();
+        self.arena.push_str(text);
+        let (tool_id, ns_id) = match tool {
+            Some(name) => {
+                let t = self.tools.add(name, index);
+                let ns = match name.split_once('_') {
+                    Some((ns, _)) if !ns.is_empty() => self.namespaces.add(ns, index),
+                    _ => NONE,
+                };
+                (t, ns)
+            }
+            None => (NONE, NONE),
+        };
+        if let Some(postings) = self.roles.get_mut(role as usize) {
+            postings.push(index);
+        }
+        self.items.push(ItemMeta {
+            start,
+            end: self.arena.len(),
+            chars: char_count(text),
+            entry,
+            window: (self.windows.len() - 1) as u32,
+            tool: tool_id,
+            namespace: ns_id,
+            role,
+        });
+        index
+    }
+
+    /// Whether an entry with this id has been pushed. O(1).
+    pub fn contains(&self, entry_id: &str) -> bool {
+        self.position(IdKey::of(entry_id), entry_id).is_some()
+    }
+
+    /// The id of the last pushed entry.
+    pub fn tip(&self) -> Option<&str> {
+        self.entries.len().checked_sub(1).map(|p| self.id_at(p))
+    }
+
+    /// Navigation to an ancestor: drops every entry pushed after `entry_id` (with its items and
+    /// windows). Returns false, changing nothing, when `entry_id` is unknown. Cost: O(removed).
+    pub fn truncate_after(&mut self, entry_id: &str) -> bool {
+        let Some(pos) = self.position(IdKey::of(entry_id), entry_id) else {
+            return false;
+        };
+        while self.entries.len() > pos as usize + 1 {
+            let last = self.entries.len() as u32 - 1;
+            let key = IdKey::of(self.id_at(last as usize));
+            if let Ok(slot) = self.entry_index.find_entry(key.hash(), |&(p, _)| p == last) {
+                slot.remove();
+            }
+            let Some(rec) = self.entries.pop() else {
+                break;
+            };
+            self.ids.truncate(rec.id_start as usize);
+            // An entry's item and window were pushed with it, so they are the last ones.
+            if let Some(meta) = (rec.item != NONE).then(|| self.items.pop()).flatten() {
+                let pop = |lists: &mut [Vec<u32>], i: u32| {
+                    if let Some(list) = lists.get_mut(i as usize) {
+                        list.pop();
+                    }
+                };
+                pop(&mut self.roles, meta.role as u32);
+                pop(&mut self.tools.postings, meta.tool);
+                pop(&mut self.namespaces.postings, meta.namespace);
+                self.arena.truncate(meta.start);
+            }
+            if let Some(window) = rec.opens_window.then(|| self.windows.pop()).flatten() {
+                let index = self.windows.len() as u32;
+                if self.window_index.get(&window.id) == Some(&index) {
+                    self.window_index.remove(&window.id);
+                    // An earlier window with the same id (never minted twice, but be safe).
+                    if let Some(i) = self.windows.iter().rposition(|w| w.id == window.id) {
+                        self.window_index.insert(window.id, i as u32);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn item_count(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn window_count(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// The window the branch tip is in (the last one).
+    pub fn current_window_id(&self) -> &str {
+        // The root window is never removed, so there always is a last one.
+        self.windows.last().map_or("", |w| w.id.as_str())
+    }
+
+    /// All window ids, root first.
+    pub fn window_ids(&self) -> Vec<&str> {
+        self.windows.iter().map(|w| w.id.as_str()).collect()
+    }
+
+    /// Total bytes of item text held.
+    pub fn text_bytes(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// Approximate heap bytes held by this history (capacities, including the text arena).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.arena.capacity()
+            + self.items.capacity() * size_of::<ItemMeta>()
+            + self.entries.capacity() * size_of::<EntryRec>()
+            + self.ids.capacity()
+            + self.entry_index.capacity() * (size_of::<(u32, IdKey)>() + 1)
+            + self.windows.capacity() * size_of::<WindowRec>()
+            + self
+                .windows
+                .iter()
+                .map(|w| 2 * w.id.len() + w.created_at.as_ref().map_or(0, String::capacity))
+                .sum::<usize>()
+            + self.window_index.capacity() * (size_of::<(String, u32)>() + 1)
+            + self.tools.heap_bytes()
+            + self.namespaces.heap_bytes()
+            + self.roles.iter().map(|r| r.capacity() * 4).sum::<usize>()
+    }
+
+    /// Releases spare capacity (useful after a bulk load).
+    pub fn shrink_to_fit(&mut self) {
+        self.arena.shrink_to_fit();
+        self.items.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.ids.shrink_to_fit();
+        self.entry_index.shrink_to_fit(|(_, k)| k.hash());
+        for r in &mut self.roles {
+            r.shrink_to_fit();
+        }
+    }
+
+    pub(super) fn window_end(&self, w: usize) -> usize {
+        self.windows
+            .get(w + 1)
+            .map_or(self.items.len(), |n| n.first_item)
+    }
+
+    pub(super) fn item_text(&self, m: &ItemMeta) -> &str {
+        self.arena.get(m.start..m.end).unwrap_or_default()
+    }
+}
+
+/// 32 bits of an entry id's hash, kept with its position so that the index grows without
+/// reading the ids again, and compared before the ids are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct IdKey(u32);
+
+impl IdKey {
+    pub(super) fn of(id: &str) -> IdKey {
+        use std::hash::BuildHasher;
+        IdKey((rustc_hash::FxBuildHasher.hash_one(id) >> 32) as u32)
+    }
+
+    /// The hash the index places the key by (spread over all 64 bits).
+    pub(super) fn hash(self) -> u64 {
+        u64::from(self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+/// The id of the entry at `pos` of `entries`, whose ids are held in `ids`.
+fn entry_id<'a>(entries: &[EntryRec], ids: &'a str, pos: u32) -> &'a str {
+    entries
+        .get(pos as usize)
+        .and_then(|rec| ids.get(rec.id_start as usize..rec.id_end as usize))
+        .unwrap_or_default()
+}

@@ -1,0 +1,40 @@
+//! Durable session history: an incremental mirror of the current Pi branch, split into context
+//! windows at every compaction, and the four `history_*` tools the model uses to browse it.
+//!
+//! - `mirror`: [`History`] itself: windows, items in one text arena, push and truncate;
+//! - `search`: filters, candidate walks and the literal substring search over the arena;
+//! - `tools`: `history_list_windows`, `history_list_items`, `history_read_item`,
+//!   `history_search_contents`.
+//!
+//! Contract: per-request work never depends on session length (push is O(new text), lookups are
+//! O(1), filtered listings walk posting lists); the mirror is a projection of the branch and holds
+//! nothing a replay would not rebuild; tool errors are model-readable and name the argument.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod mirror;
+mod search;
+mod tools;
+
+/// Re-exported for the engine's usage estimate (which counts what JavaScript's `length` counts).
+pub use crate::text::utf16_len;
+pub use mirror::{History, ROLE_NAMES};
+
+/// `history_list_items` returns at most this many items unless `limit` says otherwise.
+pub const DEFAULT_LIST_ITEMS_LIMIT: usize = 50;
+/// `history_search_contents` returns at most this many items unless `limit` says otherwise.
+pub const DEFAULT_SEARCH_LIMIT: usize = 20;
+/// `history_list_items` shows at most this many characters of each item by default.
+pub const DEFAULT_MAX_CHARS_PER_ITEM: usize = 1200;
+/// `history_read_item` returns at most this many characters by default.
+pub const DEFAULT_READ_LIMIT_CHARS: usize = 20_000;
+/// Characters of context shown on each side of a search match.
+pub const SNIPPET_CONTEXT_CHARS: usize = 80;
+
+#[cfg(test)]
+mod tests;

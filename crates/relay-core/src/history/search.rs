@@ -1,0 +1,339 @@
+//! Finding items: filters (window, role, tool name, tool namespace) resolved against the posting
+//! lists, ordered candidate walks, and the literal substring search over the text arena.
+//!
+//! Contract: a search reports each matching item once, with the byte offset of its FIRST match;
+//! a match never spans two items; results come newest first or oldest first as asked and agree
+//! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the arena
+//! (or the window's slice of it) and maps a hit back to its item by binary search; a newest-first
+//! search of a rare needle scans the rest of a large arena on two scoped threads.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use memchr::memmem;
+
+use super::mirror::{History, Role};
+
+/// A resolved filter: an item index range (a window, or everything) and optional exact matches.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Filter {
+    pub(super) lo: usize,
+    pub(super) hi: usize,
+    pub(super) role: Option<Role>,
+    pub(super) tool: Option<u32>,
+    pub(super) namespace: Option<u32>,
+    /// A filter value that no item carries: nothing can match.
+    pub(super) impossible: bool,
+}
+
+impl History {
+    pub(super) fn matches(&self, i: usize, f: &Filter) -> bool {
+        let Some(m) = self.items.get(i) else {
+            return false;
+        };
+        !matches!(f.role, Some(r) if m.role != r)
+            && !matches!(f.tool, Some(t) if m.tool != t)
+            && !matches!(f.namespace, Some(n) if m.namespace != n)
+    }
+
+    /// The smallest posting list that restricts `f`, sliced to its item range.
+    fn narrowest_list(&self, f: &Filter) -> Option<&[u32]> {
+        let mut best: Option<&[u32]> = None;
+        // A list that does not exist (never: ids come from the same interners) narrows nothing;
+        // `matches` still applies the filter.
+        let lists = [
+            f.role.and_then(|r| self.roles.get(r as usize)),
+            f.tool.and_then(|t| self.tools.postings.get(t as usize)),
+            f.namespace
+                .and_then(|n| self.namespaces.postings.get(n as usize)),
+        ];
+        for list in lists.into_iter().flatten() {
+            let a = list.partition_point(|&i| (i as usize) < f.lo);
+            let b = list.partition_point(|&i| (i as usize) < f.hi);
+            let slice = list.get(a..b).unwrap_or_default();
+            if !matches!(best, Some(cur) if cur.len() <= slice.len()) {
+                best = Some(slice);
+            }
+        }
+        best
+    }
+
+    /// Visits matching items in order until `visit` returns false.
+    pub(super) fn for_each_candidate(
+        &self,
+        f: &Filter,
+        recent_first: bool,
+        mut visit: impl FnMut(usize) -> bool,
+    ) {
+        if f.impossible {
+            return;
+        }
+        match self.narrowest_list(f) {
+            Some(list) => {
+                let mut go = |i: &u32| {
+                    let i = *i as usize;
+                    !self.matches(i, f) || visit(i)
+                };
+                if recent_first {
+                    for i in list.iter().rev() {
+                        if !go(i) {
+                            return;
+                        }
+                    }
+                } else {
+                    for i in list {
+                        if !go(i) {
+                            return;
+                        }
+                    }
+                }
+            }
+            None => {
+                if recent_first {
+                    for i in (f.lo..f.hi).rev() {
+                        if !visit(i) {
+                            return;
+                        }
+                    }
+                } else {
+                    for i in f.lo..f.hi {
+                        if !visit(i) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Up to `want` matching items with the byte offset of the first match inside each.
+    pub(super) fn search(
+        &self,
+        query: &str,
+        f: &Filter,
+        recent_first: bool,
+        want: usize,
+    ) -> Vec<(usize, usize)> {
+        let mut hits = Vec::new();
+        if f.impossible || f.lo >= f.hi {
+            return hits;
+        }
+        let needle = query.as_bytes();
+        let forward = memmem::Finder::new(needle);
+        let first_in = |i: usize| {
+            let text = self.items.get(i).map(|m| self.item_text(m))?;
+            forward.find(text.as_bytes())
+        };
+
+        // A selective filter: search only the candidate items.
+        if let Some(list) = self.narrowest_list(f) {
+            if list.len().saturating_mul(8) < f.hi - f.lo {
+                self.for_each_candidate(f, recent_first, |i| {
+                    if let Some(at) = first_in(i) {
+                        hits.push((i, at));
+                    }
+                    hits.len() < want
+                });
+                return hits;
+            }
+        }
+
+        let hay = self.arena.as_bytes();
+        // The arena range of the filter's items (`lo < hi <= items.len()` in every filter).
+        let (Some(first), Some(last)) = (self.items.get(f.lo), self.items.get(f.hi - 1)) else {
+            return hits;
+        };
+        let (lo, hi) = (first.start, last.end);
+        let n = needle.len();
+        let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
+        if recent_first {
+            // memmem's reverse finder has no SIMD prefilter; instead scan chunks from the end
+            // with the forward finder and walk each chunk's matches backwards. The chunk starts
+            // small (a common needle stops early) and doubles after every chunk that did not
+            // finish the search, up to a few MiB, so that a rare needle scans at forward speed.
+            // Smaller in tests, so that the bulk path below runs on test-sized histories too.
+            const MAX_CHUNK: usize = if cfg!(test) { 1 << 17 } else { 4 << 20 };
+            let mut chunk = (1usize << 16).max(4 * n);
+            let mut end = hi;
+            let mut positions = Vec::new();
+            while end > lo && hits.len() < want {
+                let mut cstart = end.saturating_sub(chunk).max(lo);
+                positions.clear();
+                if chunk >= MAX_CHUNK && end - lo >= BULK_SCAN_MIN {
+                    // Still searching after the largest chunk: the needle is rare here. Collect
+                    // the matches of everything that is left at once, on two threads (a scan
+                    // this long is bound by memory bandwidth, which one core does not fill).
+                    cstart = lo;
+                    positions = all_matches_parallel(&forward, hay, lo, end, n);
+                } else {
+                    // Overlapping matches too: a later overlapping one may be the valid one.
+                    let mut from = cstart;
+                    while let Some(r) = hay.get(from..end).and_then(|h| forward.find(h)) {
+                        positions.push(from + r);
+                        from += r + 1;
+                    }
+                }
+                let mut bound = end;
+                for &p in positions.iter().rev() {
+                    if p + n > bound {
+                        continue;
+                    }
+                    let i = item_at(p);
+                    let Some(m) = self.items.get(i) else {
+                        continue;
+                    };
+                    if p + n > m.end {
+                        // Spans into the next item: not a match.
+                        continue;
+                    }
+                    if self.matches(i, f) {
+                        // There is a match inside the item (at `p`), so its first one exists.
+                        if let Some(at) = first_in(i) {
+                            hits.push((i, at));
+                            if hits.len() >= want {
+                                break;
+                            }
+                        }
+                    }
+                    bound = m.start;
+                }
+                if cstart == lo {
+                    break;
+                }
+                // Matches starting before the chunk but ending inside it come next.
+                end = bound.min(cstart + n - 1);
+                chunk = (chunk * 2).min(MAX_CHUNK.max(4 * n));
+            }
+        } else {
+            let mut start = lo;
+            while start < hi && hits.len() < want {
+                let Some(rel) = hay.get(start..hi).and_then(|h| forward.find(h)) else {
+                    break;
+                };
+                let p = start + rel;
+                let i = item_at(p);
+                let Some(m) = self.items.get(i) else {
+                    break;
+                };
+                if p + n <= m.end && self.matches(i, f) {
+                    hits.push((i, p - m.start));
+                }
+                start = m.end;
+            }
+        }
+        hits
+    }
+}
+
+/// A newest-first search that has not finished after the largest chunk scans the rest at once
+/// when at least this much is left (small in tests, so they exercise it).
+const BULK_SCAN_MIN: usize = if cfg!(test) { 1 << 12 } else { 16 << 20 };
+
+/// Start positions of every (also overlapping) match of the needle that lies wholly inside
+/// `hay[lo..end]`, ascending, collected on two threads: the newer half on a scoped helper
+/// thread, the older half on this one. When the helper cannot be spawned (the system refuses a
+/// thread) or fails, this thread scans the newer half too: a failure costs time, never results.
+fn all_matches_parallel(
+    finder: &memmem::Finder<'_>,
+    hay: &[u8],
+    lo: usize,
+    end: usize,
+    n: usize,
+) -> Vec<usize> {
+    let collect = |from: usize, to: usize, starts_before: usize| {
+        let mut out = Vec::new();
+        let mut at = from;
+        while let Some(r) = hay.get(at..to).and_then(|h| finder.find(h)) {
+            if at + r >= starts_before {
+                break;
+            }
+            out.push(at + r);
+            at += r + 1;
+        }
+        out
+    };
+    let mid = lo + (end - lo) / 2;
+    // The older half owns the matches that start before `mid` (they may end after it).
+    let older_to = (mid + n).saturating_sub(1).min(end);
+    fallback::note_scan();
+    let (mut older, newer) = std::thread::scope(|scope| {
+        let helper = spawn_scoped(scope, || collect(mid, end, end));
+        let older = collect(lo, older_to, mid);
+        let newer = match helper {
+            Ok(handle) => handle.join().ok(),
+            Err(_) => None,
+        };
+        // No helper, or a failed one: scan its half here, sequentially.
+        let newer = newer.unwrap_or_else(|| {
+            fallback::note_fallback();
+            collect(mid, end, end)
+        });
+        (older, newer)
+    });
+    older.extend(newer);
+    older
+}
+
+/// Spawns the search's helper thread with a fallible builder (never `thread::spawn`, which
+/// panics when the system refuses a thread).
+fn spawn_scoped<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    if fallback::forced() {
+        return Err(std::io::Error::other("thread spawn refused (test switch)"));
+    }
+    std::thread::Builder::new()
+        .name("relay-search".into())
+        .spawn_scoped(scope, f)
+}
+
+/// The test-only switch that makes spawning the helper fail, and counts of the two-thread scans
+/// and of those that fell back to this thread, all per calling thread (tests run in parallel).
+/// Nothing in other builds.
+#[cfg(test)]
+pub(super) mod fallback {
+    use std::cell::Cell;
+
+    thread_local! {
+        static FORCE: Cell<bool> = const { Cell::new(false) };
+        static SCANS: Cell<usize> = const { Cell::new(0) };
+        static FALLBACKS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Makes every helper spawn on this thread fail (or succeed again).
+    pub(in crate::history) fn force(on: bool) {
+        FORCE.with(|f| f.set(on));
+    }
+
+    pub(super) fn forced() -> bool {
+        FORCE.with(Cell::get)
+    }
+
+    pub(super) fn note_scan() {
+        SCANS.with(|c| c.set(c.get() + 1));
+    }
+
+    pub(super) fn note_fallback() {
+        FALLBACKS.with(|c| c.set(c.get() + 1));
+    }
+
+    /// How many two-thread scans this thread started, and how many of them fell back to
+    /// scanning both halves on this thread.
+    pub(in crate::history) fn counts() -> (usize, usize) {
+        (SCANS.with(Cell::get), FALLBACKS.with(Cell::get))
+    }
+}
+
+#[cfg(not(test))]
+mod fallback {
+    pub(super) fn forced() -> bool {
+        false
+    }
+    pub(super) fn note_scan() {}
+    pub(super) fn note_fallback() {}
+}

@@ -1,0 +1,321 @@
+//! The four `history_*` tools over the mirror: `history_list_windows`, `history_list_items`,
+//! `history_read_item` and `history_search_contents`.
+//!
+//! Contract: each tool takes the model's JSON arguments, decodes them with [`args::decode`] (its
+//! parameters are the structs of [`crate::args`]) and answers a [`ToolOutput`]: compact JSON on
+//! success, the one argument error format otherwise. Offsets and lengths count Unicode
+//! characters, never bytes; no text is ever cut inside a character.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::{json, Map, Value};
+
+use super::mirror::{History, IdKey, Interner, Role, NONE};
+use super::search::Filter;
+use super::SNIPPET_CONTEXT_CHARS;
+use crate::args;
+use crate::text::{byte_at_char, byte_before_chars, char_count};
+use crate::ToolOutput;
+
+impl History {
+    /// `history_list_windows`: lists the context windows of this session branch (a new window
+    /// starts at every compaction/reset), newest first unless `recent_first` is false, at most
+    /// `limit` of them. Each window has its `window_id`, `item_count`, `created_at` and whether
+    /// it is the `current` one. Parameters: [`args::HistoryListWindows`].
+    pub fn list_windows(&self, args: &Value) -> ToolOutput {
+        let a: args::HistoryListWindows = match args::decode(args::HISTORY_LIST_WINDOWS, args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let limit = a.limit.map_or(usize::MAX, |l| l.0);
+        let n = self.windows.len();
+        let order: Box<dyn Iterator<Item = usize>> = if a.recent_first.0 {
+            Box::new((0..n).rev())
+        } else {
+            Box::new(0..n)
+        };
+        let windows: Vec<Value> = order
+            .take(limit)
+            .filter_map(|i| {
+                let w = self.windows.get(i)?;
+                Some(json!({
+                    "window_id": w.id,
+                    "item_count": self.window_end(i).saturating_sub(w.first_item),
+                    "created_at": w.created_at,
+                    "current": i + 1 == n,
+                }))
+            })
+            .collect();
+        ToolOutput::json(&json!({
+            "total_windows": n,
+            "current_window_id": self.current_window_id(),
+            "windows": windows,
+        }))
+    }
+
+    /// `history_list_items`: lists durable history items (messages, tool results, compaction
+    /// summaries), including those from earlier windows, optionally filtered by window, role,
+    /// tool name and tool namespace. Each item's `content` is cut to `max_chars_per_item`
+    /// characters (`truncated`, `total_chars` tell); `history_read_item` reads the rest.
+    /// `has_more` says whether more items matched. Parameters: [`args::HistoryListItems`].
+    pub fn list_items(&self, args: &Value) -> ToolOutput {
+        const TOOL: &str = args::HISTORY_LIST_ITEMS;
+        let a: args::HistoryListItems = match args::decode(TOOL, args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let filter = match self.filter(
+            TOOL,
+            a.window_id.as_ref(),
+            a.role.as_ref(),
+            a.tool_name.as_ref(),
+            a.tool_namespace.as_ref(),
+        ) {
+            Ok(f) => f,
+            Err(e) => return e,
+        };
+        let (limit, max_chars) = (a.limit.0, a.max_chars_per_item.0);
+        let mut found = Vec::new();
+        self.for_each_candidate(&filter, a.recent_first.0, |i| {
+            found.push(i);
+            found.len() <= limit
+        });
+        let has_more = found.len() > limit;
+        found.truncate(limit);
+        let items: Vec<Value> = found
+            .into_iter()
+            .filter_map(|i| {
+                let m = self.items.get(i)?;
+                let text = self.item_text(m);
+                let shown = text.get(..byte_at_char(text, max_chars))?;
+                let mut v = self.item_head(i);
+                v.insert("total_chars".into(), m.chars.into());
+                v.insert("truncated".into(), (shown.len() < text.len()).into());
+                v.insert("content".into(), shown.into());
+                Some(Value::Object(v))
+            })
+            .collect();
+        ToolOutput::json(&json!({ "items": items, "has_more": has_more }))
+    }
+
+    /// `history_read_item`: reads a range of Unicode characters of one history item, from
+    /// `offset_chars`, at most `limit_chars`. `next_offset_chars` is where to continue, or null
+    /// at the end. Parameters: [`args::HistoryReadItem`].
+    pub fn read_item(&self, args: &Value) -> ToolOutput {
+        const TOOL: &str = args::HISTORY_READ_ITEM;
+        let a: args::HistoryReadItem = match args::decode(TOOL, args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let (window_id, item_id) = (a.window_id.0.as_str(), a.item_id.0.as_str());
+        let (offset, limit) = (a.offset_chars.0, a.limit_chars.0);
+        if !self.window_index.contains_key(window_id) {
+            return args::invalid(TOOL, "window_id", unknown_window(window_id));
+        }
+        let Some((item, m)) = self
+            .position(IdKey::of(item_id), item_id)
+            .and_then(|p| self.entries.get(p as usize))
+            .map(|e| e.item)
+            .filter(|&i| i != NONE)
+            .and_then(|i| Some((i as usize, self.items.get(i as usize)?)))
+        else {
+            return args::invalid(
+                TOOL,
+                "item_id",
+                format!(
+                    "is not an item of this session: {} (list items with history_list_items)",
+                    args::quote(&item_id.into())
+                ),
+            );
+        };
+        let actual = self
+            .windows
+            .get(m.window as usize)
+            .map_or("", |w| w.id.as_str());
+        if actual != window_id {
+            return args::invalid(
+                TOOL,
+                "item_id",
+                format!("names an item of window \"{actual}\", not of window_id \"{window_id}\""),
+            );
+        }
+        if offset > m.chars {
+            return args::invalid(
+                TOOL,
+                "offset_chars",
+                format!(
+                    "is {offset}, past the end of the item (total_chars {})",
+                    m.chars
+                ),
+            );
+        }
+        let text = self.item_text(m);
+        // An all-ASCII item (the usual case): characters are bytes.
+        let ascii = m.chars == text.len();
+        let from = if ascii {
+            offset
+        } else {
+            byte_at_char(text, offset)
+        };
+        let rest = text.get(from..).unwrap_or_default();
+        let content = if ascii {
+            rest.get(..limit.min(rest.len())).unwrap_or_default()
+        } else {
+            rest.get(..byte_at_char(rest, limit)).unwrap_or_default()
+        };
+        let taken = if ascii {
+            content.len()
+        } else {
+            char_count(content)
+        };
+        let next = offset + taken;
+        let mut v = self.item_head(item);
+        v.insert("offset_chars".into(), offset.into());
+        v.insert("total_chars".into(), m.chars.into());
+        v.insert(
+            "next_offset_chars".into(),
+            if next < m.chars {
+                next.into()
+            } else {
+                Value::Null
+            },
+        );
+        v.insert("content".into(), content.into());
+        ToolOutput::json(&Value::Object(v))
+    }
+
+    /// `history_search_contents`: case-sensitive literal substring search over durable history
+    /// (all windows unless `window_id` is given); no semantic search. One result per matching
+    /// item: its first match offset (`match_offset_chars`) and a snippet of up to 80 characters
+    /// each side (starting at `snippet_offset_chars`). Parameters:
+    /// [`args::HistorySearchContents`].
+    pub fn search_contents(&self, args: &Value) -> ToolOutput {
+        const TOOL: &str = args::HISTORY_SEARCH_CONTENTS;
+        let a: args::HistorySearchContents = match args::decode(TOOL, args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let filter = match self.filter(
+            TOOL,
+            a.window_id.as_ref(),
+            a.role.as_ref(),
+            a.tool_name.as_ref(),
+            a.tool_namespace.as_ref(),
+        ) {
+            Ok(f) => f,
+            Err(e) => return e,
+        };
+        let (query, limit) = (a.query.0.as_str(), a.limit.0);
+        let hits = self.search(query, &filter, a.recent_first.0, limit.saturating_add(1));
+        let has_more = hits.len() > limit;
+        let items: Vec<Value> = hits
+            .into_iter()
+            .take(limit)
+            .filter_map(|(i, at)| self.hit_json(i, at, query))
+            .collect();
+        ToolOutput::json(&json!({ "items": items, "has_more": has_more }))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Internals of the tools
+    // -----------------------------------------------------------------------------------------
+
+    /// Resolves the filter arguments. An unknown window is an error; a tool name or namespace
+    /// that no item carries is not (nothing matches).
+    fn filter(
+        &self,
+        tool: &str,
+        window_id: Option<&args::Text>,
+        role: Option<&args::RoleName>,
+        tool_name: Option<&args::Text>,
+        tool_namespace: Option<&args::Text>,
+    ) -> Result<Filter, ToolOutput> {
+        let (lo, hi) = match window_id {
+            Some(args::Text(id)) => {
+                let Some(w) = self.window_index.get(id).map(|&w| w as usize) else {
+                    return Err(args::invalid(tool, "window_id", unknown_window(id)));
+                };
+                let first = self.windows.get(w).map_or(0, |w| w.first_item);
+                (first, self.window_end(w))
+            }
+            None => (0, self.items.len()),
+        };
+        let mut impossible = false;
+        let mut lookup = |interner: &Interner, name: Option<&args::Text>| match name {
+            Some(args::Text(name)) => {
+                let id = interner.ids.get(name).copied();
+                impossible |= id.is_none();
+                id
+            }
+            None => None,
+        };
+        let tool_id = lookup(&self.tools, tool_name);
+        let namespace = lookup(&self.namespaces, tool_namespace);
+        Ok(Filter {
+            lo,
+            hi,
+            // The decoder only lets the four role names through.
+            role: role.and_then(|r| Role::parse(&r.0)),
+            tool: tool_id,
+            namespace,
+            impossible,
+        })
+    }
+
+    /// The identifying fields of an item, in output order.
+    fn item_head(&self, i: usize) -> Map<String, Value> {
+        let mut v = Map::new();
+        let Some(m) = self.items.get(i) else {
+            return v;
+        };
+        let window = self
+            .windows
+            .get(m.window as usize)
+            .map_or("", |w| w.id.as_str());
+        v.insert("window_id".into(), window.into());
+        v.insert("item_id".into(), self.id_at(m.entry as usize).into());
+        v.insert("role".into(), m.role.as_str().into());
+        let name = |interner: &Interner, id: u32| match interner.names.get(id as usize) {
+            Some(name) if id != NONE => Value::from(name.as_str()),
+            _ => Value::Null,
+        };
+        v.insert("tool_name".into(), name(&self.tools, m.tool));
+        v.insert("tool_namespace".into(), name(&self.namespaces, m.namespace));
+        v
+    }
+
+    /// A search hit: the item, where its first match starts (in characters) and the snippet
+    /// around it. `at` is the byte offset of the match in the item's text.
+    fn hit_json(&self, i: usize, at: usize, query: &str) -> Option<Value> {
+        let m = self.items.get(i)?;
+        let text = self.item_text(m);
+        let before = text.get(..at)?;
+        let after = text.get(at + query.len()..)?;
+        let match_chars = char_count(before);
+        let snippet_from = byte_before_chars(before, SNIPPET_CONTEXT_CHARS);
+        let snippet_to = at + query.len() + byte_at_char(after, SNIPPET_CONTEXT_CHARS);
+        let lead = before.get(snippet_from..)?;
+        let mut v = self.item_head(i);
+        v.insert("total_chars".into(), m.chars.into());
+        v.insert("match_offset_chars".into(), match_chars.into());
+        v.insert(
+            "snippet_offset_chars".into(),
+            (match_chars - char_count(lead)).into(),
+        );
+        v.insert("snippet".into(), text.get(snippet_from..snippet_to)?.into());
+        Some(Value::Object(v))
+    }
+}
+
+/// What an unknown `window_id` reads as.
+fn unknown_window(id: &str) -> String {
+    format!(
+        "is not a window of this session: {} (list windows with history_list_windows)",
+        args::quote(&id.into())
+    )
+}
