@@ -174,17 +174,21 @@ impl Git {
             Outcome::Ok(_) | Outcome::Failed | Outcome::Missing => return none(GitState::NoGit),
             Outcome::Broken => return none(GitState::Unknown),
         };
-        let head = match self.run(cwd, &["rev-parse", "--verify", "-q", "HEAD"], deadline) {
-            Outcome::Ok(h) if !h.is_empty() => Some(h),
-            Outcome::Broken => return GitInfo::unknown(),
-            _ => None,
+        let (head, broken) = match self.run(cwd, &["rev-parse", "--verify", "-q", "HEAD"], deadline)
+        {
+            Outcome::Ok(h) if !h.is_empty() => (Some(h), false),
+            Outcome::Ok(_) | Outcome::Failed => (None, false),
+            Outcome::Missing | Outcome::Broken => (None, true),
         };
-        let (branch, state) =
+        let (branch, state) = if broken {
+            (None, GitState::Unknown)
+        } else {
             match self.run(cwd, &["symbolic-ref", "--short", "-q", "HEAD"], deadline) {
                 Outcome::Ok(b) if !b.is_empty() => (Some(b), GitState::Repo),
                 Outcome::Ok(_) | Outcome::Failed => (None, GitState::Detached),
-                Outcome::Missing | Outcome::Broken => return GitInfo::unknown(),
-            };
+                Outcome::Missing | Outcome::Broken => (None, GitState::Unknown),
+            }
+        };
         GitInfo {
             repo_root: Some(root),
             branch,
@@ -204,9 +208,9 @@ pub fn git_state(cwd: &Path) -> GitInfo {
 /// [`git_state`] with an explicit deadline shared by every command.
 ///
 /// States: `NoGit` (git missing or `cwd` not in a repository), `Detached` (no branch), `Repo`,
-/// `Unknown` (the deadline passed or a command failed unexpectedly: nothing is reported then, not
-/// even a root found before). A fresh repository without commits is `Repo` with its branch and no
-/// HEAD.
+/// `Unknown` (the deadline passed or a command failed unexpectedly; a root or HEAD found before
+/// that is kept, the branch is not). A fresh repository without commits is `Repo` with its branch
+/// and no HEAD.
 pub fn git_state_until(cwd: &Path, deadline: Instant) -> GitInfo {
     Git::default().state(cwd, deadline)
 }
@@ -397,6 +401,29 @@ exit 0"#,
             }
         );
         assert_eq!(std::fs::read_to_string(&pids).unwrap().lines().count(), 6);
+        assert_eq!(all_dead(&pids), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_deadline_passing_after_the_root_keeps_the_root_and_marks_the_state_unknown() {
+        let t = TempDir::new("slow-head");
+        let (fake, pids) = fake_git(
+            &t,
+            r#"case "$*" in
+  *show-toplevel*) echo /fake/root; exit 0 ;;
+esac
+wait"#,
+        );
+        let info = fake.state(&t.0, Instant::now() + Duration::from_millis(300));
+        assert_eq!(
+            info,
+            GitInfo {
+                repo_root: Some("/fake/root".into()),
+                branch: None,
+                head: None,
+                state: GitState::Unknown,
+            }
+        );
         assert_eq!(all_dead(&pids), Vec::<String>::new());
     }
 
