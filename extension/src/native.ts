@@ -8,6 +8,11 @@ import { fileURLToPath } from "node:url";
 export interface NativeEngine {
 	/** Load configuration; returns `{issues: [{path, message}]}`. */
 	configure(json: string): string;
+	/**
+	 * True after the addon caught a panic: it replaced its engine, whose mirror is empty until the
+	 * next `resync`/`loadSessionFile`. The adapter's `sync()` then does a full resync first.
+	 */
+	needsResync(): boolean;
 	/** Replace the mirror with a whole branch (root → leaf). */
 	resync(sessionId: string, entriesJson: string): void;
 	/** Replace the mirror by reading the session file up to `leafId`; false when the file cannot serve. */
@@ -18,8 +23,10 @@ export interface NativeEngine {
 	truncateAfter(id: string | null): void;
 	/** Append new branch entries (root → leaf order). */
 	append(entriesJson: string): void;
-	/** Run a tool; returns a ToolReply. */
-	tool(name: string, argsJson: string, observationJson: string): string;
+	/** Run a tool; returns a ToolReply. `gitJson`: what `collectGit` resolved to, for `context_handoff`. */
+	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null): string;
+	/** Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for `tool`). */
+	collectGit(cwd: string): Promise<string>;
 	/** Feed one observation; returns a HookReply. */
 	handle(observationJson: string): string;
 	/** Tool names, labels and descriptions the model sees. */
