@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean
+.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean
 
 all: build
 
@@ -20,6 +20,16 @@ addon: deps
 	$(NODE) $(NAPI) build --platform --release --manifest-path crates/relay-node/Cargo.toml \
 	  --package-json-path crates/relay-node/package.json --output-dir extension/native --no-js --dts relay.d.ts
 
+# A second addon for the panic-boundary tests only, with the test-panic feature (RELAY_TEST_PANIC
+# makes a named entry point panic). Never in extension/native/, which is what users load; built in
+# its own target folder so that it never displaces the release build.
+TEST_ADDON_DIR := target/test-addon
+
+test-addon: deps
+	$(NODE) $(NAPI) build --features test-panic --manifest-path crates/relay-node/Cargo.toml \
+	  --package-json-path crates/relay-node/package.json --target-dir $(TEST_ADDON_DIR)/build \
+	  --output-dir $(TEST_ADDON_DIR) --dts relay.d.ts
+
 cli:
 	cargo build --release -p relay-cli
 
@@ -32,10 +42,10 @@ demo: build
 	bash demo/run.sh
 
 test-rust:
-	cargo test --workspace --exclude relay-node
+	cargo test --workspace
 
-test-extension: build
-	$(NODE) --test --test-concurrency=1 tests/extension/*.test.mjs
+test-extension: build test-addon
+	RELAY_TEST_ADDON=$(CURDIR)/$(TEST_ADDON_DIR)/relay.node $(NODE) --test --test-concurrency=1 tests/extension/*.test.mjs
 
 test-e2e: build
 	$(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs

@@ -6,6 +6,11 @@ export declare class Engine {
   constructor()
   /** Validate and apply configuration sources; returns a HookReply with one warning per problem. */
   configure(json: string): string
+  /**
+   * True after a caught panic replaced the engine: the caller must call `resync` or
+   * `loadSessionFile` (a full resync from Pi's branch) before the next event.
+   */
+  needsResync(): boolean
   /** Replace the mirror with a whole branch (JSON array of entries, root first). */
   resync(sessionId: string, entriesJson: string): void
   /**
@@ -18,12 +23,21 @@ export declare class Engine {
   truncateAfter(id?: string | undefined | null): void
   /** Append entries that follow the tip (JSON array, root first). */
   append(entriesJson: string): void
-  /** Run a tool; returns a ToolReply. */
-  tool(name: string, argsJson: string, observationJson: string): string
+  /**
+   * Run a tool; returns a ToolReply. For `context_handoff`, `git_json` is what `collectGit`
+   * resolved to (absent: the git metadata is recorded as unknown).
+   */
+  tool(name: string, argsJson: string, observationJson: string, gitJson?: string | undefined | null): string
   /** Feed one observation; returns a HookReply. */
   handle(observationJson: string): string
   /** The tools' names, labels and descriptions. */
   toolSpecs(): string
+  /**
+   * Collect the git metadata of a handoff for `cwd` on the libuv thread pool, all commands
+   * within one deadline (`relay_io::git::GIT_DEADLINE`, counted from this call); resolves to
+   * the facts to pass to `tool("context_handoff", ...)`. Never blocks the event loop.
+   */
+  collectGit(cwd: string): Promise<string>
 }
 export type JsEngine = Engine
 

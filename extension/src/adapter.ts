@@ -66,12 +66,13 @@ export function observation<T extends Event["type"]>(ctx: ExtensionContext, type
 
 /**
  * Bring the engine's mirror up to the current leaf. Walks from the leaf back to the newest entry the
- * engine already knows, so the cost is the number of new entries, never the session length.
+ * engine already knows, so the cost is the number of new entries, never the session length. After
+ * the addon caught a panic (`needsResync()`), or in another session, it is a full resync instead.
  */
 export function sync(engine: NativeEngine, ctx: ExtensionContext, state: { sessionId?: string }): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
-	if (state.sessionId !== sessionId) {
+	if (state.sessionId !== sessionId || engine.needsResync()) {
 		fullSync(engine, ctx, state);
 		return;
 	}

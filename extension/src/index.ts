@@ -14,13 +14,19 @@ export default function relay(pi: ExtensionAPI) {
 	const runtime = {};
 	let subagent = false;
 
-	// Nothing Relay does may throw into Pi (a throw in tool_call would block the tool): a failure is
-	// reported once per message on stderr and the hook carries on as if Relay were absent.
+	// Nothing Relay does may throw into Pi (a throw in tool_call would block the tool): a failure,
+	// a panic the addon caught included, is reported once per message (the UI's notification, else
+	// stderr) and the hook carries on as if Relay were absent. After a panic the addon asks for a
+	// full resync, which the next sync() does.
 	const reported = new Set<string>();
-	const report = (where: string, error: unknown) => {
+	const report = (where: string, error: unknown, ctx?: ExtensionContext) => {
 		const text = `relay: ${where} failed: ${error instanceof Error ? error.message : String(error)}`;
-		if (!reported.has(text)) {
-			reported.add(text);
+		if (reported.has(text)) return;
+		reported.add(text);
+		try {
+			if (ctx?.hasUI) ctx.ui.notify(text, "error");
+			else console.error(text);
+		} catch {
 			console.error(text);
 		}
 	};
@@ -32,7 +38,7 @@ export default function relay(pi: ExtensionAPI) {
 			run(pi, ctx, reply.effects);
 			return reply;
 		} catch (error) {
-			report(type, error);
+			report(type, error, ctx);
 			return { effects: [] };
 		}
 	};
@@ -42,7 +48,7 @@ export default function relay(pi: ExtensionAPI) {
 			const reply = JSON.parse(engine.configure(JSON.stringify(loadSettings(pi, ctx)))) as HookReply;
 			run(pi, ctx, reply.effects);
 		} catch (error) {
-			report("configuration", error);
+			report("configuration", error, ctx);
 		}
 	};
 
@@ -57,15 +63,26 @@ export default function relay(pi: ExtensionAPI) {
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				let reply: ToolReply;
 				try {
+					// A handoff's git metadata is collected off Pi's event loop, within one deadline;
+					// the engine work then runs at once with the facts (unknown if collecting failed).
+					const git =
+						spec.name === "context_handoff"
+							? await engine.collectGit(ctx.cwd).catch((error: unknown) => {
+									report("collecting git metadata", error, ctx);
+									return null;
+								})
+							: null;
 					sync(engine, ctx, state);
-					reply = JSON.parse(engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true, subagent)))) as ToolReply;
+					reply = JSON.parse(
+						engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true, subagent)), git),
+					) as ToolReply;
 					if (reply.persist) {
 						pi.appendEntry(reply.persist.customType, reply.persist.data);
 						sync(engine, ctx, state);
 					}
 					run(pi, ctx, reply.effects);
 				} catch (error) {
-					report(spec.name, error);
+					report(spec.name, error, ctx);
 					reply = { text: `${spec.name} failed inside Relay: ${error instanceof Error ? error.message : String(error)}`, isError: true };
 				}
 				return {
@@ -83,7 +100,7 @@ export default function relay(pi: ExtensionAPI) {
 		try {
 			fullSync(engine, ctx, state);
 		} catch (error) {
-			report("loading the session", error);
+			report("loading the session", error, ctx);
 		}
 		configure(ctx);
 		handle(ctx, "session_start");

@@ -13,6 +13,11 @@ import type { ConfigSources, HookReply, Moment, Observation, ToolReply, ToolSpec
 export interface NativeEngine {
 	/** Load configuration from a {@link ConfigSources}; returns a {@link HookReply} (one warning per problem). */
 	configure(json: string): string;
+	/**
+	 * True after the addon caught a panic: it replaced its engine, whose mirror is empty until the
+	 * next `resync`/`loadSessionFile`. The adapter's `sync()` then does a full resync first.
+	 */
+	needsResync(): boolean;
 	/** Replace the mirror with a whole branch (root → leaf). */
 	resync(sessionId: string, entriesJson: string): void;
 	/** Replace the mirror by reading the session file up to `leafId`; false when the file cannot serve. */
@@ -23,8 +28,13 @@ export interface NativeEngine {
 	truncateAfter(id: string | null): void;
 	/** Append new branch entries (root → leaf order). */
 	append(entriesJson: string): void;
-	/** Run a tool with the arguments the model gave and a {@link Moment}; returns a {@link ToolReply}. */
-	tool(name: string, argsJson: string, observationJson: string): string;
+	/**
+	 * Run a tool with the arguments the model gave and a {@link Moment}; returns a {@link ToolReply}.
+	 * `gitJson`: what `collectGit` resolved to, for `context_handoff`.
+	 */
+	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null): string;
+	/** Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for `tool`). */
+	collectGit(cwd: string): Promise<string>;
 	/** Feed one {@link Observation}; returns a {@link HookReply}. */
 	handle(observationJson: string): string;
 	/** The {@link ToolSpec}s: tool names, labels and descriptions the model sees. */

@@ -1,5 +1,23 @@
 //! Effects Relay performs for both front ends: atomic file writes, the event log, session-file
 //! reading, git metadata.
+//!
+//! Nothing here panics on bad input or a failing system call: errors are returned, threads are
+//! spawned with fallible builders and a sequential fallback.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 pub mod fsx;
 pub mod git;

@@ -60,6 +60,15 @@ pub fn stream_session_branch(
     leaf_id: &str,
     sink: &mut impl BranchSink,
 ) -> Result<bool, SessionReadError> {
+    stream_session_branch_with(path, leaf_id, sink, Threads::Two)
+}
+
+fn stream_session_branch_with(
+    path: &Path,
+    leaf_id: &str,
+    sink: &mut impl BranchSink,
+    threads: Threads,
+) -> Result<bool, SessionReadError> {
     let mut file = fs::File::open(path).map_err(|e| SessionReadError::new(path, e))?;
     if last_entry_id(&mut file)
         .map_err(|e| SessionReadError::new(path, e))?
@@ -70,7 +79,7 @@ pub fn stream_session_branch(
             .map_err(|e| SessionReadError::new(path, e))?;
         let mut feed = LinearFeed::new();
         sink.begin();
-        let all_fed = feed_lines_parallel(file, &mut feed, sink)
+        let all_fed = feed_lines(file, &mut feed, sink, threads)
             .map_err(|e| SessionReadError::new(path, e))?;
         if all_fed && feed.finish(leaf_id) {
             return Ok(true);
@@ -93,15 +102,65 @@ enum Batch {
     Lines(String),
 }
 
-/// Feeds every entry line of `file` to `feed` until it says no (then `Ok(false)`). A second
-/// thread reads the file and decodes lines while this one decodes the rest and hands the
-/// entries to `sink` in file order, so the work is shared by two cores; at most a few batches
-/// are in flight.
-fn feed_lines_parallel(
+/// How [`feed_lines`] shares the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Threads {
+    /// A reading and decoding thread beside the caller's (falls back to `One` when no thread
+    /// can be started).
+    Two,
+    /// Everything on the caller's thread (the fallback; the tests also ask for it directly).
+    #[cfg_attr(not(test), allow(dead_code))]
+    One,
+}
+
+/// Feeds every entry line of `file` to `feed` until it says no (then `Ok(false)`). With
+/// [`Threads::Two`], a second thread reads the file and decodes lines while this one decodes the
+/// rest and hands the entries to `sink` in file order, so the work is shared by two cores; at
+/// most a few batches are in flight. When that thread cannot be started, the caller's thread
+/// does it all.
+fn feed_lines(
     mut file: fs::File,
     feed: &mut LinearFeed,
     sink: &mut impl BranchSink,
+    threads: Threads,
 ) -> io::Result<bool> {
+    if threads == Threads::Two {
+        if let Some(result) = feed_lines_parallel(&mut file, feed, sink) {
+            return result;
+        }
+    }
+    feed_lines_sequential(&mut file, feed, sink)
+}
+
+/// The caller's thread reads, decodes and feeds, one block of lines at a time.
+fn feed_lines_sequential(
+    file: &mut fs::File,
+    feed: &mut LinearFeed,
+    sink: &mut impl BranchSink,
+) -> io::Result<bool> {
+    let mut entries = Vec::with_capacity(BATCH);
+    let mut all_fed = true;
+    for_each_block(file, |block| {
+        entries.clear();
+        push_entries_of_lines(block, &mut entries);
+        for entry in &entries {
+            if !feed.entry_ref(entry, sink) {
+                all_fed = false;
+                return false;
+            }
+        }
+        true
+    })?;
+    Ok(all_fed)
+}
+
+/// The two-thread form of [`feed_lines`]; `None` (with nothing read) when the second thread
+/// cannot be started.
+fn feed_lines_parallel(
+    file: &mut fs::File,
+    feed: &mut LinearFeed,
+    sink: &mut impl BranchSink,
+) -> Option<io::Result<bool>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     // Batches sent and not yet fully handed to the sink.
     let pending = AtomicUsize::new(0);
@@ -112,56 +171,64 @@ fn feed_lines_parallel(
         // contend for the allocator's lock.
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Batch>();
         let pending = &pending;
-        let reader = scope.spawn(move || {
-            let mut entries = Vec::with_capacity(BATCH);
-            let mut spare_entries: Vec<Vec<Entry>> = Vec::new();
-            let mut spare_lines: Vec<String> = Vec::new();
-            let mut batches = 0usize;
-            for_each_block(&mut file, |block| {
-                let mut ends = memchr::memchr_iter(b'\n', block.as_bytes());
-                let mut start = 0;
-                while start <= block.len() {
-                    let end = ends.nth(BATCH - 1).unwrap_or(block.len());
-                    let text = &block[start..end];
-                    start = end + 1;
-                    for spent in back_rx.try_iter() {
-                        match spent {
-                            Batch::Entries(mut v) => {
-                                v.clear();
-                                spare_entries.push(v);
-                            }
-                            Batch::Lines(mut l) => {
-                                l.clear();
-                                spare_lines.push(l);
+        let spawned = std::thread::Builder::new()
+            .name("relay-session-reader".into())
+            .spawn_scoped(scope, move || {
+                let mut entries = Vec::with_capacity(BATCH);
+                let mut spare_entries: Vec<Vec<Entry>> = Vec::new();
+                let mut spare_lines: Vec<String> = Vec::new();
+                let mut batches = 0usize;
+                for_each_block(file, |block| {
+                    let mut ends = memchr::memchr_iter(b'\n', block.as_bytes());
+                    let mut start = 0;
+                    while start <= block.len() {
+                        let end = ends.nth(BATCH - 1).unwrap_or(block.len());
+                        // `start` and `end` are 0, a line end + 1 or the block's end: char boundaries.
+                        let text = block.get(start..end).unwrap_or_default();
+                        start = end + 1;
+                        for spent in back_rx.try_iter() {
+                            match spent {
+                                Batch::Entries(mut v) => {
+                                    v.clear();
+                                    spare_entries.push(v);
+                                }
+                                Batch::Lines(mut l) => {
+                                    l.clear();
+                                    spare_lines.push(l);
+                                }
                             }
                         }
+                        // At most the batch just sent is left for the caller's thread: it is about
+                        // to wait, so this batch is its to decode.
+                        let raw = batches % CALLER_DECODES_ONE_IN == CALLER_DECODES_ONE_IN - 1
+                            || pending.load(Ordering::Relaxed) <= 1;
+                        batches += 1;
+                        let batch = if raw {
+                            let mut lines = spare_lines.pop().unwrap_or_default();
+                            lines.push_str(text);
+                            Batch::Lines(lines)
+                        } else {
+                            push_entries_of_lines(text, &mut entries);
+                            let next = spare_entries
+                                .pop()
+                                .unwrap_or_else(|| Vec::with_capacity(BATCH));
+                            Batch::Entries(std::mem::replace(&mut entries, next))
+                        };
+                        pending.fetch_add(1, Ordering::Relaxed);
+                        // The receiver is gone only when the caller stopped feeding.
+                        if tx.send(batch).is_err() {
+                            return false;
+                        }
                     }
-                    // At most the batch just sent is left for the caller's thread: it is about
-                    // to wait, so this batch is its to decode.
-                    let raw = batches % CALLER_DECODES_ONE_IN == CALLER_DECODES_ONE_IN - 1
-                        || pending.load(Ordering::Relaxed) <= 1;
-                    batches += 1;
-                    let batch = if raw {
-                        let mut lines = spare_lines.pop().unwrap_or_default();
-                        lines.push_str(text);
-                        Batch::Lines(lines)
-                    } else {
-                        push_entries_of_lines(text, &mut entries);
-                        let next = spare_entries
-                            .pop()
-                            .unwrap_or_else(|| Vec::with_capacity(BATCH));
-                        Batch::Entries(std::mem::replace(&mut entries, next))
-                    };
-                    pending.fetch_add(1, Ordering::Relaxed);
-                    // The receiver is gone only when the caller stopped feeding.
-                    if tx.send(batch).is_err() {
-                        return false;
-                    }
-                }
-                true
-            })?;
-            Ok(())
-        });
+                    true
+                })?;
+                Ok(())
+            });
+        let reader = match spawned {
+            Ok(reader) => reader,
+            // No thread (resource limits): nothing was read, the caller's thread does it all.
+            Err(_) => return None,
+        };
         let mut all_fed = true;
         let mut decoded = Vec::with_capacity(BATCH);
         'batches: for batch in rx {
@@ -194,7 +261,7 @@ fn feed_lines_parallel(
         let read: io::Result<()> = reader
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the session reader thread panicked")));
-        read.map(|()| all_fed)
+        Some(read.map(|()| all_fed))
     })
 }
 
@@ -221,23 +288,27 @@ fn for_each_block(file: &mut fs::File, mut f: impl FnMut(&str) -> bool) -> io::R
             // One line longer than the buffer: make room for more of it.
             buf.resize(buf.len() * 2, 0);
         }
-        let n = match file.read(&mut buf[filled..]) {
+        let n = match file.read(buf.get_mut(filled..).unwrap_or_default()) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         if n == 0 {
-            return Ok(filled == 0 || emit(&buf[..filled]));
+            return Ok(filled == 0 || emit(buf.get(..filled).unwrap_or_default()));
         }
         let scanned = filled;
         filled += n;
-        let Some(last_nl) = memchr::memrchr(b'\n', &buf[scanned..filled]).map(|i| scanned + i)
+        let Some(last_nl) = buf
+            .get(scanned..filled)
+            .and_then(|fresh| memchr::memrchr(b'\n', fresh))
+            .map(|i| scanned + i)
         else {
             continue;
         };
-        if !emit(&buf[..last_nl]) {
+        if !emit(buf.get(..last_nl).unwrap_or_default()) {
             return Ok(false);
         }
+        // `last_nl < filled <= buf.len()`: the range is in bounds.
         buf.copy_within(last_nl + 1..filled, 0);
         filled -= last_nl + 1;
     }
@@ -251,16 +322,15 @@ fn last_entry_id(file: &mut fs::File) -> io::Result<Option<String>> {
     loop {
         let from = len.saturating_sub(block);
         file.seek(SeekFrom::Start(from))?;
-        let mut bytes = Vec::with_capacity((len - from) as usize);
+        let mut bytes = Vec::with_capacity(usize::try_from(len - from).unwrap_or(0));
         file.by_ref().take(len - from).read_to_end(&mut bytes)?;
         // The first line of the block may be cut, unless the block starts the file.
         let whole = if from == 0 {
-            &bytes[..]
+            bytes.as_slice()
         } else {
-            match memchr::memchr(b'\n', &bytes) {
-                Some(i) => &bytes[i + 1..],
-                None => &[][..],
-            }
+            memchr::memchr(b'\n', &bytes)
+                .and_then(|i| bytes.get(i + 1..))
+                .unwrap_or_default()
         };
         let text = String::from_utf8_lossy(whole);
         if let Some(entry) = text.rsplit('\n').find_map(last_entry_of_line) {
@@ -466,12 +536,19 @@ mod tests {
             assert!(branch.len() > 2000, "{name}");
             let mut expected = relay_core::engine::Engine::new();
             expected.resync("S", &branch);
-            let mut got = relay_core::engine::Engine::new();
-            let mut replay = Replay(&mut got, false);
-            assert!(stream_session_branch(&file, &leaf, &mut replay).unwrap());
-            got.end_resync();
-            assert_eq!(got.tip(), Some(leaf.as_str()));
-            assert_eq!(history_view(&got), history_view(&expected), "{name}");
+            // Two threads, and the one-thread fallback used when no thread can be started.
+            for threads in [Threads::Two, Threads::One] {
+                let mut got = relay_core::engine::Engine::new();
+                let mut replay = Replay(&mut got, false);
+                assert!(stream_session_branch_with(&file, &leaf, &mut replay, threads).unwrap());
+                got.end_resync();
+                assert_eq!(got.tip(), Some(leaf.as_str()));
+                assert_eq!(
+                    history_view(&got),
+                    history_view(&expected),
+                    "{name} {threads:?}"
+                );
+            }
         }
         fs::remove_dir_all(dir).unwrap();
     }

@@ -1,0 +1,670 @@
+//! What each method of the addon's `Engine` does, free of napi so that `cargo test` covers it;
+//! `lib.rs` only converts arguments, results and errors.
+//!
+//! **Panic boundary and resync.** Every method runs inside [`Binding::guarded`]. A panic there is
+//! caught and answered with a [`Failure::Panic`] (the extension reports it once and its hook does
+//! nothing). The engine that panicked may hold a half-updated mirror or state, so it is dropped:
+//! a new one takes its place, configured with the last configuration that applied and the last
+//! `/relay on|off`, as after a `/reload`. Until the extension has resynced it from Pi's branch
+//! (`resync` or `loadSessionFile`), [`Binding::needs_resync`] is true and `handle`, `tool`,
+//! `append` and `truncateAfter` refuse to work, so that no decision is made on an empty mirror.
+//! The adapter's `sync()` checks `needsResync()` before every event and does the full resync.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use relay_core::engine::{self, ConfigSources, Effect, Event, GitFacts, Observation, ToolReply};
+use relay_core::entry::{parse_entry, BranchSink, Entry, EntryKind};
+use relay_core::handoff::GitState;
+
+use crate::boundary;
+
+/// Why a method failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The caller handed over something that does not parse (or asked at the wrong time).
+    Invalid(String),
+    /// A panic was caught; the engine was replaced and waits for a full resync.
+    Panic(String),
+}
+
+impl Failure {
+    pub fn text(&self) -> &str {
+        match self {
+            Failure::Invalid(text) | Failure::Panic(text) => text,
+        }
+    }
+}
+
+fn invalid(what: &str, err: impl std::fmt::Display) -> Failure {
+    Failure::Invalid(format!("relay: invalid {what}: {err}"))
+}
+
+const WAITING: &str =
+    "relay: the engine restarted after an internal error and waits for a full resync from the session";
+
+/// The state behind one addon `Engine`.
+pub struct Binding {
+    inner: engine::Engine,
+    reported: Vec<String>,
+    /// Problems found in entries Pi handed over, reported with the next hook's reply.
+    warnings: Vec<String>,
+    /// Where status and events are written (`PI_CONTEXT_BUDGET_STATE_DIR` or agentDir/context-budget).
+    state_dir: Option<PathBuf>,
+    /// The last configuration that applied without a panic (budget file already read).
+    last_sources: Option<ConfigSources>,
+    /// The last `/relay on` or `/relay off` that went through.
+    toggle: Option<String>,
+    /// A panic replaced the engine; its mirror is empty until a full resync.
+    needs_resync: bool,
+}
+
+impl Default for Binding {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The git facts `collect_git` hands to JavaScript and `tool` takes back (opaque to the extension).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GitWire {
+    pub repo_root: Option<String>,
+    pub branch: Option<String>,
+    pub head: Option<String>,
+    pub state: GitState,
+}
+
+impl From<GitWire> for GitFacts {
+    fn from(g: GitWire) -> Self {
+        GitFacts {
+            repo_root: g.repo_root,
+            branch: g.branch,
+            head: g.head,
+            state: g.state,
+        }
+    }
+}
+
+/// Git metadata for a handoff, within `deadline` (blocking: the addon runs it on a worker
+/// thread). Returns the facts as JSON for [`Binding::tool`]; a panic is an error, never a crash.
+pub fn collect_git(cwd: &Path, deadline: Instant) -> Result<String, Failure> {
+    let info = boundary::catch(|| {
+        boundary::inject("collectGit", &|| cwd.display().to_string());
+        relay_io::git::git_state_until(cwd, deadline)
+    })
+    .map_err(|text| Failure::Panic(format!("relay: internal error in collectGit: {text}")))?;
+    serde_json::to_string(&GitWire {
+        repo_root: info.repo_root,
+        branch: info.branch,
+        head: info.head,
+        state: info.state,
+    })
+    .map_err(|e| invalid("git facts", e))
+}
+
+/// The fields every entry needs to keep its place on the branch.
+#[derive(serde::Deserialize)]
+struct Skeleton {
+    #[serde(rename = "type")]
+    entry_type: Option<String>,
+    id: Option<String>,
+    #[serde(rename = "parentId")]
+    parent_id: Option<String>,
+    timestamp: Option<String>,
+}
+
+/// The event type of an observation, for error texts.
+fn event_type(observation_json: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Tag {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    serde_json::from_str::<Tag>(observation_json)
+        .map(|t| t.kind)
+        .unwrap_or_else(|_| "?".into())
+}
+
+impl Binding {
+    pub fn new() -> Self {
+        Binding {
+            inner: engine::Engine::new(),
+            reported: Vec::new(),
+            warnings: Vec::new(),
+            state_dir: None,
+            last_sources: None,
+            toggle: None,
+            needs_resync: false,
+        }
+    }
+
+    /// Whether a panic replaced the engine and the extension must resync it from Pi's branch.
+    pub fn needs_resync(&self) -> bool {
+        self.needs_resync
+    }
+
+    /// Run `f` as the body of method `method` (`detail`: what it was working on, for the error
+    /// text). A panic is caught, the engine replaced (see the module documentation) and the
+    /// panic answered as [`Failure::Panic`].
+    pub fn guarded<T>(
+        &mut self,
+        method: &str,
+        detail: &dyn Fn() -> String,
+        f: impl FnOnce(&mut Self) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        match boundary::catch(|| {
+            boundary::inject(method, detail);
+            f(self)
+        }) {
+            Ok(result) => result,
+            Err(text) => {
+                let what = detail();
+                let place = if what.is_empty() {
+                    method.to_string()
+                } else {
+                    format!("{method} ({what})")
+                };
+                let recovered = self.recover();
+                Err(Failure::Panic(format!(
+                    "relay: internal error in {place}: {text}. {recovered}"
+                )))
+            }
+        }
+    }
+
+    /// Replace the engine after a panic: a new one with the last good configuration and toggle.
+    fn recover(&mut self) -> &'static str {
+        self.needs_resync = true;
+        let sources = self.last_sources.clone();
+        let toggle = self.toggle.clone();
+        let mut reported = self.reported.clone();
+        let fresh = boundary::catch(move || {
+            let mut fresh = engine::Engine::new();
+            if let Some(sources) = &sources {
+                // Its warnings were reported when it was first applied.
+                let _ = fresh.configure_reply(sources, &mut reported);
+            }
+            if let Some(args) = toggle {
+                let _ = fresh.handle(&Observation {
+                    moment: engine::Moment::default(),
+                    event: Event::Command { args },
+                });
+            }
+            fresh
+        });
+        match fresh {
+            Ok(fresh) => {
+                self.inner = fresh;
+                "Relay restarted its engine and reloads the session branch before the next event"
+            }
+            Err(_) => {
+                self.inner = engine::Engine::new();
+                self.last_sources = None;
+                "Relay restarted its engine with the default configuration and reloads the session branch before the next event"
+            }
+        }
+    }
+
+    fn ready(&self) -> Result<(), Failure> {
+        if self.needs_resync {
+            Err(Failure::Invalid(WAITING.into()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Validate and apply configuration sources; returns a HookReply with one warning per problem.
+    pub fn configure(&mut self, json: &str) -> Result<String, Failure> {
+        self.guarded("configure", &String::new, |b| {
+            let mut sources: ConfigSources =
+                serde_json::from_str(json).map_err(|e| invalid("configuration sources", e))?;
+            // The budget policy file is re-read each time (startup and every input), as seed 004 does.
+            if let Some(path) = sources.budget_config_path.clone() {
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => sources.budget_file = Some(text),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => sources.budget_file_error = Some(e.to_string()),
+                }
+            }
+            b.state_dir = sources.state_dir.as_deref().map(PathBuf::from);
+            let mut reply = b.inner.configure_reply(&sources, &mut b.reported);
+            b.last_sources = Some(sources);
+            b.execute(&mut reply.effects);
+            serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
+        })
+    }
+
+    /// Replace the mirror with a whole branch (JSON array of entries, root first).
+    pub fn resync(&mut self, session_id: &str, entries_json: &str) -> Result<(), Failure> {
+        self.guarded("resync", &String::new, |b| {
+            let entries = b
+                .entries_of(entries_json)
+                .map_err(|e| invalid("branch entries", e))?;
+            b.inner.resync(session_id, &entries);
+            b.needs_resync = false;
+            Ok(())
+        })
+    }
+
+    /// Replace the mirror by reading the session file and taking the branch that ends at `leaf_id`.
+    /// `Ok(false)` when the file does not contain that leaf (the caller then resyncs from Pi).
+    pub fn load_session_file(
+        &mut self,
+        session_id: &str,
+        path: &str,
+        leaf_id: &str,
+    ) -> Result<bool, Failure> {
+        struct Replay<'a> {
+            engine: &'a mut engine::Engine,
+            session_id: &'a str,
+            begun: bool,
+        }
+        impl BranchSink for Replay<'_> {
+            fn begin(&mut self) {
+                self.engine.begin_resync(self.session_id);
+                self.begun = true;
+            }
+            fn entry(&mut self, entry: Entry) {
+                self.engine.push_replayed(&entry);
+            }
+            fn entry_ref(&mut self, entry: &Entry) {
+                self.engine.push_replayed(entry);
+            }
+        }
+        self.guarded("loadSessionFile", &String::new, |b| {
+            let mut replay = Replay {
+                engine: &mut b.inner,
+                session_id,
+                begun: false,
+            };
+            let found =
+                relay_io::session::stream_session_branch(Path::new(path), leaf_id, &mut replay);
+            if replay.begun {
+                replay.engine.end_resync();
+            }
+            let loaded = matches!(found, Ok(true));
+            if loaded {
+                b.needs_resync = false;
+            }
+            Ok(loaded)
+        })
+    }
+
+    pub fn has_entry(&mut self, id: &str) -> Result<bool, Failure> {
+        self.guarded("hasEntry", &String::new, |b| Ok(b.inner.contains(id)))
+    }
+
+    pub fn tip_id(&mut self) -> Result<Option<String>, Failure> {
+        self.guarded("tipId", &String::new, |b| {
+            Ok(b.inner.tip().map(str::to_string))
+        })
+    }
+
+    pub fn truncate_after(&mut self, id: Option<&str>) -> Result<(), Failure> {
+        self.guarded("truncateAfter", &String::new, |b| {
+            b.ready()?;
+            b.inner.truncate_after(id);
+            Ok(())
+        })
+    }
+
+    /// Append entries that follow the tip (JSON array, root first).
+    pub fn append(&mut self, entries_json: &str) -> Result<(), Failure> {
+        self.guarded("append", &String::new, |b| {
+            b.ready()?;
+            let entries = b
+                .entries_of(entries_json)
+                .map_err(|e| invalid("new entries", e))?;
+            b.inner.append(&entries);
+            Ok(())
+        })
+    }
+
+    /// Run a tool; returns a ToolReply. `git_json` is what [`collect_git`] produced for a
+    /// handoff; without it the handoff's git metadata is recorded as unknown.
+    pub fn tool(
+        &mut self,
+        name: &str,
+        args_json: &str,
+        observation_json: &str,
+        git_json: Option<&str>,
+    ) -> Result<String, Failure> {
+        self.guarded("tool", &|| name.to_string(), |b| {
+            b.ready()?;
+            let args: serde_json::Value =
+                serde_json::from_str(args_json).map_err(|e| invalid("tool arguments", e))?;
+            let moment: engine::Moment = serde_json::from_str(observation_json)
+                .map_err(|e| invalid("tool observation", e))?;
+            let mut reply = if name == "context_handoff" {
+                let git = match git_json {
+                    Some(json) => serde_json::from_str::<GitWire>(json)
+                        .map_err(|e| invalid("git facts", e))?
+                        .into(),
+                    None => GitFacts {
+                        repo_root: None,
+                        branch: None,
+                        head: None,
+                        state: GitState::Unknown,
+                    },
+                };
+                b.handoff(&args, &moment, &git)
+            } else {
+                b.inner.tool(name, &args, &moment)
+            };
+            b.execute(&mut reply.effects);
+            serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
+        })
+    }
+
+    /// Feed one observation; returns a HookReply.
+    pub fn handle(&mut self, observation_json: &str) -> Result<String, Failure> {
+        self.guarded("handle", &|| event_type(observation_json), |b| {
+            b.ready()?;
+            let obs: Observation =
+                serde_json::from_str(observation_json).map_err(|e| invalid("observation", e))?;
+            let mut reply = b.inner.handle(&obs);
+            if let Event::Command { args } = &obs.event {
+                if args == "on" || args == "off" {
+                    b.toggle = Some(args.clone());
+                }
+            }
+            b.execute(&mut reply.effects);
+            serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
+        })
+    }
+
+    /// The tools' names, labels and descriptions.
+    pub fn tool_specs(&mut self) -> Result<String, Failure> {
+        self.guarded("toolSpecs", &String::new, |_| {
+            serde_json::to_string(&engine::tool_specs()).map_err(|e| invalid("tool specs", e))
+        })
+    }
+
+    /// Parse a JSON array of branch entries. An entry that does not parse keeps its place on the
+    /// branch as an unknown entry (with a warning) instead of failing the whole batch, so that one
+    /// odd entry never stops the mirror (or every later hook) from working.
+    fn entries_of(&mut self, json: &str) -> Result<Vec<Entry>, serde_json::Error> {
+        let raws: Vec<&serde_json::value::RawValue> = serde_json::from_str(json)?;
+        let mut entries = Vec::with_capacity(raws.len());
+        for (index, raw) in raws.into_iter().enumerate() {
+            match parse_entry(raw.get()) {
+                Ok(entry) => entries.push(entry),
+                Err(error) => {
+                    let skeleton: Option<Skeleton> = serde_json::from_str(raw.get()).ok();
+                    match skeleton {
+                        Some(Skeleton {
+                            entry_type,
+                            id: Some(id),
+                            parent_id,
+                            timestamp,
+                        }) if !id.is_empty() => {
+                            self.warnings.push(format!(
+                                "relay: entry {id} could not be read ({error}); it is kept without content"
+                            ));
+                            entries.push(Entry {
+                                id,
+                                parent_id,
+                                timestamp: timestamp.unwrap_or_default(),
+                                kind: EntryKind::Unknown {
+                                    entry_type: entry_type.unwrap_or_default(),
+                                },
+                            });
+                        }
+                        _ => self.warnings.push(format!(
+                            "relay: branch element {index} has no usable id and was skipped ({error})"
+                        )),
+                    }
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Perform the file effects here (telemetry and status) and leave the rest for the extension.
+    /// A telemetry write failure never fails the hook: it becomes a warning on stderr.
+    fn execute(&mut self, effects: &mut Vec<Effect>) {
+        let session_id = self.inner.history().session_id().to_string();
+        let mut kept = Vec::with_capacity(effects.len());
+        for text in self.warnings.drain(..) {
+            kept.push(Effect::Log { text });
+        }
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Telemetry { event } => {
+                    if let Some(dir) = &self.state_dir {
+                        if let Err(e) = relay_io::telemetry::append_event(dir, &event) {
+                            kept.push(Effect::Log {
+                                text: format!(
+                                    "relay: cannot append to {}: {e}",
+                                    relay_io::telemetry::events_path(dir).display()
+                                ),
+                            });
+                        }
+                    }
+                }
+                Effect::WriteStatus { status } => {
+                    if let Some(dir) = &self.state_dir {
+                        if let Err(e) = relay_io::telemetry::write_status(dir, &session_id, &status)
+                        {
+                            kept.push(Effect::Log {
+                                text: format!(
+                                    "relay: cannot write the status file in {}: {e}",
+                                    dir.display()
+                                ),
+                            });
+                        }
+                    }
+                }
+                other => kept.push(other),
+            }
+        }
+        *effects = kept;
+    }
+
+    /// `context_handoff`: validate, render with the git facts collected beforehand (off Pi's
+    /// event loop), write the files, arm the commit.
+    fn handoff(
+        &mut self,
+        args: &serde_json::Value,
+        moment: &engine::Moment,
+        git: &GitFacts,
+    ) -> ToolReply {
+        let parsed = match self.inner.handoff_begin(args, moment) {
+            Ok(parsed) => parsed,
+            Err(reply) => return *reply,
+        };
+        let root = PathBuf::from(git.repo_root.as_deref().unwrap_or(&moment.cwd));
+        let session_id = self.inner.history().session_id().to_string();
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            ToolReply {
+            text: format!(
+                "context_handoff: cannot {what}: {e}. Nothing was committed; the context stays as it is."
+            ),
+            is_error: true,
+            ..ToolReply::default()
+        }
+        };
+        // A concurrent writer may take a sequence number: re-render with the next one.
+        for _ in 0..5 {
+            let n = match relay_io::handoff_files::next_sequence(&root, &session_id) {
+                Ok(n) => n,
+                Err(e) => return fail("choose a handoff file name", &e),
+            };
+            let path = relay_io::handoff_files::handoff_path(&root, &session_id, n);
+            let path_text = path.display().to_string();
+            let (markdown, sidecar, fingerprint) = match self
+                .inner
+                .handoff_render(&parsed, git, &path_text, n, moment)
+            {
+                Ok(rendered) => rendered,
+                Err(reply) => return *reply,
+            };
+            match relay_io::handoff_files::write_handoff(&root, &session_id, n, &markdown, &sidecar)
+            {
+                Ok(written) => {
+                    return self.inner.handoff_written(
+                        &written.display().to_string(),
+                        markdown,
+                        fingerprint,
+                        moment,
+                    );
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return fail(&format!("write {path_text}"), &e),
+            }
+        }
+        fail(
+            "find a free handoff file name",
+            &"too many concurrent handoffs",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn entry(id: &str, parent: Option<&str>, text: &str) -> Value {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
+    }
+
+    fn observation(kind: &str, extra: Value) -> String {
+        let mut obs = json!({"type": kind, "nowMs": 1_000, "tzOffsetMinutes": 0, "usage": null,
+            "model": null, "contextWindow": null, "idle": true, "hasPendingMessages": false,
+            "cwd": "/nowhere", "sessionId": "S", "subagent": false});
+        if let (Some(o), Value::Object(e)) = (obs.as_object_mut(), extra) {
+            o.extend(e);
+        }
+        obs.to_string()
+    }
+
+    fn tool_text(reply: &str) -> String {
+        let v: Value = serde_json::from_str(reply).unwrap();
+        v["text"].as_str().unwrap().to_string()
+    }
+
+    fn branch() -> String {
+        json!([
+            entry("a1", None, "first NEEDLE-1"),
+            entry("a2", Some("a1"), "second")
+        ])
+        .to_string()
+    }
+
+    #[test]
+    fn a_caught_panic_replaces_the_engine_and_work_waits_for_a_full_resync() {
+        let mut b = Binding::new();
+        b.configure(&json!({"relay": {"enabled": true}}).to_string())
+            .unwrap();
+        b.resync("S", &branch()).unwrap();
+        b.handle(&observation("command", json!({"args": "off"})))
+            .unwrap();
+        assert!(!b.inner.enabled());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+
+        let failure = b
+            .guarded("handle", &|| "turn_end".into(), |_| -> Result<(), _> {
+                panic!("deliberate")
+            })
+            .unwrap_err();
+        let Failure::Panic(text) = &failure else {
+            panic!("{failure:?}")
+        };
+        assert!(
+            text.starts_with("relay: internal error in handle (turn_end): deliberate"),
+            "{text}"
+        );
+        assert!(text.contains("reloads the session branch"), "{text}");
+
+        // A new engine: empty mirror, the toggle kept, and no decision before the resync.
+        assert!(b.needs_resync());
+        assert_eq!(b.tip_id().unwrap(), None);
+        assert!(!b.inner.enabled(), "/relay off survives the restart");
+        for refused in [
+            b.handle(&observation("context", json!({}))).map(|_| ()),
+            b.tool(
+                "history_list_windows",
+                "{}",
+                &observation("tool", json!({})),
+                None,
+            )
+            .map(|_| ()),
+            b.append("[]"),
+            b.truncate_after(None),
+        ] {
+            assert_eq!(refused, Err(Failure::Invalid(WAITING.into())));
+        }
+
+        b.resync("S", &branch()).unwrap();
+        assert!(!b.needs_resync());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+        let found = b
+            .tool(
+                "history_search_contents",
+                &json!({"query": "NEEDLE-1"}).to_string(),
+                &observation("tool", json!({})),
+                None,
+            )
+            .unwrap();
+        assert!(tool_text(&found).contains("NEEDLE-1"), "{found}");
+        b.handle(&observation("context", json!({}))).unwrap();
+    }
+
+    #[test]
+    fn a_panic_in_the_first_configuration_leaves_the_defaults() {
+        let mut b = Binding::new();
+        let failure = b
+            .guarded("configure", &String::new, |_| -> Result<(), _> {
+                panic!("in configure")
+            })
+            .unwrap_err();
+        assert!(
+            failure
+                .text()
+                .starts_with("relay: internal error in configure: in configure"),
+            "{failure:?}"
+        );
+        assert!(b.needs_resync());
+        assert!(b.inner.enabled(), "defaults");
+        assert!(b.load_session_file("S", "/no/such/file.jsonl", "x").is_ok());
+        assert!(b.needs_resync(), "a load that found nothing is no resync");
+        b.resync("S", "[]").unwrap();
+        assert!(!b.needs_resync());
+    }
+
+    #[test]
+    fn invalid_input_is_an_error_not_a_restart() {
+        let mut b = Binding::new();
+        b.resync("S", &branch()).unwrap();
+        assert!(matches!(b.handle("{"), Err(Failure::Invalid(_))));
+        assert!(matches!(b.append("nope"), Err(Failure::Invalid(_))));
+        assert!(!b.needs_resync());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+    }
+
+    #[test]
+    fn git_facts_round_trip_and_a_missing_collection_is_unknown() {
+        let dir = std::env::temp_dir().join(format!("relay-node-git-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Already past the deadline: nothing runs, the facts say unknown.
+        let json = collect_git(&dir, Instant::now()).unwrap();
+        let wire: GitWire = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            wire,
+            GitWire {
+                repo_root: None,
+                branch: None,
+                head: None,
+                state: GitState::Unknown
+            }
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&json).unwrap(),
+            json!({"repoRoot": null, "branch": null, "head": null, "state": "unknown"})
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
