@@ -41,6 +41,8 @@ export function runPi({ script, prompts, window = 128000, settings = {}, extraAr
 	return { ...result, dir, sessions, file, lines };
 }
 
+const textOfMessage = (message) => (message?.content ?? []).filter((b) => b.type === "text").map((b) => b.text).join("");
+
 function relay(...args) {
 	return spawnSync(RELAY, args, { encoding: "utf8" });
 }
@@ -117,8 +119,16 @@ test("pi --mode json: the reset and its continuation appear in the event stream"
 	});
 	assert.equal(run.status, 0, run.stderr);
 	const events = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
-	assert.ok(events.length > 0);
-	assert.match(run.stdout, /json mode continued/);
+	// The reset's three entries reach the stream in order, then the continuation runs as a second
+	// agent loop whose answer is the last assistant message.
+	const appended = events.filter((e) => e.type === "entry_appended").map((e) => e.entry.customType ?? e.entry.type);
+	assert.deepEqual(appended, ["relay/reset", "compaction", "relay/continue"], JSON.stringify(appended));
+	const resetAt = events.findIndex((e) => e.type === "entry_appended");
+	const after = events.slice(resetAt);
+	assert.ok(after.some((e) => e.type === "agent_start"), "a new agent loop after the reset");
+	const answers = events.filter((e) => e.type === "message_end" && e.message?.role === "assistant");
+	assert.equal(textOfMessage(answers.at(-1)?.message), "json mode continued");
+	assert.ok(events.indexOf(answers.at(-1)) > resetAt, "the continuation answers after the reset");
 	assert.equal(run.lines.filter((l) => l.type === "compaction").length, 1);
 });
 

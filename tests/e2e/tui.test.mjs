@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, watch, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -14,16 +14,33 @@ const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 
 const tmux = (...args) => spawnSync("tmux", args, { encoding: "utf8" });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(predicate, what, timeoutMs = 20_000) {
-	const until = Date.now() + timeoutMs;
-	for (;;) {
-		const value = predicate();
-		if (value) return value;
-		if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-		await sleep(100);
-	}
+/** The pane's output stream as text: escape sequences (colours, cursor moves, titles) removed. */
+const ESCAPES = /\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[@-Z\\-_=>]/g;
+const plain = (raw) => raw.replace(ESCAPES, "");
+
+/**
+ * Resolve once `pattern` appears in the pane's output, checked each time tmux appends output to
+ * `log` (pipe-pane); fail after `timeoutMs` with the screen as it is. No polling, no sleeps.
+ */
+function waitForOutput(log, pattern, what, screen, timeoutMs = 20_000) {
+	return new Promise((resolve, reject) => {
+		const watcher = watch(log);
+		let timer;
+		const finish = (error) => {
+			clearTimeout(timer);
+			watcher.close();
+			if (error) reject(error);
+			else resolve();
+		};
+		const check = () => {
+			if (pattern.test(plain(readFileSync(log, "utf8")))) finish();
+		};
+		timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; screen:\n${screen()}`)), timeoutMs);
+		watcher.on("change", check);
+		watcher.on("error", finish);
+		check();
+	});
 }
 
 test("TUI: the footer shows the window; new_context rolls into window 2 and the continuation runs", { skip: hasTmux ? false : "tmux is not installed" }, async () => {
@@ -43,7 +60,11 @@ test("TUI: the footer shows the window; new_context rolls into window 2 and the 
 		]),
 	);
 	const socket = join(dir, "tmux.sock");
+	const log = join(dir, "pane.log");
+	writeFileSync(log, "");
+	// pi starts only once the pane's output is piped to `log` (tmux wait-for), so no output is missed.
 	const command = [
+		`tmux -S ${JSON.stringify(socket)} wait-for relay-piped &&`,
 		`cd ${JSON.stringify(work)} &&`,
 		`PI_CODING_AGENT_DIR=${JSON.stringify(agent)} PI_OFFLINE=1 RELAY_FAUX_SCRIPT=${JSON.stringify(script)}`,
 		JSON.stringify(NODE),
@@ -56,11 +77,14 @@ test("TUI: the footer shows the window; new_context rolls into window 2 and the 
 	assert.equal(started.status, 0, started.stderr);
 	const screen = () => tmux("-S", socket, "capture-pane", "-t", "relay", "-p", "-S", "-200").stdout ?? "";
 	try {
-		await waitFor(() => /relay w1/.test(screen()), "the footer status of window 1");
-		assert.match(screen(), /<context_window>/, "the root boot block is shown");
+		const piped = tmux("-S", socket, "pipe-pane", "-t", "relay", "-o", `cat >> ${JSON.stringify(log)}`);
+		assert.equal(piped.status, 0, piped.stderr);
+		assert.equal(tmux("-S", socket, "wait-for", "-S", "relay-piped").status, 0);
+		await waitForOutput(log, /relay w1/, "the footer status of window 1", screen);
+		await waitForOutput(log, /<context_window>/, "the root boot block", screen);
 		tmux("-S", socket, "send-keys", "-t", "relay", "Please do the two-window task", "Enter");
-		await waitFor(() => /TUI window two continued/.test(screen()), "the continuation's reply");
-		await waitFor(() => /relay w2/.test(screen()), "the footer status of window 2");
+		await waitForOutput(log, /TUI window two continued/, "the continuation's reply", screen);
+		await waitForOutput(log, /relay w2/, "the footer status of window 2", screen);
 		const file = readdirSync(sessions).find((f) => f.endsWith(".jsonl"));
 		const lines = readFileSync(join(sessions, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
 		const compactions = lines.filter((l) => l.type === "compaction");

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool } from "./harness.mjs";
+import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool, within } from "./harness.mjs";
 
 const modeOf = (path) => statSync(path).mode & 0o777;
 
@@ -49,17 +49,27 @@ function budgetEnv(root, config) {
 	};
 }
 
-/** A plain extension tool that records its executions; `delayMs` makes it finish late. */
-function probeTool(delayMs = 0) {
+/**
+ * A plain extension tool that records its executions. With `after`, it finishes only once the
+ * named tool's `tool_result` event has been delivered (bounded: it fails the test if that never
+ * happens), so its own result certainly comes after that tool's.
+ */
+function probeTool({ after } = {}) {
 	const probe = { runs: 0 };
+	const done = Promise.withResolvers();
 	probe.factory = (pi) => {
+		if (after) {
+			pi.on("tool_result", (event) => {
+				if (event.toolName === after) done.resolve();
+			});
+		}
 		pi.registerTool({
 			name: "probe_work",
 			label: "probe",
 			description: "does a unit of work",
 			parameters: { type: "object", properties: {} },
 			async execute() {
-				if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+				if (after) await within(done.promise, 10_000, `${after}'s tool_result before probe_work finishes`);
 				probe.runs += 1;
 				return { content: [{ type: "text", text: "probe done" }], details: {} };
 			},
@@ -194,8 +204,8 @@ test("enforce: the handoff's turn end resets the window and the automatic contin
 test("enforce: a sibling tool that finishes after the handoff invalidates it (no reset)", async () => {
 	const root = newRoot();
 	const env = budgetEnv(root);
-	// The sibling finishes late, so its result certainly comes after the handoff's.
-	const probe = probeTool(40);
+	// The sibling finishes only after the handoff's result was delivered.
+	const probe = probeTool({ after: "context_handoff" });
 	const t = await startSession({
 		root,
 		contextWindow: WINDOW,

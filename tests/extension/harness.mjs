@@ -204,3 +204,19 @@ export async function captureStderr(fn) {
 	}
 	return lines;
 }
+
+/**
+ * Wait for `promise`, or fail after `ms` with a message naming what never happened. Tests order
+ * events by waiting on the event itself through this, never by sleeping.
+ */
+export async function within(promise, ms, what) {
+	let timer;
+	const timeout = new Promise((_, reject) => {
+		timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+	});
+	try {
+		return await Promise.race([promise, timeout]);
+	} finally {
+		clearTimeout(timer);
+	}
+}

@@ -568,6 +568,7 @@ test("relay.enabled false: no boot block, no reminder, Pi's own compaction runs"
 		await t.session.prompt("Two.");
 		const entries = t.sessionManager.getEntries();
 		assert.equal(ofType(entries, "custom_message", "relay/boot").length, 0, "no boot block");
+		assert.equal(t.requests.length, 2, "both prompts reached the model");
 		assert.ok(!t.requests.some((r) => r.some((m) => textOf(m.content).includes("<context_window"))), "nothing injected");
 		assert.equal(ofType(entries, "custom_message", "relay/reminder").length, 0, "no reminder");
 		await t.session.compact();

@@ -2,7 +2,7 @@
 // idle pre-prompt crossing, consecutive windows, queued follow-ups, aborts, /relay off, /compact.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { joined, ofType, readJsonl, roles, startSession, textOf, tool } from "./harness.mjs";
+import { joined, ofType, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
 // window compactable (pi-host-facts.md §5).
@@ -194,7 +194,8 @@ test("a follow-up queued during the run is delivered once, before the reset", as
 
 test("a user abort clears the pending reset: no reset, no continuation", async () => {
 	let t;
-	let release;
+	const started = Promise.withResolvers();
+	const scheduled = Promise.withResolvers();
 	const slowTool = (pi) => {
 		pi.registerTool({
 			name: "slow_tool",
@@ -202,12 +203,16 @@ test("a user abort clears the pending reset: no reset, no continuation", async (
 			description: "waits until aborted",
 			parameters: { type: "object", properties: {} },
 			async execute(_id, _params, signal) {
-				await new Promise((resolve) => {
-					release = resolve;
-					signal?.addEventListener("abort", resolve);
-				});
+				assert.ok(signal, "Pi hands the tool an abort signal");
+				const aborted = new Promise((resolve) => signal.addEventListener("abort", resolve));
+				started.resolve();
+				await aborted;
 				return { content: [{ type: "text", text: "stopped" }], details: {} };
 			},
+		});
+		// The reset request is really pending when the user aborts: new_context answered first.
+		pi.on("tool_result", (event) => {
+			if (event.toolName === "new_context") scheduled.resolve(textOf(event.content));
 		});
 	};
 	t = await startSession({
@@ -216,7 +221,9 @@ test("a user abort clears the pending reset: no reset, no continuation", async (
 	});
 	try {
 		const running = t.session.prompt("Reset and wait.");
-		while (!release) await new Promise((r) => setTimeout(r, 5));
+		await within(started.promise, 10_000, "slow_tool to start");
+		const answer = await within(scheduled.promise, 10_000, "new_context's result");
+		assert.match(answer, /as soon as this run settles/, "the reset was scheduled");
 		await t.session.abort();
 		await running.catch(() => {});
 		assert.equal(ofType(t, "compaction").length, 0, "no reset after an abort");
@@ -260,8 +267,9 @@ test("/relay off restores Pi's own compaction; /relay on brings Relay back", asy
 		t.rescript(tool("new_context"), "no reset while off");
 		await t.session.prompt("Try a reset while off.");
 		const result = t.toolResults().findLast((r) => r.toolName === "new_context");
-		assert.equal(result.toolName, "new_context");
+		assert.ok(result, "new_context ran while Relay was off");
 		assert.equal(result.isError, true);
+		assert.match(result.text, /off/);
 		await t.session.prompt("/relay on");
 		t.script(tool("new_context"), "fresh");
 		await t.session.prompt("Reset now.");

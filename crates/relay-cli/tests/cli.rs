@@ -275,16 +275,26 @@ fn broken_pipe_exits_quietly() {
     let t = Temp::new("pipe");
     let mut lines = vec![HEADER.to_string()];
     let mut parent = "null".to_string();
-    for i in 0..3000 {
+    let padding = "x".repeat(200);
+    for i in 0..20000 {
         let id = format!("m{i:05}");
         lines.push(format!(
-            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"user","content":"item number {i} with some padding text"}}}}"#
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"user","content":"item number {i} with some padding text {padding}"}}}}"#
         ));
         parent = format!("\"{id}\"");
     }
     let file = t.write("big.jsonl", &lines.join("\n"));
+    // The pipe can only break if the whole listing does not fit in it: make sure it is larger than
+    // the largest pipe buffer Linux allows by default (1 MiB), or the test proves nothing.
+    let full = relay(&["items", p(&file), "--limit", "20000"]);
+    assert_eq!(full.status.code(), Some(0), "{}", stderr(&full));
+    assert!(
+        full.stdout.len() > 1 << 20,
+        "the listing ({} bytes) fits in a pipe",
+        full.stdout.len()
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_relay"))
-        .args(["items", p(&file), "--limit", "3000"])
+        .args(["items", p(&file), "--limit", "20000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,0 +1,2219 @@
+//! Whole-engine property test: generated Pi sessions are run through the public API of
+//! [`Engine`] by a small Pi-like host, and the invariants users rely on are checked after every
+//! engine call and after every session-level action.
+//!
+//! # The host model
+//!
+//! [`Host`] plays Pi plus `extension/src/adapter.ts`. It owns the session branch (a `Vec<Entry>`,
+//! every entry built as Pi's JSON and parsed with [`parse_entry`]), keeps the engine's mirror in
+//! step the way `sync()` does (new entries cross before every hook and tool, a navigation
+//! truncates), turns each Pi event into an observation *deserialised from JSON* (so the test also
+//! checks what the wire contract accepts), and executes what the engine answers:
+//!
+//! - `send` effects: a boot block while idle is appended at once; a `triggerTurn:false` message is
+//!   held until the turn ends; a steer goes into the next request of the run (and adds one);
+//! - `reset` results: from `turn_end`/`agent_before_settle` the marker entry, the compaction entry
+//!   and the hidden continuation (`continue: true`, one more request); from
+//!   `session_before_compact` the marker and the compaction (the adapter drops the continuation),
+//!   or, when the generated run says so, Pi fails to append it and reports
+//!   `session_compact_failed`;
+//! - `cancel`: Pi records `session_compact_failed`; no result while Relay is off: Pi's own
+//!   summarizer appends its compaction;
+//! - `block`: the tool does not run; Pi hands the model an error result;
+//! - `continue`: the hidden message is appended and the run makes one more request.
+//!
+//! Pi's own behaviour is modelled on the verified Pi 1.6 host facts: the threshold check runs
+//! between turns, after `agent_end` and before a prompt (`tokens > window - reserve`, only with
+//! usage newer than the latest compaction, never right after a compaction); an overflow error
+//! appends a `context_edit` and is hooked once (`willRetry: true`) until the next user message; an
+//! answer larger than the window is hooked as an overflow Pi will not retry; an aborted run skips
+//! `agent_before_settle`; `terminate` ends the tool loop when every result in the batch sets it;
+//! configuration is read at `session_start` and at every `input`.
+//!
+//! # The invariants
+//!
+//! - **one reset per settle point**: a reset from `turn_end`/`agent_before_settle` needs a request
+//!   no earlier reset consumed (`new_context` scheduled, a handoff committed, a forced reset, a
+//!   borrowed turn); compaction hooks answer with their own reset; attempt ids are fresh and window
+//!   ids unique on the branch;
+//! - **one continuation per reset**: a window holds at most one hidden continuation, right after
+//!   its compaction; none from a compaction hook or while the user has a prompt queued; at most one
+//!   handoff request (`continue`) per run;
+//! - **one borrowed turn per window**, only while a run streams, only from a threshold hook;
+//! - **no user message dropped or replayed**: no text the engine produces carries a user prompt,
+//!   except the boot block of a reset answering an overflow Pi retries, which restates exactly the
+//!   window's last prompt; every prompt is on the branch at most once;
+//! - **observe and off never change the session**: no block, no handoff request, no handoff or
+//!   forced reset, `context_handoff` writes nothing, no UI notice outside `/relay`, telemetry only as
+//!   `would_*` (observe) or none (off);
+//! - **disabled never acts**: no message, no entry, no hook result, no handoff written;
+//! - **a blocked tool never runs**, and `context_handoff` is never blocked;
+//! - **every reply is what the wire contract says**: each reply is serialised to JSON and read back
+//!   into the types `extension/src/adapter.ts` declares (unknown fields are an error);
+//! - **the mirror is a projection of the branch**: after every action the engine's windows, notes,
+//!   tool outputs and usage estimate equal those of a fresh engine resynced from the branch.
+//!
+//! Cases: `RELAY_PROPTEST_CASES` (default 2000). The reliability run in the README:
+//! `RELAY_PROPTEST_CASES=100000 cargo test --release -p relay-core --test engine_props`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+use proptest::prelude::*;
+use relay_core::engine::{
+    ConfigSources, Engine, GitFacts, HookReply, HookResult, Moment, Observation, ResetPlan,
+    ToolReply, BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
+    RESET_MARKER_TYPE, STEER_TYPE,
+};
+use relay_core::entry::{parse_entry, Entry, EntryKind};
+use relay_core::handoff::GitState;
+use relay_core::notes::NOTE_CUSTOM_TYPE;
+use serde_json::{json, Value};
+
+const SID: &str = "0190a1b2-props-session";
+const CWD: &str = "/work/project";
+const RESERVE: u64 = 16_384;
+
+// ---------------------------------------------------------------------------------------------
+// The wire contract as extension/src/adapter.ts declares it. Replies are read back into these
+// types; a field TypeScript does not know is an error.
+// ---------------------------------------------------------------------------------------------
+
+#[allow(dead_code)] // the fields exist to be type-checked by serde
+mod wire {
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct HookReply {
+        pub effects: Vec<Effect>,
+        #[serde(default)]
+        pub result: Option<HookResult>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub enum DeliverAs {
+        Steer,
+        FollowUp,
+        NextTurn,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Level {
+        Info,
+        Warning,
+        Error,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+    pub enum Effect {
+        Send {
+            #[serde(rename = "customType")]
+            custom_type: String,
+            content: String,
+            display: bool,
+            #[serde(rename = "triggerTurn")]
+            trigger_turn: bool,
+            #[serde(rename = "deliverAs", default)]
+            deliver_as: Option<DeliverAs>,
+            #[serde(default)]
+            details: Option<Value>,
+        },
+        Append {
+            #[serde(rename = "customType")]
+            custom_type: String,
+            data: Value,
+        },
+        Notify {
+            text: String,
+            level: Level,
+        },
+        Status {
+            text: Option<String>,
+        },
+        Log {
+            text: String,
+        },
+        // The binding executes these two before the reply reaches TypeScript.
+        Telemetry {
+            event: serde_json::Map<String, Value>,
+        },
+        WriteStatus {
+            status: serde_json::Map<String, Value>,
+        },
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Marker {
+        #[serde(rename = "customType")]
+        pub custom_type: String,
+        pub data: Value,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Continuation {
+        #[serde(rename = "customType")]
+        pub custom_type: String,
+        pub content: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ResetPlan {
+        pub marker: Marker,
+        pub summary: String,
+        pub details: serde_json::Map<String, Value>,
+        pub continuation: Option<Continuation>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+    pub enum HookResult {
+        Cancel,
+        Block { reason: String },
+        Reset { plan: ResetPlan },
+        Continue { continuation: Continuation },
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ToolReply {
+        pub text: String,
+        #[serde(rename = "isError")]
+        pub is_error: bool,
+        #[serde(default)]
+        pub terminate: Option<bool>,
+        #[serde(default)]
+        pub persist: Option<Marker>,
+        #[serde(default)]
+        pub details: Option<Value>,
+        #[serde(default)]
+        pub effects: Option<Vec<Effect>>,
+    }
+}
+
+/// The reply as JSON, read back through the wire types; the keys that must be present are
+/// checked on the JSON itself (serde would accept a missing `Option`).
+fn wire_hook(reply: &HookReply) -> Result<Value, String> {
+    let value =
+        serde_json::to_value(reply).map_err(|e| format!("reply does not serialise: {e}"))?;
+    let back: wire::HookReply = serde_json::from_value(value.clone())
+        .map_err(|e| format!("reply is not what adapter.ts reads: {e}\n{value:#}"))?;
+    for (effect, raw) in back
+        .effects
+        .iter()
+        .zip(value["effects"].as_array().into_iter().flatten())
+    {
+        if let wire::Effect::Status { .. } = effect {
+            ensure(raw.get("text").is_some(), || {
+                format!("status effect without `text`: {raw}")
+            })?;
+        }
+        if let wire::Effect::Send { deliver_as, .. } = effect {
+            ensure(
+                deliver_as
+                    .as_ref()
+                    .is_none_or(|d| *d == wire::DeliverAs::Steer),
+                || format!("unexpected delivery: {raw}"),
+            )?;
+        }
+    }
+    if let Some(wire::HookResult::Reset { .. }) = &back.result {
+        ensure(
+            value["result"]["plan"].get("continuation").is_some(),
+            || {
+                "reset plan without `continuation` (TypeScript reads null, not undefined)"
+                    .to_string()
+            },
+        )?;
+    }
+    ensure(value.get("result") != Some(&Value::Null), || {
+        "`result: null` (TypeScript expects the key absent)".to_string()
+    })?;
+    Ok(value)
+}
+
+fn wire_tool(reply: &ToolReply) -> Result<Value, String> {
+    let value =
+        serde_json::to_value(reply).map_err(|e| format!("tool reply does not serialise: {e}"))?;
+    let back: wire::ToolReply = serde_json::from_value(value.clone())
+        .map_err(|e| format!("tool reply is not what adapter.ts reads: {e}\n{value:#}"))?;
+    ensure(back.terminate != Some(false), || {
+        "`terminate: false` is sent as absent".into()
+    })?;
+    ensure(back.effects.as_ref().is_none_or(|e| !e.is_empty()), || {
+        "`effects: []` is sent as absent".into()
+    })?;
+    Ok(value)
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+macro_rules! check {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated sessions
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Off,
+    Observe,
+    Enforce,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::Observe => "observe",
+            Mode::Enforce => "enforce",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Settings {
+    enabled: bool,
+    mode: Mode,
+    max_handoffs: u32,
+}
+
+#[derive(Debug, Clone)]
+enum Tool {
+    /// A tool Relay does not own (Pi's `bash`).
+    Bash {
+        fails: bool,
+    },
+    NotesWrite {
+        path: u8,
+        empty: bool,
+    },
+    NotesAppend {
+        path: u8,
+    },
+    NotesRead {
+        path: u8,
+    },
+    /// Invalid arguments: a tool error, nothing persisted.
+    NotesBad,
+    NewContext,
+    Handoff {
+        repeat: bool,
+    },
+    HistorySearch {
+        prompt: u8,
+    },
+    Remaining,
+    ListWindows,
+}
+
+#[derive(Debug, Clone)]
+enum Reply {
+    /// A final answer: the run ends unless something asks for another request.
+    Text,
+    /// Tool calls: the loop goes on unless every result terminates.
+    Tools(Vec<Tool>),
+    /// `prompt is too long`: Pi omits the attempt and hooks the overflow (willRetry) once.
+    OverflowError,
+    /// An answer larger than the window: Pi hooks an overflow it will not retry.
+    OverflowLate,
+}
+
+#[derive(Debug, Clone)]
+struct Turn {
+    reply: Reply,
+    /// The assistant usage, in thousandths of the context window.
+    usage_permille: u64,
+    /// A compaction Pi starts at this turn's boundary fails after the hook (aborted, error).
+    compaction_fails: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Run {
+    turns: Vec<Turn>,
+    /// The user aborts at this turn (its answer is cut off).
+    abort_at: Option<usize>,
+    /// The user queues a follow-up while this turn streams.
+    queue_at: Option<usize>,
+    /// A pre-prompt compaction fails after the hook.
+    pre_compaction_fails: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    Prompt(Run),
+    /// `/reload`: a new runtime, a full resync from the branch (streamed or at once).
+    Reload {
+        streamed: bool,
+    },
+    /// `/tree`: the leaf moves `back` entries towards the root (past the root: empty branch).
+    Navigate {
+        back: usize,
+    },
+    /// `/relay <args>`.
+    Command(&'static str),
+    /// settings.json changes; the engine reads it at the next input or reload.
+    Settings(Settings),
+    /// The user's `/compact` while idle.
+    Compact {
+        fails: bool,
+    },
+    /// Time passes.
+    Wait {
+        minutes: i64,
+    },
+}
+
+fn settings() -> impl Strategy<Value = Settings> {
+    (
+        prop_oneof![6 => Just(true), 1 => Just(false)],
+        prop_oneof![1 => Just(Mode::Off), 2 => Just(Mode::Observe), 4 => Just(Mode::Enforce)],
+        prop_oneof![Just(1u32), Just(2), Just(10)],
+    )
+        .prop_map(|(enabled, mode, max_handoffs)| Settings {
+            enabled,
+            mode,
+            max_handoffs,
+        })
+}
+
+fn tool() -> impl Strategy<Value = Tool> {
+    prop_oneof![
+        4 => any::<bool>().prop_map(|fails| Tool::Bash { fails }),
+        3 => (0u8..3, prop::bool::weighted(0.15)).prop_map(|(path, empty)| Tool::NotesWrite { path, empty }),
+        2 => (0u8..3).prop_map(|path| Tool::NotesAppend { path }),
+        1 => (0u8..3).prop_map(|path| Tool::NotesRead { path }),
+        1 => Just(Tool::NotesBad),
+        3 => Just(Tool::NewContext),
+        3 => prop::bool::weighted(0.2).prop_map(|repeat| Tool::Handoff { repeat }),
+        1 => (0u8..8).prop_map(|prompt| Tool::HistorySearch { prompt }),
+        1 => Just(Tool::Remaining),
+        1 => Just(Tool::ListWindows),
+    ]
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    let reply = prop_oneof![
+        3 => Just(Reply::Text),
+        8 => prop::collection::vec(tool(), 1..3).prop_map(Reply::Tools),
+        1 => Just(Reply::OverflowError),
+        1 => Just(Reply::OverflowLate),
+    ];
+    // Usage spread over every line: reminder, soft, handoff, hard, Pi's threshold, the window.
+    let usage = prop_oneof![
+        3 => 0u64..450,
+        3 => 450u64..750,
+        3 => 750u64..900,
+        2 => 900u64..1000,
+    ];
+    (reply, usage, prop::bool::weighted(0.1)).prop_map(
+        |(reply, usage_permille, compaction_fails)| Turn {
+            reply,
+            usage_permille,
+            compaction_fails,
+        },
+    )
+}
+
+fn run() -> impl Strategy<Value = Run> {
+    (
+        prop::collection::vec(turn(), 1..7),
+        prop::option::weighted(0.12, 0usize..7),
+        prop::option::weighted(0.12, 0usize..7),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(turns, abort_at, queue_at, pre_compaction_fails)| Run {
+            turns,
+            abort_at,
+            queue_at,
+            pre_compaction_fails,
+        })
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        14 => run().prop_map(Action::Prompt),
+        1 => any::<bool>().prop_map(|streamed| Action::Reload { streamed }),
+        2 => (1usize..12).prop_map(|back| Action::Navigate { back }),
+        2 => prop_oneof![Just("on"), Just("off"), Just(""), Just("status"), Just("bogus")].prop_map(Action::Command),
+        2 => settings().prop_map(Action::Settings),
+        1 => prop::bool::weighted(0.2).prop_map(|fails| Action::Compact { fails }),
+        1 => prop_oneof![Just(1i64), Just(20), Just(90)].prop_map(|minutes| Action::Wait { minutes }),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The host: Pi plus the adapter
+// ---------------------------------------------------------------------------------------------
+
+/// Where a hook was called from, for the checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hook {
+    SessionStart,
+    SessionTree,
+    SessionShutdown,
+    BeforeAgentStart,
+    Context,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    AgentEnd,
+    BeforeSettle,
+    Settled,
+    CompactFailed,
+    BeforeCompact,
+    Command,
+}
+
+impl Hook {
+    fn name(self) -> &'static str {
+        match self {
+            Hook::SessionStart => "session_start",
+            Hook::SessionTree => "session_tree",
+            Hook::SessionShutdown => "session_shutdown",
+            Hook::BeforeAgentStart => "before_agent_start",
+            Hook::Context => "context",
+            Hook::ToolCall => "tool_call",
+            Hook::ToolResult => "tool_result",
+            Hook::TurnEnd => "turn_end",
+            Hook::AgentEnd => "agent_end",
+            Hook::BeforeSettle => "agent_before_settle",
+            Hook::Settled => "agent_settled",
+            Hook::CompactFailed => "session_compact_failed",
+            Hook::BeforeCompact => "session_before_compact",
+            Hook::Command => "command",
+        }
+    }
+}
+
+struct Host {
+    engine: Engine,
+    window: u64,
+    branch: Vec<Entry>,
+    /// How many branch entries the engine has been given.
+    mirrored: usize,
+    next_id: u64,
+    now_ms: i64,
+    /// settings.json now, and what the engine last read.
+    settings: Settings,
+    applied: Settings,
+    /// `/relay on|off` of this runtime.
+    toggle: Option<bool>,
+    seen_issues: Vec<String>,
+    // ----- the run -----
+    streaming: bool,
+    /// Steers waiting for the next request of this run.
+    steers: Vec<String>,
+    /// `triggerTurn: false` messages held until the turn ends: (customType, content, details).
+    held: Vec<(String, String, Value)>,
+    /// The user's queued follow-up.
+    followup: Option<String>,
+    /// Pi's one overflow recovery is available (re-armed by a user message or a good answer).
+    overflow_armed: bool,
+    /// The last answer was larger than the window: Pi hooks an overflow it will not retry.
+    late_overflow: bool,
+    prompts: u32,
+    calls: u32,
+    handoffs: u32,
+    // ----- what the checks remember -----
+    /// A request arrived that no reset has consumed yet.
+    fresh_request: bool,
+    /// Handoff requests (`continue`) in this run.
+    run_continues: u32,
+    /// `context_handoff` promised the model a reset at the end of this turn.
+    promised_commit: bool,
+    /// Branch length at the last navigation, reload or toggle (see `steers_in_window`).
+    rearmed_at: usize,
+    /// Count every steer of the window, however it was re-armed.
+    strict_borrow: bool,
+    /// Compaction entries allowed to restate a user prompt (overflow resets Pi retries).
+    restating: HashSet<String>,
+    blocked: HashSet<String>,
+    executed: HashSet<String>,
+    trace: Vec<String>,
+}
+
+fn marker(n: u32) -> String {
+    format!("«user-{n}»")
+}
+
+/// User prompt markers found in `text`.
+fn prompts_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("«user-") {
+        let tail = &rest[start..];
+        match tail.find('»') {
+            Some(end) => {
+                out.push(tail[..end + '»'.len_utf8()].to_string());
+                rest = &tail[end + '»'.len_utf8()..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+impl Host {
+    fn new(window: u64, settings: Settings) -> Result<Self, String> {
+        let mut host = Host {
+            engine: Engine::new(),
+            window,
+            branch: Vec::new(),
+            mirrored: 0,
+            next_id: 0,
+            now_ms: 1_764_450_000_000,
+            settings,
+            applied: settings,
+            toggle: None,
+            seen_issues: Vec::new(),
+            streaming: false,
+            steers: Vec::new(),
+            held: Vec::new(),
+            followup: None,
+            overflow_armed: true,
+            late_overflow: false,
+            prompts: 0,
+            calls: 0,
+            handoffs: 0,
+            fresh_request: false,
+            run_continues: 0,
+            promised_commit: false,
+            rearmed_at: 0,
+            strict_borrow: false,
+            restating: HashSet::new(),
+            blocked: HashSet::new(),
+            executed: HashSet::new(),
+            trace: Vec::new(),
+        };
+        host.start("startup", false)?;
+        Ok(host)
+    }
+
+    // ----- settings and state the host expects -----
+
+    fn enabled(&self) -> bool {
+        self.toggle.unwrap_or(self.applied.enabled)
+    }
+
+    fn enforcing(&self) -> bool {
+        self.enabled() && self.applied.mode == Mode::Enforce
+    }
+
+    fn sources(settings: Settings) -> ConfigSources {
+        let value = json!({
+            "relay": {
+                "enabled": settings.enabled,
+                "budget": { "mode": settings.mode.as_str(), "maxHandoffsPerSession": settings.max_handoffs },
+            },
+            "compaction": { "reserveTokens": RESERVE },
+            "stateDir": "/state",
+            "cwd": CWD,
+        });
+        serde_json::from_value(value).expect("configuration sources deserialise")
+    }
+
+    /// The adapter's `configure`: at session start and at every input.
+    fn configure(&mut self) -> Result<(), String> {
+        let reply = self
+            .engine
+            .configure_reply(&Self::sources(self.settings), &mut self.seen_issues);
+        wire_hook(&reply)?;
+        check!(
+            reply.result.is_none() && reply.effects.is_empty(),
+            "valid settings produced {:?}",
+            reply
+        );
+        self.applied = self.settings;
+        Ok(())
+    }
+
+    /// `session_start`: a full sync of the mirror, configuration, then the hook.
+    fn start(&mut self, reason: &str, streamed: bool) -> Result<(), String> {
+        self.engine = Engine::new();
+        if streamed {
+            self.engine.begin_resync(SID);
+            for entry in &self.branch {
+                self.engine.push_replayed(entry);
+            }
+            self.engine.end_resync();
+        } else {
+            self.engine.resync(SID, &self.branch);
+        }
+        self.mirrored = self.branch.len();
+        self.rearmed_at = self.branch.len();
+        self.toggle = None;
+        self.configure()?;
+        self.hook(Hook::SessionStart, json!({ "reason": reason }))?;
+        Ok(())
+    }
+
+    // ----- the branch -----
+
+    fn entry(&mut self, mut body: Value) -> String {
+        self.next_id += 1;
+        let id = format!("{:08x}", self.next_id);
+        body["id"] = json!(id);
+        body["parentId"] = json!(self.branch.last().map(|e| e.id.clone()));
+        body["timestamp"] = json!("2025-11-29T21:00:00.000Z");
+        let entry = parse_entry(&body.to_string()).expect("a Pi entry parses");
+        self.branch.push(entry);
+        id
+    }
+
+    fn custom(&mut self, custom_type: &str, data: &Value) -> String {
+        self.entry(json!({"type": "custom", "customType": custom_type, "data": data}))
+    }
+
+    fn custom_message(
+        &mut self,
+        custom_type: &str,
+        content: &str,
+        display: bool,
+        details: &Value,
+    ) -> String {
+        self.entry(json!({
+            "type": "custom_message", "customType": custom_type, "content": content,
+            "display": display, "details": details,
+        }))
+    }
+
+    fn user(&mut self, text: &str) -> String {
+        self.overflow_armed = true;
+        self.entry(json!({"type": "message", "message": {"role": "user", "content": text}}))
+    }
+
+    fn assistant(&mut self, content: Value, stop: &str, usage: u64) -> String {
+        self.entry(json!({"type": "message", "message": {
+            "role": "assistant", "content": content, "stopReason": stop,
+            "usage": {"input": usage, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": usage},
+        }}))
+    }
+
+    fn compaction(&mut self, summary: &str, first_kept: &str, details: &Value) -> String {
+        self.entry(json!({
+            "type": "compaction", "summary": summary, "firstKeptEntryId": first_kept,
+            "tokensBefore": 1000, "details": details, "fromHook": true,
+        }))
+    }
+
+    /// Index of the first entry of the current window (the latest compaction, or 0).
+    fn window_start(&self) -> usize {
+        self.branch
+            .iter()
+            .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
+            .unwrap_or(0)
+    }
+
+    /// Pi's context estimate: the last valid assistant usage after the latest compaction plus
+    /// chars/4 of later messages; `None` after a compaction until an answer reports usage.
+    fn pi_tokens(&self) -> Option<u64> {
+        let mut trailing = 0;
+        for e in self.branch.iter().rev() {
+            match &e.kind {
+                EntryKind::Compaction { .. } => return None,
+                EntryKind::Message(m)
+                    if m.role == "assistant"
+                        && !matches!(m.stop_reason.as_deref(), Some("aborted" | "error"))
+                        && m.usage_total.unwrap_or(0) > 0 =>
+                {
+                    return Some(m.usage_total.unwrap_or(0) + trailing)
+                }
+                EntryKind::Message(m) => trailing += (m.text.len() as u64).div_ceil(4),
+                EntryKind::CustomMessage { text, .. } => {
+                    trailing += (text.len() as u64).div_ceil(4)
+                }
+                _ => {}
+            }
+        }
+        Some(trailing)
+    }
+
+    /// The largest usage an answer reported in the current window.
+    fn window_usage(&self) -> u64 {
+        self.branch[self.window_start()..]
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::Message(m) if m.role == "assistant" => m.usage_total,
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Pi's automatic threshold check (compaction enabled, reserve 16,384).
+    fn over_threshold(&self) -> bool {
+        let after_compaction = matches!(
+            self.branch.last().map(|e| &e.kind),
+            Some(EntryKind::Compaction { .. })
+        );
+        !after_compaction
+            && self
+                .pi_tokens()
+                .is_some_and(|t| t > self.window.saturating_sub(RESERVE))
+    }
+
+    // ----- the adapter -----
+
+    /// `sync()`: new branch entries cross before every hook and tool.
+    fn sync(&mut self) -> Result<(), String> {
+        if self.mirrored < self.branch.len() {
+            self.engine.append(&self.branch[self.mirrored..]);
+            self.mirrored = self.branch.len();
+        }
+        let tip = self.branch.last().map(|e| e.id.as_str());
+        check!(
+            self.engine.tip() == tip,
+            "mirror tip {:?} != branch tip {:?}",
+            self.engine.tip(),
+            tip
+        );
+        Ok(())
+    }
+
+    fn moment_json(&self, with_usage: bool) -> Value {
+        let usage = if with_usage {
+            json!({ "tokens": self.pi_tokens(), "contextWindow": self.window })
+        } else {
+            Value::Null
+        };
+        json!({
+            "nowMs": self.now_ms,
+            "tzOffsetMinutes": 60,
+            "usage": usage,
+            "model": "faux/faux-1",
+            "contextWindow": self.window,
+            "idle": !self.streaming,
+            "hasPendingMessages": self.followup.is_some(),
+            "cwd": CWD,
+            "sessionId": SID,
+            "subagent": false,
+        })
+    }
+
+    fn tick(&mut self) {
+        self.now_ms += 1_000;
+    }
+
+    /// One hook: sync, observe (built from JSON), check the reply, run its effects.
+    fn hook(&mut self, hook: Hook, extra: Value) -> Result<HookReply, String> {
+        self.tick();
+        self.sync()?;
+        let mut obs = self.moment_json(false);
+        obs["type"] = json!(hook.name());
+        if let Value::Object(extra) = &extra {
+            for (k, v) in extra {
+                obs[k] = v.clone();
+            }
+        }
+        let observation: Observation = serde_json::from_value(obs.clone())
+            .map_err(|e| format!("the wire rejects the observation {obs}: {e}"))?;
+        let enabled_before = self.enabled();
+        let reply = self.engine.handle(&observation);
+        wire_hook(&reply)?;
+        let mut line = format!(
+            "{}{}",
+            hook.name(),
+            if extra.is_null() {
+                String::new()
+            } else {
+                format!(" {extra}")
+            }
+        );
+        if let Some(r) = &reply.result {
+            let _ = write!(line, " -> {}", result_name(r));
+        }
+        for e in &reply.effects {
+            if let Some(s) = effect_name(e) {
+                let _ = write!(line, " +{s}");
+            }
+        }
+        self.trace.push(line);
+        if hook == Hook::Command {
+            match extra["args"].as_str() {
+                Some("on") => self.toggle = Some(true),
+                Some("off") => self.toggle = Some(false),
+                _ => {}
+            }
+            if enabled_before != self.enabled() {
+                self.rearmed_at = self.branch.len();
+            }
+        }
+        self.check_hook(hook, &extra, &reply, enabled_before)?;
+        self.run_effects(hook, &reply)?;
+        Ok(reply)
+    }
+
+    fn run_effects(&mut self, hook: Hook, reply: &HookReply) -> Result<(), String> {
+        for effect in &reply.effects {
+            let value = serde_json::to_value(effect).expect("effects serialise");
+            match value["kind"].as_str() {
+                Some("send") => {
+                    let custom_type = value["customType"].as_str().unwrap_or_default().to_string();
+                    let content = value["content"].as_str().unwrap_or_default().to_string();
+                    let details = value.get("details").cloned().unwrap_or(Value::Null);
+                    let trigger = value["triggerTurn"].as_bool() == Some(true);
+                    if trigger {
+                        // Only a steer into the running run: an idle trigger would start a nested
+                        // run and make Pi's pending prompt reject.
+                        check!(
+                            self.streaming,
+                            "{}: a triggering message while idle: {value}",
+                            hook.name()
+                        );
+                        self.steers.push(content);
+                    } else if self.streaming {
+                        self.held.push((custom_type, content, details));
+                    } else {
+                        let display = value["display"].as_bool() == Some(true);
+                        self.custom_message(&custom_type, &content, display, &details);
+                    }
+                }
+                Some("append") => {
+                    let custom_type = value["customType"].as_str().unwrap_or_default().to_string();
+                    self.custom(&custom_type, &value["data"]);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A tool the model called, executed the way index.ts and the binding do.
+    fn tool(&mut self, name: &str, args: &Value) -> Result<ToolReply, String> {
+        self.tick();
+        self.sync()?;
+        let moment: Moment = serde_json::from_value(self.moment_json(true))
+            .map_err(|e| format!("the wire rejects the tool moment: {e}"))?;
+        let reply = if name == "context_handoff" {
+            self.handoff(args, &moment)
+        } else {
+            self.engine.tool(name, args, &moment)
+        };
+        wire_tool(&reply)?;
+        self.trace.push(format!(
+            "  tool {name} -> {}{}{}",
+            if reply.is_error { "error" } else { "ok" },
+            if reply.terminate { " terminate" } else { "" },
+            reply
+                .persist
+                .as_ref()
+                .map(|p| format!(" persist {}", p.custom_type))
+                .unwrap_or_default()
+        ));
+        self.check_tool(name, &reply)?;
+        if let Some(persist) = &reply.persist {
+            self.custom(&persist.custom_type.clone(), &persist.data.clone());
+            self.sync()?;
+        }
+        let hook_like = HookReply {
+            effects: reply.effects.clone(),
+            result: None,
+        };
+        self.run_effects(Hook::ToolCall, &hook_like)?;
+        Ok(reply)
+    }
+
+    /// The binding's `context_handoff`: begin, git facts, render, write, arm.
+    fn handoff(&mut self, args: &Value, moment: &Moment) -> ToolReply {
+        let parsed = match self.engine.handoff_begin(args, moment) {
+            Ok(parsed) => parsed,
+            Err(reply) => return *reply,
+        };
+        let git = GitFacts {
+            repo_root: Some(CWD.into()),
+            branch: Some("main".into()),
+            head: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            state: GitState::Repo,
+        };
+        self.handoffs += 1;
+        let path = format!("{CWD}/.ai-work/handoffs/{SID}-{}.md", self.handoffs);
+        match self
+            .engine
+            .handoff_render(&parsed, &git, &path, self.handoffs, moment)
+        {
+            Err(reply) => *reply,
+            Ok((markdown, _sidecar, fingerprint)) => {
+                self.trace.push(format!("  (handoff file {path} written)"));
+                self.engine
+                    .handoff_written(&path, markdown, fingerprint, moment)
+            }
+        }
+    }
+
+    // ----- Pi -----
+
+    /// Install a reset the way `resetDrafts` does: marker via appendEntry, then the compaction
+    /// (and the continuation for a boundary draft).
+    fn install(&mut self, plan: &ResetPlan, continuation: bool, restates: bool) {
+        let marker_id = self.custom(&plan.marker.custom_type, &plan.marker.data);
+        let id = self.compaction(&plan.summary, &marker_id, &plan.details);
+        if restates {
+            self.restating.insert(id);
+        }
+        if continuation {
+            if let Some(c) = &plan.continuation {
+                self.custom_message(&c.custom_type, &c.content, false, &Value::Null);
+            }
+        }
+    }
+
+    /// `session_before_compact` and what Pi does with its answer. Returns whether a compaction
+    /// entry was appended.
+    fn compact(&mut self, reason: &str, will_retry: bool, fails: bool) -> Result<bool, String> {
+        let reply = self.hook(
+            Hook::BeforeCompact,
+            json!({ "reason": reason, "willRetry": will_retry }),
+        )?;
+        match reply.result {
+            Some(HookResult::Cancel) => {
+                self.hook(Hook::CompactFailed, Value::Null)?;
+                Ok(false)
+            }
+            Some(HookResult::Reset { plan }) => {
+                if fails {
+                    // The adapter appended the marker inside the hook; Pi then drops the result.
+                    self.custom(&plan.marker.custom_type, &plan.marker.data);
+                    self.hook(Hook::CompactFailed, Value::Null)?;
+                    Ok(false)
+                } else {
+                    let restates = reason == "overflow" && will_retry;
+                    self.install(&plan, false, restates);
+                    Ok(true)
+                }
+            }
+            None => {
+                // Pi's own summarizer.
+                if fails {
+                    self.hook(Hook::CompactFailed, Value::Null)?;
+                    Ok(false)
+                } else {
+                    let kept = self.branch.last().map(|e| e.id.clone()).unwrap_or_default();
+                    self.compaction("Pi's summary of the conversation.", &kept, &Value::Null);
+                    Ok(true)
+                }
+            }
+            Some(other) => Err(format!("session_before_compact answered with {other:?}")),
+        }
+    }
+
+    /// Deliver what waits for the next request: steers and the queued follow-up.
+    fn deliver(&mut self) {
+        for steer in std::mem::take(&mut self.steers) {
+            self.custom_message(STEER_TYPE, &steer, true, &Value::Null);
+        }
+        if let Some(text) = self.followup.take() {
+            self.user(&text);
+        }
+    }
+
+    fn flush_held(&mut self) {
+        for (custom_type, content, details) in std::mem::take(&mut self.held) {
+            self.custom_message(&custom_type, &content, true, &details);
+        }
+    }
+
+    fn tool_call(&mut self, tool: &Tool) -> (String, Value) {
+        let path = |p: &u8| format!("plan/note-{p}.md");
+        self.calls += 1;
+        let n = self.calls;
+        match tool {
+            Tool::Bash { fails } => (
+                "bash".into(),
+                json!({ "command": if *fails { "false" } else { "true" } }),
+            ),
+            Tool::NotesWrite { path: p, empty } => (
+                "notes_write_file".into(),
+                json!({ "path": path(p), "content": if *empty { String::new() } else { format!("note body {n}\nline two\n") } }),
+            ),
+            Tool::NotesAppend { path: p } => (
+                "notes_append_to_file".into(),
+                json!({ "path": path(p), "content": format!("appended {n}\n") }),
+            ),
+            Tool::NotesRead { path: p } => ("notes_read_file".into(), json!({ "path": path(p) })),
+            Tool::NotesBad => (
+                "notes_write_file".into(),
+                json!({ "path": "../escape.md", "content": "x" }),
+            ),
+            Tool::NewContext => ("new_context".into(), json!({})),
+            Tool::Handoff { repeat } => {
+                let k = if *repeat { 0 } else { n };
+                (
+                    "context_handoff".into(),
+                    json!({
+                        "goal": format!("finish task number {k} of the plan"),
+                        "next_step": format!("run step {k} of the checklist"),
+                        "facts": format!("steps before {k} are committed and tested"),
+                    }),
+                )
+            }
+            Tool::HistorySearch { prompt } => (
+                "history_search_contents".into(),
+                json!({ "query": marker(u32::from(*prompt) + 1) }),
+            ),
+            Tool::Remaining => ("get_context_remaining".into(), json!({})),
+            Tool::ListWindows => ("history_list_windows".into(), json!({})),
+        }
+    }
+
+    /// One user prompt, from `input` to `agent_settled`, in Pi's event order.
+    fn prompt(&mut self, run: &Run) -> Result<(), String> {
+        self.prompts += 1;
+        let text = format!("please do the work {}", marker(self.prompts));
+        self.trace
+            .push(format!("== prompt {}", marker(self.prompts)));
+        self.configure()?;
+        self.streaming = true;
+        self.run_continues = 0;
+        if self.over_threshold() {
+            self.compact("threshold", false, run.pre_compaction_fails)?;
+        }
+        self.hook(Hook::BeforeAgentStart, Value::Null)?;
+        self.user(&text);
+        let limit = run.turns.len() + 12;
+        let mut index = 0;
+        let mut aborted = false;
+        let mut errored = false;
+        'run: loop {
+            // One agent_start … agent_end loop.
+            loop {
+                check!(index < limit, "the run never settles ({limit} requests)");
+                self.deliver();
+                self.hook(Hook::Context, Value::Null)?;
+                // Past the script the model answers briefly, in a context as small as a fresh
+                // window's (a continuation after a reset, a borrowed turn, a queued message).
+                let turn = run.turns.get(index).cloned().unwrap_or(Turn {
+                    reply: Reply::Text,
+                    usage_permille: 50,
+                    compaction_fails: false,
+                });
+                // Within a window the context only grows: an answer reports at least the usage
+                // of the window's previous answer.
+                let usage = (self.window * turn.usage_permille / 1000 + 1).max(self.window_usage());
+                if run.abort_at == Some(index) {
+                    self.assistant(json!([{"type": "text", "text": "partial"}]), "aborted", 0);
+                    self.flush_held();
+                    self.promised_commit = false;
+                    self.hook(Hook::TurnEnd, json!({ "outcome": "aborted" }))?;
+                    aborted = true;
+                    break;
+                }
+                if run.queue_at == Some(index) && self.followup.is_none() {
+                    self.prompts += 1;
+                    self.followup = Some(format!("and also {}", marker(self.prompts)));
+                    self.trace
+                        .push(format!("== queued {}", marker(self.prompts)));
+                }
+                index += 1;
+                let mut more = false;
+                let mut overflow_retry = false;
+                match &turn.reply {
+                    Reply::Text => {
+                        self.assistant(
+                            json!([{"type": "text", "text": format!("done {index}")}]),
+                            "stop",
+                            usage,
+                        );
+                        self.overflow_armed = true;
+                    }
+                    Reply::OverflowLate => {
+                        let over = self.window + 1_000;
+                        self.assistant(
+                            json!([{"type": "text", "text": "a very long answer"}]),
+                            "stop",
+                            over,
+                        );
+                        self.late_overflow = true;
+                    }
+                    Reply::OverflowError => {
+                        let failed = self.entry(json!({"type": "message", "message": {
+                            "role": "assistant", "content": [], "stopReason": "error",
+                            "errorMessage": "prompt is too long: 300000 tokens > 200000 maximum",
+                        }}));
+                        self.entry(json!({"type": "context_edit", "targetId": failed, "replacement": null}));
+                        if self.overflow_armed {
+                            self.overflow_armed = false;
+                            overflow_retry =
+                                self.compact("overflow", true, turn.compaction_fails)?;
+                        }
+                        if !overflow_retry {
+                            errored = true;
+                        }
+                    }
+                    Reply::Tools(tools) => {
+                        let calls: Vec<(String, Value, String)> = tools
+                            .iter()
+                            .map(|t| {
+                                let (name, args) = self.tool_call(t);
+                                (name, args, format!("call_{}", self.calls))
+                            })
+                            .collect();
+                        let blocks: Vec<Value> = calls
+                            .iter()
+                            .map(|(name, args, id)| json!({"type": "toolCall", "id": id, "name": name, "arguments": args}))
+                            .collect();
+                        self.assistant(Value::Array(blocks), "toolUse", usage);
+                        self.overflow_armed = true;
+                        let mut all_terminate = true;
+                        for (name, args, id) in &calls {
+                            let reply = self.hook(
+                                Hook::ToolCall,
+                                json!({ "toolName": name, "toolCallId": id }),
+                            )?;
+                            let (text, is_error, terminate) = match reply.result {
+                                Some(HookResult::Block { reason }) => {
+                                    self.blocked.insert(id.clone());
+                                    (reason, true, false)
+                                }
+                                _ => {
+                                    check!(!self.blocked.contains(id), "blocked call {id} runs");
+                                    self.executed.insert(id.clone());
+                                    if name == "bash" {
+                                        let fails = args["command"] == "false";
+                                        ("ok".to_string(), fails, false)
+                                    } else {
+                                        let r = self.tool(name, args)?;
+                                        (r.text, r.is_error, r.terminate)
+                                    }
+                                }
+                            };
+                            all_terminate &= terminate;
+                            self.entry(json!({"type": "message", "message": {
+                                "role": "toolResult", "toolCallId": id, "toolName": name,
+                                "content": [{"type": "text", "text": text}], "isError": is_error,
+                            }}));
+                            self.hook(
+                                Hook::ToolResult,
+                                json!({ "toolName": name, "toolCallId": id, "isError": is_error }),
+                            )?;
+                        }
+                        more = !all_terminate;
+                    }
+                }
+                self.flush_held();
+                let outcome = if errored { "error" } else { "completed" };
+                let end = self.hook(Hook::TurnEnd, json!({ "outcome": outcome }))?;
+                if std::mem::take(&mut self.promised_commit) {
+                    // context_handoff told the model the context resets at the end of this turn.
+                    let source = match &end.result {
+                        Some(HookResult::Reset { plan }) => {
+                            plan.details["source"].as_str().map(str::to_string)
+                        }
+                        _ => None,
+                    };
+                    check!(
+                        source.as_deref() == Some("handoff"),
+                        "context_handoff promised a reset at this turn's end; turn_end answered {:?}",
+                        end.result.as_ref().map(result_name)
+                    );
+                }
+                if let Some(HookResult::Reset { plan }) = end.result {
+                    let continuation = plan.continuation.is_some();
+                    self.install(&plan, true, false);
+                    more |= continuation;
+                }
+                more |= overflow_retry || !self.steers.is_empty() || self.followup.is_some();
+                if errored || !more {
+                    break;
+                }
+                // Between turns: Pi's threshold check after the tool results.
+                if self.over_threshold() {
+                    self.compact("threshold", false, turn.compaction_fails)?;
+                }
+            }
+            self.hook(Hook::AgentEnd, Value::Null)?;
+            if aborted {
+                break 'run;
+            }
+            // After agent_end: Pi's overflow or threshold check.
+            if std::mem::take(&mut self.late_overflow) {
+                self.compact("overflow", false, false)?;
+            } else if !errored && self.over_threshold() {
+                self.compact("threshold", false, false)?;
+            }
+            if !self.steers.is_empty() || self.followup.is_some() {
+                errored = false;
+                continue 'run;
+            }
+            let outcome = if errored { "error" } else { "completed" };
+            let settle = self.hook(Hook::BeforeSettle, json!({ "outcome": outcome }))?;
+            match settle.result {
+                Some(HookResult::Continue { continuation }) => {
+                    self.custom_message(
+                        &continuation.custom_type,
+                        &continuation.content,
+                        false,
+                        &Value::Null,
+                    );
+                    errored = false;
+                    continue 'run;
+                }
+                Some(HookResult::Reset { plan }) => {
+                    let continuation = plan.continuation.is_some();
+                    self.install(&plan, true, false);
+                    if continuation {
+                        errored = false;
+                        continue 'run;
+                    }
+                }
+                _ => {}
+            }
+            break;
+        }
+        self.flush_held();
+        self.streaming = false;
+        self.steers.clear();
+        // An abort hands a queued message back to the editor: it never reaches the branch.
+        self.followup = None;
+        self.promised_commit = false;
+        self.hook(Hook::Settled, json!({ "aborted": aborted }))?;
+        Ok(())
+    }
+
+    fn act(&mut self, action: &Action) -> Result<(), String> {
+        match action {
+            Action::Prompt(run) => self.prompt(run)?,
+            Action::Reload { streamed } => {
+                self.trace.push(format!("== reload (streamed: {streamed})"));
+                self.hook(Hook::SessionShutdown, json!({ "reason": "reload" }))?;
+                self.start("reload", *streamed)?;
+            }
+            Action::Navigate { back } => {
+                let keep = self.branch.len().saturating_sub(*back);
+                self.trace.push(format!(
+                    "== navigate to entry {keep} of {}",
+                    self.branch.len()
+                ));
+                self.branch.truncate(keep);
+                // sync() walks back from the new leaf to an entry the mirror knows and truncates
+                // after it; entries it does not know yet are appended by the hook's own sync.
+                if keep <= self.mirrored {
+                    self.engine
+                        .truncate_after(self.branch.last().map(|e| e.id.as_str()));
+                    self.mirrored = keep;
+                }
+                self.rearmed_at = keep;
+                self.hook(Hook::SessionTree, Value::Null)?;
+            }
+            Action::Command(args) => {
+                let reply = self.hook(Hook::Command, json!({ "args": args }))?;
+                if matches!(*args, "" | "status") {
+                    self.compare_status(&reply)?;
+                }
+            }
+            Action::Settings(settings) => {
+                self.trace.push(format!("== settings {settings:?}"));
+                self.settings = *settings;
+            }
+            Action::Compact { fails } => {
+                // Pi refuses before the hook: "Already compacted", "Nothing to compact".
+                let refused = self.branch.is_empty()
+                    || matches!(
+                        self.branch.last().map(|e| &e.kind),
+                        Some(EntryKind::Compaction { .. })
+                    );
+                if !refused {
+                    self.trace.push("== /compact".into());
+                    self.compact("manual", false, *fails)?;
+                }
+            }
+            Action::Wait { minutes } => self.now_ms += minutes * 60_000,
+        }
+        self.check_state()
+    }
+
+    // ----- checks -----
+
+    fn current_window_prompt(&self) -> Option<String> {
+        self.branch[self.window_start()..]
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                EntryKind::Message(m) if m.role == "user" => prompts_in(&m.text).pop(),
+                _ => None,
+            })
+    }
+
+    fn steers_in_window(&self) -> usize {
+        // TODO(regression_second_borrowed_turn_in_one_window): the engine re-arms the borrowed
+        // turn on a navigation, a reload and `/relay on`, whatever the branch already holds. Until
+        // it derives the allowance from the branch, only the steers since then count.
+        let from = if self.strict_borrow {
+            self.window_start()
+        } else {
+            self.window_start().max(self.rearmed_at)
+        };
+        self.branch[from.min(self.branch.len())..]
+            .iter()
+            .filter(|e| matches!(&e.kind, EntryKind::CustomMessage { custom_type, .. } if custom_type == STEER_TYPE))
+            .count()
+    }
+
+    fn max_attempt_on_branch(&self) -> u64 {
+        self.branch
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::Compaction { details, .. } => {
+                    details.get("attempt").and_then(Value::as_u64)
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn window_ids_on_branch(&self) -> Vec<String> {
+        self.branch
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::Compaction { details, .. } => details
+                    .get("windowId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Telemetry, notices and texts every reply must respect.
+    fn check_effects(
+        &mut self,
+        hook: Hook,
+        effects: &[Value],
+        enabled: bool,
+    ) -> Result<(), String> {
+        let mode = self.applied.mode;
+        for effect in effects {
+            match effect["kind"].as_str().unwrap_or_default() {
+                "send" => {
+                    let custom_type = effect["customType"].as_str().unwrap_or_default();
+                    let content = effect["content"].as_str().unwrap_or_default();
+                    check!(
+                        enabled,
+                        "{}: disabled Relay sends {custom_type}",
+                        hook.name()
+                    );
+                    check!(
+                        prompts_in(content).is_empty(),
+                        "{}: {custom_type} replays a user prompt",
+                        hook.name()
+                    );
+                    match custom_type {
+                        t if t == BOOT_TYPE => check!(
+                            hook == Hook::SessionStart,
+                            "boot block from {}",
+                            hook.name()
+                        ),
+                        t if t == REMINDER_TYPE => {
+                            check!(hook == Hook::Context, "reminder from {}", hook.name())
+                        }
+                        t if t == STEER_TYPE => {
+                            check!(
+                                hook == Hook::BeforeCompact,
+                                "notes steer from {}",
+                                hook.name()
+                            );
+                            check!(
+                                effect["deliverAs"] == "steer",
+                                "notes steer not delivered as a steer: {effect}"
+                            );
+                            let borrowed = self.steers_in_window() + self.steers.len();
+                            check!(
+                                borrowed == 0,
+                                "a second borrowed turn in one window ({borrowed} already)"
+                            );
+                            self.fresh_request = true;
+                        }
+                        other => {
+                            return Err(format!("{}: unexpected message {other}", hook.name()))
+                        }
+                    }
+                }
+                "append" => check!(enabled, "{}: disabled Relay appends {effect}", hook.name()),
+                "notify" => {
+                    let text = effect["text"].as_str().unwrap_or_default();
+                    check!(
+                        prompts_in(text).is_empty(),
+                        "a notice repeats a user prompt"
+                    );
+                    check!(
+                        hook == Hook::Command || (enabled && mode == Mode::Enforce),
+                        "{}: a notice in {} mode (enabled: {enabled}): {text}",
+                        hook.name(),
+                        mode.as_str()
+                    );
+                }
+                "telemetry" => {
+                    let name = effect["event"]["event"].as_str().unwrap_or_default();
+                    check!(
+                        mode != Mode::Off,
+                        "{}: telemetry {name} in off mode",
+                        hook.name()
+                    );
+                    if mode == Mode::Observe || !enabled {
+                        check!(
+                            name.starts_with("would_"),
+                            "{}: {name} while the policy only observes (mode {}, enabled {enabled})",
+                            hook.name(),
+                            mode.as_str()
+                        );
+                    }
+                    if matches!(name, "handoff_committed" | "forced_reset") {
+                        self.fresh_request = true;
+                    }
+                }
+                "status" | "writeStatus" | "log" => {}
+                other => return Err(format!("{}: unknown effect {other}", hook.name())),
+            }
+        }
+        Ok(())
+    }
+
+    fn check_hook(
+        &mut self,
+        hook: Hook,
+        extra: &Value,
+        reply: &HookReply,
+        enabled: bool,
+    ) -> Result<(), String> {
+        let value = serde_json::to_value(reply).expect("reply serialises");
+        let effects = value["effects"].as_array().cloned().unwrap_or_default();
+        let acting = hook != Hook::Command;
+        self.check_effects(hook, &effects, enabled || !acting)?;
+        let Some(result) = &reply.result else {
+            check!(
+                !(hook == Hook::BeforeCompact && enabled),
+                "Relay is on and lets Pi's summarizer run ({extra})"
+            );
+            return Ok(());
+        };
+        check!(
+            enabled,
+            "{}: disabled Relay answers {}",
+            hook.name(),
+            result_name(result)
+        );
+        match result {
+            HookResult::Cancel => {
+                check!(hook == Hook::BeforeCompact, "cancel from {}", hook.name())
+            }
+            HookResult::Block { .. } => {
+                check!(hook == Hook::ToolCall, "block from {}", hook.name());
+                check!(
+                    extra["toolName"] != "context_handoff",
+                    "context_handoff is blocked"
+                );
+                check!(
+                    self.applied.mode == Mode::Enforce,
+                    "a tool is blocked in {} mode",
+                    self.applied.mode.as_str()
+                );
+            }
+            HookResult::Continue { continuation } => {
+                check!(hook == Hook::BeforeSettle, "continue from {}", hook.name());
+                check!(
+                    self.applied.mode == Mode::Enforce,
+                    "a handoff request in {} mode",
+                    self.applied.mode.as_str()
+                );
+                check!(
+                    continuation.custom_type == HANDOFF_REQUEST_TYPE,
+                    "continue with {}",
+                    continuation.custom_type
+                );
+                check!(
+                    prompts_in(&continuation.content).is_empty(),
+                    "a handoff request replays a prompt"
+                );
+                self.run_continues += 1;
+                check!(
+                    self.run_continues <= 1,
+                    "a second handoff request in one run"
+                );
+            }
+            HookResult::Reset { plan } => self.check_reset(hook, extra, plan)?,
+        }
+        Ok(())
+    }
+
+    fn check_reset(&mut self, hook: Hook, extra: &Value, plan: &ResetPlan) -> Result<(), String> {
+        let source = plan.details["source"].as_str().unwrap_or_default();
+        let from_compaction = hook == Hook::BeforeCompact;
+        check!(
+            matches!(
+                hook,
+                Hook::TurnEnd | Hook::BeforeSettle | Hook::BeforeCompact
+            ),
+            "reset from {}",
+            hook.name()
+        );
+        if !from_compaction {
+            check!(
+                self.fresh_request,
+                "{}: reset ({source}) without a request no earlier reset consumed",
+                hook.name()
+            );
+        }
+        self.fresh_request = false;
+        if matches!(source, "handoff" | "forced" | "idle") {
+            check!(
+                self.applied.mode == Mode::Enforce,
+                "a {source} reset in {} mode",
+                self.applied.mode.as_str()
+            );
+        }
+        check!(
+            plan.marker.custom_type == RESET_MARKER_TYPE,
+            "marker {}",
+            plan.marker.custom_type
+        );
+        check!(
+            plan.details["relay"] == "window",
+            "reset details {}",
+            plan.details
+        );
+        let attempt = plan.details["attempt"].as_u64().unwrap_or(0);
+        check!(
+            attempt > self.max_attempt_on_branch(),
+            "attempt {attempt} is not fresh (branch has {})",
+            self.max_attempt_on_branch()
+        );
+        let window_id = plan.details["windowId"].as_str().unwrap_or_default();
+        check!(
+            window_id.starts_with(&format!("pcw:{SID}:")),
+            "window id {window_id}"
+        );
+        check!(
+            !self.window_ids_on_branch().iter().any(|w| w == window_id),
+            "window id {window_id} reused on the branch"
+        );
+        if let Some(c) = &plan.continuation {
+            check!(!from_compaction, "a continuation from a compaction hook");
+            check!(
+                self.followup.is_none(),
+                "a continuation while the user has a prompt queued"
+            );
+            check!(
+                c.custom_type == CONTINUE_TYPE,
+                "continuation {}",
+                c.custom_type
+            );
+            check!(
+                prompts_in(&c.content).is_empty(),
+                "the continuation replays a prompt"
+            );
+        }
+        let in_summary = prompts_in(&plan.summary);
+        let restate =
+            from_compaction && extra["reason"] == "overflow" && extra["willRetry"] == true;
+        match (restate, self.current_window_prompt()) {
+            (true, Some(dropped)) => check!(
+                in_summary == vec![dropped.clone()],
+                "an overflow reset must restate exactly {dropped}, restates {in_summary:?}"
+            ),
+            _ => check!(
+                in_summary.is_empty(),
+                "a {source} reset replays {in_summary:?}"
+            ),
+        }
+        Ok(())
+    }
+
+    fn check_tool(&mut self, name: &str, reply: &ToolReply) -> Result<(), String> {
+        let enabled = self.enabled();
+        let value = serde_json::to_value(reply).expect("tool reply serialises");
+        let effects = value
+            .get("effects")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        self.check_effects(Hook::ToolCall, &effects, enabled)?;
+        match name {
+            "new_context" => {
+                if !enabled {
+                    check!(
+                        reply.is_error && !reply.terminate,
+                        "new_context while disabled: {}",
+                        reply.text
+                    );
+                } else {
+                    check!(
+                        !reply.is_error && reply.terminate,
+                        "new_context while enabled: {}",
+                        reply.text
+                    );
+                    if !reply.text.contains("already pending") {
+                        self.fresh_request = true;
+                    }
+                }
+            }
+            "context_handoff" => {
+                // TODO(regression_handoff_while_disabled_writes_and_promises_a_reset): with Relay
+                // off and the policy on enforce, the handoff is written and a reset promised that
+                // never comes. Until the engine is fixed, that case is left out of both checks.
+                let known_bug = !enabled && self.applied.mode == Mode::Enforce;
+                if !reply.is_error && reply.text.contains("\"commit\":") && !known_bug {
+                    self.promised_commit = true;
+                }
+                if !self.enforcing() && !known_bug {
+                    check!(
+                        reply.persist.is_none() && reply.text.contains("\"written\":false"),
+                        "context_handoff acts with mode {} and Relay {}: {}",
+                        self.applied.mode.as_str(),
+                        if enabled { "on" } else { "off" },
+                        reply.text
+                    );
+                }
+            }
+            _ => {}
+        }
+        if let Some(p) = &reply.persist {
+            let allowed = match name {
+                "notes_write_file" | "notes_append_to_file" => p.custom_type == NOTE_CUSTOM_TYPE,
+                "context_handoff" => p.custom_type == HANDOFF_TYPE,
+                _ => false,
+            };
+            check!(
+                allowed && !reply.is_error,
+                "{name} persists {}",
+                p.custom_type
+            );
+        }
+        Ok(())
+    }
+
+    /// `/relay` status of the live engine against a fresh engine resynced from the branch: the
+    /// window number and the usage estimate must agree.
+    fn compare_status(&mut self, reply: &HookReply) -> Result<(), String> {
+        let status = |r: &HookReply| {
+            r.effects
+                .iter()
+                .find_map(|e| match serde_json::to_value(e).ok()? {
+                    v if v["kind"] == "status" => v["text"].as_str().map(str::to_string),
+                    _ => None,
+                })
+        };
+        let mut fresh = self.fresh_engine();
+        let obs: Observation = serde_json::from_value({
+            let mut o = self.moment_json(false);
+            o["type"] = json!("command");
+            o["args"] = json!("status");
+            o
+        })
+        .expect("observation");
+        if let Some(on) = self.toggle {
+            fresh.handle(
+                &serde_json::from_value::<Observation>({
+                    let mut o = self.moment_json(false);
+                    o["type"] = json!("command");
+                    o["args"] = json!(if on { "on" } else { "off" });
+                    o
+                })
+                .expect("observation"),
+            );
+        }
+        let theirs = status(&fresh.handle(&obs));
+        let ours = status(reply);
+        let head = |s: &Option<String>| {
+            s.as_deref().map(|s| {
+                s.split(" · ")
+                    .take(2)
+                    .filter(|p| !p.starts_with("reset pending"))
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            })
+        };
+        check!(
+            head(&ours) == head(&theirs),
+            "status of the live engine {ours:?} != after a resync {theirs:?}"
+        );
+        Ok(())
+    }
+
+    fn fresh_engine(&self) -> Engine {
+        let mut fresh = Engine::new();
+        let mut seen = Vec::new();
+        fresh.configure_reply(&Self::sources(self.applied), &mut seen);
+        fresh.resync(SID, &self.branch[..self.mirrored]);
+        fresh
+    }
+
+    /// After every action: the mirror is a projection of the branch, and the branch itself holds
+    /// what the invariants allow.
+    fn check_state(&mut self) -> Result<(), String> {
+        // No sync here: like the adapter, the host hands entries over only inside hooks and tools,
+        // so the mirror is compared with the part of the branch it has been given.
+        let tip = self
+            .mirrored
+            .checked_sub(1)
+            .map(|i| self.branch[i].id.as_str());
+        check!(
+            self.engine.tip() == tip,
+            "mirror tip {:?} != {tip:?}",
+            self.engine.tip()
+        );
+        check!(
+            self.engine.enabled() == self.enabled(),
+            "engine enabled {} != expected {}",
+            self.engine.enabled(),
+            self.enabled()
+        );
+        let compactions = self.branch[..self.mirrored]
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::Compaction { .. }))
+            .count();
+        check!(
+            self.engine.window_count() == 1 + compactions,
+            "{} windows for {compactions} compactions",
+            self.engine.window_count()
+        );
+
+        // The mirror against a fresh resync.
+        let mut fresh = self.fresh_engine();
+        check!(
+            self.engine.history().window_ids() == fresh.history().window_ids(),
+            "window ids {:?} != after a resync {:?}",
+            self.engine.history().window_ids(),
+            fresh.history().window_ids()
+        );
+        check!(
+            self.engine.history().entry_count() == fresh.history().entry_count()
+                && self.engine.history().item_count() == fresh.history().item_count(),
+            "entry/item counts differ from a resync"
+        );
+        let notes = |e: &Engine| {
+            e.notes()
+                .iter()
+                .map(|n| (n.path.clone(), n.content.clone()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        check!(
+            notes(&self.engine) == notes(&fresh),
+            "notes differ from a resync"
+        );
+        let moment: Moment = serde_json::from_value(self.moment_json(true)).expect("moment");
+        for (tool, args) in [
+            ("history_list_windows", json!({})),
+            // The newest items, where a mirror that drifted would show it first.
+            (
+                "history_list_items",
+                json!({ "limit": 6, "max_chars_per_item": 120 }),
+            ),
+            ("notes_list_files_by_prefix", json!({ "prefix": "" })),
+        ] {
+            let ours = self.engine.tool(tool, &args, &moment).text;
+            let theirs = fresh.tool(tool, &args, &moment).text;
+            check!(
+                ours == theirs,
+                "{tool} differs from a resync:\n{ours}\n---\n{theirs}"
+            );
+        }
+
+        // The branch.
+        let mut starts = vec![0];
+        for (i, e) in self.branch.iter().enumerate() {
+            if matches!(e.kind, EntryKind::Compaction { .. }) {
+                starts.push(i);
+            }
+        }
+        starts.push(self.branch.len());
+        let mut reminders: BTreeMap<String, usize> = BTreeMap::new();
+        let mut users: BTreeMap<String, usize> = BTreeMap::new();
+        let mut boots = 0;
+        for (w, pair) in starts.windows(2).enumerate() {
+            let (from, to) = (pair[0], pair[1]);
+            let mut steers = 0;
+            let mut continuations = Vec::new();
+            for (i, e) in self.branch[from..to].iter().enumerate() {
+                match &e.kind {
+                    EntryKind::CustomMessage {
+                        custom_type,
+                        text,
+                        details,
+                        ..
+                    } => {
+                        check!(
+                            prompts_in(text).is_empty(),
+                            "{custom_type} message {} carries a user prompt",
+                            e.id
+                        );
+                        if custom_type == STEER_TYPE {
+                            steers += 1;
+                        } else if custom_type == CONTINUE_TYPE {
+                            continuations.push(i);
+                        } else if custom_type == REMINDER_TYPE {
+                            let for_window = details
+                                .get("windowId")
+                                .and_then(Value::as_str)
+                                .unwrap_or("?");
+                            *reminders.entry(for_window.to_string()).or_default() += 1;
+                        } else if custom_type == BOOT_TYPE {
+                            boots += 1;
+                            check!(w == 0, "a boot block message in window {w}");
+                        }
+                    }
+                    EntryKind::Message(m) if m.role == "user" => {
+                        for p in prompts_in(&m.text) {
+                            *users.entry(p).or_default() += 1;
+                        }
+                    }
+                    EntryKind::Compaction { summary, .. } => {
+                        let found = prompts_in(summary);
+                        check!(
+                            found.is_empty()
+                                || (self.restating.contains(&e.id) && found.len() == 1),
+                            "compaction {} carries user prompts {found:?}",
+                            e.id
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            check!(
+                steers <= 1 || (!self.strict_borrow && self.rearmed_at > from),
+                "{steers} borrowed turns in window {w}"
+            );
+            check!(
+                continuations.is_empty() || (w > 0 && continuations == vec![1]),
+                "hidden continuations at {continuations:?} of window {w}"
+            );
+        }
+        check!(boots <= 1, "{boots} boot blocks on the branch");
+        for (window, n) in &reminders {
+            check!(*n <= 1, "{n} reminders for window {window}");
+        }
+        for (prompt, n) in &users {
+            check!(*n == 1, "{prompt} is on the branch {n} times");
+        }
+        check!(
+            self.blocked.is_disjoint(&self.executed),
+            "a blocked call ran"
+        );
+        Ok(())
+    }
+}
+
+fn result_name(r: &HookResult) -> String {
+    match r {
+        HookResult::Cancel => "cancel".into(),
+        HookResult::Block { .. } => "block".into(),
+        HookResult::Reset { plan } => format!(
+            "reset({}{})",
+            plan.details["source"].as_str().unwrap_or("?"),
+            if plan.continuation.is_some() {
+                "+continuation"
+            } else {
+                ""
+            }
+        ),
+        HookResult::Continue { .. } => "continue".into(),
+    }
+}
+
+fn effect_name(e: &relay_core::engine::Effect) -> Option<String> {
+    let v = serde_json::to_value(e).ok()?;
+    match v["kind"].as_str()? {
+        "send" => Some(format!("send({})", v["customType"].as_str()?)),
+        "notify" => Some("notify".into()),
+        "telemetry" => Some(format!("event({})", v["event"]["event"].as_str()?)),
+        "append" => Some("append".into()),
+        _ => None,
+    }
+}
+
+/// Run one generated session; a failure carries the last events of the trace.
+fn session(window: u64, settings: Settings, actions: &[Action]) -> Result<(), String> {
+    session_with(window, settings, actions, |_| {})
+}
+
+fn session_with(
+    window: u64,
+    settings: Settings,
+    actions: &[Action],
+    setup: impl FnOnce(&mut Host),
+) -> Result<(), String> {
+    let mut host = Host::new(window, settings)?;
+    setup(&mut host);
+    let outcome = host.check_state().and_then(|()| {
+        for action in actions {
+            host.act(action)?;
+        }
+        Ok(())
+    });
+    outcome.map_err(|e| {
+        let tail: Vec<&str> = host
+            .trace
+            .iter()
+            .rev()
+            .take(40)
+            .rev()
+            .map(String::as_str)
+            .collect();
+        format!(
+            "{e}\n--- last events (window {window}, settings {settings:?}) ---\n{}",
+            tail.join("\n")
+        )
+    })
+}
+
+fn cases() -> u32 {
+    std::env::var("RELAY_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        max_shrink_iters: 20_000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_engine_keeps_its_invariants_in_generated_pi_sessions(
+        window in prop_oneof![Just(50_000u64), Just(100_000), Just(200_000)],
+        settings in settings(),
+        actions in prop::collection::vec(action(), 1..30),
+    ) {
+        session(window, settings, &actions).map_err(TestCaseError::fail)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks themselves can fail
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_reply_with_a_field_typescript_does_not_know_is_rejected() {
+    let value = json!({ "effects": [{ "kind": "status", "text": "x", "extra": 1 }] });
+    assert!(serde_json::from_value::<wire::HookReply>(value).is_err());
+    let value = json!({ "effects": [], "result": { "kind": "reset", "plan": { "marker": { "customType": "a", "data": {} }, "summary": "s", "details": {} } } });
+    let back: wire::HookReply =
+        serde_json::from_value(value).expect("serde accepts a missing Option");
+    assert!(
+        back.result.is_some(),
+        "which is why wire_hook checks the key on the JSON"
+    );
+}
+
+#[test]
+fn prompt_markers_are_found() {
+    assert_eq!(
+        prompts_in("a «user-1» b «user-12»"),
+        vec!["«user-1»", "«user-12»"]
+    );
+    assert!(prompts_in("no prompt here").is_empty());
+}
+
+#[test]
+fn the_checker_rejects_a_reset_without_a_request() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Enforce,
+        max_handoffs: 10,
+    };
+    let mut host = Host::new(100_000, settings).unwrap();
+    host.streaming = true;
+    host.hook(Hook::BeforeAgentStart, Value::Null).unwrap();
+    host.tool("new_context", &json!({})).unwrap();
+    let plan = match host
+        .hook(Hook::BeforeSettle, json!({ "outcome": "completed" }))
+        .unwrap()
+        .result
+    {
+        Some(HookResult::Reset { plan }) => plan,
+        other => panic!("expected a reset, got {other:?}"),
+    };
+    // The same reset once more, at the next settle point, with no new request in between.
+    let err = host
+        .check_reset(Hook::BeforeSettle, &json!({}), &plan)
+        .unwrap_err();
+    assert!(err.contains("without a request"), "{err}");
+}
+
+#[test]
+fn the_checker_rejects_a_second_borrowed_turn_in_one_window() {
+    let mut host = Host::new(
+        100_000,
+        Settings {
+            enabled: true,
+            mode: Mode::Observe,
+            max_handoffs: 10,
+        },
+    )
+    .unwrap();
+    host.streaming = true;
+    host.steers.push("take notes".into());
+    let steer = json!({ "kind": "send", "customType": STEER_TYPE, "content": "take notes", "display": true, "triggerTurn": true, "deliverAs": "steer" });
+    let err = host
+        .check_effects(Hook::BeforeCompact, &[steer], true)
+        .unwrap_err();
+    assert!(err.contains("second borrowed turn"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine bugs the property test found (ignored until the engine is fixed; see the TODOs above)
+// ---------------------------------------------------------------------------------------------
+
+/// Minimal sequence: settings `enabled: true`, budget `mode: "enforce"`; `/relay off`; a prompt
+/// whose first answer calls `context_handoff`. The window features are off, so the policy only
+/// observes (`policy_step` downgrades enforce to observe) and the scheduler is disabled, yet
+/// `handoff_begin` looks at the budget mode alone: the binding writes the handoff file, the
+/// reply persists a `relay/handoff` entry and tells the model "at the end of this turn the
+/// context resets" — and `turn_end` answers nothing.
+#[test]
+#[ignore = "engine bug: context_handoff acts while Relay is off (see the TODO in check_tool)"]
+fn regression_handoff_while_disabled_writes_and_promises_a_reset() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Enforce,
+        max_handoffs: 10,
+    };
+    let mut host = Host::new(100_000, settings).unwrap();
+    host.hook(Hook::Command, json!({ "args": "off" })).unwrap();
+    host.streaming = true;
+    host.hook(Hook::BeforeAgentStart, Value::Null).unwrap();
+    let args = json!({ "goal": "g", "next_step": "n", "facts": "f" });
+    let moment: Moment = serde_json::from_value(host.moment_json(true)).unwrap();
+    let reply = host.handoff(&args, &moment);
+    let end = host
+        .hook(Hook::TurnEnd, json!({ "outcome": "completed" }))
+        .unwrap();
+    assert!(
+        reply.persist.is_none() && reply.text.contains("\"written\":false"),
+        "disabled Relay wrote a handoff: {}",
+        reply.text
+    );
+    assert!(end.result.is_none());
+}
+
+fn text_turn(usage_permille: u64) -> Turn {
+    Turn {
+        reply: Reply::Text,
+        usage_permille,
+        compaction_fails: false,
+    }
+}
+
+/// Minimal sequence (50k window, reserve 16,384, any budget mode): a prompt whose answer crosses
+/// Pi's threshold (37,501 > 33,616): Relay borrows a turn (notes steer + cancel) and resets at the
+/// settle point. `/tree` back to the borrowed turn's answer, still in the first window. The next
+/// prompt's pre-prompt threshold check is answered with a reset, which Pi fails to append
+/// (`session_compact_failed`, e.g. the user interrupted it). The run's answer crosses again and
+/// Relay borrows a second turn in the same window: the navigation (`Invalidate`) re-armed the
+/// allowance although the branch shows the window's borrowed turn. A reload or `/relay off` +
+/// `/relay on` re-arms it the same way.
+#[test]
+#[ignore = "engine bug: a second borrowed turn in one window after /tree (see steers_in_window)"]
+fn regression_second_borrowed_turn_in_one_window() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Off,
+        max_handoffs: 10,
+    };
+    let crossing = Run {
+        turns: vec![text_turn(750)],
+        abort_at: None,
+        queue_at: None,
+        pre_compaction_fails: false,
+    };
+    // boot, user, answer, steer, borrowed answer | marker, compaction, continuation, answer
+    let back_into_first_window = Action::Navigate { back: 4 };
+    let failed_reset = Run {
+        pre_compaction_fails: true,
+        ..crossing.clone()
+    };
+    let actions = [
+        Action::Prompt(crossing),
+        back_into_first_window,
+        Action::Prompt(failed_reset),
+    ];
+    session_with(50_000, settings, &actions, |host| host.strict_borrow = true).unwrap();
+}
+
+/// The generator must reach every decision the invariants speak about; otherwise the property
+/// test could pass by never exercising them. A fixed seed keeps this deterministic.
+#[test]
+fn generated_sessions_reach_every_decision() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = (
+        prop_oneof![Just(50_000u64), Just(100_000), Just(200_000)],
+        settings(),
+        prop::collection::vec(action(), 1..30),
+    );
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let wanted = [
+        "reset(new_context",
+        "reset(handoff",
+        "reset(forced",
+        "reset(fallback",
+        "reset(overflow",
+        "reset(manual",
+        "reset(threshold",
+        "+continuation",
+        "-> block",
+        "-> continue",
+        "-> cancel",
+        "send(relay/notes-steer)",
+        "send(relay/reminder)",
+        "send(relay/boot)",
+        "event(would_",
+        "event(handoff_committed)",
+        "event(forced_reset)",
+        "session_compact_failed",
+        "== navigate",
+        "== reload",
+        "== queued",
+        "\"outcome\":\"aborted\"",
+        "\"outcome\":\"error\"",
+        "\"willRetry\":true",
+        "tool context_handoff -> ok persist",
+        "tool new_context -> error",
+    ];
+    for _ in 0..400 {
+        let (window, settings, actions) = strategy.new_tree(&mut runner).unwrap().current();
+        let mut host = Host::new(window, settings).unwrap();
+        for action in &actions {
+            host.act(action).unwrap();
+        }
+        for line in &host.trace {
+            for w in wanted {
+                if line.contains(w) {
+                    *seen.entry(w).or_default() += 1;
+                }
+            }
+        }
+    }
+    let missing: Vec<_> = wanted.iter().filter(|w| !seen.contains_key(*w)).collect();
+    assert!(
+        missing.is_empty(),
+        "never generated: {missing:?}\nseen: {seen:#?}"
+    );
+    eprintln!("{seen:#?}");
+}
