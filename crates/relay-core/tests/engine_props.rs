@@ -621,11 +621,15 @@ impl Host {
 
     fn sources(settings: Settings) -> ConfigSources {
         let value = json!({
-            "relay": {
-                "enabled": settings.enabled,
-                "budget": { "mode": settings.mode.as_str(), "maxHandoffsPerSession": settings.max_handoffs },
+            "global": {
+                "relay": {
+                    "enabled": settings.enabled,
+                    "budget": { "mode": settings.mode.as_str(), "maxHandoffsPerSession": settings.max_handoffs },
+                },
+                "compaction": { "reserveTokens": RESERVE },
             },
-            "compaction": { "reserveTokens": RESERVE },
+            "project": null,
+            "projectTrusted": false,
             "stateDir": "/state",
             "cwd": CWD,
         });
@@ -802,10 +806,8 @@ impl Host {
             "usage": usage,
             "model": "faux/faux-1",
             "contextWindow": self.window,
-            "idle": !self.streaming,
             "hasPendingMessages": self.followup.is_some(),
             "cwd": CWD,
-            "sessionId": SID,
             "subagent": false,
         })
     }
@@ -818,13 +820,22 @@ impl Host {
     fn hook(&mut self, hook: Hook, extra: Value) -> Result<HookReply, String> {
         self.tick();
         self.sync()?;
-        let mut obs = self.moment_json(false);
-        obs["type"] = json!(hook.name());
+        let mut event = json!({ "type": hook.name() });
         if let Value::Object(extra) = &extra {
             for (k, v) in extra {
-                obs[k] = v.clone();
+                // Pi reports these, but the engine's wire takes no reason for session start and
+                // shutdown and no outcome for turn_end (the trace keeps them for reading).
+                let dropped = matches!(
+                    (hook, k.as_str()),
+                    (Hook::SessionStart | Hook::SessionShutdown, "reason")
+                        | (Hook::TurnEnd, "outcome")
+                );
+                if !dropped {
+                    event[k] = v.clone();
+                }
             }
         }
+        let obs = json!({ "moment": self.moment_json(false), "event": event });
         let observation: Observation = serde_json::from_value(obs.clone())
             .map_err(|e| format!("the wire rejects the observation {obs}: {e}"))?;
         let enabled_before = self.enabled();
@@ -1713,21 +1724,11 @@ impl Host {
                 })
         };
         let mut fresh = self.fresh_engine();
-        let obs: Observation = serde_json::from_value({
-            let mut o = self.moment_json(false);
-            o["type"] = json!("command");
-            o["args"] = json!("status");
-            o
-        })
+        let obs: Observation = serde_json::from_value(json!({ "moment": self.moment_json(false), "event": { "type": "command", "args": "status" } }))
         .expect("observation");
         if let Some(on) = self.toggle {
             fresh.handle(
-                &serde_json::from_value::<Observation>({
-                    let mut o = self.moment_json(false);
-                    o["type"] = json!("command");
-                    o["args"] = json!(if on { "on" } else { "off" });
-                    o
-                })
+                &serde_json::from_value::<Observation>(json!({ "moment": self.moment_json(false), "event": { "type": "command", "args": if on { "on" } else { "off" } } }))
                 .expect("observation"),
             );
         }
