@@ -1,11 +1,11 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { TSchema } from "typebox";
 import { bindRuntime, fullSync, moment, observation, releaseRuntime, resetDrafts, run, sync, type EventFields, type HookReply, type ToolReply } from "./adapter.ts";
 import type { Event, ToolSpec } from "./generated/wire.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
-import { TOOL_SCHEMAS } from "./tools.ts";
 
 export default function relay(pi: ExtensionAPI) {
 	const engine: NativeEngine = new (native().Engine)();
@@ -53,20 +53,19 @@ export default function relay(pi: ExtensionAPI) {
 	};
 
 	for (const spec of JSON.parse(engine.toolSpecs()) as ToolSpec[]) {
-		const parameters = TOOL_SCHEMAS[spec.name];
-		if (!parameters) throw new Error(`relay: no parameter schema for tool ${spec.name}`);
 		pi.registerTool({
 			name: spec.name,
 			label: spec.label,
 			description: spec.description,
-			parameters,
+			// A plain JSON Schema generated from the Rust argument structs (crates/relay-core/src/args.rs).
+			parameters: spec.parameters as TSchema,
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				let reply: ToolReply;
 				try {
 					// A handoff's git metadata is collected off Pi's event loop, within one deadline;
 					// the engine work then runs at once with the facts (unknown if collecting failed).
 					const git =
-						spec.name === "context_handoff"
+						spec.collectsGit
 							? await engine.collectGit(ctx.cwd).catch((error: unknown) => {
 									report("collecting git metadata", error, ctx);
 									return null;

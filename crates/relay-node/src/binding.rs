@@ -121,8 +121,12 @@ fn event_type(observation_json: &str) -> String {
         #[serde(rename = "type")]
         kind: String,
     }
-    serde_json::from_str::<Tag>(observation_json)
-        .map(|t| t.kind)
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        event: Tag,
+    }
+    serde_json::from_str::<Envelope>(observation_json)
+        .map(|o| o.event.kind)
         .unwrap_or_else(|_| "?".into())
 }
 
@@ -531,14 +535,22 @@ mod tests {
                "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
     }
 
+    fn moment() -> Value {
+        json!({"nowMs": 1_000, "tzOffsetMinutes": 0, "usage": null, "model": null,
+            "contextWindow": null, "hasPendingMessages": false, "cwd": "/nowhere", "subagent": false})
+    }
+
+    /// A tool call's moment (a tool takes no event).
+    fn tool_moment() -> String {
+        moment().to_string()
+    }
+
     fn observation(kind: &str, extra: Value) -> String {
-        let mut obs = json!({"type": kind, "nowMs": 1_000, "tzOffsetMinutes": 0, "usage": null,
-            "model": null, "contextWindow": null, "idle": true, "hasPendingMessages": false,
-            "cwd": "/nowhere", "sessionId": "S", "subagent": false});
-        if let (Some(o), Value::Object(e)) = (obs.as_object_mut(), extra) {
+        let mut event = json!({"type": kind});
+        if let (Some(o), Value::Object(e)) = (event.as_object_mut(), extra) {
             o.extend(e);
         }
-        obs.to_string()
+        json!({"moment": moment(), "event": event}).to_string()
     }
 
     fn tool_text(reply: &str) -> String {
@@ -557,8 +569,10 @@ mod tests {
     #[test]
     fn a_caught_panic_replaces_the_engine_and_work_waits_for_a_full_resync() {
         let mut b = Binding::new();
-        b.configure(&json!({"relay": {"enabled": true}}).to_string())
-            .unwrap();
+        b.configure(
+            &json!({"global": {"relay": {"enabled": true}}, "projectTrusted": false}).to_string(),
+        )
+        .unwrap();
         b.resync("S", &branch()).unwrap();
         b.handle(&observation("command", json!({"args": "off"})))
             .unwrap();
@@ -585,13 +599,8 @@ mod tests {
         assert!(!b.inner.enabled(), "/relay off survives the restart");
         for refused in [
             b.handle(&observation("context", json!({}))).map(|_| ()),
-            b.tool(
-                "history_list_windows",
-                "{}",
-                &observation("tool", json!({})),
-                None,
-            )
-            .map(|_| ()),
+            b.tool("history_list_windows", "{}", &tool_moment(), None)
+                .map(|_| ()),
             b.append("[]"),
             b.truncate_after(None),
         ] {
@@ -605,12 +614,18 @@ mod tests {
             .tool(
                 "history_search_contents",
                 &json!({"query": "NEEDLE-1"}).to_string(),
-                &observation("tool", json!({})),
+                &tool_moment(),
                 None,
             )
             .unwrap();
         assert!(tool_text(&found).contains("NEEDLE-1"), "{found}");
         b.handle(&observation("context", json!({}))).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_event_type_of_an_observation() {
+        assert_eq!(event_type(&observation("turn_end", json!({}))), "turn_end");
+        assert_eq!(event_type("{\"type\": \"turn_end\"}"), "?");
     }
 
     #[test]

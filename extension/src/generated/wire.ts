@@ -223,6 +223,16 @@ export type ToolReply = {
 };
 
 /**
- * Name, label and description of one tool, as the model sees them.
+ * One tool as the extension registers it: name, label, description and the JSON Schema of its
+ * parameters (derived from the argument structs in [`crate::args`], the one source).
  */
-export type ToolSpec = { name: string, label: string, description: string };
+export type ToolSpec = {
+	name: string,
+	label: string,
+	description: string,
+	parameters: object,
+	/**
+	 * The binding needs the handoff's git metadata (`collectGit`) before this tool runs.
+	 */
+	collectsGit: boolean,
+};

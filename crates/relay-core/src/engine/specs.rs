@@ -5,35 +5,41 @@
 //! [`super::Engine::tool`] (or, for `context_handoff`, by the binding through the three
 //! `handoff_*` steps), and the extension registers exactly these tools.
 
+use serde_json::Value;
+
 use super::wire::ToolSpec;
+use crate::args;
 
 /// Every tool Relay registers, in registration order.
 pub fn tool_specs() -> Vec<ToolSpec> {
-    let spec = |name, label, description| ToolSpec {
+    let schemas = args::parameter_schemas();
+    let spec = |name: &'static str, label, description| ToolSpec {
         name,
         label,
         description,
+        parameters: schemas.get(name).cloned().unwrap_or(Value::Null),
+        collects_git: name == args::CONTEXT_HANDOFF,
     };
     vec![
         spec(
             "history_list_windows",
             "History: list windows",
-            "List the context windows of this session (oldest window is the root). Every item of every window stays readable with the history tools, even after resets. Arguments: limit (default all), recent_first (default true).",
+            "List the context windows of this session (oldest window is the root). Every item of every window stays readable with the history tools, even after resets.",
         ),
         spec(
             "history_list_items",
             "History: list items",
-            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filters: window_id, role, tool_namespace, tool_name. limit defaults to 50, max_chars_per_item to 1200, recent_first to true.",
+            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filter by window_id, role, tool_namespace or tool_name.",
         ),
         spec(
             "history_read_item",
             "History: read item",
-            "Read one history item by window_id and item_id, as a range of Unicode characters: offset_chars (default 0), limit_chars (default 20000). The reply says where the next range starts.",
+            "Read one history item by window_id and item_id, as a range of Unicode characters (offset_chars, limit_chars). The reply says where the next range starts.",
         ),
         spec(
             "history_search_contents",
             "History: search",
-            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filters: window_id, role, tool_namespace, tool_name. limit defaults to 20, recent_first to true.",
+            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filter by window_id, role, tool_namespace or tool_name.",
         ),
         spec(
             "notes_list_files_by_prefix",

@@ -287,6 +287,71 @@ fn get_context_remaining_subtracts_the_reserve_and_is_null_when_unknown() {
 }
 
 #[test]
+fn argument_free_tools_reject_unknown_arguments_by_name() {
+    let mut e = engine();
+    let remaining = e.tool(
+        "get_context_remaining",
+        &json!({"model": "x"}),
+        &moment(Some(50_000)),
+    );
+    assert!(remaining.is_error);
+    assert!(
+        remaining
+            .text
+            .contains(r#"get_context_remaining: unknown argument "model""#),
+        "{}",
+        remaining.text
+    );
+    let reset = e.tool(
+        "new_context",
+        &json!({"reason": "full"}),
+        &moment(Some(50_000)),
+    );
+    assert!(reset.is_error && !reset.terminate);
+    assert!(
+        reset
+            .text
+            .contains(r#"new_context: unknown argument "reason""#),
+        "{}",
+        reset.text
+    );
+    // Nothing was scheduled by the rejected call: the next valid one schedules the reset.
+    let valid = e.tool("new_context", &json!({}), &moment(Some(50_000)));
+    assert!(
+        valid.text.starts_with("A new context window will start"),
+        "{}",
+        valid.text
+    );
+}
+
+#[test]
+fn every_tool_spec_carries_the_parameter_schema_of_its_argument_struct() {
+    let schemas = crate::args::parameter_schemas();
+    let specs = tool_specs();
+    assert_eq!(specs.len(), 12);
+    for spec in &specs {
+        assert_eq!(
+            Some(&spec.parameters),
+            schemas.get(spec.name),
+            "{}",
+            spec.name
+        );
+        assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+        assert_eq!(
+            spec.parameters["additionalProperties"], false,
+            "{}",
+            spec.name
+        );
+        assert_eq!(spec.collects_git, spec.name == "context_handoff");
+    }
+    assert_eq!(
+        schemas.as_object().map(|m| m.len()),
+        Some(specs.len()),
+        "a schema without a tool"
+    );
+}
+
+#[test]
 fn invalid_settings_are_reported_once_each_with_their_file_and_key_path() {
     let mut e = engine();
     let sources = ConfigSources {

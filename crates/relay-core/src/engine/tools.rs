@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::budget::ReadyHandoff;
 use super::wire::{GitFacts, HookReply, Marker, Moment, ToolReply, HANDOFF_TYPE};
 use super::Engine;
+use crate::args;
 use crate::config::remaining_tokens;
 use crate::handoff::{
     duplicate_check, render_markdown, sidecar_json, HandoffArgs, HandoffError, HandoffFingerprint,
@@ -60,6 +61,9 @@ impl Engine {
                 }
             }
             "new_context" => {
+                if let Err(out) = args::decode::<args::NewContext>(name, args) {
+                    return out.into();
+                }
                 let (text, terminate, is_error) = match self.scheduler.new_context() {
                     NewContextAnswer::Scheduled => (
                         "A new context window will start as soon as this run settles. End your turn now; the next window opens with your notes index.",
@@ -87,6 +91,9 @@ impl Engine {
                 reply
             }
             "get_context_remaining" => {
+                if let Err(out) = args::decode::<args::GetContextRemaining>(name, args) {
+                    return out.into();
+                }
                 let remaining = moment.usage.and_then(|u| {
                     remaining_tokens(u.context_window, u.tokens, self.settings.reserve_tokens)
                 });

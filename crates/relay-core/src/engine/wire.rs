@@ -376,11 +376,17 @@ impl From<ToolOutput> for ToolReply {
     }
 }
 
-/// Name, label and description of one tool, as the model sees them.
+/// One tool as the extension registers it: name, label, description and the JSON Schema of its
+/// parameters (derived from the argument structs in [`crate::args`], the one source).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolSpec {
     pub name: &'static str,
     pub label: &'static str,
     pub description: &'static str,
+    #[cfg_attr(test, ts(type = "object"))]
+    pub parameters: Value,
+    /// The binding needs the handoff's git metadata (`collectGit`) before this tool runs.
+    pub collects_git: bool,
 }
