@@ -1,6 +1,15 @@
 //! Relay's decision core. Sans-IO: this crate never touches the filesystem, the clock, the
 //! environment, processes or the network. Time arrives as `now_ms` inside inputs, effects leave as
 //! data, and every rendered text the model sees is produced here.
+//!
+//! No panic may reach Pi: non-test code has no `unwrap`, `expect`, `panic!` or panicking
+//! indexing (each module repeats the lint so that moving it keeps the rule; tests allow them).
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 pub mod args;
 pub mod config;

@@ -29,9 +29,6 @@
 )]
 
 pub mod config;
-// policy/glob.rs is being replaced by a matcher without backtracking (issue 8); until then it keeps
-// its indexing, outside this module's lint.
-#[allow(clippy::indexing_slicing)]
 pub mod glob;
 
 pub use config::{
