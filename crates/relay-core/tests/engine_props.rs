@@ -1678,14 +1678,10 @@ impl Host {
                 }
             }
             "context_handoff" => {
-                // TODO(regression_handoff_while_disabled_writes_and_promises_a_reset): with Relay
-                // off and the policy on enforce, the handoff is written and a reset promised that
-                // never comes. Until the engine is fixed, that case is left out of both checks.
-                let known_bug = !enabled && self.applied.mode == Mode::Enforce;
-                if !reply.is_error && reply.text.contains("\"commit\":") && !known_bug {
+                if !reply.is_error && reply.text.contains("\"commit\":") {
                     self.promised_commit = true;
                 }
-                if !self.enforcing() && !known_bug {
+                if !self.enforcing() {
                     check!(
                         reply.persist.is_none() && reply.text.contains("\"written\":false"),
                         "context_handoff acts with mode {} and Relay {}: {}",
@@ -2082,9 +2078,9 @@ fn the_checker_rejects_a_second_borrowed_turn_in_one_window() {
 /// observes (`policy_step` downgrades enforce to observe) and the scheduler is disabled, yet
 /// `handoff_begin` looks at the budget mode alone: the binding writes the handoff file, the
 /// reply persists a `relay/handoff` entry and tells the model "at the end of this turn the
-/// context resets" — and `turn_end` answers nothing.
+/// context resets" — and `turn_end` answers nothing. Fixed: `handoff_begin` refuses while Relay
+/// is off, with `written: false`.
 #[test]
-#[ignore = "engine bug: context_handoff acts while Relay is off (see the TODO in check_tool)"]
 fn regression_handoff_while_disabled_writes_and_promises_a_reset() {
     let settings = Settings {
         enabled: true,

@@ -582,6 +582,28 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
 }
 
 #[test]
+fn context_handoff_refuses_while_relay_is_off_even_when_the_policy_enforces() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        global: Some(json!({"relay": {"budget": {"mode": "enforce"}}})),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let args = json!({"goal":"g","next_step":"n","facts":"f"});
+    assert!(
+        e.handoff_begin(&args, &moment(Some(31_000))).is_ok(),
+        "on: it proceeds"
+    );
+    e.handle(&obs(Event::Command { args: "off".into() }, None));
+    let Err(reply) = e.handoff_begin(&args, &moment(Some(31_000))) else {
+        panic!("a handoff while Relay is off must be refused")
+    };
+    assert!(reply.persist.is_none() && !reply.terminate);
+    insta::assert_snapshot!("handoff_while_off", reply.text);
+}
+
+#[test]
 fn the_notes_tool_result_matches_the_replayed_note() {
     use crate::notes::NoteOpKind;
     let cases: &[(Option<&str>, NoteOpKind, &str)] = &[

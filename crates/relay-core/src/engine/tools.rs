@@ -112,6 +112,14 @@ impl Engine {
         self.refresh_params(moment);
         let parsed =
             HandoffArgs::parse(args).map_err(|e| Box::new(ToolReply::from(e.to_tool_output())))?;
+        if !self.enabled() {
+            // `/relay off` or `relay.enabled: false`: no reset can follow, so nothing is written.
+            return Err(Box::new(ToolReply::from(ToolOutput::json(&json!({
+                "written": false,
+                "relay": "off",
+                "message": "Relay is off in this session (/relay on or the relay.enabled setting turns it on): no handoff was written and no reset follows. Keep working in this window.",
+            })))));
+        }
         let mode = &self.budget.mode;
         if mode.effective != Mode::Enforce {
             let mut reply = ToolReply::from(ToolOutput::json(&json!({
