@@ -29,8 +29,9 @@ export function releaseRuntime(token: object): void {
 
 /**
  * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
- * Pi's usage figure is only fetched for tools (`withUsage`): `getContextUsage()` walks the whole
- * branch, so hooks that run on every request let the engine estimate usage from its mirror instead.
+ * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
+ * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine
+ * estimate usage from its mirror instead.
  */
 export function moment(ctx: ExtensionContext, withUsage = false, subagent = false): Moment {
 	let usage: Moment["usage"] = null;

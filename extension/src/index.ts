@@ -73,7 +73,7 @@ export default function relay(pi: ExtensionAPI) {
 							: null;
 					sync(engine, ctx, state);
 					reply = JSON.parse(
-						engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, true, subagent)), git),
+						engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git),
 					) as ToolReply;
 					if (reply.persist) {
 						pi.appendEntry(reply.persist.customType, reply.persist.data);

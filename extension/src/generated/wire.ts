@@ -235,4 +235,10 @@ export type ToolSpec = {
 	 * The binding needs the handoff's git metadata (`collectGit`) before this tool runs.
 	 */
 	collectsGit: boolean,
+	/**
+	 * The tool's moment carries Pi's own usage (`getContextUsage()`, which walks the branch):
+	 * only the tools that report the exact figure. Every other tool is judged by the engine's
+	 * incremental estimate.
+	 */
+	usesPiUsage: boolean,
 };

@@ -19,6 +19,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         description,
         parameters: schemas.get(name).cloned().unwrap_or(Value::Null),
         collects_git: name == args::CONTEXT_HANDOFF,
+        uses_pi_usage: name == args::CONTEXT_HANDOFF || name == args::GET_CONTEXT_REMAINING,
     };
     vec![
         spec(

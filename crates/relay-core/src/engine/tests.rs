@@ -343,6 +343,10 @@ fn every_tool_spec_carries_the_parameter_schema_of_its_argument_struct() {
             spec.name
         );
         assert_eq!(spec.collects_git, spec.name == "context_handoff");
+        assert_eq!(
+            spec.uses_pi_usage,
+            matches!(spec.name, "context_handoff" | "get_context_remaining")
+        );
     }
     assert_eq!(
         schemas.as_object().map(|m| m.len()),

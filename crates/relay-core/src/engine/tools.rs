@@ -32,6 +32,18 @@ impl Engine {
     /// Run one of Relay's tools (`context_handoff` goes through the `handoff_*` steps instead).
     pub fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
         self.tz_offset_minutes = moment.tz_offset_minutes;
+        // Only the tools whose spec says `uses_pi_usage` get Pi's figure; the others are judged by
+        // the incremental estimate, as hooks are.
+        let estimated;
+        let moment = if moment.usage.is_some() {
+            moment
+        } else {
+            estimated = Moment {
+                usage: self.mirror.usage(moment),
+                ..moment.clone()
+            };
+            &estimated
+        };
         let history = &self.mirror.history;
         let notes = &self.mirror.notes;
         match name {

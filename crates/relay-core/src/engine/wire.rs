@@ -389,4 +389,8 @@ pub struct ToolSpec {
     pub parameters: Value,
     /// The binding needs the handoff's git metadata (`collectGit`) before this tool runs.
     pub collects_git: bool,
+    /// The tool's moment carries Pi's own usage (`getContextUsage()`, which walks the branch):
+    /// only the tools that report the exact figure. Every other tool is judged by the engine's
+    /// incremental estimate.
+    pub uses_pi_usage: bool,
 }
