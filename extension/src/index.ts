@@ -125,7 +125,7 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	pi.on("tool_call", (event, ctx) => {
 		const reply = handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId });
-		if (reply.result?.kind === "block") return { block: true, reason: reply.result.reason };
+		if (reply.result?.kind === "block") return { block: true, reason: reply.result.reason, terminate: reply.result.terminate };
 		return undefined;
 	});
 	pi.on("tool_result", (event, ctx) => {
@@ -133,7 +133,7 @@ export default function relay(pi: ExtensionAPI) {
 		return undefined;
 	});
 	pi.on("turn_end", (event, ctx) => {
-		const reply = handle(ctx, "turn_end");
+		const reply = handle(ctx, "turn_end", { toolResults: event.toolResults.length });
 		if (reply.result?.kind !== "reset") return undefined;
 		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
 		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };

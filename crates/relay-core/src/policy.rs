@@ -211,7 +211,14 @@ pub enum PolicyInput {
     BeforeAgentStart,
     /// Context tokens from an assistant message's usage (`turn_end`/`message_end`); `None` when the
     /// provider reported none (after a reset: the context is fresh).
-    Usage { tokens: Option<u64> },
+    ///
+    /// `floor`: the window's first assistant usage as the branch holds it, when the caller knows
+    /// it (the engine does); otherwise the first known usage after a reset becomes the floor.
+    Usage {
+        tokens: Option<u64>,
+        #[serde(default)]
+        floor: Option<u64>,
+    },
     /// `tool_call`: answered with [`PolicyEffect::Block`] or nothing (allowed).
     ToolCall { id: String, name: String },
     /// `context_handoff` produced a valid handoff file at `path` (enforce only: the tool is a no-op
@@ -225,8 +232,9 @@ pub enum PolicyInput {
         name: String,
         success: bool,
     },
-    /// `turn_end`.
-    TurnEnd,
+    /// `turn_end`. `continues`: the turn ran tools, so the run goes on to another request (a
+    /// turn without tool results is the model trying to stop).
+    TurnEnd { continues: bool },
     /// `agent_before_settle`: the agent is about to stop.
     BeforeSettle,
     /// A reset (any source) was applied: new window, floor unknown.
@@ -261,15 +269,18 @@ pub enum ResetSource {
 pub enum PolicyEffect {
     /// A UI notification (never sent to the model).
     Notify { level: NotifyLevel, text: String },
-    /// Answer the current `tool_call` with `{block: true, reason}`.
-    Block { reason: String },
+    /// Answer the current `tool_call` with `{block: true, reason}`. `terminate`: also end the run
+    /// after this tool batch (the user decides what comes next).
+    Block { reason: String, terminate: bool },
     /// Ask the reset scheduler for a retain-none reset. `continue_run`: request an automatic
-    /// continuation. `note`: text for the boot block of a forced reset.
+    /// continuation. `at_turn_end`: install it at this `turn_end` (else at the settle point).
+    /// `note`: the boot block's notice of a forced (mechanical) reset.
     RequestReset {
         source: ResetSource,
         kind: CommitKind,
         handoff_path: Option<String>,
         continue_run: bool,
+        at_turn_end: bool,
         note: Option<String>,
     },
     /// Continue the run with a hidden message asking the model for something.
@@ -334,18 +345,24 @@ pub fn handoff_is_forced(state: &PolicyState) -> bool {
 /// mode, including off.
 fn measure(s: &mut PolicyState, input: &PolicyInput) {
     match input {
-        PolicyInput::Usage { tokens: Some(t) } => {
+        PolicyInput::Usage {
+            tokens: Some(t),
+            floor,
+        } => {
             s.tokens = Some(*t);
-            if s.awaiting_floor {
+            if let Some(f) = floor {
+                s.floor = Some(*f);
+                s.awaiting_floor = false;
+            } else if s.awaiting_floor {
                 s.floor = Some(*t);
                 s.awaiting_floor = false;
             }
         }
-        PolicyInput::Usage { tokens: None } => {
+        PolicyInput::Usage { tokens: None, .. } => {
             // Unknown usage: after a reset the context is fresh; otherwise nothing is known.
             s.tokens = None;
         }
-        PolicyInput::TurnEnd => {
+        PolicyInput::TurnEnd { .. } => {
             s.turn += 1;
         }
         PolicyInput::ResetApplied => {
@@ -449,15 +466,19 @@ fn on_usage(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
     }
 }
 
-fn block_reason(s: &PolicyState, p: &PolicyParams) -> Option<String> {
+/// Why a non-handoff tool is blocked now, and whether the run should end after the batch.
+fn block_reason(s: &PolicyState, p: &PolicyParams) -> Option<(String, bool)> {
     match s.phase {
-        Phase::HandoffRequired => Some(render_block_handoff(s.tokens, &p.thresholds)),
-        Phase::HandoffPendingCommit => Some(render_block_pending()),
-        Phase::FallbackArmed => Some(render_block_fallback(
-            s.fallback.unwrap_or(FallbackReason::Hard),
-            s.tokens,
-            p,
-        )),
+        Phase::HandoffRequired => Some((render_block_handoff(s.tokens, &p.thresholds), false)),
+        Phase::HandoffPendingCommit => Some((render_block_pending(), false)),
+        Phase::FallbackArmed => {
+            let reason = s.fallback.unwrap_or(FallbackReason::Hard);
+            // After the cap or the loop guard the user decides: the run ends after this batch.
+            let terminate = reason != FallbackReason::Hard;
+            Some((render_block_fallback(reason, s.tokens, p), terminate))
+        }
+        // The reset this policy asked for is not installed yet: nothing else may run before it.
+        Phase::Compacting => Some((render_block_resetting(), true)),
         _ => None,
     }
 }
@@ -470,18 +491,28 @@ fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
     s.committing = Some(pending.kind);
     fx.push(event(
         "handoff_committed",
-        json!({"kind": pending.kind.as_str(), "path": pending.path, "tokens": s.tokens}),
+        json!({"source": pending.kind.as_str(), "kind": pending.kind.as_str(), "path": pending.path, "tokens": s.tokens}),
     ));
     fx.push(PolicyEffect::RequestReset {
         source: ResetSource::Handoff,
         kind: pending.kind,
         handoff_path: Some(pending.path),
         continue_run: true,
+        at_turn_end: false,
         note: None,
     });
 }
 
-fn forced_reset(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
+/// The mechanical reset of an armed fallback. `at_turn_end`: the model kept calling (blocked)
+/// tools, so the reset is installed at this turn's end and, at the hard limit, the work continues
+/// in the new window; at the settle point the model stopped by itself, so nothing continues (a
+/// finished answer is not continued with a made-up task).
+fn forced_reset(
+    s: &mut PolicyState,
+    p: &PolicyParams,
+    at_turn_end: bool,
+    fx: &mut Vec<PolicyEffect>,
+) {
     let reason = s.fallback.unwrap_or(FallbackReason::Hard);
     let kind = if reason == FallbackReason::Hard {
         CommitKind::ForcedHard
@@ -491,17 +522,19 @@ fn forced_reset(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect
     s.phase = Phase::Compacting;
     s.committing = Some(kind);
     s.pending = None;
+    // At the hard limit a run that was still working continues by itself; after the cap or the
+    // loop guard the user decides.
+    let continue_run = at_turn_end && reason == FallbackReason::Hard;
     fx.push(event(
         "forced_reset",
-        json!({"reason": reason.as_str(), "tokens": s.tokens}),
+        json!({"reason": reason.as_str(), "tokens": s.tokens, "atTurnEnd": at_turn_end, "continues": continue_run}),
     ));
     fx.push(PolicyEffect::RequestReset {
         source: ResetSource::Forced,
         kind,
         handoff_path: None,
-        // At the hard limit the task continues by itself; after the cap or the loop guard the
-        // user decides.
-        continue_run: reason == FallbackReason::Hard,
+        continue_run,
+        at_turn_end,
         note: Some(render_forced_reset_note(reason, p)),
     });
 }
@@ -520,13 +553,13 @@ pub fn step(
         PolicyInput::Usage { .. } => on_usage(&mut s, params, &mut fx),
         PolicyInput::ToolCall { id, name } => {
             if name != HANDOFF_TOOL {
-                if let Some(reason) = block_reason(&s, params) {
+                if let Some((reason, terminate)) = block_reason(&s, params) {
                     s.blocked_calls.push(id.clone());
                     fx.push(event(
                         "tool_blocked",
                         json!({"tool": name, "phase": s.phase.as_str(), "tokens": s.tokens}),
                     ));
-                    fx.push(PolicyEffect::Block { reason });
+                    fx.push(PolicyEffect::Block { reason, terminate });
                 }
             }
         }
@@ -582,15 +615,16 @@ pub fn step(
                 }
             }
         }
-        PolicyInput::TurnEnd => {
+        PolicyInput::TurnEnd { continues } => {
             s.blocked_calls.clear();
             match s.phase {
                 Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
-                Phase::FallbackArmed => {
+                // A turn that stops is left to the settle point (ask once, then reset).
+                Phase::FallbackArmed if *continues => {
                     s.fallback_turns += 1;
-                    // The crossing turn plus one full turn to write a handoff, then reset.
+                    // The crossing turn plus one full turn to write a handoff, then reset here.
                     if s.fallback_turns >= 2 {
-                        forced_reset(&mut s, params, &mut fx);
+                        forced_reset(&mut s, params, true, &mut fx);
                     }
                 }
                 _ => {}
@@ -608,7 +642,20 @@ pub fn step(
                 });
             }
             Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
-            Phase::FallbackArmed => forced_reset(&mut s, params, &mut fx),
+            // At the hard limit a handoff can still commit: ask for it once per run.
+            Phase::FallbackArmed
+                if s.fallback == Some(FallbackReason::Hard) && !s.settle_continued =>
+            {
+                s.settle_continued = true;
+                fx.push(event(
+                    "settle_continuation",
+                    json!({"tokens": s.tokens, "fallback": "hard"}),
+                ));
+                fx.push(PolicyEffect::Continue {
+                    text: render_hard_settle_continuation(s.tokens, &params.thresholds),
+                });
+            }
+            Phase::FallbackArmed => forced_reset(&mut s, params, false, &mut fx),
             _ => {}
         },
         PolicyInput::ResetDropped => {
@@ -798,9 +845,10 @@ pub fn render_block_fallback(
     match reason {
         FallbackReason::Hard => format!(
             "Blocked: the context holds {} tokens, at or past the hard limit of {}. Only context_handoff \
-             is allowed. Call it now if you can (goal, next_step, facts, user_constraints verbatim); \
-             otherwise end your turn and the context will be reset mechanically, without your \
-             handoff, and the work continues.",
+             is allowed: call it now (goal, next_step, facts, user_constraints verbatim) and the next \
+             window continues from it. Without a handoff the context is reset mechanically and \
+             nothing is carried over but your notes: at the end of your next turn if you keep \
+             calling tools, or when you stop.",
             fmt_tokens(tokens),
             p.thresholds.hard
         ),
@@ -817,6 +865,26 @@ pub fn render_block_fallback(
             p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
         ),
     }
+}
+
+/// `tool_call` block reason while the reset this policy asked for waits to be installed.
+pub fn render_block_resetting() -> String {
+    "Blocked: this context window is being reset. Do not call any tool now; end your turn. \
+     The new window tells you how to continue."
+        .to_string()
+}
+
+/// Hidden continuation when the agent tries to stop past the hard limit without a handoff (once
+/// per run).
+pub fn render_hard_settle_continuation(tokens: Option<u64>, th: &Thresholds) -> String {
+    format!(
+        "The context holds {} tokens, at or past the hard limit of {}, and no handoff was written. \
+         Call context_handoff now with goal, next_step and facts (user_constraints verbatim) so the \
+         next window can continue from it. If you do not, the context is reset mechanically when \
+         you stop, without a handoff; other tools stay blocked until then.",
+        fmt_tokens(tokens),
+        th.hard
+    )
 }
 
 /// Hidden continuation when the agent tries to stop while a handoff is required (once per run).
@@ -848,10 +916,11 @@ pub fn render_forced_reset_note(reason: FallbackReason, p: &PolicyParams) -> Str
         ),
     };
     format!(
-        "The previous context window was reset mechanically because {why}. No handoff was carried \
-         over: the earlier conversation is gone from this window but remains in the history tools. \
-         Re-establish the state from notes, history, files and git (status, log, diff) before acting, \
-         and do not ask the user to restate the task unless it cannot be recovered."
+        "The previous context window was reset mechanically because {why}. No handoff was \
+         written, so nothing was carried over: the earlier conversation is gone from this window \
+         but remains in the history tools. Re-establish the state from your notes, the history \
+         tools, the workspace files and git (status, log, diff) before acting, and do not ask the \
+         user to restate the task unless it cannot be recovered."
     )
 }
 

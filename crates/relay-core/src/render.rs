@@ -53,6 +53,8 @@ pub struct BootBlock<'a> {
     pub handoff: Option<&'a str>,
     /// A user request the reset dropped, restated verbatim in `<pending_user_request>`.
     pub dropped_request: Option<&'a str>,
+    /// Why a mechanical reset (no handoff) happened and how to recover, in `<reset_notice>`.
+    pub reset_notice: Option<&'a str>,
 }
 
 /// How many notes the boot block lists.
@@ -65,7 +67,7 @@ pub const PREVIEW_HEAD_CHARS: usize = 120;
 pub const PREVIEW_TAIL_CHARS: usize = 80;
 
 /// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
-const OWN_TAGS: [&str; 7] = [
+const OWN_TAGS: [&str; 8] = [
     "context_window_protocol",
     "context_window_guidance",
     "context_window",
@@ -73,6 +75,7 @@ const OWN_TAGS: [&str; 7] = [
     "note",
     "handoff",
     "pending_user_request",
+    "reset_notice",
 ];
 
 /// Render the `<context_window>` boot block that opens a window.
@@ -133,6 +136,9 @@ pub fn render_boot_block(b: &BootBlock) -> String {
     if b.handoff.is_some() {
         out.push_str(PROTOCOL_HANDOFF);
     }
+    if b.reset_notice.is_some() {
+        out.push_str(PROTOCOL_NOTICE);
+    }
     if b.dropped_request.is_some() {
         out.push_str(PROTOCOL_PENDING);
     }
@@ -140,6 +146,9 @@ pub fn render_boot_block(b: &BootBlock) -> String {
 
     if let Some(h) = b.handoff {
         push_element(&mut out, "handoff", h);
+    }
+    if let Some(n) = b.reset_notice {
+        push_element(&mut out, "reset_notice", n);
     }
     if let Some(r) = b.dropped_request {
         push_element(&mut out, "pending_user_request", r);
@@ -157,6 +166,9 @@ You are working in one context window of a longer task. Earlier windows are not 
 ";
 
 const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous window stopped. Check that the workspace still matches it, then continue from its next step.
+";
+
+const PROTOCOL_NOTICE: &str = "- The <reset_notice> below says why the previous window was reset without a handoff. Rebuild the state it names before acting.
 ";
 
 const PROTOCOL_PENDING: &str = "- The <pending_user_request> below arrived as the previous window ran out and has not been answered yet. Handle it.
@@ -200,6 +212,8 @@ pub enum ContinuationReason {
     Fallback,
     /// A handoff was committed.
     Handoff,
+    /// The budget policy reset the window mechanically: no handoff was written.
+    Mechanical,
 }
 
 /// The hidden message that resumes work after a reset.
@@ -213,6 +227,9 @@ pub fn render_continuation(reason: ContinuationReason) -> String {
         }
         ContinuationReason::Handoff => {
             "Your handoff was committed and this is a fresh context window. Verify the state the <handoff> describes, then continue from its next step."
+        }
+        ContinuationReason::Mechanical => {
+            "The previous context window was reset mechanically and no handoff was written (see the <reset_notice>). Rebuild the state from your notes, the history_* tools, the workspace files and git before acting, then continue the task."
         }
     }
     .to_string()
@@ -406,6 +423,7 @@ mod tests {
             tz_offset_minutes: 60,
             handoff: None,
             dropped_request: None,
+            reset_notice: None,
         }
     }
 

@@ -36,11 +36,11 @@
 //! | Input | Decision |
 //! | --- | --- |
 //! | `new_context` tool | mark an explicit request (`Scheduled`); `AlreadyPending` when any reset is pending or in flight; `Disabled` when off |
-//! | `session_before_compact` threshold, run active | fallback `Available` → `Borrowed`: `[SteerNotes, CancelCompaction]`; otherwise `[CancelCompaction]` |
+//! | `session_before_compact` threshold, run active | fallback `Available` → `Borrowed`: `[SteerNotes, CancelCompaction]`; `Borrowed` or `Spent` (the window had its turn): overdue, `[CancelCompaction]`; otherwise `[CancelCompaction]` |
 //! | `session_before_compact` threshold, no run active | reset at once (`Threshold`), no borrowed turn |
 //! | `session_before_compact` manual | reset at once (`Manual`) |
 //! | `session_before_compact` overflow | reset at once (`Overflow`), restate the dropped request, never borrow |
-//! | `turn_end` | commit a ready handoff: reset (`Handoff`) with continuation |
+//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
 //! | `agent_end` | fallback `Borrowed` → `Ready` |
 //! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
 //! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation |
@@ -57,10 +57,15 @@
 //!   (`BeforeAgentStart` … `Settled`) and treats a compaction hook as idle when the input says so
 //!   *or* no run is active. The pre-prompt check fires before `before_agent_start`, so it resets
 //!   directly whatever the adapter passes as `idle`.
-//! - **Forced resets** (`ForcedResetRequested`) are served at the next completed
-//!   `agent_before_settle`, not at `turn_end`: a mid-run reset without a handoff would throw away
-//!   the run's tool results. A compaction hook arriving first serves them too. A forced request
+//! - **Forced resets** (`ForcedResetRequested`) are served where the policy asks: at this
+//!   `turn_end` (`at_turn_end`, the policy's own turn-end step: the model kept calling blocked
+//!   tools, so the run goes on in the new window) or at the next completed
+//!   `agent_before_settle`. A compaction hook arriving first serves them too. A forced request
 //!   made while idle survives until the next run's settle point; an aborted or failed run clears it.
+//! - **Later crossings in a window** reset: a mid-run threshold hook after the window's borrowed
+//!   turn (allowance `Borrowed` past its turn, or `Spent` without a reset) marks the reset overdue,
+//!   and the next `turn_end` installs it (`Fallback`). The model never gets a second note-taking
+//!   turn, and the context cannot grow on until the provider overflows.
 //! - **Explicit requests** survive until the settle point of the run they were made in: served at
 //!   a completed `agent_before_settle`, cleared by an aborted or failed one, and cleared by
 //!   `agent_settled` if still pending then.
@@ -158,8 +163,13 @@ pub enum SchedInput {
     NewContextCalled,
     /// Policy: a handoff was written in this turn and must commit at this turn's `turn_end`.
     HandoffCommitReady,
-    /// Policy: the budget fallback or idle reset wants a reset at the next settle point.
-    ForcedResetRequested { source: ResetSource },
+    /// Policy: the budget fallback or idle reset wants a reset. `at_turn_end`: serve it at this
+    /// turn's `turn_end` (the policy asks from its own `turn_end` step); otherwise at the next
+    /// completed settle point.
+    ForcedResetRequested {
+        source: ResetSource,
+        at_turn_end: bool,
+    },
     /// `session_before_compact`. `idle` is the adapter's view; see the module docs on idle detection.
     CompactHook { reason: CompactReason, idle: bool },
     /// `before_agent_start`: a genuinely new run starts (user prompt or idle-triggered message).
@@ -244,9 +254,13 @@ pub struct Scheduler {
     explicit: bool,
     /// A handoff waits for its `turn_end` commit.
     handoff: bool,
-    /// The policy wants a reset at the next completed settle.
-    forced: Option<ResetSource>,
+    /// The policy wants a reset: its source, and whether it is served at the next `turn_end`
+    /// (else at the next completed settle).
+    forced: Option<(ResetSource, bool)>,
     allowance: Allowance,
+    /// A threshold crossing came mid-run after this window's borrowed turn (or after the
+    /// allowance was spent without a reset): the reset is installed at the next `turn_end`.
+    overdue: bool,
     /// The reset that was output and is not yet applied, rejected or abandoned.
     in_flight: Option<(AttemptId, ResetSource)>,
     next_attempt: AttemptId,
@@ -262,6 +276,7 @@ impl Scheduler {
             handoff: false,
             forced: None,
             allowance: Allowance::Available,
+            overdue: false,
             in_flight: None,
             next_attempt: 1,
         }
@@ -280,9 +295,9 @@ impl Scheduler {
             Some(ResetSource::Handoff)
         } else if self.explicit {
             Some(ResetSource::NewContext)
-        } else if let Some(source) = self.forced {
+        } else if let Some((source, _)) = self.forced {
             Some(source)
-        } else if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
+        } else if self.overdue || matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
             Some(ResetSource::Fallback)
         } else {
             None
@@ -327,9 +342,16 @@ impl Scheduler {
                 }
                 Vec::new()
             }
-            SchedInput::ForcedResetRequested { source } => {
-                if self.accepts_requests() && self.forced.is_none() {
-                    self.forced = Some(source);
+            SchedInput::ForcedResetRequested {
+                source,
+                at_turn_end,
+            } => {
+                if self.accepts_requests() {
+                    match &mut self.forced {
+                        None => self.forced = Some((source, at_turn_end)),
+                        // A later request may only bring the serving point forward.
+                        Some((_, due)) => *due |= at_turn_end,
+                    }
                 }
                 Vec::new()
             }
@@ -341,8 +363,17 @@ impl Scheduler {
             SchedInput::TurnEnd {
                 has_queued_user_messages,
             } => {
-                if self.accepts_requests() && self.handoff {
+                if !self.accepts_requests() {
+                    return Vec::new();
+                }
+                if self.handoff {
                     self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
+                } else if matches!(self.forced, Some((_, true))) || self.overdue {
+                    // One reset serves every request; the source is the highest pending one.
+                    match self.pending() {
+                        Some(source) => self.issue(source, !has_queued_user_messages, false),
+                        None => Vec::new(),
+                    }
                 } else {
                     Vec::new()
                 }
@@ -409,7 +440,11 @@ impl Scheduler {
     pub fn new_context(&mut self) -> NewContextAnswer {
         if !self.enabled {
             NewContextAnswer::Disabled
-        } else if self.in_flight.is_some() || self.explicit || self.handoff || self.forced.is_some()
+        } else if self.in_flight.is_some()
+            || self.explicit
+            || self.handoff
+            || self.forced.is_some()
+            || self.overdue
         {
             NewContextAnswer::AlreadyPending
         } else {
@@ -458,11 +493,18 @@ impl Scheduler {
             }
             CompactReason::Threshold => {
                 let reset_coming = self.explicit || self.handoff || self.forced.is_some();
-                if self.allowance == Allowance::Available && !reset_coming {
-                    self.allowance = Allowance::Borrowed;
-                    vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
-                } else {
-                    vec![SchedOutput::CancelCompaction]
+                match self.allowance {
+                    Allowance::Available if !reset_coming => {
+                        self.allowance = Allowance::Borrowed;
+                        vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
+                    }
+                    // The window already had its note-taking turn (or spent it without a reset)
+                    // and the run goes on growing: reset at the next turn boundary.
+                    Allowance::Borrowed | Allowance::Spent if !reset_coming => {
+                        self.overdue = true;
+                        vec![SchedOutput::CancelCompaction]
+                    }
+                    _ => vec![SchedOutput::CancelCompaction],
                 }
             }
         }
@@ -480,6 +522,7 @@ impl Scheduler {
         self.explicit = false;
         self.handoff = false;
         self.forced = None;
+        self.overdue = false;
         if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
             self.allowance = Allowance::Spent;
         }
@@ -498,6 +541,7 @@ impl Scheduler {
     fn drop_run_work(&mut self, clear_forced: bool) {
         self.explicit = false;
         self.handoff = false;
+        self.overdue = false;
         if clear_forced {
             self.forced = None;
         }
@@ -511,6 +555,7 @@ impl Scheduler {
         self.explicit = false;
         self.handoff = false;
         self.forced = None;
+        self.overdue = false;
         self.in_flight = None;
         self.allowance = Allowance::Available;
     }

@@ -176,7 +176,7 @@ mod wire {
     #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
     pub enum HookResult {
         Cancel,
-        Block { reason: String },
+        Block { reason: String, terminate: bool },
         Reset { plan: ResetPlan },
         Continue { continuation: Continuation },
     }
@@ -997,6 +997,11 @@ impl Host {
         )?;
         match reply.result {
             Some(HookResult::Cancel) => {
+                if reason == "threshold" {
+                    // A crossing is a request: the window is full (it may reset at the next
+                    // boundary when the window already had its borrowed turn).
+                    self.fresh_request = true;
+                }
                 self.hook(Hook::CompactFailed, Value::Null)?;
                 Ok(false)
             }
@@ -1124,7 +1129,10 @@ impl Host {
                     self.assistant(json!([{"type": "text", "text": "partial"}]), "aborted", 0);
                     self.flush_held();
                     self.promised_commit = false;
-                    self.hook(Hook::TurnEnd, json!({ "outcome": "aborted" }))?;
+                    self.hook(
+                        Hook::TurnEnd,
+                        json!({ "outcome": "aborted", "toolResults": 0 }),
+                    )?;
                     aborted = true;
                     break;
                 }
@@ -1136,6 +1144,7 @@ impl Host {
                 }
                 index += 1;
                 let mut more = false;
+                let mut tool_results = 0;
                 let mut overflow_retry = false;
                 match &turn.reply {
                     Reply::Text => {
@@ -1191,9 +1200,9 @@ impl Host {
                                 json!({ "toolName": name, "toolCallId": id }),
                             )?;
                             let (text, is_error, terminate) = match reply.result {
-                                Some(HookResult::Block { reason }) => {
+                                Some(HookResult::Block { reason, terminate }) => {
                                     self.blocked.insert(id.clone());
-                                    (reason, true, false)
+                                    (reason, true, terminate)
                                 }
                                 _ => {
                                     check!(!self.blocked.contains(id), "blocked call {id} runs");
@@ -1218,11 +1227,15 @@ impl Host {
                             )?;
                         }
                         more = !all_terminate;
+                        tool_results = calls.len();
                     }
                 }
                 self.flush_held();
                 let outcome = if errored { "error" } else { "completed" };
-                let end = self.hook(Hook::TurnEnd, json!({ "outcome": outcome }))?;
+                let end = self.hook(
+                    Hook::TurnEnd,
+                    json!({ "outcome": outcome, "toolResults": tool_results }),
+                )?;
                 if std::mem::take(&mut self.promised_commit) {
                     // context_handoff told the model the context resets at the end of this turn.
                     let source = match &end.result {
@@ -1480,7 +1493,10 @@ impl Host {
                         "{}: telemetry {name} in off mode",
                         hook.name()
                     );
-                    if mode == Mode::Observe || !enabled {
+                    // Reports about Relay itself (a configured/effective mode mismatch, a
+                    // configuration problem) are not policy actions.
+                    let about_relay = matches!(name, "mode_mismatch" | "error");
+                    if (mode == Mode::Observe || !enabled) && !about_relay {
                         check!(
                             name.starts_with("would_"),
                             "{}: {name} while the policy only observes (mode {}, enabled {enabled})",
@@ -2095,7 +2111,10 @@ fn regression_handoff_while_disabled_writes_and_promises_a_reset() {
     let moment: Moment = serde_json::from_value(host.moment_json(true)).unwrap();
     let reply = host.handoff(&args, &moment);
     let end = host
-        .hook(Hook::TurnEnd, json!({ "outcome": "completed" }))
+        .hook(
+            Hook::TurnEnd,
+            json!({ "outcome": "completed", "toolResults": 0 }),
+        )
         .unwrap();
     assert!(
         reply.persist.is_none() && reply.text.contains("\"written\":false"),

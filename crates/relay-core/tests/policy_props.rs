@@ -11,7 +11,10 @@ use serde_json::json;
 fn input_strategy() -> impl Strategy<Value = PolicyInput> {
     prop_oneof![
         Just(PolicyInput::BeforeAgentStart),
-        prop::option::of(0u64..400_000).prop_map(|tokens| PolicyInput::Usage { tokens }),
+        prop::option::of(0u64..400_000).prop_map(|tokens| PolicyInput::Usage {
+            tokens,
+            floor: None
+        }),
         (0u8..4, prop::bool::ANY).prop_map(|(id, handoff)| PolicyInput::ToolCall {
             id: format!("c{id}"),
             name: if handoff {
@@ -28,7 +31,7 @@ fn input_strategy() -> impl Strategy<Value = PolicyInput> {
             name: "bash".into(),
             success,
         }),
-        Just(PolicyInput::TurnEnd),
+        Just(PolicyInput::TurnEnd { continues: true }),
         Just(PolicyInput::BeforeSettle),
         Just(PolicyInput::ResetApplied),
     ]

@@ -66,7 +66,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => Just(Op::Tool),
         2 => Just(Op::In(SchedInput::NewContextCalled)),
         2 => Just(Op::In(SchedInput::HandoffCommitReady)),
-        1 => source().prop_map(|source| Op::In(SchedInput::ForcedResetRequested { source })),
+        1 => (source(), any::<bool>()).prop_map(|(source, at_turn_end)| Op::In(SchedInput::ForcedResetRequested { source, at_turn_end })),
         6 => (reason, any::<bool>()).prop_map(|(reason, idle)| Op::In(SchedInput::CompactHook { reason, idle })),
         4 => Just(Op::In(SchedInput::BeforeAgentStart)),
         4 => any::<bool>().prop_map(|q| Op::In(SchedInput::TurnEnd { has_queued_user_messages: q })),
@@ -103,6 +103,9 @@ struct Model {
     /// Outstanding requests in arrival order (no duplicates).
     wants: Vec<Want>,
     phase: Phase,
+    /// A threshold crossing came mid-run after the window's borrowed turn: reset at the next
+    /// turn end.
+    late: bool,
     flying: Option<(AttemptId, ResetSource)>,
     last_id: AttemptId,
 }
@@ -111,7 +114,8 @@ struct Model {
 enum Want {
     Explicit,
     Handoff,
-    Forced(ResetSource),
+    /// A forced request: its source and whether it is due at the next turn end.
+    Forced(ResetSource, bool),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +133,7 @@ impl Model {
             running: false,
             wants: Vec::new(),
             phase: Phase::Fresh,
+            late: false,
             flying: None,
             last_id: 0,
         }
@@ -140,7 +145,7 @@ impl Model {
 
     fn forced(&self) -> Option<ResetSource> {
         self.wants.iter().find_map(|w| match w {
-            Want::Forced(s) => Some(*s),
+            Want::Forced(s, _) => Some(*s),
             _ => None,
         })
     }
@@ -156,6 +161,7 @@ impl Model {
             return Some(s);
         }
         match self.phase {
+            _ if self.late => Some(ResetSource::Fallback),
             Phase::Steered | Phase::TurnDone => Some(ResetSource::Fallback),
             _ => None,
         }
@@ -177,6 +183,7 @@ impl Model {
     fn fire(&mut self, source: ResetSource, continuation: bool, restate: bool) -> Vec<SchedOutput> {
         self.last_id += 1;
         self.wants.clear();
+        self.late = false;
         if matches!(self.phase, Phase::Steered | Phase::TurnDone) {
             self.phase = Phase::UsedUp;
         }
@@ -191,7 +198,8 @@ impl Model {
 
     fn end_run_unserved(&mut self, keep_forced: bool) {
         self.wants
-            .retain(|w| keep_forced && matches!(w, Want::Forced(_)));
+            .retain(|w| keep_forced && matches!(w, Want::Forced(..)));
+        self.late = false;
         if matches!(self.phase, Phase::Steered | Phase::TurnDone) {
             self.phase = Phase::UsedUp;
         }
@@ -199,6 +207,7 @@ impl Model {
 
     fn wipe(&mut self) {
         self.wants.clear();
+        self.late = false;
         self.flying = None;
         self.phase = Phase::Fresh;
     }
@@ -206,7 +215,7 @@ impl Model {
     fn tool(&mut self) -> NewContextAnswer {
         if !self.on {
             NewContextAnswer::Disabled
-        } else if self.flying.is_some() || !self.wants.is_empty() {
+        } else if self.flying.is_some() || !self.wants.is_empty() || self.late {
             NewContextAnswer::AlreadyPending
         } else {
             self.wants.push(Want::Explicit);
@@ -227,9 +236,20 @@ impl Model {
                 }
                 vec![]
             }
-            I::ForcedResetRequested { source } => {
-                if self.open() && self.forced().is_none() {
-                    self.wants.push(Want::Forced(source));
+            I::ForcedResetRequested {
+                source,
+                at_turn_end,
+            } => {
+                if self.open() {
+                    match self
+                        .wants
+                        .iter_mut()
+                        .find(|w| matches!(w, Want::Forced(..)))
+                    {
+                        None => self.wants.push(Want::Forced(source, at_turn_end)),
+                        Some(Want::Forced(_, due)) => *due |= at_turn_end,
+                        Some(_) => {}
+                    }
                 }
                 vec![]
             }
@@ -253,6 +273,13 @@ impl Model {
                             self.phase = Phase::Steered;
                             vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
                         } else {
+                            // After the borrowed turn (or a spent allowance) the crossing is
+                            // overdue: the next turn end resets.
+                            if matches!(self.phase, Phase::Steered | Phase::UsedUp)
+                                && self.wants.is_empty()
+                            {
+                                self.late = true;
+                            }
                             vec![SchedOutput::CancelCompaction]
                         }
                     }
@@ -265,8 +292,15 @@ impl Model {
             I::TurnEnd {
                 has_queued_user_messages,
             } => {
+                let due = self
+                    .wants
+                    .iter()
+                    .any(|w| matches!(w, Want::Forced(_, true)));
                 if self.open() && self.has(Want::Handoff) {
                     self.fire(ResetSource::Handoff, !has_queued_user_messages, false)
+                } else if self.open() && (due || self.late) {
+                    let source = self.pending().unwrap_or(ResetSource::Fallback);
+                    self.fire(source, !has_queued_user_messages, false)
                 } else {
                     vec![]
                 }
@@ -485,9 +519,14 @@ impl Trace {
 
         // State changes driven by the input itself.
         match input {
-            I::HandoffCommitReady | I::ForcedResetRequested { .. } | I::NewContextCalled
-                if self.enabled && self.in_flight.is_none() =>
-            {
+            // A threshold crossing is a request too: the window is full.
+            I::HandoffCommitReady
+            | I::ForcedResetRequested { .. }
+            | I::NewContextCalled
+            | I::CompactHook {
+                reason: CompactReason::Threshold,
+                ..
+            } if self.enabled && self.in_flight.is_none() => {
                 self.fresh_request = true;
             }
             I::ResetApplied { attempt } if self.in_flight == Some(attempt) => {

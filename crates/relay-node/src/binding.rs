@@ -57,6 +57,8 @@ pub struct Binding {
     toggle: Option<String>,
     /// A panic replaced the engine; its mirror is empty until a full resync.
     needs_resync: bool,
+    /// Telemetry writes that failed (events, status): each kind is reported once.
+    telemetry_failed: [bool; 2],
 }
 
 impl Default for Binding {
@@ -103,6 +105,14 @@ pub fn collect_git(cwd: &Path, deadline: Instant) -> Result<String, Failure> {
     .map_err(|e| invalid("git facts", e))
 }
 
+/// Milliseconds since the Unix epoch (the binding's clock; the engine has none).
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// The fields every entry needs to keep its place on the branch.
 #[derive(serde::Deserialize)]
 struct Skeleton {
@@ -135,6 +145,7 @@ impl Binding {
         Binding {
             inner: engine::Engine::new(),
             reported: Vec::new(),
+            telemetry_failed: [false; 2],
             warnings: Vec::new(),
             state_dir: None,
             last_sources: None,
@@ -170,9 +181,9 @@ impl Binding {
                     format!("{method} ({what})")
                 };
                 let recovered = self.recover();
-                Err(Failure::Panic(format!(
-                    "relay: internal error in {place}: {text}. {recovered}"
-                )))
+                let message = format!("relay: internal error in {place}: {text}. {recovered}");
+                self.error_event("hook", &message);
+                Err(Failure::Panic(message))
             }
         }
     }
@@ -425,8 +436,25 @@ impl Binding {
         Ok(entries)
     }
 
+    /// Append an `error` event (`kind`: hook, config, telemetry) to events.jsonl; a failure to do
+    /// so is itself reported once through [`Binding::execute`]'s path.
+    fn error_event(&mut self, kind: &str, message: &str) {
+        let Some(dir) = &self.state_dir else { return };
+        let event = serde_json::json!({
+            "ts": now_ms(),
+            "event": "error",
+            "kind": kind,
+            "sessionId": self.inner.history().session_id(),
+            "message": message,
+        });
+        if relay_io::telemetry::append_event(dir, &event).is_err() {
+            // The events file itself is unwritable: `execute` reports that once.
+        }
+    }
+
     /// Perform the file effects here (telemetry and status) and leave the rest for the extension.
-    /// A telemetry write failure never fails the hook: it becomes a warning on stderr.
+    /// A telemetry write failure never fails the hook: it becomes one warning per kind (events,
+    /// status) on stderr, and a status failure is also an `error` event.
     fn execute(&mut self, effects: &mut Vec<Effect>) {
         let session_id = self.inner.history().session_id().to_string();
         let mut kept = Vec::with_capacity(effects.len());
@@ -435,27 +463,47 @@ impl Binding {
         }
         for effect in effects.drain(..) {
             match effect {
-                Effect::Telemetry { event } => {
+                Effect::Telemetry { mut event } => {
+                    if let Some(obj) = event.as_object_mut() {
+                        // Events made without a clock (configuration problems) get their time here.
+                        obj.entry("ts")
+                            .or_insert_with(|| serde_json::json!(now_ms()));
+                    }
                     if let Some(dir) = &self.state_dir {
                         if let Err(e) = relay_io::telemetry::append_event(dir, &event) {
-                            kept.push(Effect::Log {
-                                text: format!(
-                                    "relay: cannot append to {}: {e}",
-                                    relay_io::telemetry::events_path(dir).display()
-                                ),
-                            });
+                            if !self.telemetry_failed[0] {
+                                self.telemetry_failed[0] = true;
+                                kept.push(Effect::Log {
+                                    text: format!(
+                                        "relay: cannot append to {}: {e} (further failures are not reported)",
+                                        relay_io::telemetry::events_path(dir).display()
+                                    ),
+                                });
+                            }
                         }
                     }
                 }
-                Effect::WriteStatus { status } => {
-                    if let Some(dir) = &self.state_dir {
-                        if let Err(e) = relay_io::telemetry::write_status(dir, &session_id, &status)
-                        {
-                            kept.push(Effect::Log {
-                                text: format!(
+                Effect::WriteStatus { mut status } => {
+                    if let Some(obj) = status.as_object_mut() {
+                        obj.insert("pid".into(), serde_json::json!(std::process::id()));
+                    }
+                    let failed = match &self.state_dir {
+                        Some(dir) => relay_io::telemetry::write_status(dir, &session_id, &status)
+                            .err()
+                            .map(|e| {
+                                format!(
                                     "relay: cannot write the status file in {}: {e}",
                                     dir.display()
-                                ),
+                                )
+                            }),
+                        None => None,
+                    };
+                    if let Some(text) = failed {
+                        if !self.telemetry_failed[1] {
+                            self.telemetry_failed[1] = true;
+                            self.error_event("telemetry", &text);
+                            kept.push(Effect::Log {
+                                text: format!("{text} (further failures are not reported)"),
                             });
                         }
                     }

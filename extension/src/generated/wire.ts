@@ -69,7 +69,14 @@ export type Event =
 	| { "type": "context" }
 	| { "type": "tool_call", toolName: string, toolCallId: string }
 	| { "type": "tool_result", toolName: string, toolCallId: string, isError: boolean }
-	| { "type": "turn_end" }
+	| {
+		"type": "turn_end",
+		/**
+		 * How many tool results the turn produced (blocked calls included): a turn with none is
+		 * the model trying to stop; with some, the run goes on to another request.
+		 */
+		toolResults: number,
+	}
 	| { "type": "agent_end" }
 	| {
 		"type": "agent_before_settle",
@@ -137,7 +144,7 @@ export type HookReply = { effects: Array<Effect>, result?: HookResult };
  */
 export type HookResult =
 	| { "kind": "cancel" }
-	| { "kind": "block", reason: string }
+	| { "kind": "block", reason: string, terminate: boolean }
 	| { "kind": "reset", plan: ResetPlan }
 	| { "kind": "continue", continuation: Continuation };
 

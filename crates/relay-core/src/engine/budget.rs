@@ -58,6 +58,22 @@ pub(super) struct Budget {
     pub(super) pending_fx: Vec<PolicyEffect>,
     /// The binding writes status and events (a state directory is configured).
     pub(super) state_dir_known: bool,
+    /// The configured/effective mismatch last logged (`mode_mismatch`), so each is logged once.
+    logged_mismatch: Option<EffectiveMode>,
+    /// The policy's latest telemetry event and its time (`lastAction` in the status file).
+    last_action: Option<(String, i64)>,
+    /// What the status file last showed of the policy; it is rewritten when this changes.
+    written: Option<StatusKey>,
+}
+
+/// The parts of the status file that change at a policy transition (not per request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct StatusKey {
+    phase: policy::Phase,
+    fallback: Option<policy::FallbackReason>,
+    projected: bool,
+    handoffs: u32,
+    mode: EffectiveMode,
 }
 
 impl Budget {
@@ -72,6 +88,9 @@ impl Budget {
             forced: None,
             pending_fx: Vec::new(),
             state_dir_known: false,
+            logged_mismatch: None,
+            last_action: None,
+            written: None,
         }
     }
 
@@ -182,15 +201,84 @@ impl Engine {
         }
     }
 
+    /// The policy's usage input at this moment: the figure the moment carries (Pi's or the
+    /// estimate) and the floor as the branch holds it.
+    /// An observe preview keeps its own floor once a would-be reset moved it (the preview
+    /// restarts its window there), so the branch's floor is given only outside a preview.
+    pub(super) fn usage_input(&self, moment: &Moment) -> PolicyInput {
+        let preview = self.policy_mode() == Mode::Observe;
+        PolicyInput::Usage {
+            tokens: moment.usage.and_then(|u| u.tokens),
+            floor: if preview {
+                None
+            } else {
+                self.mirror.current_window().first_usage
+            },
+        }
+    }
+
+    /// The mode the policy transition runs under: the effective mode, with enforce demoted to
+    /// observe while the window features are off (no reset could commit then).
+    pub(super) fn policy_mode(&self) -> Mode {
+        self.budget_mode().effective
+    }
+
+    /// The budget mode as it applies now: configured, effective and why they differ. Enforce
+    /// cannot act while Relay's window features are off (every reset goes through them), so it is
+    /// reported as observe with that reason.
+    pub(super) fn budget_mode(&self) -> EffectiveMode {
+        let mode = &self.budget.mode;
+        if mode.effective == Mode::Enforce && !self.enabled() {
+            let why = if self.settings.toggle == Some(false) {
+                "Relay is off: /relay off"
+            } else {
+                "Relay is off: relay.enabled is false"
+            };
+            return EffectiveMode {
+                configured: mode.configured,
+                effective: Mode::Observe,
+                reason: Some(why.into()),
+            };
+        }
+        mode.clone()
+    }
+
+    /// Log a configured/effective mismatch once per transition (`mode_mismatch`).
+    pub(super) fn log_mode_mismatch(&mut self, moment: &Moment, reply: &mut HookReply) {
+        let mode = self.budget_mode();
+        if mode.configured == mode.effective {
+            self.budget.logged_mismatch = None;
+            return;
+        }
+        if self.budget.logged_mismatch.as_ref() == Some(&mode) {
+            return;
+        }
+        let event = self.telemetry_event(
+            "mode_mismatch",
+            json!({
+                "configuredMode": mode.configured.as_str(),
+                "effectiveMode": mode.effective.as_str(),
+                "reason": mode.reason,
+            }),
+            moment,
+        );
+        reply.effects.push(Effect::Telemetry { event });
+        self.budget.logged_mismatch = Some(mode);
+    }
+
     /// Run the policy transition under the effective mode (observe runs it on a projection).
     pub(super) fn policy_step(&mut self, input: PolicyInput) -> Vec<PolicyEffect> {
         let params = self.current_params();
-        // Every reset goes through the window scheduler: with the window features off no handoff
-        // can commit, so the policy only observes.
-        let mode = match self.budget.mode.effective {
-            Mode::Enforce if !self.enabled() => Mode::Observe,
-            mode => mode,
-        };
+        let mode = self.policy_mode();
+        if self.budget.policy.projected && mode != Mode::Observe {
+            // An observe preview ends: its latches and preview-only commits (and the floor its
+            // would-be resets moved) are dropped; the branch says what actually happened.
+            let tokens = self.budget.policy.tokens;
+            self.budget.policy = PolicyState {
+                tokens,
+                ..self.mirror.policy_state()
+            };
+        }
         let (state, fx) = step_mode(mode, &self.budget.policy, &params, &input);
         self.budget.policy = state;
         fx
@@ -212,10 +300,13 @@ impl Engine {
                         policy::NotifyLevel::Warning => NotifyLevel::Warning,
                     },
                 }),
-                PolicyEffect::Block { reason } => reply.result = Some(HookResult::Block { reason }),
+                PolicyEffect::Block { reason, terminate } => {
+                    reply.result = Some(HookResult::Block { reason, terminate })
+                }
                 PolicyEffect::RequestReset {
                     source,
                     continue_run,
+                    at_turn_end,
                     note,
                     ..
                 } => {
@@ -228,6 +319,7 @@ impl Engine {
                             });
                             SchedInput::ForcedResetRequested {
                                 source: ResetSource::Forced,
+                                at_turn_end,
                             }
                         }
                     };
@@ -245,6 +337,7 @@ impl Engine {
                     }
                 }
                 PolicyEffect::Event { name, fields } => {
+                    self.budget.last_action = Some((name.clone(), moment.now_ms));
                     let event = self.telemetry_event(&name, fields, moment);
                     reply.effects.push(Effect::Telemetry { event });
                 }
@@ -266,13 +359,10 @@ impl Engine {
         }
     }
 
-    /// The budget policy state a fresh look at the branch gives: nothing pending, the commits on
-    /// the branch counted.
+    /// The budget policy state a fresh look at the branch gives: nothing pending; floor, turn
+    /// clock, commits and loop guard from the branch.
     pub(super) fn restart_policy(&mut self) {
-        self.budget.policy = PolicyState {
-            handoffs_committed: self.mirror.commits(),
-            ..PolicyState::default()
-        };
+        self.budget.policy = self.mirror.policy_state();
         self.budget.handoff_ready = None;
         self.budget.forced = None;
     }
@@ -284,7 +374,7 @@ impl Engine {
             "event": name,
             "sessionId": history.session_id(),
             "windowId": history.current_window_id(),
-            "mode": self.budget.mode.effective.as_str(),
+            "mode": self.budget_mode().effective.as_str(),
         });
         if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), fields) {
             for (k, v) in extra {
@@ -294,14 +384,34 @@ impl Engine {
         event
     }
 
+    fn status_key(&self) -> StatusKey {
+        let p = &self.budget.policy;
+        StatusKey {
+            phase: p.phase(),
+            fallback: p.fallback,
+            projected: p.projected,
+            handoffs: p.handoffs_committed,
+            mode: self.budget_mode(),
+        }
+    }
+
+    /// Rewrite the status file when the policy changed since it was last written: at most once
+    /// per observation, and only at a transition, never per request.
+    pub(super) fn write_status_if_changed(&mut self, moment: &Moment, reply: &mut HookReply) {
+        if self.budget.written.as_ref() != Some(&self.status_key()) {
+            self.write_status(moment, reply);
+        }
+    }
+
     /// The status file of seed 004: policy fields plus the session facts.
-    pub(super) fn write_status(&self, moment: &Moment, reply: &mut HookReply) {
+    pub(super) fn write_status(&mut self, moment: &Moment, reply: &mut HookReply) {
+        self.budget.written = Some(self.status_key());
         let history = &self.mirror.history;
         if !self.budget.state_dir_known || history.session_id().is_empty() {
             return;
         }
         let params = self.current_params();
-        let mut status = policy::status_fields(&self.budget.policy, &params, &self.budget.mode);
+        let mut status = policy::status_fields(&self.budget.policy, &params, &self.budget_mode());
         if let Some(obj) = status.as_object_mut() {
             obj.insert("sessionId".into(), json!(history.session_id()));
             obj.insert("windowId".into(), json!(history.current_window_id()));
@@ -319,12 +429,19 @@ impl Engine {
             obj.insert("updatedAt".into(), json!(moment.now_ms));
             obj.insert(
                 "lastHandoff".into(),
-                match &self.mirror.last_handoff {
+                match self.mirror.last_handoff() {
                     Some((path, at)) => json!({ "path": path, "at": at }),
                     None => Value::Null,
                 },
             );
             obj.insert("windowFeatures".into(), json!(self.enabled()));
+            obj.insert(
+                "lastAction".into(),
+                match &self.budget.last_action {
+                    Some((name, at)) => json!({ "event": name, "at": at }),
+                    None => Value::Null,
+                },
+            );
         }
         reply.effects.push(Effect::WriteStatus { status });
     }

@@ -74,6 +74,16 @@ impl Engine {
             let text = format!("relay: {issue}");
             if !seen.contains(&text) {
                 seen.push(text.clone());
+                reply.effects.push(Effect::Telemetry {
+                    event: serde_json::json!({
+                        // No clock here: the binding stamps the time when it writes the event.
+                        "event": "error",
+                        "kind": "config",
+                        "sessionId": self.mirror.history.session_id(),
+                        "path": issue.path,
+                        "message": issue.message,
+                    }),
+                });
                 reply.effects.push(Effect::Notify {
                     text,
                     level: NotifyLevel::Warning,

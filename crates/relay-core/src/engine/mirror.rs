@@ -36,6 +36,8 @@ pub(super) struct WindowState {
     /// (whose `getContextUsage()` walks the whole branch): the last valid assistant usage in this
     /// window, plus chars/4 of every message after it.
     last_usage: Option<u64>,
+    /// The window's first valid assistant usage: the budget policy's floor.
+    pub(super) first_usage: Option<u64>,
     trailing: u64,
     /// chars/4 of every message of the window (Pi's estimate before any usage is known).
     all: u64,
@@ -80,10 +82,18 @@ pub(super) struct Mirror {
     /// Positions of the compactions on the branch that were budget/hard commits (they count toward
     /// `maxHandoffsPerSession`, also after a reload or a navigation).
     commit_marks: Vec<usize>,
-    /// The previous handoff's duplicate fingerprint (replayed from `relay/handoff` entries).
-    pub(super) last_fingerprint: Option<HandoffFingerprint>,
-    /// The previous handoff's path and time, for the status file.
-    pub(super) last_handoff: Option<(String, i64)>,
+    /// Positions of the assistant messages on the branch: one per turn, the policy's turn clock.
+    turn_marks: Vec<usize>,
+    /// Positions of successful tool results other than `context_handoff` (progress for the loop
+    /// guard).
+    progress_marks: Vec<usize>,
+    /// The newest handoff written on the branch and not yet committed (a `relay/handoff` entry):
+    /// its position, path and duplicate fingerprint.
+    written_handoff: Option<(usize, String, HandoffFingerprint)>,
+    /// Handoffs that committed (a compaction on the branch names their path), oldest first: the
+    /// duplicate back-off and the status file use the newest. A handoff that was invalidated or
+    /// ignored never committed, so it sets no back-off.
+    committed_handoffs: Vec<(usize, String, HandoffFingerprint)>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
 }
@@ -100,8 +110,10 @@ impl Mirror {
             skipped_notes: Vec::new(),
             max_attempt_seen: 0,
             commit_marks: Vec::new(),
-            last_fingerprint: None,
-            last_handoff: None,
+            turn_marks: Vec::new(),
+            progress_marks: Vec::new(),
+            written_handoff: None,
+            committed_handoffs: Vec::new(),
             replaying: false,
         }
     }
@@ -113,6 +125,42 @@ impl Mirror {
     /// Budget/hard commits on the branch (they count toward the handoff cap).
     pub(super) fn commits(&self) -> u32 {
         u32::try_from(self.commit_marks.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The budget policy's state as the branch holds it: the floor (the current window's first
+    /// assistant usage), the turn clock (assistant messages), the handoff count and the loop
+    /// guard's commits since the last successful non-handoff tool, each at the turn it was made.
+    /// Nothing pending: a reload, a navigation or leaving an observe preview starts from here.
+    pub(super) fn policy_state(&self) -> PolicyState {
+        let turns_before = |pos: usize| self.turn_marks.partition_point(|&t| t < pos) as u64;
+        let last_progress = self.progress_marks.last().copied();
+        let unproductive_commits = self
+            .commit_marks
+            .iter()
+            .filter(|&&c| last_progress.is_none_or(|p| c > p))
+            .map(|&c| turns_before(c))
+            .collect();
+        let floor = self.current.first_usage;
+        PolicyState {
+            floor,
+            awaiting_floor: floor.is_none(),
+            turn: self.turn_marks.len() as u64,
+            handoffs_committed: self.commits(),
+            unproductive_commits,
+            ..PolicyState::default()
+        }
+    }
+
+    /// The newest committed handoff's duplicate fingerprint (the back-off compares with it).
+    pub(super) fn last_fingerprint(&self) -> Option<&HandoffFingerprint> {
+        self.committed_handoffs.last().map(|(_, _, fp)| fp)
+    }
+
+    /// The newest committed handoff's path and time, for the status file.
+    pub(super) fn last_handoff(&self) -> Option<(&str, i64)> {
+        self.committed_handoffs
+            .last()
+            .map(|(_, path, fp)| (path.as_str(), fp.at_ms))
     }
 
     /// Note operations on the branch that could not be applied, each reported once.
@@ -140,6 +188,15 @@ impl Mirror {
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
+                let committed = details.get("handoffPath").and_then(Value::as_str);
+                if let Some(path) = committed {
+                    if let Some((_, written, fp)) = self.written_handoff.take() {
+                        if written == path {
+                            self.committed_handoffs.push((pos, written, fp));
+                        }
+                    }
+                }
+                self.written_handoff = None;
                 let kind = details.get("kind").and_then(Value::as_str);
                 if matches!(kind, Some("budget" | "hard" | "forcedHard")) {
                     self.commit_marks.push(pos);
@@ -180,20 +237,29 @@ impl Mirror {
                 Observed::Other
             }
             EntryKind::Custom { custom_type, data } if custom_type == HANDOFF_TYPE => {
-                if let Some(fp) = data
+                let fingerprint = data
                     .get("fingerprint")
-                    .and_then(HandoffFingerprint::from_value)
-                {
-                    let at = fp.at_ms;
-                    self.last_fingerprint = Some(fp);
-                    if let Some(path) = data.get("path").and_then(Value::as_str) {
-                        self.last_handoff = Some((path.to_string(), at));
-                    }
+                    .and_then(HandoffFingerprint::from_value);
+                let path = data.get("path").and_then(Value::as_str);
+                if let (Some(fp), Some(path)) = (fingerprint, path) {
+                    self.written_handoff = Some((pos, path.to_string(), fp));
                 }
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "user" => {
                 self.current.last_user = Some((pos, m.text.clone()));
+                Observed::Other
+            }
+            EntryKind::Message(m) if m.role == "assistant" => {
+                self.turn_marks.push(pos);
+                Observed::Other
+            }
+            EntryKind::Message(m)
+                if m.role == "toolResult"
+                    && !m.is_error
+                    && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) =>
+            {
+                self.progress_marks.push(pos);
                 Observed::Other
             }
             _ => Observed::Other,
@@ -224,18 +290,41 @@ impl Mirror {
         if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
             w.last_user = None;
         }
-        while self.commit_marks.last().is_some_and(|&p| p >= len) {
-            self.commit_marks.pop();
+        if self
+            .written_handoff
+            .as_ref()
+            .is_some_and(|(p, _, _)| *p >= len)
+        {
+            self.written_handoff = None;
+        }
+        while self
+            .committed_handoffs
+            .last()
+            .is_some_and(|(p, _, _)| *p >= len)
+        {
+            self.committed_handoffs.pop();
+        }
+        for marks in [
+            &mut self.commit_marks,
+            &mut self.turn_marks,
+            &mut self.progress_marks,
+        ] {
+            while marks.last().is_some_and(|&p| p >= len) {
+                marks.pop();
+            }
         }
         while self.usage_marks.last().is_some_and(|m| m.pos >= len) {
             self.usage_marks.pop();
         }
         let start = self.current.start;
-        let (mut last_usage, mut trailing, mut all) = (None, 0, 0);
+        let (mut last_usage, mut first_usage, mut trailing, mut all) = (None, None, 0, 0);
         for mark in self.usage_marks.iter().rev().take_while(|m| m.pos >= start) {
             match mark.usage {
-                Some(u) if last_usage.is_none() => last_usage = Some(u),
-                Some(_) => {}
+                Some(u) if last_usage.is_none() => {
+                    last_usage = Some(u);
+                    first_usage = Some(u);
+                }
+                Some(u) => first_usage = Some(u),
                 None => {
                     all += mark.estimate;
                     if last_usage.is_none() {
@@ -246,6 +335,7 @@ impl Mirror {
         }
         let w = &mut self.current;
         w.last_usage = last_usage;
+        w.first_usage = first_usage;
         w.trailing = trailing;
         w.all = all;
         let before = self.note_ops.len();
@@ -295,6 +385,7 @@ impl Mirror {
         match mark.usage {
             Some(u) => {
                 w.last_usage = Some(u);
+                w.first_usage.get_or_insert(u);
                 w.trailing = 0;
             }
             None => {
@@ -357,11 +448,8 @@ impl Engine {
         // Attempt ids recorded on the branch are history: new attempts must never match them.
         self.scheduler
             .set_next_attempt_floor(self.mirror.max_attempt_seen.saturating_add(1));
-        // Budget/hard commits made before a reload still count toward the cap.
-        self.budget.policy = PolicyState {
-            handoffs_committed: self.mirror.commits(),
-            ..PolicyState::default()
-        };
+        // The policy starts from what the branch holds: floor, turn clock, commits, loop guard.
+        self.budget.policy = self.mirror.policy_state();
         self.outstanding.boot = false;
         self.outstanding.reminder = None;
     }

@@ -181,7 +181,7 @@ impl Engine {
                     && !self.outstanding.boot
                 {
                     self.outstanding.boot = true;
-                    let text = self.boot_text(None, None, None, None);
+                    let text = self.boot_text(None, None, None, None, None);
                     reply.effects.push(Effect::Send {
                         custom_type: BOOT_TYPE.into(),
                         content: text,
@@ -222,9 +222,7 @@ impl Engine {
                 tool_name,
                 tool_call_id,
             } => {
-                let mut fx = self.policy_step(PolicyInput::Usage {
-                    tokens: moment.usage.and_then(|u| u.tokens),
-                });
+                let mut fx = self.policy_step(self.usage_input(moment));
                 fx.extend(self.policy_step(PolicyInput::ToolCall {
                     id: tool_call_id.clone(),
                     name: tool_name.clone(),
@@ -243,11 +241,11 @@ impl Engine {
                 });
                 self.apply_policy(fx, moment, &mut reply);
             }
-            Event::TurnEnd => {
-                let mut fx = self.policy_step(PolicyInput::Usage {
-                    tokens: moment.usage.and_then(|u| u.tokens),
-                });
-                fx.extend(self.policy_step(PolicyInput::TurnEnd));
+            Event::TurnEnd { tool_results } => {
+                let mut fx = self.policy_step(self.usage_input(moment));
+                fx.extend(self.policy_step(PolicyInput::TurnEnd {
+                    continues: *tool_results > 0,
+                }));
                 self.apply_policy(fx, moment, &mut reply);
                 let outs = self.scheduler.handle(SchedInput::TurnEnd {
                     has_queued_user_messages: moment.has_pending_messages,
@@ -339,6 +337,13 @@ impl Engine {
             Event::Command { args } => self.command(args, moment, &mut reply),
         }
         self.check_dropped_reset(moment, &mut reply);
+        self.log_mode_mismatch(moment, &mut reply);
+        if !matches!(
+            obs.event,
+            Event::SessionStart | Event::AgentSettled { .. } | Event::SessionShutdown
+        ) {
+            self.write_status_if_changed(moment, &mut reply);
+        }
         reply
     }
 }

@@ -87,6 +87,7 @@ impl Engine {
         previous: Option<&str>,
         dropped: Option<&str>,
         handoff: Option<&str>,
+        reset_notice: Option<&str>,
     ) -> String {
         let history = &self.mirror.history;
         let notes = &self.mirror.notes;
@@ -111,6 +112,7 @@ impl Engine {
             tz_offset_minutes: self.tz_offset_minutes,
             handoff,
             dropped_request: dropped,
+            reset_notice,
         };
         render_boot_block(&block)
     }
@@ -135,11 +137,11 @@ impl Engine {
             None
         };
         // A written handoff travels into the next window whatever triggered the reset; a forced
-        // reset carries its explanation instead.
+        // (mechanical) reset carries its explanation as a notice instead, never as a handoff.
         let ready = self.budget.handoff_ready.as_ref();
         let forced = self.budget.forced.as_ref();
-        let handoff = match (ready, forced) {
-            (Some(ready), _) => Some(ready.markdown.as_str()),
+        let handoff = ready.map(|r| r.markdown.as_str());
+        let notice = match (ready, forced) {
             (None, Some(forced)) if source == ResetSource::Forced => Some(forced.note.as_str()),
             _ => None,
         };
@@ -147,13 +149,14 @@ impl Engine {
             (Some(forced), ResetSource::Forced) => continuation && forced.continue_run,
             _ => continuation,
         };
-        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff);
+        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff, notice);
         let source_name = source.as_str();
         let kind = self.budget.policy.committing.map(|k| k.as_str());
         let reason = match source {
             ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
                 ContinuationReason::Fallback
             }
+            ResetSource::Forced if handoff.is_none() => ContinuationReason::Mechanical,
             ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => {
                 ContinuationReason::Handoff
             }

@@ -20,8 +20,12 @@ use crate::scheduler::{ResetSource, SchedInput};
 impl Engine {
     /// The footer: `relay w<n> · <left> · reset pending (…) · <budget mode>`.
     fn status_text(&self, moment: &Moment) -> String {
+        let mode = self.budget_mode();
         if !self.enabled() {
-            return "relay off".into();
+            return match policy::render_mode_footer(&mode) {
+                Some(footer) => format!("relay off · {footer}"),
+                None => "relay off".into(),
+            };
         }
         let mut s = format!("relay w{}", self.window_count());
         if let Some(u) = moment.usage {
@@ -33,7 +37,7 @@ impl Engine {
         if let Some(p) = self.scheduler.pending() {
             s.push_str(&format!(" · reset pending ({})", p.as_str()));
         }
-        if let Some(footer) = policy::render_mode_footer(&self.budget.mode) {
+        if let Some(footer) = policy::render_mode_footer(&mode) {
             s.push_str(" · ");
             s.push_str(&footer);
         }
@@ -61,6 +65,7 @@ impl Engine {
             }
             "" | "status" => {
                 let reserve = self.settings.reserve_tokens;
+                let mode = self.budget_mode();
                 render_status(&StatusInfo {
                     enabled: self.enabled(),
                     current_window_id: self.mirror.history.current_window_id(),
@@ -76,9 +81,9 @@ impl Engine {
                     ),
                     reminder_sent: self.mirror.current_window().reminder_at.is_some(),
                     pending_reset: self.scheduler.pending().map(ResetSource::as_str),
-                    budget_mode: self.budget.mode.effective.as_str(),
-                    budget_configured: self.budget.mode.configured.as_str(),
-                    budget_reason: self.budget.mode.reason.as_deref(),
+                    budget_mode: mode.effective.as_str(),
+                    budget_configured: mode.configured.as_str(),
+                    budget_reason: mode.reason.as_deref(),
                 })
             }
             other => {
@@ -117,7 +122,7 @@ impl Engine {
         // the history after the reset, in the next window).
         let ending = self.scheduler.pending().is_some()
             || self.scheduler.in_flight().is_some()
-            || (self.budget.mode.effective == Mode::Enforce
+            || (self.policy_mode() == Mode::Enforce
                 && matches!(
                     self.budget.policy.phase(),
                     policy::Phase::HandoffRequired

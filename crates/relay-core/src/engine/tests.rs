@@ -444,8 +444,10 @@ fn observations_and_config_sources_reject_unknown_fields_by_name() {
             "unknown field `reason` in a `session_start` event",
         ),
         (
-            format!(r#"{{"moment":{moment},"event":{{"type":"turn_end","outcome":"completed"}}}}"#),
-            "unknown field `outcome` in a `turn_end` event",
+            format!(
+                r#"{{"moment":{moment},"event":{{"type":"turn_end","toolResults":0,"outcome":"completed"}}}}"#
+            ),
+            "unknown field `outcome`, expected `toolResults`",
         ),
         (
             format!(
@@ -528,7 +530,7 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
     // The floor: the first usage after bootstrap.
-    e.handle(&obs(Event::TurnEnd, Some(5_000)));
+    e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
     let call = |e: &mut Engine, name: &str, tokens| {
         e.handle(&obs(
             Event::ToolCall {
@@ -540,7 +542,7 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     };
     assert!(call(&mut e, "notes_write_file", 10_000).result.is_none());
     let blocked = call(&mut e, "notes_write_file", 31_000);
-    let Some(HookResult::Block { reason }) = blocked.result else {
+    let Some(HookResult::Block { reason, .. }) = blocked.result else {
         panic!("expected a block")
     };
     assert!(reason.contains("context_handoff"), "{reason}");
@@ -562,7 +564,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     };
     e.configure(&sources);
     e.handle(&obs(Event::BeforeAgentStart, None));
-    e.handle(&obs(Event::TurnEnd, Some(5_000)));
+    e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
     let reply = e.handle(&obs(
         Event::ToolCall {
             tool_name: "notes_write_file".into(),

@@ -132,7 +132,7 @@ impl Engine {
                 "message": "Relay is off in this session (/relay on or the relay.enabled setting turns it on): no handoff was written and no reset follows. Keep working in this window.",
             })))));
         }
-        let mode = &self.budget.mode;
+        let mode = &self.budget_mode();
         if mode.effective != Mode::Enforce {
             let mut reply = ToolReply::from(ToolOutput::json(&json!({
                 "written": false,
@@ -165,7 +165,7 @@ impl Engine {
     ) -> Result<(String, Value, HandoffFingerprint), Box<ToolReply>> {
         if !handoff_is_forced(&self.budget.policy) {
             if let Err(retry) = duplicate_check(
-                self.mirror.last_fingerprint.as_ref(),
+                self.mirror.last_fingerprint(),
                 moment.now_ms,
                 git.head.as_deref(),
                 args,

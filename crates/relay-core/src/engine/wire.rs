@@ -99,7 +99,11 @@ pub enum Event {
         tool_call_id: String,
         is_error: bool,
     },
-    TurnEnd,
+    TurnEnd {
+        /// How many tool results the turn produced (blocked calls included): a turn with none is
+        /// the model trying to stop; with some, the run goes on to another request.
+        tool_results: u32,
+    },
     AgentEnd,
     AgentBeforeSettle {
         /// Pi's `outcome` of the run: `completed`, `aborted` or `error`.
@@ -133,7 +137,7 @@ impl Event {
             Event::Context => "context",
             Event::ToolCall { .. } => "tool_call",
             Event::ToolResult { .. } => "tool_result",
-            Event::TurnEnd => "turn_end",
+            Event::TurnEnd { .. } => "turn_end",
             Event::AgentEnd => "agent_end",
             Event::AgentBeforeSettle { .. } => "agent_before_settle",
             Event::AgentSettled { .. } => "agent_settled",
@@ -330,8 +334,9 @@ pub struct Continuation {
 pub enum HookResult {
     /// `{cancel: true}` from `session_before_compact`.
     Cancel,
-    /// `{block: true, reason}` from `tool_call`.
-    Block { reason: String },
+    /// `{block: true, reason, terminate}` from `tool_call`. `terminate`: Pi ends the run after
+    /// the batch when every call in it was answered so.
+    Block { reason: String, terminate: bool },
     /// Install a reset (boundary drafts, or a compaction result from `session_before_compact`).
     Reset { plan: ResetPlan },
     /// Keep the run going with one hidden message (boundary draft + `continue: true`).

@@ -83,7 +83,10 @@ fn state_in(phase: Phase) -> PolicyState {
 }
 
 fn usage(t: u64) -> PolicyInput {
-    PolicyInput::Usage { tokens: Some(t) }
+    PolicyInput::Usage {
+        tokens: Some(t),
+        floor: None,
+    }
 }
 fn call(id: &str, name: &str) -> PolicyInput {
     PolicyInput::ToolCall {
@@ -132,12 +135,22 @@ fn transition_matrix() {
         ("usage>=soft", usage(150_000)),
         ("usage>=handoff", usage(250_000)),
         ("usage>=hard", usage(350_000)),
-        ("usage=none", PolicyInput::Usage { tokens: None }),
+        (
+            "usage=none",
+            PolicyInput::Usage {
+                tokens: None,
+                floor: None,
+            },
+        ),
         ("tool_call bash", call("c1", "bash")),
         ("tool_call handoff", call("c2", HANDOFF_TOOL)),
         ("handoff_written", written()),
         ("tool_finished bash", finished("c0", "bash", true)),
-        ("turn_end", PolicyInput::TurnEnd),
+        ("turn_end", PolicyInput::TurnEnd { continues: true }),
+        (
+            "turn_end stopping",
+            PolicyInput::TurnEnd { continues: false },
+        ),
         ("before_settle", PolicyInput::BeforeSettle),
         ("reset_applied", PolicyInput::ResetApplied),
     ];
@@ -152,39 +165,42 @@ fn transition_matrix() {
         (Idle, vec![
             (Idle, vec![]), (Idle, vec![]), (SoftNotified, vec![TC, "notify"]), (HandoffRequired, vec![TC]),
             (FallbackArmed, vec![TC, FA]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]),
-            (HandoffPendingCommit, vec![HW]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![RA]),
+            (HandoffPendingCommit, vec![HW]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]),
+            (Idle, vec![RA]),
         ]),
         (SoftNotified, vec![
             (SoftNotified, vec![]), (Idle, vec![]), (SoftNotified, vec![]), (HandoffRequired, vec![TC]),
             (FallbackArmed, vec![TC, FA]), (SoftNotified, vec![]), (SoftNotified, vec![]), (SoftNotified, vec![]),
             (HandoffPendingCommit, vec![HW]), (SoftNotified, vec![]), (SoftNotified, vec![]), (SoftNotified, vec![]),
-            (Idle, vec![RA]),
+            (SoftNotified, vec![]), (Idle, vec![RA]),
         ]),
         (HandoffRequired, vec![
             (HandoffRequired, vec![]), (Idle, vec![]), (SoftNotified, vec![]), (HandoffRequired, vec![]),
             (FallbackArmed, vec![TC, FA]), (HandoffRequired, vec![]), (HandoffRequired, vec![TB, "block"]),
             (HandoffRequired, vec![]), (HandoffPendingCommit, vec![HW]), (HandoffRequired, vec![]),
-            (HandoffRequired, vec![]), (HandoffRequired, vec!["event:settle_continuation", "continue"]),
-            (Idle, vec![RA]),
+            (HandoffRequired, vec![]), (HandoffRequired, vec![]),
+            (HandoffRequired, vec!["event:settle_continuation", "continue"]), (Idle, vec![RA]),
         ]),
         (HandoffPendingCommit, vec![
             (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]),
             (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]),
             (HandoffPendingCommit, vec![TB, "block"]), (HandoffPendingCommit, vec![]),
             (HandoffPendingCommit, vec![HW]), (HandoffRequired, vec!["event:handoff_invalidated"]),
-            (Compacting, vec![HC, "reset:handoff"]), (Compacting, vec![HC, "reset:handoff"]), (Idle, vec![RA]),
+            (Compacting, vec![HC, "reset:handoff"]), (Compacting, vec![HC, "reset:handoff"]),
+            (Compacting, vec![HC, "reset:handoff"]), (Idle, vec![RA]),
         ]),
         (Compacting, vec![
             (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]),
-            (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]),
+            (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![TB, "block"]), (Compacting, vec![]),
             (Compacting, vec!["event:handoff_ignored"]), (Compacting, vec![]), (Compacting, vec![]),
-            (Compacting, vec![]), (Idle, vec![RA]),
+            (Compacting, vec![]), (Compacting, vec![]), (Idle, vec![RA]),
         ]),
         (FallbackArmed, vec![
             (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![]),
             (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![TB, "block"]),
             (FallbackArmed, vec![]), (HandoffPendingCommit, vec![HW]), (FallbackArmed, vec![]),
-            (FallbackArmed, vec![]), (Compacting, vec!["event:forced_reset", "reset:forced"]), (Idle, vec![RA]),
+            (FallbackArmed, vec![]), (FallbackArmed, vec![]),
+            (FallbackArmed, vec!["event:settle_continuation", "continue"]), (Idle, vec![RA]),
         ]),
     ];
     let mut rows = 0;
@@ -207,7 +223,7 @@ fn transition_matrix() {
             rows += 1;
         }
     }
-    assert_eq!(rows, 6 * 13);
+    assert_eq!(rows, 6 * 14);
 }
 
 #[test]
@@ -231,7 +247,14 @@ fn floor_is_first_usage_after_reset_and_unknown_floor_never_blocks() {
     let p = params();
     // Fresh session: floor unknown.
     let s = PolicyState::default();
-    let (s, fx) = step(&s, &p, &PolicyInput::Usage { tokens: None });
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::Usage {
+            tokens: None,
+            floor: None,
+        },
+    );
     assert_eq!((s.floor, s.phase), (None, Phase::Idle));
     assert!(fx.is_empty());
     // First known usage is huge: it becomes the floor, no progress, so no blocking.
@@ -266,7 +289,7 @@ fn sibling_that_finished_after_the_handoff_invalidates_it_a_blocked_one_does_not
     assert_eq!(kinds(&fx), ["event:handoff_invalidated"]);
     assert_eq!(s.phase, Phase::HandoffRequired);
     // So the turn end commits nothing.
-    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
     assert!(fx.is_empty());
     assert_eq!(s.phase, Phase::HandoffRequired);
 }
@@ -297,7 +320,7 @@ fn budget_cycle(s: PolicyState, p: &PolicyParams, progress: bool) -> (PolicyStat
     inputs.extend([
         usage(250_000),
         written(),
-        PolicyInput::TurnEnd,
+        PolicyInput::TurnEnd { continues: true },
         PolicyInput::ResetApplied,
     ]);
     for i in inputs {
@@ -381,7 +404,7 @@ fn loop_guard_trips_without_progress_and_not_with_it() {
         s = budget_cycle(s, &p, false).0;
     }
     for _ in 0..8 {
-        s = step(&s, &p, &PolicyInput::TurnEnd).0;
+        s = step(&s, &p, &PolicyInput::TurnEnd { continues: true }).0;
     }
     let (_, fx) = budget_cycle(s, &p, false);
     assert!(fx.contains(&"reset:handoff".to_string()), "{fx:?}");
@@ -392,9 +415,9 @@ fn hard_fallback_forces_a_reset_after_one_more_turn_and_counts() {
     let p = params();
     let (s, _) = step(&base(20_000), &p, &usage(350_000));
     assert_eq!(s.fallback, Some(FallbackReason::Hard));
-    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
     assert!(fx.is_empty(), "the crossing turn ends without reset");
-    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
     assert_eq!(kinds(&fx), ["event:forced_reset", "reset:forced"]);
     let Some(PolicyEffect::RequestReset { continue_run, .. }) = fx.last() else {
         unreachable!()
@@ -406,7 +429,7 @@ fn hard_fallback_forces_a_reset_after_one_more_turn_and_counts() {
     let (s, _) = step(&base(20_000), &p, &usage(350_000));
     let (s, _) = step(&s, &p, &written());
     assert!(handoff_is_forced(&s));
-    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
     assert!(matches!(
         fx.last(),
         Some(PolicyEffect::RequestReset {
@@ -424,7 +447,7 @@ fn voluntary_handoffs_commit_but_do_not_count() {
     let s = base(20_000);
     assert!(!handoff_is_forced(&s));
     let (s, _) = step(&s, &p, &written());
-    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd);
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
     assert!(kinds(&fx).contains(&"reset:handoff".to_string()));
     let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
     assert_eq!(s.handoffs_committed, 0);
@@ -442,7 +465,12 @@ fn observe_converts_every_effect_and_changes_nothing_real() {
     );
     // A would-be reset is applied to the projection.
     let (o, _) = step_mode(Mode::Observe, &o, &p, &written());
-    let (o, fx) = step_mode(Mode::Observe, &o, &p, &PolicyInput::TurnEnd);
+    let (o, fx) = step_mode(
+        Mode::Observe,
+        &o,
+        &p,
+        &PolicyInput::TurnEnd { continues: true },
+    );
     assert_eq!(
         kinds(&fx),
         [
@@ -680,7 +708,7 @@ fn status_fields_report_projection_and_modes() {
         Mode::Observe,
         &state_in(Phase::HandoffRequired),
         &p,
-        &PolicyInput::TurnEnd,
+        &PolicyInput::TurnEnd { continues: true },
     );
     let m = EffectiveMode {
         configured: Mode::Observe,
@@ -715,6 +743,11 @@ fn rendered_texts() {
         "settle_continuation",
         render_settle_continuation(Some(250_000), &TH)
     );
+    snap!(
+        "hard_settle_continuation",
+        render_hard_settle_continuation(Some(350_000), &TH)
+    );
+    snap!("block_resetting", render_block_resetting());
     snap!(
         "forced_note_hard",
         render_forced_reset_note(FallbackReason::Hard, &params())
