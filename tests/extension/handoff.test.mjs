@@ -9,78 +9,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool, within } from "./harness.mjs";
+import { budgetEnv, CONSTRAINT, enforce, FACTS, GOAL, HANDOFF, NEXT, newRoot, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
 
 const modeOf = (path) => statSync(path).mode & 0o777;
 
-// Small explicit thresholds so scripted usage can cross them; Pi's own compaction stays off so only
-// the budget policy acts. The window is large enough that Relay's low-budget reminder stays quiet.
-const WINDOW = 200_000;
-const THRESHOLDS = { soft: 20_000, handoff: 30_000, hard: 60_000, minProgress: 1_000 };
-const enforce = (extra = {}) => ({
-	compaction: { enabled: false },
-	relay: { budget: { mode: "enforce", main: THRESHOLDS, ...extra } },
-});
 
-const GOAL = "GOAL-7731: port the importer to the v2 API as the user asked";
-const NEXT = "NEXT-4410: run the importer tests and fix tests/csv.rs";
-const FACTS = "FACTS-9902: parser done, two csv cases failing";
-const CONSTRAINT = "Never push to main.\n  Keep the CLI flags `--in` & `--out` <unchanged>!";
-const HANDOFF = { goal: GOAL, next_step: NEXT, facts: FACTS, user_constraints: CONSTRAINT };
-
-/** Point Relay's budget config and state folder at this test's temp root; `restore()` undoes it. */
-function budgetEnv(root, config) {
-	const saved = {
-		PI_CONTEXT_BUDGET_STATE_DIR: process.env.PI_CONTEXT_BUDGET_STATE_DIR,
-		PI_CONTEXT_BUDGET_CONFIG: process.env.PI_CONTEXT_BUDGET_CONFIG,
-	};
-	// Not created beforehand: Relay creates it (privately).
-	const stateDir = join(root, "state", "context-budget");
-	process.env.PI_CONTEXT_BUDGET_STATE_DIR = stateDir;
-	process.env.PI_CONTEXT_BUDGET_CONFIG = config ?? join(root, "no-such-context-budget.json");
-	return {
-		stateDir,
-		events: () => (existsSync(join(stateDir, "events.jsonl")) ? readJsonl(join(stateDir, "events.jsonl")) : []),
-		restore() {
-			for (const [k, v] of Object.entries(saved)) {
-				if (v === undefined) delete process.env[k];
-				else process.env[k] = v;
-			}
-		},
-	};
-}
-
-/**
- * A plain extension tool that records its executions. With `after`, it finishes only once the
- * named tool's `tool_result` event has been delivered (bounded: it fails the test if that never
- * happens), so its own result certainly comes after that tool's.
- */
-function probeTool({ after } = {}) {
-	const probe = { runs: 0 };
-	const done = Promise.withResolvers();
-	probe.factory = (pi) => {
-		if (after) {
-			pi.on("tool_result", (event) => {
-				if (event.toolName === after) done.resolve();
-			});
-		}
-		pi.registerTool({
-			name: "probe_work",
-			label: "probe",
-			description: "does a unit of work",
-			parameters: { type: "object", properties: {} },
-			async execute() {
-				if (after) await within(done.promise, 10_000, `${after}'s tool_result before probe_work finishes`);
-				probe.runs += 1;
-				return { content: [{ type: "text", text: "probe done" }], details: {} };
-			},
-		});
-	};
-	return probe;
-}
-
-function newRoot() {
-	return mkdtempSync(join(tmpdir(), "relay-handoff-"));
-}
 
 /** `git init` the session cwd (`<root>/work`) with one commit on branch `trunk`; returns HEAD. */
 function gitRepo(root) {
@@ -305,7 +238,7 @@ test("cap: after maxHandoffsPerSession commits the next crossing arms the fallba
 			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
 			{ text: "Resumed in window two.", tokens: 6_000 },
 			{ ...tool("probe_work"), tokens: 40_000 },
-			{ text: "Ending my turn as told.", tokens: 40_500 },
+			{ text: "never requested: the cap's blocked call ends the run", tokens: 40_500 },
 		],
 	});
 	try {
@@ -330,7 +263,7 @@ test("cap: after maxHandoffsPerSession commits the next crossing arms the fallba
 		assert.equal(forced.details.source, "forced");
 		assert.match(forced.summary, /reset mechanically because this session reached its limit of 1 automatic handoffs/);
 		assert.ok(!forced.summary.includes("GOAL-7731"), "the stale handoff of window one is not replayed as the reason");
-		assert.equal(t.requests.length, 6, "after the cap the user decides: no automatic continuation");
+		assert.equal(t.requests.length, 5, "the blocked call ended the run, and after the cap the user decides: no continuation");
 		const events = env.events();
 		assert.ok(events.some((e) => e.event === "fallback_armed" && e.reason === "cap"), JSON.stringify(events.map((e) => e.event)));
 		assert.ok(events.some((e) => e.event === "forced_reset" && e.reason === "cap"));
@@ -436,7 +369,9 @@ test("hard limit: without a handoff the window is reset mechanically and work co
 			steps: [
 				{ text: "Started.", tokens: 5_000 },
 				{ ...tool("probe_work"), tokens: 65_000 },
-				handoff ? { ...tool("context_handoff", HANDOFF), tokens: 65_500 } : { text: "Ending my turn.", tokens: 65_500 },
+				// Without a handoff the model keeps working (another blocked call): the reset comes at
+				// that turn's end and the task continues (stopping instead: policy.test.mjs).
+				handoff ? { ...tool("context_handoff", HANDOFF), tokens: 65_500 } : { ...tool("probe_work"), tokens: 65_500 },
 				"Resumed after the reset.",
 			],
 		});
@@ -836,7 +771,7 @@ test("subagent: a session bound while another Relay session is alive in the proc
 	}
 });
 
-test("enforce: a run aborted while a forced reset waits does not switch enforcement off", async () => {
+test("enforce: a run aborted while the hard limit waits for a handoff keeps enforcing in the next run", async () => {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const probe = probeTool();
@@ -848,30 +783,31 @@ test("enforce: a run aborted while a forced reset waits does not switch enforcem
 		extraFactories: [probe.factory],
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
-			// Past the hard limit: the fallback is armed; after the second turn a forced reset waits
-			// for the settle point.
+			// Past the hard limit: the fallback is armed and the call blocked.
 			{ ...tool("probe_work"), tokens: 65_000 },
-			{ ...tool("probe_work"), tokens: 65_500 },
-			// The user presses Esc before the run settles.
+			// The model stops: the settle point asks once for a handoff ...
+			{ text: "Stopping here.", tokens: 65_500 },
+			// ... and the user presses Esc while it answers.
 			() => {
 				void t.session.abort();
 				return { text: "interrupted", tokens: 65_600 };
 			},
-			// The next run: still past the hard limit.
+			// The next run: still past the hard limit, the model keeps working; its first turn is
+			// the fallback's second, so the reset comes at its end.
 			{ ...tool("probe_work"), tokens: 66_000 },
-			{ text: "Ending.", tokens: 66_100 },
-			"Resumed after the reset.",
+			{ text: "Resumed after the reset.", tokens: 1_200 },
 		],
 	});
 	try {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Big step.").catch(() => {});
+		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 1);
 		assert.equal(ofType(t, "compaction").length, 0, "the aborted run did not reset");
 		await t.session.prompt("Next run.");
 		const probes = resultsOf(t, "probe_work");
-		assert.equal(probes.length, 3);
+		assert.equal(probes.length, 2);
 		assert.equal(probe.runs, 0, "every probe stayed blocked, also after the abort");
-		assert.match(probes[2].text, /hard limit/);
+		assert.match(probes[1].text, /hard limit/);
 		assert.equal(ofType(t, "compaction").length, 1, "the forced reset happens in the next run");
 		assert.equal(ofType(t, "compaction")[0].details.source, "forced");
 	} finally {

@@ -175,6 +175,9 @@ impl Engine {
                 self.outstanding.reset = None;
                 self.run_active = false;
                 self.report_skipped_notes(&mut reply);
+                // The policy's phase as the branch stands (shown in the status file at once).
+                let fx = self.policy_step(self.usage_input(moment));
+                self.apply_policy(fx, moment, &mut reply);
                 if self.enabled()
                     && self.window_count() == 1
                     && self.mirror.current_window().boot_at.is_none()
@@ -211,7 +214,10 @@ impl Engine {
             Event::BeforeAgentStart => {
                 self.run_active = true;
                 self.scheduler.handle(SchedInput::BeforeAgentStart);
-                let fx = self.policy_step(PolicyInput::BeforeAgentStart);
+                // The window's size is judged before the run's first tool call: a session resumed
+                // past the handoff or hard limit is enforced at once.
+                let mut fx = self.policy_step(self.usage_input(moment));
+                fx.extend(self.policy_step(PolicyInput::BeforeAgentStart));
                 self.apply_policy(fx, moment, &mut reply);
             }
             Event::Context => {

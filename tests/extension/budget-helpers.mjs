@@ -1,0 +1,77 @@
+// Helpers shared by the budget-policy tests (handoff.test.mjs, policy.test.mjs): a private budget
+// environment per test and a probe tool that records whether it really ran.
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readJsonl, within } from "./harness.mjs";
+
+// Small explicit thresholds so scripted usage can cross them; Pi's own compaction stays off so only
+// the budget policy acts. The window is large enough that Relay's low-budget reminder stays quiet.
+export const WINDOW = 200_000;
+export const THRESHOLDS = { soft: 20_000, handoff: 30_000, hard: 60_000, minProgress: 1_000 };
+export const enforce = (extra = {}) => ({
+	compaction: { enabled: false },
+	relay: { budget: { mode: "enforce", main: THRESHOLDS, ...extra } },
+});
+
+export const GOAL = "GOAL-7731: port the importer to the v2 API as the user asked";
+export const NEXT = "NEXT-4410: run the importer tests and fix tests/csv.rs";
+export const FACTS = "FACTS-9902: parser done, two csv cases failing";
+export const CONSTRAINT = "Never push to main.\n  Keep the CLI flags `--in` & `--out` <unchanged>!";
+export const HANDOFF = { goal: GOAL, next_step: NEXT, facts: FACTS, user_constraints: CONSTRAINT };
+
+/** Point Relay's budget config and state folder at this test's temp root; `restore()` undoes it. */
+export function budgetEnv(root, config) {
+	const saved = {
+		PI_CONTEXT_BUDGET_STATE_DIR: process.env.PI_CONTEXT_BUDGET_STATE_DIR,
+		PI_CONTEXT_BUDGET_CONFIG: process.env.PI_CONTEXT_BUDGET_CONFIG,
+	};
+	// Not created beforehand: Relay creates it (privately).
+	const stateDir = join(root, "state", "context-budget");
+	process.env.PI_CONTEXT_BUDGET_STATE_DIR = stateDir;
+	process.env.PI_CONTEXT_BUDGET_CONFIG = config ?? join(root, "no-such-context-budget.json");
+	return {
+		stateDir,
+		events: () => (existsSync(join(stateDir, "events.jsonl")) ? readJsonl(join(stateDir, "events.jsonl")) : []),
+		restore() {
+			for (const [k, v] of Object.entries(saved)) {
+				if (v === undefined) delete process.env[k];
+				else process.env[k] = v;
+			}
+		},
+	};
+}
+
+/**
+ * A plain extension tool that records its executions. With `after`, it finishes only once the
+ * named tool's `tool_result` event has been delivered (bounded: it fails the test if that never
+ * happens), so its own result certainly comes after that tool's.
+ */
+export function probeTool({ after, name = "probe_work" } = {}) {
+	const probe = { runs: 0 };
+	const done = Promise.withResolvers();
+	probe.factory = (pi) => {
+		if (after) {
+			pi.on("tool_result", (event) => {
+				if (event.toolName === after) done.resolve();
+			});
+		}
+		pi.registerTool({
+			name,
+			label: "probe",
+			description: "does a unit of work",
+			parameters: { type: "object", properties: {} },
+			async execute() {
+				if (after) await within(done.promise, 10_000, `${after}'s tool_result before probe_work finishes`);
+				probe.runs += 1;
+				return { content: [{ type: "text", text: "probe done" }], details: {} };
+			},
+		});
+	};
+	return probe;
+}
+
+export function newRoot() {
+	return mkdtempSync(join(tmpdir(), "relay-handoff-"));
+}
+

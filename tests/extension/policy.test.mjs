@@ -1,0 +1,138 @@
+// The budget policy and the window lifecycle at their boundaries (issue 9) on the real Pi agent
+// loop: tools stay blocked until a forced reset is installed, the honest hard path, later
+// threshold crossings in one window, the floor and loop guard after a reload, modes that say the
+// truth, status and events, and a back-off only for handoffs that committed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { joined, ofType, resultsOf, startSession, textOf, tool } from "./harness.mjs";
+import { budgetEnv, enforce, GOAL, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
+
+/** The entry types of the branch after the first user message, for ordering assertions. */
+function shape(t) {
+	return t.sessionManager.getBranch().map((e) => {
+		if (e.type === "message") return `${e.message.role}${e.message.role === "toolResult" ? `:${e.message.toolName}` : ""}`;
+		if (e.type === "custom" || e.type === "custom_message") return `${e.type}:${e.customType}`;
+		return e.type;
+	});
+}
+
+test("past hard, a model that keeps calling bash never runs it: the mechanical reset is installed at the next turn end, honestly", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const bash = probeTool({ name: "bash" });
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [bash.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Crossing the hard limit (60000) with a bash call, then two more bash turns, then one in
+			// the new window.
+			{ ...tool("bash"), tokens: 65_000 },
+			{ ...tool("bash"), tokens: 65_500 },
+			{ ...tool("bash"), tokens: 1_500 },
+			{ text: "Done in the new window.", tokens: 1_800 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("RUN-BASH-8812: keep running bash.");
+		const results = resultsOf(t, "bash");
+		assert.equal(results.length, 3);
+		assert.equal(bash.runs, 1, "only the call in the new window ran");
+		assert.ok(results[0].isError && results[1].isError && !results[2].isError);
+		for (const blocked of results.slice(0, 2)) assert.match(blocked.text, /hard limit of 60000/);
+		assert.match(results[0].text, /call it now/i, "the reason says exactly what to do");
+
+		// The reset sits between the second blocked result and the third call: installed at that
+		// turn end, not at the settle point.
+		const s = shape(t);
+		const compaction = s.indexOf("compaction");
+		assert.ok(compaction > 0, s.join(" "));
+		const toolResults = s.map((x, i) => (x === "toolResult:bash" ? i : -1)).filter((i) => i >= 0);
+		assert.ok(toolResults[1] < compaction && compaction < toolResults[2], s.join(" "));
+		const [forced] = ofType(t, "compaction");
+		assert.equal(forced.details.source, "forced");
+		assert.ok(forced.summary.includes("<reset_notice>"), "the mechanical note is a notice");
+		assert.ok(!forced.summary.includes("<handoff>"), "never dressed as a handoff");
+		assert.match(forced.summary, /No handoff was written/);
+
+		// The new window's first request: the boot block and the honest continuation only.
+		const next = t.requests[3];
+		assert.ok(!joined(next).includes("RUN-BASH-8812"), "the old conversation is gone");
+		const [cont] = ofType(t, "custom_message", "relay/continue");
+		assert.match(cont.content, /reset mechanically and no handoff was written/);
+		assert.ok(!/handoff was committed/.test(cont.content));
+		assert.ok(joined(next).includes(cont.content));
+		const events = env.events().map((e) => e.event);
+		assert.ok(events.includes("fallback_armed") && events.includes("forced_reset"), events.join(","));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+/** Past hard, the model stops: it is asked once for a handoff, then `second` decides. */
+async function stopPastHard(second) {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const bash = probeTool({ name: "bash" });
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [bash.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("bash"), tokens: 65_000 },
+			{ text: "ANSWER-5561: here is my answer.", tokens: 65_400 },
+			second,
+			{ text: "Continued from the handoff.", tokens: 2_000 },
+			{ text: "Fresh window answer.", tokens: 2_100 },
+		],
+	});
+	await t.session.prompt("Start.");
+	await t.session.prompt("Big step.");
+	return { t, env, bash };
+}
+
+test("past hard, a model that stops is asked once for a handoff; a valid one commits in-process", async () => {
+	const { t, env } = await stopPastHard({ ...tool("context_handoff", HANDOFF), tokens: 65_600 });
+	try {
+		const asks = ofType(t, "custom_message", "relay/handoff-request");
+		assert.equal(asks.length, 1, "asked once");
+		assert.match(asks[0].content, /hard limit of 60000/);
+		const [c] = ofType(t, "compaction");
+		assert.equal(c.details.source, "handoff");
+		assert.ok(c.summary.includes("<handoff>") && c.summary.includes(GOAL));
+		assert.ok(!c.summary.includes("<reset_notice>"));
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+		assert.equal(t.requests.length, 5, "start, bash, answer, handoff, continuation");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("past hard, a model that stops twice without a handoff: a mechanical reset at the settle point, no made-up continuation", async () => {
+	const { t, env } = await stopPastHard({ text: "I have nothing to hand off.", tokens: 65_600 });
+	try {
+		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 1, "asked once, not twice");
+		const [c] = ofType(t, "compaction");
+		assert.equal(c.details.source, "forced");
+		assert.ok(c.summary.includes("<reset_notice>") && !c.summary.includes("<handoff>"));
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 0, "a finished answer is not continued");
+		assert.equal(t.requests.length, 4, "no request after the second stop");
+		// The next prompt lands in the new window, which says what happened.
+		await t.session.prompt("NEXT-PROMPT-2290: what now?");
+		const next = joined(t.requests[4]);
+		assert.ok(next.includes("<reset_notice>") && next.includes("NEXT-PROMPT-2290"));
+		assert.ok(!next.includes("ANSWER-5561"), "the old window is gone");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
