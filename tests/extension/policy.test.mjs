@@ -136,3 +136,121 @@ test("past hard, a model that stops twice without a handoff: a mechanical reset 
 		env.restore();
 	}
 });
+
+test("the floor survives a reload: a resumed session past the handoff threshold is enforced at once", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const first = probeTool();
+	const a = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [first.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Past the handoff threshold (30000) with a text answer: asked once, the model stops again.
+			{ text: "Big answer.", tokens: 35_000 },
+			{ text: "Not now.", tokens: 35_200 },
+		],
+	});
+	await a.session.prompt("Start.");
+	await a.session.prompt("Big step.");
+	assert.equal(ofType(a, "custom_message", "relay/handoff-request").length, 1);
+	const file = a.sessionManager.getSessionFile();
+	const sid = a.sessionManager.getSessionId();
+	await a.dispose();
+
+	const probe = probeTool();
+	const b = await startSession({
+		root,
+		sessionFile: file,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [{ ...tool("probe_work"), tokens: 35_400 }, { ...tool("context_handoff", HANDOFF), tokens: 35_600 }, "Continued."],
+	});
+	try {
+		const status = JSON.parse(readFileSync(join(env.stateDir, "status", `${sid}.json`), "utf8"));
+		assert.equal(status.phase, "handoff-required", "the status file shows the phase at once");
+		assert.equal(status.floor, 5_000, "the floor is the window's first assistant usage, from the branch");
+		await b.session.prompt("Resume.");
+		const [blocked] = resultsOf(b, "probe_work");
+		assert.ok(blocked.isError, "the first tool call after the reload is blocked");
+		assert.equal(probe.runs, 0);
+		assert.equal(ofType(b, "compaction")[0].details.source, "handoff");
+	} finally {
+		await b.dispose();
+		env.restore();
+	}
+});
+
+test("the floor survives /tree: navigating back keeps the branch's floor, and the loop guard counts commits from the branch", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ text: "Side answer.", tokens: 6_000 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		const afterFirst = t.sessionManager.getLeafId();
+		await t.session.prompt("A side question.");
+		await t.session.navigateTree(afterFirst);
+		t.script({ ...tool("probe_work"), tokens: 35_000 }, { text: "Stopped.", tokens: 35_100 }, { text: "Still not.", tokens: 35_200 });
+		await t.session.prompt("Back on the main line: big step.");
+		const [blocked] = resultsOf(t, "probe_work");
+		assert.ok(blocked.isError, "35000 tokens over the branch's floor of 5000: blocked");
+		assert.match(blocked.text, /handoff threshold 30000/);
+		assert.equal(probe.runs, 0);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a later threshold crossing in one window resets at the next turn end: a model that ignores its note-taking turn", async () => {
+	const root = newRoot();
+	const probe = probeTool();
+	// Pi's own threshold (window - reserve) drives the window lifecycle here; the budget policy is off.
+	const t = await startSession({
+		root,
+		contextWindow: 50_000,
+		settings: { compaction: { enabled: true, reserveTokens: 10_000, keepRecentTokens: 1 }, relay: { budget: { mode: "off" } } },
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Past 40000: Pi's threshold check borrows one note-taking turn ...
+			{ ...tool("probe_work"), tokens: 41_000 },
+			// ... which the model ignores, and it keeps working.
+			{ ...tool("probe_work"), tokens: 43_000 },
+			{ ...tool("probe_work"), tokens: 45_000 },
+			{ ...tool("probe_work"), tokens: 1_000 },
+			{ text: "Done.", tokens: 1_200 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("LONG-TASK-6671: work through the list.");
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 1, "one borrowed turn in the window");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.relay, "window");
+		// Installed at the turn end after the ignored turn: the third probe call's request is the new window.
+		const s = shape(t);
+		const c = s.indexOf("compaction");
+		const results = s.map((x, i) => (x === "toolResult:probe_work" ? i : -1)).filter((i) => i >= 0);
+		assert.equal(results.length, 4, s.join(" "));
+		assert.ok(results[2] < c && c < results[3], s.join(" "));
+		assert.ok(!joined(t.requests[4]).includes("LONG-TASK-6671: work"), "the request after the reset holds the new window only");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+	} finally {
+		await t.dispose();
+	}
+});
