@@ -1,6 +1,8 @@
 // Helpers shared by the budget-policy tests (handoff.test.mjs, policy.test.mjs): a private budget
 // environment per test and a probe tool that records whether it really ran.
-import { existsSync, mkdtempSync } from "node:fs";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJsonl, within } from "./harness.mjs";
@@ -75,3 +77,22 @@ export function newRoot() {
 	return mkdtempSync(join(tmpdir(), "relay-handoff-"));
 }
 
+/** `git init` the session cwd (`<root>/work`) with one commit on branch `trunk`; returns HEAD. */
+export function gitRepo(root) {
+	const cwd = join(root, "work");
+	mkdirSync(cwd, { recursive: true });
+	const git = (...args) => {
+		const r = spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=trunk", ...args], {
+			cwd,
+			encoding: "utf8",
+		});
+		assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
+		return r.stdout.trim();
+	};
+	git("init", "-q");
+	git("checkout", "-q", "-b", "trunk");
+	writeFileSync(join(cwd, "README"), "x\n");
+	git("add", "README");
+	git("commit", "-q", "-m", "init");
+	return git("rev-parse", "HEAD");
+}

@@ -9,31 +9,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool, within } from "./harness.mjs";
-import { budgetEnv, CONSTRAINT, enforce, FACTS, GOAL, HANDOFF, NEXT, newRoot, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
+import { budgetEnv, CONSTRAINT, enforce, FACTS, GOAL, gitRepo, HANDOFF, NEXT, newRoot, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
 
 const modeOf = (path) => statSync(path).mode & 0o777;
 
 
 
-/** `git init` the session cwd (`<root>/work`) with one commit on branch `trunk`; returns HEAD. */
-function gitRepo(root) {
-	const cwd = join(root, "work");
-	mkdirSync(cwd, { recursive: true });
-	const git = (...args) => {
-		const r = spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=trunk", ...args], {
-			cwd,
-			encoding: "utf8",
-		});
-		assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
-		return r.stdout.trim();
-	};
-	git("init", "-q");
-	git("checkout", "-q", "-b", "trunk");
-	writeFileSync(join(cwd, "README"), "x\n");
-	git("add", "README");
-	git("commit", "-q", "-m", "init");
-	return git("rev-parse", "HEAD");
-}
 
 
 /**

@@ -6,8 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { joined, ofType, resultsOf, startSession, textOf, tool } from "./harness.mjs";
-import { budgetEnv, enforce, GOAL, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
+import { joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { budgetEnv, enforce, gitRepo, GOAL, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
 
 /** The entry types of the branch after the first user message, for ordering assertions. */
 function shape(t) {
@@ -252,5 +252,191 @@ test("a later threshold crossing in one window resets at the next turn end: a mo
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
 	} finally {
 		await t.dispose();
+	}
+});
+
+test("an observe preview is discarded when enforce starts: its would-be reset moved no real floor", async () => {
+	const root = newRoot();
+	const config = join(root, "context-budget.json");
+	const budget = (mode) => writeFileSync(config, JSON.stringify({ mode, main: { soft: 20_000, handoff: 30_000, hard: 60_000, minProgress: 1_000 } }));
+	budget("observe");
+	const env = budgetEnv(root, config);
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { compaction: { enabled: false } },
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Observe past hard: nothing is blocked; after two working turns the preview would reset
+			// mechanically and restart its window there (its floor moves to the next usage).
+			{ ...tool("probe_work"), tokens: 65_000 },
+			{ ...tool("probe_work"), tokens: 65_200 },
+			{ text: "Done for now.", tokens: 65_300 },
+			// Enforce from the next input on: the real window is still past hard over a floor of 5000.
+			{ ...tool("probe_work"), tokens: 65_400 },
+			{ ...tool("probe_work"), tokens: 65_600 },
+			"Resumed.",
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.");
+		assert.equal(ofType(t, "compaction").length, 0, "observe changes nothing");
+		assert.ok(env.events().some((e) => e.event === "would_reset"), "the preview would have reset");
+		const crossed = env.events().find((e) => e.event === "would_threshold_crossed");
+		assert.equal(crossed.floor, 5_000, "the preview starts from the branch's floor: the first answer's usage");
+		assert.equal(probe.runs, 2, "observe blocks nothing");
+		budget("enforce");
+		await t.session.prompt("Now enforced.");
+		const [first] = resultsOf(t, "probe_work").slice(2);
+		assert.ok(first.isError, "blocked at once: the branch's floor, not the preview's");
+		assert.match(first.text, /hard limit of 60000/);
+		assert.equal(probe.runs, 2, "nothing ran under enforce");
+		assert.equal(ofType(t, "compaction").length, 1);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("modes say the truth: with /relay off, enforce is reported as not acting (status file, /relay status), logged once", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const t = await startSession({ root, contextWindow: WINDOW, settings: enforce(), steps: ["one", "two", "three"] });
+	try {
+		const sid = t.sessionManager.getSessionId();
+		const status = () => JSON.parse(readFileSync(join(env.stateDir, "status", `${sid}.json`), "utf8"));
+		await t.session.prompt("First.");
+		assert.equal(status().effectiveMode, "enforce");
+		await t.session.prompt("/relay off");
+		const off = status();
+		assert.equal(off.configuredMode, "enforce");
+		assert.equal(off.effectiveMode, "observe");
+		assert.equal(off.modeReason, "Relay is off: /relay off");
+		const said = await captureLines(() => t.session.prompt("/relay status"));
+		assert.ok(said.some((l) => /configured enforce/.test(l) && /Relay is off: \/relay off/.test(l)), said.join("\n"));
+		await t.session.prompt("Second.");
+		await t.session.prompt("Third.");
+		const mismatches = env.events().filter((e) => e.event === "mode_mismatch");
+		assert.equal(mismatches.length, 1, "logged once per transition, not per input");
+		assert.equal(mismatches[0].effectiveMode, "observe");
+		await t.session.prompt("/relay on");
+		assert.equal(status().effectiveMode, "enforce");
+		assert.equal(status().modeReason, null);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+/** Lines written to stderr (where notifications go without a UI) while `fn` runs. */
+async function captureLines(fn) {
+	const lines = [];
+	const original = console.error;
+	console.error = (...args) => lines.push(args.map(String).join(" "));
+	try {
+		await fn();
+	} finally {
+		console.error = original;
+	}
+	return lines;
+}
+
+test("status and events: the status file is rewritten at a transition with pid and last action; config errors and commits are events", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	let sid;
+	const seen = [];
+	const probe = probeTool();
+	// Read the status file at the request after the blocked call: the transition to
+	// handoff-required was written then, not only when the run settles.
+	let requests = 0;
+	const watcher = (pi) =>
+		pi.on("context", () => {
+			// The request after the blocked call, before the run settles.
+			if (++requests === 3) seen.push(JSON.parse(readFileSync(join(env.stateDir, "status", `${sid}.json`), "utf8")));
+		});
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { ...enforce(), relay: { ...enforce().relay, reminderMarginTokens: "lots" } },
+		extraFactories: [probe.factory, watcher],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 35_500 },
+			"Continued.",
+		],
+	});
+	sid = t.sessionManager.getSessionId();
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.");
+		assert.equal(seen.length, 1);
+		const during = seen[0];
+		assert.equal(during.phase, "handoff-required");
+		assert.equal(during.pid, process.pid);
+		assert.equal(during.sessionId, sid);
+		assert.equal(during.role, "main");
+		assert.equal(during.configuredMode, "enforce");
+		assert.equal(during.effectiveMode, "enforce");
+		assert.equal(during.tokens, 35_000);
+		assert.equal(during.thresholds.handoff, 30_000);
+		assert.equal(during.lastAction.event, "tool_blocked", "the latest policy action");
+		const events = env.events();
+		const configErrors = events.filter((e) => e.event === "error" && e.kind === "config");
+		assert.equal(configErrors.length, 1, "reported once although configuration is read at every input");
+		assert.match(configErrors[0].path, /reminderMarginTokens/);
+		assert.equal(typeof configErrors[0].ts, "number");
+		const committed = events.find((e) => e.event === "handoff_committed");
+		assert.equal(committed.source, "budget");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("back-off only for what happened: an invalidated handoff sets none, a committed one does", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	// An unchanged repository HEAD is what lets the back-off apply at all.
+	gitRepo(root);
+	const probe = probeTool({ after: "context_handoff" });
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// A voluntary handoff invalidated by a sibling that finishes after it.
+			{ tools: [tool("context_handoff", HANDOFF), tool("probe_work")], tokens: 8_000 },
+			{ text: "Both done.", tokens: 8_500 },
+			// The same handoff again: no back-off, it commits.
+			{ ...tool("context_handoff", HANDOFF), tokens: 9_000 },
+			{ text: "Window two.", tokens: 1_000 },
+			// Once more in window two: now the committed one sets the back-off.
+			{ ...tool("context_handoff", HANDOFF), tokens: 1_500 },
+			"Refused, carrying on.",
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Hand off and probe.");
+		assert.equal(ofType(t, "compaction").length, 0);
+		await t.session.prompt("Hand off.");
+		const results = resultsOf(t, "context_handoff");
+		assert.equal(results.length, 2);
+		assert.equal(JSON.parse(results[1].text).written, true, "an invalidated handoff set no back-off");
+		assert.equal(ofType(t, "compaction").length, 1);
+		await t.session.prompt("Hand off again.");
+		const third = resultsOf(t, "context_handoff")[2];
+		assert.ok(third.isError, third.text);
+		assert.match(third.text, /repeats the previous one/);
+	} finally {
+		await t.dispose();
+		env.restore();
 	}
 });

@@ -170,6 +170,9 @@ pub struct PolicyState {
     pub blocked_calls: Vec<String>,
     /// The state is an observe-mode projection.
     pub projected: bool,
+    /// The projection applied a would-be reset: its window restarted there, so its floor is the
+    /// next usage (the branch's floor belongs to the real window).
+    pub preview_window: bool,
     /// Actual commit counters saved when a projection started; restored when enforcement resumes.
     pub actual_commits: Option<(u32, Vec<u64>)>,
 }
@@ -192,6 +195,7 @@ impl Default for PolicyState {
             unproductive_commits: Vec::new(),
             blocked_calls: Vec::new(),
             projected: false,
+            preview_window: false,
             actual_commits: None,
         }
     }
@@ -212,12 +216,11 @@ pub enum PolicyInput {
     /// Context tokens from an assistant message's usage (`turn_end`/`message_end`); `None` when the
     /// provider reported none (after a reset: the context is fresh).
     ///
-    /// `floor`: the window's first assistant usage as the branch holds it, when the caller knows
-    /// it (the engine does); otherwise the first known usage after a reset becomes the floor.
+    /// `floor`: what the caller knows of the window's floor (see [`Floor`]).
     Usage {
         tokens: Option<u64>,
         #[serde(default)]
-        floor: Option<u64>,
+        floor: Floor,
     },
     /// `tool_call`: answered with [`PolicyEffect::Block`] or nothing (allowed).
     ToolCall { id: String, name: String },
@@ -243,6 +246,18 @@ pub enum PolicyInput {
     /// navigated, Relay was switched off, or Pi rejected it): leave `Compacting` and return to the
     /// phase the request came from, so enforcement goes on.
     ResetDropped,
+}
+
+/// The floor as an input knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Floor {
+    /// Not known to the caller: the first known usage after a reset becomes the floor.
+    #[default]
+    Unknown,
+    /// The window's first assistant usage as the branch holds it (`None`: no assistant usage in
+    /// this window yet, so the floor is unknown and never blocks).
+    Branch(Option<u64>),
 }
 
 /// Notification level for the UI.
@@ -350,15 +365,26 @@ fn measure(s: &mut PolicyState, input: &PolicyInput) {
             floor,
         } => {
             s.tokens = Some(*t);
-            if let Some(f) = floor {
-                s.floor = Some(*f);
-                s.awaiting_floor = false;
-            } else if s.awaiting_floor {
-                s.floor = Some(*t);
-                s.awaiting_floor = false;
+            match floor {
+                Floor::Branch(f) => {
+                    s.floor = *f;
+                    s.awaiting_floor = f.is_none();
+                }
+                Floor::Unknown if s.awaiting_floor => {
+                    s.floor = Some(*t);
+                    s.awaiting_floor = false;
+                }
+                Floor::Unknown => {}
             }
         }
-        PolicyInput::Usage { tokens: None, .. } => {
+        PolicyInput::Usage {
+            tokens: None,
+            floor,
+        } => {
+            if let Floor::Branch(f) = floor {
+                s.floor = *f;
+                s.awaiting_floor = f.is_none();
+            }
             // Unknown usage: after a reset the context is fresh; otherwise nothing is known.
             s.tokens = None;
         }
@@ -746,6 +772,7 @@ pub fn step_mode(
                 let (s2, fx2) = step(&s, params, &PolicyInput::ResetApplied);
                 out.extend(fx2.iter().map(PolicyEffect::to_would));
                 s = s2;
+                s.preview_window = true;
             }
             (s, out)
         }

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use relay_core::handoff::{jaccard, words};
 use relay_core::policy::{
-    parse_budget_config, resolve_thresholds, step, step_mode, LoopGuard, Mode, PolicyEffect,
+    parse_budget_config, resolve_thresholds, step, step_mode, Floor, LoopGuard, Mode, PolicyEffect,
     PolicyInput, PolicyParams, PolicyState, Thresholds,
 };
 use serde_json::json;
@@ -13,7 +13,7 @@ fn input_strategy() -> impl Strategy<Value = PolicyInput> {
         Just(PolicyInput::BeforeAgentStart),
         prop::option::of(0u64..400_000).prop_map(|tokens| PolicyInput::Usage {
             tokens,
-            floor: None
+            floor: Floor::Unknown
         }),
         (0u8..4, prop::bool::ANY).prop_map(|(id, handoff)| PolicyInput::ToolCall {
             id: format!("c{id}"),

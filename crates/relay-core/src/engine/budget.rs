@@ -21,7 +21,7 @@ use super::wire::{
 use super::Engine;
 use crate::policy::{
     self, effective_mode, invalid_file_config, parse_budget_config, step_mode, BudgetConfig,
-    EffectiveMode, Mode, PolicyEffect, PolicyInput, PolicyParams, PolicyState,
+    EffectiveMode, Floor, Mode, PolicyEffect, PolicyInput, PolicyParams, PolicyState,
 };
 use crate::scheduler::{ResetSource, SchedInput};
 use crate::ConfigIssue;
@@ -204,15 +204,15 @@ impl Engine {
     /// The policy's usage input at this moment: the figure the moment carries (Pi's or the
     /// estimate) and the floor as the branch holds it.
     /// An observe preview keeps its own floor once a would-be reset moved it (the preview
-    /// restarts its window there), so the branch's floor is given only outside a preview.
+    /// restarts its window there); otherwise the floor is the branch's.
     pub(super) fn usage_input(&self, moment: &Moment) -> PolicyInput {
-        let preview = self.policy_mode() == Mode::Observe;
+        let preview = self.budget.policy.preview_window && self.policy_mode() == Mode::Observe;
         PolicyInput::Usage {
             tokens: moment.usage.and_then(|u| u.tokens),
             floor: if preview {
-                None
+                Floor::Unknown
             } else {
-                self.mirror.current_window().first_usage
+                Floor::Branch(self.mirror.current_window().first_usage)
             },
         }
     }

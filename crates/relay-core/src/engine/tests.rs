@@ -63,6 +63,12 @@ impl Branch {
     fn user(&mut self, text: &str) -> Entry {
         self.entry(json!({"type":"message","message":{"role":"user","content":text}}))
     }
+    /// An assistant answer whose usage Pi recorded (the budget policy's floor comes from these).
+    fn answer(&mut self, text: &str, total_tokens: u64) -> Entry {
+        self.entry(json!({"type":"message","message":{"role":"assistant",
+            "content":[{"type":"text","text":text}],"stopReason":"stop",
+            "usage":{"totalTokens":total_tokens}}}))
+    }
     fn custom_message(&mut self, custom_type: &str, text: &str) -> Entry {
         self.entry(
             json!({"type":"custom_message","customType":custom_type,"content":text,"display":true}),
@@ -529,7 +535,8 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     let mut b = Branch::new();
     e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
-    // The floor: the first usage after bootstrap.
+    // The floor: the window's first assistant usage on the branch.
+    e.append(&[b.answer("first", 5_000)]);
     e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
     let call = |e: &mut Engine, name: &str, tokens| {
         e.handle(&obs(
@@ -563,7 +570,10 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
         ..ConfigSources::default()
     };
     e.configure(&sources);
+    let mut b = Branch::new();
+    e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
+    e.append(&[b.answer("first", 5_000)]);
     e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
     let reply = e.handle(&obs(
         Event::ToolCall {

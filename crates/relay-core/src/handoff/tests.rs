@@ -424,3 +424,30 @@ fn fingerprint_round_trips_through_tool_result_details() {
     }
     assert_eq!(HandoffFingerprint::from_value(&json!({"atMs": "x"})), None);
 }
+
+/// The back-off refuses only similarity strictly above 0.9: 9 shared words of 10 (exactly 0.9)
+/// pass, 10 of 11 (0.909…) are refused; words are compared as a set, case- and order-blind.
+#[test]
+fn duplicate_similarity_boundary_is_exactly_point_nine() {
+    let words = |n: usize| {
+        (0..n)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // goal + facts + next_step are compared together: put the words in the goal.
+    // next_step and facts repeat words of the goal, so the set is the goal's words.
+    let prev_args = args(&words(9), "w0", "w1");
+    let prev = fp(1_000_000, Some("abc"), &prev_args);
+    // Union 10, intersection 9: 0.9 exactly, allowed.
+    let at_point_nine = args(&format!("{} extra", words(9)), "w0", "w1");
+    assert_eq!(jaccard(&prev.text, &fingerprint_text(&at_point_nine)), 0.9);
+    assert!(duplicate_check(Some(&prev), 1_000_001, Some("abc"), &at_point_nine).is_ok());
+    // Union 11, intersection 10: above 0.9, refused.
+    let prev = fp(1_000_000, Some("abc"), &args(&words(10), "w0", "w1"));
+    let above = args(&format!("{} EXTRA", words(10).to_uppercase()), "w1", "w0");
+    let sim = jaccard(&prev.text, &fingerprint_text(&above));
+    assert!(sim > 0.9 && sim < 0.91, "{sim}");
+    let refused = duplicate_check(Some(&prev), 1_000_001, Some("abc"), &above).unwrap_err();
+    assert!((refused.similarity - 10.0 / 11.0).abs() < 1e-12);
+}

@@ -85,7 +85,7 @@ fn state_in(phase: Phase) -> PolicyState {
 fn usage(t: u64) -> PolicyInput {
     PolicyInput::Usage {
         tokens: Some(t),
-        floor: None,
+        floor: Floor::Unknown,
     }
 }
 fn call(id: &str, name: &str) -> PolicyInput {
@@ -139,7 +139,7 @@ fn transition_matrix() {
             "usage=none",
             PolicyInput::Usage {
                 tokens: None,
-                floor: None,
+                floor: Floor::Unknown,
             },
         ),
         ("tool_call bash", call("c1", "bash")),
@@ -252,7 +252,7 @@ fn floor_is_first_usage_after_reset_and_unknown_floor_never_blocks() {
         &p,
         &PolicyInput::Usage {
             tokens: None,
-            floor: None,
+            floor: Floor::Unknown,
         },
     );
     assert_eq!((s.floor, s.phase), (None, Phase::Idle));
