@@ -420,6 +420,10 @@ test("back-off only for what happened: an invalidated handoff sets none, a commi
 			// Once more in window two: now the committed one sets the back-off.
 			{ ...tool("context_handoff", HANDOFF), tokens: 1_500 },
 			"Refused, carrying on.",
+			// Past the handoff threshold the handoff is forced: the back-off does not apply.
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 35_500 },
+			"Window three.",
 		],
 	});
 	try {
@@ -435,6 +439,10 @@ test("back-off only for what happened: an invalidated handoff sets none, a commi
 		const third = resultsOf(t, "context_handoff")[2];
 		assert.ok(third.isError, third.text);
 		assert.match(third.text, /repeats the previous one/);
+		await t.session.prompt("Work on.");
+		const forced = resultsOf(t, "context_handoff")[3];
+		assert.equal(JSON.parse(forced.text).written, true, "a forced handoff bypasses the back-off");
+		assert.equal(ofType(t, "compaction").length, 2);
 	} finally {
 		await t.dispose();
 		env.restore();
