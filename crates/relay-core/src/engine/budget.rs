@@ -128,7 +128,18 @@ pub(super) fn select_budget(
     }
     if let Some(text) = &sources.budget_file {
         return match serde_json::from_str::<Value>(text) {
-            Ok(v) if v.is_object() => parse_budget_config(&v, &file_path),
+            Ok(v) if v.is_object() => {
+                // Key paths inside the file, after the file's name: `/a/context-budget.json: main.soft`.
+                let (cfg, issues) = parse_budget_config(&v, "");
+                let issues = issues
+                    .into_iter()
+                    .map(|i| ConfigIssue {
+                        path: format!("{file_path}: {}", i.path),
+                        message: i.message,
+                    })
+                    .collect();
+                (cfg, issues)
+            }
             Ok(_) => {
                 let issue = ConfigIssue {
                     path: file_path,
