@@ -647,8 +647,10 @@ pub fn resolve_thresholds(
         .max(1);
     let handoff_v = h.unwrap_or_else(|| {
         let d = hard_v * 3 / 4;
-        match s {
-            Some(s) if d <= s => (s + hard_v) / 2,
+        match (s, x) {
+            // Only soft: 75 : 60 of it, without rounding through the derived hard.
+            (Some(s), None) => s * 5 / 4,
+            (Some(s), Some(_)) if d <= s => (s + hard_v) / 2,
             _ => d,
         }
     });
@@ -785,6 +787,13 @@ mod tests {
                 "p/m",
                 false,
                 (72_000, 90_000, 120_000, 10_000),
+            ),
+            (
+                "only soft, not a multiple of 3: handoff = 1.25 × soft exactly",
+                json!({"main": {"soft": 80000}}),
+                "p/m",
+                false,
+                (80_000, 100_000, 133_333, 11_111),
             ),
             (
                 "only soft: hard = soft / 0.6",
