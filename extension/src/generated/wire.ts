@@ -42,7 +42,8 @@ export type Moment = {
 	cwd: string,
 	/**
 	 * This runtime was bound while another Relay runtime was already bound in the same process
-	 * (an SDK child session): the budget policy uses the `subagent` thresholds.
+	 * (an SDK child session): the hosting rule's answer. The budget policy then uses the
+	 * `subagent` thresholds, unless `relay.role` declares the session's role.
 	 */
 	subagent: boolean,
 };

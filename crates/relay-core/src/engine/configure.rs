@@ -3,9 +3,14 @@
 //!
 //! **Contract.** Precedence is decided in Rust ([`crate::config::SettingsLayers`]: Pi's own merge,
 //! the project only when trusted); the budget policy file, when there is one, wins over
-//! `relay.budget`. Every problem is reported at once, naming the file and the key path; each key
-//! falls back to its safe default. Configuring never fails and may run on every input (the budget
-//! file is re-read by the binding each time).
+//! `relay.budget` (a file named by `PI_CONTEXT_BUDGET_CONFIG` that does not exist gives the
+//! defaults and a warning, never `relay.budget`). Every problem is reported at once, naming the
+//! file and the key path; each key falls back to its safe default. Configuring never fails and
+//! runs on every input (the budget file is re-read by the binding each time).
+//!
+//! Pi's reserve is kept per model ([`ReserveTokens`]) and looked up for the moment's model at every
+//! use ([`Engine::reserve_for`]); the role is `relay.role` when declared, else the hosting rule
+//! ([`Engine::is_subagent`]).
 
 use super::budget::select_budget;
 use super::wire::{ConfigSources, Effect, HookReply, NotifyLevel};
