@@ -279,10 +279,12 @@ pub fn quoted_key(key: &str) -> String {
 /// key path (`"budget"` gives `budget.main.soft`; `""` gives `main.soft`).
 ///
 /// Every invalid value is reported; the offending key keeps its default. A threshold set whose
-/// values are out of order (`soft <= handoff <= hard` violated) falls back to the defaults as a
-/// whole (its `minProgress` is kept) and is reported with the key paths of both values. Model keys
-/// are quoted in key paths (`budget.models."p/m".main.soft`). Unknown keys are reported but are not "invalid": only invalid
-/// values set [`BudgetConfig::invalid`], which makes the effective mode observe.
+/// values are out of order (`soft <= handoff <= hard` violated; the object is already the merge of
+/// the global and project settings) is dropped as a whole (its `minProgress` is kept), so the next
+/// level applies to it in [`resolve_thresholds`], and is reported with the key paths of both values.
+/// Model keys are quoted in key paths (`budget.models."p/m".main.soft`). Unknown keys are reported
+/// but are not "invalid": only invalid values set [`BudgetConfig::invalid`], which makes the
+/// effective mode observe.
 pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<ConfigIssue>) {
     let mut cfg = BudgetConfig::default();
     let mut issues = Vec::new();
