@@ -25,6 +25,11 @@ function projectSettings(cwd: string): Pick<ConfigSources, "project" | "projectE
 	}
 }
 
+/**
+ * The facts the engine decides from: Pi's settings, the project file, trust, and where the budget
+ * policy file may be (`PI_CONTEXT_BUDGET_CONFIG` as set, Pi's agent directory, which honours
+ * `PI_CODING_AGENT_DIR`). Which file applies, and what its absence means, is decided in Rust.
+ */
 export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSources {
 	const agentDir = getAgentDir();
 	return {
@@ -32,7 +37,8 @@ export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSou
 		...projectSettings(ctx.cwd),
 		projectTrusted: ctx.isProjectTrusted(),
 		globalFile: join(agentDir, "settings.json"),
-		budgetConfigPath: process.env.PI_CONTEXT_BUDGET_CONFIG || join(agentDir, "context-budget.json"),
+		budgetConfigEnv: process.env.PI_CONTEXT_BUDGET_CONFIG ?? null,
+		agentDir,
 		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR || join(agentDir, "context-budget"),
 		cwd: ctx.cwd,
 	};

@@ -31,7 +31,11 @@ export function budgetEnv(root, config) {
 	// Not created beforehand: Relay creates it (privately).
 	const stateDir = join(root, "state", "context-budget");
 	process.env.PI_CONTEXT_BUDGET_STATE_DIR = stateDir;
-	process.env.PI_CONTEXT_BUDGET_CONFIG = config ?? join(root, "no-such-context-budget.json");
+	// Without a config file the settings' relay.budget applies: the default file under the
+	// harness's agent dir does not exist (silently), while a named missing file would select the
+	// defaults with a warning.
+	if (config === undefined) delete process.env.PI_CONTEXT_BUDGET_CONFIG;
+	else process.env.PI_CONTEXT_BUDGET_CONFIG = config;
 	return {
 		stateDir,
 		events: () => (existsSync(join(stateDir, "events.jsonl")) ? readJsonl(join(stateDir, "events.jsonl")) : []),

@@ -46,7 +46,9 @@ test("a hanging git neither blocks the event loop nor the handoff: metadata unkn
 	};
 	process.env.PATH = `${bin}:${process.env.PATH}`;
 	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(root, "state");
-	process.env.PI_CONTEXT_BUDGET_CONFIG = join(root, "no-such-context-budget.json");
+	// No budget file: the settings' relay.budget applies (a missing default file under the
+	// harness's agent dir is silent; a named missing file would select the defaults).
+	delete process.env.PI_CONTEXT_BUDGET_CONFIG;
 
 	// Times from the tool_call hook (just before the tool runs) to the timer and the tool result.
 	const clock = {};

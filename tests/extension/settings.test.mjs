@@ -4,14 +4,17 @@
 // path of every problem.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
 import { createAgentSession, DefaultResourceLoader, ModelRuntime, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
 import { captureStderr, RELAY, textOf } from "./harness.mjs";
 
-/** One session whose settings come from files on disk, as in the `pi` CLI. */
+/**
+ * One session whose settings come from files on disk, as in the `pi` CLI. `project: undefined`
+ * writes no project file. The body also gets Relay's status file after the first prompt.
+ */
 async function withFileSettings({ trusted, global, project }, body) {
 	const root = mkdtempSync(join(tmpdir(), "relay-settings-"));
 	const agentDir = join(root, "agent");
@@ -19,10 +22,16 @@ async function withFileSettings({ trusted, global, project }, body) {
 	mkdirSync(agentDir, { recursive: true });
 	mkdirSync(join(cwd, ".pi"), { recursive: true });
 	writeFileSync(join(agentDir, "settings.json"), JSON.stringify(global));
-	writeFileSync(join(cwd, ".pi", "settings.json"), JSON.stringify(project));
-	const saved = { agentDir: process.env.PI_CODING_AGENT_DIR, stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR };
+	if (project !== undefined) writeFileSync(join(cwd, ".pi", "settings.json"), JSON.stringify(project));
+	const saved = {
+		agentDir: process.env.PI_CODING_AGENT_DIR,
+		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR,
+		budgetConfig: process.env.PI_CONTEXT_BUDGET_CONFIG,
+	};
 	process.env.PI_CODING_AGENT_DIR = agentDir;
 	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(agentDir, "context-budget");
+	// No budget file: the settings' relay.budget applies.
+	delete process.env.PI_CONTEXT_BUDGET_CONFIG;
 	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow: 128_000, maxTokens: 4096 }] });
 	const requests = [];
 	faux.setResponses([
@@ -62,13 +71,17 @@ async function withFileSettings({ trusted, global, project }, body) {
 			await session.bindExtensions({ onError: (e) => errors.push(e) });
 			await session.prompt("hello");
 		});
-		await body({ requests, stderr, errors, settingsManager });
+		const status = JSON.parse(
+			readFileSync(join(agentDir, "context-budget", "status", `${session.sessionManager.getSessionId()}.json`), "utf8"),
+		);
+		await body({ requests, stderr, errors, settingsManager, status });
 	} finally {
 		await session.extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
 		session.dispose();
 		for (const [key, value] of [
 			["PI_CODING_AGENT_DIR", saved.agentDir],
 			["PI_CONTEXT_BUDGET_STATE_DIR", saved.stateDir],
+			["PI_CONTEXT_BUDGET_CONFIG", saved.budgetConfig],
 		]) {
 			if (value === undefined) delete process.env[key];
 			else process.env[key] = value;
@@ -123,4 +136,55 @@ test("a global problem names the global file", async () => {
 			assert.deepEqual(errors, []);
 		},
 	);
+});
+
+// The budget policy inside the `relay` object follows the same precedence: global and project files,
+// with and without trust, each case read by Pi's real SettingsManager from files on disk. The
+// status file shows the budget mode and thresholds the engine resolved (faux-1: 128k window).
+const G_BUDGET = { relay: { agentName: "global-agent", budget: { mode: "enforce", main: { hard: 100_000 } } } };
+const P_BUDGET = { relay: { agentName: "project-agent", budget: { mode: "off", main: { soft: 80_000 } } } };
+// Defaults derived from the window: usable = 128,000 - 16,384; hard = 90 % of it.
+const DERIVED = [60_272, 75_340, 100_454];
+const BUDGET_CASES = [
+	{ name: "global file only, untrusted", trusted: false, global: G_BUDGET, project: undefined, agent: "global-agent", mode: "enforce", bands: [60_000, 75_000, 100_000] },
+	{ name: "global file only, trusted", trusted: true, global: G_BUDGET, project: undefined, agent: "global-agent", mode: "enforce", bands: [60_000, 75_000, 100_000] },
+	{ name: "both files, untrusted: the project is ignored", trusted: false, global: G_BUDGET, project: P_BUDGET, agent: "global-agent", mode: "enforce", bands: [60_000, 75_000, 100_000] },
+	{
+		name: "both files, trusted: the project wins per key, relay.budget merged at every depth",
+		trusted: true,
+		global: G_BUDGET,
+		project: P_BUDGET,
+		agent: "project-agent",
+		mode: "off",
+		// soft 80,000 (project) with hard 100,000 (global): handoff midway, as 75 % would not be above soft.
+		bands: [80_000, 90_000, 100_000],
+	},
+	{ name: "project file only, trusted", trusted: true, global: {}, project: P_BUDGET, agent: "project-agent", mode: "off", bands: [80_000, 100_000, 133_333] },
+	{ name: "project file only, untrusted: the defaults", trusted: false, global: {}, project: P_BUDGET, agent: "pi", mode: "observe", bands: DERIVED },
+];
+for (const c of BUDGET_CASES) {
+	test(`relay and relay.budget from settings files: ${c.name}`, async () => {
+		await withFileSettings(c, async ({ requests, stderr, errors, status }) => {
+			assert.equal(bootAgent(requests), c.agent);
+			assert.equal(status.configuredMode, c.mode);
+			assert.deepEqual([status.thresholds.soft, status.thresholds.handoff, status.thresholds.hard], c.bands);
+			assert.deepEqual(stderr.filter((l) => l.startsWith("relay:")), [], "no warning");
+			assert.deepEqual(errors, []);
+		});
+	});
+}
+
+test("an out-of-order threshold set in a trusted project's relay.budget is a warning naming the file and both keys", async () => {
+	const project = { relay: { budget: { models: { "faux/faux-1": { main: { soft: 50_000, handoff: 40_000 } } } } } };
+	await withFileSettings({ trusted: true, global: G_BUDGET, project }, async ({ stderr, errors, status }) => {
+		const key = 'relay.budget.models."faux/faux-1".main';
+		assert.deepEqual(stderr.filter((l) => l.startsWith("relay:")), [
+			`relay: project settings (.pi/settings.json): ${key}.soft: 50000 must not exceed ${key}.handoff (40000); the soft/handoff/hard values of ${key} are ignored (the next level applies: the role's values, else those derived from the window) and enforce runs as observe until this is fixed`,
+		]);
+		// The global role values apply; the invalid configuration does not enforce.
+		assert.deepEqual([status.thresholds.soft, status.thresholds.handoff, status.thresholds.hard], [60_000, 75_000, 100_000]);
+		assert.equal(status.configuredMode, "enforce");
+		assert.equal(status.effectiveMode, "observe");
+		assert.deepEqual(errors, []);
+	});
 });

@@ -11,6 +11,20 @@
 //! | `reminderMarginTokens` | whole number ≥ 1: the reminder fires at reserve + margin tokens left | `24576` |
 //! | `agentName` | non-empty string, ≤ 64 characters, no control characters | `"pi"` |
 //! | `budget` | object, passed through raw and validated by the budget module | absent |
+//! | `role` | `"main"` or `"subagent"`: this session's budget role, declared by an SDK host | absent: the hosting rule decides |
+//!
+//! **Pi's compaction reserve** ([`ReserveTokens`]): `compaction.modelOverrides["provider/model"].reserveTokens`,
+//! else `compaction.reserveTokens`, else 16,384, read exactly as Pi's `SettingsManager` reads it
+//! (a non-negative whole number; an invalid value is a warning naming its key path and the next
+//! level applies). Relay looks the reserve up for the current model at every use (remaining
+//! figure, reminder, derived thresholds, status), so it follows a model switch.
+//!
+//! **The reminder threshold** ([`reminder_threshold`]): the reminder fires when the physical
+//! remaining capacity (window − used) drops to reserve + margin, where, in a small window, the
+//! reserve counts at most half the window and the margin at most a quarter of it. The reminder
+//! therefore never fires before a quarter of the window is used, whatever the settings say
+//! (reserve 4,096 and the default margin in a 16k window: it fires with 8,192 tokens left). From a
+//! window of 98,304 tokens with Pi's default reserve and Relay's default margin nothing is capped.
 //!
 //! **Precedence** ([`SettingsLayers`]): decided here, not in the extension, exactly as Pi's
 //! `SettingsManager` merges its settings. The extension hands over Pi's settings object, the
@@ -51,7 +65,20 @@ pub const MAX_TOKENS: u64 = (1 << 53) - 1;
 /// How warnings name the project's settings file (relative to the project).
 pub const PROJECT_SETTINGS_FILE: &str = ".pi/settings.json";
 
-const KNOWN_KEYS: [&str; 4] = ["enabled", "reminderMarginTokens", "agentName", "budget"];
+const KNOWN_KEYS: [&str; 5] = [
+    "enabled",
+    "reminderMarginTokens",
+    "agentName",
+    "budget",
+    "role",
+];
+
+/// The budget role an SDK host declares for a session (`relay.role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Main,
+    Subagent,
+}
 
 /// Relay's resolved settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +91,8 @@ pub struct RelayConfig {
     pub agent_name: String,
     /// The raw `budget` sub-object (merged global + project), validated by the budget module.
     pub budget: Option<Value>,
+    /// `relay.role`: the declared budget role; `None` = the process-wide hosting rule decides.
+    pub role: Option<Role>,
 }
 
 impl Default for RelayConfig {
@@ -73,6 +102,7 @@ impl Default for RelayConfig {
             reminder_margin_tokens: DEFAULT_REMINDER_MARGIN_TOKENS,
             agent_name: DEFAULT_AGENT_NAME.to_string(),
             budget: None,
+            role: None,
         }
     }
 }
@@ -219,8 +249,37 @@ impl SettingsLayers {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedSettings {
     pub relay: RelayConfig,
-    /// Pi's `compaction.reserveTokens`.
-    pub reserve_tokens: u64,
+    /// Pi's compaction reserve, per model.
+    pub reserve_tokens: ReserveTokens,
+}
+
+/// Pi's compaction reserve: `compaction.reserveTokens` and the valid
+/// `compaction.modelOverrides["provider/model"].reserveTokens` values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReserveTokens {
+    /// `compaction.reserveTokens`, or Pi's default 16,384.
+    pub default: u64,
+    /// Per-model overrides keyed by Pi's exact `provider/modelId`.
+    pub models: std::collections::BTreeMap<String, u64>,
+}
+
+impl Default for ReserveTokens {
+    fn default() -> Self {
+        ReserveTokens {
+            default: DEFAULT_RESERVE_TOKENS,
+            models: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+impl ReserveTokens {
+    /// The reserve Pi applies to `model` (`provider/modelId`): its override, else the ordinary one.
+    pub fn for_model(&self, model: Option<&str>) -> u64 {
+        model
+            .and_then(|m| self.models.get(m))
+            .copied()
+            .unwrap_or(self.default)
+    }
 }
 
 fn project_label() -> String {
@@ -245,19 +304,51 @@ fn merge_values(base: Option<&Value>, over: Option<&Value>) -> Option<Value> {
     }
 }
 
-/// Whether `settings` holds a value at the key path `path` (`a.b.c`, `a.b[2]`; keys may contain
-/// dots, so every key that prefixes the rest of the path is tried).
+/// Whether `settings` holds a value at the key path `path` (`a.b.c`, `a.b[2]`, `a."p/m".c`,
+/// `a["p/m"].c`). A quoted key is read as a JSON string; an unquoted key may contain dots, so
+/// every key that prefixes the rest of the path is tried. An array index counts as held by the
+/// layer holding the array (Pi replaces arrays whole).
 fn holds(settings: &Value, path: &str) -> bool {
     let Value::Object(map) = settings else {
         return false;
     };
-    map.iter()
-        .any(|(key, child)| match path.strip_prefix(key.as_str()) {
-            Some("") => true,
-            Some(rest) if rest.starts_with('[') => true,
-            Some(rest) => rest.strip_prefix('.').is_some_and(|r| holds(child, r)),
-            None => false,
-        })
+    let bracketed = path.starts_with("[\"");
+    let body = if bracketed {
+        path.get(1..).unwrap_or("")
+    } else {
+        path
+    };
+    if body.starts_with('"') {
+        let mut stream = serde_json::Deserializer::from_str(body).into_iter::<String>();
+        let Some(Ok(key)) = stream.next() else {
+            return false;
+        };
+        let mut rest = body.get(stream.byte_offset()..).unwrap_or("");
+        if bracketed {
+            match rest.strip_prefix(']') {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        return map.get(&key).is_some_and(|child| holds_rest(child, rest));
+    }
+    map.iter().any(|(key, child)| {
+        path.strip_prefix(key.as_str())
+            .is_some_and(|rest| holds_rest(child, rest))
+    })
+}
+
+/// The remainder of a key path after one key matched `child`.
+fn holds_rest(child: &Value, rest: &str) -> bool {
+    if rest.is_empty() {
+        true
+    } else if rest.starts_with("[\"") {
+        holds(child, rest)
+    } else if rest.starts_with('[') {
+        true
+    } else {
+        rest.strip_prefix('.').is_some_and(|r| holds(child, r))
+    }
 }
 
 /// Resolve Relay's settings from the `relay` objects of two settings layers (`None` when a layer
@@ -323,6 +414,18 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
     ) {
         cfg.agent_name = v;
     }
+    cfg.role = check_key(
+        obj,
+        "role",
+        "\"main\" or \"subagent\"",
+        "the hosting rule decides",
+        &mut issues,
+        |v| match v.as_str() {
+            Some("main") => Some(Role::Main),
+            Some("subagent") => Some(Role::Subagent),
+            _ => None,
+        },
+    );
     cfg.budget = check_key(
         obj,
         "budget",
@@ -358,27 +461,16 @@ fn check_key<T>(
     parsed
 }
 
-/// Pi's `compaction.reserveTokens` from the merged `compaction` value.
-fn reserve_tokens(compaction: Option<&Value>) -> (u64, Vec<ConfigIssue>) {
+/// Pi's compaction reserve from the merged `compaction` value, read as Pi's `SettingsManager`
+/// reads it: `modelOverrides["provider/model"].reserveTokens`, else `reserveTokens`, else 16,384;
+/// each a non-negative safe integer. An invalid value is reported with its key path, and the next
+/// level applies in its place.
+fn reserve_tokens(compaction: Option<&Value>) -> (ReserveTokens, Vec<ConfigIssue>) {
     let mut issues = Vec::new();
-    let reserve = match compaction {
-        None | Some(Value::Null) => DEFAULT_RESERVE_TOKENS,
-        Some(Value::Object(c)) => match c.get("reserveTokens") {
-            None | Some(Value::Null) => DEFAULT_RESERVE_TOKENS,
-            Some(v) => match v.as_u64() {
-                Some(n) if n > 0 => n,
-                _ => {
-                    issues.push(ConfigIssue {
-                        path: "compaction.reserveTokens".into(),
-                        message: format!(
-                            "expected a positive integer, got {}; using {DEFAULT_RESERVE_TOKENS}",
-                            show(v)
-                        ),
-                    });
-                    DEFAULT_RESERVE_TOKENS
-                }
-            },
-        },
+    let mut reserve = ReserveTokens::default();
+    let c = match compaction {
+        None | Some(Value::Null) => return (reserve, issues),
+        Some(Value::Object(c)) => c,
         Some(other) => {
             issues.push(ConfigIssue {
                 path: "compaction".into(),
@@ -387,10 +479,78 @@ fn reserve_tokens(compaction: Option<&Value>) -> (u64, Vec<ConfigIssue>) {
                     show(other)
                 ),
             });
-            DEFAULT_RESERVE_TOKENS
+            return (reserve, issues);
         }
     };
+    match c.get("reserveTokens") {
+        None | Some(Value::Null) => {}
+        Some(v) => match reserve_count(v) {
+            Some(n) => reserve.default = n,
+            None => issues.push(ConfigIssue {
+                path: "compaction.reserveTokens".into(),
+                message: format!(
+                    "expected a non-negative whole number, got {}; using {DEFAULT_RESERVE_TOKENS}",
+                    show(v)
+                ),
+            }),
+        },
+    }
+    let fallback = reserve.default;
+    match c.get("modelOverrides") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(models)) => {
+            for (model, entry) in models {
+                let path = format!("compaction.modelOverrides[{}]", quoted(model));
+                match entry {
+                    Value::Object(o) => match o.get("reserveTokens") {
+                        None | Some(Value::Null) => {}
+                        Some(v) => match reserve_count(v) {
+                            Some(n) => {
+                                reserve.models.insert(model.clone(), n);
+                            }
+                            None => issues.push(ConfigIssue {
+                                path: format!("{path}.reserveTokens"),
+                                message: format!(
+                                    "expected a non-negative whole number, got {}; using compaction.reserveTokens ({fallback}) for {model}",
+                                    show(v)
+                                ),
+                            }),
+                        },
+                    },
+                    other => issues.push(ConfigIssue {
+                        path,
+                        message: format!(
+                            "expected an object, got {}; using compaction.reserveTokens ({fallback}) for {model}",
+                            show(other)
+                        ),
+                    }),
+                }
+            }
+        }
+        Some(other) => issues.push(ConfigIssue {
+            path: "compaction.modelOverrides".into(),
+            message: format!(
+                "expected an object keyed by \"provider/model\", got {}; using compaction.reserveTokens ({fallback}) for every model",
+                show(other)
+            ),
+        }),
+    }
     (reserve, issues)
+}
+
+/// Pi's reading of a compaction token setting: a non-negative safe integer (0 included).
+fn reserve_count(v: &Value) -> Option<u64> {
+    let n = v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_TOKENS as f64)
+            .map(|f| f as u64)
+    })?;
+    (n <= MAX_TOKENS).then_some(n)
+}
+
+/// A key as it appears quoted in a key path (`modelOverrides["a/b"]`).
+fn quoted(key: &str) -> String {
+    serde_json::to_string(key).unwrap_or_else(|_| format!("\"{key}\""))
 }
 
 fn token_count(v: &Value) -> Option<u64> {
@@ -419,9 +579,20 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// Physical remaining capacity (tokens) at or below which the reminder fires: reserve + margin.
-pub fn reminder_threshold(reserve_tokens: u64, margin: u64) -> u64 {
-    reserve_tokens.saturating_add(margin)
+/// Physical remaining capacity (window − used, in tokens) at or below which the reminder fires:
+/// reserve + margin, each capped to the window: the reserve counts at most half of it, the margin
+/// at most a quarter (so the reminder never fires before a quarter of the window is used). A window
+/// of 0 (unknown) caps nothing.
+///
+/// Examples (margin 24,576): 200k window, reserve 16,384 → 40,960; 16,384 window, reserve 4,096
+/// → 4,096 + 4,096 = 8,192; 16,384 window, reserve 16,384 → 8,192 + 4,096 = 12,288.
+pub fn reminder_threshold(context_window: u64, reserve_tokens: u64, margin: u64) -> u64 {
+    if context_window == 0 {
+        return reserve_tokens.saturating_add(margin);
+    }
+    reserve_tokens
+        .min(context_window / 2)
+        .saturating_add(margin.min(context_window / 4))
 }
 
 /// Tokens available before Pi's compaction reserve: max(0, window − used − reserve), or `None`
@@ -476,7 +647,7 @@ mod tests {
     fn every_key_accepts_valid_values() {
         let (cfg, issues) = resolve(
             Some(
-                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","budget":{"mode":"observe"}}),
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","budget":{"mode":"observe"},"role":"subagent"}),
             ),
             None,
         );
@@ -488,6 +659,7 @@ mod tests {
                 reminder_margin_tokens: 1000,
                 agent_name: "codex".into(),
                 budget: Some(json!({"mode":"observe"})),
+                role: Some(Role::Subagent),
             }
         );
         let (cfg, issues) = resolve(Some(json!({"reminderMarginTokens":32768.0})), None);
@@ -714,10 +886,10 @@ mod tests {
                 reserve: DEFAULT_RESERVE_TOKENS,
                 budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
                 warnings: &[
-                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, budget)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, budget, role)",
                     "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
                     "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
-                    "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a positive integer, got \"lots\"; using 16384",
+                    "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a non-negative whole number, got \"lots\"; using 16384",
                 ],
             },
             Case {
@@ -777,7 +949,7 @@ mod tests {
             let name = case.name;
             assert_eq!(resolved.relay.agent_name, case.agent_name, "{name}");
             assert_eq!(resolved.relay.reminder_margin_tokens, case.margin, "{name}");
-            assert_eq!(resolved.reserve_tokens, case.reserve, "{name}");
+            assert_eq!(resolved.reserve_tokens.default, case.reserve, "{name}");
             assert_eq!(resolved.relay.budget, case.budget, "{name}");
             let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
             assert_eq!(shown, case.warnings, "{name}");
@@ -828,6 +1000,128 @@ mod tests {
             "/agent/context-budget.json"
         );
         assert_eq!(attributed("relayx.y"), "relayx.y");
+        // Quoted model keys (as the budget module and the reserve lookup write them).
+        assert_eq!(
+            attributed("relay.budget.models.\"a/x.1\".main.soft"),
+            "project settings (.pi/settings.json): relay.budget.models.\"a/x.1\".main.soft"
+        );
+        assert_eq!(
+            attributed("relay.budget.models.\"a/x.1\".main.hard"),
+            "global settings: relay.budget.models.\"a/x.1\".main.hard"
+        );
+        assert_eq!(
+            attributed("relay.budget.models.\"a/x.2\".main.hard"),
+            "global settings: relay.budget.models.\"a/x.2\".main.hard",
+            "a key the project does not hold is the global file's"
+        );
+    }
+
+    #[test]
+    fn the_reserve_follows_pi_model_overrides_and_reports_invalid_ones_by_key_path() {
+        let layers = SettingsLayers::merge(
+            Some(
+                &json!({"compaction": {"reserveTokens": 10000, "modelOverrides": {
+                    "a/one": {"reserveTokens": 30000, "keepRecentTokens": 5},
+                    "a/zero": {"reserveTokens": 0},
+                    "a/bad": {"reserveTokens": -1},
+                    "a/frac": {"reserveTokens": 1.5},
+                    "a/keep-only": {"keepRecentTokens": 5},
+                    "a/odd": 7,
+                }}}),
+            ),
+            Some(&json!({"compaction": {"modelOverrides": {"b/proj": {"reserveTokens": "x"}}}})),
+            true,
+            None,
+            Some("/g/settings.json"),
+        );
+        let (resolved, issues) = layers.resolve();
+        let r = &resolved.reserve_tokens;
+        assert_eq!(r.default, 10_000);
+        for (model, want) in [
+            (Some("a/one"), 30_000),
+            (Some("a/zero"), 0),
+            (Some("a/bad"), 10_000),
+            (Some("a/frac"), 10_000),
+            (Some("a/keep-only"), 10_000),
+            (Some("a/odd"), 10_000),
+            (Some("b/proj"), 10_000),
+            (Some("a/unknown"), 10_000),
+            (None, 10_000),
+        ] {
+            assert_eq!(r.for_model(model), want, "{model:?}");
+        }
+        let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "global settings (/g/settings.json): compaction.modelOverrides[\"a/bad\"].reserveTokens: expected a non-negative whole number, got -1; using compaction.reserveTokens (10000) for a/bad",
+                "global settings (/g/settings.json): compaction.modelOverrides[\"a/frac\"].reserveTokens: expected a non-negative whole number, got 1.5; using compaction.reserveTokens (10000) for a/frac",
+                "global settings (/g/settings.json): compaction.modelOverrides[\"a/odd\"]: expected an object, got 7; using compaction.reserveTokens (10000) for a/odd",
+                "project settings (.pi/settings.json): compaction.modelOverrides[\"b/proj\"].reserveTokens: expected a non-negative whole number, got \"x\"; using compaction.reserveTokens (10000) for b/proj",
+            ]
+        );
+        let (resolved, issues) = SettingsLayers::merge(
+            Some(&json!({"compaction": {"modelOverrides": [1]}})),
+            None,
+            false,
+            None,
+            None,
+        )
+        .resolve();
+        assert_eq!(resolved.reserve_tokens, ReserveTokens::default());
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].path, "global settings: compaction.modelOverrides");
+    }
+
+    #[test]
+    fn the_role_setting_is_validated() {
+        for (v, want) in [
+            (json!("main"), Some(Role::Main)),
+            (json!("subagent"), Some(Role::Subagent)),
+        ] {
+            let (cfg, issues) = resolve(Some(json!({ "role": v })), None);
+            assert!(issues.is_empty());
+            assert_eq!(cfg.role, want);
+        }
+        let (cfg, issues) = resolve(Some(json!({"role": "child"})), None);
+        assert_eq!(cfg.role, None);
+        assert_eq!(
+            issues[0].to_string(),
+            "relay.role: expected \"main\" or \"subagent\", got \"child\"; using the default (the hosting rule decides)"
+        );
+    }
+
+    /// The reminder threshold scales to small windows: the reserve counts at most half the
+    /// window, the margin at most a quarter, so the first request of a small window gets no
+    /// reminder.
+    #[test]
+    fn the_reminder_threshold_scales_to_small_windows() {
+        for (window, reserve, margin, want) in [
+            // Large windows: reserve + margin, as configured.
+            (200_000, 16_384, 24_576, 40_960),
+            (98_304, 16_384, 24_576, 40_960),
+            (1_000_000, 100_000, 24_576, 124_576),
+            // The margin is capped at a quarter of the window.
+            (98_303, 16_384, 24_576, 16_384 + 24_575),
+            (16_384, 4_096, 24_576, 8_192),
+            (32_768, 16_384, 24_576, 16_384 + 8_192),
+            // The reserve is capped at half of the window.
+            (16_384, 16_384, 24_576, 8_192 + 4_096),
+            (8_192, 100_000, 1_000, 4_096 + 1_000),
+            (4, 1, 1, 2),
+            (1, 5, 5, 0),
+            // Unknown window: nothing to cap.
+            (0, 16_384, 24_576, 40_960),
+        ] {
+            let t = reminder_threshold(window, reserve, margin);
+            assert_eq!(t, want, "{window} {reserve} {margin}");
+            if window > 0 {
+                assert!(
+                    t <= window * 3 / 4,
+                    "a quarter of the window is used first: {window}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -854,10 +1148,14 @@ mod tests {
     #[test]
     fn thresholds_and_remaining() {
         assert_eq!(
-            reminder_threshold(DEFAULT_RESERVE_TOKENS, DEFAULT_REMINDER_MARGIN_TOKENS),
+            reminder_threshold(
+                200_000,
+                DEFAULT_RESERVE_TOKENS,
+                DEFAULT_REMINDER_MARGIN_TOKENS
+            ),
             40_960
         );
-        assert_eq!(reminder_threshold(u64::MAX, 5), u64::MAX);
+        assert_eq!(reminder_threshold(0, u64::MAX, 5), u64::MAX);
         for (window, used, reserve, want) in [
             (200_000, Some(100_000), 16_384, Some(83_616)),
             (200_000, Some(183_616), 16_384, Some(0)),

@@ -235,8 +235,8 @@ impl Binding {
             let mut sources: ConfigSources =
                 serde_json::from_str(json).map_err(|e| invalid("configuration sources", e))?;
             // The budget policy file is re-read each time (startup and every input), as seed 004 does.
-            if let Some(path) = sources.budget_config_path.clone() {
-                match std::fs::read_to_string(&path) {
+            if let Some(file) = sources.budget_file_path() {
+                match std::fs::read_to_string(&file.path) {
                     Ok(text) => sources.budget_file = Some(text),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => sources.budget_file_error = Some(e.to_string()),

@@ -42,7 +42,8 @@ export type Moment = {
 	cwd: string,
 	/**
 	 * This runtime was bound while another Relay runtime was already bound in the same process
-	 * (an SDK child session): the budget policy uses the `subagent` thresholds.
+	 * (an SDK child session): the hosting rule's answer. The budget policy then uses the
+	 * `subagent` thresholds, unless `relay.role` declares the session's role.
 	 */
 	subagent: boolean,
 };
@@ -124,9 +125,15 @@ export type ConfigSources = {
 	 */
 	globalFile: string | null,
 	/**
-	 * Path of the budget policy file (`context-budget.json` or `PI_CONTEXT_BUDGET_CONFIG`).
+	 * `PI_CONTEXT_BUDGET_CONFIG` as the process has it (`null` when unset): names the budget
+	 * policy file explicitly. Which file applies is decided by [`ConfigSources::budget_file_path`].
 	 */
-	budgetConfigPath: string | null,
+	budgetConfigEnv: string | null,
+	/**
+	 * Pi's agent directory (`getAgentDir()`: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), home of
+	 * the default budget policy file `context-budget.json`.
+	 */
+	agentDir: string | null,
 	/**
 	 * Where status and events go (the binding writes them).
 	 */

@@ -26,10 +26,11 @@ use crate::policy::{
 use crate::scheduler::{ResetSource, SchedInput};
 use crate::ConfigIssue;
 
-/// Thresholds resolved for one (model key, context window, role).
+/// Thresholds resolved for one (model key, context window, reserve, role).
 struct ResolvedParams {
     model: String,
     context_window: u64,
+    reserve: u64,
     subagent: bool,
     params: PolicyParams,
 }
@@ -112,15 +113,29 @@ impl Budget {
 
 /// The budget policy configuration: the file when there is one (an unusable file selects safe
 /// observe mode and says why), else the `budget` object of Relay's settings, else the defaults.
-/// Issues in the settings object carry the key path `relay.budget…`.
+/// A file named by `PI_CONTEXT_BUDGET_CONFIG` that does not exist gives the defaults (observe) and
+/// a warning naming it, never the settings' `budget` object; a missing default file
+/// (`<agent dir>/context-budget.json`) is normal and silent. Issues in the settings object carry
+/// the key path `relay.budget…`.
 pub(super) fn select_budget(
     sources: &ConfigSources,
     from_settings: Option<&Value>,
 ) -> (BudgetConfig, Vec<ConfigIssue>) {
-    let file_path = sources
-        .budget_config_path
-        .clone()
+    let file = sources.budget_file_path();
+    let file_path = file
+        .as_ref()
+        .map(|f| f.path.clone())
         .unwrap_or_else(|| "context-budget.json".into());
+    let explicit = file.as_ref().is_some_and(|f| f.explicit);
+    if explicit && sources.budget_file.is_none() && sources.budget_file_error.is_none() {
+        let issue = ConfigIssue {
+            path: file_path,
+            message: "PI_CONTEXT_BUDGET_CONFIG names this file, which does not exist; using the \
+                      default budget configuration (observe mode), not relay.budget"
+                .into(),
+        };
+        return (invalid_file_config(issue.clone()), vec![issue]);
+    }
     if let Some(error) = &sources.budget_file_error {
         let issue = ConfigIssue {
             path: file_path,
@@ -132,7 +147,18 @@ pub(super) fn select_budget(
     }
     if let Some(text) = &sources.budget_file {
         return match serde_json::from_str::<Value>(text) {
-            Ok(v) if v.is_object() => parse_budget_config(&v, &file_path),
+            Ok(v) if v.is_object() => {
+                // Key paths inside the file, after the file's name: `/a/context-budget.json: main.soft`.
+                let (cfg, issues) = parse_budget_config(&v, "");
+                let issues = issues
+                    .into_iter()
+                    .map(|i| ConfigIssue {
+                        path: format!("{file_path}: {}", i.path),
+                        message: i.message,
+                    })
+                    .collect();
+                (cfg, issues)
+            }
             Ok(_) => {
                 let issue = ConfigIssue {
                     path: file_path,
@@ -156,7 +182,9 @@ pub(super) fn select_budget(
 }
 
 impl Engine {
-    /// Resolve the thresholds for the moment's model, window and role (cached per combination).
+    /// Resolve the thresholds for the moment's model, window, Pi's reserve for that model and the
+    /// role (`relay.role`, else the hosting rule); cached per combination, so a model switch or a
+    /// changed reserve resolves them again.
     pub(super) fn refresh_params(&mut self, moment: &Moment) {
         let model = moment.model.clone().unwrap_or_default();
         let context_window = moment
@@ -164,10 +192,14 @@ impl Engine {
             .map(|u| u.context_window)
             .or(moment.context_window)
             .unwrap_or(0);
-        let subagent = moment.subagent;
+        let reserve = self.reserve_for(moment);
+        let subagent = self.is_subagent(moment);
         let fresh = match &self.budget.params {
             Some(p) => {
-                p.model != model || p.context_window != context_window || p.subagent != subagent
+                p.model != model
+                    || p.context_window != context_window
+                    || p.reserve != reserve
+                    || p.subagent != subagent
             }
             None => true,
         };
@@ -176,12 +208,13 @@ impl Engine {
                 &self.budget.config,
                 &model,
                 context_window,
-                self.settings.reserve_tokens,
+                reserve,
                 subagent,
             );
             self.budget.params = Some(ResolvedParams {
                 model,
                 context_window,
+                reserve,
                 subagent,
                 params,
             });
@@ -195,8 +228,8 @@ impl Engine {
                 &self.budget.config,
                 "",
                 0,
-                self.settings.reserve_tokens,
-                false,
+                self.settings.reserve.default,
+                self.settings.config.role == Some(crate::config::Role::Subagent),
             ),
         }
     }

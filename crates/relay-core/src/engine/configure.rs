@@ -3,22 +3,27 @@
 //!
 //! **Contract.** Precedence is decided in Rust ([`crate::config::SettingsLayers`]: Pi's own merge,
 //! the project only when trusted); the budget policy file, when there is one, wins over
-//! `relay.budget`. Every problem is reported at once, naming the file and the key path; each key
-//! falls back to its safe default. Configuring never fails and may run on every input (the budget
-//! file is re-read by the binding each time).
+//! `relay.budget` (a file named by `PI_CONTEXT_BUDGET_CONFIG` that does not exist gives the
+//! defaults and a warning, never `relay.budget`). Every problem is reported at once, naming the
+//! file and the key path; each key falls back to its safe default. Configuring never fails and
+//! runs on every input (the budget file is re-read by the binding each time).
+//!
+//! Pi's reserve is kept per model ([`ReserveTokens`]) and looked up for the moment's model at every
+//! use ([`Engine::reserve_for`]); the role is `relay.role` when declared, else the hosting rule
+//! ([`Engine::is_subagent`]).
 
 use super::budget::select_budget;
 use super::wire::{ConfigSources, Effect, HookReply, NotifyLevel};
 use super::Engine;
-use crate::config::{RelayConfig, SettingsLayers, DEFAULT_RESERVE_TOKENS};
+use crate::config::{RelayConfig, ReserveTokens, Role, SettingsLayers};
 use crate::scheduler::SchedInput;
 use crate::ConfigIssue;
 
 /// Relay's settings in the engine.
 pub(super) struct Settings {
     pub(super) config: RelayConfig,
-    /// Pi's `compaction.reserveTokens`.
-    pub(super) reserve_tokens: u64,
+    /// Pi's compaction reserve, per model (`compaction.modelOverrides`).
+    pub(super) reserve: ReserveTokens,
     /// `/relay on|off` for the rest of this runtime; wins over the `enabled` setting.
     pub(super) toggle: Option<bool>,
 }
@@ -27,13 +32,29 @@ impl Settings {
     pub(super) fn new() -> Self {
         Settings {
             config: RelayConfig::default(),
-            reserve_tokens: DEFAULT_RESERVE_TOKENS,
+            reserve: ReserveTokens::default(),
             toggle: None,
         }
     }
 }
 
 impl Engine {
+    /// Pi's compaction reserve for the moment's model (its `compaction.modelOverrides` entry, else
+    /// `compaction.reserveTokens`): the one lookup behind the remaining figure, the reminder, the
+    /// derived thresholds and the status.
+    pub(super) fn reserve_for(&self, moment: &super::wire::Moment) -> u64 {
+        self.settings.reserve.for_model(moment.model.as_deref())
+    }
+
+    /// Whether this session runs in the subagent role: `relay.role` when the host declared it,
+    /// else the process-wide hosting rule the adapter reports (`moment.subagent`).
+    pub(super) fn is_subagent(&self, moment: &super::wire::Moment) -> bool {
+        match self.settings.config.role {
+            Some(role) => role == Role::Subagent,
+            None => moment.subagent,
+        }
+    }
+
     /// Validate and apply configuration; every problem is reported with its file and key path.
     pub fn configure(&mut self, sources: &ConfigSources) -> Vec<ConfigIssue> {
         let layers = SettingsLayers::merge(
@@ -46,7 +67,7 @@ impl Engine {
         let (resolved, mut issues) = layers.resolve();
         let (budget, budget_issues) = select_budget(sources, resolved.relay.budget.as_ref());
         issues.extend(budget_issues.into_iter().map(|i| layers.attribute(i)));
-        self.settings.reserve_tokens = resolved.reserve_tokens;
+        self.settings.reserve = resolved.reserve_tokens;
         self.budget.configure(
             budget,
             sources.cwd.as_deref().unwrap_or(""),

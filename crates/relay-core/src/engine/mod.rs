@@ -60,9 +60,9 @@ mod tests;
 
 pub use specs::tool_specs;
 pub use wire::{
-    ConfigSources, Continuation, DeliverAs, Effect, Event, GitFacts, HookReply, HookResult, Marker,
-    Moment, NotifyLevel, Observation, ResetPlan, ToolReply, ToolSpec, Usage, BOOT_TYPE,
-    CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_MARKER_TYPE,
+    BudgetFilePath, ConfigSources, Continuation, DeliverAs, Effect, Event, GitFacts, HookReply,
+    HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan, ToolReply, ToolSpec, Usage,
+    BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_MARKER_TYPE,
     STEER_TYPE,
 };
 

@@ -29,7 +29,7 @@ impl Engine {
         }
         let mut s = format!("relay w{}", self.window_count());
         if let Some(u) = moment.usage {
-            match remaining_tokens(u.context_window, u.tokens, self.settings.reserve_tokens) {
+            match remaining_tokens(u.context_window, u.tokens, self.reserve_for(moment)) {
                 Some(r) => s.push_str(&format!(" · {} left", group_digits(r))),
                 None => s.push_str(" · fresh"),
             }
@@ -64,8 +64,13 @@ impl Engine {
                 "relay: off — Pi's default compaction applies again; history and notes tools stay available".to_string()
             }
             "" | "status" => {
-                let reserve = self.settings.reserve_tokens;
+                let reserve = self.reserve_for(moment);
                 let mode = self.budget_mode();
+                let window = moment
+                    .usage
+                    .map(|u| u.context_window)
+                    .or(moment.context_window)
+                    .unwrap_or(0);
                 render_status(&StatusInfo {
                     enabled: self.enabled(),
                     current_window_id: self.mirror.history.current_window_id(),
@@ -76,6 +81,7 @@ impl Engine {
                         .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve)),
                     reserve_tokens: reserve,
                     reminder_threshold: reminder_threshold(
+                        window,
                         reserve,
                         self.settings.config.reminder_margin_tokens,
                     ),
@@ -98,16 +104,20 @@ impl Engine {
     }
 
     /// The low-budget reminder, once per window, when the physical remaining capacity drops to
-    /// reserve + margin.
+    /// reserve + margin, both capped to the window ([`reminder_threshold`]).
     pub(super) fn maybe_remind(&mut self, moment: &Moment, reply: &mut HookReply) {
         if !self.enabled() {
             return;
         }
         let Some(usage) = moment.usage else { return };
         let Some(tokens) = usage.tokens else { return };
-        let reserve = self.settings.reserve_tokens;
+        let reserve = self.reserve_for(moment);
         let physical = usage.context_window.saturating_sub(tokens);
-        let threshold = reminder_threshold(reserve, self.settings.config.reminder_margin_tokens);
+        let threshold = reminder_threshold(
+            usage.context_window,
+            reserve,
+            self.settings.config.reminder_margin_tokens,
+        );
         if physical > threshold {
             return;
         }

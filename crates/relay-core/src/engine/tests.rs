@@ -381,7 +381,7 @@ fn invalid_settings_are_reported_once_each_with_their_file_and_key_path() {
     let project = "relay: project settings (.pi/settings.json): ";
     for line in [
         format!("{global}relay.reminderMarginTokens: expected a whole number of tokens"),
-        format!("{global}compaction.reserveTokens: expected a positive integer"),
+        format!("{global}compaction.reserveTokens: expected a non-negative whole number"),
         format!("{project}relay.budget.mode: must be \"off\", \"observe\" or \"enforce\", got \"sometimes\""),
         format!("{global}relay.budget.main.soft: "),
     ] {
@@ -511,7 +511,7 @@ fn an_unreadable_budget_file_selects_observe_and_says_so() {
     let mut e = engine();
     let sources = ConfigSources {
         global: Some(json!({"relay": {"budget": {"mode": "enforce"}}})),
-        budget_config_path: Some("/agent/context-budget.json".into()),
+        agent_dir: Some("/agent".into()),
         budget_file: Some("{ not json".into()),
         ..ConfigSources::default()
     };
@@ -892,4 +892,139 @@ mod ts_layout {
             format!("{head} = {body};")
         }
     }
+}
+
+/// Pi's `compaction.modelOverrides["provider/model"].reserveTokens` is the reserve for that model
+/// wherever Relay uses one, and follows a model switch (the moment carries the model key).
+#[test]
+fn the_reserve_is_looked_up_for_the_moments_model() {
+    let mut e = engine();
+    let issues = e.configure(&ConfigSources {
+        global: Some(
+            json!({"compaction": {"reserveTokens": 10_000, "modelOverrides": {
+                "faux/faux-1": {"reserveTokens": 30_000},
+                "faux/faux-2": {"reserveTokens": 2_000},
+            }}}),
+        ),
+        ..ConfigSources::default()
+    });
+    assert!(issues.is_empty(), "{issues:?}");
+    let on = |model: &str, tokens| Moment {
+        model: Some(model.into()),
+        ..moment(Some(tokens))
+    };
+    for (model, want) in [
+        ("faux/faux-1", 20_000),
+        ("faux/faux-2", 48_000),
+        ("faux/other", 40_000),
+    ] {
+        let r = e.tool("get_context_remaining", &json!({}), &on(model, 50_000));
+        assert_eq!(
+            r.text,
+            format!("{{\"remaining_tokens\":{want}}}"),
+            "{model}"
+        );
+        // The footer says the same.
+        let Effect::Status { text: Some(footer) } = e.status_effect(&on(model, 50_000)) else {
+            panic!("no footer");
+        };
+        assert!(
+            footer.contains(&format!("{} left", crate::render::group_digits(want))),
+            "{model}: {footer}"
+        );
+    }
+    // The derived thresholds use it too: 100k window, reserve 30,000 → usable 70,000, hard 63,000.
+    e.refresh_params(&on("faux/faux-1", 1));
+    assert_eq!(e.current_params().thresholds.hard, 63_000);
+    e.refresh_params(&on("faux/faux-2", 1));
+    assert_eq!(e.current_params().thresholds.hard, 88_200);
+}
+
+#[test]
+fn a_declared_role_wins_over_the_hosting_rule() {
+    let mut e = engine();
+    let budget = json!({"main": {"hard": 90_000}, "subagent": {"hard": 30_000}});
+    for (role, hosted, want) in [
+        (None, false, 90_000),
+        (None, true, 30_000),
+        (Some("subagent"), false, 30_000),
+        (Some("main"), true, 90_000),
+    ] {
+        let mut relay = json!({ "budget": budget });
+        if let Some(role) = role {
+            relay["role"] = json!(role);
+        }
+        let issues = e.configure(&ConfigSources {
+            global: Some(json!({ "relay": relay })),
+            ..ConfigSources::default()
+        });
+        assert!(issues.is_empty(), "{issues:?}");
+        let m = Moment {
+            subagent: hosted,
+            ..moment(Some(1))
+        };
+        e.refresh_params(&m);
+        assert_eq!(
+            e.current_params().thresholds.hard,
+            want,
+            "{role:?} hosted={hosted}"
+        );
+    }
+}
+
+/// `PI_CONTEXT_BUDGET_CONFIG` naming a missing file: the defaults and a warning naming it, not the
+/// settings' `relay.budget`; the missing default file is silent and the settings apply.
+#[test]
+fn a_missing_explicit_budget_file_is_a_warning_and_selects_the_defaults() {
+    let settings = json!({"relay": {"budget": {"mode": "enforce"}}});
+    let mut e = engine();
+    let issues = e.configure(&ConfigSources {
+        global: Some(settings.clone()),
+        budget_config_env: Some("/nowhere/budget.json".into()),
+        agent_dir: Some("/agent".into()),
+        ..ConfigSources::default()
+    });
+    let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        ["/nowhere/budget.json: PI_CONTEXT_BUDGET_CONFIG names this file, which does not exist; using the default budget configuration (observe mode), not relay.budget"]
+    );
+    assert_eq!(e.budget.mode.configured, Mode::Observe);
+    let mut e = engine();
+    for env in [None, Some(String::new())] {
+        let issues = e.configure(&ConfigSources {
+            global: Some(settings.clone()),
+            budget_config_env: env,
+            agent_dir: Some("/agent".into()),
+            ..ConfigSources::default()
+        });
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(e.budget.mode.configured, Mode::Enforce);
+    }
+}
+
+#[test]
+fn the_budget_file_path_is_the_env_value_else_the_agent_dirs_file() {
+    let path = |env: Option<&str>, dir: Option<&str>| {
+        ConfigSources {
+            budget_config_env: env.map(Into::into),
+            agent_dir: dir.map(Into::into),
+            ..ConfigSources::default()
+        }
+        .budget_file_path()
+        .map(|f| (f.path, f.explicit))
+    };
+    assert_eq!(
+        path(Some("/x/b.json"), Some("/a")),
+        Some(("/x/b.json".into(), true))
+    );
+    assert_eq!(
+        path(Some(""), Some("/a")),
+        Some(("/a/context-budget.json".into(), false))
+    );
+    assert_eq!(
+        path(None, Some("/a/")),
+        Some(("/a/context-budget.json".into(), false))
+    );
+    assert_eq!(path(None, None), None);
 }

@@ -106,9 +106,10 @@ impl Engine {
                 if let Err(out) = args::decode::<args::GetContextRemaining>(name, args) {
                     return out.into();
                 }
-                let remaining = moment.usage.and_then(|u| {
-                    remaining_tokens(u.context_window, u.tokens, self.settings.reserve_tokens)
-                });
+                let reserve = self.reserve_for(moment);
+                let remaining = moment
+                    .usage
+                    .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve));
                 ToolOutput::json(&json!({ "remaining_tokens": remaining })).into()
             }
             other => ToolOutput::error(format!("unknown tool {other:?}")).into(),

@@ -71,7 +71,8 @@ pub struct Moment {
     pub has_pending_messages: bool,
     pub cwd: String,
     /// This runtime was bound while another Relay runtime was already bound in the same process
-    /// (an SDK child session): the budget policy uses the `subagent` thresholds.
+    /// (an SDK child session): the hosting rule's answer. The budget policy then uses the
+    /// `subagent` thresholds, unless `relay.role` declares the session's role.
     pub subagent: bool,
 }
 
@@ -206,8 +207,12 @@ pub struct ConfigSources {
     pub project_trusted: bool,
     /// Path of Pi's global settings file, to name it in warnings.
     pub global_file: Option<String>,
-    /// Path of the budget policy file (`context-budget.json` or `PI_CONTEXT_BUDGET_CONFIG`).
-    pub budget_config_path: Option<String>,
+    /// `PI_CONTEXT_BUDGET_CONFIG` as the process has it (`null` when unset): names the budget
+    /// policy file explicitly. Which file applies is decided by [`ConfigSources::budget_file_path`].
+    pub budget_config_env: Option<String>,
+    /// Pi's agent directory (`getAgentDir()`: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), home of
+    /// the default budget policy file `context-budget.json`.
+    pub agent_dir: Option<String>,
     /// Where status and events go (the binding writes them).
     pub state_dir: Option<String>,
     pub cwd: Option<String>,
@@ -215,9 +220,38 @@ pub struct ConfigSources {
     /// it; never sent by the extension).
     #[serde(skip)]
     pub budget_file: Option<String>,
-    /// Why the budget policy file could not be read (absent files are not an error).
+    /// Why the budget policy file could not be read (an absent file leaves this and
+    /// `budget_file` empty).
     #[serde(skip)]
     pub budget_file_error: Option<String>,
+}
+
+/// The budget policy file Relay reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetFilePath {
+    pub path: String,
+    /// Named by `PI_CONTEXT_BUDGET_CONFIG`: its absence is a warning. The default file
+    /// (`<agent dir>/context-budget.json`) may be absent silently.
+    pub explicit: bool,
+}
+
+impl ConfigSources {
+    /// `PI_CONTEXT_BUDGET_CONFIG` when it is set and not empty, else `<agent dir>/context-budget.json`
+    /// (seed 004), else none.
+    pub fn budget_file_path(&self) -> Option<BudgetFilePath> {
+        if let Some(path) = self.budget_config_env.as_deref().filter(|p| !p.is_empty()) {
+            return Some(BudgetFilePath {
+                path: path.to_string(),
+                explicit: true,
+            });
+        }
+        let dir = self.agent_dir.as_deref().filter(|d| !d.is_empty())?;
+        let sep = if dir.ends_with('/') { "" } else { "/" };
+        Some(BudgetFilePath {
+            path: format!("{dir}{sep}context-budget.json"),
+            explicit: false,
+        })
+    }
 }
 
 /// Git facts the binding collects for a handoff (independently of the model). Rust to Rust only.

@@ -251,9 +251,12 @@ fn parse_thresholds(v: &Value, path: &str, issues: &mut Vec<ConfigIssue>) -> Thr
             if x > y {
                 issue(
                     issues,
-                    path.to_string(),
+                    join(path, a),
                     format!(
-                        "{a} ({x}) must not exceed {b} ({y}); this threshold set falls back to the defaults"
+                        "{x} must not exceed {} ({y}); the soft/handoff/hard values of {path} are \
+                         ignored (the next level applies: the role's values, else those derived \
+                         from the window) and enforce runs as observe until this is fixed",
+                        join(path, b)
                     ),
                 );
                 return ThresholdOverrides {
@@ -266,13 +269,22 @@ fn parse_thresholds(v: &Value, path: &str, issues: &mut Vec<ConfigIssue>) -> Thr
     t
 }
 
+/// A model key as it appears in a key path: JSON-quoted, so that `models."a/x.1".main.soft` names
+/// the key `a/x.1` unambiguously.
+pub fn quoted_key(key: &str) -> String {
+    serde_json::to_string(key).unwrap_or_else(|_| format!("\"{key}\""))
+}
+
 /// Parse and validate a budget configuration object. `path_prefix` is prepended to every reported
 /// key path (`"budget"` gives `budget.main.soft`; `""` gives `main.soft`).
 ///
 /// Every invalid value is reported; the offending key keeps its default. A threshold set whose
-/// values are out of order (`soft <= handoff <= hard` violated) falls back to the defaults as a
-/// whole (its `minProgress` is kept). Unknown keys are reported but are not "invalid": only invalid
-/// values set [`BudgetConfig::invalid`], which makes the effective mode observe.
+/// values are out of order (`soft <= handoff <= hard` violated; the object is already the merge of
+/// the global and project settings) is dropped as a whole (its `minProgress` is kept), so the next
+/// level applies to it in [`resolve_thresholds`], and is reported with the key paths of both values.
+/// Model keys are quoted in key paths (`budget.models."p/m".main.soft`). Unknown keys are reported
+/// but are not "invalid": only invalid values set [`BudgetConfig::invalid`], which makes the
+/// effective mode observe.
 pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<ConfigIssue>) {
     let mut cfg = BudgetConfig::default();
     let mut issues = Vec::new();
@@ -335,7 +347,7 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
             "models" => {
                 if let Some(models) = as_object(val, &p, &mut issues) {
                     for (model, mv) in models {
-                        let mp = join(&p, model);
+                        let mp = join(&p, &quoted_key(model));
                         let mut mo = ModelOverride::default();
                         if let Some(mobj) = as_object(mv, &mp, &mut issues) {
                             for (role, rv) in mobj {
@@ -566,12 +578,26 @@ pub fn derived_thresholds(context_window: u64, reserve_tokens: u64, subagent: bo
 
 /// Resolve the thresholds for `model_key` (`"provider/model-id"`) in a main or subagent session.
 ///
-/// Precedence per field: `models[model_key].<role>.<field>` > `<role>.<field>` > derived from the
-/// window ([`derived_thresholds`]). When values from different levels disagree in order, the more
-/// specific level wins and the less specific values are clamped into the range it leaves: e.g. a
-/// model override `handoff: 100000` with a role-level `soft: 300000` gives `soft = 100000`; a lone
-/// explicit `hard: 50000` on a 1M window pulls the derived soft/handoff below 50000. Explicit
-/// values are never changed by the window.
+/// 1. **Explicit values.** A `models[model_key].<role>` value wins. A `<role>` value joins it only
+///    where it keeps the order with the model's values (soft ≤ handoff ≤ hard): a role value that
+///    would cross a model value does not apply to this model. So `main: {300k, 400k, 600k}` with
+///    `models."p/m".main.hard: 150000` gives p/m its own three bands below 150,000.
+/// 2. **Nothing explicit** (no soft, handoff or hard at either level): the values derived from the
+///    window ([`derived_thresholds`]).
+/// 3. **Some explicit:** the missing bands are derived from the given ones with the default ratios
+///    (soft = 60 % and handoff = 75 % of hard), never from the window:
+///    - hard = the given hard, else handoff ÷ 0.75, else soft ÷ 0.6;
+///    - handoff = 75 % of hard, unless that is not above a given soft: then midway between soft
+///      and hard;
+///    - soft = 60 % of hard; with a given handoff that hard was derived from, or that 60 % of
+///      hard would not be below, 80 % of handoff (the same 60 : 75 ratio).
+///
+///    `hard: 150000` alone gives 90,000 / 112,500 / 150,000.
+/// 4. `minProgress` = the explicit value (model, then role), else hard ÷ 12 capped at the seed's
+///    value for the role (for derived thresholds that is exactly the derived value).
+///
+/// Invariant: `0 < soft <= handoff <= hard` and `min_progress > 0`. A set that is out of order within
+/// one level never gets here: [`parse_budget_config`] reports it and drops it.
 pub fn resolve_thresholds(
     cfg: &BudgetConfig,
     model_key: &str,
@@ -579,61 +605,74 @@ pub fn resolve_thresholds(
     reserve_tokens: u64,
     subagent: bool,
 ) -> Thresholds {
-    let derived = derived_thresholds(context_window, reserve_tokens, subagent);
+    let seed = if subagent { SEED_SUBAGENT } else { SEED_MAIN };
     let role = if subagent { &cfg.subagent } else { &cfg.main };
     let model = cfg
         .models
         .get(model_key)
         .map(|m| if subagent { m.subagent } else { m.main })
         .unwrap_or_default();
-    let levels: [[Option<u64>; 3]; 3] = [
-        [model.soft, model.handoff, model.hard],
-        [role.soft, role.handoff, role.hard],
-        [
-            Some(derived.soft),
-            Some(derived.handoff),
-            Some(derived.hard),
-        ],
-    ];
-    let mut fixed: [Option<u64>; 3] = [None; 3];
-    for level in levels {
-        // Values of one level are mutually ordered (validated or derived); clamp each into the
-        // interval the already fixed (more specific) values leave.
-        let snapshot = fixed;
-        for (i, (slot, value)) in fixed.iter_mut().zip(level).enumerate() {
-            // `slot` still holds its snapshot value: only this iteration writes it.
-            if slot.is_some() {
-                continue;
-            }
-            if let Some(v) = value {
-                let lo = snapshot
-                    .iter()
-                    .take(i)
-                    .flatten()
-                    .copied()
-                    .max()
-                    .unwrap_or(1);
-                let hi = snapshot
-                    .iter()
-                    .skip(i + 1)
-                    .flatten()
-                    .copied()
-                    .min()
-                    .unwrap_or(u64::MAX);
-                *slot = Some(v.clamp(lo.min(hi), hi));
-            }
+    let model_bands = [model.soft, model.handoff, model.hard];
+    let role_bands = [role.soft, role.handoff, role.hard];
+    // A role value fits when it keeps the order with every model value.
+    let fits = |i: usize, v: u64| {
+        model_bands.iter().enumerate().all(|(j, m)| match m {
+            Some(m) if j < i => *m <= v,
+            Some(m) if j > i => v <= *m,
+            _ => true,
+        })
+    };
+    let mut bands = model_bands;
+    for (i, (slot, role_value)) in bands.iter_mut().zip(role_bands).enumerate() {
+        if slot.is_none() {
+            *slot = role_value.filter(|v| fits(i, *v));
         }
     }
-    let min_progress = model
-        .min_progress
-        .or(role.min_progress)
-        .unwrap_or(derived.min_progress)
+    let min_progress_given = model.min_progress.or(role.min_progress);
+    let [soft, handoff, hard] = bands;
+    if bands.iter().all(Option::is_none) {
+        let derived = derived_thresholds(context_window, reserve_tokens, subagent);
+        return Thresholds {
+            min_progress: min_progress_given.unwrap_or(derived.min_progress).max(1),
+            ..derived
+        };
+    }
+    let (s, h, x) = (
+        soft.map(u128::from),
+        handoff.map(u128::from),
+        hard.map(u128::from),
+    );
+    let hard_v = x
+        .or(h.map(|h| h * 4 / 3))
+        .or(s.map(|s| s * 5 / 3))
+        .unwrap_or(1)
         .max(1);
+    let handoff_v = h.unwrap_or_else(|| {
+        let d = hard_v * 3 / 4;
+        match (s, x) {
+            // Only soft: 75 : 60 of it, without rounding through the derived hard.
+            (Some(s), None) => s * 5 / 4,
+            (Some(s), Some(_)) if d <= s => (s + hard_v) / 2,
+            _ => d,
+        }
+    });
+    let soft_v = s.unwrap_or_else(|| {
+        let d = hard_v * 3 / 5;
+        if h.is_some() && (x.is_none() || d >= handoff_v) {
+            handoff_v * 4 / 5
+        } else {
+            d.min(handoff_v)
+        }
+    });
+    let to_u64 = |v: u128| u64::try_from(v).unwrap_or(u64::MAX).max(1);
+    let hard_t = to_u64(hard_v);
     Thresholds {
-        soft: fixed[0].unwrap_or(derived.soft).max(1),
-        handoff: fixed[1].unwrap_or(derived.handoff).max(1),
-        hard: fixed[2].unwrap_or(derived.hard).max(1),
-        min_progress,
+        soft: to_u64(soft_v),
+        handoff: to_u64(handoff_v),
+        hard: hard_t,
+        min_progress: min_progress_given
+            .unwrap_or_else(|| (hard_t / 12).min(seed.min_progress))
+            .max(1),
     }
 }
 
@@ -664,5 +703,248 @@ impl PolicyParams {
             max_handoffs_per_session: cfg.max_handoffs_per_session,
             loop_guard: cfg.loop_guard,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
+    use super::*;
+    use serde_json::json;
+
+    const W: u64 = 1_000_000;
+    const R: u64 = 16_384;
+
+    fn bands(cfg: &Value, model: &str, subagent: bool) -> (u64, u64, u64, u64) {
+        let (cfg, issues) = parse_budget_config(cfg, "");
+        assert!(issues.is_empty(), "{issues:?}");
+        let t = resolve_thresholds(&cfg, model, W, R, subagent);
+        (t.soft, t.handoff, t.hard, t.min_progress)
+    }
+
+    /// Partial overrides keep three bands: the missing ones come from the given ones by the default
+    /// ratios (soft 60 %, handoff 75 % of hard), never clamped onto them.
+    #[test]
+    fn partial_overrides_derive_the_missing_bands_by_the_default_ratios() {
+        let readme = json!({
+            "mode": "enforce",
+            "main": { "soft": 300000, "handoff": 400000, "hard": 600000, "minProgress": 50000 },
+            "subagent": { "soft": 150000, "handoff": 200000, "hard": 300000, "minProgress": 25000 },
+            "models": { "provider/model-id": { "main": { "hard": 150000 } } },
+            "maxHandoffsPerSession": 10,
+            "loop": { "maxHandoffsWithoutProgress": 2, "withinTurns": 8 }
+        });
+        type Case = (
+            &'static str,
+            Value,
+            &'static str,
+            bool,
+            (u64, u64, u64, u64),
+        );
+        let cases: &[Case] = &[
+            (
+                "the README's example alone",
+                json!({"models": {"provider/model-id": {"main": {"hard": 150000}}}}),
+                "provider/model-id",
+                false,
+                (90_000, 112_500, 150_000, 12_500),
+            ),
+            (
+                "the README's whole example: the role's bands above the model's hard do not apply to it",
+                readme.clone(),
+                "provider/model-id",
+                false,
+                (90_000, 112_500, 150_000, 50_000),
+            ),
+            (
+                "the README's example, another model: the role's values",
+                readme.clone(),
+                "provider/other",
+                false,
+                (300_000, 400_000, 600_000, 50_000),
+            ),
+            (
+                "the README's example, subagent: the model override covers main only",
+                readme,
+                "provider/model-id",
+                true,
+                (150_000, 200_000, 300_000, 25_000),
+            ),
+            (
+                "role hard only, on a large window: not pulled from the window",
+                json!({"main": {"hard": 50000}}),
+                "p/m",
+                false,
+                (30_000, 37_500, 50_000, 4_166),
+            ),
+            (
+                "only handoff: hard = handoff / 0.75",
+                json!({"main": {"handoff": 90000}}),
+                "p/m",
+                false,
+                (72_000, 90_000, 120_000, 10_000),
+            ),
+            (
+                "only soft, not a multiple of 3: handoff = 1.25 × soft exactly",
+                json!({"main": {"soft": 80000}}),
+                "p/m",
+                false,
+                (80_000, 100_000, 133_333, 11_111),
+            ),
+            (
+                "only soft: hard = soft / 0.6",
+                json!({"models": {"p/m": {"main": {"soft": 60000}}}}),
+                "p/m",
+                false,
+                (60_000, 75_000, 100_000, 8_333),
+            ),
+            (
+                "soft and hard: handoff at 75 %",
+                json!({"main": {"soft": 10000, "hard": 100000}}),
+                "p/m",
+                false,
+                (10_000, 75_000, 100_000, 8_333),
+            ),
+            (
+                "soft above 75 % of hard: handoff midway between them",
+                json!({"main": {"soft": 80000, "hard": 100000}}),
+                "p/m",
+                false,
+                (80_000, 90_000, 100_000, 8_333),
+            ),
+            (
+                "handoff below 60 % of hard: soft at 80 % of handoff",
+                json!({"main": {"handoff": 50000, "hard": 100000}}),
+                "p/m",
+                false,
+                (40_000, 50_000, 100_000, 8_333),
+            ),
+            (
+                "handoff and hard, soft at 60 %",
+                json!({"main": {"handoff": 90000, "hard": 100000}}),
+                "p/m",
+                false,
+                (60_000, 90_000, 100_000, 8_333),
+            ),
+            (
+                "role values that keep the order with the model's join them",
+                json!({"main": {"soft": 100000}, "models": {"p/m": {"main": {"hard": 150000}}}}),
+                "p/m",
+                false,
+                (100_000, 112_500, 150_000, 12_500),
+            ),
+            (
+                "a role value crossing a model value does not apply to that model",
+                json!({"main": {"soft": 300000}, "models": {"p/m": {"main": {"handoff": 100000}}}}),
+                "p/m",
+                false,
+                (80_000, 100_000, 133_333, 11_111),
+            ),
+            (
+                "... but applies to other models",
+                json!({"main": {"soft": 300000}, "models": {"p/m": {"main": {"handoff": 100000}}}}),
+                "p/other",
+                false,
+                (300_000, 375_000, 500_000, 41_666),
+            ),
+            (
+                "a model soft above the role's handoff: the role's hard stays, handoff in between",
+                json!({"main": {"soft": 300000, "handoff": 400000, "hard": 600000},
+                       "models": {"p/m": {"main": {"soft": 500000}}}}),
+                "p/m",
+                false,
+                (500_000, 550_000, 600_000, 50_000),
+            ),
+            (
+                "explicit minProgress wins",
+                json!({"main": {"minProgress": 7}, "models": {"p/m": {"main": {"hard": 150000}}}}),
+                "p/m",
+                false,
+                (90_000, 112_500, 150_000, 7),
+            ),
+            (
+                "only minProgress: the bands come from the window",
+                json!({"main": {"minProgress": 7}}),
+                "p/m",
+                false,
+                (300_000, 400_000, 600_000, 7),
+            ),
+            (
+                "tiny values stay positive and ordered",
+                json!({"main": {"hard": 1}}),
+                "p/m",
+                false,
+                (1, 1, 1, 1),
+            ),
+        ];
+        for (name, cfg, model, subagent, want) in cases {
+            assert_eq!(bands(cfg, model, *subagent), *want, "{name}");
+        }
+    }
+
+    /// An out-of-order set within one level (after the settings layers merged) is a warning naming
+    /// both keys by their full path; the set is dropped (the next level applies) and the
+    /// configuration counts as invalid, so enforce runs as observe.
+    #[test]
+    fn an_out_of_order_set_is_a_warning_naming_both_keys() {
+        let cfg = json!({
+            "mode": "enforce",
+            "main": {"soft": 100000, "handoff": 200000, "hard": 300000},
+            "models": {"p/m.1": {"main": {"soft": 50000, "handoff": 40000}}}
+        });
+        let (parsed, issues) = parse_budget_config(&cfg, "relay.budget");
+        let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "relay.budget.models.\"p/m.1\".main.soft: 50000 must not exceed \
+              relay.budget.models.\"p/m.1\".main.handoff (40000); the soft/handoff/hard values of \
+              relay.budget.models.\"p/m.1\".main are ignored (the next level applies: the role's \
+              values, else those derived from the window) and enforce runs as observe until this \
+              is fixed"
+            ]
+        );
+        assert!(parsed.invalid.is_some());
+        assert_eq!(effective_mode(&parsed, "/w").effective, Mode::Observe);
+        let t = resolve_thresholds(&parsed, "p/m.1", W, R, false);
+        assert_eq!(
+            (t.soft, t.handoff, t.hard),
+            (100_000, 200_000, 300_000),
+            "the role's values apply"
+        );
+        let (_, issues) = parse_budget_config(&json!({"subagent": {"handoff": 9, "hard": 8}}), "");
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].path, "subagent.handoff");
+        assert!(issues[0]
+            .message
+            .starts_with("9 must not exceed subagent.hard (8);"));
+    }
+
+    #[test]
+    fn a_tilde_in_enforce_cwds_is_reported_with_its_index_and_never_matches() {
+        let (cfg, issues) = parse_budget_config(
+            &json!({"mode": "enforce", "enforceCwds": ["/ok", "~/work", "~"]}),
+            "b",
+        );
+        let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(paths, ["b.enforceCwds[1]", "b.enforceCwds[2]"]);
+        assert!(
+            issues[0].message.contains("no tilde expansion"),
+            "{}",
+            issues[0]
+        );
+        assert_eq!(cfg.enforce_cwds, Some(vec!["/ok".to_string()]));
+        assert!(!cwd_matches("~/work", "/home/u/work"));
+        assert!(!cwd_matches("~", "/home/u"));
+        assert_eq!(
+            effective_mode(&cfg, "/home/u/work").effective,
+            Mode::Observe
+        );
     }
 }
