@@ -549,6 +549,9 @@ struct Host {
     restating: HashSet<String>,
     blocked: HashSet<String>,
     executed: HashSet<String>,
+    /// The enforced policy committed a handoff or forced a reset that is not installed yet:
+    /// nothing but `context_handoff` may run until it is (or the policy says it was dropped).
+    reset_owed: bool,
     trace: Vec<String>,
 }
 
@@ -602,6 +605,7 @@ impl Host {
             strict_borrow: false,
             restating: HashSet::new(),
             blocked: HashSet::new(),
+            reset_owed: false,
             executed: HashSet::new(),
             trace: Vec::new(),
         };
@@ -665,6 +669,7 @@ impl Host {
         }
         self.mirrored = self.branch.len();
         self.rearmed_at = self.branch.len();
+        self.reset_owed = false;
         self.toggle = None;
         self.configure()?;
         self.hook(Hook::SessionStart, json!({ "reason": reason }))?;
@@ -714,6 +719,7 @@ impl Host {
     }
 
     fn compaction(&mut self, summary: &str, first_kept: &str, details: &Value) -> String {
+        self.reset_owed = false;
         self.entry(json!({
             "type": "compaction", "summary": summary, "firstKeptEntryId": first_kept,
             "tokensBefore": 1000, "details": details, "fromHook": true,
@@ -867,6 +873,7 @@ impl Host {
             }
             if enabled_before != self.enabled() {
                 self.rearmed_at = self.branch.len();
+                self.reset_owed = false;
             }
         }
         self.check_hook(hook, &extra, &reply, enabled_before)?;
@@ -1206,6 +1213,10 @@ impl Host {
                                 }
                                 _ => {
                                     check!(!self.blocked.contains(id), "blocked call {id} runs");
+                                    check!(
+                                        name == "context_handoff" || !self.reset_owed,
+                                        "{name} runs while a budget reset is owed"
+                                    );
                                     self.executed.insert(id.clone());
                                     if name == "bash" {
                                         let fails = args["command"] == "false";
@@ -1336,6 +1347,7 @@ impl Host {
                     self.mirrored = keep;
                 }
                 self.rearmed_at = keep;
+                self.reset_owed = false;
                 self.hook(Hook::SessionTree, Value::Null)?;
             }
             Action::Command(args) => {
@@ -1506,6 +1518,10 @@ impl Host {
                     }
                     if matches!(name, "handoff_committed" | "forced_reset") {
                         self.fresh_request = true;
+                        self.reset_owed = true;
+                    }
+                    if name == "reset_dropped" {
+                        self.reset_owed = false;
                     }
                 }
                 "status" | "writeStatus" | "log" => {}
