@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { captureStderr, joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
 import { budgetEnv, enforce, gitRepo, GOAL, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
 
 /** The entry types of the branch after the first user message, for ordering assertions. */
@@ -315,7 +315,7 @@ test("modes say the truth: with /relay off, enforce is reported as not acting (s
 		assert.equal(off.configuredMode, "enforce");
 		assert.equal(off.effectiveMode, "observe");
 		assert.equal(off.modeReason, "Relay is off: /relay off");
-		const said = await captureLines(() => t.session.prompt("/relay status"));
+		const said = await captureStderr(() => t.session.prompt("/relay status"));
 		assert.ok(said.some((l) => /configured enforce/.test(l) && /Relay is off: \/relay off/.test(l)), said.join("\n"));
 		await t.session.prompt("Second.");
 		await t.session.prompt("Third.");
@@ -330,19 +330,6 @@ test("modes say the truth: with /relay off, enforce is reported as not acting (s
 		env.restore();
 	}
 });
-
-/** Lines written to stderr (where notifications go without a UI) while `fn` runs. */
-async function captureLines(fn) {
-	const lines = [];
-	const original = console.error;
-	console.error = (...args) => lines.push(args.map(String).join(" "));
-	try {
-		await fn();
-	} finally {
-		console.error = original;
-	}
-	return lines;
-}
 
 test("status and events: the status file is rewritten at a transition with pid and last action; config errors and commits are events", async () => {
 	const root = newRoot();
