@@ -316,3 +316,60 @@ test("an overflow Pi does not retry (the reply came) resets without restating an
 		await t.dispose();
 	}
 });
+
+/** A tool that runs until the run is aborted; `started` resolves once it is running. */
+function slowToolFactory() {
+	let started = Promise.withResolvers();
+	const factory = (pi) => {
+		pi.registerTool({
+			name: "slow_tool",
+			label: "slow",
+			description: "waits until aborted",
+			parameters: { type: "object", properties: {} },
+			async execute(_id, _params, signal) {
+				const aborted = new Promise((resolve) => signal.addEventListener("abort", resolve));
+				started.resolve();
+				await aborted;
+				return { content: [{ type: "text", text: "stopped" }], details: {} };
+			},
+		});
+	};
+	return { factory, started: () => started.promise, rearm: () => (started = Promise.withResolvers()) };
+}
+
+test("a window that borrowed its turn never borrows a second one, also after /reload", async () => {
+	const slow = slowToolFactory();
+	const t = await startSession({
+		contextWindow: 100_000,
+		settings: COMPACTABLE,
+		extraFactories: [slow.factory],
+		steps: [
+			// Crosses Pi's threshold (90,000 > 100,000 - 16,384) between turns: the borrowed turn.
+			{ ...tool("notes_append_to_file", { path: "log.md", content: "step A\n" }), tokens: 90_000 },
+			// The note-taking turn runs a tool the user interrupts: no reset, the window goes on.
+			{ ...tool("slow_tool"), tokens: 10_000 },
+		],
+	});
+	try {
+		const running = t.session.prompt("Do A.");
+		await within(slow.started(), 10_000, "the borrowed turn's tool to start");
+		await t.session.abort();
+		await running.catch(() => {});
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 1, "the window borrowed its turn");
+		assert.equal(ofType(t, "compaction").length, 0, "the aborted run reset nothing");
+
+		// /reload re-evaluates the extension: a new engine that only knows the branch.
+		await t.session.reload();
+		t.rescript(
+			{ ...tool("notes_append_to_file", { path: "log.md", content: "step B\n" }), tokens: 90_000 },
+			"B done.",
+		);
+		await t.session.prompt("Do B.");
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 1, "no second borrowed turn in the window");
+		const steersIn = (r) => joined(r).split("will be reset as soon as you finish this turn").length - 1;
+		assert.equal(steersIn(t.requests.at(-1)), 1, "the last request carries the window's one steer, not a second");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+	}
+});

@@ -28,8 +28,9 @@
 //!   read state for `/relay` status and never change it;
 //! - **handle** ([`Scheduler::handle`]) feeds one [`SchedInput`] observed from Pi and returns the
 //!   [`SchedOutput`]s the adapter must apply *in the hook that produced the input*;
-//! - **mutators** ([`Scheduler::new_context`], [`Scheduler::set_next_attempt_floor`]) change
-//!   state on behalf of a tool call or of the engine's bookkeeping.
+//! - **mutators** ([`Scheduler::new_context`], [`Scheduler::set_next_attempt_floor`],
+//!   [`Scheduler::restore_allowance`]) change state on behalf of a tool call or of the engine's
+//!   bookkeeping.
 //!
 //! # Lifecycle
 //!
@@ -48,7 +49,7 @@
 //! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
 //! | reset rejected (matching attempt) | attempt done; no automatic retry |
 //! | stale attempt id | ignored |
-//! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt |
+//! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt; the engine restores the allowance from the branch |
 //!
 //! # Decisions the requirements leave open
 //!
@@ -74,8 +75,11 @@
 //! - **Requests while a reset is in flight are absorbed by it**: `new_context` answers
 //!   `AlreadyPending`, handoff/forced requests are ignored, compaction hooks are cancelled. If the
 //!   attempt is then rejected, those requests are gone (no loop); a later request may retry.
-//! - **Window boundaries**: the fallback allowance re-arms on an applied reset, on `Invalidate`
-//!   (another branch or session is another window) and when Relay is switched back on.
+//! - **Window boundaries**: the fallback allowance re-arms on an applied reset. `Invalidate`
+//!   (a session start, reload or tree navigation) and switching Relay on forget the in-memory
+//!   allowance; the engine then restores it from the branch with
+//!   [`Scheduler::restore_allowance`]: a window whose branch already shows the note-taking steer
+//!   has spent its borrowed turn, whatever happened to the process in between.
 //! - **Attempt ids** are never reused within one scheduler. The engine should call
 //!   [`Scheduler::set_next_attempt_floor`] with one more than the largest attempt id found on the
 //!   branch, so that an old compaction entry can never match a new attempt.
@@ -229,8 +233,8 @@ pub enum Allowance {
     Borrowed,
     /// The borrowed turn ended; reset at the completed settle.
     Ready,
-    /// The borrowed turn was used up (reset issued, run aborted or failed). Re-armed only by an
-    /// applied reset.
+    /// The borrowed turn was used up (reset issued, run aborted or failed, or the branch shows the
+    /// window's steer: [`Scheduler::restore_allowance`]). Re-armed only by an applied reset.
     Spent,
 }
 
@@ -416,6 +420,16 @@ impl Scheduler {
             // A borrowed fallback is consumed by the explicit request: one reset, one continuation.
             self.explicit = true;
             NewContextAnswer::Scheduled
+        }
+    }
+
+    /// The branch's verdict on the current window, given after a session start, a reload, a tree
+    /// navigation or `/relay on` (which forget the in-memory allowance): `borrowed` when the
+    /// window already holds Relay's note-taking steer. Such a window never borrows a second turn
+    /// (`Available` becomes `Spent`); a borrow in progress (`Borrowed`, `Ready`) is left alone.
+    pub fn restore_allowance(&mut self, borrowed: bool) {
+        if borrowed && self.allowance == Allowance::Available {
+            self.allowance = Allowance::Spent;
         }
     }
 

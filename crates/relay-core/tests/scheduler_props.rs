@@ -33,6 +33,8 @@ enum Op {
     In(SchedInput),
     Applied(Pick),
     Rejected(Pick),
+    /// The engine's verdict from the branch, through [`Scheduler::restore_allowance`].
+    Restore(bool),
 }
 
 fn source() -> impl Strategy<Value = ResetSource> {
@@ -77,6 +79,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => pick().prop_map(Op::Rejected),
         1 => Just(Op::In(SchedInput::Invalidate)),
         1 => any::<bool>().prop_map(|on| Op::In(SchedInput::SetEnabled(on))),
+        2 => any::<bool>().prop_map(Op::Restore),
     ]
 }
 
@@ -167,6 +170,13 @@ impl Model {
             Phase::Steered => Allowance::Borrowed,
             Phase::TurnDone => Allowance::Ready,
             Phase::UsedUp => Allowance::Spent,
+        }
+    }
+
+    /// The branch shows the window's note-taking steer: an unused allowance is gone.
+    fn restore(&mut self, borrowed: bool) {
+        if borrowed && self.phase == Phase::Fresh {
+            self.phase = Phase::UsedUp;
         }
     }
 
@@ -534,7 +544,14 @@ fn run(enabled: bool, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut issued: Vec<AttemptId> = Vec::new();
 
     for (i, op) in ops.iter().enumerate() {
+        if let Op::Restore(borrowed) = *op {
+            sut.restore_allowance(borrowed);
+            model.restore(borrowed);
+            prop_assert_eq!(sut.allowance(), model.allowance(), "step {}: restore", i);
+            continue;
+        }
         let input = match *op {
+            Op::Restore(_) => None,
             Op::Tool => None,
             Op::In(input) => Some(input),
             Op::Applied(p) => Some(SchedInput::ResetApplied {

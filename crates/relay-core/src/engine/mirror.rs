@@ -14,7 +14,7 @@
 
 use serde_json::Value;
 
-use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE};
+use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, STEER_TYPE};
 use super::Engine;
 use crate::entry::{Entry, EntryKind};
 use crate::handoff::HandoffFingerprint;
@@ -30,6 +30,8 @@ pub(super) struct WindowState {
     pub(super) start: usize,
     pub(super) boot_at: Option<usize>,
     pub(super) reminder_at: Option<usize>,
+    /// Relay's note-taking steer in this window: the window's one borrowed turn is spent.
+    pub(super) steer_at: Option<usize>,
     /// The window's last user message: restated in the boot block when a reset drops it.
     pub(super) last_user: Option<(usize, String)>,
     /// Context size the way Pi estimates it, kept incrementally so that no hook has to ask Pi
@@ -150,6 +152,10 @@ impl Mirror {
                 self.current.boot_at = Some(pos);
                 Observed::Boot
             }
+            EntryKind::CustomMessage { custom_type, .. } if custom_type == STEER_TYPE => {
+                self.current.steer_at = Some(pos);
+                Observed::Other
+            }
             EntryKind::CustomMessage {
                 custom_type,
                 details,
@@ -220,6 +226,9 @@ impl Mirror {
         }
         if w.reminder_at.is_some_and(|p| p >= len) {
             w.reminder_at = None;
+        }
+        if w.steer_at.is_some_and(|p| p >= len) {
+            w.steer_at = None;
         }
         if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
             w.last_user = None;

@@ -157,6 +157,14 @@ impl Engine {
         self.scheduler.enabled()
     }
 
+    /// Tell the scheduler what the branch says about the current window's borrowed turn, after
+    /// anything that made it forget (session start, reload, navigation, `/relay on`): a window
+    /// that already holds the note-taking steer never borrows a second turn.
+    pub(super) fn restore_allowance(&mut self) {
+        let borrowed = self.mirror.current_window().steer_at.is_some();
+        self.scheduler.restore_allowance(borrowed);
+    }
+
     // ----- observations -----
 
     /// One observation in, the effects and hook result out.
@@ -172,6 +180,7 @@ impl Engine {
         match &obs.event {
             Event::SessionStart => {
                 self.scheduler.handle(SchedInput::Invalidate);
+                self.restore_allowance();
                 self.outstanding.reset = None;
                 self.run_active = false;
                 self.report_skipped_notes(&mut reply);
@@ -199,6 +208,7 @@ impl Engine {
                     self.run_active = false;
                 }
                 self.scheduler.handle(SchedInput::Invalidate);
+                self.restore_allowance();
                 self.outstanding.reset = None;
                 self.outstanding.reminder = None;
                 self.outstanding.boot = false;
