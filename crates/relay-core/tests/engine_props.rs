@@ -41,8 +41,12 @@
 //!   handoff request (`continue`) per run;
 //! - **one borrowed turn per window**, only while a run streams, only from a threshold hook;
 //! - **no user message dropped or replayed**: no text the engine produces carries a user prompt,
-//!   except the boot block of a reset answering an overflow Pi retries, which restates exactly the
-//!   window's last prompt; every prompt is on the branch at most once;
+//!   except the boot block of an automatic or manual reset, which repeats exactly the ended
+//!   window's newest prompts (up to eight, labelled as earlier input), and of a reset answering an
+//!   overflow Pi retries, which also restates the window's last prompt as the dropped request;
+//!   every prompt is on the branch as a user message at most once;
+//! - **a failed reset is never silent**: a reset Pi does not append gets a warning and a message
+//!   to the model;
 //! - **observe and off never change the session**: no block, no handoff request, no handoff or
 //!   forced reset, `context_handoff` writes nothing, no UI notice outside `/relay`, telemetry only as
 //!   `would_*` (observe) or none (off);
@@ -63,7 +67,7 @@ use proptest::prelude::*;
 use relay_core::engine::{
     ConfigSources, Engine, GitFacts, HookReply, HookResult, Moment, Observation, ResetPlan,
     ToolReply, BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
-    RESET_MARKER_TYPE, STEER_TYPE,
+    RESET_FAILED_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
 };
 use relay_core::entry::{parse_entry, Entry, EntryKind};
 use relay_core::handoff::GitState;
@@ -994,7 +998,22 @@ impl Host {
                 if fails {
                     // The adapter appended the marker inside the hook; Pi then drops the result.
                     self.custom(&plan.marker.custom_type, &plan.marker.data);
-                    self.hook(Hook::CompactFailed, Value::Null)?;
+                    let failed = self.hook(Hook::CompactFailed, Value::Null)?;
+                    // A failed reset is never silent: the user is warned and the model told.
+                    let kinds: Vec<Value> = failed
+                        .effects
+                        .iter()
+                        .map(|e| serde_json::to_value(e).expect("effects serialise"))
+                        .collect();
+                    check!(
+                        kinds
+                            .iter()
+                            .any(|e| e["kind"] == "notify" && e["level"] == "warning")
+                            && kinds.iter().any(
+                                |e| e["kind"] == "send" && e["customType"] == RESET_FAILED_TYPE
+                            ),
+                        "a failed reset went unreported: {kinds:?}"
+                    );
                     Ok(false)
                 } else {
                     let restates = reason == "overflow" && will_retry;
@@ -1343,14 +1362,15 @@ impl Host {
 
     // ----- checks -----
 
-    fn current_window_prompt(&self) -> Option<String> {
+    /// The user prompts of the current window, oldest first.
+    fn current_window_prompts(&self) -> Vec<String> {
         self.branch[self.window_start()..]
             .iter()
-            .rev()
-            .find_map(|e| match &e.kind {
-                EntryKind::Message(m) if m.role == "user" => prompts_in(&m.text).pop(),
-                _ => None,
+            .flat_map(|e| match &e.kind {
+                EntryKind::Message(m) if m.role == "user" => prompts_in(&m.text),
+                _ => Vec::new(),
             })
+            .collect()
     }
 
     fn steers_in_window(&self) -> usize {
@@ -1419,6 +1439,11 @@ impl Host {
                         t if t == REMINDER_TYPE => {
                             check!(hook == Hook::Context, "reminder from {}", hook.name())
                         }
+                        t if t == RESET_FAILED_TYPE => check!(
+                            matches!(hook, Hook::Settled | Hook::CompactFailed),
+                            "reset-failed message from {}",
+                            hook.name()
+                        ),
                         t if t == STEER_TYPE => {
                             check!(
                                 hook == Hook::BeforeCompact,
@@ -1448,8 +1473,11 @@ impl Host {
                         prompts_in(text).is_empty(),
                         "a notice repeats a user prompt"
                     );
+                    let reset_failed = enabled
+                        && matches!(hook, Hook::Settled | Hook::CompactFailed)
+                        && text.starts_with("relay: the context window was not reset");
                     check!(
-                        hook == Hook::Command || (enabled && mode == Mode::Enforce),
+                        hook == Hook::Command || (enabled && mode == Mode::Enforce) || reset_failed,
                         "{}: a notice in {} mode (enabled: {enabled}): {text}",
                         hook.name(),
                         mode.as_str()
@@ -1618,16 +1646,25 @@ impl Host {
         let in_summary = prompts_in(&plan.summary);
         let restate =
             from_compaction && extra["reason"] == "overflow" && extra["willRetry"] == true;
-        match (restate, self.current_window_prompt()) {
-            (true, Some(dropped)) => check!(
-                in_summary == vec![dropped.clone()],
-                "an overflow reset must restate exactly {dropped}, restates {in_summary:?}"
-            ),
-            _ => check!(
-                in_summary.is_empty(),
-                "a {source} reset replays {in_summary:?}"
-            ),
-        }
+        // Automatic and manual resets repeat the window's newest user messages (up to eight,
+        // oldest first); an overflow Pi retries restates the newest one as the dropped request
+        // after them; new_context and handoffs repeat nothing else.
+        let carries = matches!(
+            source,
+            "fallback" | "threshold" | "overflow" | "forced" | "idle" | "manual"
+        );
+        let prompts = self.current_window_prompts();
+        let keep = match (carries, restate) {
+            (true, true) => 9,
+            (true, false) => 8,
+            (false, true) => 1,
+            (false, false) => 0,
+        };
+        let expected = prompts[prompts.len().saturating_sub(keep)..].to_vec();
+        check!(
+            in_summary == expected,
+            "a {source} reset (restate: {restate}) repeats {in_summary:?}, expected {expected:?}"
+        );
         Ok(())
     }
 
@@ -1818,8 +1855,11 @@ impl Host {
         let mut reminders: BTreeMap<String, usize> = BTreeMap::new();
         let mut users: BTreeMap<String, usize> = BTreeMap::new();
         let mut boots = 0;
+        // The user prompts of the window before the one being checked, oldest first.
+        let mut previous_prompts: Vec<String> = Vec::new();
         for (w, pair) in starts.windows(2).enumerate() {
             let (from, to) = (pair[0], pair[1]);
+            let mut prompts: Vec<String> = Vec::new();
             let mut steers = 0;
             let mut continuations = Vec::new();
             for (i, e) in self.branch[from..to].iter().enumerate() {
@@ -1852,22 +1892,53 @@ impl Host {
                     }
                     EntryKind::Message(m) if m.role == "user" => {
                         for p in prompts_in(&m.text) {
-                            *users.entry(p).or_default() += 1;
+                            *users.entry(p.clone()).or_default() += 1;
+                            prompts.push(p);
                         }
                     }
-                    EntryKind::Compaction { summary, .. } => {
+                    EntryKind::Compaction {
+                        summary, details, ..
+                    } => {
+                        // An automatic or manual reset carries the ended window's recent user
+                        // input (each prompt once, only that window's, labelled as earlier input);
+                        // new_context and handoffs carry none; an overflow Pi retries restates
+                        // the dropped prompt, the window's newest.
                         let found = prompts_in(summary);
+                        let source = details.get("source").and_then(Value::as_str);
+                        let carries = matches!(
+                            source,
+                            Some(
+                                "fallback"
+                                    | "threshold"
+                                    | "overflow"
+                                    | "forced"
+                                    | "idle"
+                                    | "manual"
+                            )
+                        );
+                        let unique: HashSet<&String> = found.iter().collect();
                         check!(
                             found.is_empty()
-                                || (self.restating.contains(&e.id) && found.len() == 1),
-                            "compaction {} carries user prompts {found:?}",
+                                || (carries
+                                    && unique.len() == found.len()
+                                    && found.iter().all(|p| previous_prompts.contains(p))),
+                            "compaction {} ({source:?}) carries user prompts {found:?} (window had {previous_prompts:?})",
                             e.id
                         );
+                        if self.restating.contains(&e.id) {
+                            let newest = previous_prompts.last();
+                            check!(
+                                newest.is_none_or(|p| found.contains(p)),
+                                "compaction {} does not restate the dropped prompt {newest:?}",
+                                e.id
+                            );
+                        }
                     }
                     _ => {}
                 }
             }
             check!(steers <= 1, "{steers} borrowed turns in window {w}");
+            previous_prompts = prompts;
             check!(
                 continuations.is_empty() || (w > 0 && continuations == vec![1]),
                 "hidden continuations at {continuations:?} of window {w}"

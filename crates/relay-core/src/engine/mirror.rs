@@ -32,8 +32,11 @@ pub(super) struct WindowState {
     pub(super) reminder_at: Option<usize>,
     /// Relay's note-taking steer in this window: the window's one borrowed turn is spent.
     pub(super) steer_at: Option<usize>,
-    /// The window's last user message: restated in the boot block when a reset drops it.
-    pub(super) last_user: Option<(usize, String)>,
+    /// Positions of the window's user messages, oldest first: the boot block of an automatic
+    /// reset repeats the newest of them (their texts are in the history arena), and an overflow
+    /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
+    /// exact by dropping those past the new leaf.
+    pub(super) user_at: Vec<usize>,
     /// Context size the way Pi estimates it, kept incrementally so that no hook has to ask Pi
     /// (whose `getContextUsage()` walks the whole branch): the last valid assistant usage in this
     /// window, plus chars/4 of every message after it.
@@ -110,6 +113,16 @@ impl Mirror {
 
     pub(super) fn current_window(&self) -> &WindowState {
         &self.current
+    }
+
+    /// The current window's user messages, oldest first, at most the newest `n`.
+    pub(super) fn recent_user_input(&self, n: usize) -> Vec<&str> {
+        let at = &self.current.user_at;
+        at.get(at.len().saturating_sub(n)..)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&p| self.history.entry_text(p))
+            .collect()
     }
 
     /// Budget/hard commits on the branch (they count toward the handoff cap).
@@ -199,7 +212,7 @@ impl Mirror {
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "user" => {
-                self.current.last_user = Some((pos, m.text.clone()));
+                self.current.user_at.push(pos);
                 Observed::Other
             }
             _ => Observed::Other,
@@ -230,8 +243,8 @@ impl Mirror {
         if w.steer_at.is_some_and(|p| p >= len) {
             w.steer_at = None;
         }
-        if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
-            w.last_user = None;
+        while w.user_at.last().is_some_and(|&p| p >= len) {
+            w.user_at.pop();
         }
         while self.commit_marks.last().is_some_and(|&p| p >= len) {
             self.commit_marks.pop();

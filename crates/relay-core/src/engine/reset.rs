@@ -19,9 +19,22 @@ use super::wire::{
 use super::Engine;
 use crate::render::{
     render_boot_block, render_continuation, render_notes_steer, BootBlock, ContinuationReason,
-    NoteIndexEntry,
+    NoteIndexEntry, USER_INPUT_MESSAGES,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedOutput};
+
+/// What a boot block carries besides the window ids and the notes index.
+#[derive(Default)]
+pub(super) struct BootExtras<'a> {
+    /// The handoff markdown (or a forced reset's note).
+    pub(super) handoff: Option<&'a str>,
+    /// The user request the reset dropped (overflow Pi retries).
+    pub(super) dropped: Option<&'a str>,
+    /// The ended window's recent user messages, oldest first.
+    pub(super) earlier: Vec<&'a str>,
+    /// The user's `/compact` instructions.
+    pub(super) compact_instructions: Option<&'a str>,
+}
 
 impl Engine {
     /// Carry out the scheduler's outputs into `reply`.
@@ -85,8 +98,7 @@ impl Engine {
         &self,
         current: Option<&str>,
         previous: Option<&str>,
-        dropped: Option<&str>,
-        handoff: Option<&str>,
+        extras: BootExtras<'_>,
     ) -> String {
         let history = &self.mirror.history;
         let notes = &self.mirror.notes;
@@ -109,8 +121,10 @@ impl Engine {
                 .collect(),
             note_count: notes.len(),
             tz_offset_minutes: self.tz_offset_minutes,
-            handoff,
-            dropped_request: dropped,
+            handoff: extras.handoff,
+            dropped_request: extras.dropped,
+            earlier_user_input: extras.earlier,
+            compact_instructions: extras.compact_instructions,
         };
         render_boot_block(&block)
     }
@@ -125,14 +139,34 @@ impl Engine {
     ) -> ResetPlan {
         let window_id = self.mint_window_id(moment.now_ms);
         let previous = self.mirror.history.current_window_id().to_string();
-        let dropped = if restate {
-            self.mirror
-                .current_window()
-                .last_user
-                .as_ref()
-                .map(|(_, t)| t.as_str())
+        // An automatic or manual reset repeats the ended window's recent user input, so that the
+        // user's request and constraints survive even when the model wrote no notes; the model's
+        // own new_context and a committed handoff (which carries user_constraints) do not. The
+        // request an overflow dropped is the newest one: it is restated as pending instead.
+        let carries_input = matches!(
+            source,
+            ResetSource::Fallback
+                | ResetSource::Threshold
+                | ResetSource::Overflow
+                | ResetSource::Forced
+                | ResetSource::Idle
+                | ResetSource::Manual
+        );
+        let mut earlier = if carries_input || restate {
+            self.mirror.recent_user_input(USER_INPUT_MESSAGES + 1)
         } else {
-            None
+            Vec::new()
+        };
+        let dropped = if restate { earlier.pop() } else { None };
+        if !carries_input {
+            earlier.clear();
+        }
+        if earlier.len() > USER_INPUT_MESSAGES {
+            earlier.remove(0);
+        }
+        let compact_instructions = match source {
+            ResetSource::Manual => self.compact_instructions.as_deref(),
+            _ => None,
         };
         // A written handoff travels into the next window whatever triggered the reset; a forced
         // reset carries its explanation instead.
@@ -147,7 +181,16 @@ impl Engine {
             (Some(forced), ResetSource::Forced) => continuation && forced.continue_run,
             _ => continuation,
         };
-        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff);
+        let summary = self.boot_text(
+            Some(&window_id),
+            Some(&previous),
+            BootExtras {
+                handoff,
+                dropped,
+                earlier,
+                compact_instructions,
+            },
+        );
         let source_name = source.as_str();
         let kind = self.budget.policy.committing.map(|k| k.as_str());
         let reason = match source {

@@ -225,6 +225,7 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
         Event::SessionBeforeCompact {
             reason: "manual".into(),
             will_retry: false,
+            custom_instructions: None,
         },
         Some(10_000),
     ));
@@ -240,6 +241,7 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
         Event::SessionBeforeCompact {
             reason: "threshold".into(),
             will_retry: false,
+            custom_instructions: None,
         },
         Some(90_000),
     ));
