@@ -24,7 +24,8 @@
 //! no IO. Its methods fall into three groups:
 //!
 //! - **getters** ([`Scheduler::enabled`], [`Scheduler::pending`], [`Scheduler::in_flight`],
-//!   [`Scheduler::allowance`], [`Scheduler::borrowed_this_window`], [`Scheduler::run_active`])
+//!   [`Scheduler::allowance`], [`Scheduler::borrowed_this_window`], [`Scheduler::retry_pending`],
+//!   [`Scheduler::run_active`])
 //!   read state for `/relay` status and never change it;
 //! - **handle** ([`Scheduler::handle`]) feeds one [`SchedInput`] observed from Pi and returns the
 //!   [`SchedOutput`]s the adapter must apply *in the hook that produced the input*;
@@ -47,7 +48,7 @@
 //! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation |
 //! | `agent_settled` | the run is over; an attempt still unresolved is abandoned |
 //! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
-//! | reset rejected (matching attempt) | attempt done; no automatic retry |
+//! | reset rejected (matching attempt) | attempt done; a window-full reset (fallback, threshold, overflow) is retried at the next settle point or compaction hook, without borrowing; others are not retried |
 //! | stale attempt id | ignored |
 //! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt; the engine restores the allowance from the branch |
 //!
@@ -74,7 +75,11 @@
 //! - **A borrowed turn whose `agent_end` was never seen** still resets at the completed settle.
 //! - **Requests while a reset is in flight are absorbed by it**: `new_context` answers
 //!   `AlreadyPending`, handoff/forced requests are ignored, compaction hooks are cancelled. If the
-//!   attempt is then rejected, those requests are gone (no loop); a later request may retry.
+//!   attempt is then rejected, those requests are gone (no loop); a later request may retry. A
+//!   rejected window-full reset leaves one retry (`pending() == Fallback`): the window is still
+//!   full, so the next completed settle point or compaction hook resets it, and a mid-run
+//!   threshold crossing meanwhile only cancels (no second borrowed turn). A retry that is
+//!   rejected again leaves the next retry, one per settle point at most.
 //! - **Window boundaries**: the fallback allowance re-arms on an applied reset. `Invalidate`
 //!   (a session start, reload or tree navigation) and switching Relay on forget the in-memory
 //!   allowance; the engine then restores it from the branch with
@@ -250,6 +255,10 @@ pub struct Scheduler {
     handoff: bool,
     /// The policy wants a reset at the next completed settle.
     forced: Option<ResetSource>,
+    /// A window-full reset (fallback, threshold, overflow) was rejected: the window still needs
+    /// one. Served like a borrowed turn that ended (at the next completed settle, or by a
+    /// compaction hook), without borrowing another turn; it survives aborted runs.
+    retry: bool,
     allowance: Allowance,
     /// The reset that was output and is not yet applied, rejected or abandoned.
     in_flight: Option<(AttemptId, ResetSource)>,
@@ -265,6 +274,7 @@ impl Scheduler {
             explicit: false,
             handoff: false,
             forced: None,
+            retry: false,
             allowance: Allowance::Available,
             in_flight: None,
             next_attempt: 1,
@@ -286,7 +296,7 @@ impl Scheduler {
             Some(ResetSource::NewContext)
         } else if let Some(source) = self.forced {
             Some(source)
-        } else if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
+        } else if self.retry || matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
             Some(ResetSource::Fallback)
         } else {
             None
@@ -306,6 +316,11 @@ impl Scheduler {
     /// A note-taking turn was borrowed in the current window.
     pub fn borrowed_this_window(&self) -> bool {
         self.allowance != Allowance::Available
+    }
+
+    /// A rejected window-full reset waits for its retry.
+    pub fn retry_pending(&self) -> bool {
+        self.retry
     }
 
     /// A run is active (between `before_agent_start` and `agent_settled`).
@@ -387,8 +402,15 @@ impl Scheduler {
                 Vec::new()
             }
             SchedInput::ResetRejected { attempt } => {
-                if self.is_current_attempt(attempt) {
-                    self.in_flight = None;
+                if let Some((id, source)) = self.in_flight {
+                    if id == attempt {
+                        self.in_flight = None;
+                        // The window is still full: try again without borrowing another turn.
+                        self.retry = matches!(
+                            source,
+                            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow
+                        );
+                    }
                 }
                 Vec::new()
             }
@@ -413,7 +435,11 @@ impl Scheduler {
     pub fn new_context(&mut self) -> NewContextAnswer {
         if !self.enabled {
             NewContextAnswer::Disabled
-        } else if self.in_flight.is_some() || self.explicit || self.handoff || self.forced.is_some()
+        } else if self.in_flight.is_some()
+            || self.explicit
+            || self.handoff
+            || self.forced.is_some()
+            || self.retry
         {
             NewContextAnswer::AlreadyPending
         } else {
@@ -424,12 +450,16 @@ impl Scheduler {
     }
 
     /// The branch's verdict on the current window, given after a session start, a reload, a tree
-    /// navigation or `/relay on` (which forget the in-memory allowance): `borrowed` when the
-    /// window already holds Relay's note-taking steer. Such a window never borrows a second turn
-    /// (`Available` becomes `Spent`); a borrow in progress (`Borrowed`, `Ready`) is left alone.
-    pub fn restore_allowance(&mut self, borrowed: bool) {
+    /// navigation or `/relay on` (which forget the in-memory state): `borrowed` when the window
+    /// already holds Relay's note-taking steer, `reset_failed` when it holds the notice of a
+    /// rejected window-full reset. A borrowed window never borrows a second turn (`Available`
+    /// becomes `Spent`; a borrow in progress is left alone); a failed one gets its retry back.
+    pub fn restore_allowance(&mut self, borrowed: bool, reset_failed: bool) {
         if borrowed && self.allowance == Allowance::Available {
             self.allowance = Allowance::Spent;
+        }
+        if reset_failed && self.accepts_requests() {
+            self.retry = true;
         }
     }
 
@@ -471,7 +501,8 @@ impl Scheduler {
                 self.issue(hook_source(ResetSource::Threshold), false, false)
             }
             CompactReason::Threshold => {
-                let reset_coming = self.explicit || self.handoff || self.forced.is_some();
+                let reset_coming =
+                    self.explicit || self.handoff || self.forced.is_some() || self.retry;
                 if self.allowance == Allowance::Available && !reset_coming {
                     self.allowance = Allowance::Borrowed;
                     vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
@@ -494,6 +525,7 @@ impl Scheduler {
         self.explicit = false;
         self.handoff = false;
         self.forced = None;
+        self.retry = false;
         if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
             self.allowance = Allowance::Spent;
         }
@@ -525,6 +557,7 @@ impl Scheduler {
         self.explicit = false;
         self.handoff = false;
         self.forced = None;
+        self.retry = false;
         self.in_flight = None;
         self.allowance = Allowance::Available;
     }

@@ -664,6 +664,9 @@ impl Host {
         self.mirrored = self.branch.len();
         self.toggle = None;
         self.configure()?;
+        if self.enabled() && self.window_owes_retry() {
+            self.fresh_request = true;
+        }
         self.hook(Hook::SessionStart, json!({ "reason": reason }))?;
         Ok(())
     }
@@ -718,6 +721,15 @@ impl Host {
     }
 
     /// Index of the first entry of the current window (the latest compaction, or 0).
+    /// The current window holds the notice of a rejected window-full reset: the engine owes it a
+    /// retry (a reset request no reset has consumed yet).
+    fn window_owes_retry(&self) -> bool {
+        self.branch[self.window_start()..].iter().any(|e| {
+            matches!(&e.kind, EntryKind::CustomMessage { custom_type, details, .. }
+                if custom_type == RESET_FAILED_TYPE && details["retry"] == true)
+        })
+    }
+
     fn window_start(&self) -> usize {
         self.branch
             .iter()
@@ -861,6 +873,9 @@ impl Host {
                 Some("on") => self.toggle = Some(true),
                 Some("off") => self.toggle = Some(false),
                 _ => {}
+            }
+            if !enabled_before && self.enabled() && self.window_owes_retry() {
+                self.fresh_request = true;
             }
         }
         self.check_hook(hook, &extra, &reply, enabled_before)?;
@@ -1014,6 +1029,13 @@ impl Host {
                             ),
                         "a failed reset went unreported: {kinds:?}"
                     );
+                    if matches!(
+                        plan.details["source"].as_str(),
+                        Some("fallback" | "threshold" | "overflow")
+                    ) {
+                        // The window is still full: the engine owes it a retry.
+                        self.fresh_request = true;
+                    }
                     Ok(false)
                 } else {
                     let restates = reason == "overflow" && will_retry;
@@ -1332,6 +1354,9 @@ impl Host {
                     self.mirrored = keep;
                 }
                 self.hook(Hook::SessionTree, Value::Null)?;
+                if self.enabled() && self.window_owes_retry() {
+                    self.fresh_request = true;
+                }
             }
             Action::Command(args) => {
                 let reply = self.hook(Hook::Command, json!({ "args": args }))?;

@@ -14,7 +14,9 @@
 
 use serde_json::Value;
 
-use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, STEER_TYPE};
+use super::wire::{
+    Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, STEER_TYPE,
+};
 use super::Engine;
 use crate::entry::{Entry, EntryKind};
 use crate::handoff::HandoffFingerprint;
@@ -32,6 +34,9 @@ pub(super) struct WindowState {
     pub(super) reminder_at: Option<usize>,
     /// Relay's note-taking steer in this window: the window's one borrowed turn is spent.
     pub(super) steer_at: Option<usize>,
+    /// The notice of a rejected window-full reset (`details.retry`): the window waits for its
+    /// retry.
+    pub(super) reset_failed_at: Option<usize>,
     /// Positions of the window's user messages, oldest first: the boot block of an automatic
     /// reset repeats the newest of them (their texts are in the history arena), and an overflow
     /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
@@ -173,6 +178,16 @@ impl Mirror {
                 custom_type,
                 details,
                 ..
+            } if custom_type == RESET_FAILED_TYPE => {
+                if details.get("retry").and_then(Value::as_bool) == Some(true) {
+                    self.current.reset_failed_at = Some(pos);
+                }
+                Observed::Other
+            }
+            EntryKind::CustomMessage {
+                custom_type,
+                details,
+                ..
             } if custom_type == REMINDER_TYPE => {
                 // A reminder written for an earlier window (queued just before a reset) does not
                 // stand for this window's.
@@ -242,6 +257,9 @@ impl Mirror {
         }
         if w.steer_at.is_some_and(|p| p >= len) {
             w.steer_at = None;
+        }
+        if w.reset_failed_at.is_some_and(|p| p >= len) {
+            w.reset_failed_at = None;
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();

@@ -163,10 +163,12 @@ impl Engine {
 
     /// Tell the scheduler what the branch says about the current window's borrowed turn, after
     /// anything that made it forget (session start, reload, navigation, `/relay on`): a window
-    /// that already holds the note-taking steer never borrows a second turn.
+    /// that already holds the note-taking steer never borrows a second turn, and a window that
+    /// holds the notice of a rejected window-full reset still gets its retry.
     pub(super) fn restore_allowance(&mut self) {
-        let borrowed = self.mirror.current_window().steer_at.is_some();
-        self.scheduler.restore_allowance(borrowed);
+        let window = self.mirror.current_window();
+        self.scheduler
+            .restore_allowance(window.steer_at.is_some(), window.reset_failed_at.is_some());
     }
 
     /// The reset `attempt` was handed out and never reached the branch: the scheduler hears of
@@ -183,6 +185,7 @@ impl Engine {
         let Some(source) = source.filter(|_| self.enabled()) else {
             return;
         };
+        let retry = self.scheduler.retry_pending();
         reply.effects.push(Effect::Notify {
             text: render_reset_failed_notice(source.as_str()),
             level: NotifyLevel::Warning,
@@ -193,7 +196,9 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
-            details: Some(serde_json::json!({ "attempt": attempt, "source": source.as_str() })),
+            details: Some(
+                serde_json::json!({ "attempt": attempt, "source": source.as_str(), "retry": retry }),
+            ),
         });
     }
 
