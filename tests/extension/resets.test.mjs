@@ -2,6 +2,9 @@
 // idle pre-prompt crossing, consecutive windows, queued follow-ups, aborts, /relay off, /compact.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { captureStderr, joined, ofType, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
@@ -563,6 +566,94 @@ test("/tree with a summary across a reset is cancelled with a notice; within a w
 		const plain = await t.session.navigateTree(target.id, { summarize: false });
 		assert.equal(plain.cancelled, false);
 		assert.equal(t.sessionManager.getLeafId(), target.id);
+	} finally {
+		await t.dispose();
+	}
+});
+
+/** Point Relay's budget files at a temp folder (no config file: the settings decide). */
+function budgetFiles(root) {
+	const saved = { dir: process.env.PI_CONTEXT_BUDGET_STATE_DIR, config: process.env.PI_CONTEXT_BUDGET_CONFIG };
+	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(root, "state");
+	process.env.PI_CONTEXT_BUDGET_CONFIG = join(root, "no-such-config.json");
+	return () => {
+		for (const [key, value] of [["PI_CONTEXT_BUDGET_STATE_DIR", saved.dir], ["PI_CONTEXT_BUDGET_CONFIG", saved.config]]) {
+			if (value === undefined) delete process.env[key];
+			else process.env[key] = value;
+		}
+	};
+}
+
+test("a follow-up queued while a handoff commits does not postpone the reset and is delivered once, after it", async () => {
+	const root = mkdtempSync(join(tmpdir(), "relay-queued-"));
+	const restore = budgetFiles(root);
+	let t;
+	t = await startSession({
+		root,
+		contextWindow: 200_000,
+		settings: {
+			compaction: { enabled: false },
+			relay: { budget: { mode: "enforce", main: { soft: 20_000, handoff: 30_000, hard: 60_000, minProgress: 1_000 } } },
+		},
+		steps: [
+			{ text: "Floor set.", tokens: 5_000 },
+			() => {
+				// The user queues a follow-up while the model writes its handoff.
+				t.session.followUp("QUEUED-FOLLOWUP please also update the changelog");
+				return { ...tool("context_handoff", { goal: "GOAL-1", next_step: "NEXT-1", facts: "FACTS-1" }), tokens: 36_000 };
+			},
+			// The tool batch's own next turn runs in the new window, on the boot block (the handoff).
+			"Resumed from the handoff.",
+			// Pi delivers a follow-up when the run would stop: then it is answered.
+			"Answering the follow-up in the fresh window.",
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Keep going.");
+		const branch = t.sessionManager.getBranch();
+		const followups = branch.filter((e) => e.type === "message" && e.message.role === "user" && textOf(e.message.content).includes("QUEUED-FOLLOWUP"));
+		assert.equal(followups.length, 1, "delivered once, neither dropped nor replayed");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1, "the queued follow-up did not postpone the reset");
+		assert.equal(compactions[0].details.source, "handoff");
+		assert.ok(branch.indexOf(compactions[0]) < branch.indexOf(followups[0]), "the follow-up opens the new window");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 0, "no hidden continuation beside a queued prompt");
+		assert.ok(!t.requests.slice(0, 2).some((r) => joined(r).includes("QUEUED-FOLLOWUP")), "not delivered into the old window");
+		assert.deepEqual(roles(t.requests[2]), ["user"], "the new window's first request: the boot block with the handoff");
+		const fresh = t.requests.at(-1);
+		assert.match(joined(fresh), /<handoff>[\s\S]*GOAL-1[\s\S]*QUEUED-FOLLOWUP/);
+		assert.equal(t.requests.length, 4);
+		assert.equal(textOf(branch.at(-1).message.content), "Answering the follow-up in the fresh window.");
+	} finally {
+		await t.dispose();
+		restore();
+	}
+});
+
+test("a steering message sent during a run is delivered once, before the reset", async () => {
+	let t;
+	t = await startSession({
+		steps: [
+			() => {
+				t.session.steer("STEER-NOW use the v2 API");
+				return tool("new_context");
+			},
+			"Noted the steer.",
+			"Continuing after the reset.",
+		],
+	});
+	try {
+		await t.session.prompt("Reset with a steer on the way.");
+		const branch = t.sessionManager.getBranch();
+		const steers = branch.filter((e) => e.type === "message" && e.message.role === "user" && textOf(e.message.content).includes("STEER-NOW"));
+		assert.equal(steers.length, 1, "the steer is neither dropped nor replayed");
+		const compactionAt = branch.findIndex((e) => e.type === "compaction");
+		assert.ok(compactionAt > 0, "the reset happened");
+		assert.ok(branch.indexOf(steers[0]) < compactionAt, "delivered before the reset");
+		assert.match(joined(t.requests[1]), /STEER-NOW/, "the model saw the steer in the old window");
+		assert.ok(!joined(t.requests.at(-1)).includes("STEER-NOW"), "the new window does not replay it");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
 	} finally {
 		await t.dispose();
 	}
