@@ -2256,6 +2256,7 @@ fn generated_sessions_reach_every_decision() {
         "send(relay/notes-steer)",
         "send(relay/reminder)",
         "send(relay/boot)",
+        "send(relay/reset-failed)",
         "event(would_",
         "event(handoff_committed)",
         "event(forced_reset)",
