@@ -5,8 +5,10 @@
 //!   cancel of Pi's compaction, or the borrowed turn's note-taking steer. A reset plan is recorded
 //!   as outstanding until the mirror sees its compaction (or the settle point passes without it).
 //! - A reset plan is complete data: a marker entry, a compaction whose summary is the next
-//!   window's boot block (window ids, notes index, protocol; the handoff or forced-reset note; the
-//!   dropped user request when the scheduler asks to restate it), and at most one continuation.
+//!   window's boot block (window ids, notes index, protocol; the handoff or forced-reset note; for
+//!   an automatic or manual reset the ended window's recent user input, bounded; the `/compact`
+//!   instructions; the dropped user request when the scheduler asks to restate it), and at most
+//!   one continuation.
 //! - Window ids are `pcw:<session>:<8 hex>`, unique on the branch, derived from the session, the
 //!   time and the branch length: no random source.
 
@@ -164,10 +166,9 @@ impl Engine {
         if earlier.len() > USER_INPUT_MESSAGES {
             earlier.remove(0);
         }
-        let compact_instructions = match source {
-            ResetSource::Manual => self.compact_instructions.as_deref(),
-            _ => None,
-        };
+        // Only set while a `/compact` with instructions is answered, whatever source it gets (a
+        // ready handoff makes it a handoff reset): the instructions are never dropped silently.
+        let compact_instructions = self.compact_instructions.as_deref();
         // A written handoff travels into the next window whatever triggered the reset; a forced
         // reset carries its explanation instead.
         let ready = self.budget.handoff_ready.as_ref();
