@@ -28,6 +28,24 @@ export function releaseRuntime(token: object): void {
 }
 
 /**
+ * The user's last `/relay on|off` per session, process-wide: `/reload` re-evaluates this module
+ * and re-creates the engine, and the new engine is handed the toggle again. A restart of Pi, or
+ * another session, starts from the `relay.enabled` setting.
+ */
+const TOGGLES = Symbol.for("relay.toggles");
+type Toggles = { [TOGGLES]?: Map<string, string> };
+
+export function rememberToggle(sessionId: string, args: string): void {
+	if (args !== "on" && args !== "off") return;
+	const host = globalThis as Toggles;
+	(host[TOGGLES] ??= new Map()).set(sessionId, args);
+}
+
+export function recallToggle(sessionId: string): string | undefined {
+	return (globalThis as Toggles)[TOGGLES]?.get(sessionId);
+}
+
+/**
  * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
  * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
  * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine

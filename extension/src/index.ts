@@ -2,7 +2,21 @@
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
-import { bindRuntime, fullSync, moment, observation, releaseRuntime, resetDrafts, run, sync, type EventFields, type HookReply, type ToolReply } from "./adapter.ts";
+import {
+	bindRuntime,
+	fullSync,
+	moment,
+	observation,
+	recallToggle,
+	releaseRuntime,
+	rememberToggle,
+	resetDrafts,
+	run,
+	sync,
+	type EventFields,
+	type HookReply,
+	type ToolReply,
+} from "./adapter.ts";
 import type { Event, ToolSpec } from "./generated/wire.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
@@ -102,7 +116,18 @@ export default function relay(pi: ExtensionAPI) {
 			report("loading the session", error, ctx);
 		}
 		configure(ctx);
+		// `/relay on|off` outlives the engine that /reload re-creates: the user's last toggle of
+		// this session in this process is handed to the new engine before anything else.
+		const toggle = recallToggle(ctx.sessionManager.getSessionId());
+		if (toggle) handle(ctx, "command", { args: toggle });
 		handle(ctx, "session_start");
+	});
+	pi.on("session_before_tree", (event, ctx) => {
+		const preparation = event.preparation;
+		const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
+		const reply = handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize });
+		if (reply.result?.kind === "cancel") return { cancel: true };
+		return undefined;
 	});
 	pi.on("session_tree", (_event, ctx) => {
 		handle(ctx, "session_tree");
@@ -158,7 +183,11 @@ export default function relay(pi: ExtensionAPI) {
 		handle(ctx, "session_compact_failed");
 	});
 	pi.on("session_before_compact", (event, ctx) => {
-		const reply = handle(ctx, "session_before_compact", { reason: event.reason, willRetry: event.willRetry });
+		const reply = handle(ctx, "session_before_compact", {
+			reason: event.reason,
+			willRetry: event.willRetry,
+			...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
+		});
 		const result = reply.result;
 		if (result?.kind === "cancel") return { cancel: true };
 		if (result?.kind === "reset") {
@@ -180,7 +209,9 @@ export default function relay(pi: ExtensionAPI) {
 		getArgumentCompletions: (prefix: string) =>
 			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
-			handle(ctx, "command", { args: args.trim() });
+			const trimmed = args.trim();
+			handle(ctx, "command", { args: trimmed });
+			rememberToggle(ctx.sessionManager.getSessionId(), trimmed);
 		},
 	});
 }

@@ -14,7 +14,7 @@ const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/
 const RELAY = join(ROOT, "target/release/relay");
 
 /** Run `pi -p` with a scripted model; returns {stdout, stderr, status, file, lines}. */
-export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [] }) {
+export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [], env = () => ({}) }) {
 	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-"));
 	const agent = join(dir, "agent");
 	const work = join(dir, "work");
@@ -32,7 +32,15 @@ export function runPi({ script, prompts, window = 128000, settings = {}, extraAr
 			encoding: "utf8",
 			input: "",
 			timeout: 60_000,
-			env: { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: scriptFile, RELAY_FAUX_WINDOW: String(window), RELAY_FAUX_TRACE: "1" },
+			env: {
+				...process.env,
+				PI_CODING_AGENT_DIR: agent,
+				PI_OFFLINE: "1",
+				RELAY_FAUX_SCRIPT: scriptFile,
+				RELAY_FAUX_WINDOW: String(window),
+				RELAY_FAUX_TRACE: "1",
+				...env(dir),
+			},
 		},
 	);
 	const files = readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith(".jsonl"));
@@ -181,4 +189,52 @@ test("pi --mode rpc: new_context resets and continues inside one prompt command"
 	assert.equal(lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue").length, 1);
 	const last = lines.at(-1);
 	assert.equal(last.message?.content?.[0]?.text, "rpc mode continued");
+});
+
+test("pi -p: enforce mode from a budget file commits a handoff at the threshold and continues from it", () => {
+	const run = runPi({
+		window: 200000,
+		settings: { compaction: { enabled: false } },
+		env: (dir) => {
+			const config = join(dir, "context-budget.json");
+			writeFileSync(config, JSON.stringify({ mode: "enforce", main: { soft: 20000, handoff: 30000, hard: 60000, minProgress: 1000 } }));
+			return { PI_CONTEXT_BUDGET_CONFIG: config, PI_CONTEXT_BUDGET_STATE_DIR: join(dir, "state") };
+		},
+		script: [
+			{ text: "floor set", tokens: 5000 },
+			// Past the handoff threshold: every tool but context_handoff is blocked.
+			{ tool: "notes_write_file", args: { path: "x.md", content: "late work" }, tokens: 35000 },
+			{
+				tool: "context_handoff",
+				args: { goal: "GOAL-E2E-1: port the importer", next_step: "NEXT-E2E-2: run the importer tests", facts: "FACTS-E2E-3: parser done", user_constraints: "Never touch api/." },
+				tokens: 36000,
+			},
+			{ text: "resumed from the handoff in window 2" },
+		],
+		prompts: ["Start the importer port.", "Keep going."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), "resumed from the handoff in window 2");
+	const results = run.lines.filter((l) => l.type === "message" && l.message.role === "toolResult");
+	const blocked = results.find((l) => l.message.toolName === "notes_write_file");
+	assert.equal(blocked.message.isError, true, "the late tool was blocked");
+	assert.match(textOfMessage(blocked.message), /context_handoff/);
+	const handoff = results.find((l) => l.message.toolName === "context_handoff");
+	assert.equal(JSON.parse(textOfMessage(handoff.message)).written, true);
+	const compactions = run.lines.filter((l) => l.type === "compaction");
+	assert.equal(compactions.length, 1, "one committed handoff");
+	assert.equal(compactions[0].details.source, "handoff");
+	assert.match(compactions[0].summary, /<handoff>[\s\S]*GOAL-E2E-1[\s\S]*NEXT-E2E-2[\s\S]*Never touch api\/\.[\s\S]*<\/handoff>/);
+	const handoffFile = compactions[0].details.handoffPath;
+	assert.match(readFileSync(handoffFile, "utf8"), /GOAL-E2E-1/, "the handoff file exists where the compaction says");
+	// After the reset: one hidden continuation, then the model's answer, in the new window.
+	const at = run.lines.indexOf(compactions[0]);
+	const after = run.lines.slice(at + 1);
+	assert.equal(after.filter((l) => l.type === "custom_message" && l.customType === "relay/continue").length, 1);
+	assert.equal(textOfMessage(after.findLast((l) => l.type === "message" && l.message.role === "assistant").message), "resumed from the handoff in window 2");
+	// The request after the reset held only the boot block with the handoff and the continuation.
+	const requests = run.stderr.split("── request ").slice(1);
+	assert.equal(requests.length, 4);
+	assert.match(requests[3], /the model sees 3 messages/);
+	assert.ok(!requests[3].includes("floor set"), "the old window is gone from the request");
 });

@@ -51,11 +51,29 @@ pub struct BootBlock<'a> {
     pub tz_offset_minutes: i32,
     /// A rendered handoff (markdown), included verbatim in `<handoff>`.
     pub handoff: Option<&'a str>,
-    /// A user request the reset dropped, restated verbatim in `<pending_user_request>`.
+    /// A user request the reset dropped, restated in `<pending_user_request>` (cut in the middle
+    /// past [`USER_INPUT_MESSAGE_MAX_CHARS`]).
     pub dropped_request: Option<&'a str>,
     /// Why a mechanical reset (no handoff) happened and how to recover, in `<reset_notice>`.
     pub reset_notice: Option<&'a str>,
+    /// The ended window's recent user messages, oldest first, shown in `<earlier_user_input>`
+    /// (automatic and manual resets). At most [`USER_INPUT_MESSAGES`] are read; each is cut in the
+    /// middle past [`USER_INPUT_MESSAGE_MAX_CHARS`], and the oldest are left out when the block
+    /// would pass [`USER_INPUT_BLOCK_MAX_CHARS`].
+    pub earlier_user_input: Vec<&'a str>,
+    /// The instructions the user gave with `/compact`, shown in `<compact_instructions>` (cut in
+    /// the middle past [`USER_INPUT_MESSAGE_MAX_CHARS`]).
+    pub compact_instructions: Option<&'a str>,
 }
+
+/// How many of the ended window's most recent user messages the boot block shows at most.
+pub const USER_INPUT_MESSAGES: usize = 8;
+/// One user message in the boot block is cut in the middle past this many characters
+/// (about 2,000 tokens at Pi's four characters a token).
+pub const USER_INPUT_MESSAGE_MAX_CHARS: usize = 8_000;
+/// All user messages of `<earlier_user_input>` together stay within this many characters
+/// (about 8,000 tokens); the oldest are left out first.
+pub const USER_INPUT_BLOCK_MAX_CHARS: usize = 32_000;
 
 /// How many notes the boot block lists.
 pub const BOOT_NOTES_SHOWN: usize = 3;
@@ -67,7 +85,7 @@ pub const PREVIEW_HEAD_CHARS: usize = 120;
 pub const PREVIEW_TAIL_CHARS: usize = 80;
 
 /// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
-const OWN_TAGS: [&str; 8] = [
+const OWN_TAGS: [&str; 11] = [
     "context_window_protocol",
     "context_window_guidance",
     "context_window",
@@ -76,6 +94,9 @@ const OWN_TAGS: [&str; 8] = [
     "handoff",
     "pending_user_request",
     "reset_notice",
+    "earlier_user_input",
+    "user_message",
+    "compact_instructions",
 ];
 
 /// Render the `<context_window>` boot block that opens a window.
@@ -132,12 +153,19 @@ pub fn render_boot_block(b: &BootBlock) -> String {
         out.push_str("</recent_notes>\n");
     }
 
+    let earlier = earlier_input(&b.earlier_user_input);
     out.push_str(PROTOCOL_HEAD);
     if b.handoff.is_some() {
         out.push_str(PROTOCOL_HANDOFF);
     }
     if b.reset_notice.is_some() {
         out.push_str(PROTOCOL_NOTICE);
+    }
+    if !earlier.shown.is_empty() {
+        out.push_str(PROTOCOL_EARLIER);
+    }
+    if b.compact_instructions.is_some() {
+        out.push_str(PROTOCOL_COMPACT);
     }
     if b.dropped_request.is_some() {
         out.push_str(PROTOCOL_PENDING);
@@ -150,11 +178,101 @@ pub fn render_boot_block(b: &BootBlock) -> String {
     if let Some(n) = b.reset_notice {
         push_element(&mut out, "reset_notice", n);
     }
+    if !earlier.shown.is_empty() {
+        let _ = writeln!(
+            out,
+            "<earlier_user_input shown=\"{}\" total=\"{}\">",
+            earlier.shown.len(),
+            earlier.total
+        );
+        let left_out = earlier.total - earlier.shown.len();
+        if left_out > 0 {
+            let _ = writeln!(
+                out,
+                "({left_out} older {} of that window not shown: history_search_contents finds {}.)",
+                if left_out == 1 { "message" } else { "messages" },
+                if left_out == 1 { "it" } else { "them" }
+            );
+        }
+        for text in &earlier.shown {
+            push_element(&mut out, "user_message", text);
+        }
+        out.push_str("</earlier_user_input>\n");
+    }
+    if let Some(c) = b.compact_instructions {
+        push_element(
+            &mut out,
+            "compact_instructions",
+            &clip_middle(c, USER_INPUT_MESSAGE_MAX_CHARS),
+        );
+    }
     if let Some(r) = b.dropped_request {
-        push_element(&mut out, "pending_user_request", r);
+        push_element(
+            &mut out,
+            "pending_user_request",
+            &clip_middle(r, USER_INPUT_MESSAGE_MAX_CHARS),
+        );
     }
     out.push_str("</context_window>");
     out
+}
+
+/// The messages `<earlier_user_input>` shows (oldest first, each cut) and how many it was given.
+struct EarlierInput {
+    shown: Vec<String>,
+    total: usize,
+}
+
+/// Bound the ended window's user messages: the newest [`USER_INPUT_MESSAGES`], each cut in the
+/// middle, and only as many (newest first) as fit in [`USER_INPUT_BLOCK_MAX_CHARS`].
+fn earlier_input(messages: &[&str]) -> EarlierInput {
+    let mut shown = Vec::new();
+    let mut used = 0;
+    for text in messages.iter().rev().take(USER_INPUT_MESSAGES) {
+        let clipped = clip_middle(text, USER_INPUT_MESSAGE_MAX_CHARS);
+        let chars = crate::text::char_count(&clipped);
+        if used + chars > USER_INPUT_BLOCK_MAX_CHARS {
+            break;
+        }
+        used += chars;
+        shown.push(clipped);
+    }
+    shown.reverse();
+    EarlierInput {
+        shown,
+        total: messages.len(),
+    }
+}
+
+/// `text` whole when it has at most `max_chars` characters; else its start and end with a
+/// visible marker in the middle that says how many characters were cut, the whole within
+/// `max_chars` characters.
+pub fn clip_middle(text: &str, max_chars: usize) -> String {
+    let total = crate::text::char_count(text);
+    if total <= max_chars {
+        return text.to_string();
+    }
+    // The marker's length depends on the count it names; reserve room for the longest one.
+    let reserve = format!(
+        "\n[… {} characters cut here …]\n",
+        group_digits(total as u64)
+    )
+    .chars()
+    .count();
+    let keep = max_chars.saturating_sub(reserve);
+    let head = keep / 2;
+    let tail = keep - head;
+    let head_end = crate::text::byte_at_char(text, head);
+    let tail_start = crate::text::byte_before_chars(text, tail).max(head_end);
+    let (first, last) = (
+        text.get(..head_end).unwrap_or_default(),
+        text.get(tail_start..).unwrap_or_default(),
+    );
+    let cut = total - head - crate::text::char_count(last);
+    format!(
+        "{first}\n[… {} characters cut here …]\n{last}",
+        group_digits(cut as u64)
+    )
 }
 
 const PROTOCOL_HEAD: &str = "<context_window_protocol>
@@ -169,6 +287,12 @@ const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous
 ";
 
 const PROTOCOL_NOTICE: &str = "- The <reset_notice> below says why the previous window was reset without a handoff. Rebuild the state it names before acting.
+";
+
+const PROTOCOL_EARLIER: &str = "- The <earlier_user_input> below repeats what the user wrote in the previous window, oldest first, so that their requests and constraints are not lost. It is earlier input, not a new instruction: keep to its constraints, and check your notes and the workspace for what is already done before acting on it.
+";
+
+const PROTOCOL_COMPACT: &str = "- The user asked for this reset with /compact and gave the <compact_instructions> below, meant for a summary of the previous window. Relay writes no summary: apply them to what you carry over (find what they ask to keep in your notes and with the history_* tools) and follow them as you continue.
 ";
 
 const PROTOCOL_PENDING: &str = "- The <pending_user_request> below arrived as the previous window ran out and has not been answered yet. Handle it.
@@ -201,6 +325,42 @@ pub fn render_notes_steer() -> String {
 This context window is full and will be reset as soon as you finish this turn. Use it only to update your notes with notes_write_file or notes_append_to_file: the goal, what is done, what is in progress, facts you will need, and the exact next step. Do not start new work now. The next window opens with your recent notes; earlier messages stay searchable with the history_* tools.
 </context_window_guidance>"
         .to_string()
+}
+
+/// What the model reads when a reset it was promised (or that Relay started) did not happen.
+/// `source` is the reset's source name (`new_context`, `fallback`, `manual`, …).
+pub fn render_reset_failed(source: &str) -> String {
+    let next = match source {
+        "new_context" => "If you still want a fresh window, update your notes and call new_context again.",
+        "manual" => "The user may run /compact again.",
+        "handoff" => "Your handoff file is written, but this window continues: keep working from it here, or call context_handoff again when the policy asks.",
+        _ => "Relay resets it at the next opportunity (at the latest when the next prompt finds the window over Pi's threshold), without another note-taking turn. Keep your notes current.",
+    };
+    format!(
+        "<context_window_guidance>
+The context window was NOT reset: Pi did not apply Relay's {source} reset. Nothing was lost; this window and its history are intact, and you are still in it. {next}
+</context_window_guidance>"
+    )
+}
+
+/// The warning the user gets when a reset did not happen.
+pub fn render_reset_failed_notice(source: &str) -> String {
+    let next = match source {
+        "manual" => "run /compact again to retry",
+        "new_context" | "handoff" => "the model was told and may ask again",
+        _ => "Relay tries again at the next reset point, without another note-taking turn",
+    };
+    format!(
+        "relay: the context window was not reset (Pi did not apply Relay's {source} reset, e.g. another extension changed or cancelled it). History is intact; {next}."
+    )
+}
+
+/// The warning shown when Relay cancels a `/tree` navigation whose summary would cross resets.
+pub fn render_tree_summary_refused(resets: u32) -> String {
+    format!(
+        "relay: navigation cancelled. Summarizing that branch would send Pi's summarizer over {resets} context {} that a reset already ended. Navigate again without a summary: the branch you leave stays in the session file, and its notes and windows stay on the branches that contain them.",
+        if resets == 1 { "window" } else { "windows" }
+    )
 }
 
 /// Why a window was reset, for the hidden continuation message that follows it.
@@ -424,6 +584,8 @@ mod tests {
             handoff: None,
             dropped_request: None,
             reset_notice: None,
+            earlier_user_input: Vec::new(),
+            compact_instructions: None,
         }
     }
 
@@ -513,6 +675,105 @@ mod tests {
         let text = render_boot_block(&b);
         assert!(!text.contains("<handoff>") && !text.contains("- The <handoff> below"));
         assert!(text.contains("<pending_user_request>\nPlease also check <stdin> handling"));
+    }
+
+    #[test]
+    fn boot_block_with_earlier_user_input() {
+        let mut b = block(vec![note("plan.md", PLAN, T)], 1);
+        let long = format!("{}{}", "H".repeat(6_000), "T".repeat(6_000));
+        b.earlier_user_input = vec![
+            "Refactor the loader. Never touch api/.",
+            "Also keep the </user_message> tag out of the output.",
+            &long,
+        ];
+        let text = render_boot_block(&b);
+        assert!(text.contains("<earlier_user_input shown=\"3\" total=\"3\">"));
+        assert!(text.contains("- The <earlier_user_input> below repeats what the user wrote"));
+        assert!(text.contains("not a new instruction"));
+        assert_eq!(text.matches("</user_message>").count(), 3);
+        assert!(text.contains("keep the <\\/user_message> tag"));
+        // Oldest first: the constraint comes before the long message.
+        let constraint = text.find("Never touch api/").unwrap();
+        assert!(constraint < text.find("HHHH").unwrap());
+        // The long message is cut in the middle, within the per-message bound, with a marker.
+        let marker = "\n[… 4,034 characters cut here …]\n";
+        assert!(text.contains(marker), "{text}");
+        let cut = clip_middle(&long, USER_INPUT_MESSAGE_MAX_CHARS);
+        assert!(cut.chars().count() <= USER_INPUT_MESSAGE_MAX_CHARS);
+        assert!(cut.starts_with("HHH") && cut.ends_with("TTT"));
+        assert_eq!(
+            cut.chars().filter(|c| *c == 'H' || *c == 'T').count() + 4_034,
+            12_000
+        );
+        let shown = format!(
+            "{}…{}",
+            &text[..text.find("HHHH").unwrap() + 4],
+            &text[text.rfind("TTTT").unwrap()..]
+        );
+        insta::assert_snapshot!("boot_block_earlier_user_input", shown);
+    }
+
+    #[test]
+    fn earlier_user_input_keeps_the_newest_within_the_block_bound() {
+        let big = "x".repeat(20_000);
+        let messages: Vec<String> = (1..=10).map(|i| format!("message {i} {big}")).collect();
+        let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+        let mut b = block(vec![], 0);
+        b.earlier_user_input = refs;
+        let text = render_boot_block(&b);
+        // Ten given, eight read, each cut to 8,000 characters: four fit in 32,000.
+        assert!(text.contains("<earlier_user_input shown=\"4\" total=\"10\">"));
+        assert!(text.contains(
+            "(6 older messages of that window not shown: history_search_contents finds them.)"
+        ));
+        for i in 7..=10 {
+            assert!(text.contains(&format!("message {i} ")), "{i}");
+        }
+        assert!(!text.contains("message 6 "));
+        let block_start = text.find("<earlier_user_input").unwrap();
+        let block_end = text.find("</earlier_user_input>").unwrap();
+        assert!(text[block_start..block_end].chars().count() < USER_INPUT_BLOCK_MAX_CHARS + 1_000);
+        // A single message of the window: no "older" line.
+        b.earlier_user_input = vec!["only one"];
+        let text = render_boot_block(&b);
+        assert!(text.contains("<earlier_user_input shown=\"1\" total=\"1\">\n<user_message>\nonly one\n</user_message>\n</earlier_user_input>"));
+        // None: no element and no protocol line.
+        b.earlier_user_input = vec![];
+        let text = render_boot_block(&b);
+        assert!(!text.contains("earlier_user_input"));
+    }
+
+    #[test]
+    fn boot_block_with_compact_instructions_and_images() {
+        let mut b = block(vec![], 0);
+        b.earlier_user_input = vec!["Look at this screenshot [image] and fix the layout."];
+        b.compact_instructions = Some("Keep the list of failing tests; drop the build logs.");
+        let text = render_boot_block(&b);
+        assert!(text.contains("<compact_instructions>\nKeep the list of failing tests"));
+        assert!(text.contains("- The user asked for this reset with /compact"));
+        assert!(text.contains("screenshot [image] and fix"));
+        insta::assert_snapshot!("boot_block_compact_instructions", text);
+    }
+
+    #[test]
+    fn clip_middle_bounds() {
+        assert_eq!(clip_middle("short", 10), "short");
+        assert_eq!(clip_middle("", 10), "");
+        let s: String = "é".repeat(100);
+        let c = clip_middle(&s, 60);
+        assert!(c.chars().count() <= 60, "{c}");
+        assert!(c.contains("characters cut here"));
+        let kept = c.chars().filter(|ch| *ch == 'é').count();
+        let cut: usize = c
+            .split("[… ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(kept + cut, 100);
     }
 
     #[test]
@@ -627,6 +888,31 @@ mod tests {
         .join("\n");
         insta::assert_snapshot!("continuations", all);
         assert!(render_continuation(ContinuationReason::Handoff).contains("<handoff>"));
+    }
+
+    #[test]
+    fn reset_failed_texts() {
+        let all = ["fallback", "threshold", "new_context", "manual", "handoff"]
+            .map(|source| {
+                format!(
+                    "{source}:\n{}\n{}",
+                    render_reset_failed(source),
+                    render_reset_failed_notice(source)
+                )
+            })
+            .join("\n---\n");
+        assert!(render_reset_failed("fallback").contains("was NOT reset"));
+        assert!(render_reset_failed("new_context").contains("call new_context again"));
+        insta::assert_snapshot!("reset_failed", all);
+        let tree = format!(
+            "{}\n{}",
+            render_tree_summary_refused(1),
+            render_tree_summary_refused(3)
+        );
+        assert!(
+            tree.contains("over 1 context window that") && tree.contains("over 3 context windows")
+        );
+        insta::assert_snapshot!("tree_summary_refused", tree);
     }
 
     #[test]

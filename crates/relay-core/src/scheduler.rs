@@ -24,12 +24,14 @@
 //! no IO. Its methods fall into three groups:
 //!
 //! - **getters** ([`Scheduler::enabled`], [`Scheduler::pending`], [`Scheduler::in_flight`],
-//!   [`Scheduler::allowance`], [`Scheduler::borrowed_this_window`], [`Scheduler::run_active`])
+//!   [`Scheduler::allowance`], [`Scheduler::borrowed_this_window`], [`Scheduler::retry_pending`],
+//!   [`Scheduler::run_active`])
 //!   read state for `/relay` status and never change it;
 //! - **handle** ([`Scheduler::handle`]) feeds one [`SchedInput`] observed from Pi and returns the
 //!   [`SchedOutput`]s the adapter must apply *in the hook that produced the input*;
-//! - **mutators** ([`Scheduler::new_context`], [`Scheduler::set_next_attempt_floor`]) change
-//!   state on behalf of a tool call or of the engine's bookkeeping.
+//! - **mutators** ([`Scheduler::new_context`], [`Scheduler::set_next_attempt_floor`],
+//!   [`Scheduler::restore_allowance`]) change state on behalf of a tool call or of the engine's
+//!   bookkeeping.
 //!
 //! # Lifecycle
 //!
@@ -46,9 +48,9 @@
 //! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation |
 //! | `agent_settled` | the run is over; an attempt still unresolved is abandoned |
 //! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
-//! | reset rejected (matching attempt) | attempt done; no automatic retry |
+//! | reset rejected (matching attempt) | attempt done; a window-full reset (fallback, threshold, overflow) is retried at the next settle point or compaction hook, without borrowing; others are not retried |
 //! | stale attempt id | ignored |
-//! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt |
+//! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt; the engine restores the allowance from the branch |
 //!
 //! # Decisions the requirements leave open
 //!
@@ -78,9 +80,16 @@
 //! - **A borrowed turn whose `agent_end` was never seen** still resets at the completed settle.
 //! - **Requests while a reset is in flight are absorbed by it**: `new_context` answers
 //!   `AlreadyPending`, handoff/forced requests are ignored, compaction hooks are cancelled. If the
-//!   attempt is then rejected, those requests are gone (no loop); a later request may retry.
-//! - **Window boundaries**: the fallback allowance re-arms on an applied reset, on `Invalidate`
-//!   (another branch or session is another window) and when Relay is switched back on.
+//!   attempt is then rejected, those requests are gone (no loop); a later request may retry. A
+//!   rejected window-full reset leaves one retry (`pending() == Fallback`): the window is still
+//!   full, so the next completed settle point or compaction hook resets it, and a mid-run
+//!   threshold crossing meanwhile only cancels (no second borrowed turn). A retry that is
+//!   rejected again leaves the next retry, one per settle point at most.
+//! - **Window boundaries**: the fallback allowance re-arms on an applied reset. `Invalidate`
+//!   (a session start, reload or tree navigation) and switching Relay on forget the in-memory
+//!   allowance; the engine then restores it from the branch with
+//!   [`Scheduler::restore_allowance`]: a window whose branch already shows the note-taking steer
+//!   has spent its borrowed turn, whatever happened to the process in between.
 //! - **Attempt ids** are never reused within one scheduler. The engine should call
 //!   [`Scheduler::set_next_attempt_floor`] with one more than the largest attempt id found on the
 //!   branch, so that an old compaction entry can never match a new attempt.
@@ -239,8 +248,8 @@ pub enum Allowance {
     Borrowed,
     /// The borrowed turn ended; reset at the completed settle.
     Ready,
-    /// The borrowed turn was used up (reset issued, run aborted or failed). Re-armed only by an
-    /// applied reset.
+    /// The borrowed turn was used up (reset issued, run aborted or failed, or the branch shows the
+    /// window's steer: [`Scheduler::restore_allowance`]). Re-armed only by an applied reset.
     Spent,
 }
 
@@ -257,6 +266,10 @@ pub struct Scheduler {
     /// The policy wants a reset: its source, and whether it is served at the next `turn_end`
     /// (else at the next completed settle).
     forced: Option<(ResetSource, bool)>,
+    /// A window-full reset (fallback, threshold, overflow) was rejected: the window still needs
+    /// one. Served like a borrowed turn that ended (at the next completed settle, or by a
+    /// compaction hook), without borrowing another turn; it survives aborted runs.
+    retry: bool,
     allowance: Allowance,
     /// A threshold crossing came mid-run after this window's borrowed turn (or after the
     /// allowance was spent without a reset): the reset is installed at the next `turn_end`.
@@ -275,6 +288,7 @@ impl Scheduler {
             explicit: false,
             handoff: false,
             forced: None,
+            retry: false,
             allowance: Allowance::Available,
             overdue: false,
             in_flight: None,
@@ -297,7 +311,10 @@ impl Scheduler {
             Some(ResetSource::NewContext)
         } else if let Some((source, _)) = self.forced {
             Some(source)
-        } else if self.overdue || matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
+        } else if self.overdue
+            || self.retry
+            || matches!(self.allowance, Allowance::Borrowed | Allowance::Ready)
+        {
             Some(ResetSource::Fallback)
         } else {
             None
@@ -317,6 +334,11 @@ impl Scheduler {
     /// A note-taking turn was borrowed in the current window.
     pub fn borrowed_this_window(&self) -> bool {
         self.allowance != Allowance::Available
+    }
+
+    /// A rejected window-full reset waits for its retry.
+    pub fn retry_pending(&self) -> bool {
+        self.retry
     }
 
     /// A run is active (between `before_agent_start` and `agent_settled`).
@@ -414,8 +436,15 @@ impl Scheduler {
                 Vec::new()
             }
             SchedInput::ResetRejected { attempt } => {
-                if self.is_current_attempt(attempt) {
-                    self.in_flight = None;
+                if let Some((id, source)) = self.in_flight {
+                    if id == attempt {
+                        self.in_flight = None;
+                        // The window is still full: try again without borrowing another turn.
+                        self.retry = matches!(
+                            source,
+                            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow
+                        );
+                    }
                 }
                 Vec::new()
             }
@@ -445,12 +474,27 @@ impl Scheduler {
             || self.handoff
             || self.forced.is_some()
             || self.overdue
+            || self.retry
         {
             NewContextAnswer::AlreadyPending
         } else {
             // A borrowed fallback is consumed by the explicit request: one reset, one continuation.
             self.explicit = true;
             NewContextAnswer::Scheduled
+        }
+    }
+
+    /// The branch's verdict on the current window, given after a session start, a reload, a tree
+    /// navigation or `/relay on` (which forget the in-memory state): `borrowed` when the window
+    /// already holds Relay's note-taking steer, `reset_failed` when it holds the notice of a
+    /// rejected window-full reset. A borrowed window never borrows a second turn (`Available`
+    /// becomes `Spent`; a borrow in progress is left alone); a failed one gets its retry back.
+    pub fn restore_allowance(&mut self, borrowed: bool, reset_failed: bool) {
+        if borrowed && self.allowance == Allowance::Available {
+            self.allowance = Allowance::Spent;
+        }
+        if reset_failed && self.accepts_requests() {
+            self.retry = true;
         }
     }
 
@@ -494,13 +538,16 @@ impl Scheduler {
             CompactReason::Threshold => {
                 let reset_coming = self.explicit || self.handoff || self.forced.is_some();
                 match self.allowance {
-                    Allowance::Available if !reset_coming => {
+                    Allowance::Available if !reset_coming && !self.retry => {
                         self.allowance = Allowance::Borrowed;
                         vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
                     }
-                    // The window already had its note-taking turn (or spent it without a reset)
-                    // and the run goes on growing: reset at the next turn boundary.
-                    Allowance::Borrowed | Allowance::Spent if !reset_coming => {
+                    // The window already had its note-taking turn (or spent it without a reset,
+                    // or its reset was rejected) and the run goes on growing: reset at the next
+                    // turn boundary.
+                    Allowance::Borrowed | Allowance::Spent | Allowance::Available
+                        if !reset_coming =>
+                    {
                         self.overdue = true;
                         vec![SchedOutput::CancelCompaction]
                     }
@@ -523,6 +570,7 @@ impl Scheduler {
         self.handoff = false;
         self.forced = None;
         self.overdue = false;
+        self.retry = false;
         if matches!(self.allowance, Allowance::Borrowed | Allowance::Ready) {
             self.allowance = Allowance::Spent;
         }
@@ -556,6 +604,7 @@ impl Scheduler {
         self.handoff = false;
         self.forced = None;
         self.overdue = false;
+        self.retry = false;
         self.in_flight = None;
         self.allowance = Allowance::Available;
     }

@@ -33,6 +33,9 @@ enum Op {
     In(SchedInput),
     Applied(Pick),
     Rejected(Pick),
+    /// The engine's verdict from the branch, through [`Scheduler::restore_allowance`]: the window
+    /// holds the note-taking steer, the window holds a rejected window-full reset's notice.
+    Restore(bool, bool),
 }
 
 fn source() -> impl Strategy<Value = ResetSource> {
@@ -77,6 +80,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => pick().prop_map(Op::Rejected),
         1 => Just(Op::In(SchedInput::Invalidate)),
         1 => any::<bool>().prop_map(|on| Op::In(SchedInput::SetEnabled(on))),
+        2 => (any::<bool>(), any::<bool>()).prop_map(|(b, f)| Op::Restore(b, f)),
     ]
 }
 
@@ -116,6 +120,8 @@ enum Want {
     Handoff,
     /// A forced request: its source and whether it is due at the next turn end.
     Forced(ResetSource, bool),
+    /// A rejected window-full reset waits for its retry.
+    Retry,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +166,9 @@ impl Model {
         if let Some(s) = self.forced() {
             return Some(s);
         }
+        if self.has(Want::Retry) {
+            return Some(ResetSource::Fallback);
+        }
         match self.phase {
             _ if self.late => Some(ResetSource::Fallback),
             Phase::Steered | Phase::TurnDone => Some(ResetSource::Fallback),
@@ -173,6 +182,17 @@ impl Model {
             Phase::Steered => Allowance::Borrowed,
             Phase::TurnDone => Allowance::Ready,
             Phase::UsedUp => Allowance::Spent,
+        }
+    }
+
+    /// The branch shows the window's note-taking steer: an unused allowance is gone; it shows a
+    /// rejected window-full reset: the retry is back.
+    fn restore(&mut self, borrowed: bool, failed: bool) {
+        if borrowed && self.phase == Phase::Fresh {
+            self.phase = Phase::UsedUp;
+        }
+        if failed && self.open() && !self.has(Want::Retry) {
+            self.wants.push(Want::Retry);
         }
     }
 
@@ -197,8 +217,9 @@ impl Model {
     }
 
     fn end_run_unserved(&mut self, keep_forced: bool) {
+        // A retry belongs to the window, not to the run: it survives.
         self.wants
-            .retain(|w| keep_forced && matches!(w, Want::Forced(..)));
+            .retain(|w| matches!(w, Want::Retry) || (keep_forced && matches!(w, Want::Forced(..))));
         self.late = false;
         if matches!(self.phase, Phase::Steered | Phase::TurnDone) {
             self.phase = Phase::UsedUp;
@@ -273,11 +294,12 @@ impl Model {
                             self.phase = Phase::Steered;
                             vec![SchedOutput::SteerNotes, SchedOutput::CancelCompaction]
                         } else {
-                            // After the borrowed turn (or a spent allowance) the crossing is
-                            // overdue: the next turn end resets.
-                            if matches!(self.phase, Phase::Steered | Phase::UsedUp)
-                                && self.wants.is_empty()
-                            {
+                            // After the borrowed turn (or a spent allowance, or with a rejected
+                            // reset waiting for its retry) the crossing is overdue: the next turn
+                            // end resets. Not once the borrowed turn ended (the settle serves it),
+                            // nor when another request is coming anyway.
+                            let only_retry = self.wants.iter().all(|w| *w == Want::Retry);
+                            if self.phase != Phase::TurnDone && only_retry {
                                 self.late = true;
                             }
                             vec![SchedOutput::CancelCompaction]
@@ -336,8 +358,16 @@ impl Model {
                 vec![]
             }
             I::ResetRejected { attempt } => {
-                if self.flying.map(|(id, _)| id) == Some(attempt) {
-                    self.flying = None;
+                if let Some((id, source)) = self.flying {
+                    if id == attempt {
+                        self.flying = None;
+                        if matches!(
+                            source,
+                            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow
+                        ) {
+                            self.wants.push(Want::Retry);
+                        }
+                    }
                 }
                 vec![]
             }
@@ -366,6 +396,8 @@ struct Trace {
     enabled: bool,
     /// The attempt output and not yet resolved (applied, rejected, invalidated, toggled, settled).
     in_flight: Option<AttemptId>,
+    /// Whether the reset in flight was a window-full one (fallback, threshold, overflow).
+    in_flight_window_full: bool,
     last_attempt: AttemptId,
     /// A request-creating event happened since the last reset output.
     fresh_request: bool,
@@ -387,6 +419,13 @@ impl Trace {
         Trace {
             enabled,
             ..Trace::default()
+        }
+    }
+
+    /// The engine restored a rejected window-full reset from the branch: a request again.
+    fn restore(&mut self, failed: bool) {
+        if failed && self.enabled && self.in_flight.is_none() {
+            self.fresh_request = true;
         }
     }
 
@@ -465,9 +504,9 @@ impl Trace {
 
         if let Some(O::Reset {
             attempt,
+            source,
             continuation,
             restate_dropped_request,
-            ..
         }) = resets.first().copied()
         {
             prop_assert!(self.enabled, "reset while disabled");
@@ -504,6 +543,10 @@ impl Trace {
             self.resets_since_settle += 1;
             self.resolved_since_settle = false;
             self.in_flight = Some(*attempt);
+            self.in_flight_window_full = matches!(
+                source,
+                ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow
+            );
             self.last_attempt = *attempt;
             self.fresh_request = false;
         }
@@ -537,6 +580,10 @@ impl Trace {
             I::ResetRejected { attempt } if self.in_flight == Some(attempt) => {
                 self.in_flight = None;
                 self.resolved_since_settle = true;
+                // The window is still full: the retry is a request no reset consumed yet.
+                if self.in_flight_window_full {
+                    self.fresh_request = true;
+                }
             }
             // Another session, branch or mode: a new world, so a new window and a new interval.
             I::Invalidate => {
@@ -573,7 +620,16 @@ fn run(enabled: bool, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut issued: Vec<AttemptId> = Vec::new();
 
     for (i, op) in ops.iter().enumerate() {
+        if let Op::Restore(borrowed, failed) = *op {
+            sut.restore_allowance(borrowed, failed);
+            model.restore(borrowed, failed);
+            trace.restore(failed);
+            prop_assert_eq!(sut.allowance(), model.allowance(), "step {}: restore", i);
+            prop_assert_eq!(sut.pending(), model.pending(), "step {}: restore", i);
+            continue;
+        }
         let input = match *op {
+            Op::Restore(..) => None,
             Op::Tool => None,
             Op::In(input) => Some(input),
             Op::Applied(p) => Some(SchedInput::ResetApplied {

@@ -95,6 +95,21 @@ export type Event =
 		 */
 		reason: string,
 		willRetry: boolean,
+		/**
+		 * The user's `/compact <instructions>`, when given.
+		 */
+		customInstructions?: string,
+	}
+	| {
+		"type": "session_before_tree",
+		/**
+		 * The user chose to summarize the branch being left.
+		 */
+		userWantsSummary: boolean,
+		/**
+		 * Compaction entries (window resets) among the entries Pi would summarize.
+		 */
+		resetsToSummarize: number,
 	}
 	| { "type": "command", args: string };
 

@@ -78,6 +78,7 @@ impl Engine {
         self.settings.config = resolved.relay;
         if was_enabled != now_enabled {
             self.scheduler.handle(SchedInput::SetEnabled(now_enabled));
+            self.restore_allowance();
         }
         issues
     }

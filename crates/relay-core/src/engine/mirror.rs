@@ -14,7 +14,9 @@
 
 use serde_json::Value;
 
-use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE};
+use super::wire::{
+    Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, STEER_TYPE,
+};
 use super::Engine;
 use crate::entry::{Entry, EntryKind};
 use crate::handoff::HandoffFingerprint;
@@ -30,8 +32,16 @@ pub(super) struct WindowState {
     pub(super) start: usize,
     pub(super) boot_at: Option<usize>,
     pub(super) reminder_at: Option<usize>,
-    /// The window's last user message: restated in the boot block when a reset drops it.
-    pub(super) last_user: Option<(usize, String)>,
+    /// Relay's note-taking steer in this window: the window's one borrowed turn is spent.
+    pub(super) steer_at: Option<usize>,
+    /// The notice of a rejected window-full reset (`details.retry`): the window waits for its
+    /// retry.
+    pub(super) reset_failed_at: Option<usize>,
+    /// Positions of the window's user messages, oldest first: the boot block of an automatic
+    /// reset repeats the newest of them (their texts are in the history arena), and an overflow
+    /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
+    /// exact by dropping those past the new leaf.
+    pub(super) user_at: Vec<usize>,
     /// Context size the way Pi estimates it, kept incrementally so that no hook has to ask Pi
     /// (whose `getContextUsage()` walks the whole branch): the last valid assistant usage in this
     /// window, plus chars/4 of every message after it.
@@ -122,6 +132,16 @@ impl Mirror {
         &self.current
     }
 
+    /// The current window's user messages, oldest first, at most the newest `n`.
+    pub(super) fn recent_user_input(&self, n: usize) -> Vec<&str> {
+        let at = &self.current.user_at;
+        at.get(at.len().saturating_sub(n)..)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&p| self.history.entry_text(p))
+            .collect()
+    }
+
     /// Budget/hard commits on the branch (they count toward the handoff cap).
     pub(super) fn commits(&self) -> u32 {
         u32::try_from(self.commit_marks.len()).unwrap_or(u32::MAX)
@@ -207,6 +227,20 @@ impl Mirror {
                 self.current.boot_at = Some(pos);
                 Observed::Boot
             }
+            EntryKind::CustomMessage { custom_type, .. } if custom_type == STEER_TYPE => {
+                self.current.steer_at = Some(pos);
+                Observed::Other
+            }
+            EntryKind::CustomMessage {
+                custom_type,
+                details,
+                ..
+            } if custom_type == RESET_FAILED_TYPE => {
+                if details.get("retry").and_then(Value::as_bool) == Some(true) {
+                    self.current.reset_failed_at = Some(pos);
+                }
+                Observed::Other
+            }
             EntryKind::CustomMessage {
                 custom_type,
                 details,
@@ -247,7 +281,7 @@ impl Mirror {
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "user" => {
-                self.current.last_user = Some((pos, m.text.clone()));
+                self.current.user_at.push(pos);
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "assistant" => {
@@ -287,8 +321,14 @@ impl Mirror {
         if w.reminder_at.is_some_and(|p| p >= len) {
             w.reminder_at = None;
         }
-        if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
-            w.last_user = None;
+        if w.steer_at.is_some_and(|p| p >= len) {
+            w.steer_at = None;
+        }
+        if w.reset_failed_at.is_some_and(|p| p >= len) {
+            w.reset_failed_at = None;
+        }
+        while w.user_at.last().is_some_and(|&p| p >= len) {
+            w.user_at.pop();
         }
         if self
             .written_handoff

@@ -62,13 +62,14 @@ pub use specs::tool_specs;
 pub use wire::{
     BudgetFilePath, ConfigSources, Continuation, DeliverAs, Effect, Event, GitFacts, HookReply,
     HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan, ToolReply, ToolSpec, Usage,
-    BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_MARKER_TYPE,
-    STEER_TYPE,
+    BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
+    RESET_MARKER_TYPE, STEER_TYPE,
 };
 
 use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::PolicyInput;
+use crate::render::{render_reset_failed, render_reset_failed_notice, render_tree_summary_refused};
 use crate::scheduler::{AttemptId, CompactReason, Outcome, SchedInput, SchedOutput, Scheduler};
 
 use budget::Budget;
@@ -106,6 +107,8 @@ pub struct Engine {
     run_active: bool,
     /// The local time-zone offset of the latest input (timestamps in the boot block).
     tz_offset_minutes: i32,
+    /// The instructions of the `/compact` being answered, only while its hook is handled.
+    compact_instructions: Option<String>,
 }
 
 impl Default for Engine {
@@ -125,6 +128,7 @@ impl Engine {
             outstanding: Outstanding::default(),
             run_active: false,
             tz_offset_minutes: 0,
+            compact_instructions: None,
         }
     }
 
@@ -157,6 +161,47 @@ impl Engine {
         self.scheduler.enabled()
     }
 
+    /// Tell the scheduler what the branch says about the current window's borrowed turn, after
+    /// anything that made it forget (session start, reload, navigation, `/relay on`): a window
+    /// that already holds the note-taking steer never borrows a second turn, and a window that
+    /// holds the notice of a rejected window-full reset still gets its retry.
+    pub(super) fn restore_allowance(&mut self) {
+        let window = self.mirror.current_window();
+        self.scheduler
+            .restore_allowance(window.steer_at.is_some(), window.reset_failed_at.is_some());
+    }
+
+    /// The reset `attempt` was handed out and never reached the branch: the scheduler hears of
+    /// it, and (when it was the reset in flight and Relay is on) the user gets a warning and the
+    /// model a message that the window did not reset. Nothing else changes: the window and its
+    /// history stay as they were, the borrowed turn stays spent, and the next reset opportunity
+    /// (the next prompt's threshold check, `new_context`, `/compact`) resets without borrowing.
+    fn reject_reset(&mut self, attempt: AttemptId, reply: &mut HookReply) {
+        let source = match self.scheduler.in_flight() {
+            Some((id, source)) if id == attempt => Some(source),
+            _ => None,
+        };
+        self.scheduler.handle(SchedInput::ResetRejected { attempt });
+        let Some(source) = source.filter(|_| self.enabled()) else {
+            return;
+        };
+        let retry = self.scheduler.retry_pending();
+        reply.effects.push(Effect::Notify {
+            text: render_reset_failed_notice(source.as_str()),
+            level: NotifyLevel::Warning,
+        });
+        reply.effects.push(Effect::Send {
+            custom_type: RESET_FAILED_TYPE.into(),
+            content: render_reset_failed(source.as_str()),
+            display: true,
+            trigger_turn: false,
+            deliver_as: None,
+            details: Some(
+                serde_json::json!({ "attempt": attempt, "source": source.as_str(), "retry": retry }),
+            ),
+        });
+    }
+
     // ----- observations -----
 
     /// One observation in, the effects and hook result out.
@@ -172,6 +217,7 @@ impl Engine {
         match &obs.event {
             Event::SessionStart => {
                 self.scheduler.handle(SchedInput::Invalidate);
+                self.restore_allowance();
                 self.outstanding.reset = None;
                 self.run_active = false;
                 self.report_skipped_notes(&mut reply);
@@ -184,7 +230,7 @@ impl Engine {
                     && !self.outstanding.boot
                 {
                     self.outstanding.boot = true;
-                    let text = self.boot_text(None, None, None, None, None);
+                    let text = self.boot_text(None, None, reset::BootExtras::default());
                     reply.effects.push(Effect::Send {
                         custom_type: BOOT_TYPE.into(),
                         content: text,
@@ -202,6 +248,7 @@ impl Engine {
                     self.run_active = false;
                 }
                 self.scheduler.handle(SchedInput::Invalidate);
+                self.restore_allowance();
                 self.outstanding.reset = None;
                 self.outstanding.reminder = None;
                 self.outstanding.boot = false;
@@ -281,8 +328,9 @@ impl Engine {
             }
             Event::AgentSettled { aborted } => {
                 if let Some(attempt) = self.outstanding.reset.take() {
-                    // The reset handed out at this settle point never reached the branch.
-                    self.scheduler.handle(SchedInput::ResetRejected { attempt });
+                    // The reset handed out at this settle point never reached the branch (Pi
+                    // found the boundary draft invalid, or the run ended before it was applied).
+                    self.reject_reset(attempt, &mut reply);
                 }
                 self.run_active = false;
                 self.scheduler
@@ -297,14 +345,37 @@ impl Engine {
                 if let Some(attempt) = self.outstanding.hook_reset.take() {
                     if self.outstanding.reset == Some(attempt) {
                         self.outstanding.reset = None;
-                        self.scheduler.handle(SchedInput::ResetRejected { attempt });
+                        self.reject_reset(attempt, &mut reply);
                     }
                 }
             }
-            Event::SessionBeforeCompact { reason, will_retry } => {
+            Event::SessionBeforeTree {
+                user_wants_summary,
+                resets_to_summarize,
+            } => {
+                // Pi's branch summarizer would read windows that resets already ended (and spend
+                // a model call on them): Relay cancels that navigation and says how to do it.
+                if self.enabled() && *user_wants_summary && *resets_to_summarize > 0 {
+                    reply.result = Some(HookResult::Cancel);
+                    reply.effects.push(Effect::Notify {
+                        text: render_tree_summary_refused(*resets_to_summarize),
+                        level: NotifyLevel::Warning,
+                    });
+                }
+            }
+            Event::SessionBeforeCompact {
+                reason,
+                will_retry,
+                custom_instructions,
+            } => {
                 if !self.enabled() {
                     return reply;
                 }
+                self.compact_instructions = custom_instructions
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string);
                 let will_retry = *will_retry;
                 let reason = match reason.as_str() {
                     "manual" => CompactReason::Manual,
@@ -339,6 +410,7 @@ impl Engine {
                     Some(HookResult::Reset { .. }) => self.outstanding.reset,
                     _ => None,
                 };
+                self.compact_instructions = None;
             }
             Event::Command { args } => self.command(args, moment, &mut reply),
         }

@@ -5,8 +5,10 @@
 //!   cancel of Pi's compaction, or the borrowed turn's note-taking steer. A reset plan is recorded
 //!   as outstanding until the mirror sees its compaction (or the settle point passes without it).
 //! - A reset plan is complete data: a marker entry, a compaction whose summary is the next
-//!   window's boot block (window ids, notes index, protocol; the handoff or forced-reset note; the
-//!   dropped user request when the scheduler asks to restate it), and at most one continuation.
+//!   window's boot block (window ids, notes index, protocol; the handoff or forced-reset note; for
+//!   an automatic or manual reset the ended window's recent user input, bounded; the `/compact`
+//!   instructions; the dropped user request when the scheduler asks to restate it), and at most
+//!   one continuation.
 //! - Window ids are `pcw:<session>:<8 hex>`, unique on the branch, derived from the session, the
 //!   time and the branch length: no random source.
 
@@ -19,9 +21,24 @@ use super::wire::{
 use super::Engine;
 use crate::render::{
     render_boot_block, render_continuation, render_notes_steer, BootBlock, ContinuationReason,
-    NoteIndexEntry,
+    NoteIndexEntry, USER_INPUT_MESSAGES,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedOutput};
+
+/// What a boot block carries besides the window ids and the notes index.
+#[derive(Default)]
+pub(super) struct BootExtras<'a> {
+    /// The handoff markdown.
+    pub(super) handoff: Option<&'a str>,
+    /// The user request the reset dropped (overflow Pi retries).
+    pub(super) dropped: Option<&'a str>,
+    /// Why a forced (mechanical) reset happened, without a handoff.
+    pub(super) reset_notice: Option<&'a str>,
+    /// The ended window's recent user messages, oldest first.
+    pub(super) earlier: Vec<&'a str>,
+    /// The user's `/compact` instructions.
+    pub(super) compact_instructions: Option<&'a str>,
+}
 
 impl Engine {
     /// Carry out the scheduler's outputs into `reply`.
@@ -85,9 +102,7 @@ impl Engine {
         &self,
         current: Option<&str>,
         previous: Option<&str>,
-        dropped: Option<&str>,
-        handoff: Option<&str>,
-        reset_notice: Option<&str>,
+        extras: BootExtras<'_>,
     ) -> String {
         let history = &self.mirror.history;
         let notes = &self.mirror.notes;
@@ -110,9 +125,11 @@ impl Engine {
                 .collect(),
             note_count: notes.len(),
             tz_offset_minutes: self.tz_offset_minutes,
-            handoff,
-            dropped_request: dropped,
-            reset_notice,
+            handoff: extras.handoff,
+            dropped_request: extras.dropped,
+            reset_notice: extras.reset_notice,
+            earlier_user_input: extras.earlier,
+            compact_instructions: extras.compact_instructions,
         };
         render_boot_block(&block)
     }
@@ -127,15 +144,34 @@ impl Engine {
     ) -> ResetPlan {
         let window_id = self.mint_window_id(moment.now_ms);
         let previous = self.mirror.history.current_window_id().to_string();
-        let dropped = if restate {
-            self.mirror
-                .current_window()
-                .last_user
-                .as_ref()
-                .map(|(_, t)| t.as_str())
+        // An automatic or manual reset repeats the ended window's recent user input, so that the
+        // user's request and constraints survive even when the model wrote no notes; the model's
+        // own new_context and a committed handoff (which carries user_constraints) do not. The
+        // request an overflow dropped is the newest one: it is restated as pending instead.
+        let carries_input = matches!(
+            source,
+            ResetSource::Fallback
+                | ResetSource::Threshold
+                | ResetSource::Overflow
+                | ResetSource::Forced
+                | ResetSource::Idle
+                | ResetSource::Manual
+        );
+        let mut earlier = if carries_input || restate {
+            self.mirror.recent_user_input(USER_INPUT_MESSAGES + 1)
         } else {
-            None
+            Vec::new()
         };
+        let dropped = if restate { earlier.pop() } else { None };
+        if !carries_input {
+            earlier.clear();
+        }
+        if earlier.len() > USER_INPUT_MESSAGES {
+            earlier.remove(0);
+        }
+        // Only set while a `/compact` with instructions is answered, whatever source it gets (a
+        // ready handoff makes it a handoff reset): the instructions are never dropped silently.
+        let compact_instructions = self.compact_instructions.as_deref();
         // A written handoff travels into the next window whatever triggered the reset; a forced
         // (mechanical) reset carries its explanation as a notice instead, never as a handoff.
         let ready = self.budget.handoff_ready.as_ref();
@@ -149,7 +185,17 @@ impl Engine {
             (Some(forced), ResetSource::Forced) => continuation && forced.continue_run,
             _ => continuation,
         };
-        let summary = self.boot_text(Some(&window_id), Some(&previous), dropped, handoff, notice);
+        let summary = self.boot_text(
+            Some(&window_id),
+            Some(&previous),
+            BootExtras {
+                handoff,
+                dropped,
+                reset_notice: notice,
+                earlier,
+                compact_instructions,
+            },
+        );
         let source_name = source.as_str();
         let kind = self.budget.policy.committing.map(|k| k.as_str());
         let reason = match source {

@@ -56,6 +56,7 @@ impl Engine {
             "on" => {
                 self.settings.toggle = Some(true);
                 self.scheduler.handle(SchedInput::SetEnabled(true));
+                self.restore_allowance();
                 "relay: on — context windows, notes index, reminder and reset-style compaction are active".to_string()
             }
             "off" => {

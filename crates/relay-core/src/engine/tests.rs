@@ -231,6 +231,7 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
         Event::SessionBeforeCompact {
             reason: "manual".into(),
             will_retry: false,
+            custom_instructions: None,
         },
         Some(10_000),
     ));
@@ -246,6 +247,7 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
         Event::SessionBeforeCompact {
             reason: "threshold".into(),
             will_retry: false,
+            custom_instructions: None,
         },
         Some(90_000),
     ));
@@ -1027,4 +1029,63 @@ fn the_budget_file_path_is_the_env_value_else_the_agent_dirs_file() {
         Some(("/a/context-budget.json".into(), false))
     );
     assert_eq!(path(None, None), None);
+}
+
+#[test]
+fn tree_navigation_with_a_summary_across_a_reset_is_cancelled_only_while_on() {
+    let mut e = engine();
+    let tree = |summary, resets| {
+        obs(
+            Event::SessionBeforeTree {
+                user_wants_summary: summary,
+                resets_to_summarize: resets,
+            },
+            None,
+        )
+    };
+    let crossing = e.handle(&tree(true, 2));
+    assert_eq!(crossing.result, Some(HookResult::Cancel));
+    assert!(notify_texts(&crossing).contains("over 2 context windows that a reset already ended"));
+    for (summary, resets) in [(false, 2), (true, 0)] {
+        let reply = e.handle(&tree(summary, resets));
+        assert!(reply.result.is_none() && notify_texts(&reply).is_empty());
+    }
+    e.handle(&obs(Event::Command { args: "off".into() }, None));
+    assert!(e.handle(&tree(true, 2)).result.is_none(), "off: Pi decides");
+}
+
+#[test]
+fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_reported() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("Keep FAILING-TESTS handy.")]);
+    let reply = e.handle(&obs(
+        Event::SessionBeforeCompact {
+            reason: "manual".into(),
+            will_retry: false,
+            custom_instructions: Some("  Keep only the failing tests.  ".into()),
+        },
+        Some(10_000),
+    ));
+    let Some(HookResult::Reset { plan }) = &reply.result else {
+        panic!("{:?}", reply.result)
+    };
+    assert!(plan
+        .summary
+        .contains("<compact_instructions>\nKeep only the failing tests.\n</compact_instructions>"));
+    assert!(plan
+        .summary
+        .contains("<user_message>\nKeep FAILING-TESTS handy.\n</user_message>"));
+    // Pi never appends it (another extension cancelled the compaction).
+    let failed = e.handle(&obs(Event::SessionCompactFailed, None));
+    assert!(notify_texts(&failed).contains("run /compact again"));
+    assert_eq!(sends(&failed, RESET_FAILED_TYPE).len(), 1);
+    // A manual reset is not retried behind the user's back.
+    let settle = e.handle(&obs(
+        Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        },
+        None,
+    ));
+    assert!(settle.result.is_none());
 }

@@ -32,6 +32,8 @@ pub const RESET_MARKER_TYPE: &str = "relay/reset";
 pub const CONTINUE_TYPE: &str = "relay/continue";
 /// customType of the borrowed turn's note-taking steer.
 pub const STEER_TYPE: &str = "relay/notes-steer";
+/// The visible message that tells the model a reset did not happen.
+pub const RESET_FAILED_TYPE: &str = "relay/reset-failed";
 /// customType of the record of a written handoff (path and duplicate fingerprint).
 pub const HANDOFF_TYPE: &str = "relay/handoff";
 /// customType of the policy's settle continuation asking for a handoff.
@@ -120,6 +122,17 @@ pub enum Event {
         /// `manual`, `threshold` or `overflow`.
         reason: String,
         will_retry: bool,
+        /// The user's `/compact <instructions>`, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        custom_instructions: Option<String>,
+    },
+    /// `session_before_tree`: a `/tree` navigation is about to happen.
+    SessionBeforeTree {
+        /// The user chose to summarize the branch being left.
+        user_wants_summary: bool,
+        /// Compaction entries (window resets) among the entries Pi would summarize.
+        resets_to_summarize: u32,
     },
     /// `/relay <args>`.
     Command {
@@ -144,6 +157,7 @@ impl Event {
             Event::AgentSettled { .. } => "agent_settled",
             Event::SessionCompactFailed => "session_compact_failed",
             Event::SessionBeforeCompact { .. } => "session_before_compact",
+            Event::SessionBeforeTree { .. } => "session_before_tree",
             Event::Command { .. } => "command",
         }
     }
@@ -366,7 +380,7 @@ pub struct Continuation {
 #[serde(tag = "kind", rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum HookResult {
-    /// `{cancel: true}` from `session_before_compact`.
+    /// `{cancel: true}` from `session_before_compact` or `session_before_tree`.
     Cancel,
     /// `{block: true, reason, terminate}` from `tool_call`. `terminate`: Pi ends the run after
     /// the batch when every call in it was answered so.

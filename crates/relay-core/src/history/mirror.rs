@@ -292,6 +292,14 @@ impl History {
         index
     }
 
+    /// The text the history holds for the entry at position `pos` (root first), or `None` for an
+    /// entry that carries no item (a marker, a note operation, …). O(1).
+    pub fn entry_text(&self, pos: usize) -> Option<&str> {
+        let rec = self.entries.get(pos)?;
+        let item = self.items.get(rec.item as usize)?;
+        self.arena.get(item.start..item.end)
+    }
+
     /// Whether an entry with this id has been pushed. O(1).
     pub fn contains(&self, entry_id: &str) -> bool {
         self.position(IdKey::of(entry_id), entry_id).is_some()
