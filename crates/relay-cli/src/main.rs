@@ -414,11 +414,20 @@ fn print_windows(out: &mut dyn Write, result: &Value) -> Result<()> {
         .max()
         .unwrap_or(0)
         .max("WINDOW".len());
-    writeln!(out, "  {:<width$}  {:>6}  CREATED", "WINDOW", "ITEMS")?;
+    writeln!(
+        out,
+        "  {:<width$}  {:>6}  {:<24}  {:<20}",
+        "WINDOW", "ITEMS", "CREATED", "OPENED BY"
+    )?;
     for w in &windows {
-        writeln!(
-            out,
-            "{} {:<width$}  {:>6}  {}",
+        // "handoff (budget)", "reset (forcedHard)", "reset", "root", "compaction".
+        let opened_by = match (w["opened_by"].as_str(), w["commit"].as_str()) {
+            (Some(by), Some(commit)) => format!("{by} ({commit})"),
+            (Some(by), None) => by.to_string(),
+            (None, _) => "-".to_string(),
+        };
+        let line = format!(
+            "{} {:<width$}  {:>6}  {:<24}  {}",
             if w["current"] == json!(true) {
                 "*"
             } else {
@@ -427,7 +436,9 @@ fn print_windows(out: &mut dyn Write, result: &Value) -> Result<()> {
             w["window_id"].as_str().unwrap_or(""),
             w["item_count"].as_u64().unwrap_or(0),
             w["created_at"].as_str().unwrap_or("-"),
-        )?;
+            opened_by,
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

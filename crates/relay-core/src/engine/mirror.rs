@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE};
 use super::Engine;
-use crate::entry::{Entry, EntryKind};
+use crate::entry::{Entry, EntryKind, WindowMarker};
 use crate::handoff::HandoffFingerprint;
 use crate::history::History;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
@@ -140,8 +140,9 @@ impl Mirror {
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
-                let kind = details.get("kind").and_then(Value::as_str);
-                if matches!(kind, Some("budget" | "hard" | "forcedHard")) {
+                // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
+                // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
+                if WindowMarker::of(details).counts() {
                     self.commit_marks.push(pos);
                 }
                 Observed::Window { attempt }

@@ -881,3 +881,104 @@ mod ts_layout {
         }
     }
 }
+
+/// A session written by an earlier Relay (commit type in `details.kind`) and one written now
+/// (`kind` "handoff"/"reset", commit type in `details.commit`) count the same commits after a
+/// reload: budget, hard and forcedHard count; voluntary, forcedGuard, idle and unknown ones never.
+#[test]
+fn commit_marks_of_old_and_new_shapes_count_toward_the_cap_after_a_reload() {
+    let line = |n: u32, details: serde_json::Value| {
+        json!({"type":"compaction","id":format!("{n:08x}"),"parentId":if n == 1 { serde_json::Value::Null } else { json!(format!("{:08x}", n - 1)) },
+            "timestamp":"2025-11-29T21:00:00.000Z","summary":"boot","firstKeptEntryId":null,"tokensBefore":1,"details":details})
+        .to_string()
+    };
+    let window = |n: u32, extra: serde_json::Value| {
+        let mut d = json!({"relay":"window","windowId":format!("pcw:{SID}:{n:08x}"),"attempt":n,"source":"handoff"});
+        for (k, v) in extra.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    };
+    let old = [
+        json!({"kind":"budget","handoffPath":"/h/1.md"}),
+        json!({"kind":"hard","handoffPath":"/h/2.md"}),
+        json!({"kind":"forcedHard","handoffPath":null}),
+        json!({"kind":"forcedGuard","handoffPath":null}),
+        json!({"kind":"voluntary","handoffPath":"/h/3.md"}),
+        json!({"kind":null,"handoffPath":null}),
+    ];
+    let new = [
+        json!({"kind":"handoff","commit":"budget","handoffPath":"/h/4.md"}),
+        json!({"kind":"reset","commit":"forcedHard","handoffPath":null}),
+        json!({"kind":"reset","commit":"forcedGuard","handoffPath":null}),
+        json!({"kind":"handoff","commit":"voluntary","handoffPath":"/h/5.md"}),
+        json!({"kind":"handoff","commit":"idle","handoffPath":"/h/6.md"}),
+        json!({"kind":"reset","commit":null,"handoffPath":null}),
+    ];
+    let reload = |marks: &[serde_json::Value]| {
+        let text: Vec<String> = marks
+            .iter()
+            .enumerate()
+            .map(|(i, m)| line(i as u32 + 1, window(i as u32 + 1, m.clone())))
+            .collect();
+        let parsed = crate::entry::parse_session(&(text.join("\n") + "\n"));
+        assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+        let mut e = Engine::new();
+        e.resync(SID, &parsed.entries);
+        e.budget.policy.handoffs_committed
+    };
+    assert_eq!(reload(&old), 3, "earlier shape: budget, hard, forcedHard");
+    assert_eq!(
+        reload(&new),
+        2,
+        "current shape: budget, forcedHard (idle never counts)"
+    );
+    let mixed: Vec<serde_json::Value> = old.iter().chain(new.iter()).cloned().collect();
+    assert_eq!(reload(&mixed), 5, "a session that spans the upgrade");
+}
+
+/// Every reset source writes the current marker shape: `kind` "handoff" only when the agent's
+/// written handoff opens the window, "reset" for everything else (a forced mechanical reset
+/// included), the commit type in `commit`.
+#[test]
+fn reset_details_say_handoff_only_for_a_written_handoff() {
+    let marker = |details: serde_json::Value| crate::entry::WindowMarker::of(&details);
+    let m = marker(json!({"relay":"window","kind":"reset","commit":"forcedHard"}));
+    assert_eq!(
+        (m.kind, m.commit.as_deref(), m.counts()),
+        ("reset", Some("forcedHard"), true)
+    );
+    let m = marker(json!({"relay":"window","kind":"handoff","commit":"idle"}));
+    assert_eq!(
+        (m.kind, m.commit.as_deref(), m.counts()),
+        ("handoff", Some("idle"), false)
+    );
+    let m = marker(json!({"relay":"window","kind":"forcedGuard"}));
+    assert_eq!(
+        (m.kind, m.commit.as_deref(), m.counts()),
+        ("reset", Some("forcedGuard"), false)
+    );
+    let m = marker(json!({"relay":"window","kind":"voluntary","handoffPath":"/h.md"}));
+    assert_eq!((m.kind, m.counts()), ("handoff", false));
+    let m = marker(json!({"summary":"Pi's own"}));
+    assert_eq!((m.kind, m.commit), ("compaction", None));
+
+    // new_context: a plain reset, no commit.
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("go")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.tool("new_context", &json!({}), &moment(Some(1_000)));
+    let reply = e.handle(&obs(
+        Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        },
+        Some(1_000),
+    ));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected a reset, got {:?}", reply.result)
+    };
+    assert_eq!(plan.details["kind"], "reset");
+    assert_eq!(plan.details["commit"], serde_json::Value::Null);
+    assert_eq!(plan.details["source"], "new_context");
+}

@@ -25,8 +25,10 @@ use crate::ToolOutput;
 impl History {
     /// `history_list_windows`: lists the context windows of this session branch (a new window
     /// starts at every compaction/reset), newest first unless `recent_first` is false, at most
-    /// `limit` of them. Each window has its `window_id`, `item_count`, `created_at` and whether
-    /// it is the `current` one. Parameters: [`args::HistoryListWindows`].
+    /// `limit` of them. Each window has its `window_id`, `item_count`, `created_at`, whether it
+    /// is the `current` one, what opened it (`opened_by`: root, handoff, reset, compaction) and
+    /// the budget `commit` type of that reset (or null); both marker shapes are read
+    /// ([`crate::entry::WindowMarker`]). Parameters: [`args::HistoryListWindows`].
     pub fn list_windows(&self, args: &Value) -> ToolOutput {
         let a: args::HistoryListWindows = match args::decode(args::HISTORY_LIST_WINDOWS, args) {
             Ok(a) => a,
@@ -43,11 +45,19 @@ impl History {
             .take(limit)
             .filter_map(|i| {
                 let w = self.windows.get(i)?;
+                // What opened the window: "root", "handoff", "reset" (Relay's) or "compaction"
+                // (Pi's own), and the budget commit type when there was one.
+                let (opened_by, commit) = match &w.opened_by {
+                    None => ("root", None),
+                    Some(m) => (m.kind, m.commit.as_deref()),
+                };
                 Some(json!({
                     "window_id": w.id,
                     "item_count": self.window_end(i).saturating_sub(w.first_item),
                     "created_at": w.created_at,
                     "current": i + 1 == n,
+                    "opened_by": opened_by,
+                    "commit": commit,
                 }))
             })
             .collect();
