@@ -90,3 +90,53 @@ test("a mechanical reset past hard is not a handoff: kind reset, commit forcedHa
 		env.restore();
 	}
 });
+
+const MAX_RESULT_BYTES = 65_536;
+
+test("notes_read_file on a 1,000,000-byte note and history_read_item with a huge limit are capped and say how to go on", async () => {
+	const big = "0123456789abcdef漢字\n".repeat(40_000).slice(0, 1_000_000);
+	const note = big + "x".repeat(1_000_000 - Buffer.byteLength(big));
+	assert.equal(Buffer.byteLength(note), 1_000_000);
+	const t = await startSession({
+		steps: [tool("notes_write_file", { path: "big.md", content: note }), "Written.", tool("notes_read_file", { path: "big.md" }), "Read."],
+	});
+	try {
+		await t.session.prompt("Write the big note.");
+		await t.session.prompt("Read it.");
+		const [write] = resultsOf(t, "notes_write_file");
+		assert.equal(write.isError, false, write.text);
+		const [read] = resultsOf(t, "notes_read_file");
+		assert.equal(read.isError, false, read.text);
+		assert.ok(Buffer.byteLength(read.text) <= MAX_RESULT_BYTES, `${Buffer.byteLength(read.text)} bytes`);
+		const r = JSON.parse(read.text);
+		assert.match(r.capped, /^result capped at 65536 bytes; continue with start_line \d+$/);
+		assert.equal(r.start_line, 1);
+		assert.equal(r.next_start_line, r.end_line + 1);
+		const lines = note.split("\n");
+		assert.equal(r.content, lines.slice(0, r.end_line).join("\n"), "whole lines up to the cap");
+
+		// The model continues from next_start_line.
+		t.script(tool("notes_read_file", { path: "big.md", start_line: r.next_start_line, end_line: r.next_start_line }), "More.");
+		await t.session.prompt("Go on.");
+		const next = JSON.parse(resultsOf(t, "notes_read_file")[1].text);
+		assert.equal(next.content, lines[r.next_start_line - 1]);
+
+		// The assistant message that wrote the note holds the whole note in its tool call.
+		const item = t.sessionManager
+			.getBranch()
+			.find((e) => e.type === "message" && e.message.role === "assistant" && e.message.content.some((b) => b.type === "toolCall" && b.name === "notes_write_file"));
+		const windowId = `pcw:${t.sessionManager.getSessionId()}:root`;
+		t.script(tool("history_read_item", { window_id: windowId, item_id: item.id, limit_chars: 100_000_000 }), "Read the item.");
+		await t.session.prompt("Read the history item.");
+		const [hist] = resultsOf(t, "history_read_item");
+		assert.equal(hist.isError, false, hist.text);
+		assert.ok(Buffer.byteLength(hist.text) <= MAX_RESULT_BYTES, `${Buffer.byteLength(hist.text)} bytes`);
+		const h = JSON.parse(hist.text);
+		assert.ok(h.total_chars > [...note].length, `total_chars ${h.total_chars}`);
+		assert.equal(h.next_offset_chars, [...h.content].length, "it continues right after what it showed");
+		assert.match(h.capped, new RegExp(`continue with offset_chars ${h.next_offset_chars}$`));
+		assert.deepEqual(t.errors, []);
+	} finally {
+		await t.dispose();
+	}
+});

@@ -71,6 +71,126 @@ pub fn quote(v: &Value) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The one result cap
+
+/// No tool result is larger than this many bytes of JSON (64 KiB): a longer read, listing or
+/// search stops there and says where to continue (`next_offset`, `next_offset_chars`,
+/// `next_start_line`).
+pub const MAX_RESULT_BYTES: usize = 65_536;
+
+/// Room kept for a result's own fields around its list or content.
+const RESULT_FRAME_BYTES: usize = 1_024;
+
+/// The sentence a capped result carries in its `capped` field.
+pub fn capped_note(how_to_continue: &str) -> String {
+    format!("result capped at {MAX_RESULT_BYTES} bytes; {how_to_continue}")
+}
+
+/// Adds the `capped` sentence to a result object.
+pub fn mark_capped(out: &mut Value, how_to_continue: &str) {
+    if let Value::Object(m) = out {
+        m.insert("capped".into(), capped_note(how_to_continue).into());
+    }
+}
+
+/// The room left in one tool result, counted in bytes of compact JSON.
+#[derive(Debug, Clone)]
+pub struct ResultBudget {
+    left: usize,
+}
+
+impl Default for ResultBudget {
+    fn default() -> Self {
+        ResultBudget {
+            left: MAX_RESULT_BYTES - RESULT_FRAME_BYTES,
+        }
+    }
+}
+
+impl ResultBudget {
+    /// Bytes still free.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Takes `v` when its JSON fits in what is left (a separating comma included).
+    pub fn take(&mut self, v: &Value) -> bool {
+        let n = json_len(v).saturating_add(1);
+        if n > self.left {
+            return false;
+        }
+        self.left -= n;
+        true
+    }
+
+    /// The longest prefix of `text` (at a character boundary) that, as the string field `key` of
+    /// `head`, makes an element that fits in what is left; `None` when not even an empty one fits.
+    pub fn fit_text<'t>(
+        &self,
+        head: &Map<String, Value>,
+        key: &str,
+        text: &'t str,
+    ) -> Option<&'t str> {
+        let frame = json_len(&Value::Object(head.clone()))
+            .saturating_add(key.len())
+            .saturating_add(6);
+        let room = self.left.checked_sub(frame)?;
+        // Each byte of text takes at least one byte of JSON: cut by the overshoot until it fits.
+        let mut end = crate::text::floor_char_boundary(text, room.min(text.len()));
+        loop {
+            let part = text.get(..end).unwrap_or_default();
+            let len = json_len(&Value::String(part.to_string()));
+            if len <= room {
+                return Some(part);
+            }
+            end = crate::text::floor_char_boundary(text, end.saturating_sub(len - room));
+        }
+    }
+}
+
+/// Long strings of a capped reply, abbreviated for a snapshot: `<N bytes: head…tail>`.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn abbreviated(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.len() > 80 => {
+            let head: String = s.chars().take(12).collect();
+            let tail: String = {
+                let t: Vec<char> = s.chars().rev().take(12).collect();
+                t.into_iter().rev().collect()
+            };
+            Value::String(format!("<{} bytes: {head}…{tail}>", s.len()))
+        }
+        Value::Array(a) if a.len() > 3 => {
+            let mut out: Vec<Value> = a.iter().take(2).map(abbreviated).collect();
+            out.push(Value::String(format!("<{} more>", a.len() - 3)));
+            out.push(abbreviated(a.last().unwrap()));
+            Value::Array(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(abbreviated).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    // The model-facing sentence stays whole.
+                    let v = if k == "capped" {
+                        v.clone()
+                    } else {
+                        abbreviated(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Length of `v` as compact JSON.
+pub fn json_len(v: &Value) -> usize {
+    serde_json::to_string(v).map_or(usize::MAX, |s| s.len())
+}
+
+// ---------------------------------------------------------------------------------------------
 // The one decoder
 
 /// Parameters of one tool: the struct [`decode`] fills.
@@ -414,8 +534,11 @@ fn last_line() -> LineIndex {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryListWindows {
-    /// At most this many windows (default: all of them).
+    /// At most this many windows (default: all of them; a reply holds at most 64 KiB).
     pub limit: Option<PositiveInt>,
+    /// Skip this many windows first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
     /// Newest window first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
@@ -433,9 +556,12 @@ pub struct HistoryListItems {
     pub tool_namespace: Option<Text>,
     /// Only tool items of this tool.
     pub tool_name: Option<Text>,
-    /// At most this many items.
+    /// At most this many items (a reply holds at most 64 KiB: it stops earlier and says next_offset).
     #[serde(default = "list_items_limit")]
     pub limit: PositiveInt,
+    /// Skip this many matching items first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
     /// Newest item first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
@@ -455,7 +581,8 @@ pub struct HistoryReadItem {
     /// Start at this character offset.
     #[serde(default)]
     pub offset_chars: NonNegativeInt,
-    /// Read at most this many characters.
+    /// Read at most this many characters (a reply holds at most 64 KiB of text; next_offset_chars
+    /// says where to continue).
     #[serde(default = "read_limit_chars")]
     pub limit_chars: PositiveInt,
 }
@@ -474,9 +601,13 @@ pub struct HistorySearchContents {
     pub tool_namespace: Option<Text>,
     /// Only tool items of this tool.
     pub tool_name: Option<Text>,
-    /// At most this many matching items.
+    /// At most this many matching items (a reply holds at most 64 KiB: it stops earlier and says
+    /// next_offset).
     #[serde(default = "history_search_limit")]
     pub limit: PositiveInt,
+    /// Skip this many matching items first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
     /// Newest item first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
@@ -489,9 +620,12 @@ pub struct NotesListFilesByPrefix {
     /// Only notes whose path starts with this prefix (empty: all notes).
     #[serde(default)]
     pub prefix: Text,
-    /// At most this many files.
+    /// At most this many files (a reply holds at most 64 KiB: it stops earlier and says next_offset).
     #[serde(default = "notes_list_limit")]
     pub limit: PositiveInt,
+    /// Skip this many files first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
 }
 
 /// `notes_read_file`.
@@ -503,9 +637,14 @@ pub struct NotesReadFile {
     /// First line, 1-based; negative values count from the end (-1 = last line).
     #[serde(default = "first_line")]
     pub start_line: LineIndex,
-    /// Last line, inclusive; negative values count from the end (-1 = last line).
+    /// Last line, inclusive; negative values count from the end (-1 = last line). A reply holds
+    /// at most 64 KiB of text: a longer range stops early and says next_start_line.
     #[serde(default = "last_line")]
     pub end_line: LineIndex,
+    /// Start this many characters into start_line (continue inside a long line from a reply's
+    /// next_offset_chars).
+    #[serde(default)]
+    pub offset_chars: NonNegativeInt,
 }
 
 /// `notes_search_contents`.
@@ -517,9 +656,13 @@ pub struct NotesSearchContents {
     /// Only notes whose path starts with this prefix (empty: all notes).
     #[serde(default)]
     pub path_prefix: Text,
-    /// At most this many matching lines.
+    /// At most this many matching lines (a reply holds at most 64 KiB: it stops earlier and says
+    /// next_offset).
     #[serde(default = "notes_search_limit")]
     pub limit: PositiveInt,
+    /// Skip this many matching lines first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
 }
 
 /// `notes_append_to_file`.

@@ -25,37 +25,37 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec(
             "history_list_windows",
             "History: list windows",
-            "List the context windows of this session (oldest window is the root). Every item of every window stays readable with the history tools, even after resets.",
+            "List the context windows of this session (oldest window is the root), each with what opened it (a handoff or a reset). Every item of every window stays readable with the history tools, even after resets. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "history_list_items",
             "History: list items",
-            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filter by window_id, role, tool_namespace or tool_name.",
+            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filter by window_id, role, tool_namespace or tool_name. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early (the last item may be cut) and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "history_read_item",
             "History: read item",
-            "Read one history item by window_id and item_id, as a range of Unicode characters (offset_chars, limit_chars). The reply says where the next range starts.",
+            "Read one history item by window_id and item_id, as a range of Unicode characters (offset_chars, limit_chars). The reply says where the next range starts (next_offset_chars). A reply holds at most 64 KiB (65,536 bytes of JSON): a longer range is cut there and next_offset_chars continues right after it.",
         ),
         spec(
             "history_search_contents",
             "History: search",
-            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filter by window_id, role, tool_namespace or tool_name.",
+            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filter by window_id, role, tool_namespace or tool_name. A reply holds at most 64 KiB (65,536 bytes of JSON): more hits than fit stop early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "notes_list_files_by_prefix",
             "Notes: list",
-            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts.",
+            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "notes_read_file",
             "Notes: read",
-            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line).",
+            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line). A reply holds at most 64 KiB (65,536 bytes of JSON): a longer range stops after the last whole line that fits (or inside a very long line) and next_start_line (with next_offset_chars inside a line) says where to continue.",
         ),
         spec(
             "notes_search_contents",
             "Notes: search",
-            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search.",
+            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search. A reply holds at most 64 KiB (65,536 bytes of JSON): more matching lines than fit stop early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "notes_append_to_file",
