@@ -140,3 +140,46 @@ test("notes_read_file on a 1,000,000-byte note and history_read_item with a huge
 		await t.dispose();
 	}
 });
+
+test("a handoff narrative over its 12 KiB budget: the tool result names each shortened section and its sizes", async () => {
+	const facts = "FACT-" + "checked the parser and the csv reader; ".repeat(400);
+	const goal = "GOAL-2: port the importer";
+	const { t, env } = await budgetSession([
+		{ text: "Started.", tokens: 5_000 },
+		{ ...tool("context_handoff", { goal, next_step: "NEXT-2: run the tests", facts }), tokens: 35_000 },
+		"Resumed from the handoff.",
+	]);
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Keep going.");
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const r = JSON.parse(handoff.text);
+		assert.equal(r.written, true);
+		assert.equal(r.shortened.budget_bytes, 12_288);
+		assert.deepEqual(
+			r.shortened.sections.map((s) => [s.section, s.bytes_before, s.chars_before]),
+			[["facts", Buffer.byteLength(facts), facts.length]],
+		);
+		const [cut] = r.shortened.sections;
+		assert.ok(cut.bytes_after < 12_288 && cut.bytes_after > 10_000, JSON.stringify(cut));
+		assert.ok(
+			r.shortened.message.includes(`facts ${cut.bytes_before} → ${cut.bytes_after} bytes (${cut.chars_before} → ${cut.chars_after} chars)`),
+			r.shortened.message,
+		);
+		assert.ok(r.shortened.message.includes(r.path.replace(/\.md$/, ".json")), "it names the sidecar that keeps the text whole");
+		const sidecar = JSON.parse(readFileSync(r.path.replace(/\.md$/, ".json"), "utf8"));
+		assert.equal(sidecar.facts, facts);
+
+		// The next window's boot block labels the agent's facts as claims and the git state as Relay's record.
+		const boot = ofType(t, "compaction")[0].summary;
+		assert.match(boot, /## Facts \(claimed by the agent, not checked by Relay\)/);
+		assert.match(boot, /its own account \(claims, not verified by Relay\)/);
+		assert.match(boot, /## Automatic metadata \(recorded by Relay\)/);
+		assert.ok(!boot.includes("(verified)"));
+		assert.match(boot, new RegExp(`…\\(cut, ${cut.chars_before - cut.chars_after} chars\\)`));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});

@@ -693,7 +693,8 @@ pub struct ContextHandoff {
     pub goal: NonBlank,
     /// The exact next action.
     pub next_step: NonBlank,
-    /// Verified state: HEAD/commits, test and CI results, completed work.
+    /// The state you checked: HEAD/commits, test and CI results, completed work (recorded as your
+    /// claims; Relay records git branch and HEAD itself).
     pub facts: NonBlank,
     /// Decisions taken, and why.
     pub decisions: Option<Text>,

@@ -75,7 +75,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec(
             "context_handoff",
             "Context handoff",
-            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (verified state: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Git branch and HEAD are recorded automatically. Call it alone and end your turn: the reset happens at the end of this turn.",
+            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (the state you checked: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Everything you write is recorded as your own claims for the next window to check; git branch and HEAD are recorded by Relay itself. The narrative sections (goal, next_step, facts, decisions, open_items, hypotheses) share 12 KiB: longer ones are shortened in the handoff, and the reply's shortened field names each one with its size before and after (the JSON sidecar keeps them whole). Call it alone and end your turn: the reset happens at the end of this turn.",
         ),
         spec(
             "get_context_remaining",

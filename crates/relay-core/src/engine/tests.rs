@@ -982,3 +982,74 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
     assert_eq!(plan.details["commit"], serde_json::Value::Null);
     assert_eq!(plan.details["source"], "new_context");
 }
+
+/// No silent cut: a narrative over its 12 KiB budget commits, and the reply names every
+/// shortened section with its size before and after; the markdown labels the agent's facts as
+/// claims and the metadata as Relay's record, and the boot block carries those labels.
+#[test]
+fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        global: Some(
+            json!({"relay": {"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
+        ),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let mut b = Branch::new();
+    e.append(&[b.user("go")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.handle(&obs(Event::TurnEnd, Some(5_000)));
+    let facts = "FACT ".repeat(3_000); // 15,000 bytes
+    let args = json!({"goal": "Ship the importer", "next_step": "Run the tests", "facts": facts.trim_end(), "hypotheses": "maybe ".repeat(400)});
+    let m = moment(Some(31_000));
+    let parsed = e.handoff_begin(&args, &m).unwrap();
+    let git = GitFacts {
+        repo_root: Some("/work/project".into()),
+        branch: Some("main".into()),
+        head: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        state: crate::handoff::GitState::Repo,
+    };
+    let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
+    let (markdown, _sidecar, fingerprint) = e.handoff_render(&parsed, &git, &path, 1, &m).unwrap();
+    assert!(markdown.contains("## Facts (claimed by the agent, not checked by Relay)"));
+    assert!(markdown.contains("## Automatic metadata (recorded by Relay)"));
+    assert!(!markdown.contains("(verified)"));
+    let reply = e.handoff_written(&path, markdown, fingerprint, &m);
+    assert!(!reply.is_error, "{}", reply.text);
+    let v: serde_json::Value = serde_json::from_str(&reply.text).unwrap();
+    let sections = v["shortened"]["sections"].as_array().unwrap();
+    assert_eq!(sections[0]["section"], "facts");
+    assert_eq!(sections[0]["bytes_before"], facts.trim_end().len());
+    assert!(sections[0]["bytes_after"].as_u64().unwrap() < 12_288);
+    insta::assert_snapshot!("handoff_reply_shortened", reply.text);
+
+    // The boot block of the next window carries the labels.
+    let reply = e.handle(&obs(Event::TurnEnd, Some(31_500)));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected the handoff commit, got {:?}", reply.result)
+    };
+    assert!(plan
+        .summary
+        .contains("its own account (claims, not verified by Relay)"));
+    assert!(plan
+        .summary
+        .contains("## Facts (claimed by the agent, not checked by Relay)"));
+    assert!(plan
+        .summary
+        .contains("## Automatic metadata (recorded by Relay)"));
+    assert_eq!(plan.details["kind"], "handoff");
+
+    // A handoff that fits says nothing about cuts.
+    let mut e2 = engine();
+    assert!(e2.configure(&sources).is_empty());
+    e2.append(&[Branch::new().user("go")]);
+    e2.handle(&obs(Event::BeforeAgentStart, None));
+    e2.handle(&obs(Event::TurnEnd, Some(5_000)));
+    let small = json!({"goal": "g", "next_step": "n", "facts": "f"});
+    let parsed = e2.handoff_begin(&small, &m).unwrap();
+    let (md, _, fp) = e2.handoff_render(&parsed, &git, &path, 1, &m).unwrap();
+    let reply = e2.handoff_written(&path, md, fp, &m);
+    assert!(!reply.text.contains("shortened"), "{}", reply.text);
+}
