@@ -183,3 +183,37 @@ test("a handoff narrative over its 12 KiB budget: the tool result names each sho
 		env.restore();
 	}
 });
+
+test("Codex-style argument names are accepted, and a wrong name gets an error naming the right one", async () => {
+	const t = await startSession({
+		steps: [
+			tool("notes_write_file", { file_path: "plan.md", content: "one\ntwo\nthree\n" }),
+			tool("notes_read_file", { file_path: "plan.md", offset: 2 }),
+			tool("history_search_contents", { pattern: "PINEAPPLE-3" }),
+			tool("notes_read_file", { path: "plan.md", limit: 2 }),
+			"Done.",
+		],
+	});
+	try {
+		await t.session.prompt("Remember PINEAPPLE-3 and work with the plan.");
+		const [write] = resultsOf(t, "notes_write_file");
+		assert.equal(write.isError, false, write.text);
+		assert.equal(JSON.parse(write.text).path, "plan.md");
+		const [read, wrong] = resultsOf(t, "notes_read_file");
+		assert.equal(read.isError, false, read.text);
+		const r = JSON.parse(read.text);
+		assert.equal(r.start_line, 2, "offset is Codex's 1-based start line");
+		assert.equal(r.content, "two\nthree");
+		const [search] = resultsOf(t, "history_search_contents");
+		assert.equal(search.isError, false, search.text);
+		assert.ok(JSON.parse(search.text).items.some((i) => i.role === "user"), search.text);
+		assert.equal(wrong.isError, true);
+		assert.equal(
+			wrong.text,
+			'notes_read_file: unknown argument "limit": did you mean "end_line" (the last line to read, inclusive: start_line + limit - 1)? (accepted: path, start_line, end_line, offset_chars)',
+		);
+		assert.deepEqual(t.errors, []);
+	} finally {
+		await t.dispose();
+	}
+});

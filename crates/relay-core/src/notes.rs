@@ -1393,8 +1393,8 @@ mod tests {
                 r#"argument "prefix" must be a string, got ["a"]"#,
             ),
             (
-                json!({"path":"a"}),
-                r#"unknown argument "path" (accepted: prefix, limit, offset)"#,
+                json!({"paths":"a"}),
+                r#"unknown argument "paths": did you mean "prefix"? (accepted: prefix, limit, offset)"#,
             ),
         ] {
             let text = err_text(notes.list_files_by_prefix(&args));

@@ -389,7 +389,7 @@ fn argument_errors_name_the_argument() {
     let cases: Vec<(ToolOutput, &str)> = vec![
         (
             h.list_windows(&json!({"limitt": 1})),
-            r#"history_list_windows: unknown argument "limitt" (accepted: limit, offset, recent_first)"#,
+            r#"history_list_windows: unknown argument "limitt": did you mean "limit"? (accepted: limit, offset, recent_first)"#,
         ),
         (
             h.list_windows(&json!({"limit": 0})),
