@@ -217,3 +217,45 @@ test("Codex-style argument names are accepted, and a wrong name gets an error na
 		await t.dispose();
 	}
 });
+
+test("the engine's usage estimate equals Pi's getContextUsage() with images, thinking, tool calls, bash and custom messages on the branch", async () => {
+	const { fauxAssistantMessage, fauxText, fauxThinking, fauxToolCall } = await import("@earendil-works/pi-ai");
+	const image = { type: "image", data: Buffer.from("not really a png").toString("base64"), mimeType: "image/png" };
+	const WINDOW_TOKENS = 1_000_000;
+	const RESERVE = 16_384;
+	const probe = {};
+	const t = await startSession({
+		contextWindow: WINDOW_TOKENS,
+		extraFactories: [(pi) => (probe.pi = pi)],
+		steps: [
+			"First answer, with usage.",
+			// An answer that failed: its usage is not trusted, its content still counts as Pi counts it.
+			() =>
+				fauxAssistantMessage([fauxThinking("thinking it over…"), fauxText("partial"), fauxToolCall("notes_read_file", { path: "plan.md", start_line: 2 })], {
+					stopReason: "error",
+					errorMessage: "provider hiccup",
+				}),
+		],
+	});
+	try {
+		await t.session.prompt("Hello there.");
+		await t.session.prompt("What is in this picture?", { images: [image] });
+		// While idle, a custom message with an image and a bash execution join the branch.
+		probe.pi.sendMessage({ customType: "probe/picture", content: [{ type: "text", text: "another picture" }, image], display: true });
+		await t.session.executeBash("echo relay-usage-check");
+		const kinds = t.sessionManager.getBranch().map((e) => (e.type === "message" ? e.message.role : e.type));
+		for (const kind of ["user", "assistant", "custom_message", "bashExecution"]) assert.ok(kinds.includes(kind), `${kind} on the branch: ${kinds}`);
+
+		const lines = await captureStderr(() => t.session.prompt("/relay status"));
+		const line = lines.join("\n").match(/remaining: ([\d,.\s\u202f]+) tokens before the/);
+		assert.ok(line, lines.join("\n"));
+		const remaining = Number(line[1].replace(/\D/g, ""));
+		const engineTokens = WINDOW_TOKENS - RESERVE - remaining;
+		const pi = t.session.getContextUsage();
+		assert.equal(engineTokens, pi.tokens, `engine ${engineTokens}, Pi ${pi.tokens}`);
+		assert.ok(pi.tokens > 2 * 1_200, "both images are counted (4,800 chars each)");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		await t.dispose();
+	}
+});

@@ -1053,3 +1053,66 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     let reply = e2.handoff_written(&path, md, fp, &m);
     assert!(!reply.text.contains("shortened"), "{}", reply.text);
 }
+
+/// The incremental estimate equals Pi's `getContextUsage()` arithmetic: ceil(chars/4) per
+/// message as Pi counts it (images 4,800 chars), the last valid usage plus what follows it, the
+/// current system message in a pure estimate, null after a reset, and context edits.
+#[test]
+fn the_usage_estimate_combines_messages_as_pi_does() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let est = |e: &Engine| {
+        let m = Moment {
+            usage: None,
+            ..moment(None)
+        };
+        e.mirror.usage(&m).and_then(|u| u.tokens)
+    };
+    let image = json!({"type":"image","data":"AAAA","mimeType":"image/png"});
+    // Root window, no usage yet: the system message (content + sections + tools) and every message.
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"system","content":"You are Pi.","sections":{"rules":"be brief"},"toolsAdded":[{"name":"read","description":"r","parameters":{}}]}}))]);
+    let tools_json = r#"[{"name":"read","description":"r","parameters":{}}]"#.len() as u64;
+    let system = (11 + 8 + tools_json).div_ceil(4);
+    assert_eq!(est(&e), Some(system));
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":"see"},image]}}))]);
+    let user = (3u64 + 4_800).div_ceil(4);
+    assert_eq!(est(&e), Some(system + user));
+    // A valid usage replaces everything before it; later messages add theirs.
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant","content":[{"type":"thinking","thinking":"abcd"},{"type":"toolCall","id":"t","name":"read","arguments":{"p":1}}],"usage":{"input":900,"output":100,"cacheRead":0,"cacheWrite":0,"totalTokens":1000},"stopReason":"toolUse"}}))]);
+    assert_eq!(est(&e), Some(1_000));
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"toolResult","toolCallId":"t","toolName":"read","content":[{"type":"text","text":"12345"},image],"isError":false}}))]);
+    let result = (5u64 + 4_800).div_ceil(4);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"oops"}],"usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2},"stopReason":"error"}}))]);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"bashExecution","command":"ls","output":"a b","exitCode":0}}))]);
+    e.append(&[b.entry(
+        json!({"type":"custom_message","customType":"x","content":[image],"display":true}),
+    )]);
+    e.append(&[b.entry(json!({"type":"branch_summary","fromId":"f","summary":"went"}))]);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"system","content":"","sections":{"rules":"longer rules"}}}))]);
+    let trailing = result + 1 + (2u64 + 3).div_ceil(4) + 1_200 + 1 + 3;
+    assert_eq!(est(&e), Some(1_000 + trailing));
+    // A context edit distrusts the usage: every message (edits applied) and the current system message.
+    let result_id = format!("{:08x}", 4);
+    e.append(&[b.entry(
+        json!({"type":"context_edit","targetId":result_id,"replacement":{"content":"short"}}),
+    )]);
+    let system_now = (11 + 12 + tools_json).div_ceil(4);
+    let assistant = (4u64 + 4 + r#"{"p":1}"#.len() as u64).div_ceil(4);
+    let pure = system_now + user + assistant + 2 + 1 + 2 + 1_200 + 1;
+    assert_eq!(est(&e), Some(pure));
+    // A navigation back before the edit restores the usage-based figure.
+    let before_edit = format!("{:08x}", 9);
+    e.truncate_after(Some(&before_edit));
+    assert_eq!(est(&e), Some(1_000 + trailing));
+    // After a reset: unknown until an answer in the new window reports usage.
+    e.append(&[b.compaction(
+        "boot",
+        json!({"relay":"window","windowId":"pcw:x:00000001"}),
+    )]);
+    assert_eq!(est(&e), None);
+    e.append(&[b.user("hi")]);
+    assert_eq!(est(&e), None);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":300},"stopReason":"stop"}}))]);
+    e.append(&[b.user("12345678")]);
+    assert_eq!(est(&e), Some(302));
+}

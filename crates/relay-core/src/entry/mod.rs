@@ -24,12 +24,16 @@ mod marker;
 mod types;
 
 pub use branch::{branch_indices, stream_branch, stream_branch_by_parents, BranchSink, LinearFeed};
+pub use decode::ESTIMATED_IMAGE_CHARS;
 pub use decode::{
     last_entry_of_line, parse_entries, parse_entry, parse_line, parse_session,
     push_entries_of_lines,
 };
 pub use marker::{WindowMarker, COUNTED_COMMITS};
-pub use types::{Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession};
+pub use types::{
+    Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
+    SystemDelta,
+};
 
 #[cfg(test)]
 mod tests;

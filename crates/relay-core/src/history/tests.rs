@@ -65,6 +65,7 @@ fn compaction(id: &str, summary: &str, details: Value) -> Entry {
             tokens_before: None,
             details,
             from_hook: false,
+            system_message: None,
         },
     )
 }
@@ -126,6 +127,7 @@ fn fixture() -> History {
                 text: "boot block".into(),
                 display: false,
                 details: Value::Null,
+                estimate_chars: 0,
             },
         ),
         entry(
@@ -206,6 +208,7 @@ fn role_mapping_and_tools() {
                 text: "cm".into(),
                 display: true,
                 details: Value::Null,
+                estimate_chars: 0,
             },
         ),
         entry(
