@@ -376,3 +376,57 @@ fn broken_pipe_exits_quietly() {
     assert_eq!(status.code(), Some(0), "stderr: {err}");
     assert!(err.is_empty(), "{err}");
 }
+
+/// The history tools cap each reply at 64 KiB; the CLI pages through them, so a large item or
+/// listing comes out whole.
+#[test]
+fn large_items_and_listings_come_out_whole_across_capped_pages() {
+    let t = Temp::new("paging");
+    let big: String = "ab\"cé漢\\d".chars().cycle().take(200_000).collect();
+    let mut lines = vec![HEADER.to_string()];
+    let mut parent = "null".to_string();
+    for i in 0..10 {
+        let id = format!("p{i}");
+        let text = serde_json::to_string(&format!("{i}:{big}")).unwrap();
+        lines.push(format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"user","content":{text}}}}}"#
+        ));
+        parent = format!("\"{id}\"");
+    }
+    let file = t.write("paging.jsonl", &lines.join("\n"));
+    let o = relay(&[
+        "read",
+        p(&file),
+        "pcw:S1:root",
+        "p3",
+        "--limit",
+        "1000000",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["content"].as_str().unwrap(), format!("3:{big}"));
+    assert_eq!(v["next_offset_chars"], Value::Null);
+    let o = relay(&[
+        "items",
+        p(&file),
+        "--max-chars",
+        "100000",
+        "--limit",
+        "10",
+        "--oldest-first",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 10);
+    for (i, item) in items.iter().enumerate() {
+        assert_eq!(item["item_id"], format!("p{i}"));
+        assert_eq!(
+            item["content"].as_str().unwrap().chars().count(),
+            100_000,
+            "item {i}"
+        );
+    }
+}
