@@ -137,8 +137,9 @@ enum Mark {
         summary: u64,
         system: Option<Box<SystemDelta>>,
     },
+    /// A context edit of the entry at `target` (`None`: not on the mirrored branch).
     Edit {
-        target: String,
+        target: Option<usize>,
         replacement: Option<Replacement>,
     },
 }
@@ -146,7 +147,6 @@ enum Mark {
 #[derive(Debug, Clone)]
 struct UsageMark {
     pos: usize,
-    id: String,
     mark: Mark,
 }
 
@@ -423,16 +423,12 @@ impl Mirror {
                 target_id,
                 replacement,
             } => Mark::Edit {
-                target: target_id.clone(),
+                target: self.history.position_of(target_id),
                 replacement: *replacement,
             },
             _ => return,
         };
-        self.usage_marks.push(UsageMark {
-            pos,
-            id: entry.id.clone(),
-            mark,
-        });
+        self.usage_marks.push(UsageMark { pos, mark });
         let start = self.current.start;
         let from = self.usage_marks.partition_point(|m| m.pos < start);
         let last = self.usage_marks.len() - 1;
@@ -562,29 +558,28 @@ impl Engine {
 /// Apply the mark at `i` (of the window whose marks start at `from`) to `e`. An edit changes the
 /// mark it targets (found by id among the window's earlier marks).
 fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) {
-    let Some(mark) = marks.get(i).map(|m| m.mark.clone()) else {
-        return;
-    };
-    match mark {
-        Mark::Opening { summary, system } => {
+    let edit = match marks.get(i).map(|m| &m.mark) {
+        None => return,
+        Some(Mark::Opening { summary, system }) => {
             e.all += summary;
-            if let Some(d) = &system {
+            if let Some(d) = system {
                 e.system.apply(d);
             }
+            return;
         }
-        Mark::Message {
+        Some(Mark::Message {
             current,
             usage,
             system,
             ..
-        } => {
-            if let Some(d) = &system {
+        }) => {
+            if let Some(d) = system {
                 // A system message counts in the trailing part; in a pure estimate it is part of
                 // the current system message instead.
                 e.system.apply(d);
                 e.trailing += current;
             } else if let Some(u) = usage {
-                e.last_usage = Some(u);
+                e.last_usage = Some(*u);
                 e.trailing = 0;
                 e.invalidated = false;
                 e.usages += 1;
@@ -593,41 +588,47 @@ fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) 
                 e.trailing += current;
                 e.all += current;
             }
+            return;
         }
-        Mark::Edit {
+        Some(Mark::Edit {
             target,
             replacement,
-        } => {
-            e.invalidated = true;
-            let window = marks.get_mut(from..i).unwrap_or_default();
-            let Some(UsageMark {
-                mark:
-                    Mark::Message {
-                        current,
-                        usage,
-                        removed,
-                        editable,
-                        system: None,
-                        ..
-                    },
+        }) => (*target, *replacement),
+    };
+    let (target, replacement) = edit;
+    e.invalidated = true;
+    // The edited message, if it is a message of this window (an earlier mark).
+    let Some(target) = target else { return };
+    let window = marks.get_mut(from..i).unwrap_or_default();
+    let Ok(at) = window.binary_search_by_key(&target, |m| m.pos) else {
+        return;
+    };
+    let Some(UsageMark {
+        mark:
+            Mark::Message {
+                current,
+                usage,
+                removed,
+                editable,
+                system: None,
                 ..
-            }) = window.iter_mut().rev().find(|m| m.id == target)
-            else {
-                return;
-            };
-            let new = match (replacement, *editable) {
-                (_, Editable::No) => *current,
-                (None, _) => 0,
-                (Some(r), Editable::Content) => r.content_chars.div_ceil(4),
-                (Some(r), Editable::Assistant) => r.assistant_chars.div_ceil(4),
-            };
-            e.all = e.all - *current + new;
-            *current = new;
-            let gone = replacement.is_none() && *editable != Editable::No;
-            if gone && usage.is_some() && !*removed {
-                e.usages = e.usages.saturating_sub(1);
-            }
-            *removed |= gone;
-        }
+            },
+        ..
+    }) = window.get_mut(at)
+    else {
+        return;
+    };
+    let new = match (replacement, *editable) {
+        (_, Editable::No) => *current,
+        (None, _) => 0,
+        (Some(r), Editable::Content) => r.content_chars.div_ceil(4),
+        (Some(r), Editable::Assistant) => r.assistant_chars.div_ceil(4),
+    };
+    e.all = e.all - *current + new;
+    *current = new;
+    let gone = replacement.is_none() && *editable != Editable::No;
+    if gone && usage.is_some() && !*removed {
+        e.usages = e.usages.saturating_sub(1);
     }
+    *removed |= gone;
 }

@@ -301,6 +301,12 @@ impl History {
         self.position(IdKey::of(entry_id), entry_id).is_some()
     }
 
+    /// The position of the entry `entry_id` on the mirrored branch (0 = root), if pushed.
+    pub fn position_of(&self, entry_id: &str) -> Option<usize> {
+        self.position(IdKey::of(entry_id), entry_id)
+            .map(|p| p as usize)
+    }
+
     /// The id of the last pushed entry.
     pub fn tip(&self) -> Option<&str> {
         self.entries.len().checked_sub(1).map(|p| self.id_at(p))
