@@ -37,21 +37,12 @@ pub(super) struct WindowState {
     estimate: Estimate,
 }
 
-impl WindowState {
-    /// The window's first valid assistant usage, if any (the budget policy's floor).
-    pub(super) fn first_usage(&self) -> Option<u64> {
-        self.estimate.first_usage
-    }
-}
-
 /// Pi's `getContextUsage()` of one window, kept incrementally (Pi's compaction code:
 /// `estimateTokens`, `estimateContextTokens`, `estimateProjectedContextTokens`).
 #[derive(Debug, Clone, Default)]
 struct Estimate {
     /// The last valid assistant usage (neither aborted nor an error, total > 0).
     last_usage: Option<u64>,
-    /// The window's first valid assistant usage (what the budget policy calls the floor).
-    first_usage: Option<u64>,
     /// ceil(chars/4) of every message after it, system messages included.
     trailing: u64,
     /// ceil(chars/4) of every non-system message of the window (the compaction summary
@@ -589,7 +580,6 @@ fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) 
                 e.trailing += current;
             } else if let Some(u) = usage {
                 e.last_usage = Some(*u);
-                e.first_usage.get_or_insert(*u);
                 e.trailing = 0;
                 e.invalidated = false;
                 e.usages += 1;

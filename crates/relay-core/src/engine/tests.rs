@@ -1104,7 +1104,6 @@ fn the_usage_estimate_combines_messages_as_pi_does() {
     let before_edit = format!("{:08x}", 9);
     e.truncate_after(Some(&before_edit));
     assert_eq!(est(&e), Some(1_000 + trailing));
-    assert_eq!(e.mirror.current_window().first_usage(), Some(1_000));
     // After a reset: unknown until an answer in the new window reports usage.
     e.append(&[b.compaction(
         "boot",
