@@ -30,6 +30,11 @@ export declare class Engine {
   tool(name: string, argsJson: string, observationJson: string, gitJson?: string | undefined | null): string
   /** Feed one observation; returns a HookReply. */
   handle(observationJson: string): string
+  /**
+   * The model's arguments for the tool `name` with Codex-style aliases renamed, or the tool
+   * error for an unknown argument: `{"args": …}` or `{"error": text}` (Pi's `prepareArguments`).
+   */
+  prepareArguments(name: string, argsJson: string): string
   /** The tools' names, labels and descriptions. */
   toolSpecs(): string
   /**

@@ -73,6 +73,20 @@ export default function relay(pi: ExtensionAPI) {
 			description: spec.description,
 			// A plain JSON Schema generated from the Rust argument structs (crates/relay-core/src/args.rs).
 			parameters: spec.parameters as TSchema,
+			// Before Pi checks the arguments against the schema: the engine renames the names
+			// Codex-trained models use (file_path, pattern, offset, …) and refuses unknown ones with
+			// an error naming the right parameter (a throw here is the tool's error result).
+			prepareArguments(args: unknown) {
+				let prepared: { args?: unknown; error?: string };
+				try {
+					prepared = JSON.parse(engine.prepareArguments(spec.name, JSON.stringify(args ?? {})));
+				} catch (error) {
+					report(`${spec.name} arguments`, error);
+					return args as never;
+				}
+				if (prepared.error !== undefined) throw new Error(prepared.error);
+				return prepared.args as never;
+			},
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				let reply: ToolReply;
 				try {

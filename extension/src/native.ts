@@ -39,6 +39,11 @@ export interface NativeEngine {
 	handle(observationJson: string): string;
 	/** The {@link ToolSpec}s: tool names, labels and descriptions the model sees. */
 	toolSpecs(): string;
+	/**
+	 * The model's arguments for a tool as Pi should validate them (Codex-style aliases renamed):
+	 * `{"args": …}`, or `{"error": text}` for an unknown argument (the text names the right one).
+	 */
+	prepareArguments(name: string, argsJson: string): string;
 }
 
 interface NativeModule {

@@ -35,7 +35,7 @@ test("history tools reach items of an earlier window after a reset", async () =>
 		const search = results.find((r) => r.toolName === "history_search_contents");
 		assert.equal(search.isError, false);
 		const found = JSON.parse(search.text);
-		assert.deepEqual(Object.keys(found).sort(), ["has_more", "items"], search.text);
+		assert.deepEqual(Object.keys(found).sort(), ["has_more", "items", "next_offset"], search.text);
 		// The root window's prompt and answer are found (besides the search call itself).
 		const rootHits = found.items.filter((h) => String(h.window_id).endsWith(":root"));
 		assert.deepEqual(rootHits.map((h) => h.role).sort(), ["assistant", "user"], `root-window hits: ${search.text}`);

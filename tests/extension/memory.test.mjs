@@ -239,7 +239,7 @@ test("notes survive a reset and a JSONL reload; a sibling branch never sees them
 		);
 		await again.session.prompt("List notes on the sibling branch.");
 		const [siblingList, siblingRead] = again.toolResults().slice(-3);
-		assert.deepEqual(parse(siblingList), { files: [], total: 0, truncated: false });
+		assert.deepEqual(parse(siblingList), { files: [], total: 0, truncated: false, next_offset: null });
 		assert.equal(siblingRead.isError, true);
 		assert.match(siblingRead.text, /keep\.md/);
 

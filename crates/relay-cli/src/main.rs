@@ -213,7 +213,7 @@ fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             let history = load(Path::new(&cli.positional[0]))?;
             let mut a = Map::new();
             cli.filters(&mut a)?;
-            let result = tool(history.list_windows(&Value::Object(a)))?;
+            let result = paged("windows", &a, None, None, &|v| history.list_windows(v))?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&result)?)?;
             } else {
@@ -232,7 +232,19 @@ fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             if let Some(n) = cli.number("max-chars", 1)? {
                 a.insert("max_chars_per_item".into(), n.into());
             }
-            let result = tool(history.list_items(&Value::Object(a)))?;
+            let max_chars = a
+                .get("max_chars_per_item")
+                .and_then(Value::as_u64)
+                .unwrap_or(relay_core::history::DEFAULT_MAX_CHARS_PER_ITEM as u64);
+            let result = paged(
+                "items",
+                &a,
+                Some(relay_core::history::DEFAULT_LIST_ITEMS_LIMIT),
+                Some(max_chars),
+                &|v| history.list_items(v),
+            )?;
+            let mut result = result;
+            complete_cut_items(&mut result, max_chars, &|v| history.read_item(v))?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&result)?)?;
             } else {
@@ -253,7 +265,7 @@ fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             if let Some(n) = cli.number("limit", 1)? {
                 a.insert("limit_chars".into(), n.into());
             }
-            let result = tool(history.read_item(&Value::Object(a)))?;
+            let result = read_all(&a, &|v| history.read_item(v))?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&result)?)?;
             } else {
@@ -300,7 +312,7 @@ fn search(rest: &[String], out: &mut dyn Write) -> Result<()> {
     let mut a = Map::new();
     a.insert("query".into(), query.clone().into());
     cli.filters(&mut a)?;
-    let args = Value::Object(a);
+    let args = a;
     let window = cli.text("window");
     let several = files.len() > 1;
 
@@ -323,7 +335,13 @@ fn search(rest: &[String], out: &mut dyn Write) -> Result<()> {
             }
             window_seen = true;
         }
-        let result = tool(history.search_contents(&args))?;
+        let result = paged(
+            "items",
+            &args,
+            Some(relay_core::history::DEFAULT_SEARCH_LIMIT),
+            None,
+            &|v| history.search_contents(v),
+        )?;
         results.push((file, result));
     }
     if let (Some(w), false) = (window, window_seen) {
@@ -399,6 +417,134 @@ fn load(path: &Path) -> Result<History> {
     Ok(history)
 }
 
+/// A listing tool's whole answer for `args`: its replies are capped (64 KiB each), so the pages
+/// are fetched with `offset` until `limit` entries (the tool's default when absent) or the end.
+/// With `refetch_cut` (the per-item character limit), an item the cap cut short is fetched again
+/// at the start of the next page, unless it is alone on its page.
+fn paged(
+    key: &str,
+    args: &Map<String, Value>,
+    default_limit: Option<usize>,
+    refetch_cut: Option<u64>,
+    call: &dyn Fn(&Value) -> relay_core::ToolOutput,
+) -> Result<Value> {
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .or(default_limit.map(|l| l as u64));
+    let mut entries: Vec<Value> = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let mut page_args = args.clone();
+        page_args.insert("offset".into(), offset.into());
+        if let Some(l) = limit {
+            page_args.insert("limit".into(), (l - entries.len() as u64).into());
+        }
+        let mut page = tool(call(&Value::Object(page_args)))?;
+        let mut list = match page.get_mut(key).map(Value::take) {
+            Some(Value::Array(list)) => list,
+            _ => Vec::new(),
+        };
+        let capped = page.get("capped").is_some();
+        let mut next = page.get("next_offset").and_then(Value::as_u64);
+        if let (true, Some(max), Some(n)) = (capped, refetch_cut, next) {
+            let cut = list.last().is_some_and(|item| {
+                let shown = item["content"]
+                    .as_str()
+                    .map_or(0, |c| c.chars().count() as u64);
+                shown < item["total_chars"].as_u64().unwrap_or(0).min(max)
+            });
+            if cut && list.len() > 1 {
+                list.pop();
+                next = Some(n - 1);
+            }
+        }
+        entries.extend(list);
+        let done = limit.is_some_and(|l| entries.len() as u64 >= l);
+        match next {
+            Some(n) if capped && !done && n > offset => offset = n,
+            _ => {
+                if let Value::Object(m) = &mut page {
+                    m.remove("capped");
+                    m.insert(key.into(), Value::Array(entries));
+                    if let Some(n) = next {
+                        m.insert("next_offset".into(), n.into());
+                    }
+                }
+                return Ok(page);
+            }
+        }
+    }
+}
+
+/// Items whose content the reply cap cut below `max_chars` (an item too large for one reply)
+/// are completed with `history_read_item`.
+fn complete_cut_items(
+    result: &mut Value,
+    max_chars: u64,
+    read: &dyn Fn(&Value) -> relay_core::ToolOutput,
+) -> Result<()> {
+    let Some(items) = result.get_mut("items").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    for item in items {
+        let shown = item["content"].as_str().unwrap_or("").to_string();
+        let shown_chars = shown.chars().count() as u64;
+        let wanted = item["total_chars"].as_u64().unwrap_or(0).min(max_chars);
+        if shown_chars >= wanted {
+            continue;
+        }
+        let mut a = Map::new();
+        a.insert("window_id".into(), item["window_id"].clone());
+        a.insert("item_id".into(), item["item_id"].clone());
+        a.insert("offset_chars".into(), shown_chars.into());
+        a.insert("limit_chars".into(), (wanted - shown_chars).into());
+        let rest = read_all(&a, read)?;
+        item["content"] = format!("{shown}{}", rest["content"].as_str().unwrap_or("")).into();
+        item["truncated"] = (wanted < item["total_chars"].as_u64().unwrap_or(0)).into();
+    }
+    Ok(())
+}
+
+/// `history_read_item` over as many capped replies as the requested range needs.
+fn read_all(
+    args: &Map<String, Value>,
+    call: &dyn Fn(&Value) -> relay_core::ToolOutput,
+) -> Result<Value> {
+    let start = args
+        .get("offset_chars")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let limit = args
+        .get("limit_chars")
+        .and_then(Value::as_u64)
+        .unwrap_or(relay_core::history::DEFAULT_READ_LIMIT_CHARS as u64);
+    let mut content = String::new();
+    let mut taken = 0u64;
+    let mut offset = start;
+    loop {
+        let mut page_args = args.clone();
+        page_args.insert("offset_chars".into(), offset.into());
+        page_args.insert("limit_chars".into(), (limit - taken).into());
+        let mut page = tool(call(&Value::Object(page_args)))?;
+        let part = page["content"].as_str().unwrap_or("").to_string();
+        taken += part.chars().count() as u64;
+        content.push_str(&part);
+        let next = page["next_offset_chars"].as_u64();
+        match next {
+            Some(n) if taken < limit && n > offset => offset = n,
+            _ => {
+                if let Value::Object(m) = &mut page {
+                    m.remove("capped");
+                    m.insert("offset_chars".into(), start.into());
+                    m.insert("content".into(), content.into());
+                }
+                return Ok(page);
+            }
+        }
+    }
+}
+
 fn tool(output: relay_core::ToolOutput) -> Result<Value> {
     if output.is_error {
         bail!(fatal(output.text));
@@ -414,11 +560,20 @@ fn print_windows(out: &mut dyn Write, result: &Value) -> Result<()> {
         .max()
         .unwrap_or(0)
         .max("WINDOW".len());
-    writeln!(out, "  {:<width$}  {:>6}  CREATED", "WINDOW", "ITEMS")?;
+    writeln!(
+        out,
+        "  {:<width$}  {:>6}  {:<24}  {:<20}",
+        "WINDOW", "ITEMS", "CREATED", "OPENED BY"
+    )?;
     for w in &windows {
-        writeln!(
-            out,
-            "{} {:<width$}  {:>6}  {}",
+        // "handoff (budget)", "reset (forcedHard)", "reset", "root", "compaction".
+        let opened_by = match (w["opened_by"].as_str(), w["commit"].as_str()) {
+            (Some(by), Some(commit)) => format!("{by} ({commit})"),
+            (Some(by), None) => by.to_string(),
+            (None, _) => "-".to_string(),
+        };
+        let line = format!(
+            "{} {:<width$}  {:>6}  {:<24}  {}",
             if w["current"] == json!(true) {
                 "*"
             } else {
@@ -427,7 +582,9 @@ fn print_windows(out: &mut dyn Write, result: &Value) -> Result<()> {
             w["window_id"].as_str().unwrap_or(""),
             w["item_count"].as_u64().unwrap_or(0),
             w["created_at"].as_str().unwrap_or("-"),
-        )?;
+            opened_by,
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

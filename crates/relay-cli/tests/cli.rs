@@ -106,6 +106,64 @@ fn windows_human_and_json() {
     assert_eq!(v["current_window_id"], "pcw:S1:deadbeef");
 }
 
+/// Window markers in both shapes Relay has written: the commit type in `details.commit` with
+/// `details.kind` "handoff"/"reset" (current), and the commit type in `details.kind` (earlier).
+#[test]
+fn windows_show_what_opened_them_in_old_and_new_marker_shapes() {
+    let t = Temp::new("markers");
+    let compaction = |id: &str, parent: &str, details: &str| {
+        format!(
+            r#"{{"type":"compaction","id":"{id}","parentId":"{parent}","timestamp":"2025-01-01T00:00:0{}.000Z","summary":"boot","firstKeptEntryId":"{parent}","tokensBefore":1,"details":{details}}}"#,
+            id.len()
+        )
+    };
+    let lines = [
+        HEADER.to_string(),
+        r#"{"type":"message","id":"m1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#.to_string(),
+        compaction("k1", "m1", r#"{"relay":"window","windowId":"pcw:S1:00000001","kind":"budget","handoffPath":"/h/1.md"}"#),
+        compaction("k22", "k1", r#"{"relay":"window","windowId":"pcw:S1:00000002","kind":"forcedHard","handoffPath":null}"#),
+        compaction("k333", "k22", r#"{"relay":"window","windowId":"pcw:S1:00000003","kind":"handoff","commit":"hard","handoffPath":"/h/2.md"}"#),
+        compaction("k4444", "k333", r#"{"relay":"window","windowId":"pcw:S1:00000004","kind":"reset","commit":null}"#),
+        compaction("k55555", "k4444", r#"{"summary":"pi's own"}"#),
+    ];
+    let file = t.write("markers.jsonl", &(lines.join("\n") + "\n"));
+    let o = relay(&["windows", p(&file), "--json", "--oldest-first"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let got: Vec<(String, Value)> = v["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["opened_by"].as_str().unwrap().to_string(),
+                w["commit"].clone(),
+            )
+        })
+        .collect();
+    let want = [
+        ("root", Value::Null),
+        ("handoff", "budget".into()),
+        ("reset", "forcedHard".into()),
+        ("handoff", "hard".into()),
+        ("reset", Value::Null),
+        ("compaction", Value::Null),
+    ];
+    let want: Vec<(String, Value)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.clone()))
+        .collect();
+    assert_eq!(got, want);
+    let o = relay(&["windows", p(&file), "--oldest-first"]);
+    let out = stdout(&o);
+    let rows: Vec<&str> = out.lines().collect();
+    assert!(rows[0].contains("OPENED BY"), "{out}");
+    assert!(rows[1].ends_with("root"), "{out}");
+    assert!(rows[2].ends_with("handoff (budget)"), "{out}");
+    assert!(rows[3].ends_with("reset (forcedHard)"), "{out}");
+    assert!(rows[4].ends_with("handoff (hard)"), "{out}");
+}
+
 #[test]
 fn items_follow_the_current_branch_and_filters() {
     let t = Temp::new("items");
@@ -317,4 +375,58 @@ fn broken_pipe_exits_quietly() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "stderr: {err}");
     assert!(err.is_empty(), "{err}");
+}
+
+/// The history tools cap each reply at 64 KiB; the CLI pages through them, so a large item or
+/// listing comes out whole.
+#[test]
+fn large_items_and_listings_come_out_whole_across_capped_pages() {
+    let t = Temp::new("paging");
+    let big: String = "ab\"cé漢\\d".chars().cycle().take(200_000).collect();
+    let mut lines = vec![HEADER.to_string()];
+    let mut parent = "null".to_string();
+    for i in 0..10 {
+        let id = format!("p{i}");
+        let text = serde_json::to_string(&format!("{i}:{big}")).unwrap();
+        lines.push(format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"user","content":{text}}}}}"#
+        ));
+        parent = format!("\"{id}\"");
+    }
+    let file = t.write("paging.jsonl", &lines.join("\n"));
+    let o = relay(&[
+        "read",
+        p(&file),
+        "pcw:S1:root",
+        "p3",
+        "--limit",
+        "1000000",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["content"].as_str().unwrap(), format!("3:{big}"));
+    assert_eq!(v["next_offset_chars"], Value::Null);
+    let o = relay(&[
+        "items",
+        p(&file),
+        "--max-chars",
+        "100000",
+        "--limit",
+        "10",
+        "--oldest-first",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 10);
+    for (i, item) in items.iter().enumerate() {
+        assert_eq!(item["item_id"], format!("p{i}"));
+        assert_eq!(
+            item["content"].as_str().unwrap().chars().count(),
+            100_000,
+            "item {i}"
+        );
+    }
 }

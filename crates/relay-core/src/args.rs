@@ -71,6 +71,126 @@ pub fn quote(v: &Value) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The one result cap
+
+/// No tool result is larger than this many bytes of JSON (64 KiB): a longer read, listing or
+/// search stops there and says where to continue (`next_offset`, `next_offset_chars`,
+/// `next_start_line`).
+pub const MAX_RESULT_BYTES: usize = 65_536;
+
+/// Room kept for a result's own fields around its list or content.
+const RESULT_FRAME_BYTES: usize = 1_024;
+
+/// The sentence a capped result carries in its `capped` field.
+pub fn capped_note(how_to_continue: &str) -> String {
+    format!("result capped at {MAX_RESULT_BYTES} bytes; {how_to_continue}")
+}
+
+/// Adds the `capped` sentence to a result object.
+pub fn mark_capped(out: &mut Value, how_to_continue: &str) {
+    if let Value::Object(m) = out {
+        m.insert("capped".into(), capped_note(how_to_continue).into());
+    }
+}
+
+/// The room left in one tool result, counted in bytes of compact JSON.
+#[derive(Debug, Clone)]
+pub struct ResultBudget {
+    left: usize,
+}
+
+impl Default for ResultBudget {
+    fn default() -> Self {
+        ResultBudget {
+            left: MAX_RESULT_BYTES - RESULT_FRAME_BYTES,
+        }
+    }
+}
+
+impl ResultBudget {
+    /// Bytes still free.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Takes `v` when its JSON fits in what is left (a separating comma included).
+    pub fn take(&mut self, v: &Value) -> bool {
+        let n = json_len(v).saturating_add(1);
+        if n > self.left {
+            return false;
+        }
+        self.left -= n;
+        true
+    }
+
+    /// The longest prefix of `text` (at a character boundary) that, as the string field `key` of
+    /// `head`, makes an element that fits in what is left; `None` when not even an empty one fits.
+    pub fn fit_text<'t>(
+        &self,
+        head: &Map<String, Value>,
+        key: &str,
+        text: &'t str,
+    ) -> Option<&'t str> {
+        let frame = json_len(&Value::Object(head.clone()))
+            .saturating_add(key.len())
+            .saturating_add(6);
+        let room = self.left.checked_sub(frame)?;
+        // Each byte of text takes at least one byte of JSON: cut by the overshoot until it fits.
+        let mut end = crate::text::floor_char_boundary(text, room.min(text.len()));
+        loop {
+            let part = text.get(..end).unwrap_or_default();
+            let len = json_len(&Value::String(part.to_string()));
+            if len <= room {
+                return Some(part);
+            }
+            end = crate::text::floor_char_boundary(text, end.saturating_sub(len - room));
+        }
+    }
+}
+
+/// Long strings of a capped reply, abbreviated for a snapshot: `<N bytes: head…tail>`.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn abbreviated(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.len() > 80 => {
+            let head: String = s.chars().take(12).collect();
+            let tail: String = {
+                let t: Vec<char> = s.chars().rev().take(12).collect();
+                t.into_iter().rev().collect()
+            };
+            Value::String(format!("<{} bytes: {head}…{tail}>", s.len()))
+        }
+        Value::Array(a) if a.len() > 3 => {
+            let mut out: Vec<Value> = a.iter().take(2).map(abbreviated).collect();
+            out.push(Value::String(format!("<{} more>", a.len() - 3)));
+            out.push(abbreviated(a.last().unwrap()));
+            Value::Array(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(abbreviated).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    // The model-facing sentence stays whole.
+                    let v = if k == "capped" {
+                        v.clone()
+                    } else {
+                        abbreviated(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Length of `v` as compact JSON.
+pub fn json_len(v: &Value) -> usize {
+    serde_json::to_string(v).map_or(usize::MAX, |s| s.len())
+}
+
+// ---------------------------------------------------------------------------------------------
 // The one decoder
 
 /// Parameters of one tool: the struct [`decode`] fills.
@@ -126,16 +246,8 @@ pub fn decode<T: ToolArgs>(tool: &str, args: &Value) -> Result<T, ToolOutput> {
         }
     };
     let names = T::names();
-    if let Some(k) = map.keys().find(|k| !names.accepted.contains(k)) {
-        let accepted = if names.accepted.is_empty() {
-            "this tool takes no arguments".to_string()
-        } else {
-            format!("accepted: {}", names.accepted.join(", "))
-        };
-        return Err(ToolOutput::error(format!(
-            "{tool}: unknown argument \"{k}\" ({accepted})"
-        )));
-    }
+    let normalized = normalize(tool, names, map)?;
+    let map = &normalized;
     let present = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
     if let Some(k) = names.required.iter().find(|k| !present(k)) {
         return Err(invalid(tool, k, "is required"));
@@ -159,6 +271,157 @@ pub fn decode<T: ToolArgs>(tool: &str, args: &Value) -> Result<T, ToolOutput> {
             None => ToolOutput::error(format!("{tool}: {message}")),
         }
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Other names for the same parameter (models trained on Codex's tools)
+
+/// Names Codex's own tools (`read_file {file_path, offset, limit}`, `list_dir {dir_path}`,
+/// `grep_files {pattern, path}`) use for what a Relay parameter means: `(tool, alias, parameter)`.
+/// An alias is accepted as its parameter; the schemas do not list aliases.
+pub const ALIASES: &[(&str, &str, &str)] = &[
+    (NOTES_READ_FILE, "file_path", "path"),
+    (NOTES_READ_FILE, "offset", "start_line"),
+    (NOTES_WRITE_FILE, "file_path", "path"),
+    (NOTES_APPEND_TO_FILE, "file_path", "path"),
+    (NOTES_LIST_FILES_BY_PREFIX, "path", "prefix"),
+    (NOTES_LIST_FILES_BY_PREFIX, "dir_path", "prefix"),
+    (NOTES_LIST_FILES_BY_PREFIX, "path_prefix", "prefix"),
+    (NOTES_SEARCH_CONTENTS, "pattern", "query"),
+    (NOTES_SEARCH_CONTENTS, "path", "path_prefix"),
+    (NOTES_SEARCH_CONTENTS, "prefix", "path_prefix"),
+    (HISTORY_SEARCH_CONTENTS, "pattern", "query"),
+    (HISTORY_READ_ITEM, "offset", "offset_chars"),
+    (HISTORY_READ_ITEM, "limit", "limit_chars"),
+    (HISTORY_LIST_ITEMS, "max_chars", "max_chars_per_item"),
+];
+
+/// Names that are close to a parameter without meaning the same thing: `(tool, name, parameter,
+/// how it differs)`. They are errors that name the parameter to use.
+pub const HINTS: &[(&str, &str, &str, &str)] = &[(
+    NOTES_READ_FILE,
+    "limit",
+    "end_line",
+    "the last line to read, inclusive: start_line + limit - 1",
+)];
+
+/// Levenshtein distance of two short names, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = i;
+        let mut left = i + 1;
+        let mut next = Vec::with_capacity(row.len());
+        next.push(left);
+        for (j, cb) in b.iter().enumerate() {
+            let up = row.get(j + 1).copied().unwrap_or(usize::MAX - 1);
+            let cost = usize::from(ca != *cb);
+            let value = (diagonal + cost).min(up + 1).min(left + 1);
+            next.push(value);
+            diagonal = up;
+            left = value;
+        }
+        row = next;
+    }
+    row.last().copied().unwrap_or(0)
+}
+
+/// The parameter an unknown argument most likely meant: a hint, else the accepted name nearest in
+/// spelling (at most a third of its length apart, rounded up), else one containing it or contained in it.
+fn suggestion(tool: &str, names: &Names, unknown: &str) -> Option<String> {
+    if let Some((_, _, parameter, how)) = HINTS
+        .iter()
+        .find(|(t, name, _, _)| *t == tool && *name == unknown)
+    {
+        return Some(format!("did you mean \"{parameter}\" ({how})?"));
+    }
+    let lower = unknown.to_lowercase();
+    // Every name the tool understands (its parameters and their aliases), with the parameter.
+    let known: Vec<(&str, &str)> = names
+        .accepted
+        .iter()
+        .map(|n| (n.as_str(), n.as_str()))
+        .chain(
+            ALIASES
+                .iter()
+                .filter(|(t, _, _)| *t == tool)
+                .map(|(_, a, p)| (*a, *p)),
+        )
+        .collect();
+    let near = known
+        .iter()
+        .map(|(n, p)| (edit_distance(&lower, n), *n, *p))
+        .filter(|(d, n, _)| *d <= n.chars().count().div_ceil(3).max(1))
+        .min_by_key(|(d, _, _)| *d)
+        .map(|(_, _, p)| p)
+        .or_else(|| {
+            known
+                .iter()
+                .find(|(n, _)| {
+                    lower.len() >= 3 && (n.contains(lower.as_str()) || lower.contains(n))
+                })
+                .map(|(_, p)| *p)
+        });
+    near.map(|n| format!("did you mean \"{n}\"?"))
+}
+
+/// The arguments with every alias renamed to its parameter; an unknown argument is an error that
+/// names the parameter it most likely meant, and so is an alias given next to its parameter with
+/// another value.
+fn normalize(
+    tool: &str,
+    names: &Names,
+    map: &Map<String, Value>,
+) -> Result<Map<String, Value>, ToolOutput> {
+    let mut out = Map::new();
+    for (k, v) in map {
+        if names.accepted.contains(k) {
+            if !out.contains_key(k) {
+                out.insert(k.clone(), v.clone());
+            }
+            continue;
+        }
+        if let Some((_, _, parameter)) = ALIASES.iter().find(|(t, a, _)| *t == tool && a == k) {
+            let parameter = (*parameter).to_string();
+            match map.get(&parameter) {
+                Some(given) if !given.is_null() && !v.is_null() && given != v => {
+                    return Err(ToolOutput::error(format!(
+                        "{tool}: arguments \"{k}\" and \"{parameter}\" are the same parameter with different values; give only \"{parameter}\""
+                    )));
+                }
+                Some(given) if !given.is_null() => {}
+                _ => {
+                    out.insert(parameter, v.clone());
+                }
+            }
+            continue;
+        }
+        let accepted = if names.accepted.is_empty() {
+            "this tool takes no arguments".to_string()
+        } else {
+            format!("accepted: {}", names.accepted.join(", "))
+        };
+        let hint = match suggestion(tool, names, k) {
+            Some(h) => format!(": {h}"),
+            None => String::new(),
+        };
+        return Err(ToolOutput::error(format!(
+            "{tool}: unknown argument \"{k}\"{hint} ({accepted})"
+        )));
+    }
+    Ok(out)
+}
+
+/// The model's arguments as Pi should validate them: aliases renamed to their parameters, unknown
+/// arguments refused with the one error format (the extension's `prepareArguments`, which runs
+/// before Pi checks the arguments against the schema). Arguments that are not an object, and
+/// tools this crate does not know, pass unchanged.
+pub fn prepare(tool: &str, args: &Value) -> Result<Value, ToolOutput> {
+    let (Value::Object(map), Some(names)) = (args, names_of(tool)) else {
+        return Ok(args.clone());
+    };
+    normalize(tool, names, map).map(Value::Object)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,8 +677,11 @@ fn last_line() -> LineIndex {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryListWindows {
-    /// At most this many windows (default: all of them).
+    /// At most this many windows (default: all of them; a reply holds at most 64 KiB).
     pub limit: Option<PositiveInt>,
+    /// Skip this many windows first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
     /// Newest window first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
@@ -433,9 +699,12 @@ pub struct HistoryListItems {
     pub tool_namespace: Option<Text>,
     /// Only tool items of this tool.
     pub tool_name: Option<Text>,
-    /// At most this many items.
+    /// At most this many items (a reply holds at most 64 KiB: it stops earlier and says next_offset).
     #[serde(default = "list_items_limit")]
     pub limit: PositiveInt,
+    /// Skip this many matching items first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
     /// Newest item first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
@@ -455,7 +724,8 @@ pub struct HistoryReadItem {
     /// Start at this character offset.
     #[serde(default)]
     pub offset_chars: NonNegativeInt,
-    /// Read at most this many characters.
+    /// Read at most this many characters (a reply holds at most 64 KiB of text; next_offset_chars
+    /// says where to continue).
     #[serde(default = "read_limit_chars")]
     pub limit_chars: PositiveInt,
 }
@@ -474,9 +744,13 @@ pub struct HistorySearchContents {
     pub tool_namespace: Option<Text>,
     /// Only tool items of this tool.
     pub tool_name: Option<Text>,
-    /// At most this many matching items.
+    /// At most this many matching items (a reply holds at most 64 KiB: it stops earlier and says
+    /// next_offset).
     #[serde(default = "history_search_limit")]
     pub limit: PositiveInt,
+    /// Skip this many matching items first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
     /// Newest item first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
@@ -489,9 +763,12 @@ pub struct NotesListFilesByPrefix {
     /// Only notes whose path starts with this prefix (empty: all notes).
     #[serde(default)]
     pub prefix: Text,
-    /// At most this many files.
+    /// At most this many files (a reply holds at most 64 KiB: it stops earlier and says next_offset).
     #[serde(default = "notes_list_limit")]
     pub limit: PositiveInt,
+    /// Skip this many files first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
 }
 
 /// `notes_read_file`.
@@ -503,9 +780,14 @@ pub struct NotesReadFile {
     /// First line, 1-based; negative values count from the end (-1 = last line).
     #[serde(default = "first_line")]
     pub start_line: LineIndex,
-    /// Last line, inclusive; negative values count from the end (-1 = last line).
+    /// Last line, inclusive; negative values count from the end (-1 = last line). A reply holds
+    /// at most 64 KiB of text: a longer range stops early and says next_start_line.
     #[serde(default = "last_line")]
     pub end_line: LineIndex,
+    /// Start this many characters into start_line (continue inside a long line from a reply's
+    /// next_offset_chars).
+    #[serde(default)]
+    pub offset_chars: NonNegativeInt,
 }
 
 /// `notes_search_contents`.
@@ -517,9 +799,13 @@ pub struct NotesSearchContents {
     /// Only notes whose path starts with this prefix (empty: all notes).
     #[serde(default)]
     pub path_prefix: Text,
-    /// At most this many matching lines.
+    /// At most this many matching lines (a reply holds at most 64 KiB: it stops earlier and says
+    /// next_offset).
     #[serde(default = "notes_search_limit")]
     pub limit: PositiveInt,
+    /// Skip this many matching lines first (continue from a reply's next_offset).
+    #[serde(default)]
+    pub offset: NonNegativeInt,
 }
 
 /// `notes_append_to_file`.
@@ -550,7 +836,8 @@ pub struct ContextHandoff {
     pub goal: NonBlank,
     /// The exact next action.
     pub next_step: NonBlank,
-    /// Verified state: HEAD/commits, test and CI results, completed work.
+    /// The state you checked: HEAD/commits, test and CI results, completed work (recorded as your
+    /// claims; Relay records git branch and HEAD itself).
     pub facts: NonBlank,
     /// Decisions taken, and why.
     pub decisions: Option<Text>,
@@ -591,6 +878,12 @@ macro_rules! tools {
 
         /// Every tool's name, in registration order.
         pub const TOOL_NAMES: [&str; 12] = [$($name),*];
+
+        /// The parameter names of the tool `tool`.
+        pub fn names_of(tool: &str) -> Option<&'static Names> {
+            $( if tool == $name { return Some(<$ty>::names()); } )*
+            None
+        }
 
         /// Every tool's parameter schema: an object from tool name to the JSON Schema of its
         /// parameters (`type: object`, `properties`, `required`, `additionalProperties: false`;

@@ -151,21 +151,32 @@ pub struct HandoffMeta {
 /// [`crate::time`]).
 pub use crate::time::format_local_iso as format_timestamp;
 
-/// One narrative section after budgeting.
+/// One narrative section the budget shortened: its size as the agent wrote it and as the
+/// markdown keeps it (the kept text, without the `…(cut, N chars)` marker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SectionCut {
     pub section: String,
-    pub original_chars: usize,
-    pub removed_chars: usize,
+    pub chars_before: usize,
+    pub chars_after: usize,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
 }
 
-/// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker.
+impl SectionCut {
+    /// Characters the cut removed (the N of the marker).
+    pub fn removed_chars(&self) -> usize {
+        self.chars_before - self.chars_after
+    }
+}
+
+/// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker; also the
+/// number of bytes kept.
 fn cut_text(text: &str, keep: usize) -> (String, usize) {
     let end = floor_char_boundary(text, keep);
     let kept = text.get(..end).unwrap_or_default().trim_end();
     let removed = char_count(text.get(kept.len()..).unwrap_or_default());
-    (format!("{kept}\n…(cut, {removed} chars)"), removed)
+    (format!("{kept}\n…(cut, {removed} chars)"), kept.len())
 }
 
 /// Fit the narrative sections into `budget` bytes: the longest sections are cut to a common length
@@ -212,11 +223,13 @@ fn fit_narrative(sections: &[(&str, &str)], budget: usize) -> (Vec<String>, Vec<
         if text.len() <= cap {
             out.push(text.to_string());
         } else {
-            let (t, removed) = cut_text(text, cap);
+            let (t, kept) = cut_text(text, cap);
             cuts.push(SectionCut {
                 section: name.to_string(),
-                original_chars: char_count(text),
-                removed_chars: removed,
+                chars_before: char_count(text),
+                chars_after: char_count(text.get(..kept).unwrap_or_default()),
+                bytes_before: text.len(),
+                bytes_after: kept,
             });
             out.push(t);
         }
@@ -252,11 +265,49 @@ pub fn narrative_cuts(args: &HandoffArgs) -> Vec<SectionCut> {
     fit_narrative(&narrative(args), NARRATIVE_BUDGET_BYTES).1
 }
 
+/// The first line of a handoff's body: whose words the sections are.
+pub const AGENT_PART_NOTE: &str = "Written by the previous agent: the sections from Goal to Files to read are its own account (claims, not verified by Relay). Check them against the workspace before relying on them.";
+
+/// What `context_handoff` tells the model about sections the 12 KiB narrative budget shortened:
+/// `None` when nothing was cut, else which sections, from how much to how much, and that the
+/// JSON sidecar keeps them whole.
+pub fn shortened_reply(cuts: &[SectionCut], sidecar_path: &str) -> Option<Value> {
+    if cuts.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = cuts
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} → {} bytes ({} → {} chars)",
+                c.section, c.bytes_before, c.bytes_after, c.chars_before, c.chars_after
+            )
+        })
+        .collect();
+    let message = format!(
+        "The narrative sections (goal, next_step, facts, decisions, open_items, hypotheses) share a budget of {NARRATIVE_BUDGET_BYTES} bytes and were over it, so the handoff markdown the next window reads has these sections shortened, each ending with a …(cut, N chars) marker: {}. The JSON sidecar {sidecar_path} keeps every section whole.",
+        list.join("; ")
+    );
+    Some(json!({
+        "budget_bytes": NARRATIVE_BUDGET_BYTES,
+        "sections": cuts.iter().map(|c| json!({
+            "section": c.section,
+            "bytes_before": c.bytes_before,
+            "bytes_after": c.bytes_after,
+            "chars_before": c.chars_before,
+            "chars_after": c.chars_after,
+        })).collect::<Vec<_>>(),
+        "message": message,
+    }))
+}
+
 /// Render the handoff markdown.
 ///
-/// Sections, in order: Goal, Next step, Facts (verified), Decisions, User constraints (verbatim),
-/// Open items, Hypotheses (unverified), Files to read, Automatic metadata (absent optional sections
-/// are omitted). The narrative sections share [`NARRATIVE_BUDGET_BYTES`] of body text: when they
+/// Sections, in order: a line saying the agent wrote what follows, Goal, Next step, Facts (the
+/// agent's claims), Decisions, User constraints (verbatim, as the agent quoted them), Open items,
+/// Hypotheses (unverified), Files to read, then the automatic metadata recorded by Relay (absent
+/// optional sections are omitted). Nothing the agent supplied is called verified: it is the
+/// agent's statement until the next window checks it; only the metadata is Relay's record. The narrative sections share [`NARRATIVE_BUDGET_BYTES`] of body text: when they
 /// exceed it, the longest are cut to a common length, each cut ending with `…(cut, N chars)` where
 /// N is the number of characters removed. User constraints and file paths are never cut; when the
 /// file would still exceed [`MAX_MARKDOWN_BYTES`], the result is [`HandoffError::Oversize`].
@@ -272,6 +323,8 @@ pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String,
     let hypotheses = args.hypotheses.as_ref().map(|_| next());
 
     let mut md = String::new();
+    md.push_str(AGENT_PART_NOTE);
+    md.push_str("\n\n");
     let mut section = |title: &str, body: &str| {
         md.push_str("## ");
         md.push_str(title);
@@ -281,18 +334,18 @@ pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String,
     };
     section("Goal", &goal);
     section("Next step", &next_step);
-    section("Facts (verified)", &facts);
+    section("Facts (claimed by the agent, not checked by Relay)", &facts);
     if let Some(d) = &decisions {
         section("Decisions", d);
     }
     if let Some(u) = &args.user_constraints {
-        section("User constraints (verbatim)", u);
+        section("User constraints (verbatim, as the agent quoted them)", u);
     }
     if let Some(o) = &open_items {
         section("Open items", o);
     }
     if let Some(h) = &hypotheses {
-        section("Hypotheses (unverified)", h);
+        section("Hypotheses (unverified guesses of the agent)", h);
     }
     if !args.files_to_read.is_empty() {
         let list: Vec<String> = args
@@ -309,7 +362,7 @@ pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String,
         GitState::Unknown => "(unknown: git could not be queried)".into(),
     };
     let mut meta_lines = vec![
-        "Recorded by Relay, independently of the agent's claims above.".to_string(),
+        "Recorded by Relay from the workspace when the handoff was written, independently of the agent's claims above.".to_string(),
         String::new(),
         format!(
             "- Timestamp: {}",
@@ -328,7 +381,10 @@ pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String,
     if let Some(lp) = &args.launch_prompt {
         meta_lines.push(format!("- Launch prompt: {lp}"));
     }
-    section("Automatic metadata", &meta_lines.join("\n"));
+    section(
+        "Automatic metadata (recorded by Relay)",
+        &meta_lines.join("\n"),
+    );
     let out = format!("# {}\n\n{}", heading(meta), md.trim_end());
     let out = format!("{out}\n");
     if out.len() > MAX_MARKDOWN_BYTES {

@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use memchr::memmem;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::args;
 use crate::ToolOutput;
@@ -397,22 +397,42 @@ impl Notes {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let (prefix, limit) = (a.prefix.0.as_str(), a.limit.0);
+        let (prefix, limit, offset) = (a.prefix.0.as_str(), a.limit.0, a.offset.0);
         let mut files = Vec::new();
         let mut total = 0usize;
+        let mut budget = args::ResultBudget::default();
+        let mut capped = false;
         for note in self.under(prefix) {
             total += 1;
-            if files.len() < limit {
-                files.push(json!({
+            if total > offset && files.len() < limit && !capped {
+                let file = json!({
                     "path": note.path,
                     "lines": note.lines(),
                     "bytes": note.bytes(),
                     "updated_ms": note.updated_ms,
-                }));
+                });
+                if budget.take(&file) {
+                    files.push(file);
+                } else {
+                    capped = true;
+                }
             }
         }
-        let truncated = files.len() < total;
-        ToolOutput::json(&json!({ "files": files, "total": total, "truncated": truncated }))
+        let next = offset.saturating_add(files.len());
+        let truncated = next < total;
+        let mut out = json!({
+            "files": files,
+            "total": total,
+            "truncated": truncated,
+            "next_offset": if truncated { Value::from(next) } else { Value::Null },
+        });
+        if capped {
+            args::mark_capped(
+                &mut out,
+                &format!("call again with offset {next} for the next files"),
+            );
+        }
+        ToolOutput::json(&out)
     }
 
     /// `notes_read_file {path, start_line?, end_line?}` →
@@ -429,6 +449,7 @@ impl Notes {
             Err(e) => return e,
         };
         let (path, start, end) = (a.path.0.as_str(), a.start_line.0, a.end_line.0);
+        let offset_chars = a.offset_chars.0;
         let invalid = |arg: &str, message: String| args::invalid(TOOL_READ, arg, message);
         let Some(note) = self.files.get(path) else {
             let hint = match validate_path(path) {
@@ -467,16 +488,69 @@ impl Notes {
             );
         }
         // 1 <= s <= e <= total = starts.len() here.
-        let from = starts.get((s - 1) as usize).copied().unwrap_or(0);
+        let line_start = starts.get((s - 1) as usize).copied().unwrap_or(0);
         let to = starts.get(e as usize).copied().unwrap_or(text.len());
+        let first_line = text.get(line_start..to).unwrap_or_default();
+        let first_line = first_line
+            .split_once('\n')
+            .map_or(first_line, |(line, _)| line);
+        let line_chars = crate::text::char_count(first_line);
+        if offset_chars > line_chars {
+            return invalid(
+                "offset_chars",
+                format!("is {offset_chars}, past the end of line {s} ({line_chars} characters)"),
+            );
+        }
+        let from = line_start + crate::text::byte_at_char(first_line, offset_chars);
         let lines = text.get(from..to).unwrap_or_default();
-        ToolOutput::json(&json!({
-            "path": note.path,
-            "start_line": s,
-            "end_line": e,
-            "total_lines": total,
-            "content": lines.strip_suffix('\n').unwrap_or(lines),
-        }))
+        let wanted = lines.strip_suffix('\n').unwrap_or(lines);
+        let mut out = Map::new();
+        out.insert("path".into(), note.path.clone().into());
+        out.insert("start_line".into(), s.into());
+        if offset_chars > 0 {
+            out.insert("offset_chars".into(), offset_chars.into());
+        }
+        out.insert("end_line".into(), e.into());
+        out.insert("total_lines".into(), total.into());
+        // At most MAX_RESULT_BYTES: whole lines when at least one fits, else part of the line;
+        // the reply says where to continue.
+        let budget = args::ResultBudget::default();
+        let fitted = budget.fit_text(&out, "content", wanted).unwrap_or_default();
+        if fitted.len() < wanted.len() {
+            // Whole lines when the cut part holds a line break, else part of one line.
+            let (cut, next_line, next_offset) = match memchr::memrchr(b'\n', fitted.as_bytes()) {
+                Some(nl) => {
+                    let next_start = from + nl + 1;
+                    let next_line = starts.partition_point(|&b| b <= next_start) as i64;
+                    (fitted.get(..nl).unwrap_or_default(), next_line, 0)
+                }
+                None => {
+                    let end_byte = from + fitted.len();
+                    let next_line = starts.partition_point(|&b| b <= end_byte) as i64;
+                    let at = starts.get((next_line - 1) as usize).copied().unwrap_or(0);
+                    let into = crate::text::char_count(text.get(at..end_byte).unwrap_or_default());
+                    (fitted, next_line, into)
+                }
+            };
+            let last_shown = if next_offset > 0 {
+                next_line
+            } else {
+                next_line - 1
+            };
+            out.insert("end_line".into(), last_shown.into());
+            out.insert("content".into(), cut.into());
+            out.insert("next_start_line".into(), next_line.into());
+            let how = if next_offset > 0 {
+                out.insert("next_offset_chars".into(), next_offset.into());
+                format!("line {next_line} goes on; continue with start_line {next_line} and offset_chars {next_offset}")
+            } else {
+                format!("continue with start_line {next_line}")
+            };
+            out.insert("capped".into(), args::capped_note(&how).into());
+        } else {
+            out.insert("content".into(), wanted.into());
+        }
+        ToolOutput::json(&Value::Object(out))
     }
 
     /// `notes_search_contents {query, path_prefix?, limit?}` →
@@ -492,6 +566,9 @@ impl Notes {
             Err(e) => return e,
         };
         let (query, prefix, limit) = (a.query.0.as_str(), a.path_prefix.0.as_str(), a.limit.0);
+        let offset = a.offset.0;
+        let mut budget = args::ResultBudget::default();
+        let mut capped = false;
         let finder = memmem::Finder::new(query.as_bytes());
         let mut matches = Vec::new();
         let mut shown = 0usize;
@@ -517,13 +594,24 @@ impl Notes {
                     .map_or(0, |b| memchr::memchr_iter(b'\n', b).count());
                 counted_to = line_start;
                 count += 1;
-                if shown < limit {
-                    shown += 1;
+                if count > offset && shown < limit && !capped {
                     let line = text.get(line_start..line_end).unwrap_or_default();
-                    lines.push(json!({
+                    let hit = json!({
                         "line": line_no,
                         "text": crate::text::ellipsize(line, SEARCH_LINE_MAX_CHARS),
-                    }));
+                    });
+                    // The path's own share of the result is counted with its first line.
+                    let path_cost = if lines.is_empty() {
+                        note.path.len() + 24
+                    } else {
+                        0
+                    };
+                    if budget.left() > path_cost && budget.take(&hit) {
+                        shown += 1;
+                        lines.push(hit);
+                    } else {
+                        capped = true;
+                    }
                 }
                 pos = line_end + 1;
                 if pos >= bytes.len() {
@@ -531,14 +619,26 @@ impl Notes {
                 }
             }
             if !lines.is_empty() {
+                let entry = json!({ "path": note.path, "lines": [] });
+                budget.take(&entry);
                 matches.push(json!({ "path": note.path, "lines": lines }));
             }
         }
-        ToolOutput::json(&json!({
+        let next = offset.saturating_add(shown);
+        let truncated = count > next;
+        let mut out = json!({
             "matches": matches,
             "match_count": count,
-            "truncated": count > shown,
-        }))
+            "truncated": truncated,
+            "next_offset": if truncated { Value::from(next) } else { Value::Null },
+        });
+        if capped {
+            args::mark_capped(
+                &mut out,
+                &format!("call again with offset {next} for the next matching lines"),
+            );
+        }
+        ToolOutput::json(&out)
     }
 
     /// The notes whose path starts with `prefix`, in path order.
@@ -1137,7 +1237,7 @@ mod tests {
             ),
             (
                 json!({"path":"f","lines":2}),
-                r#"unknown argument "lines" (accepted: path, start_line, end_line)"#,
+                r#"unknown argument "lines" (accepted: path, start_line, end_line, offset_chars)"#,
             ),
             (json!([]), "arguments must be an object, got []"),
         ];
@@ -1161,7 +1261,7 @@ mod tests {
                 {"path":"a/one","lines":[{"line":2,"text":"beta TODO"},{"line":4,"text":"TODO TODO twice"}]},
                 {"path":"a/two","lines":[{"line":3,"text":"TODO last"}]},
                 {"path":"b/three","lines":[{"line":1,"text":"TODO elsewhere"}]}
-            ],"match_count":4,"truncated":false})
+            ],"match_count":4,"truncated":false,"next_offset":null})
         );
         // Prefix filter and case sensitivity.
         let v = parsed(&notes.search_contents(&json!({"query":"todo","path_prefix":"a/"})));
@@ -1177,7 +1277,10 @@ mod tests {
         assert_eq!(v["matches"][0]["lines"].as_array().unwrap().len(), 2);
         // No match.
         let v = parsed(&notes.search_contents(&json!({"query":"zzz"})));
-        assert_eq!(v, json!({"matches":[],"match_count":0,"truncated":false}));
+        assert_eq!(
+            v,
+            json!({"matches":[],"match_count":0,"truncated":false,"next_offset":null})
+        );
         // A query spanning a line break reports the line where it starts.
         let v = parsed(&notes.search_contents(&json!({"query":"alpha\nbeta"})));
         assert_eq!(v["matches"][0]["lines"], json!([{"line":1,"text":"alpha"}]));
@@ -1232,7 +1335,7 @@ mod tests {
             ),
             (
                 json!({"query":"a","regex":true}),
-                r#"unknown argument "regex" (accepted: query, path_prefix, limit)"#,
+                r#"unknown argument "regex" (accepted: query, path_prefix, limit, offset)"#,
             ),
         ] {
             let text = err_text(notes.search_contents(&args));
@@ -1255,7 +1358,7 @@ mod tests {
             json!({"files":[
                 {"path":"b/1","lines":1,"bytes":2,"updated_ms":T0 + 1},
                 {"path":"b/2","lines":2,"bytes":3,"updated_ms":T0 + 2}
-            ],"total":2,"truncated":false})
+            ],"total":2,"truncated":false,"next_offset":null})
         );
         let v = parsed(&notes.list_files_by_prefix(&json!({})));
         let paths: Vec<&str> = v["files"]
@@ -1272,7 +1375,10 @@ mod tests {
         let v = parsed(&notes.list_files_by_prefix(&Value::Null));
         assert_eq!(v["total"], 5);
         let v = parsed(&notes.list_files_by_prefix(&json!({"prefix":"zz"})));
-        assert_eq!(v, json!({"files":[],"total":0,"truncated":false}));
+        assert_eq!(
+            v,
+            json!({"files":[],"total":0,"truncated":false,"next_offset":null})
+        );
         for (args, want) in [
             (
                 json!({"limit":0}),
@@ -1287,8 +1393,8 @@ mod tests {
                 r#"argument "prefix" must be a string, got ["a"]"#,
             ),
             (
-                json!({"path":"a"}),
-                r#"unknown argument "path" (accepted: prefix, limit)"#,
+                json!({"paths":"a"}),
+                r#"unknown argument "paths": did you mean "prefix"? (accepted: prefix, limit, offset)"#,
             ),
         ] {
             let text = err_text(notes.list_files_by_prefix(&args));
@@ -1384,6 +1490,161 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    mod capped {
+        use super::*;
+        use crate::args::{abbreviated, MAX_RESULT_BYTES};
+
+        fn within_cap(out: &ToolOutput) -> Value {
+            assert!(
+                out.text.len() <= MAX_RESULT_BYTES,
+                "{} bytes",
+                out.text.len()
+            );
+            parsed(out)
+        }
+
+        fn snap(name: &str, v: &Value) {
+            insta::assert_snapshot!(name, serde_json::to_string_pretty(&abbreviated(v)).unwrap());
+        }
+
+        /// A 1,000,000-byte note on one line: read part by part with offset_chars.
+        #[test]
+        fn reading_a_one_line_note_of_a_million_bytes_pages_inside_the_line() {
+            let text: String = "ab\"cé漢\\d"
+                .chars()
+                .cycle()
+                .take(200_000)
+                .collect::<String>();
+            let text = format!("{text}{}", "x".repeat(MAX_NOTE_BYTES - text.len()));
+            assert_eq!(text.len(), MAX_NOTE_BYTES);
+            let notes = notes_with(&[("big.md", &text, T0)]);
+            let first = within_cap(&notes.read_file(&json!({"path": "big.md"})));
+            snap("read_one_long_line", &first);
+            assert_eq!(first["next_start_line"], 1);
+            let mut got = String::new();
+            let mut offset = 0u64;
+            loop {
+                let v = within_cap(&notes.read_file(
+                    &json!({"path": "big.md", "start_line": 1, "offset_chars": offset}),
+                ));
+                got.push_str(v["content"].as_str().unwrap());
+                match v["next_offset_chars"].as_u64() {
+                    Some(n) => {
+                        assert!(n > offset);
+                        offset = n;
+                    }
+                    None => break,
+                }
+            }
+            assert_eq!(got, text);
+        }
+
+        /// Many lines: whole lines up to the cap, then next_start_line.
+        #[test]
+        fn reading_many_lines_stops_at_a_whole_line_and_says_where_to_go_on() {
+            let lines: Vec<String> = (1..=20_000)
+                .map(|i| format!("line {i:05} of the log"))
+                .collect();
+            let text = lines.join("\n") + "\n";
+            let notes = notes_with(&[("log.md", &text, T0)]);
+            let first = within_cap(&notes.read_file(&json!({"path": "log.md"})));
+            snap("read_many_lines", &first);
+            let next = first["next_start_line"].as_i64().unwrap();
+            assert_eq!(first["end_line"], next - 1);
+            assert!(first.get("next_offset_chars").is_none());
+            let shown: Vec<&str> = first["content"].as_str().unwrap().split('\n').collect();
+            assert_eq!(shown.len() as i64, next - 1);
+            assert_eq!(
+                shown.last().copied(),
+                Some(lines[(next - 2) as usize].as_str())
+            );
+            let mut got: Vec<String> = shown.iter().map(|s| s.to_string()).collect();
+            let mut start = next;
+            loop {
+                let v =
+                    within_cap(&notes.read_file(&json!({"path": "log.md", "start_line": start})));
+                got.extend(
+                    v["content"]
+                        .as_str()
+                        .unwrap()
+                        .split('\n')
+                        .map(str::to_string),
+                );
+                match v["next_start_line"].as_i64() {
+                    Some(n) => start = n,
+                    None => break,
+                }
+            }
+            assert_eq!(got, lines);
+            // A small range is not capped.
+            let v = parsed(
+                &notes.read_file(&json!({"path": "log.md", "start_line": 2, "end_line": 3})),
+            );
+            assert!(v.get("capped").is_none());
+            assert_eq!(v["content"], "line 00002 of the log\nline 00003 of the log");
+            let e = err_text(
+                notes.read_file(&json!({"path": "log.md", "start_line": 2, "offset_chars": 22})),
+            );
+            assert_eq!(e, "notes_read_file: argument \"offset_chars\" is 22, past the end of line 2 (21 characters)");
+        }
+
+        #[test]
+        fn searching_with_a_huge_limit_is_capped_and_pages_with_offset() {
+            let text: String = (1..=5_000).map(|i| format!("TODO item {i}\n")).collect();
+            let notes = notes_with(&[("a.md", &text, T0), ("b.md", &text, T0)]);
+            let first =
+                within_cap(&notes.search_contents(&json!({"query": "TODO", "limit": 1_000_000})));
+            snap("search_many_lines", &first);
+            assert_eq!(first["match_count"], 10_000);
+            let mut total = 0;
+            let mut offset = 0u64;
+            loop {
+                let v = within_cap(&notes.search_contents(
+                    &json!({"query": "TODO", "limit": 1_000_000, "offset": offset}),
+                ));
+                total += v["matches"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["lines"].as_array().unwrap().len())
+                    .sum::<usize>();
+                match v["next_offset"].as_u64() {
+                    Some(n) => offset = n,
+                    None => break,
+                }
+            }
+            assert_eq!(total, 10_000);
+        }
+
+        #[test]
+        fn listing_many_notes_is_capped_and_pages_with_offset() {
+            let files: Vec<(String, String)> = (0..3_000)
+                .map(|i| (format!("notes/{i:05}-{}.md", "p".repeat(100)), "x".into()))
+                .collect();
+            let refs: Vec<(&str, &str, i64)> = files
+                .iter()
+                .map(|(p, c)| (p.as_str(), c.as_str(), T0))
+                .collect();
+            let notes = notes_with(&refs);
+            let first = within_cap(&notes.list_files_by_prefix(&json!({"limit": 1_000_000})));
+            assert!(first["capped"].is_string());
+            assert_eq!(first["total"], 3_000);
+            let mut seen = 0;
+            let mut offset = 0u64;
+            loop {
+                let v = within_cap(
+                    &notes.list_files_by_prefix(&json!({"limit": 1_000_000, "offset": offset})),
+                );
+                seen += v["files"].as_array().unwrap().len();
+                match v["next_offset"].as_u64() {
+                    Some(n) => offset = n,
+                    None => break,
+                }
+            }
+            assert_eq!(seen, 3_000);
         }
     }
 }

@@ -757,9 +757,11 @@ impl Host {
                 {
                     return Some(m.usage_total.unwrap_or(0) + trailing)
                 }
-                EntryKind::Message(m) => trailing += (m.text.len() as u64).div_ceil(4),
-                EntryKind::CustomMessage { text, .. } => {
-                    trailing += (text.len() as u64).div_ceil(4)
+                // Pi counts each message's characters as `estimate_chars` states them (the
+                // decoder's table test checks that against Pi's estimator kind by kind).
+                EntryKind::Message(m) => trailing += m.estimate_chars.div_ceil(4),
+                EntryKind::CustomMessage { estimate_chars, .. } => {
+                    trailing += estimate_chars.div_ceil(4)
                 }
                 _ => {}
             }

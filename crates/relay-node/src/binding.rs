@@ -390,6 +390,21 @@ impl Binding {
     }
 
     /// The tools' names, labels and descriptions.
+    /// The model's arguments for `name` as Pi should validate them (aliases renamed, unknown
+    /// arguments refused): `{"args": …}` or `{"error": "<tool error text>"}`. Pure, so it also
+    /// answers while a resync is awaited.
+    pub fn prepare_arguments(&mut self, name: &str, args_json: &str) -> Result<String, Failure> {
+        self.guarded("prepareArguments", &|| name.to_string(), |_| {
+            let args: serde_json::Value =
+                serde_json::from_str(args_json).map_err(|e| invalid("tool arguments", e))?;
+            let out = match relay_core::args::prepare(name, &args) {
+                Ok(args) => serde_json::json!({ "args": args }),
+                Err(e) => serde_json::json!({ "error": e.text }),
+            };
+            serde_json::to_string(&out).map_err(|e| invalid("prepared arguments", e))
+        })
+    }
+
     pub fn tool_specs(&mut self) -> Result<String, Failure> {
         self.guarded("toolSpecs", &String::new, |_| {
             serde_json::to_string(&engine::tool_specs()).map_err(|e| invalid("tool specs", e))

@@ -140,6 +140,13 @@ impl JsEngine {
         self.b.handle(&observation_json).map_err(to_js)
     }
 
+    /// The model's arguments for the tool `name` with Codex-style aliases renamed, or the tool
+    /// error for an unknown argument: `{"args": …}` or `{"error": text}` (Pi's `prepareArguments`).
+    #[napi(catch_unwind)]
+    pub fn prepare_arguments(&mut self, name: String, args_json: String) -> Result<String> {
+        self.b.prepare_arguments(&name, &args_json).map_err(to_js)
+    }
+
     /// The tools' names, labels and descriptions.
     #[napi(catch_unwind)]
     pub fn tool_specs(&mut self) -> Result<String> {

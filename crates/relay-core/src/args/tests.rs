@@ -329,3 +329,190 @@ fn generated_tool_params_file_is_current() {
         path.display()
     );
 }
+
+/// Codex-style names: each alias is accepted as its parameter (decoded and prepared alike).
+#[test]
+fn codex_style_aliases_are_accepted_as_their_parameters() {
+    let cases: &[(&str, Value, Value)] = &[
+        (
+            NOTES_READ_FILE,
+            json!({"file_path": "plan.md", "offset": 3}),
+            json!({"path": "plan.md", "start_line": 3}),
+        ),
+        (
+            NOTES_WRITE_FILE,
+            json!({"file_path": "a.md", "content": "x"}),
+            json!({"path": "a.md", "content": "x"}),
+        ),
+        (
+            NOTES_APPEND_TO_FILE,
+            json!({"file_path": "a.md", "content": "x"}),
+            json!({"path": "a.md", "content": "x"}),
+        ),
+        (
+            NOTES_LIST_FILES_BY_PREFIX,
+            json!({"dir_path": "plan/"}),
+            json!({"prefix": "plan/"}),
+        ),
+        (
+            NOTES_LIST_FILES_BY_PREFIX,
+            json!({"path": "plan/"}),
+            json!({"prefix": "plan/"}),
+        ),
+        (
+            NOTES_LIST_FILES_BY_PREFIX,
+            json!({"path_prefix": "plan/"}),
+            json!({"prefix": "plan/"}),
+        ),
+        (
+            NOTES_SEARCH_CONTENTS,
+            json!({"pattern": "TODO", "path": "plan/"}),
+            json!({"query": "TODO", "path_prefix": "plan/"}),
+        ),
+        (
+            NOTES_SEARCH_CONTENTS,
+            json!({"pattern": "TODO", "prefix": "plan/"}),
+            json!({"query": "TODO", "path_prefix": "plan/"}),
+        ),
+        (
+            HISTORY_SEARCH_CONTENTS,
+            json!({"pattern": "bug"}),
+            json!({"query": "bug"}),
+        ),
+        (
+            HISTORY_READ_ITEM,
+            json!({"window_id": "w", "item_id": "i", "offset": 5, "limit": 9}),
+            json!({"window_id": "w", "item_id": "i", "offset_chars": 5, "limit_chars": 9}),
+        ),
+        (
+            HISTORY_LIST_ITEMS,
+            json!({"max_chars": 99}),
+            json!({"max_chars_per_item": 99}),
+        ),
+        // An alias next to its parameter with the same value is fine.
+        (
+            NOTES_READ_FILE,
+            json!({"file_path": "a", "path": "a"}),
+            json!({"path": "a"}),
+        ),
+    ];
+    for (tool, given, want) in cases {
+        assert_eq!(&prepare(tool, given).unwrap(), want, "{tool} {given}");
+    }
+    // Decoding takes aliases too.
+    let a: NotesReadFile = ok(json!({"file_path": "plan.md", "offset": 2}));
+    assert_eq!((a.path.0.as_str(), a.start_line.0), ("plan.md", 2));
+    let a: HistoryReadItem = ok(json!({"window_id": "w", "item_id": "i", "offset": 4, "limit": 7}));
+    assert_eq!((a.offset_chars.0, a.limit_chars.0), (4, 7));
+    let a: NotesSearchContents = ok(json!({"pattern": "q"}));
+    assert_eq!(a.query.0, "q");
+    // A required parameter given by its alias satisfies the requirement.
+    let a: HistorySearchContents = ok(json!({"pattern": "needle"}));
+    assert_eq!(a.query.0, "needle");
+}
+
+/// Wrong names get an error naming the parameter to use.
+#[test]
+fn unknown_arguments_name_the_parameter_they_most_likely_meant() {
+    let cases: &[(&str, Value, &str)] = &[
+        (
+            NOTES_READ_FILE,
+            json!({"path": "a", "limit": 20}),
+            r#"notes_read_file: unknown argument "limit": did you mean "end_line" (the last line to read, inclusive: start_line + limit - 1)? (accepted: path, start_line, end_line, offset_chars)"#,
+        ),
+        (
+            NOTES_READ_FILE,
+            json!({"paht": "a"}),
+            r#"notes_read_file: unknown argument "paht": did you mean "path"? (accepted: path, start_line, end_line, offset_chars)"#,
+        ),
+        (
+            NOTES_READ_FILE,
+            json!({"filepath": "a"}),
+            r#"notes_read_file: unknown argument "filepath": did you mean "path"? (accepted: path, start_line, end_line, offset_chars)"#,
+        ),
+        (
+            HISTORY_READ_ITEM,
+            json!({"window_id": "w", "item_id": "i", "limit_char": 3}),
+            r#"history_read_item: unknown argument "limit_char": did you mean "limit_chars"? (accepted: window_id, item_id, offset_chars, limit_chars)"#,
+        ),
+        (
+            HISTORY_LIST_ITEMS,
+            json!({"windowid": "w"}),
+            r#"history_list_items: unknown argument "windowid": did you mean "window_id"? (accepted: window_id, role, tool_namespace, tool_name, limit, offset, recent_first, max_chars_per_item)"#,
+        ),
+        (
+            HISTORY_SEARCH_CONTENTS,
+            json!({"query": "q", "regex": true}),
+            r#"history_search_contents: unknown argument "regex" (accepted: query, window_id, role, tool_namespace, tool_name, limit, offset, recent_first)"#,
+        ),
+        (
+            NOTES_SEARCH_CONTENTS,
+            json!({"query": "a", "pattern": "b"}),
+            r#"notes_search_contents: arguments "pattern" and "query" are the same parameter with different values; give only "query""#,
+        ),
+        (
+            NEW_CONTEXT,
+            json!({"reason": "full"}),
+            r#"new_context: unknown argument "reason" (this tool takes no arguments)"#,
+        ),
+    ];
+    for (tool, given, want) in cases {
+        let got = prepare(tool, given).expect_err("an error");
+        assert!(got.is_error);
+        assert_eq!(got.text, *want, "{tool} {given}");
+    }
+    // The decoder answers the same.
+    assert_eq!(
+        err::<NotesReadFile>(json!({"path": "a", "limit": 20})),
+        prepare(NOTES_READ_FILE, &json!({"path": "a", "limit": 20}))
+            .unwrap_err()
+            .text
+    );
+}
+
+/// The schemas list each parameter once, under its own name: no alias is advertised, and a
+/// required parameter stays required only under its name.
+#[test]
+fn schemas_do_not_advertise_aliases() {
+    let schemas = parameter_schemas();
+    for (tool, alias, parameter) in ALIASES {
+        let schema = &schemas[*tool];
+        assert!(
+            schema["properties"].get(*alias).is_none(),
+            "{tool} advertises {alias}"
+        );
+        assert!(
+            schema["properties"].get(*parameter).is_some(),
+            "{tool} lacks {parameter}"
+        );
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        assert!(!required.contains(alias), "{tool} requires {alias}");
+    }
+    // Every alias and hint belongs to a real tool and names a real parameter.
+    for (tool, _, parameter) in ALIASES {
+        assert!(
+            names_of(tool)
+                .unwrap()
+                .accepted
+                .iter()
+                .any(|n| n == parameter),
+            "{tool}.{parameter}"
+        );
+    }
+    for (tool, _, parameter, _) in HINTS {
+        assert!(
+            names_of(tool)
+                .unwrap()
+                .accepted
+                .iter()
+                .any(|n| n == parameter),
+            "{tool}.{parameter}"
+        );
+    }
+    // Arguments that are not an object, and unknown tools, pass unchanged (Pi's validation speaks).
+    assert_eq!(prepare(NOTES_READ_FILE, &json!([1])).unwrap(), json!([1]));
+    assert_eq!(prepare("bash", &json!({"x": 1})).unwrap(), json!({"x": 1}));
+}

@@ -245,7 +245,7 @@ impl Engine {
             floor: if preview {
                 Floor::Unknown
             } else {
-                Floor::Branch(self.mirror.current_window().first_usage)
+                Floor::Branch(self.mirror.current_window().first_usage())
             },
         }
     }

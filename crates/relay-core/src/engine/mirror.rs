@@ -18,7 +18,7 @@ use super::wire::{
     Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, STEER_TYPE,
 };
 use super::Engine;
-use crate::entry::{Entry, EntryKind};
+use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
 use crate::handoff::HandoffFingerprint;
 use crate::history::History;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
@@ -42,25 +42,132 @@ pub(super) struct WindowState {
     /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
     /// exact by dropping those past the new leaf.
     pub(super) user_at: Vec<usize>,
-    /// Context size the way Pi estimates it, kept incrementally so that no hook has to ask Pi
-    /// (whose `getContextUsage()` walks the whole branch): the last valid assistant usage in this
-    /// window, plus chars/4 of every message after it.
-    last_usage: Option<u64>,
-    /// The window's first valid assistant usage: the budget policy's floor.
-    pub(super) first_usage: Option<u64>,
-    trailing: u64,
-    /// chars/4 of every message of the window (Pi's estimate before any usage is known).
-    all: u64,
+    /// Context size the way Pi estimates it (see [`Mirror::usage`]), kept incrementally so
+    /// that no hook has to ask Pi (whose `getContextUsage()` walks the whole branch).
+    estimate: Estimate,
 }
 
-/// One message's part in the usage estimate, kept so a navigation can rebuild the estimate of
-/// the window it lands in.
-#[derive(Debug, Clone, Copy)]
+impl WindowState {
+    /// The window's first valid assistant usage (the budget policy's floor), as Pi's estimate
+    /// sees it: a context edit that removed it does not bring it back.
+    pub(super) fn first_usage(&self) -> Option<u64> {
+        self.estimate.first_usage
+    }
+}
+
+/// Pi's `getContextUsage()` of one window, kept incrementally (Pi's compaction code:
+/// `estimateTokens`, `estimateContextTokens`, `estimateProjectedContextTokens`).
+#[derive(Debug, Clone, Default)]
+struct Estimate {
+    /// The last valid assistant usage (neither aborted nor an error, total > 0).
+    last_usage: Option<u64>,
+    /// ceil(chars/4) of every message after it, system messages included.
+    trailing: u64,
+    /// ceil(chars/4) of every non-system message of the window (the compaction summary
+    /// included), with context edits applied: Pi's estimate when no usage can be trusted.
+    all: u64,
+    /// A context edit came after the last usage: the usage no longer stands for the context.
+    invalidated: bool,
+    /// Valid assistant usages in the window that no context edit removed.
+    usages: u32,
+    /// The window's first valid assistant usage: the budget policy's floor.
+    first_usage: Option<u64>,
+    /// The window's current system message, replayed from its system messages.
+    system: SystemReplay,
+}
+
+/// Pi's `getCurrentSystemMessage`: text contents joined by a blank line, sections patched by
+/// name, tools added and removed by name.
+#[derive(Debug, Clone, Default)]
+struct SystemReplay {
+    any: bool,
+    texts: Vec<u64>,
+    sections: std::collections::BTreeMap<String, u64>,
+    tools: std::collections::BTreeMap<String, u64>,
+}
+
+impl SystemReplay {
+    fn apply(&mut self, d: &SystemDelta) {
+        self.any = true;
+        if d.content_chars > 0 {
+            self.texts.push(d.content_chars);
+        }
+        for (name, chars) in &d.sections {
+            match chars {
+                Some(c) => {
+                    self.sections.insert(name.clone(), *c);
+                }
+                None => {
+                    self.sections.remove(name);
+                }
+            }
+        }
+        for name in &d.tools_removed {
+            self.tools.remove(name);
+        }
+        for (name, chars) in &d.tools_added {
+            self.tools.insert(name.clone(), *chars);
+        }
+    }
+
+    /// `estimateTokens` of the replayed message (0 when there is none).
+    fn tokens(&self) -> u64 {
+        if !self.any && self.tools.is_empty() {
+            return 0;
+        }
+        let n = self.texts.len() as u64;
+        let content: u64 = self.texts.iter().sum::<u64>() + 2 * n.saturating_sub(1);
+        let sections: u64 = self.sections.values().sum();
+        let k = self.tools.len() as u64;
+        let tools = if k == 0 {
+            0
+        } else {
+            self.tools.values().sum::<u64>() + (k - 1) + 2
+        };
+        (content + sections + tools).div_ceil(4)
+    }
+}
+
+/// How a context edit's replacement is measured for a message of this kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Editable {
+    /// user, toolResult, custom: text and images.
+    Content,
+    Assistant,
+    /// Other roles keep their content under an edit.
+    No,
+}
+
+/// One entry's part in the usage estimate, kept so a navigation can rebuild the estimate of the
+/// window it lands in.
+#[derive(Debug, Clone)]
+enum Mark {
+    /// A message of the context: its estimate as written and with edits applied, its valid
+    /// usage, and for a system message its delta.
+    Message {
+        original: u64,
+        current: u64,
+        usage: Option<u64>,
+        removed: bool,
+        editable: Editable,
+        system: Option<Box<SystemDelta>>,
+    },
+    /// The compaction that opens the window: its summary message and its system snapshot.
+    Opening {
+        summary: u64,
+        system: Option<Box<SystemDelta>>,
+    },
+    /// A context edit of the entry at `target` (`None`: not on the mirrored branch).
+    Edit {
+        target: Option<usize>,
+        replacement: Option<Replacement>,
+    },
+}
+
+#[derive(Debug, Clone)]
 struct UsageMark {
     pos: usize,
-    /// A valid assistant usage, or `None` for a message that only adds its estimate.
-    usage: Option<u64>,
-    estimate: u64,
+    mark: Mark,
 }
 
 /// What a mirrored entry means for the rest of the engine.
@@ -160,7 +267,7 @@ impl Mirror {
             .filter(|&&c| last_progress.is_none_or(|p| c > p))
             .map(|&c| turns_before(c))
             .collect();
-        let floor = self.current.first_usage;
+        let floor = self.current.first_usage();
         PolicyState {
             floor,
             awaiting_floor: floor.is_none(),
@@ -217,8 +324,9 @@ impl Mirror {
                     }
                 }
                 self.written_handoff = None;
-                let kind = details.get("kind").and_then(Value::as_str);
-                if matches!(kind, Some("budget" | "hard" | "forcedHard")) {
+                // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
+                // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
+                if WindowMarker::of(details).counts() {
                     self.commit_marks.push(pos);
                 }
                 Observed::Window { attempt }
@@ -356,28 +464,28 @@ impl Mirror {
         while self.usage_marks.last().is_some_and(|m| m.pos >= len) {
             self.usage_marks.pop();
         }
+        // Replay the marks of the window it lands in, edits undone first.
         let start = self.current.start;
-        let (mut last_usage, mut first_usage, mut trailing, mut all) = (None, None, 0, 0);
-        for mark in self.usage_marks.iter().rev().take_while(|m| m.pos >= start) {
-            match mark.usage {
-                Some(u) if last_usage.is_none() => {
-                    last_usage = Some(u);
-                    first_usage = Some(u);
-                }
-                Some(u) => first_usage = Some(u),
-                None => {
-                    all += mark.estimate;
-                    if last_usage.is_none() {
-                        trailing += mark.estimate;
-                    }
-                }
+        let from = self.usage_marks.partition_point(|m| m.pos < start);
+        let mut estimate = Estimate::default();
+        for i in from..self.usage_marks.len() {
+            if let Some(UsageMark {
+                mark:
+                    Mark::Message {
+                        original,
+                        current,
+                        removed,
+                        ..
+                    },
+                ..
+            }) = self.usage_marks.get_mut(i)
+            {
+                *current = *original;
+                *removed = false;
             }
+            apply_mark(&mut estimate, &mut self.usage_marks, from, i);
         }
-        let w = &mut self.current;
-        w.last_usage = last_usage;
-        w.first_usage = first_usage;
-        w.trailing = trailing;
-        w.all = all;
+        self.current.estimate = estimate;
         let before = self.note_ops.len();
         self.note_ops.retain(|(p, _)| *p < len);
         if self.note_ops.len() != before {
@@ -389,50 +497,81 @@ impl Mirror {
         true
     }
 
-    /// Pi's context estimate (`estimateContextTokens`): the last assistant usage that is neither
-    /// aborted nor an error, plus ceil(chars/4) per later message; chars are UTF-16 code units.
+    /// Pi's context estimate, one entry at a time (see [`Estimate`]): messages count
+    /// ceil(chars/4) each as Pi counts them ([`crate::entry::Message::estimate_chars`]); a valid
+    /// assistant usage replaces everything before it; a compaction opens a window (its summary
+    /// and system snapshot); a context edit changes its target and distrusts earlier usage.
     fn account_usage(&mut self, pos: usize, entry: &Entry) {
-        let estimate = |text: &str| (crate::history::utf16_len(text) as u64).div_ceil(4);
+        let tokens = |chars: u64| chars.div_ceil(4);
         let mark = match &entry.kind {
-            EntryKind::Message(m) if m.role == "system" => return,
             EntryKind::Message(m) => {
                 let valid = m.role == "assistant"
                     && !matches!(m.stop_reason.as_deref(), Some("aborted" | "error"))
                     && m.usage_total.unwrap_or(0) > 0;
-                if valid {
-                    UsageMark {
-                        pos,
-                        usage: m.usage_total,
-                        estimate: 0,
-                    }
-                } else {
-                    UsageMark {
-                        pos,
-                        usage: None,
-                        estimate: estimate(&m.text),
-                    }
+                let editable = match m.role.as_str() {
+                    "user" | "toolResult" | "custom" => Editable::Content,
+                    "assistant" => Editable::Assistant,
+                    _ => Editable::No,
+                };
+                let estimate = tokens(m.estimate_chars);
+                Mark::Message {
+                    original: estimate,
+                    current: estimate,
+                    usage: if valid { m.usage_total } else { None },
+                    removed: false,
+                    editable,
+                    system: m.system.clone(),
                 }
             }
-            EntryKind::CustomMessage { text, .. } => UsageMark {
-                pos,
-                usage: None,
-                estimate: estimate(text),
+            EntryKind::CustomMessage { estimate_chars, .. } => {
+                let estimate = tokens(*estimate_chars);
+                Mark::Message {
+                    original: estimate,
+                    current: estimate,
+                    usage: None,
+                    removed: false,
+                    editable: Editable::Content,
+                    system: None,
+                }
+            }
+            EntryKind::BranchSummary { summary, .. } => {
+                let estimate = tokens(crate::history::utf16_len(summary) as u64);
+                Mark::Message {
+                    original: estimate,
+                    current: estimate,
+                    usage: None,
+                    removed: false,
+                    editable: Editable::No,
+                    system: None,
+                }
+            }
+            EntryKind::Compaction {
+                summary,
+                system_message,
+                ..
+            } => Mark::Opening {
+                summary: tokens(crate::history::utf16_len(summary) as u64),
+                system: system_message.clone(),
+            },
+            EntryKind::ContextEdit {
+                target_id,
+                replacement,
+            } => Mark::Edit {
+                target: self.history.position_of(target_id),
+                replacement: *replacement,
             },
             _ => return,
         };
-        self.usage_marks.push(mark);
-        let w = &mut self.current;
-        match mark.usage {
-            Some(u) => {
-                w.last_usage = Some(u);
-                w.first_usage.get_or_insert(u);
-                w.trailing = 0;
-            }
-            None => {
-                w.trailing += mark.estimate;
-                w.all += mark.estimate;
-            }
-        }
+        self.usage_marks.push(UsageMark { pos, mark });
+        let start = self.current.start;
+        let from = self.usage_marks.partition_point(|m| m.pos < start);
+        let last = self.usage_marks.len() - 1;
+        apply_mark(
+            &mut self.current.estimate,
+            &mut self.usage_marks,
+            from,
+            last,
+        );
     }
 
     /// The usage figure the policy and the reminder judge: Pi's own when the moment carries it
@@ -443,11 +582,16 @@ impl Mirror {
             return moment.usage;
         }
         let context_window = moment.context_window?;
-        let w = &self.current;
-        let tokens = match w.last_usage {
-            Some(u) => Some(u + w.trailing),
-            None if self.earlier.is_empty() => Some(w.all),
-            None => None,
+        let e = &self.current.estimate;
+        let tokens = if !self.earlier.is_empty() && e.usages == 0 {
+            // After a compaction, nothing is known until an answer in this window reports usage.
+            None
+        } else {
+            match e.last_usage {
+                Some(u) if !e.invalidated => Some(u + e.trailing),
+                // No usage to trust: every message of the window, and the current system message.
+                _ => Some(e.system.tokens() + e.all),
+            }
         };
         Some(Usage {
             tokens,
@@ -540,4 +684,83 @@ impl Engine {
             Observed::Other => {}
         }
     }
+}
+
+/// Apply the mark at `i` (of the window whose marks start at `from`) to `e`. An edit changes the
+/// mark it targets (found by id among the window's earlier marks).
+fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) {
+    let edit = match marks.get(i).map(|m| &m.mark) {
+        None => return,
+        Some(Mark::Opening { summary, system }) => {
+            e.all += summary;
+            if let Some(d) = system {
+                e.system.apply(d);
+            }
+            return;
+        }
+        Some(Mark::Message {
+            current,
+            usage,
+            system,
+            ..
+        }) => {
+            if let Some(d) = system {
+                // A system message counts in the trailing part; in a pure estimate it is part of
+                // the current system message instead.
+                e.system.apply(d);
+                e.trailing += current;
+            } else if let Some(u) = usage {
+                e.last_usage = Some(*u);
+                e.first_usage.get_or_insert(*u);
+                e.trailing = 0;
+                e.invalidated = false;
+                e.usages += 1;
+                e.all += current;
+            } else {
+                e.trailing += current;
+                e.all += current;
+            }
+            return;
+        }
+        Some(Mark::Edit {
+            target,
+            replacement,
+        }) => (*target, *replacement),
+    };
+    let (target, replacement) = edit;
+    e.invalidated = true;
+    // The edited message, if it is a message of this window (an earlier mark).
+    let Some(target) = target else { return };
+    let window = marks.get_mut(from..i).unwrap_or_default();
+    let Ok(at) = window.binary_search_by_key(&target, |m| m.pos) else {
+        return;
+    };
+    let Some(UsageMark {
+        mark:
+            Mark::Message {
+                current,
+                usage,
+                removed,
+                editable,
+                system: None,
+                ..
+            },
+        ..
+    }) = window.get_mut(at)
+    else {
+        return;
+    };
+    let new = match (replacement, *editable) {
+        (_, Editable::No) => *current,
+        (None, _) => 0,
+        (Some(r), Editable::Content) => r.content_chars.div_ceil(4),
+        (Some(r), Editable::Assistant) => r.assistant_chars.div_ceil(4),
+    };
+    e.all = e.all - *current + new;
+    *current = new;
+    let gone = replacement.is_none() && *editable != Editable::No;
+    if gone && usage.is_some() && !*removed {
+        e.usages = e.usages.saturating_sub(1);
+    }
+    *removed |= gone;
 }

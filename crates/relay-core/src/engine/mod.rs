@@ -88,6 +88,8 @@ struct Outstanding {
     reset: Option<AttemptId>,
     /// The reset returned as a `session_before_compact` result, until Pi appends or drops it.
     hook_reset: Option<AttemptId>,
+    /// Sections the last `handoff_render` shortened, for `handoff_written`'s reply.
+    handoff_cuts: Vec<crate::handoff::SectionCut>,
 }
 
 /// Relay's engine. See the module documentation.

@@ -197,7 +197,11 @@ impl Engine {
             },
         );
         let source_name = source.as_str();
-        let kind = self.budget.policy.committing.map(|k| k.as_str());
+        // Seed 004's marker: `kind` says what opened the window ("handoff" only when the agent's
+        // written handoff travels into it; a mechanical forced reset is a "reset"), `commit` the
+        // budget commit it stands for (see `crate::entry::WindowMarker`).
+        let commit = self.budget.policy.committing.map(|k| k.as_str());
+        let kind = if ready.is_some() { "handoff" } else { "reset" };
         let reason = match source {
             ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
                 ContinuationReason::Fallback
@@ -221,6 +225,7 @@ impl Engine {
                 "attempt": attempt,
                 "source": source_name,
                 "kind": kind,
+                "commit": commit,
                 "handoffPath": ready.map(|r| r.path.clone()),
             }),
             continuation: continuation.then(|| Continuation {

@@ -25,37 +25,37 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec(
             "history_list_windows",
             "History: list windows",
-            "List the context windows of this session (oldest window is the root). Every item of every window stays readable with the history tools, even after resets.",
+            "List the context windows of this session (oldest window is the root), each with what opened it (a handoff or a reset). Every item of every window stays readable with the history tools, even after resets. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "history_list_items",
             "History: list items",
-            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filter by window_id, role, tool_namespace or tool_name.",
+            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filter by window_id, role, tool_namespace or tool_name. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early (the last item may be cut) and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "history_read_item",
             "History: read item",
-            "Read one history item by window_id and item_id, as a range of Unicode characters (offset_chars, limit_chars). The reply says where the next range starts.",
+            "Read one history item by window_id and item_id, as a range of Unicode characters (offset_chars, limit_chars). The reply says where the next range starts (next_offset_chars). A reply holds at most 64 KiB (65,536 bytes of JSON): a longer range is cut there and next_offset_chars continues right after it.",
         ),
         spec(
             "history_search_contents",
             "History: search",
-            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filter by window_id, role, tool_namespace or tool_name.",
+            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filter by window_id, role, tool_namespace or tool_name. A reply holds at most 64 KiB (65,536 bytes of JSON): more hits than fit stop early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "notes_list_files_by_prefix",
             "Notes: list",
-            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts.",
+            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "notes_read_file",
             "Notes: read",
-            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line).",
+            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line). A reply holds at most 64 KiB (65,536 bytes of JSON): a longer range stops after the last whole line that fits (or inside a very long line) and next_start_line (with next_offset_chars inside a line) says where to continue.",
         ),
         spec(
             "notes_search_contents",
             "Notes: search",
-            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search.",
+            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search. A reply holds at most 64 KiB (65,536 bytes of JSON): more matching lines than fit stop early and next_offset says where to continue (pass it as offset).",
         ),
         spec(
             "notes_append_to_file",
@@ -75,7 +75,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec(
             "context_handoff",
             "Context handoff",
-            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (verified state: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Git branch and HEAD are recorded automatically. Call it alone and end your turn: the reset happens at the end of this turn.",
+            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (the state you checked: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Everything you write is recorded as your own claims for the next window to check; git branch and HEAD are recorded by Relay itself. The narrative sections (goal, next_step, facts, decisions, open_items, hypotheses) share 12 KiB: longer ones are shortened in the handoff, and the reply's shortened field names each one with its size before and after (the JSON sidecar keeps them whole). Call it alone and end your turn: the reset happens at the end of this turn.",
         ),
         spec(
             "get_context_remaining",

@@ -1089,3 +1089,241 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
     ));
     assert!(settle.result.is_none());
 }
+
+/// A session written by an earlier Relay (commit type in `details.kind`) and one written now
+/// (`kind` "handoff"/"reset", commit type in `details.commit`) count the same commits after a
+/// reload: budget, hard and forcedHard count; voluntary, forcedGuard, idle and unknown ones never.
+#[test]
+fn commit_marks_of_old_and_new_shapes_count_toward_the_cap_after_a_reload() {
+    let line = |n: u32, details: serde_json::Value| {
+        json!({"type":"compaction","id":format!("{n:08x}"),"parentId":if n == 1 { serde_json::Value::Null } else { json!(format!("{:08x}", n - 1)) },
+            "timestamp":"2025-11-29T21:00:00.000Z","summary":"boot","firstKeptEntryId":null,"tokensBefore":1,"details":details})
+        .to_string()
+    };
+    let window = |n: u32, extra: serde_json::Value| {
+        let mut d = json!({"relay":"window","windowId":format!("pcw:{SID}:{n:08x}"),"attempt":n,"source":"handoff"});
+        for (k, v) in extra.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    };
+    let old = [
+        json!({"kind":"budget","handoffPath":"/h/1.md"}),
+        json!({"kind":"hard","handoffPath":"/h/2.md"}),
+        json!({"kind":"forcedHard","handoffPath":null}),
+        json!({"kind":"forcedGuard","handoffPath":null}),
+        json!({"kind":"voluntary","handoffPath":"/h/3.md"}),
+        json!({"kind":null,"handoffPath":null}),
+    ];
+    let new = [
+        json!({"kind":"handoff","commit":"budget","handoffPath":"/h/4.md"}),
+        json!({"kind":"reset","commit":"forcedHard","handoffPath":null}),
+        json!({"kind":"reset","commit":"forcedGuard","handoffPath":null}),
+        json!({"kind":"handoff","commit":"voluntary","handoffPath":"/h/5.md"}),
+        json!({"kind":"handoff","commit":"idle","handoffPath":"/h/6.md"}),
+        json!({"kind":"reset","commit":null,"handoffPath":null}),
+    ];
+    let reload = |marks: &[serde_json::Value]| {
+        let text: Vec<String> = marks
+            .iter()
+            .enumerate()
+            .map(|(i, m)| line(i as u32 + 1, window(i as u32 + 1, m.clone())))
+            .collect();
+        let parsed = crate::entry::parse_session(&(text.join("\n") + "\n"));
+        assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+        let mut e = Engine::new();
+        e.resync(SID, &parsed.entries);
+        e.budget.policy.handoffs_committed
+    };
+    assert_eq!(reload(&old), 3, "earlier shape: budget, hard, forcedHard");
+    assert_eq!(
+        reload(&new),
+        2,
+        "current shape: budget, forcedHard (idle never counts)"
+    );
+    let mixed: Vec<serde_json::Value> = old.iter().chain(new.iter()).cloned().collect();
+    assert_eq!(reload(&mixed), 5, "a session that spans the upgrade");
+}
+
+/// Every reset source writes the current marker shape: `kind` "handoff" only when the agent's
+/// written handoff opens the window, "reset" for everything else (a forced mechanical reset
+/// included), the commit type in `commit`.
+#[test]
+fn reset_details_say_handoff_only_for_a_written_handoff() {
+    let marker = |details: serde_json::Value| crate::entry::WindowMarker::of(&details);
+    let m = marker(json!({"relay":"window","kind":"reset","commit":"forcedHard"}));
+    assert_eq!(
+        (m.kind, m.commit.as_deref(), m.counts()),
+        ("reset", Some("forcedHard"), true)
+    );
+    let m = marker(json!({"relay":"window","kind":"handoff","commit":"idle"}));
+    assert_eq!(
+        (m.kind, m.commit.as_deref(), m.counts()),
+        ("handoff", Some("idle"), false)
+    );
+    let m = marker(json!({"relay":"window","kind":"forcedGuard"}));
+    assert_eq!(
+        (m.kind, m.commit.as_deref(), m.counts()),
+        ("reset", Some("forcedGuard"), false)
+    );
+    let m = marker(json!({"relay":"window","kind":"voluntary","handoffPath":"/h.md"}));
+    assert_eq!((m.kind, m.counts()), ("handoff", false));
+    let m = marker(json!({"summary":"Pi's own"}));
+    assert_eq!((m.kind, m.commit), ("compaction", None));
+
+    // new_context: a plain reset, no commit.
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("go")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.tool("new_context", &json!({}), &moment(Some(1_000)));
+    let reply = e.handle(&obs(
+        Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        },
+        Some(1_000),
+    ));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected a reset, got {:?}", reply.result)
+    };
+    assert_eq!(plan.details["kind"], "reset");
+    assert_eq!(plan.details["commit"], serde_json::Value::Null);
+    assert_eq!(plan.details["source"], "new_context");
+}
+
+/// No silent cut: a narrative over its 12 KiB budget commits, and the reply names every
+/// shortened section with its size before and after; the markdown labels the agent's facts as
+/// claims and the metadata as Relay's record, and the boot block carries those labels.
+#[test]
+fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        global: Some(
+            json!({"relay": {"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
+        ),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let mut b = Branch::new();
+    e.append(&[b.user("go")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.append(&[b.answer("first", 5_000)]);
+    e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    let facts = "FACT ".repeat(3_000); // 15,000 bytes
+    let args = json!({"goal": "Ship the importer", "next_step": "Run the tests", "facts": facts.trim_end(), "hypotheses": "maybe ".repeat(400)});
+    let m = moment(Some(31_000));
+    let parsed = e.handoff_begin(&args, &m).unwrap();
+    let git = GitFacts {
+        repo_root: Some("/work/project".into()),
+        branch: Some("main".into()),
+        head: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        state: crate::handoff::GitState::Repo,
+    };
+    let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
+    let (markdown, _sidecar, fingerprint) = e.handoff_render(&parsed, &git, &path, 1, &m).unwrap();
+    assert!(markdown.contains("## Facts (claimed by the agent, not checked by Relay)"));
+    assert!(markdown.contains("## Automatic metadata (recorded by Relay)"));
+    assert!(!markdown.contains("(verified)"));
+    let reply = e.handoff_written(&path, markdown, fingerprint, &m);
+    assert!(!reply.is_error, "{}", reply.text);
+    let v: serde_json::Value = serde_json::from_str(&reply.text).unwrap();
+    let sections = v["shortened"]["sections"].as_array().unwrap();
+    assert_eq!(sections[0]["section"], "facts");
+    assert_eq!(sections[0]["bytes_before"], facts.trim_end().len());
+    assert!(sections[0]["bytes_after"].as_u64().unwrap() < 12_288);
+    insta::assert_snapshot!("handoff_reply_shortened", reply.text);
+
+    // The boot block of the next window carries the labels.
+    let reply = e.handle(&obs(Event::TurnEnd { tool_results: 1 }, Some(31_500)));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected the handoff commit, got {:?}", reply.result)
+    };
+    assert!(plan
+        .summary
+        .contains("its own account (claims, not verified by Relay)"));
+    assert!(plan
+        .summary
+        .contains("## Facts (claimed by the agent, not checked by Relay)"));
+    assert!(plan
+        .summary
+        .contains("## Automatic metadata (recorded by Relay)"));
+    assert_eq!(plan.details["kind"], "handoff");
+
+    // A handoff that fits says nothing about cuts.
+    let mut e2 = engine();
+    assert!(e2.configure(&sources).is_empty());
+    let mut b2 = Branch::new();
+    e2.append(&[b2.user("go")]);
+    e2.handle(&obs(Event::BeforeAgentStart, None));
+    e2.append(&[b2.answer("first", 5_000)]);
+    e2.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    let small = json!({"goal": "g", "next_step": "n", "facts": "f"});
+    let parsed = e2.handoff_begin(&small, &m).unwrap();
+    let (md, _, fp) = e2.handoff_render(&parsed, &git, &path, 1, &m).unwrap();
+    let reply = e2.handoff_written(&path, md, fp, &m);
+    assert!(!reply.text.contains("shortened"), "{}", reply.text);
+}
+
+/// The incremental estimate equals Pi's `getContextUsage()` arithmetic: ceil(chars/4) per
+/// message as Pi counts it (images 4,800 chars), the last valid usage plus what follows it, the
+/// current system message in a pure estimate, null after a reset, and context edits.
+#[test]
+fn the_usage_estimate_combines_messages_as_pi_does() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let est = |e: &Engine| {
+        let m = Moment {
+            usage: None,
+            ..moment(None)
+        };
+        e.mirror.usage(&m).and_then(|u| u.tokens)
+    };
+    let image = json!({"type":"image","data":"AAAA","mimeType":"image/png"});
+    // Root window, no usage yet: the system message (content + sections + tools) and every message.
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"system","content":"You are Pi.","sections":{"rules":"be brief"},"toolsAdded":[{"name":"read","description":"r","parameters":{}}]}}))]);
+    let tools_json = r#"[{"name":"read","description":"r","parameters":{}}]"#.len() as u64;
+    let system = (11 + 8 + tools_json).div_ceil(4);
+    assert_eq!(est(&e), Some(system));
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":"see"},image]}}))]);
+    let user = (3u64 + 4_800).div_ceil(4);
+    assert_eq!(est(&e), Some(system + user));
+    // A valid usage replaces everything before it; later messages add theirs.
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant","content":[{"type":"thinking","thinking":"abcd"},{"type":"toolCall","id":"t","name":"read","arguments":{"p":1}}],"usage":{"input":900,"output":100,"cacheRead":0,"cacheWrite":0,"totalTokens":1000},"stopReason":"toolUse"}}))]);
+    assert_eq!(est(&e), Some(1_000));
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"toolResult","toolCallId":"t","toolName":"read","content":[{"type":"text","text":"12345"},image],"isError":false}}))]);
+    let result = (5u64 + 4_800).div_ceil(4);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"oops"}],"usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2},"stopReason":"error"}}))]);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"bashExecution","command":"ls","output":"a b","exitCode":0}}))]);
+    e.append(&[b.entry(
+        json!({"type":"custom_message","customType":"x","content":[image],"display":true}),
+    )]);
+    e.append(&[b.entry(json!({"type":"branch_summary","fromId":"f","summary":"went"}))]);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"system","content":"","sections":{"rules":"longer rules"}}}))]);
+    let trailing = result + 1 + (2u64 + 3).div_ceil(4) + 1_200 + 1 + 3;
+    assert_eq!(est(&e), Some(1_000 + trailing));
+    // A context edit distrusts the usage: every message (edits applied) and the current system message.
+    let result_id = format!("{:08x}", 4);
+    e.append(&[b.entry(
+        json!({"type":"context_edit","targetId":result_id,"replacement":{"content":"short"}}),
+    )]);
+    let system_now = (11 + 12 + tools_json).div_ceil(4);
+    let assistant = (4u64 + 4 + r#"{"p":1}"#.len() as u64).div_ceil(4);
+    let pure = system_now + user + assistant + 2 + 1 + 2 + 1_200 + 1;
+    assert_eq!(est(&e), Some(pure));
+    // A navigation back before the edit restores the usage-based figure.
+    let before_edit = format!("{:08x}", 9);
+    e.truncate_after(Some(&before_edit));
+    assert_eq!(est(&e), Some(1_000 + trailing));
+    // After a reset: unknown until an answer in the new window reports usage.
+    e.append(&[b.compaction(
+        "boot",
+        json!({"relay":"window","windowId":"pcw:x:00000001"}),
+    )]);
+    assert_eq!(est(&e), None);
+    e.append(&[b.user("hi")]);
+    assert_eq!(est(&e), None);
+    e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":300},"stopReason":"stop"}}))]);
+    e.append(&[b.user("12345678")]);
+    assert_eq!(est(&e), Some(302));
+}

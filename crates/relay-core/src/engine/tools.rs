@@ -20,8 +20,8 @@ use super::Engine;
 use crate::args;
 use crate::config::remaining_tokens;
 use crate::handoff::{
-    duplicate_check, render_markdown, sidecar_json, HandoffArgs, HandoffError, HandoffFingerprint,
-    HandoffMeta,
+    duplicate_check, narrative_cuts, render_markdown, shortened_reply, sidecar_json, HandoffArgs,
+    HandoffError, HandoffFingerprint, HandoffMeta,
 };
 use crate::notes::{NoteOp, NOTE_CUSTOM_TYPE};
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
@@ -157,7 +157,7 @@ impl Engine {
 
     /// `context_handoff`, step 2: back-off check and rendering, with the metadata the binding collected.
     pub fn handoff_render(
-        &self,
+        &mut self,
         args: &HandoffArgs,
         git: &GitFacts,
         markdown_path: &str,
@@ -192,6 +192,7 @@ impl Engine {
         let markdown = render_markdown(args, &meta)
             .map_err(|e: HandoffError| ToolReply::from(e.to_tool_output()))?;
         let sidecar = sidecar_json(args, &meta, markdown_path);
+        self.outstanding.handoff_cuts = narrative_cuts(args);
         let fingerprint = HandoffFingerprint::new(args, moment.now_ms, git.head.as_deref());
         Ok((markdown, sidecar, fingerprint))
     }
@@ -210,26 +211,37 @@ impl Engine {
         let mut hook = HookReply::default();
         self.apply_policy(fx, moment, &mut hook);
         let committing = self.budget.policy.phase() == policy::Phase::HandoffPendingCommit;
-        let mut reply = if committing {
+        // No silent cut: sections the narrative budget shortened are named with their sizes.
+        let cuts = std::mem::take(&mut self.outstanding.handoff_cuts);
+        let sidecar = match path.strip_suffix(".md") {
+            Some(stem) => format!("{stem}.json"),
+            None => format!("{path}.json"),
+        };
+        let shortened = shortened_reply(&cuts, &sidecar);
+        let mut out = if committing {
             self.budget.handoff_ready = Some(ReadyHandoff {
                 path: path.to_string(),
                 markdown,
             });
-            ToolReply::from(ToolOutput::json(&json!({
+            json!({
                 "written": true,
                 "path": path,
                 "commit": "at the end of this turn the context resets and work continues from this handoff; end your turn now and call no other tool",
-            })))
+            })
         } else {
             // A cap or loop-guard fallback is armed (or a reset is already under way): the file
             // stays as a record, but it cannot replace the fallback.
-            ToolReply::from(ToolOutput::json(&json!({
+            json!({
                 "written": true,
                 "path": path,
                 "committed": false,
                 "reason": "a fallback reset is already armed for this window; this handoff is kept on disk but does not replace it. End your turn.",
-            })))
+            })
         };
+        if let (Some(s), Value::Object(m)) = (shortened, &mut out) {
+            m.insert("shortened".into(), s);
+        }
+        let mut reply = ToolReply::from(ToolOutput::json(&out));
         reply.persist = Some(Marker {
             custom_type: HANDOFF_TYPE.into(),
             data: json!({ "path": path, "fingerprint": fingerprint.to_value() }),

@@ -21,7 +21,14 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::types::{Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession};
+use super::types::{
+    Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
+    SystemDelta,
+};
+use crate::text::utf16_len;
+
+/// Characters Pi's estimate counts for one image (`ESTIMATED_IMAGE_CHARS` in Pi's compaction code).
+pub const ESTIMATED_IMAGE_CHARS: u64 = 4_800;
 
 // ---------------------------------------------------------------------------------------------
 // Raw (borrowed) shapes
@@ -74,6 +81,10 @@ struct RawLine<'a> {
     #[serde(borrow)]
     content: Option<RawContent<'a>>,
     display: Option<bool>,
+    #[serde(rename = "systemMessage", borrow)]
+    system_message: Option<RawMessage<'a>>,
+    #[serde(borrow)]
+    replacement: Option<RawReplacement<'a>>,
     // label / context_edit / session_info
     #[serde(rename = "targetId", borrow)]
     target_id: Option<Str<'a>>,
@@ -106,6 +117,17 @@ struct RawMessage<'a> {
     output: Option<Str<'a>>,
     #[serde(borrow)]
     summary: Option<Str<'a>>,
+    sections: Option<Value>,
+    #[serde(rename = "toolsAdded")]
+    tools_added: Option<Vec<Value>>,
+    #[serde(rename = "toolsRemoved")]
+    tools_removed: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+struct RawReplacement<'a> {
+    #[serde(borrow)]
+    content: Option<RawContent<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -128,6 +150,7 @@ struct RawBlock<'a> {
     #[serde(borrow)]
     name: Option<Str<'a>>,
     arguments: Option<Value>,
+    thinking: Option<JsonText>,
 }
 
 /// A JSON string decoded in one pass: serde_json finds its end and decodes its escapes in the
@@ -260,8 +283,113 @@ fn content_text(content: Option<RawContent<'_>>, assistant: bool) -> String {
     }
 }
 
+/// Characters JavaScript's `length` gives for `v` as `JSON.stringify` writes it.
+fn json_chars(v: &Value) -> u64 {
+    serde_json::to_string(v).map_or(0, |s| utf16_len(&s) as u64)
+}
+
+/// Pi's `estimateTextAndImageContentChars`: text (a string, or non-empty text blocks) plus a
+/// fixed 4,800 per image block.
+fn text_and_image_chars(content: Option<&RawContent<'_>>) -> u64 {
+    match content {
+        None => 0,
+        Some(RawContent::Text(t)) => utf16_len(t) as u64,
+        Some(RawContent::Blocks(blocks)) => blocks
+            .iter()
+            .map(|b| match b.kind.as_deref() {
+                Some("text") => b.text.as_ref().map_or(0, |t| utf16_len(&t.0) as u64),
+                Some("image") => ESTIMATED_IMAGE_CHARS,
+                _ => 0,
+            })
+            .sum(),
+    }
+}
+
+/// Pi's estimate of an assistant message: text, thinking, and each tool call's name plus its
+/// arguments as JSON. A plain-string content counts nothing (Pi iterates blocks).
+fn assistant_chars(content: Option<&RawContent<'_>>) -> u64 {
+    let Some(RawContent::Blocks(blocks)) = content else {
+        return 0;
+    };
+    blocks
+        .iter()
+        .map(|b| match b.kind.as_deref() {
+            Some("text") => b.text.as_ref().map_or(0, |t| utf16_len(&t.0) as u64),
+            Some("thinking") => b.thinking.as_ref().map_or(0, |t| utf16_len(&t.0) as u64),
+            Some("toolCall") => {
+                b.name.as_deref().map_or(0, |n| utf16_len(n) as u64)
+                    + b.arguments.as_ref().map_or(0, json_chars)
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A system message's delta, and its own estimate (content, section texts, tool declarations).
+fn system_delta(raw: &RawMessage<'_>) -> (SystemDelta, u64) {
+    let content_chars = match raw.content.as_ref() {
+        None => 0,
+        Some(RawContent::Text(t)) => utf16_len(t) as u64,
+        Some(RawContent::Blocks(blocks)) => blocks
+            .iter()
+            .filter(|b| b.kind.as_deref() == Some("text"))
+            .map(|b| b.text.as_ref().map_or(0, |t| utf16_len(&t.0) as u64))
+            .sum(),
+    };
+    let mut own = text_and_image_chars(raw.content.as_ref());
+    let mut sections = Vec::new();
+    if let Some(Value::Object(map)) = &raw.sections {
+        for (name, value) in map {
+            let chars = value.as_str().map(|t| utf16_len(t) as u64);
+            own += chars.unwrap_or(0);
+            sections.push((name.clone(), chars));
+        }
+    }
+    let mut tools_added = Vec::new();
+    if let Some(tools) = &raw.tools_added {
+        own += json_chars(&Value::Array(tools.clone()));
+        for tool in tools {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+            tools_added.push((name.to_string(), json_chars(tool)));
+        }
+    }
+    let tools_removed = raw
+        .tools_removed
+        .iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    (
+        SystemDelta {
+            content_chars,
+            sections,
+            tools_added,
+            tools_removed,
+        },
+        own,
+    )
+}
+
 fn convert_message(raw: RawMessage<'_>) -> Message {
-    let role = raw.role.map(Cow::into_owned).unwrap_or_default();
+    let role = raw.role.as_deref().unwrap_or_default().to_string();
+    let mut system = None;
+    let estimate_chars = match role.as_str() {
+        "user" | "custom" | "toolResult" => text_and_image_chars(raw.content.as_ref()),
+        "assistant" => assistant_chars(raw.content.as_ref()),
+        "bashExecution" => {
+            raw.command.as_deref().map_or(0, |c| utf16_len(c) as u64)
+                + raw.output.as_deref().map_or(0, |o| utf16_len(o) as u64)
+        }
+        "compactionSummary" | "branchSummary" => {
+            raw.summary.as_deref().map_or(0, |t| utf16_len(t) as u64)
+        }
+        "system" => {
+            let (delta, own) = system_delta(&raw);
+            system = Some(Box::new(delta));
+            own
+        }
+        _ => 0,
+    };
     let text = match role.as_str() {
         "assistant" => content_text(raw.content, true),
         "bashExecution" => {
@@ -297,6 +425,8 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         usage_total,
         stop_reason: owned(raw.stop_reason),
         custom_type: owned(raw.custom_type),
+        estimate_chars,
+        system,
     }
 }
 
@@ -343,6 +473,10 @@ fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
             tokens_before: to_u64(raw.tokens_before),
             details: raw.details.unwrap_or(Value::Null),
             from_hook: raw.from_hook.unwrap_or(false),
+            system_message: raw
+                .system_message
+                .as_ref()
+                .map(|m| Box::new(system_delta(m).0)),
         },
         "branch_summary" => EntryKind::BranchSummary {
             from_id: owned(raw.from_id),
@@ -355,12 +489,24 @@ fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
         },
         "custom_message" => EntryKind::CustomMessage {
             custom_type: owned(raw.custom_type).unwrap_or_default(),
+            estimate_chars: text_and_image_chars(raw.content.as_ref()),
             text: content_text(raw.content, false),
             display: raw.display.unwrap_or(false),
             details: raw.details.unwrap_or(Value::Null),
         },
         "context_edit" => EntryKind::ContextEdit {
             target_id: owned(raw.target_id).ok_or_else(|| missing("context_edit", "targetId"))?,
+            replacement: raw.replacement.as_ref().map(|r| {
+                // Pi puts a string replacement of an assistant message into one text block.
+                let assistant_chars = match r.content.as_ref() {
+                    Some(RawContent::Text(t)) => utf16_len(t) as u64,
+                    other => assistant_chars(other),
+                };
+                Replacement {
+                    content_chars: text_and_image_chars(r.content.as_ref()),
+                    assistant_chars,
+                }
+            }),
         },
         "label" => EntryKind::Label {
             target_id: owned(raw.target_id).ok_or_else(|| missing("label", "targetId"))?,

@@ -3,7 +3,8 @@
 //!
 //! - `types`: [`Entry`], [`EntryKind`], [`Message`], [`Header`], [`Line`] and the decoding errors;
 //! - `decode`: one JSON line or object → [`Line`] / [`Entry`]; a whole file → [`ParsedSession`];
-//! - `branch`: the root→leaf path of a session's tree, from entries or streamed from a file.
+//! - `branch`: the root→leaf path of a session's tree, from entries or streamed from a file;
+//! - `marker`: what opened a window ([`WindowMarker`], Relay's compaction `details` in every shape).
 //!
 //! Contract: decoding is total (a malformed line is an error value with its line number, never a
 //! panic, and the rest of the file still loads); unknown fields are skipped and unknown entry
@@ -19,14 +20,20 @@
 
 mod branch;
 mod decode;
+mod marker;
 mod types;
 
 pub use branch::{branch_indices, stream_branch, stream_branch_by_parents, BranchSink, LinearFeed};
+pub use decode::ESTIMATED_IMAGE_CHARS;
 pub use decode::{
     last_entry_of_line, parse_entries, parse_entry, parse_line, parse_session,
     push_entries_of_lines,
 };
-pub use types::{Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession};
+pub use marker::{WindowMarker, COUNTED_COMMITS};
+pub use types::{
+    Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
+    SystemDelta,
+};
 
 #[cfg(test)]
 mod tests;

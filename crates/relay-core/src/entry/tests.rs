@@ -247,6 +247,10 @@ fn compaction_and_branch_summary() {
             tokens_before: Some(1234),
             details: json!({"relay":"window","windowId":"pcw:s:abcd0123"}),
             from_hook: true,
+            system_message: Some(Box::new(SystemDelta {
+                content_chars: 1,
+                ..SystemDelta::default()
+            })),
         }
     );
     let e = entry(
@@ -304,7 +308,8 @@ fn custom_and_custom_message() {
             custom_type: "reminder".into(),
             text: "a\nb".into(),
             display: true,
-            details: json!({"k":2})
+            details: json!({"k":2}),
+            estimate_chars: 2,
         }
     );
 }
@@ -328,11 +333,11 @@ fn small_entry_types() {
     );
     assert_eq!(
         entry(r#"{"type":"context_edit","id":"e","parentId":"p","timestamp":"T","targetId":"x","replacement":null}"#).kind,
-        EntryKind::ContextEdit { target_id: "x".into() }
+        EntryKind::ContextEdit { target_id: "x".into(), replacement: None }
     );
     assert_eq!(
         entry(r#"{"type":"context_edit","id":"e","parentId":"p","timestamp":"T","targetId":"x","replacement":{"content":[{"type":"text","text":"r"}]}}"#).kind,
-        EntryKind::ContextEdit { target_id: "x".into() }
+        EntryKind::ContextEdit { target_id: "x".into(), replacement: Some(Replacement { content_chars: 1, assistant_chars: 1 }) }
     );
     assert_eq!(
         entry(r#"{"type":"usage","id":"u","parentId":"p","timestamp":"T","kind":"cache_warm","provider":"a","model":"b","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3}}"#).kind,
@@ -677,4 +682,59 @@ mod empty_id_tests {
         assert_eq!(parsed.errors.len(), 1);
         assert_eq!(parsed.errors[0].line, 1);
     }
+}
+
+/// The characters Pi's `estimateTokens` counts, kind by kind (JavaScript `length`, UTF-16).
+#[test]
+fn estimate_chars_follow_pi_for_every_content_kind() {
+    let image = r#"{"type":"image","data":"AAAA","mimeType":"image/png"}"#;
+    let cases: Vec<(String, u64)> = vec![
+        (r#"{"role":"user","content":"héllo 😀"}"#.into(), 8),
+        (format!(r#"{{"role":"user","content":[{{"type":"text","text":"look"}},{image}]}}"#), 4 + 4_800),
+        (format!(r#"{{"role":"user","content":[{image},{image}]}}"#), 9_600),
+        (r#"{"role":"user","content":[{"type":"text","text":""}]}"#.into(), 0),
+        (format!(r#"{{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{{"type":"text","text":"ok"}},{image}],"isError":false}}"#), 2 + 4_800),
+        (format!(r#"{{"role":"custom","customType":"x","content":[{image}],"display":true}}"#), 4_800),
+        // Assistant: text, thinking, tool call name + JSON of the arguments; images are not counted.
+        (r#"{"role":"assistant","content":[{"type":"text","text":"abc"},{"type":"thinking","thinking":"hmm…"},{"type":"toolCall","id":"t","name":"read","arguments":{"path":"a.rs","n":2}}]}"#.into(), 3 + 4 + 4 + r#"{"path":"a.rs","n":2}"#.len() as u64),
+        (r#"{"role":"assistant","content":[{"type":"toolCall","id":"t","name":"x","arguments":{"q":"漢\"\n"}}]}"#.into(), 1 + r#"{"q":"漢\"\n"}"#.chars().count() as u64),
+        (r#"{"role":"assistant","content":"plain string"}"#.into(), 0),
+        (r#"{"role":"bashExecution","command":"ls -la","output":"a\nb","exitCode":0}"#.into(), 6 + 3),
+        (r#"{"role":"compactionSummary","summary":"the summary","tokensBefore":1}"#.into(), 11),
+        (r#"{"role":"branchSummary","summary":"elsewhere","fromId":"f"}"#.into(), 9),
+        // System: content, section texts, JSON of the tools added.
+        (r#"{"role":"system","content":"You are Pi.","sections":{"a":"xx","b":null},"toolsAdded":[{"name":"t","description":"d","parameters":{}}]}"#.into(), 11 + 2 + r#"[{"name":"t","description":"d","parameters":{}}]"#.len() as u64),
+        (r#"{"role":"system","content":"","toolsAdded":[]}"#.into(), 2),
+        (r#"{"role":"mystery","content":"x"}"#.into(), 0),
+    ];
+    for (json, want) in cases {
+        let m = message(&format!(
+            r#"{{"type":"message","id":"m","parentId":null,"timestamp":"T","message":{json}}}"#
+        ));
+        assert_eq!(m.estimate_chars, want, "{json}");
+    }
+    // A custom_message entry counts like a custom message; a context edit's replacement both ways.
+    let e = entry(&format!(
+        r#"{{"type":"custom_message","id":"c","parentId":"p","timestamp":"T","customType":"x","content":[{{"type":"text","text":"ab"}},{image}],"display":false}}"#
+    ));
+    assert!(matches!(
+        e.kind,
+        EntryKind::CustomMessage {
+            estimate_chars: 4_802,
+            ..
+        }
+    ));
+    let e = entry(&format!(
+        r#"{{"type":"context_edit","id":"e","parentId":"p","timestamp":"T","targetId":"x","replacement":{{"content":[{{"type":"thinking","thinking":"tt"}},{image}]}}}}"#
+    ));
+    assert_eq!(
+        e.kind,
+        EntryKind::ContextEdit {
+            target_id: "x".into(),
+            replacement: Some(Replacement {
+                content_chars: 4_800,
+                assistant_chars: 2
+            })
+        }
+    );
 }

@@ -35,6 +35,8 @@ pub enum EntryKind {
         tokens_before: Option<u64>,
         details: Value,
         from_hook: bool,
+        /// The prompt and tool snapshot Pi stores with the compaction (`systemMessage`).
+        system_message: Option<Box<SystemDelta>>,
     },
     BranchSummary {
         from_id: Option<String>,
@@ -50,9 +52,13 @@ pub enum EntryKind {
         text: String,
         display: bool,
         details: Value,
+        /// Its part of Pi's context estimate (see [`Message::estimate_chars`]).
+        estimate_chars: u64,
     },
     ContextEdit {
         target_id: String,
+        /// The target's new content; `None` removes it from the context.
+        replacement: Option<Replacement>,
     },
     Label {
         target_id: String,
@@ -91,6 +97,35 @@ pub struct Message {
     pub usage_total: Option<u64>,
     pub stop_reason: Option<String>,
     pub custom_type: Option<String>,
+    /// The characters (UTF-16 code units, as JavaScript counts) Pi's own estimate
+    /// (`estimateTokens` in Pi's compaction code) counts for this message, before `ceil(/4)`:
+    /// text, 4,800 per image, thinking, tool call name + JSON arguments, bash command + output,
+    /// summaries, and for a system message its content, sections and tool declarations.
+    pub estimate_chars: u64,
+    /// A system message's changes to the prompt and tools (replayed for Pi's current system
+    /// message).
+    pub system: Option<Box<SystemDelta>>,
+}
+
+/// What one system message changes, measured as Pi's estimate measures it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SystemDelta {
+    /// Characters of its text content (empty: 0, adds no paragraph).
+    pub content_chars: u64,
+    /// Prompt sections set (`Some(chars)`) or deleted (`None`).
+    pub sections: Vec<(String, Option<u64>)>,
+    /// Tools declared: name and the characters of its JSON.
+    pub tools_added: Vec<(String, u64)>,
+    /// Tools withdrawn, by name.
+    pub tools_removed: Vec<String>,
+}
+
+/// A `context_edit` replacement, measured both ways Pi measures content: as a user, tool result
+/// or custom message's content, and as an assistant message's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Replacement {
+    pub content_chars: u64,
+    pub assistant_chars: u64,
 }
 
 /// The first line of a session file (`"type":"session"`).

@@ -138,7 +138,7 @@ fn narrative_one_byte_over_budget_cuts_only_the_longest_section() {
     let cuts = narrative_cuts(&a);
     assert_eq!(cuts.len(), 1);
     assert_eq!(cuts[0].section, "facts");
-    assert!(md.contains(&format!("…(cut, {} chars)", cuts[0].removed_chars)));
+    assert!(md.contains(&format!("…(cut, {} chars)", cuts[0].removed_chars())));
     snap!(md);
 }
 
@@ -176,9 +176,9 @@ fn multibyte_narrative_is_cut_at_a_char_boundary_and_counts_chars() {
     let md = render_markdown(&a, &meta()).unwrap();
     let cuts = narrative_cuts(&a);
     assert_eq!(cuts.len(), 1);
-    assert_eq!(cuts[0].original_chars, 6_000);
-    let kept_chars = cuts[0].original_chars - cuts[0].removed_chars;
-    assert!(md.contains(&format!("…(cut, {} chars)", cuts[0].removed_chars)));
+    assert_eq!(cuts[0].chars_before, 6_000);
+    let kept_chars = cuts[0].chars_before - cuts[0].removed_chars();
+    assert!(md.contains(&format!("…(cut, {} chars)", cuts[0].removed_chars())));
     assert!(md.contains(&facts.chars().take(kept_chars).collect::<String>()));
 }
 

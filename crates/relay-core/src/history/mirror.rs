@@ -24,7 +24,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
-use crate::entry::{Entry, EntryKind};
+use crate::entry::{Entry, EntryKind, WindowMarker};
 use crate::text::char_count;
 
 pub(super) const NONE: u32 = u32::MAX;
@@ -89,6 +89,8 @@ pub(super) struct WindowRec {
     pub(super) id: String,
     pub(super) first_item: usize,
     pub(super) created_at: Option<String>,
+    /// What opened the window (`None` for the root window).
+    pub(super) opened_by: Option<WindowMarker>,
 }
 
 /// Interned strings (tool names or namespaces) with the ascending item indices carrying each.
@@ -159,6 +161,7 @@ impl History {
                 id: root,
                 first_item: 0,
                 created_at: None,
+                opened_by: None,
             }],
             window_index,
             tools: Interner::default(),
@@ -197,6 +200,7 @@ impl History {
                     id,
                     first_item: self.items.len(),
                     created_at: Some(entry.timestamp.clone()),
+                    opened_by: Some(WindowMarker::of(details)),
                 });
                 opens_window = true;
                 item = self.add_item(pos, Role::System, summary, None);
@@ -303,6 +307,12 @@ impl History {
     /// Whether an entry with this id has been pushed. O(1).
     pub fn contains(&self, entry_id: &str) -> bool {
         self.position(IdKey::of(entry_id), entry_id).is_some()
+    }
+
+    /// The position of the entry `entry_id` on the mirrored branch (0 = root), if pushed.
+    pub fn position_of(&self, entry_id: &str) -> Option<usize> {
+        self.position(IdKey::of(entry_id), entry_id)
+            .map(|p| p as usize)
     }
 
     /// The id of the last pushed entry.

@@ -65,6 +65,7 @@ fn compaction(id: &str, summary: &str, details: Value) -> Entry {
             tokens_before: None,
             details,
             from_hook: false,
+            system_message: None,
         },
     )
 }
@@ -126,6 +127,7 @@ fn fixture() -> History {
                 text: "boot block".into(),
                 display: false,
                 details: Value::Null,
+                estimate_chars: 0,
             },
         ),
         entry(
@@ -206,6 +208,7 @@ fn role_mapping_and_tools() {
                 text: "cm".into(),
                 display: true,
                 details: Value::Null,
+                estimate_chars: 0,
             },
         ),
         entry(
@@ -389,7 +392,7 @@ fn argument_errors_name_the_argument() {
     let cases: Vec<(ToolOutput, &str)> = vec![
         (
             h.list_windows(&json!({"limitt": 1})),
-            r#"history_list_windows: unknown argument "limitt" (accepted: limit, recent_first)"#,
+            r#"history_list_windows: unknown argument "limitt": did you mean "limit"? (accepted: limit, offset, recent_first)"#,
         ),
         (
             h.list_windows(&json!({"limit": 0})),
@@ -503,7 +506,7 @@ fn argument_errors_name_the_argument() {
         ),
         (
             h.search_contents(&json!({"query": "x", "max_chars_per_item": 5})),
-            r#"history_search_contents: unknown argument "max_chars_per_item" (accepted: query, window_id, role, tool_namespace, tool_name, limit, recent_first)"#,
+            r#"history_search_contents: unknown argument "max_chars_per_item" (accepted: query, window_id, role, tool_namespace, tool_name, limit, offset, recent_first)"#,
         ),
     ];
     for (out, want) in cases {
@@ -976,5 +979,153 @@ mod props {
         let mut forward = all.clone();
         forward.reverse();
         assert_eq!(ids(&v), forward);
+    }
+}
+
+use crate::args::abbreviated;
+
+/// Text with multibyte characters and JSON escapes, `n` characters long.
+fn awkward_text(n: usize) -> String {
+    "ab\"cé\n漢\\d\u{1}".chars().cycle().take(n).collect()
+}
+
+mod capped {
+    use super::*;
+    use crate::args::MAX_RESULT_BYTES;
+
+    fn within_cap(out: &ToolOutput) -> Value {
+        assert!(
+            out.text.len() <= MAX_RESULT_BYTES,
+            "{} bytes over the cap",
+            out.text.len()
+        );
+        ok(out.clone())
+    }
+
+    #[test]
+    fn read_item_with_a_huge_limit_is_capped_and_pages_to_the_end() {
+        let text = awkward_text(1_000_000);
+        let h = build(&[msg("01", "user", &text)]);
+        let w = format!("pcw:{S}:root");
+        let first = within_cap(
+            &h.read_item(&json!({"window_id": w, "item_id": "01", "limit_chars": 100_000_000u64})),
+        );
+        assert!(first["capped"].is_string());
+        snap!(serde_json::to_string_pretty(&abbreviated(&first)).unwrap());
+        // Paging with next_offset_chars gives back exactly the item.
+        let mut got = String::new();
+        let mut offset = 0u64;
+        let mut pages = 0;
+        loop {
+            let v = within_cap(&h.read_item(&json!({"window_id": w, "item_id": "01", "offset_chars": offset, "limit_chars": 100_000_000u64})));
+            assert_eq!(v["offset_chars"], offset);
+            got.push_str(v["content"].as_str().unwrap());
+            pages += 1;
+            match v["next_offset_chars"].as_u64() {
+                Some(n) => {
+                    assert!(n > offset);
+                    assert!(v["capped"].is_string());
+                    offset = n;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(got, text);
+        assert!(pages > 10, "{pages} pages");
+        // A small limit is not capped and says nothing about it.
+        let v = ok(h.read_item(&json!({"window_id": w, "item_id": "01", "limit_chars": 10})));
+        assert!(v.get("capped").is_none());
+        assert_eq!(v["next_offset_chars"], 10);
+    }
+
+    #[test]
+    fn list_items_with_a_huge_limit_and_max_chars_is_capped_with_next_offset() {
+        let entries: Vec<Entry> = (0..40)
+            .map(|i| msg(&format!("{i:02}"), "user", &awkward_text(30_000)))
+            .collect();
+        let h = build(&entries);
+        let first = within_cap(&h.list_items(
+            &json!({"limit": 1_000_000, "max_chars_per_item": 1_000_000_000u64, "recent_first": false}),
+        ));
+        assert_eq!(first["has_more"], true);
+        assert!(first["capped"].is_string());
+        snap!(serde_json::to_string_pretty(&abbreviated(&first)).unwrap());
+        // Paging reaches every item once, in order.
+        let mut seen = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            let v = within_cap(&h.list_items(&json!({"limit": 1_000_000, "max_chars_per_item": 1_000_000_000u64, "recent_first": false, "offset": offset})));
+            let page = ids(&v);
+            assert!(!page.is_empty());
+            for id in page {
+                if seen.last() != Some(&id) {
+                    seen.push(id);
+                }
+            }
+            match v["next_offset"].as_u64() {
+                Some(n) => offset = n,
+                None => break,
+            }
+        }
+        let want: Vec<String> = (0..40).map(|i| format!("{i:02}")).collect();
+        assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn search_with_a_huge_limit_and_a_huge_query_is_capped() {
+        let entries: Vec<Entry> = (0..3000)
+            .map(|i| {
+                msg(
+                    &format!("{i:04}"),
+                    "user",
+                    &format!("item {i}: NEEDLE here"),
+                )
+            })
+            .collect();
+        let h = build(&entries);
+        let first = within_cap(&h.search_contents(&json!({"query": "NEEDLE", "limit": 1_000_000})));
+        assert_eq!(first["has_more"], true);
+        assert!(first["capped"].is_string());
+        snap!(serde_json::to_string_pretty(&abbreviated(&first)).unwrap());
+        let mut total = 0;
+        let mut offset = 0u64;
+        loop {
+            let v = within_cap(&h.search_contents(
+                &json!({"query": "NEEDLE", "limit": 1_000_000, "offset": offset}),
+            ));
+            total += v["items"].as_array().unwrap().len();
+            match v["next_offset"].as_u64() {
+                Some(n) => offset = n,
+                None => break,
+            }
+        }
+        assert_eq!(total, 3000);
+        // A query longer than the cap: its snippet is cut, the reply stays under the cap.
+        let big = "Q".repeat(200_000);
+        let h = build(&[msg("01", "user", &format!("x{big}y"))]);
+        let v = within_cap(&h.search_contents(&json!({"query": big})));
+        assert_eq!(v["items"][0]["match_offset_chars"], 1);
+    }
+
+    #[test]
+    fn list_windows_of_a_long_session_is_capped() {
+        let entries: Vec<Entry> = (0..2000)
+            .map(|i| {
+                compaction(
+                    &format!("{i:04}"),
+                    "boot",
+                    json!({"relay": "window", "windowId": format!("pcw:{S}:{i:08x}"), "kind": "reset"}),
+                )
+            })
+            .collect();
+        let h = build(&entries);
+        let v = within_cap(&h.list_windows(&json!({})));
+        assert!(v["capped"].is_string());
+        let next = v["next_offset"].as_u64().unwrap();
+        assert_eq!(v["windows"].as_array().unwrap().len() as u64, next);
+        let rest = within_cap(&h.list_windows(&json!({"offset": next, "limit": 3})));
+        assert_eq!(rest["windows"].as_array().unwrap().len(), 3);
+        assert_eq!(rest["next_offset"], next + 3);
+        assert!(rest.get("capped").is_none());
     }
 }

@@ -25,37 +25,65 @@ use crate::ToolOutput;
 impl History {
     /// `history_list_windows`: lists the context windows of this session branch (a new window
     /// starts at every compaction/reset), newest first unless `recent_first` is false, at most
-    /// `limit` of them. Each window has its `window_id`, `item_count`, `created_at` and whether
-    /// it is the `current` one. Parameters: [`args::HistoryListWindows`].
+    /// `limit` of them. Each window has its `window_id`, `item_count`, `created_at`, whether it
+    /// is the `current` one, what opened it (`opened_by`: root, handoff, reset, compaction) and
+    /// the budget `commit` type of that reset (or null); both marker shapes are read
+    /// ([`crate::entry::WindowMarker`]). Parameters: [`args::HistoryListWindows`].
     pub fn list_windows(&self, args: &Value) -> ToolOutput {
         let a: args::HistoryListWindows = match args::decode(args::HISTORY_LIST_WINDOWS, args) {
             Ok(a) => a,
             Err(e) => return e,
         };
         let limit = a.limit.map_or(usize::MAX, |l| l.0);
+        let offset = a.offset.0;
         let n = self.windows.len();
         let order: Box<dyn Iterator<Item = usize>> = if a.recent_first.0 {
             Box::new((0..n).rev())
         } else {
             Box::new(0..n)
         };
+        let mut budget = args::ResultBudget::default();
+        let mut capped = false;
         let windows: Vec<Value> = order
+            .skip(offset)
             .take(limit)
-            .filter_map(|i| {
+            .map_while(|i| {
                 let w = self.windows.get(i)?;
+                // What opened the window: "root", "handoff", "reset" (Relay's) or "compaction"
+                // (Pi's own), and the budget commit type when there was one.
+                let (opened_by, commit) = match &w.opened_by {
+                    None => ("root", None),
+                    Some(m) => (m.kind, m.commit.as_deref()),
+                };
                 Some(json!({
                     "window_id": w.id,
                     "item_count": self.window_end(i).saturating_sub(w.first_item),
                     "created_at": w.created_at,
                     "current": i + 1 == n,
+                    "opened_by": opened_by,
+                    "commit": commit,
                 }))
+                .filter(|v| {
+                    let fits = budget.take(v);
+                    capped |= !fits;
+                    fits
+                })
             })
             .collect();
-        ToolOutput::json(&json!({
+        let next = offset.saturating_add(windows.len());
+        let mut out = json!({
             "total_windows": n,
             "current_window_id": self.current_window_id(),
             "windows": windows,
-        }))
+            "next_offset": if next < n { Value::from(next) } else { Value::Null },
+        });
+        if capped {
+            args::mark_capped(
+                &mut out,
+                &format!("call again with offset {next} for the rest"),
+            );
+        }
+        ToolOutput::json(&out)
     }
 
     /// `history_list_items`: lists durable history items (messages, tool results, compaction
@@ -79,28 +107,62 @@ impl History {
             Ok(f) => f,
             Err(e) => return e,
         };
-        let (limit, max_chars) = (a.limit.0, a.max_chars_per_item.0);
+        let (limit, max_chars, offset) = (a.limit.0, a.max_chars_per_item.0, a.offset.0);
         let mut found = Vec::new();
+        let mut seen = 0usize;
         self.for_each_candidate(&filter, a.recent_first.0, |i| {
-            found.push(i);
+            seen += 1;
+            if seen > offset {
+                found.push(i);
+            }
             found.len() <= limit
         });
-        let has_more = found.len() > limit;
+        let mut has_more = found.len() > limit;
         found.truncate(limit);
-        let items: Vec<Value> = found
-            .into_iter()
-            .filter_map(|i| {
-                let m = self.items.get(i)?;
-                let text = self.item_text(m);
-                let shown = text.get(..byte_at_char(text, max_chars))?;
-                let mut v = self.item_head(i);
-                v.insert("total_chars".into(), m.chars.into());
-                v.insert("truncated".into(), (shown.len() < text.len()).into());
-                v.insert("content".into(), shown.into());
-                Some(Value::Object(v))
-            })
-            .collect();
-        ToolOutput::json(&json!({ "items": items, "has_more": has_more }))
+        // Items go in while the result has room; the one that meets the cap is cut to the room
+        // left (`truncated`, read the rest with history_read_item), the rest wait for next_offset.
+        let mut budget = args::ResultBudget::default();
+        let mut capped = false;
+        let mut items: Vec<Value> = Vec::new();
+        for i in found.iter().copied() {
+            let Some(m) = self.items.get(i) else { continue };
+            let text = self.item_text(m);
+            let wanted = text
+                .get(..byte_at_char(text, max_chars))
+                .unwrap_or_default();
+            let mut v = self.item_head(i);
+            v.insert("total_chars".into(), m.chars.into());
+            v.insert("truncated".into(), false.into());
+            let shown = match budget.fit_text(&v, "content", wanted) {
+                Some(shown) if !shown.is_empty() || wanted.is_empty() => shown,
+                _ => {
+                    capped = true;
+                    break;
+                }
+            };
+            v.insert("truncated".into(), (shown.len() < text.len()).into());
+            v.insert("content".into(), shown.into());
+            let v = Value::Object(v);
+            budget.take(&v);
+            items.push(v);
+            if shown.len() < wanted.len() {
+                capped = true;
+                break;
+            }
+        }
+        has_more |= items.len() < found.len();
+        let next = offset.saturating_add(items.len());
+        let mut out = json!({
+            "items": items,
+            "has_more": has_more,
+            "next_offset": if has_more { Value::from(next) } else { Value::Null },
+        });
+        if capped {
+            args::mark_capped(&mut out, &format!(
+                "call again with offset {next} for the next items; read a cut item whole with history_read_item"
+            ));
+        }
+        ToolOutput::json(&out)
     }
 
     /// `history_read_item`: reads a range of Unicode characters of one history item, from
@@ -168,15 +230,22 @@ impl History {
         } else {
             rest.get(..byte_at_char(rest, limit)).unwrap_or_default()
         };
+        // The reply holds at most MAX_RESULT_BYTES: a longer range is cut, and next_offset_chars
+        // continues right after what was shown.
+        let mut v = self.item_head(item);
+        v.insert("offset_chars".into(), offset.into());
+        v.insert("total_chars".into(), m.chars.into());
+        v.insert("next_offset_chars".into(), Value::Null);
+        let budget = args::ResultBudget::default();
+        let shown = budget.fit_text(&v, "content", content).unwrap_or_default();
+        let capped = shown.len() < content.len();
+        let content = shown;
         let taken = if ascii {
             content.len()
         } else {
             char_count(content)
         };
         let next = offset + taken;
-        let mut v = self.item_head(item);
-        v.insert("offset_chars".into(), offset.into());
-        v.insert("total_chars".into(), m.chars.into());
         v.insert(
             "next_offset_chars".into(),
             if next < m.chars {
@@ -186,6 +255,15 @@ impl History {
             },
         );
         v.insert("content".into(), content.into());
+        if capped {
+            v.insert(
+                "capped".into(),
+                args::capped_note(&format!(
+                    "{taken} of the {limit} characters asked for are shown; continue with offset_chars {next}"
+                ))
+                .into(),
+            );
+        }
         ToolOutput::json(&Value::Object(v))
     }
 
@@ -210,15 +288,38 @@ impl History {
             Ok(f) => f,
             Err(e) => return e,
         };
-        let (query, limit) = (a.query.0.as_str(), a.limit.0);
-        let hits = self.search(query, &filter, a.recent_first.0, limit.saturating_add(1));
-        let has_more = hits.len() > limit;
-        let items: Vec<Value> = hits
-            .into_iter()
-            .take(limit)
-            .filter_map(|(i, at)| self.hit_json(i, at, query))
-            .collect();
-        ToolOutput::json(&json!({ "items": items, "has_more": has_more }))
+        let (query, limit, offset) = (a.query.0.as_str(), a.limit.0, a.offset.0);
+        let want = offset.saturating_add(limit).saturating_add(1);
+        let hits = self.search(query, &filter, a.recent_first.0, want);
+        let mut has_more = hits.len() > offset.saturating_add(limit);
+        let mut budget = args::ResultBudget::default();
+        let mut capped = false;
+        let mut items: Vec<Value> = Vec::new();
+        for (i, at) in hits.into_iter().skip(offset).take(limit) {
+            let Some(v) = self.hit_json(i, at, query, &budget) else {
+                capped = true;
+                break;
+            };
+            if !budget.take(&v) {
+                capped = true;
+                break;
+            }
+            items.push(v);
+        }
+        has_more |= capped;
+        let next = offset.saturating_add(items.len());
+        let mut out = json!({
+            "items": items,
+            "has_more": has_more,
+            "next_offset": if has_more { Value::from(next) } else { Value::Null },
+        });
+        if capped {
+            args::mark_capped(
+                &mut out,
+                &format!("call again with offset {next} for the next items"),
+            );
+        }
+        ToolOutput::json(&out)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -291,7 +392,14 @@ impl History {
 
     /// A search hit: the item, where its first match starts (in characters) and the snippet
     /// around it. `at` is the byte offset of the match in the item's text.
-    fn hit_json(&self, i: usize, at: usize, query: &str) -> Option<Value> {
+    /// The snippet is cut to what `budget` leaves (a very long query); `None` when nothing fits.
+    fn hit_json(
+        &self,
+        i: usize,
+        at: usize,
+        query: &str,
+        budget: &args::ResultBudget,
+    ) -> Option<Value> {
         let m = self.items.get(i)?;
         let text = self.item_text(m);
         let before = text.get(..at)?;
@@ -307,7 +415,12 @@ impl History {
             "snippet_offset_chars".into(),
             (match_chars - char_count(lead)).into(),
         );
-        v.insert("snippet".into(), text.get(snippet_from..snippet_to)?.into());
+        let snippet = text.get(snippet_from..snippet_to)?;
+        let shown = budget.fit_text(&v, "snippet", snippet)?;
+        if shown.is_empty() && !snippet.is_empty() {
+            return None;
+        }
+        v.insert("snippet".into(), shown.into());
         Some(Value::Object(v))
     }
 }

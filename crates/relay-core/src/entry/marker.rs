@@ -1,0 +1,79 @@
+//! How a compaction entry says what opened its window: Relay's window marker in `details`.
+//!
+//! Contract: one reader for every shape Relay has written, so commit counting, the history
+//! tools' window listing and `relay windows` agree about old and new sessions.
+//!
+//! - **Current shape** (written since the handoff markers follow seed 004): `details.relay ==
+//!   "window"`, `details.kind` is `"handoff"` (the window opens with a handoff the agent wrote)
+//!   or `"reset"` (any other reset, a mechanical forced reset included), and `details.commit` is
+//!   the budget commit the reset stands for (`voluntary`, `budget`, `hard`, `forcedHard`,
+//!   `forcedGuard`, later `idle`) or `null`.
+//! - **Earlier shape**: `details.kind` held the commit type itself (or `null`), there was no
+//!   `commit`; a handoff is recognised by its commit type or its `handoffPath`.
+//! - A compaction without `details.relay == "window"` is Pi's own (or another extension's).
+//!
+//! Only `budget`, `hard` and `forcedHard` commits count toward `maxHandoffsPerSession`; every
+//! other commit type, including ones this version does not know (such as `idle`), never does.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::Value;
+
+/// What opened a window, read from its compaction's `details`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowMarker {
+    /// `"handoff"`, `"reset"` (Relay's) or `"compaction"` (not Relay's).
+    pub kind: &'static str,
+    /// The budget commit type, when the reset stood for one.
+    pub commit: Option<String>,
+}
+
+/// Commit types that count toward the handoff cap.
+pub const COUNTED_COMMITS: [&str; 3] = ["budget", "hard", "forcedHard"];
+
+/// Commit types that mean the agent wrote a handoff (earlier shape).
+const HANDOFF_COMMITS: [&str; 3] = ["voluntary", "budget", "hard"];
+
+impl WindowMarker {
+    /// Reads a compaction's `details` in either shape (see the module documentation).
+    pub fn of(details: &Value) -> WindowMarker {
+        if details.get("relay").and_then(Value::as_str) != Some("window") {
+            return WindowMarker {
+                kind: "compaction",
+                commit: None,
+            };
+        }
+        let text = |key: &str| details.get(key).and_then(Value::as_str);
+        match text("kind") {
+            Some("handoff") => WindowMarker {
+                kind: "handoff",
+                commit: text("commit").map(str::to_string),
+            },
+            Some("reset") => WindowMarker {
+                kind: "reset",
+                commit: text("commit").map(str::to_string),
+            },
+            // Earlier shape: `kind` was the commit type.
+            old => {
+                let has_path = text("handoffPath").is_some();
+                let handoff = old.is_some_and(|k| HANDOFF_COMMITS.contains(&k)) || has_path;
+                WindowMarker {
+                    kind: if handoff { "handoff" } else { "reset" },
+                    commit: old.map(str::to_string),
+                }
+            }
+        }
+    }
+
+    /// Whether this window's reset counts toward the handoff cap.
+    pub fn counts(&self) -> bool {
+        self.commit
+            .as_deref()
+            .is_some_and(|c| COUNTED_COMMITS.contains(&c))
+    }
+}
