@@ -62,7 +62,8 @@ test("past hard, a model that keeps calling bash never runs it: the mechanical r
 
 		// The new window's first request: the boot block and the honest continuation only.
 		const next = t.requests[3];
-		assert.ok(!joined(next).includes("RUN-BASH-8812"), "the old conversation is gone");
+		assert.ok(!joined(next).includes("[toolCall bash]"), "the old conversation is gone");
+		assert.match(forced.summary, /<earlier_user_input[^>]*>[\s\S]*RUN-BASH-8812[\s\S]*<\/earlier_user_input>/, "only the user's words, as earlier input");
 		const [cont] = ofType(t, "custom_message", "relay/continue");
 		assert.match(cont.content, /reset mechanically and no handoff was written/);
 		assert.ok(!/handoff was committed/.test(cont.content));
@@ -248,7 +249,9 @@ test("a later threshold crossing in one window resets at the next turn end: a mo
 		const results = s.map((x, i) => (x === "toolResult:probe_work" ? i : -1)).filter((i) => i >= 0);
 		assert.equal(results.length, 4, s.join(" "));
 		assert.ok(results[2] < c && c < results[3], s.join(" "));
-		assert.ok(!joined(t.requests[4]).includes("LONG-TASK-6671: work"), "the request after the reset holds the new window only");
+		const fresh = t.requests[4];
+		assert.ok(!joined(fresh).includes("[toolCall probe_work]"), "the request after the reset holds the new window only");
+		assert.match(joined(fresh), /<earlier_user_input[^>]*>[\s\S]*LONG-TASK-6671/);
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
 	} finally {
 		await t.dispose();

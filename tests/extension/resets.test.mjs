@@ -6,6 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureStderr, joined, ofType, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
+import { budgetEnv } from "./budget-helpers.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
 // window compactable (pi-host-facts.md §5).
@@ -369,8 +370,13 @@ test("a window that borrowed its turn never borrows a second one, also after /re
 		);
 		await t.session.prompt("Do B.");
 		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 1, "no second borrowed turn in the window");
+		// The crossing in a window that already had its turn is overdue: reset at the next turn end.
+		const [reset] = ofType(t, "compaction");
+		assert.equal(reset.details.source, "fallback");
 		const steersIn = (r) => joined(r).split("will be reset as soon as you finish this turn").length - 1;
-		assert.equal(steersIn(t.requests.at(-1)), 1, "the last request carries the window's one steer, not a second");
+		assert.equal(steersIn(t.requests.at(-2)), 1, "the request before the reset carries the window's one steer, not a second");
+		assert.equal(steersIn(t.requests.at(-1)), 0, "the new window carries none");
+		assert.ok(joined(t.requests.at(-1)).includes("<context_window>"));
 		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
 	} finally {
 		await t.dispose();
@@ -573,15 +579,7 @@ test("/tree with a summary across a reset is cancelled with a notice; within a w
 
 /** Point Relay's budget files at a temp folder (no config file: the settings decide). */
 function budgetFiles(root) {
-	const saved = { dir: process.env.PI_CONTEXT_BUDGET_STATE_DIR, config: process.env.PI_CONTEXT_BUDGET_CONFIG };
-	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(root, "state");
-	process.env.PI_CONTEXT_BUDGET_CONFIG = join(root, "no-such-config.json");
-	return () => {
-		for (const [key, value] of [["PI_CONTEXT_BUDGET_STATE_DIR", saved.dir], ["PI_CONTEXT_BUDGET_CONFIG", saved.config]]) {
-			if (value === undefined) delete process.env[key];
-			else process.env[key] = value;
-		}
-	};
+	return budgetEnv(root).restore;
 }
 
 test("a follow-up queued while a handoff commits does not postpone the reset and is delivered once, after it", async () => {

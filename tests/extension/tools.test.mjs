@@ -4,36 +4,16 @@
 // compared with Pi's own at the same moment.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { captureStderr, ofType, readJsonl, resultsOf, startSession, tool } from "./harness.mjs";
+import { readFileSync } from "node:fs";
+import { captureStderr, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { budgetEnv as sharedBudgetEnv, enforce, newRoot, WINDOW } from "./budget-helpers.mjs";
 
-const WINDOW = 200_000;
-const THRESHOLDS = { soft: 20_000, handoff: 30_000, hard: 60_000, minProgress: 1_000 };
-const enforce = () => ({ compaction: { enabled: false }, relay: { budget: { mode: "enforce", main: THRESHOLDS } } });
 const HANDOFF = { goal: "GOAL-1: port the importer", next_step: "NEXT-1: run the tests", facts: "FACTS-1: parser done" };
 
-/** Point Relay's budget config and state folder at a fresh temp root; `restore()` undoes it. */
+/** A fresh temp root with Relay's budget config and state folder pointed into it. */
 function budgetEnv() {
-	const root = mkdtempSync(join(tmpdir(), "relay-tools-"));
-	const saved = {
-		PI_CONTEXT_BUDGET_STATE_DIR: process.env.PI_CONTEXT_BUDGET_STATE_DIR,
-		PI_CONTEXT_BUDGET_CONFIG: process.env.PI_CONTEXT_BUDGET_CONFIG,
-	};
-	const stateDir = join(root, "state", "context-budget");
-	process.env.PI_CONTEXT_BUDGET_STATE_DIR = stateDir;
-	process.env.PI_CONTEXT_BUDGET_CONFIG = join(root, "no-such-context-budget.json");
-	return {
-		root,
-		events: () => (existsSync(join(stateDir, "events.jsonl")) ? readJsonl(join(stateDir, "events.jsonl")) : []),
-		restore() {
-			for (const [k, v] of Object.entries(saved)) {
-				if (v === undefined) delete process.env[k];
-				else process.env[k] = v;
-			}
-		},
-	};
+	const root = newRoot();
+	return { root, ...sharedBudgetEnv(root) };
 }
 
 /** Enforce mode; the first reply sets the floor, the second crosses `tokens` with `step`. */
