@@ -14,7 +14,7 @@
 
 use serde_json::Value;
 
-use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE};
+use super::wire::{Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESUME_CHECK_TYPE};
 use super::Engine;
 use crate::entry::{Entry, EntryKind};
 use crate::handoff::HandoffFingerprint;
@@ -41,6 +41,11 @@ pub(super) struct WindowState {
     trailing: u64,
     /// chars/4 of every message of the window (Pi's estimate before any usage is known).
     all: u64,
+    /// The compaction that opened the window committed a written handoff.
+    pub(super) opened_by_handoff: bool,
+    /// The window's resume check (a `relay/resume-check` entry for this window): its position,
+    /// the message every request of the window carries, and when it ran.
+    pub(super) resume_check: Option<(usize, String, i64)>,
 }
 
 /// One message's part in the usage estimate, kept so a navigation can rebuild the estimate of
@@ -151,6 +156,13 @@ impl Mirror {
         }
     }
 
+    /// Whether the current window has an assistant reply yet (its first request was answered).
+    pub(super) fn window_answered(&self) -> bool {
+        self.turn_marks
+            .last()
+            .is_some_and(|&t| t >= self.current.start)
+    }
+
     /// The newest committed handoff's duplicate fingerprint (the back-off compares with it).
     pub(super) fn last_fingerprint(&self) -> Option<&HandoffFingerprint> {
         self.committed_handoffs.last().map(|(_, _, fp)| fp)
@@ -193,6 +205,7 @@ impl Mirror {
                     if let Some((_, written, fp)) = self.written_handoff.take() {
                         if written == path {
                             self.committed_handoffs.push((pos, written, fp));
+                            self.current.opened_by_handoff = true;
                         }
                     }
                 }
@@ -246,6 +259,14 @@ impl Mirror {
                 }
                 Observed::Other
             }
+            EntryKind::Custom { custom_type, data } if custom_type == RESUME_CHECK_TYPE => {
+                if let Some(check) =
+                    super::resume::window_check(data, self.history.current_window_id())
+                {
+                    self.current.resume_check = Some((pos, check.0, check.1));
+                }
+                Observed::Other
+            }
             EntryKind::Message(m) if m.role == "user" => {
                 self.current.last_user = Some((pos, m.text.clone()));
                 Observed::Other
@@ -289,6 +310,9 @@ impl Mirror {
         }
         if w.last_user.as_ref().is_some_and(|(p, _)| *p >= len) {
             w.last_user = None;
+        }
+        if w.resume_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
+            w.resume_check = None;
         }
         if self
             .written_handoff

@@ -687,6 +687,8 @@ fn generated_wire_ts_is_current() {
         decl::<Continuation>(&cfg),
         decl::<ToolReply>(&cfg),
         decl::<ToolSpec>(&cfg),
+        decl::<ResumeFacts>(&cfg),
+        decl::<ContextMessage>(&cfg),
     ];
     let text = format!(
         "// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).\n\
