@@ -8,6 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { joined, ofType, resultsOf, roles, startSession, textOf, tool } from "./harness.mjs";
 import { budgetEnv, enforce, HANDOFF, newRoot, WINDOW } from "./budget-helpers.mjs";
 
@@ -183,6 +184,61 @@ test("no resume check in observe, for a subagent, or without a configured comman
 		assert.ok(!readFileSync(JSON.parse(written.text).path, "utf8").includes("## Resume check"));
 		assert.equal(existsSync(marker), false, "nothing the model wrote ran");
 		assert.equal(ofType(t, "custom", "relay/resume-check").length, 0);
+	} finally {
+		await t.dispose();
+		env.restore();
+		restore();
+	}
+});
+
+test("the check runs off Pi's event loop: timers fire while the handoff and the new window's first request wait for it", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const restore = withEnv("PI_RESUME_CHECK", "sleep 1; echo SLOW-CHECK-DONE");
+	const clock = {};
+	const timer = (name) => {
+		const set = performance.now();
+		setTimeout(() => {
+			clock[name] = performance.now() - set;
+		}, 50);
+	};
+	const probe = (pi) => {
+		pi.on("tool_call", (event) => {
+			if (event.toolName === "context_handoff") {
+				clock.started = performance.now();
+				timer("duringHandoff");
+			}
+		});
+		pi.on("tool_result", (event) => {
+			if (event.toolName !== "context_handoff") return;
+			clock.handoffDone = performance.now();
+			timer("duringResetCheck");
+		});
+	};
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 6_000 },
+			() => {
+				clock.firstRequest = performance.now();
+				return "Resumed.";
+			},
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Hand off.");
+		const handoffTook = clock.handoffDone - clock.started;
+		assert.ok(handoffTook >= 950, `the check ran before the handoff: ${handoffTook.toFixed(0)} ms`);
+		assert.ok(clock.duringHandoff !== undefined && clock.duringHandoff < 500, `timer during the handoff: ${clock.duringHandoff} ms`);
+		const resetWait = clock.firstRequest - clock.handoffDone;
+		assert.ok(resetWait >= 950, `the first request waited for the check: ${resetWait.toFixed(0)} ms`);
+		assert.ok(clock.duringResetCheck !== undefined && clock.duringResetCheck < 500, `timer during the reset check: ${clock.duringResetCheck} ms`);
+		assert.ok(checkMessages(t.requests[2]).some((m) => textOf(m.content).includes("SLOW-CHECK-DONE")));
 	} finally {
 		await t.dispose();
 		env.restore();

@@ -847,4 +847,29 @@ mod tests {
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
+
+    #[test]
+    fn a_resume_check_job_gives_the_result_for_a_handoff_and_the_record_for_a_window() {
+        let dir = std::env::temp_dir().join(format!("relay-node-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut job = ResumeJob {
+            command: "echo checked; exit 4".into(),
+            source: "PI_RESUME_CHECK".into(),
+            cwd: dir.clone(),
+            window: None,
+        };
+        let result: Value = serde_json::from_str(&run_resume_check(&job).unwrap()).unwrap();
+        assert_eq!(result["status"], json!({"kind": "exited", "code": 4}));
+        assert_eq!(result["output"]["head"], "checked\n");
+        job.window = Some("pcw:S:00000001".into());
+        let record: Value = serde_json::from_str(&run_resume_check(&job).unwrap()).unwrap();
+        assert_eq!(record["customType"], "relay/resume-check");
+        assert_eq!(record["data"]["windowId"], "pcw:S:00000001");
+        assert_eq!(record["data"]["result"]["status"]["code"], 4);
+        assert!(record["data"]["atMs"].as_i64().unwrap() > 0);
+        // The check's result is what `tool("context_handoff", …)` takes back.
+        let parsed: CheckResult = serde_json::from_value(result).unwrap();
+        assert_eq!(parsed.command, "echo checked; exit 4");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
