@@ -29,6 +29,7 @@
 //! - `reset`: reset planning, boot-block assembly, window ids;
 //! - `budget`: the budget policy's state and its effects;
 //! - `status`: the status line, `/relay`, the low-budget reminder;
+//! - `resume`: resume checks (which command, when, the record and the message a window carries);
 //! - `tools`: tool dispatch and the `context_handoff` steps; `specs`: tool names, labels,
 //!   descriptions;
 //! - `configure`: settings precedence and validation, applied.
