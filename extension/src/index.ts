@@ -4,7 +4,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import type { TSchema } from "typebox";
 import { bindRuntime, fullSync, moment, observation, releaseRuntime, resetDrafts, run, sync, type EventFields, type HookReply, type ToolReply } from "./adapter.ts";
 import type { ContextMessage, Event, ToolSpec } from "./generated/wire.ts";
-import { resumeFacts, runResetCheck, withResumeMessage } from "./resume.ts";
+import { checkBeforeHandoff, runResetCheck, withResumeMessage } from "./resume.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 
@@ -78,14 +78,12 @@ export default function relay(pi: ExtensionAPI) {
 					// decides whether one runs; it runs off Pi's event loop). A failure leaves the
 					// handoff without it.
 					const check = spec.collectsGit
-						? await (engine.handoffResumeCheck(args, JSON.stringify(moment(ctx, false, subagent)), git, resumeFacts(ctx)) ?? Promise.resolve(null)).catch(
-								(error: unknown) => {
-									report("the resume check", error, ctx);
-									return null;
-								},
-							)
+						? await checkBeforeHandoff(engine, args, JSON.stringify(moment(ctx, false, subagent)), git, ctx).catch((error: unknown) => {
+								report("the resume check", error, ctx);
+								return null;
+							})
 						: null;
-					if (check !== null) sync(engine, ctx, state);
+					sync(engine, ctx, state);
 					reply = JSON.parse(
 						engine.tool(spec.name, args, JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git, check),
 					) as ToolReply;

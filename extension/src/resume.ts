@@ -15,6 +15,15 @@ export function resumeFacts(ctx: ExtensionContext): string {
 }
 
 /**
+ * Right before a handoff is written: the check the engine hands out for these arguments (none when
+ * it says so), resolved to the result JSON `tool("context_handoff", …)` takes. Rejects on failure.
+ */
+export async function checkBeforeHandoff(engine: NativeEngine, argsJson: string, momentJson: string, gitJson: string | null, ctx: ExtensionContext): Promise<string | null> {
+	const pending = engine.handoffResumeCheck(argsJson, momentJson, gitJson, resumeFacts(ctx));
+	return pending ? await pending : null;
+}
+
+/**
  * After a committed handoff reset, before the window's first request: run the check the engine
  * hands out (at most once per window) and append its record, which the mirror then holds.
  * Returns whether a record was appended (the caller syncs the mirror).
