@@ -136,7 +136,7 @@ export default function relay(pi: ExtensionAPI) {
 		// After a committed handoff reset, the operator's resume check runs once before the window's
 		// first request; every request of the window then carries its result at the same place.
 		try {
-			if (await runResetCheck(pi, engine, ctx, JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
+			if (await runResetCheck(pi, engine, ctx, () => JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
 			const message = engine.resumeContext();
 			if (message) return { messages: withResumeMessage(event.messages, JSON.parse(message) as ContextMessage) };
 		} catch (error) {

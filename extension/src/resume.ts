@@ -28,9 +28,9 @@ export async function checkBeforeHandoff(engine: NativeEngine, argsJson: string,
  * hands out (at most once per window) and append its record, which the mirror then holds.
  * Returns whether a record was appended (the caller syncs the mirror).
  */
-export async function runResetCheck(pi: ExtensionAPI, engine: NativeEngine, ctx: ExtensionContext, momentJson: string): Promise<boolean> {
+export async function runResetCheck(pi: ExtensionAPI, engine: NativeEngine, ctx: ExtensionContext, momentJson: () => string): Promise<boolean> {
 	if (!engine.resumeCheckDue()) return false;
-	const pending = engine.resetResumeCheck(momentJson, resumeFacts(ctx));
+	const pending = engine.resetResumeCheck(momentJson(), resumeFacts(ctx));
 	if (!pending) return false;
 	const record = JSON.parse(await pending) as Marker;
 	pi.appendEntry(record.customType, record.data);

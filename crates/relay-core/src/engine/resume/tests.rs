@@ -367,3 +367,30 @@ fn the_handoff_carries_its_resume_check_section() {
     assert!(section.trim_end().len() <= 4096, "{}", section.len());
     assert!(section.contains("cut to fit"));
 }
+
+#[test]
+fn no_check_for_a_handoff_the_duplicate_back_off_refuses() {
+    // The committed handoff's fingerprint: same HEAD, same text, a minute ago.
+    let mut b = Branch { n: 0, last: None };
+    let parsed = HandoffArgs::parse(&args()).unwrap();
+    let fp = HandoffFingerprint::new(&parsed, moment().now_ms - 60_000, Some("abc"));
+    let entries = vec![
+        b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
+        b.entry(json!({"type":"custom","customType":HANDOFF_TYPE,"data":{"path":PATH,"fingerprint":fp.to_value()}})),
+        b.entry(json!({"type":"compaction","summary":"s","firstKeptEntryId":null,"tokensBefore":1,
+            "details":{"relay":"window","windowId":WIN2,"attempt":1,"source":"handoff","handoffPath":PATH}})),
+    ];
+    let mut e = enforcing();
+    e.append(&entries);
+    let f = facts(Some("echo check"), None);
+    assert_eq!(
+        e.handoff_resume_command(&args(), &moment(), Some("abc"), &f),
+        None,
+        "refused: nothing runs"
+    );
+    assert!(
+        e.handoff_resume_command(&args(), &moment(), Some("def"), &f)
+            .is_some(),
+        "HEAD moved: the handoff is written, the check runs"
+    );
+}
