@@ -25,9 +25,32 @@ export declare class Engine {
   append(entriesJson: string): void
   /**
    * Run a tool; returns a ToolReply. For `context_handoff`, `git_json` is what `collectGit`
-   * resolved to (absent: the git metadata is recorded as unknown).
+   * resolved to (absent: the git metadata is recorded as unknown) and `resume_json` what
+   * `handoffResumeCheck` resolved to (absent: no resume check section).
    */
-  tool(name: string, argsJson: string, observationJson: string, gitJson?: string | undefined | null): string
+  tool(name: string, argsJson: string, observationJson: string, gitJson?: string | undefined | null, resumeJson?: string | undefined | null): string
+  /**
+   * The operator's resume check to run right before the handoff `args_json` is written:
+   * `null` when none runs (the engine decides: command configured, enforce, not a subagent,
+   * a handoff that will be written), else a promise of the result JSON for `tool`. The
+   * command runs on the libuv thread pool, never on the event loop.
+   */
+  handoffResumeCheck(argsJson: string, momentJson: string, gitJson: string | undefined | null, factsJson: string): Promise<string> | null
+  /**
+   * Whether the window's after-reset resume check is still to run (cheap; the `context` hook
+   * asks before every request and collects the facts only on `true`).
+   */
+  resumeCheckDue(): boolean
+  /**
+   * The after-reset resume check: `null` when none runs, else a promise of the `Marker` JSON
+   * to append (the result recorded for its window). Runs on the libuv thread pool.
+   */
+  resetResumeCheck(momentJson: string, factsJson: string): Promise<string> | null
+  /**
+   * The `ContextMessage` JSON the `context` hook inserts into this window's requests, or
+   * `null`.
+   */
+  resumeContext(): string | null
   /** Feed one observation; returns a HookReply. */
   handle(observationJson: string): string
   /**

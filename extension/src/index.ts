@@ -17,7 +17,8 @@ import {
 	type HookReply,
 	type ToolReply,
 } from "./adapter.ts";
-import type { Event, ToolSpec } from "./generated/wire.ts";
+import type { ContextMessage, Event, ToolSpec } from "./generated/wire.ts";
+import { checkBeforeHandoff, runResetCheck, withResumeMessage } from "./resume.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 
@@ -100,8 +101,19 @@ export default function relay(pi: ExtensionAPI) {
 								})
 							: null;
 					sync(engine, ctx, state);
+					const args = JSON.stringify(params ?? {});
+					// The operator's resume check, right before a handoff is written (the engine
+					// decides whether one runs; it runs off Pi's event loop). A failure leaves the
+					// handoff without it.
+					const check = spec.collectsGit
+						? await checkBeforeHandoff(engine, args, JSON.stringify(moment(ctx, false, subagent)), git, ctx).catch((error: unknown) => {
+								report("the resume check", error, ctx);
+								return null;
+							})
+						: null;
+					sync(engine, ctx, state);
 					reply = JSON.parse(
-						engine.tool(spec.name, JSON.stringify(params ?? {}), JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git),
+						engine.tool(spec.name, args, JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git, check),
 					) as ToolReply;
 					if (reply.persist) {
 						pi.appendEntry(reply.persist.customType, reply.persist.data);
@@ -158,8 +170,17 @@ export default function relay(pi: ExtensionAPI) {
 		handle(ctx, "before_agent_start");
 		return undefined;
 	});
-	pi.on("context", (_event, ctx) => {
+	pi.on("context", async (event, ctx) => {
 		handle(ctx, "context");
+		// After a committed handoff reset, the operator's resume check runs once before the window's
+		// first request; every request of the window then carries its result at the same place.
+		try {
+			if (await runResetCheck(pi, engine, ctx, () => JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
+			const message = engine.resumeContext();
+			if (message) return { messages: withResumeMessage(event.messages, JSON.parse(message) as ContextMessage) };
+		} catch (error) {
+			report("the resume check", error, ctx);
+		}
 		return undefined;
 	});
 	pi.on("tool_call", (event, ctx) => {

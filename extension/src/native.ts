@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 // The JSON the engine reads and writes has these types (generated from the Rust wire types).
-import type { ConfigSources, HookReply, Moment, Observation, ToolReply, ToolSpec } from "./generated/wire.ts";
+import type { ConfigSources, ContextMessage, HookReply, Marker, Moment, Observation, ResumeFacts, ToolReply, ToolSpec } from "./generated/wire.ts";
 
 /**
  * The Engine class exported by crates/relay-node. Every argument and result is a JSON string of a
@@ -30,9 +30,22 @@ export interface NativeEngine {
 	append(entriesJson: string): void;
 	/**
 	 * Run a tool with the arguments the model gave and a {@link Moment}; returns a {@link ToolReply}.
-	 * `gitJson`: what `collectGit` resolved to, for `context_handoff`.
+	 * `gitJson`: what `collectGit` resolved to, for `context_handoff`; `resumeJson`: what
+	 * `handoffResumeCheck` resolved to.
 	 */
-	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null): string;
+	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null, resumeJson?: string | null): string;
+	/**
+	 * The operator's resume check before the handoff `argsJson` is written, with a {@link Moment},
+	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a promise (the command
+	 * runs on the libuv pool) of the result JSON for `tool`.
+	 */
+	handoffResumeCheck(argsJson: string, momentJson: string, gitJson: string | null, factsJson: string): Promise<string> | null;
+	/** Whether the after-reset resume check of this window is still to run (cheap). */
+	resumeCheckDue(): boolean;
+	/** The after-reset resume check: `null` when none runs, else a promise of the {@link Marker} JSON to append. */
+	resetResumeCheck(momentJson: string, factsJson: string): Promise<string> | null;
+	/** The {@link ContextMessage} JSON this window's requests carry, or `null`. */
+	resumeContext(): string | null;
 	/** Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for `tool`). */
 	collectGit(cwd: string): Promise<string>;
 	/** Feed one {@link Observation}; returns a {@link HookReply}. */

@@ -14,7 +14,8 @@ const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/
 const RELAY = join(ROOT, "target/release/relay");
 
 /** Run `pi -p` with a scripted model; returns {stdout, stderr, status, file, lines}. */
-export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [], env = () => ({}) }) {
+/** `env`: extra environment, an object or a function of the run's folder. */
+export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [], env = {} }) {
 	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-"));
 	const agent = join(dir, "agent");
 	const work = join(dir, "work");
@@ -39,7 +40,7 @@ export function runPi({ script, prompts, window = 128000, settings = {}, extraAr
 				RELAY_FAUX_SCRIPT: scriptFile,
 				RELAY_FAUX_WINDOW: String(window),
 				RELAY_FAUX_TRACE: "1",
-				...env(dir),
+				...(typeof env === "function" ? env(dir) : env),
 			},
 		},
 	);
@@ -86,6 +87,51 @@ test("pi -p: an explicit reset rolls into a second window and continues on stdou
 	assert.match(search.stdout, /Do the task in two windows/);
 	const human = relay("windows", run.file);
 	assert.match(human.stdout, /:root/);
+});
+
+test("pi -p: the resume check runs before the handoff is written and before the new window's first request", () => {
+	const budget = { mode: "enforce", main: { soft: 20_000, handoff: 30_000, hard: 60_000, minProgress: 1_000 } };
+	const run = runPi({
+		script: [
+			{ text: "Started.", tokens: 5_000 },
+			{ tool: "context_handoff", args: { goal: "GOAL-1: ship", next_step: "NEXT-2: test", facts: "FACTS-3: built" }, tokens: 6_000 },
+			{ text: "resumed after the check" },
+		],
+		prompts: ["Start.", "Hand off."],
+		window: 200_000,
+		settings: { compaction: { enabled: false }, relay: { budget } },
+		// Counts its runs in <dir>/runs (the session cwd is <dir>/work).
+		env: { PI_RESUME_CHECK: 'n=$(( $(cat ../runs 2>/dev/null || echo 0) + 1 )); echo $n > ../runs; echo "CHECK-E2E-$n in $PWD"; exit 1' },
+	});
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), "resumed after the check");
+	const work = join(run.dir, "work");
+	// Before the handoff: its file has the result, the failure visible.
+	const results = run.lines.filter((l) => l.type === "message" && l.message.role === "toolResult");
+	const handoff = JSON.parse(textOfMessage(results.at(-1).message));
+	const md = readFileSync(handoff.path, "utf8");
+	assert.match(md, /## Resume check\n\n[\s\S]*\(from PI_RESUME_CHECK\)\nExit: 1 \(the check failed\)[\s\S]*CHECK-E2E-1 in /);
+	assert.ok(md.includes(`CHECK-E2E-1 in ${work}`), md);
+	// After the reset: recorded once for the new window, and carried by its first request, right
+	// after the boot block.
+	const [compaction] = run.lines.filter((l) => l.type === "compaction");
+	const records = run.lines.filter((l) => l.type === "custom" && l.customType === "relay/resume-check");
+	assert.equal(records.length, 1);
+	assert.equal(records[0].data.windowId, compaction.details.windowId);
+	assert.equal(records[0].data.result.output.head, `CHECK-E2E-2 in ${work}\n`, "a second, fresh run");
+	assert.equal(readFileSync(join(run.dir, "runs"), "utf8").trim(), "2", "once per boundary");
+	const requests = run.stderr.split("── request ").slice(1);
+	const fresh = requests[2];
+	assert.ok(fresh, run.stderr);
+	const [summary, check, continuation] = fresh
+		.split("\n")
+		.slice(1)
+		.map((l) => l.trim())
+		.filter((l) => l && !l.startsWith("system"));
+	assert.match(summary, /^user +The conversation history before this point was compacted/);
+	assert.match(check, /^user +<resume_check> Relay ran the operator's resume check after the context reset/);
+	assert.match(continuation, /^user +Your handoff was committed/);
+	assert.ok(!requests[1].includes("<resume_check>"), "the old window never saw it");
 });
 
 test("relay CLI exits 2 with a clear message on unreadable input", () => {

@@ -47,6 +47,11 @@ const scenarios = {
 			prompts: ["Start.", "Hand off."],
 		};
 	},
+	// A panic on the libuv worker that runs the resume check before a handoff (PI_RESUME_CHECK is
+	// set by the parent); the check after the reset runs normally.
+	async resume() {
+		return scenarios.git();
+	},
 };
 
 const plan = await scenarios[process.argv[2]]();
@@ -72,6 +77,7 @@ try {
 		fileText: file ? readFileSync(file, "utf8") : null,
 		handoffSidecar: handoffPath ? JSON.parse(readFileSync(handoffPath.replace(/\.md$/, ".json"), "utf8")) : null,
 		handoffMarkdown: handoffPath ? readFileSync(handoffPath, "utf8") : null,
+		resumeRecords: ofType(t, "custom", "relay/resume-check").map((e) => e.data.result.output.head),
 	};
 	process.stdout.write(JSON.stringify(result) + "\n");
 } finally {

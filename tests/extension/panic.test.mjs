@@ -13,9 +13,9 @@ const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../
 const CHILD = fileURLToPath(new URL("./panic-child.mjs", import.meta.url));
 const NOTE = "NOTE-7781: keep the cache warm";
 
-function runScenario(name, panic) {
+function runScenario(name, panic, extraEnv = {}) {
 	assert.ok(existsSync(TEST_ADDON), `the test addon is missing at ${TEST_ADDON}: run \`make test-addon\``);
-	const env = { ...process.env, RELAY_ADDON: TEST_ADDON, RELAY_TEST_PANIC: panic };
+	const env = { ...process.env, RELAY_ADDON: TEST_ADDON, RELAY_TEST_PANIC: panic, ...extraEnv };
 	const child = spawnSync(process.execPath, [CHILD, name], { env, encoding: "utf8", timeout: 60_000 });
 	assert.equal(child.signal, null, `the process was killed by ${child.signal}; stderr:\n${child.stderr}`);
 	assert.equal(child.status, 0, `exit ${child.status}; stderr:\n${child.stderr}`);
@@ -109,6 +109,21 @@ test("a panic on the worker thread that collects git metadata is reported once; 
 	assert.equal(r.handoffSidecar.git.state, "unknown");
 	assert.match(r.handoffMarkdown, /^- Git branch: \(unknown: git could not be queried\)$/m);
 	assert.equal(r.compactions, 1, "the handoff committed");
+	assert.equal(r.lastAssistant, "Resumed.");
+	assertWholeSessionFile(r);
+});
+
+test("a panic on the worker thread that runs the resume check is reported once; the handoff is written without it", () => {
+	const r = runScenario("resume", "resumeCheck:*", { PI_RESUME_CHECK: "echo CHECK-OUTPUT-5150" });
+	assert.equal(count(r.stderr, "relay test panic injected"), 1, r.stderr);
+	assert.match(r.stderr, /relay: the resume check failed: relay: internal error in the resume check: relay test panic injected/);
+	assert.equal(count(r.stderr, "panicked at"), 0);
+	assert.deepEqual(r.piErrors, []);
+	const [handoff] = r.toolResults.filter((x) => x.toolName === "context_handoff");
+	assert.equal(handoff.isError, false, handoff.text);
+	assert.ok(!r.handoffMarkdown.includes("## Resume check"), "the failed check left no section");
+	assert.equal(r.compactions, 1, "the handoff committed");
+	assert.deepEqual(r.resumeRecords, ["CHECK-OUTPUT-5150\n"], "the check after the reset ran normally");
 	assert.equal(r.lastAssistant, "Resumed.");
 	assertWholeSessionFile(r);
 });

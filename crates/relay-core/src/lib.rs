@@ -20,6 +20,7 @@ pub mod history;
 pub mod notes;
 pub mod policy;
 pub mod render;
+pub mod resume_check;
 pub mod scheduler;
 pub mod text;
 pub mod time;

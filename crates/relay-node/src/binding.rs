@@ -16,6 +16,7 @@ use std::time::Instant;
 use relay_core::engine::{self, ConfigSources, Effect, Event, GitFacts, Observation, ToolReply};
 use relay_core::entry::{parse_entry, BranchSink, Entry, EntryKind};
 use relay_core::handoff::GitState;
+use relay_core::resume_check::CheckResult;
 
 use crate::boundary;
 
@@ -103,6 +104,36 @@ pub fn collect_git(cwd: &Path, deadline: Instant) -> Result<String, Failure> {
         state: info.state,
     })
     .map_err(|e| invalid("git facts", e))
+}
+
+/// An operator's resume check to run on a worker thread: the command the engine picked, the cwd,
+/// and for an after-reset check the window its record belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeJob {
+    pub command: String,
+    pub source: String,
+    pub cwd: PathBuf,
+    /// `Some(window)`: the job resolves to the branch record (a Marker) for that window;
+    /// `None` (before a handoff): to the result for `tool("context_handoff", …)`.
+    pub window: Option<String>,
+}
+
+/// Run a resume check (blocking, up to the timeout plus the drain limit: the addon runs it on a
+/// worker thread). Returns the result JSON, or for an after-reset check the Marker to persist;
+/// a panic is an error, never a crash.
+pub fn run_resume_check(job: &ResumeJob) -> Result<String, Failure> {
+    let result = boundary::catch(|| {
+        boundary::inject("resumeCheck", &|| job.command.clone());
+        relay_io::resume_check::run_resume_check(&job.command, &job.source, &job.cwd)
+    })
+    .map_err(|text| Failure::Panic(format!("relay: internal error in the resume check: {text}")))?;
+    match &job.window {
+        None => serde_json::to_string(&result).map_err(|e| invalid("resume check result", e)),
+        Some(window) => {
+            let record = engine::resume_record(window, now_ms(), &result);
+            serde_json::to_string(&record).map_err(|e| invalid("resume check record", e))
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch (the binding's clock; the engine has none).
@@ -344,6 +375,7 @@ impl Binding {
         args_json: &str,
         observation_json: &str,
         git_json: Option<&str>,
+        resume_json: Option<&str>,
     ) -> Result<String, Failure> {
         self.guarded("tool", &|| name.to_string(), |b| {
             b.ready()?;
@@ -363,12 +395,95 @@ impl Binding {
                         state: GitState::Unknown,
                     },
                 };
-                b.handoff(&args, &moment, &git)
+                let resume = resume_json
+                    .map(serde_json::from_str::<CheckResult>)
+                    .transpose()
+                    .map_err(|e| invalid("resume check result", e))?;
+                b.handoff(&args, &moment, &git, resume.as_ref())
             } else {
                 b.inner.tool(name, &args, &moment)
             };
             b.execute(&mut reply.effects);
             serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
+        })
+    }
+
+    /// The resume check to run right before the handoff `args_json` is written (`None`: none
+    /// runs). `git_json` is what [`collect_git`] produced; `facts_json` a `ResumeFacts`.
+    pub fn handoff_resume_check(
+        &mut self,
+        args_json: &str,
+        moment_json: &str,
+        git_json: Option<&str>,
+        facts_json: &str,
+    ) -> Result<Option<ResumeJob>, Failure> {
+        self.guarded("handoffResumeCheck", &String::new, |b| {
+            b.ready()?;
+            let args: serde_json::Value =
+                serde_json::from_str(args_json).map_err(|e| invalid("tool arguments", e))?;
+            let moment: engine::Moment =
+                serde_json::from_str(moment_json).map_err(|e| invalid("tool observation", e))?;
+            let facts: engine::ResumeFacts =
+                serde_json::from_str(facts_json).map_err(|e| invalid("resume check facts", e))?;
+            let head = match git_json {
+                Some(json) => {
+                    serde_json::from_str::<GitWire>(json)
+                        .map_err(|e| invalid("git facts", e))?
+                        .head
+                }
+                None => None,
+            };
+            Ok(b.inner
+                .handoff_resume_command(&args, &moment, head.as_deref(), &facts)
+                .map(|c| ResumeJob {
+                    command: c.command,
+                    source: c.source,
+                    cwd: PathBuf::from(&moment.cwd),
+                    window: None,
+                }))
+        })
+    }
+
+    /// Whether the window's after-reset resume check is still to run (cheap: asked before
+    /// every request).
+    pub fn resume_check_due(&mut self) -> Result<bool, Failure> {
+        self.guarded("resumeCheckDue", &String::new, |b| {
+            b.ready()?;
+            Ok(b.inner.resume_check_due())
+        })
+    }
+
+    /// The after-reset resume check to run now (`None`: none runs); it is handed out once.
+    pub fn reset_resume_check(
+        &mut self,
+        moment_json: &str,
+        facts_json: &str,
+    ) -> Result<Option<ResumeJob>, Failure> {
+        self.guarded("resetResumeCheck", &String::new, |b| {
+            b.ready()?;
+            let moment: engine::Moment =
+                serde_json::from_str(moment_json).map_err(|e| invalid("observation", e))?;
+            let facts: engine::ResumeFacts =
+                serde_json::from_str(facts_json).map_err(|e| invalid("resume check facts", e))?;
+            Ok(b.inner
+                .reset_resume_command(&moment, &facts)
+                .map(|(c, window)| ResumeJob {
+                    command: c.command,
+                    source: c.source,
+                    cwd: PathBuf::from(&moment.cwd),
+                    window: Some(window),
+                }))
+        })
+    }
+
+    /// The message the `context` hook inserts into the request (a `ContextMessage`), or `None`.
+    pub fn resume_context(&mut self) -> Result<Option<String>, Failure> {
+        self.guarded("resumeContext", &String::new, |b| {
+            b.ready()?;
+            b.inner
+                .resume_context()
+                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
+                .transpose()
         })
     }
 
@@ -536,6 +651,7 @@ impl Binding {
         args: &serde_json::Value,
         moment: &engine::Moment,
         git: &GitFacts,
+        resume: Option<&CheckResult>,
     ) -> ToolReply {
         let parsed = match self.inner.handoff_begin(args, moment) {
             Ok(parsed) => parsed,
@@ -562,7 +678,7 @@ impl Binding {
             let path_text = path.display().to_string();
             let (markdown, sidecar, fingerprint) = match self
                 .inner
-                .handoff_render(&parsed, git, &path_text, n, moment)
+                .handoff_render(&parsed, git, resume, &path_text, n, moment)
             {
                 Ok(rendered) => rendered,
                 Err(reply) => return *reply,
@@ -662,7 +778,7 @@ mod tests {
         assert!(!b.inner.enabled(), "/relay off survives the restart");
         for refused in [
             b.handle(&observation("context", json!({}))).map(|_| ()),
-            b.tool("history_list_windows", "{}", &tool_moment(), None)
+            b.tool("history_list_windows", "{}", &tool_moment(), None, None)
                 .map(|_| ()),
             b.append("[]"),
             b.truncate_after(None),
@@ -678,6 +794,7 @@ mod tests {
                 "history_search_contents",
                 &json!({"query": "NEEDLE-1"}).to_string(),
                 &tool_moment(),
+                None,
                 None,
             )
             .unwrap();
@@ -743,6 +860,31 @@ mod tests {
             serde_json::from_str::<Value>(&json).unwrap(),
             json!({"repoRoot": null, "branch": null, "head": null, "state": "unknown"})
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_resume_check_job_gives_the_result_for_a_handoff_and_the_record_for_a_window() {
+        let dir = std::env::temp_dir().join(format!("relay-node-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut job = ResumeJob {
+            command: "echo checked; exit 4".into(),
+            source: "PI_RESUME_CHECK".into(),
+            cwd: dir.clone(),
+            window: None,
+        };
+        let result: Value = serde_json::from_str(&run_resume_check(&job).unwrap()).unwrap();
+        assert_eq!(result["status"], json!({"kind": "exited", "code": 4}));
+        assert_eq!(result["output"]["head"], "checked\n");
+        job.window = Some("pcw:S:00000001".into());
+        let record: Value = serde_json::from_str(&run_resume_check(&job).unwrap()).unwrap();
+        assert_eq!(record["customType"], "relay/resume-check");
+        assert_eq!(record["data"]["windowId"], "pcw:S:00000001");
+        assert_eq!(record["data"]["result"]["status"]["code"], 4);
+        assert!(record["data"]["atMs"].as_i64().unwrap() > 0);
+        // The check's result is what `tool("context_handoff", …)` takes back.
+        let parsed: CheckResult = serde_json::from_value(result).unwrap();
+        assert_eq!(parsed.command, "echo checked; exit 4");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -4,7 +4,8 @@
 //! Every entry point catches panics twice over: `#[napi(catch_unwind)]` around napi's own argument
 //! and result conversion, and [`binding::Binding::guarded`] around the work, which also replaces
 //! the engine and asks for a full resync (see the `binding` module). Slow effects never run on
-//! Pi's event loop: `collectGit` is an `AsyncTask` on the libuv pool with one deadline.
+//! Pi's event loop: `collectGit` and the resume checks (`handoffResumeCheck`,
+//! `resetResumeCheck`) are `AsyncTask`s on the libuv pool, each bounded by its deadline.
 #![deny(
     clippy::all,
     clippy::unwrap_used,
@@ -120,7 +121,8 @@ impl JsEngine {
     }
 
     /// Run a tool; returns a ToolReply. For `context_handoff`, `git_json` is what `collectGit`
-    /// resolved to (absent: the git metadata is recorded as unknown).
+    /// resolved to (absent: the git metadata is recorded as unknown) and `resume_json` what
+    /// `handoffResumeCheck` resolved to (absent: no resume check section).
     #[napi(catch_unwind)]
     pub fn tool(
         &mut self,
@@ -128,10 +130,65 @@ impl JsEngine {
         args_json: String,
         observation_json: String,
         git_json: Option<String>,
+        resume_json: Option<String>,
     ) -> Result<String> {
         self.b
-            .tool(&name, &args_json, &observation_json, git_json.as_deref())
+            .tool(
+                &name,
+                &args_json,
+                &observation_json,
+                git_json.as_deref(),
+                resume_json.as_deref(),
+            )
             .map_err(to_js)
+    }
+
+    /// The operator's resume check to run right before the handoff `args_json` is written:
+    /// `null` when none runs (the engine decides: command configured, enforce, not a subagent,
+    /// a handoff that will be written), else a promise of the result JSON for `tool`. The
+    /// command runs on the libuv thread pool, never on the event loop.
+    #[napi(catch_unwind, ts_return_type = "Promise<string> | null")]
+    pub fn handoff_resume_check(
+        &mut self,
+        args_json: String,
+        moment_json: String,
+        git_json: Option<String>,
+        facts_json: String,
+    ) -> Result<Option<AsyncTask<ResumeCheck>>> {
+        let job = self
+            .b
+            .handoff_resume_check(&args_json, &moment_json, git_json.as_deref(), &facts_json)
+            .map_err(to_js)?;
+        Ok(job.map(|job| AsyncTask::new(ResumeCheck { job })))
+    }
+
+    /// Whether the window's after-reset resume check is still to run (cheap; the `context` hook
+    /// asks before every request and collects the facts only on `true`).
+    #[napi(catch_unwind)]
+    pub fn resume_check_due(&mut self) -> Result<bool> {
+        self.b.resume_check_due().map_err(to_js)
+    }
+
+    /// The after-reset resume check: `null` when none runs, else a promise of the `Marker` JSON
+    /// to append (the result recorded for its window). Runs on the libuv thread pool.
+    #[napi(catch_unwind, ts_return_type = "Promise<string> | null")]
+    pub fn reset_resume_check(
+        &mut self,
+        moment_json: String,
+        facts_json: String,
+    ) -> Result<Option<AsyncTask<ResumeCheck>>> {
+        let job = self
+            .b
+            .reset_resume_check(&moment_json, &facts_json)
+            .map_err(to_js)?;
+        Ok(job.map(|job| AsyncTask::new(ResumeCheck { job })))
+    }
+
+    /// The `ContextMessage` JSON the `context` hook inserts into this window's requests, or
+    /// `null`.
+    #[napi(catch_unwind)]
+    pub fn resume_context(&mut self) -> Result<Option<String>> {
+        self.b.resume_context().map_err(to_js)
     }
 
     /// Feed one observation; returns a HookReply.
@@ -162,6 +219,26 @@ impl JsEngine {
             cwd: PathBuf::from(cwd),
             deadline: Instant::now() + relay_io::git::GIT_DEADLINE,
         })
+    }
+}
+
+/// The work of a resume check: `bash -c` on a worker thread, bounded by its timeout and drain
+/// limit.
+pub struct ResumeCheck {
+    job: binding::ResumeJob,
+}
+
+impl Task for ResumeCheck {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        // Runs on a libuv worker: `run_resume_check` catches panics itself.
+        binding::run_resume_check(&self.job).map_err(to_js)
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
     }
 }
 

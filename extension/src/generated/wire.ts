@@ -271,3 +271,26 @@ export type ToolSpec = {
 	 */
 	usesPiUsage: boolean,
 };
+
+/**
+ * What the extension knows of the operator's resume check: facts only, never a decision. The
+ * engine picks the command (`env` when non-empty, else `resumeChecks[sessionName]`) and whether
+ * it runs at all.
+ */
+export type ResumeFacts = {
+	/**
+	 * `PI_RESUME_CHECK` as the process has it (`null` when unset).
+	 */
+	env: string | null,
+	/**
+	 * `ctx.sessionManager.getSessionName()` (`null` when the session has no name).
+	 */
+	sessionName: string | null,
+};
+
+/**
+ * A message the `context` hook inserts into the request it is building, at `index` of the
+ * visible messages (`{role: "custom", customType, content, display: false, timestamp}`). The
+ * same message at the same place in every request of the window keeps the prompt cache.
+ */
+export type ContextMessage = { index: number, customType: string, content: string, timestamp: number };

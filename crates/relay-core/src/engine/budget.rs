@@ -65,6 +65,9 @@ pub(super) struct Budget {
     last_action: Option<(String, i64)>,
     /// What the status file last showed of the policy; it is rewritten when this changes.
     written: Option<StatusKey>,
+    /// The window whose after-reset resume check was handed out (it runs once, even when its
+    /// record never reaches the branch).
+    pub(super) resume_started: Option<String>,
 }
 
 /// The parts of the status file that change at a policy transition (not per request).
@@ -92,6 +95,7 @@ impl Budget {
             logged_mismatch: None,
             last_action: None,
             written: None,
+            resume_started: None,
         }
     }
 
@@ -105,8 +109,13 @@ impl Budget {
         self.state_dir_known = state_dir_known;
     }
 
+    /// The operator's resume checks by exact session name (`resumeChecks`).
+    pub(super) fn resume_checks(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.config.resume_checks
+    }
+
     /// Whether the resolved thresholds are the subagent role's.
-    fn subagent(&self) -> bool {
+    pub(super) fn subagent(&self) -> bool {
         self.params.as_ref().is_some_and(|p| p.subagent)
     }
 }

@@ -15,7 +15,8 @@
 use serde_json::Value;
 
 use super::wire::{
-    Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, STEER_TYPE,
+    Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE,
+    STEER_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
@@ -45,6 +46,11 @@ pub(super) struct WindowState {
     /// Context size the way Pi estimates it (see [`Mirror::usage`]), kept incrementally so
     /// that no hook has to ask Pi (whose `getContextUsage()` walks the whole branch).
     estimate: Estimate,
+    /// The compaction that opened the window committed a written handoff.
+    pub(super) opened_by_handoff: bool,
+    /// The window's resume check (a `relay/resume-check` entry for this window): its position,
+    /// the message every request of the window carries, and when it ran.
+    pub(super) resume_check: Option<(usize, String, i64)>,
 }
 
 impl WindowState {
@@ -278,6 +284,13 @@ impl Mirror {
         }
     }
 
+    /// Whether the current window has an assistant reply yet (its first request was answered).
+    pub(super) fn window_answered(&self) -> bool {
+        self.turn_marks
+            .last()
+            .is_some_and(|&t| t >= self.current.start)
+    }
+
     /// The newest committed handoff's duplicate fingerprint (the back-off compares with it).
     pub(super) fn last_fingerprint(&self) -> Option<&HandoffFingerprint> {
         self.committed_handoffs.last().map(|(_, _, fp)| fp)
@@ -320,6 +333,7 @@ impl Mirror {
                     if let Some((_, written, fp)) = self.written_handoff.take() {
                         if written == path {
                             self.committed_handoffs.push((pos, written, fp));
+                            self.current.opened_by_handoff = true;
                         }
                     }
                 }
@@ -388,6 +402,14 @@ impl Mirror {
                 }
                 Observed::Other
             }
+            EntryKind::Custom { custom_type, data } if custom_type == RESUME_CHECK_TYPE => {
+                if let Some(check) =
+                    super::resume::window_check(data, self.history.current_window_id())
+                {
+                    self.current.resume_check = Some((pos, check.0, check.1));
+                }
+                Observed::Other
+            }
             EntryKind::Message(m) if m.role == "user" => {
                 self.current.user_at.push(pos);
                 Observed::Other
@@ -437,6 +459,9 @@ impl Mirror {
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();
+        }
+        if w.resume_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
+            w.resume_check = None;
         }
         if self
             .written_handoff

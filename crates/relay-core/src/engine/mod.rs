@@ -29,6 +29,7 @@
 //! - `reset`: reset planning, boot-block assembly, window ids;
 //! - `budget`: the budget policy's state and its effects;
 //! - `status`: the status line, `/relay`, the low-budget reminder;
+//! - `resume`: resume checks (which command, when, the record and the message a window carries);
 //! - `tools`: tool dispatch and the `context_handoff` steps; `specs`: tool names, labels,
 //!   descriptions;
 //! - `configure`: settings precedence and validation, applied.
@@ -50,6 +51,7 @@ mod budget;
 mod configure;
 mod mirror;
 mod reset;
+mod resume;
 mod specs;
 mod status;
 mod tools;
@@ -58,12 +60,14 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use wire::{
-    BudgetFilePath, ConfigSources, Continuation, DeliverAs, Effect, Event, GitFacts, HookReply,
-    HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan, ToolReply, ToolSpec, Usage,
-    BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESET_MARKER_TYPE, STEER_TYPE,
+    BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
+    GitFacts, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan,
+    ResumeFacts, ToolReply, ToolSpec, Usage, BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
+    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE,
+    STEER_TYPE,
 };
 
 use crate::history::History;

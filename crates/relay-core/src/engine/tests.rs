@@ -689,6 +689,8 @@ fn generated_wire_ts_is_current() {
         decl::<Continuation>(&cfg),
         decl::<ToolReply>(&cfg),
         decl::<ToolSpec>(&cfg),
+        decl::<ResumeFacts>(&cfg),
+        decl::<ContextMessage>(&cfg),
     ];
     let text = format!(
         "// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).\n\
@@ -1221,7 +1223,8 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
         state: crate::handoff::GitState::Repo,
     };
     let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
-    let (markdown, _sidecar, fingerprint) = e.handoff_render(&parsed, &git, &path, 1, &m).unwrap();
+    let (markdown, _sidecar, fingerprint) =
+        e.handoff_render(&parsed, &git, None, &path, 1, &m).unwrap();
     assert!(markdown.contains("## Facts (claimed by the agent, not checked by Relay)"));
     assert!(markdown.contains("## Automatic metadata (recorded by Relay)"));
     assert!(!markdown.contains("(verified)"));
@@ -1260,7 +1263,9 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     e2.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
     let small = json!({"goal": "g", "next_step": "n", "facts": "f"});
     let parsed = e2.handoff_begin(&small, &m).unwrap();
-    let (md, _, fp) = e2.handoff_render(&parsed, &git, &path, 1, &m).unwrap();
+    let (md, _, fp) = e2
+        .handoff_render(&parsed, &git, None, &path, 1, &m)
+        .unwrap();
     let reply = e2.handoff_written(&path, md, fp, &m);
     assert!(!reply.text.contains("shortened"), "{}", reply.text);
 }

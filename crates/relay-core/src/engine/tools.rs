@@ -25,6 +25,7 @@ use crate::handoff::{
 };
 use crate::notes::{NoteOp, NOTE_CUSTOM_TYPE};
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
+use crate::resume_check::CheckResult;
 use crate::scheduler::NewContextAnswer;
 use crate::ToolOutput;
 
@@ -155,11 +156,13 @@ impl Engine {
         Ok(parsed)
     }
 
-    /// `context_handoff`, step 2: back-off check and rendering, with the metadata the binding collected.
+    /// `context_handoff`, step 2: back-off check and rendering, with the metadata the binding
+    /// collected (and the resume check it ran, which goes under `## Resume check`).
     pub fn handoff_render(
         &mut self,
         args: &HandoffArgs,
         git: &GitFacts,
+        resume: Option<&CheckResult>,
         markdown_path: &str,
         sequence: u32,
         moment: &Moment,
@@ -189,10 +192,16 @@ impl Engine {
             sequence,
             window_id: history.current_window_id().to_string(),
         };
-        let markdown = render_markdown(args, &meta)
+        let mut markdown = render_markdown(args, &meta)
             .map_err(|e: HandoffError| ToolReply::from(e.to_tool_output()))?;
-        let sidecar = sidecar_json(args, &meta, markdown_path);
+        let mut sidecar = sidecar_json(args, &meta, markdown_path);
         self.outstanding.handoff_cuts = narrative_cuts(args);
+        if let Some(result) = resume {
+            markdown = super::resume::with_resume_section(markdown, result);
+            if let Some(obj) = sidecar.as_object_mut() {
+                obj.insert("resumeCheck".into(), json!(result));
+            }
+        }
         let fingerprint = HandoffFingerprint::new(args, moment.now_ms, git.head.as_deref());
         Ok((markdown, sidecar, fingerprint))
     }

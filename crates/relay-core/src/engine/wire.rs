@@ -38,6 +38,9 @@ pub const RESET_FAILED_TYPE: &str = "relay/reset-failed";
 pub const HANDOFF_TYPE: &str = "relay/handoff";
 /// customType of the policy's settle continuation asking for a handoff.
 pub const HANDOFF_REQUEST_TYPE: &str = "relay/handoff-request";
+/// customType of the record of a resume check run after a committed handoff reset (its result,
+/// for the window it belongs to).
+pub const RESUME_CHECK_TYPE: &str = "relay/resume-check";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -268,6 +271,19 @@ impl ConfigSources {
     }
 }
 
+/// What the extension knows of the operator's resume check: facts only, never a decision. The
+/// engine picks the command (`env` when non-empty, else `resumeChecks[sessionName]`) and whether
+/// it runs at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ResumeFacts {
+    /// `PI_RESUME_CHECK` as the process has it (`null` when unset).
+    pub env: Option<String>,
+    /// `ctx.sessionManager.getSessionName()` (`null` when the session has no name).
+    pub session_name: Option<String>,
+}
+
 /// Git facts the binding collects for a handoff (independently of the model). Rust to Rust only.
 #[derive(Debug, Clone)]
 pub struct GitFacts {
@@ -399,6 +415,19 @@ pub struct HookReply {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub result: Option<HookResult>,
+}
+
+/// A message the `context` hook inserts into the request it is building, at `index` of the
+/// visible messages (`{role: "custom", customType, content, display: false, timestamp}`). The
+/// same message at the same place in every request of the window keeps the prompt cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ContextMessage {
+    pub index: u32,
+    pub custom_type: String,
+    pub content: String,
+    pub timestamp: i64,
 }
 
 /// A tool's answer: the text the model reads, plus what the adapter must persist first.
