@@ -214,8 +214,8 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("agent_settled", (event, ctx) => {
 		handle(ctx, "agent_settled", { aborted: event.aborted });
 	});
-	pi.on("session_compact_failed", (_event, ctx) => {
-		handle(ctx, "session_compact_failed");
+	pi.on("session_compact_failed", (event, ctx) => {
+		handle(ctx, "session_compact_failed", { reason: event.reason, aborted: event.aborted === true });
 	});
 	pi.on("session_before_compact", (event, ctx) => {
 		const reply = handle(ctx, "session_before_compact", {

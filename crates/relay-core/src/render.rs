@@ -355,6 +355,37 @@ pub fn render_reset_failed_notice(source: &str) -> String {
     )
 }
 
+/// The boot block's `<reset_notice>` after an overflow reset without a stored handoff: the
+/// mechanical summary is the `<earlier_user_input>` (and the `<pending_user_request>`) beside it.
+pub fn render_overflow_notice() -> String {
+    "The previous context window overflowed: the provider refused a request as too long for the \
+     model's context window, and no valid handoff was stored, so Relay reset the window \
+     mechanically. Only the user's recent requests are repeated below; everything else from that \
+     window is gone from this one but remains in the history tools. Re-establish the state from \
+     your notes, the workspace files and git (status, log, diff) before acting, keep what you \
+     read small, and do not ask the user to restate the task unless it cannot be recovered."
+        .to_string()
+}
+
+/// The user's warning when a second overflow follows Relay's one reset-and-retry.
+pub fn render_overflow_exhausted() -> String {
+    "relay: the context overflowed again right after Relay's overflow reset and retry, so Relay \
+     stops here instead of looping. The request itself is too large for this model's window: \
+     shrink the context (a shorter prompt, fewer or smaller attached files or tool outputs) and \
+     send it again, or switch to a model with a larger context window (/model)."
+        .to_string()
+}
+
+/// The user's warning when Relay cancels Pi's overflow compaction because recovery is off.
+pub fn render_overflow_recovery_off(why: &str) -> String {
+    format!(
+        "relay: the provider reported a context overflow. Overflow recovery is off ({why}), so \
+         Relay cancelled Pi's overflow compaction (Pi's summarizer never runs while Relay's \
+         windows are on) and the request failed. Run /compact or new_context to reset the window, \
+         shrink the request, or set overflowRecovery: true in the budget configuration."
+    )
+}
+
 /// The warning shown when Relay cancels a `/tree` navigation whose summary would cross resets.
 pub fn render_tree_summary_refused(resets: u32) -> String {
     format!(

@@ -42,6 +42,7 @@
 //! | `session_before_compact` threshold, no run active | reset at once (`Threshold`), no borrowed turn |
 //! | `session_before_compact` manual | reset at once (`Manual`) |
 //! | `session_before_compact` overflow | reset at once (`Overflow`), restate the dropped request, never borrow |
+//! | `session_before_compact` overflow, recovery refused ([`Scheduler::allow_overflow_reset`]`(false)`: off, or the window's one retry is spent) | `[CancelCompaction]`; pending requests stay |
 //! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
 //! | `agent_end` | fallback `Borrowed` → `Ready` |
 //! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
@@ -277,6 +278,9 @@ pub struct Scheduler {
     /// The reset that was output and is not yet applied, rejected or abandoned.
     in_flight: Option<(AttemptId, ResetSource)>,
     next_attempt: AttemptId,
+    /// An overflow hook may reset now (set by the engine before each overflow hook: recovery is
+    /// on and this window's one reset-and-retry is not spent). When false the hook is cancelled.
+    overflow_allowed: bool,
 }
 
 impl Scheduler {
@@ -293,6 +297,7 @@ impl Scheduler {
             overdue: false,
             in_flight: None,
             next_attempt: 1,
+            overflow_allowed: true,
         }
     }
 
@@ -498,6 +503,13 @@ impl Scheduler {
         }
     }
 
+    /// Whether the next overflow hook may reset: false when overflow recovery is off or the
+    /// window already had its one reset-and-retry (the engine reads both from the configuration
+    /// and the branch). A refused overflow hook is cancelled, never passed to Pi's summarizer.
+    pub fn allow_overflow_reset(&mut self, allowed: bool) {
+        self.overflow_allowed = allowed;
+    }
+
     /// Make every attempt id issued from now on at least `floor` (ids are never lowered). The
     /// engine passes one more than the largest attempt id stored on the branch.
     pub fn set_next_attempt_floor(&mut self, floor: AttemptId) {
@@ -530,6 +542,9 @@ impl Scheduler {
             }
         };
         match reason {
+            CompactReason::Overflow if !self.overflow_allowed => {
+                vec![SchedOutput::CancelCompaction]
+            }
             CompactReason::Overflow => self.issue(hook_source(ResetSource::Overflow), false, true),
             CompactReason::Manual => self.issue(hook_source(ResetSource::Manual), false, false),
             CompactReason::Threshold if idle || !self.run_active => {

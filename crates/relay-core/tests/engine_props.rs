@@ -535,6 +535,10 @@ struct Host {
     overflow_armed: bool,
     /// The last answer was larger than the window: Pi hooks an overflow it will not retry.
     late_overflow: bool,
+    /// The current window was opened by Relay's overflow reset and no user message or
+    /// successful answer came since: Relay's one reset-and-retry is spent, so another overflow
+    /// reset would be a loop.
+    relay_retry_spent: bool,
     prompts: u32,
     calls: u32,
     handoffs: u32,
@@ -595,6 +599,7 @@ impl Host {
             followup: None,
             overflow_armed: true,
             late_overflow: false,
+            relay_retry_spent: false,
             prompts: 0,
             calls: 0,
             handoffs: 0,
@@ -708,10 +713,14 @@ impl Host {
 
     fn user(&mut self, text: &str) -> String {
         self.overflow_armed = true;
+        self.relay_retry_spent = false;
         self.entry(json!({"type": "message", "message": {"role": "user", "content": text}}))
     }
 
     fn assistant(&mut self, content: Value, stop: &str, usage: u64) -> String {
+        if !matches!(stop, "error" | "length") {
+            self.relay_retry_spent = false;
+        }
         self.entry(json!({"type": "message", "message": {
             "role": "assistant", "content": content, "stopReason": stop,
             "usage": {"input": usage, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": usage},
@@ -998,6 +1007,7 @@ impl Host {
     fn install(&mut self, plan: &ResetPlan, continuation: bool, restates: bool) {
         let marker_id = self.custom(&plan.marker.custom_type, &plan.marker.data);
         let id = self.compaction(&plan.summary, &marker_id, &plan.details);
+        self.relay_retry_spent = plan.details["source"] == "overflow";
         if restates {
             self.restating.insert(id);
         }
@@ -1022,10 +1032,17 @@ impl Host {
                     // boundary when the window already had its borrowed turn).
                     self.fresh_request = true;
                 }
-                self.hook(Hook::CompactFailed, Value::Null)?;
+                self.hook(
+                    Hook::CompactFailed,
+                    json!({ "reason": reason, "aborted": true }),
+                )?;
                 Ok(false)
             }
             Some(HookResult::Reset { plan }) => {
+                check!(
+                    !(reason == "overflow" && self.relay_retry_spent),
+                    "a second overflow reset in a window whose one reset-and-retry is spent"
+                );
                 if fails {
                     // The adapter appended the marker inside the hook; Pi then drops the result.
                     self.custom(&plan.marker.custom_type, &plan.marker.data);
@@ -1216,6 +1233,12 @@ impl Host {
                             self.overflow_armed = false;
                             overflow_retry =
                                 self.compact("overflow", true, turn.compaction_fails)?;
+                        } else {
+                            // Pi gives up after its one attempt and calls no hook.
+                            self.hook(
+                                Hook::CompactFailed,
+                                json!({ "reason": "overflow", "aborted": false }),
+                            )?;
                         }
                         if !overflow_retry {
                             errored = true;
@@ -1530,8 +1553,17 @@ impl Host {
                     let reset_failed = enabled
                         && matches!(hook, Hook::Settled | Hook::CompactFailed)
                         && text.starts_with("relay: the context window was not reset");
+                    // Overflow recovery acts in every mode while Relay is on (observe recovers,
+                    // off cancels Pi's compaction): its warnings say why a request failed.
+                    let overflow = enabled
+                        && matches!(hook, Hook::BeforeCompact | Hook::CompactFailed)
+                        && (text.starts_with("relay: the context overflowed")
+                            || text.starts_with("relay: the provider reported a context overflow"));
                     check!(
-                        hook == Hook::Command || (enabled && mode == Mode::Enforce) || reset_failed,
+                        hook == Hook::Command
+                            || (enabled && mode == Mode::Enforce)
+                            || reset_failed
+                            || overflow,
                         "{}: a notice in {} mode (enabled: {enabled}): {text}",
                         hook.name(),
                         mode.as_str()
@@ -1546,7 +1578,9 @@ impl Host {
                     );
                     // Reports about Relay itself (a configured/effective mode mismatch, a
                     // configuration problem) are not policy actions.
-                    let about_relay = matches!(name, "mode_mismatch" | "error");
+                    // Overflow recovery is the one automatic action observe takes (seed 004).
+                    let about_relay =
+                        matches!(name, "mode_mismatch" | "error") || name.starts_with("overflow_");
                     if (mode == Mode::Observe || !enabled) && !about_relay {
                         check!(
                             name.starts_with("would_"),

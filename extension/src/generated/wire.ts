@@ -87,7 +87,14 @@ export type Event =
 		outcome: string | null,
 	}
 	| { "type": "agent_settled", aborted: boolean }
-	| { "type": "session_compact_failed" }
+	| {
+		"type": "session_compact_failed",
+		/**
+		 * `manual`, `threshold` or `overflow`.
+		 */
+		reason?: string,
+		aborted: boolean,
+	}
 	| {
 		"type": "session_before_compact",
 		/**

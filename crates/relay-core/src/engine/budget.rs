@@ -36,6 +36,7 @@ struct ResolvedParams {
 }
 
 /// A handoff written in this window and not yet committed.
+#[derive(Clone)]
 pub(super) struct ReadyHandoff {
     pub(super) path: String,
     pub(super) markdown: String,
@@ -54,6 +55,12 @@ pub(super) struct Budget {
     pub(super) policy: PolicyState,
     params: Option<ResolvedParams>,
     pub(super) handoff_ready: Option<ReadyHandoff>,
+    /// The newest handoff written in this window by this process, committing or not (a cap or
+    /// loop-guard fallback ignores it), while still valid: the overflow backstop carries it into
+    /// the next window. Cleared by a later tool that really ran (a blocked call does not count),
+    /// by a new external run and by any new window. Only this process knows its markdown (no file
+    /// is read back), so after a reload an overflow falls back to the mechanical summary.
+    pub(super) stored_handoff: Option<ReadyHandoff>,
     pub(super) forced: Option<ForcedReset>,
     /// Policy effects produced while mirroring (a reset applied), delivered with the next reply.
     pub(super) pending_fx: Vec<PolicyEffect>,
@@ -78,6 +85,8 @@ pub(super) struct StatusKey {
     projected: bool,
     handoffs: u32,
     mode: EffectiveMode,
+    /// A reset is in flight (an overflow reset answered from Pi's hook, until it is appended).
+    resetting: bool,
 }
 
 impl Budget {
@@ -89,6 +98,7 @@ impl Budget {
             policy: PolicyState::default(),
             params: None,
             handoff_ready: None,
+            stored_handoff: None,
             forced: None,
             pending_fx: Vec::new(),
             state_dir_known: false,
@@ -112,6 +122,19 @@ impl Budget {
     /// The operator's resume checks by exact session name (`resumeChecks`).
     pub(super) fn resume_checks(&self) -> &std::collections::BTreeMap<String, String> {
         &self.config.resume_checks
+    }
+
+    /// Why overflow recovery is off, or `None` when it is on (the default): `overflowRecovery:
+    /// false`, or an explicitly configured `mode: "off"` (observe, enforce and a guard-off
+    /// demotion still recover).
+    pub(super) fn overflow_recovery_off(&self) -> Option<&'static str> {
+        if !self.config.overflow_recovery {
+            Some("overflowRecovery is false")
+        } else if self.mode.configured == Mode::Off {
+            Some("the budget mode is off; overflowRecovery needs observe or enforce")
+        } else {
+            None
+        }
     }
 
     /// Whether the resolved thresholds are the subagent role's.
@@ -406,6 +429,7 @@ impl Engine {
     pub(super) fn restart_policy(&mut self) {
         self.budget.policy = self.mirror.policy_state();
         self.budget.handoff_ready = None;
+        self.budget.stored_handoff = None;
         self.budget.forced = None;
     }
 
@@ -434,6 +458,7 @@ impl Engine {
             projected: p.projected,
             handoffs: p.handoffs_committed,
             mode: self.budget_mode(),
+            resetting: self.scheduler.in_flight().is_some(),
         }
     }
 
@@ -455,6 +480,11 @@ impl Engine {
         let params = self.current_params();
         let mut status = policy::status_fields(&self.budget.policy, &params, &self.budget_mode());
         if let Some(obj) = status.as_object_mut() {
+            if self.scheduler.in_flight().is_some() {
+                // A reset the policy did not ask for (Pi's overflow or threshold hook, /compact)
+                // is being installed: the window is compacting until it lands.
+                obj.insert("phase".into(), json!(policy::Phase::Compacting.as_str()));
+            }
             obj.insert("sessionId".into(), json!(history.session_id()));
             obj.insert("windowId".into(), json!(history.current_window_id()));
             obj.insert("windowCount".into(), json!(self.window_count()));

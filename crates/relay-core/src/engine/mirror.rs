@@ -48,12 +48,23 @@ pub(super) struct WindowState {
     estimate: Estimate,
     /// The compaction that opened the window committed a written handoff.
     pub(super) opened_by_handoff: bool,
+    /// The window was opened by Relay's overflow reset (its one reset-and-retry).
+    pub(super) opened_by_overflow: bool,
+    /// The first user message or successful assistant answer (not an error, not cut at
+    /// `length`) in the window: it re-arms overflow recovery, as it re-arms Pi's own attempt.
+    pub(super) rearmed_at: Option<usize>,
     /// The window's resume check (a `relay/resume-check` entry for this window): its position,
     /// the message every request of the window carries, and when it ran.
     pub(super) resume_check: Option<(usize, String, i64)>,
 }
 
 impl WindowState {
+    /// The window's overflow reset-and-retry is spent: the window was opened by an overflow reset
+    /// and neither user input nor a successful answer has re-armed recovery since.
+    pub(super) fn overflow_retry_spent(&self) -> bool {
+        self.opened_by_overflow && self.rearmed_at.is_none()
+    }
+
     /// The window's first valid assistant usage (the budget policy's floor), as Pi's estimate
     /// sees it: a context edit that removed it does not bring it back.
     pub(super) fn first_usage(&self) -> Option<u64> {
@@ -328,6 +339,8 @@ impl Mirror {
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
+                self.current.opened_by_overflow = attempt.is_some()
+                    && details.get("source").and_then(Value::as_str) == Some("overflow");
                 let committed = details.get("handoffPath").and_then(Value::as_str);
                 if let Some(path) = committed {
                     if let Some((_, written, fp)) = self.written_handoff.take() {
@@ -412,10 +425,14 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "user" => {
                 self.current.user_at.push(pos);
+                self.current.rearmed_at.get_or_insert(pos);
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
+                if !matches!(m.stop_reason.as_deref(), Some("error" | "length")) {
+                    self.current.rearmed_at.get_or_insert(pos);
+                }
                 Observed::Other
             }
             EntryKind::Message(m)
@@ -456,6 +473,9 @@ impl Mirror {
         }
         if w.reset_failed_at.is_some_and(|p| p >= len) {
             w.reset_failed_at = None;
+        }
+        if w.rearmed_at.is_some_and(|p| p >= len) {
+            w.rearmed_at = None;
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();
@@ -643,6 +663,7 @@ impl Engine {
         self.mirror = Mirror::new(session_id);
         self.mirror.replaying = true;
         self.budget.handoff_ready = None;
+        self.budget.stored_handoff = None;
         self.budget.forced = None;
     }
 
@@ -692,6 +713,7 @@ impl Engine {
                     if let (Some(a), Some(outstanding)) = (attempt, self.outstanding.reset) {
                         if a == outstanding {
                             self.outstanding.reset = None;
+                            self.outstanding.hook_reset = None;
                             self.scheduler
                                 .handle(SchedInput::ResetApplied { attempt: a });
                         }
@@ -700,6 +722,7 @@ impl Engine {
                     let fx = self.policy_step(PolicyInput::ResetApplied);
                     self.budget.pending_fx.extend(fx);
                     self.budget.handoff_ready = None;
+                    self.budget.stored_handoff = None;
                     self.budget.forced = None;
                 }
                 self.outstanding.reminder = None;

@@ -73,7 +73,10 @@ pub use wire::{
 use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::PolicyInput;
-use crate::render::{render_reset_failed, render_reset_failed_notice, render_tree_summary_refused};
+use crate::render::{
+    render_overflow_exhausted, render_overflow_recovery_off, render_reset_failed,
+    render_reset_failed_notice, render_tree_summary_refused,
+};
 use crate::scheduler::{AttemptId, CompactReason, Outcome, SchedInput, SchedOutput, Scheduler};
 
 use budget::Budget;
@@ -94,6 +97,8 @@ struct Outstanding {
     hook_reset: Option<AttemptId>,
     /// Sections the last `handoff_render` shortened, for `handoff_written`'s reply.
     handoff_cuts: Vec<crate::handoff::SectionCut>,
+    /// The window whose spent overflow recovery was reported (`overflow_recovery_exhausted`).
+    exhausted_reported: Option<String>,
 }
 
 /// Relay's engine. See the module documentation.
@@ -208,6 +213,79 @@ impl Engine {
         });
     }
 
+    /// Telemetry and warnings of an overflow hook that was answered: the backstop's reset (with
+    /// a handoff or the mechanical summary), or a cancel because recovery is off or spent.
+    fn report_overflow(
+        &mut self,
+        off: Option<&'static str>,
+        spent: bool,
+        will_retry: bool,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        match &reply.result {
+            Some(HookResult::Reset { plan }) => {
+                let handoff =
+                    plan.details.get("kind").and_then(serde_json::Value::as_str) == Some("handoff");
+                let event = self.telemetry_event(
+                    "overflow_backstop",
+                    serde_json::json!({
+                        "handoff": handoff,
+                        "willRetry": will_retry,
+                        "attempt": plan.details.get("attempt"),
+                    }),
+                    moment,
+                );
+                reply.effects.push(Effect::Telemetry { event });
+            }
+            Some(HookResult::Cancel) => {
+                if let Some(why) = off {
+                    // An explicit `mode: "off"` writes no telemetry; the warning still says why
+                    // the request failed.
+                    if self.budget_mode().effective != crate::policy::Mode::Off {
+                        let event = self.telemetry_event(
+                            "overflow_recovery_off",
+                            serde_json::json!({ "why": why, "willRetry": will_retry }),
+                            moment,
+                        );
+                        reply.effects.push(Effect::Telemetry { event });
+                    }
+                    reply.effects.push(Effect::Notify {
+                        text: render_overflow_recovery_off(why),
+                        level: NotifyLevel::Warning,
+                    });
+                } else if spent {
+                    self.overflow_exhausted("hook_refused", moment, reply);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A second overflow after the window's one reset-and-retry: one event, one warning, no reset.
+    ///
+    /// Pi reports its spent attempt after the run and again in the next prompt's pre-prompt check
+    /// (before the user's message re-arms it): the window is reported once.
+    fn overflow_exhausted(&mut self, via: &str, moment: &Moment, reply: &mut HookReply) {
+        let window = self.mirror.history.current_window_id().to_string();
+        if self.outstanding.exhausted_reported.as_deref() == Some(window.as_str()) {
+            return;
+        }
+        self.outstanding.exhausted_reported = Some(window);
+        if self.budget_mode().effective != crate::policy::Mode::Off {
+            let event = self.telemetry_event(
+                "overflow_recovery_exhausted",
+                serde_json::json!({ "via": via }),
+                moment,
+            );
+            reply.effects.push(Effect::Telemetry { event });
+        }
+        reply.effects.push(Effect::Notify {
+            text: render_overflow_exhausted(),
+            level: NotifyLevel::Warning,
+        });
+    }
+
     // ----- observations -----
 
     /// One observation in, the effects and hook result out.
@@ -265,6 +343,8 @@ impl Engine {
                 }
             }
             Event::BeforeAgentStart => {
+                // An externally started run: a handoff stored before it is no longer current.
+                self.budget.stored_handoff = None;
                 self.run_active = true;
                 self.scheduler.handle(SchedInput::BeforeAgentStart);
                 // The window's size is judged before the run's first tool call: a session resumed
@@ -293,6 +373,14 @@ impl Engine {
                 tool_call_id,
                 is_error,
             } => {
+                // A tool that really ran (a blocked call did not) invalidates a handoff written
+                // before it: it neither commits nor travels into an overflow reset.
+                if tool_name != crate::policy::HANDOFF_TOOL
+                    && !self.budget.policy.blocked_calls.contains(tool_call_id)
+                {
+                    self.budget.stored_handoff = None;
+                    self.budget.handoff_ready = None;
+                }
                 let fx = self.policy_step(PolicyInput::ToolFinished {
                     id: tool_call_id.clone(),
                     name: tool_name.clone(),
@@ -344,15 +432,29 @@ impl Engine {
                 reply.effects.push(self.status_effect(moment));
                 self.write_status(moment, &mut reply);
             }
-            Event::SessionCompactFailed => {
+            Event::SessionCompactFailed { reason, aborted } => {
                 // The reset returned from a compaction hook was cancelled or failed (a cancel of
                 // Relay's own, for a borrowed turn, also lands here but leaves no attempt): the
                 // request is over, and a later one may try again.
-                if let Some(attempt) = self.outstanding.hook_reset.take() {
-                    if self.outstanding.reset == Some(attempt) {
+                let answered = self
+                    .outstanding
+                    .hook_reset
+                    .take()
+                    .filter(|a| self.outstanding.reset == Some(*a));
+                match answered {
+                    Some(attempt) => {
                         self.outstanding.reset = None;
                         self.reject_reset(attempt, &mut reply);
                     }
+                    // Pi gave up on an overflow without calling the hook: its one
+                    // compact-and-retry (Relay's overflow reset) is spent and the retry overflowed.
+                    None if self.enabled()
+                        && !*aborted
+                        && reason.as_deref() == Some("overflow") =>
+                    {
+                        self.overflow_exhausted("retry_overflowed", moment, &mut reply);
+                    }
+                    None => {}
                 }
             }
             Event::SessionBeforeTree {
@@ -388,6 +490,11 @@ impl Engine {
                     "overflow" => CompactReason::Overflow,
                     _ => CompactReason::Threshold,
                 };
+                // Overflow recovery: off by configuration, or this window's one reset-and-retry
+                // is spent (only user input or a successful answer re-arms it).
+                let off = self.budget.overflow_recovery_off();
+                let spent = self.mirror.current_window().overflow_retry_spent();
+                self.scheduler.allow_overflow_reset(off.is_none() && !spent);
                 let outs = self
                     .scheduler
                     .handle(SchedInput::CompactHook {
@@ -411,12 +518,16 @@ impl Engine {
                         other => other,
                     })
                     .collect();
+                self.scheduler.allow_overflow_reset(true);
                 self.apply_sched(outs, moment, &mut reply);
                 self.outstanding.hook_reset = match reply.result {
                     Some(HookResult::Reset { .. }) => self.outstanding.reset,
                     _ => None,
                 };
                 self.compact_instructions = None;
+                if reason == CompactReason::Overflow {
+                    self.report_overflow(off, spent, will_retry, moment, &mut reply);
+                }
             }
             Event::Command { args } => self.command(args, moment, &mut reply),
         }

@@ -20,8 +20,8 @@ use super::wire::{
 };
 use super::Engine;
 use crate::render::{
-    render_boot_block, render_continuation, render_notes_steer, BootBlock, ContinuationReason,
-    NoteIndexEntry, USER_INPUT_MESSAGES,
+    render_boot_block, render_continuation, render_notes_steer, render_overflow_notice, BootBlock,
+    ContinuationReason, NoteIndexEntry, USER_INPUT_MESSAGES,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedOutput};
 
@@ -174,11 +174,20 @@ impl Engine {
         let compact_instructions = self.compact_instructions.as_deref();
         // A written handoff travels into the next window whatever triggered the reset; a forced
         // (mechanical) reset carries its explanation as a notice instead, never as a handoff.
-        let ready = self.budget.handoff_ready.as_ref();
+        // The overflow backstop also carries a stored handoff that did not commit (a cap or
+        // loop-guard fallback ignored it) while nothing invalidated it; without one, its
+        // mechanical summary is the earlier user input plus the overflow notice.
+        let stored = match source {
+            ResetSource::Overflow => self.budget.stored_handoff.as_ref(),
+            _ => None,
+        };
+        let ready = self.budget.handoff_ready.as_ref().or(stored);
         let forced = self.budget.forced.as_ref();
         let handoff = ready.map(|r| r.markdown.as_str());
+        let overflow_notice = render_overflow_notice();
         let notice = match (ready, forced) {
             (None, Some(forced)) if source == ResetSource::Forced => Some(forced.note.as_str()),
+            (None, _) if source == ResetSource::Overflow => Some(overflow_notice.as_str()),
             _ => None,
         };
         let continuation = match (forced, source) {

@@ -1079,7 +1079,13 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
         .summary
         .contains("<user_message>\nKeep FAILING-TESTS handy.\n</user_message>"));
     // Pi never appends it (another extension cancelled the compaction).
-    let failed = e.handle(&obs(Event::SessionCompactFailed, None));
+    let failed = e.handle(&obs(
+        Event::SessionCompactFailed {
+            reason: Some("manual".into()),
+            aborted: true,
+        },
+        None,
+    ));
     assert!(notify_texts(&failed).contains("run /compact again"));
     assert_eq!(sends(&failed, RESET_FAILED_TYPE).len(), 1);
     // A manual reset is not retried behind the user's back.

@@ -227,6 +227,11 @@ impl Engine {
             None => format!("{path}.json"),
         };
         let shortened = shortened_reply(&cuts, &sidecar);
+        // Valid until a later real tool result, a new external run or a new window.
+        self.budget.stored_handoff = Some(ReadyHandoff {
+            path: path.to_string(),
+            markdown: markdown.clone(),
+        });
         let mut out = if committing {
             self.budget.handoff_ready = Some(ReadyHandoff {
                 path: path.to_string(),

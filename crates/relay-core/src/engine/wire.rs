@@ -119,8 +119,17 @@ pub enum Event {
         aborted: bool,
     },
     /// `session_compact_failed`: a compaction (possibly the reset Relay returned from
-    /// `session_before_compact`) was not appended.
-    SessionCompactFailed,
+    /// `session_before_compact`) was not appended. `reason` and `aborted` are Pi's: an overflow
+    /// failure that was not aborted and answers no reset of Relay's is Pi giving up after its one
+    /// compact-and-retry attempt (it calls no hook then).
+    SessionCompactFailed {
+        /// `manual`, `threshold` or `overflow`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        reason: Option<String>,
+        #[serde(default)]
+        aborted: bool,
+    },
     SessionBeforeCompact {
         /// `manual`, `threshold` or `overflow`.
         reason: String,
@@ -158,7 +167,7 @@ impl Event {
             Event::AgentEnd => "agent_end",
             Event::AgentBeforeSettle { .. } => "agent_before_settle",
             Event::AgentSettled { .. } => "agent_settled",
-            Event::SessionCompactFailed => "session_compact_failed",
+            Event::SessionCompactFailed { .. } => "session_compact_failed",
             Event::SessionBeforeCompact { .. } => "session_before_compact",
             Event::SessionBeforeTree { .. } => "session_before_tree",
             Event::Command { .. } => "command",
