@@ -358,9 +358,8 @@ pub fn render_reset_failed_notice(source: &str) -> String {
 /// The boot block's `<reset_notice>` after an overflow reset without a stored handoff: the
 /// mechanical summary is the `<earlier_user_input>` (and the `<pending_user_request>`) beside it.
 pub fn render_overflow_notice() -> String {
-    "The previous context window overflowed: the provider refused a request as too long for the \
-     model's context window, and no valid handoff was stored, so Relay reset the window \
-     mechanically. Only the user's recent requests are repeated below; everything else from that \
+    "The previous context window overflowed: its last request did not fit the model's context \
+     window, and no valid handoff was stored, so Relay reset the window mechanically. Only the user's recent requests are repeated below; everything else from that \
      window is gone from this one but remains in the history tools. Re-establish the state from \
      your notes, the workspace files and git (status, log, diff) before acting, keep what you \
      read small, and do not ask the user to restate the task unless it cannot be recovered."
@@ -706,6 +705,25 @@ mod tests {
         let text = render_boot_block(&b);
         assert!(!text.contains("<handoff>") && !text.contains("- The <handoff> below"));
         assert!(text.contains("<pending_user_request>\nPlease also check <stdin> handling"));
+    }
+
+    /// The overflow backstop's mechanical summary: the overflow notice, the earlier user input
+    /// and the dropped request, in one boot block; and the user's two overflow warnings.
+    #[test]
+    fn overflow_texts() {
+        let notice = render_overflow_notice();
+        let mut b = block(vec![note("plan.md", PLAN, T)], 1);
+        b.reset_notice = Some(&notice);
+        b.earlier_user_input = vec!["Set up the parser."];
+        b.dropped_request = Some("Refactor the MODULE-X loader.");
+        let text = render_boot_block(&b);
+        assert!(text.contains("<reset_notice>") && text.contains("<pending_user_request>"));
+        insta::assert_snapshot!("boot_block_overflow_mechanical", text);
+        insta::assert_snapshot!("overflow_exhausted_warning", render_overflow_exhausted());
+        insta::assert_snapshot!(
+            "overflow_recovery_off_warning",
+            render_overflow_recovery_off("overflowRecovery is false")
+        );
     }
 
     #[test]

@@ -1338,3 +1338,203 @@ fn the_usage_estimate_combines_messages_as_pi_does() {
     e.append(&[b.user("12345678")]);
     assert_eq!(est(&e), Some(302));
 }
+
+fn budget_engine(budget: serde_json::Value) -> Engine {
+    let mut e = engine();
+    let sources = ConfigSources {
+        global: Some(json!({ "relay": { "budget": budget } })),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    e
+}
+
+fn overflow_hook(e: &mut Engine, will_retry: bool) -> HookReply {
+    e.handle(&obs(
+        Event::SessionBeforeCompact {
+            reason: "overflow".into(),
+            will_retry,
+            custom_instructions: None,
+        },
+        None,
+    ))
+}
+
+fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
+    reply
+        .effects
+        .iter()
+        .filter_map(|eff| match eff {
+            Effect::Telemetry { event } if event["event"] == name => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn stored(markdown: &str) -> budget::ReadyHandoff {
+    budget::ReadyHandoff {
+        path: "/work/project/.ai-work/handoffs/s-2.md".into(),
+        markdown: markdown.into(),
+    }
+}
+
+/// The backstop's table: a stored handoff travels into the overflow window until a tool that
+/// really ran (not a blocked call) or a new external run invalidates it; without one the window
+/// gets the mechanical summary (earlier user input + the overflow notice).
+#[test]
+fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
+    let budget = json!({"mode": "enforce"});
+    // Valid: the plan carries the handoff, is a "handoff" window and reports handoff: true.
+    let mut e = budget_engine(budget.clone());
+    let mut b = Branch::new();
+    e.append(&[b.user("EARLIER-REQ: port the importer")]);
+    e.budget.stored_handoff = Some(stored("# Handoff\nSTORED-MARKDOWN"));
+    e.budget.policy.blocked_calls.push("call-blocked".into());
+    e.handle(&obs(
+        Event::ToolResult {
+            tool_name: "bash".into(),
+            tool_call_id: "call-blocked".into(),
+            is_error: true,
+        },
+        None,
+    ));
+    e.handle(&obs(
+        Event::ToolResult {
+            tool_name: "context_handoff".into(),
+            tool_call_id: "call-h".into(),
+            is_error: false,
+        },
+        None,
+    ));
+    let reply = overflow_hook(&mut e, true);
+    let Some(HookResult::Reset { plan }) = &reply.result else {
+        panic!("{:?}", reply.result)
+    };
+    assert!(plan.summary.contains("STORED-MARKDOWN"), "{}", plan.summary);
+    assert!(!plan.summary.contains("<reset_notice>"));
+    assert_eq!(plan.details["kind"], "handoff");
+    let backstop = events_named(&reply, "overflow_backstop");
+    assert_eq!(backstop.len(), 1);
+    assert_eq!(backstop[0]["handoff"], true);
+    assert_eq!(backstop[0]["willRetry"], true);
+
+    // Invalidated by a tool that ran (failed or not), or by a new external run.
+    for invalidate in [
+        Event::ToolResult {
+            tool_name: "bash".into(),
+            tool_call_id: "call-ran".into(),
+            is_error: true,
+        },
+        Event::BeforeAgentStart,
+    ] {
+        let mut e = budget_engine(budget.clone());
+        let mut b = Branch::new();
+        e.append(&[b.user("EARLIER-REQ: port the importer")]);
+        e.budget.stored_handoff = Some(stored("# Handoff\nSTALE-MARKDOWN"));
+        e.handle(&obs(invalidate.clone(), None));
+        let reply = overflow_hook(&mut e, true);
+        let Some(HookResult::Reset { plan }) = &reply.result else {
+            panic!("{:?}", reply.result)
+        };
+        assert!(!plan.summary.contains("STALE-MARKDOWN"), "{invalidate:?}");
+        assert!(plan.summary.contains("<reset_notice>"));
+        assert_eq!(plan.details["kind"], "reset");
+        assert_eq!(
+            events_named(&reply, "overflow_backstop")[0]["handoff"],
+            false
+        );
+    }
+}
+
+/// One reset-and-retry per window: a window opened by an overflow reset refuses the next overflow
+/// (cancel, one event, one warning) until user input or a successful answer re-arms it; Pi's own
+/// give-up (`session_compact_failed`, no hook) is reported once per window.
+#[test]
+fn overflow_recovery_resets_once_per_window_until_rearmed() {
+    let overflow_window = |n: u32| json!({"relay":"window","windowId":format!("pcw:{SID}:{n:08x}"),"attempt":n,"source":"overflow","kind":"reset"});
+    let mut e = budget_engine(json!({"mode": "observe"}));
+    let mut b = Branch::new();
+    e.append(&[
+        b.user("big request"),
+        b.compaction("boot", overflow_window(1)),
+        b.entry(
+            json!({"type":"message","message":{"role":"assistant","content":[],
+            "stopReason":"error","errorMessage":"prompt is too long"}}),
+        ),
+    ]);
+    let refused = overflow_hook(&mut e, true);
+    assert_eq!(refused.result, Some(HookResult::Cancel));
+    assert_eq!(
+        events_named(&refused, "overflow_recovery_exhausted").len(),
+        1
+    );
+    assert!(notify_texts(&refused).contains("switch to a model with a larger context window"));
+    // Pi's give-up for the same window is not reported a second time.
+    let gave_up = e.handle(&obs(
+        Event::SessionCompactFailed {
+            reason: Some("overflow".into()),
+            aborted: false,
+        },
+        None,
+    ));
+    assert!(events_named(&gave_up, "overflow_recovery_exhausted").is_empty());
+    assert!(notify_texts(&gave_up).is_empty());
+    // A successful answer re-arms it.
+    e.append(&[b.answer("fine", 1_000)]);
+    assert!(matches!(
+        overflow_hook(&mut e, true).result,
+        Some(HookResult::Reset { .. })
+    ));
+
+    // Pi's give-up without a hook, in a window that had no refusal: reported once.
+    let mut e = budget_engine(json!({"mode": "enforce"}));
+    let mut b = Branch::new();
+    e.append(&[b.user("big"), b.compaction("boot", overflow_window(1))]);
+    let failed = |e: &mut Engine, aborted| {
+        e.handle(&obs(
+            Event::SessionCompactFailed {
+                reason: Some("overflow".into()),
+                aborted,
+            },
+            None,
+        ))
+    };
+    assert!(events_named(&failed(&mut e, true), "overflow_recovery_exhausted").is_empty());
+    let first = failed(&mut e, false);
+    assert_eq!(events_named(&first, "overflow_recovery_exhausted").len(), 1);
+    let again = failed(&mut e, false);
+    assert!(events_named(&again, "overflow_recovery_exhausted").is_empty());
+    // New user input re-arms: the next overflow resets.
+    e.append(&[b.user("smaller request")]);
+    assert!(matches!(
+        overflow_hook(&mut e, true).result,
+        Some(HookResult::Reset { .. })
+    ));
+}
+
+/// Recovery off (`overflowRecovery: false`, or an explicit `mode: "off"`): the overflow hook is
+/// cancelled (Pi's summarizer never runs while Relay is on) with a warning; off writes no event.
+#[test]
+fn overflow_recovery_off_cancels_and_warns() {
+    for (budget, events) in [
+        (json!({"mode": "enforce", "overflowRecovery": false}), 1),
+        (json!({"mode": "off"}), 0),
+    ] {
+        let mut e = budget_engine(budget.clone());
+        let mut b = Branch::new();
+        e.append(&[b.user("big")]);
+        let reply = overflow_hook(&mut e, true);
+        assert_eq!(reply.result, Some(HookResult::Cancel), "{budget}");
+        assert_eq!(
+            events_named(&reply, "overflow_recovery_off").len(),
+            events,
+            "{budget}"
+        );
+        assert!(notify_texts(&reply).contains("Overflow recovery is off"));
+    }
+    // With Relay off, Pi's own overflow handling applies.
+    let mut e = budget_engine(json!({"mode": "enforce", "overflowRecovery": false}));
+    e.handle(&obs(Event::Command { args: "off".into() }, None));
+    assert!(overflow_hook(&mut e, true).result.is_none());
+}

@@ -25,6 +25,8 @@ enum Step {
     Pending(Option<ResetSource>),
     Allow(Allowance),
     InFlight(Option<AttemptId>),
+    /// The engine's verdict on overflow recovery ([`Scheduler::allow_overflow_reset`]).
+    AllowOverflow(bool),
 }
 
 struct Row {
@@ -196,6 +198,27 @@ fn rows() -> Vec<Row> {
             Step::Allow(A::Available),
             quiet(I::ResetApplied { attempt: 1 }),
             on(settle(false), vec![]),
+        ]),
+        row("overflow refused (recovery off, or the window's one retry spent): cancel, never Pi's summarizer", vec![
+            quiet(START),
+            Step::AllowOverflow(false),
+            on(hook(R::Overflow, false), cancel()),
+            Step::InFlight(None),
+            Step::Pending(None),
+            Step::AllowOverflow(true),
+            on(hook(R::Overflow, false), overflow_reset(1, S::Overflow)),
+        ]),
+        row("overflow refused keeps the requests already pending (a ready handoff still commits)", vec![
+            quiet(START),
+            quiet(I::HandoffCommitReady),
+            Step::AllowOverflow(false),
+            on(hook(R::Overflow, false), cancel()),
+            Step::Pending(Some(S::Handoff)),
+            on(turn_end(false), reset(1, S::Handoff, true)),
+        ]),
+        row_disabled("overflow refused while Relay is off still passes through to Pi", vec![
+            Step::AllowOverflow(false),
+            on(hook(R::Overflow, false), pass()),
         ]),
         row("overflow in a borrowed window resets at once and consumes the borrowed turn", vec![
             quiet(START),
@@ -592,6 +615,7 @@ fn run_row(row: &Row) {
             Step::Pending(p) => assert_eq!(s.pending(), *p, "{}", at()),
             Step::Allow(a) => assert_eq!(s.allowance(), *a, "{}", at()),
             Step::InFlight(id) => assert_eq!(s.in_flight().map(|(id, _)| id), *id, "{}", at()),
+            Step::AllowOverflow(allowed) => s.allow_overflow_reset(*allowed),
         }
     }
 }
