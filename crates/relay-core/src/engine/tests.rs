@@ -1538,3 +1538,37 @@ fn overflow_recovery_off_cancels_and_warns() {
     e.handle(&obs(Event::Command { args: "off".into() }, None));
     assert!(overflow_hook(&mut e, true).result.is_none());
 }
+
+/// The status file says `compacting` while an overflow reset is in flight, and the next
+/// observation after its compaction is appended writes the settled phase again.
+#[test]
+fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
+    let mut e = engine();
+    let sources = ConfigSources {
+        global: Some(json!({ "relay": { "budget": { "mode": "enforce" } } })),
+        cwd: Some("/work/project".into()),
+        state_dir: Some("/tmp/relay-state".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let phase = |reply: &HookReply| {
+        reply.effects.iter().find_map(|eff| match eff {
+            Effect::WriteStatus { status } => Some(status["phase"].clone()),
+            _ => None,
+        })
+    };
+    let mut b = Branch::new();
+    e.append(&[b.user("big")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    let reply = overflow_hook(&mut e, true);
+    let Some(HookResult::Reset { plan }) = &reply.result else {
+        panic!("{:?}", reply.result)
+    };
+    assert_eq!(phase(&reply), Some(json!("compacting")));
+    e.append(&[
+        b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
+        b.compaction(&plan.summary, plan.details.clone()),
+    ]);
+    let after = e.handle(&obs(Event::Context, None));
+    assert_eq!(phase(&after), Some(json!("idle")));
+}
