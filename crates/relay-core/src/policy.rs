@@ -713,9 +713,12 @@ pub fn step(
             Phase::Idle | Phase::SoftNotified
                 if *pending_work
                     && !s.idle_requested
+                    && !s.settle_continued
                     && s.tokens.is_some_and(|t| t >= params.idle_min_tokens) =>
             {
+                // One handoff request per external run, whichever asks first.
                 s.idle_requested = true;
+                s.settle_continued = true;
                 fx.push(event(
                     "idle_handoff_requested",
                     json!({

@@ -100,6 +100,7 @@ proptest! {
             let requested = fx.iter().any(|e| matches!(e, PolicyEffect::Event { name, .. } if name == "idle_handoff_requested"));
             if requested {
                 prop_assert!(!open, "a second idle request while one is open");
+                prop_assert!(!s.settle_continued, "a second handoff request in one run");
                 let quiet = matches!(s.phase, Phase::Idle | Phase::SoftNotified);
                 prop_assert!(quiet, "asked in {:?}", s.phase);
                 prop_assert!(s.tokens.is_some_and(|t| t >= p.idle_min_tokens));

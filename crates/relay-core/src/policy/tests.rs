@@ -829,6 +829,13 @@ fn idle_request_at_the_settle_point_needs_pending_work_and_a_large_context() {
     let (s, _) = step(&s, &p, &PolicyInput::TurnEnd { continues: false });
     let (s, fx) = step(&s, &p, &settle(true));
     assert!(fx.is_empty());
+    // The run's one handoff request is spent: a handoff threshold crossed later in it gets no
+    // settle continuation of its own.
+    let required = PolicyState {
+        phase: Phase::HandoffRequired,
+        ..s.clone()
+    };
+    assert!(step(&required, &p, &settle(false)).1.is_empty());
     // A genuinely new external run ends the request: its settle point may ask again.
     let (s, _) = step(&s, &p, &PolicyInput::BeforeAgentStart);
     assert!(!s.idle_requested);
