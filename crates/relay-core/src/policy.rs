@@ -20,6 +20,13 @@
 //!   └──────hard / cap / loop guard─────────────┴──┼──▶ FallbackArmed                  ▼
 //!                                                 └── sibling tool finished ◀── Compacting ──ResetApplied──▶ Idle
 //! ```
+//!
+//! **Idle request.** At a completed settle point in `Idle`/`SoftNotified`, with work pending
+//! ([`PolicyInput::BeforeSettle`]`{ pending_work }`) and at least `idleMinTokens`, one
+//! continuation asks for a handoff (`idle_requested`; it also spends the run's settle
+//! continuation). A handoff written then is pending as [`CommitKind::Idle`] (other tools blocked)
+//! and its turn end requests [`ResetSource::Idle`]; an idle commit never counts. Only
+//! [`PolicyInput::BeforeAgentStart`] (a new external run) or an applied reset ends the request.
 
 #![deny(
     clippy::unwrap_used,
