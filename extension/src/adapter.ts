@@ -46,6 +46,23 @@ export function recallToggle(sessionId: string): string | undefined {
 }
 
 /**
+ * Background work a host integration reports (jobs, watches, subagents): a process-wide function
+ * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending. The engine judges
+ * it (the idle handoff at the settle point); a missing or failing function counts as none.
+ */
+const PENDING_WORK = Symbol.for("relay.pending-work");
+type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
+
+function pendingWork(): number {
+	try {
+		const n = (globalThis as PendingWorkHost)[PENDING_WORK]?.();
+		return typeof n === "number" && Number.isInteger(n) && n > 0 ? Math.min(n, 0xffff_ffff) : 0;
+	} catch {
+		return 0;
+	}
+}
+
+/**
  * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
  * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
  * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine
@@ -69,6 +86,7 @@ export function moment(ctx: ExtensionContext, withUsage = false, subagent = fals
 		model,
 		contextWindow: ctx.model?.contextWindow ?? null,
 		hasPendingMessages: ctx.hasPendingMessages(),
+		pendingWork: pendingWork(),
 		cwd: ctx.cwd,
 		subagent,
 	};

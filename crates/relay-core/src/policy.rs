@@ -20,6 +20,13 @@
 //!   └──────hard / cap / loop guard─────────────┴──┼──▶ FallbackArmed                  ▼
 //!                                                 └── sibling tool finished ◀── Compacting ──ResetApplied──▶ Idle
 //! ```
+//!
+//! **Idle request.** At a completed settle point in `Idle`/`SoftNotified`, with work pending
+//! ([`PolicyInput::BeforeSettle`]`{ pending_work }`) and at least `idleMinTokens`, one
+//! continuation asks for a handoff (`idle_requested`; it also spends the run's settle
+//! continuation). A handoff written then is pending as [`CommitKind::Idle`] (other tools blocked)
+//! and its turn end requests [`ResetSource::Idle`]; an idle commit never counts. Only
+//! [`PolicyInput::BeforeAgentStart`] (a new external run) or an applied reset ends the request.
 
 #![deny(
     clippy::unwrap_used,
@@ -111,6 +118,9 @@ pub enum CommitKind {
     ForcedHard,
     /// A mechanical reset after the cap or the loop guard (does not count).
     ForcedGuard,
+    /// A handoff written after an idle request (warm cache, pending work): never counts toward
+    /// the cap or the loop guard.
+    Idle,
 }
 
 impl CommitKind {
@@ -127,6 +137,7 @@ impl CommitKind {
             CommitKind::Hard => "hard",
             CommitKind::ForcedHard => "forcedHard",
             CommitKind::ForcedGuard => "forcedGuard",
+            CommitKind::Idle => "idle",
         }
     }
 }
@@ -160,6 +171,9 @@ pub struct PolicyState {
     pub fallback_turns: u32,
     /// A settle continuation was already sent in this external run.
     pub settle_continued: bool,
+    /// The idle handoff continuation was sent; only a new external run or an applied reset ends
+    /// the request (no second one meanwhile).
+    pub idle_requested: bool,
     /// Turn counter (one per [`PolicyInput::TurnEnd`]).
     pub turn: u64,
     /// Budget/hard commits applied in this session (cap).
@@ -190,6 +204,7 @@ impl Default for PolicyState {
             fallback: None,
             fallback_turns: 0,
             settle_continued: false,
+            idle_requested: false,
             turn: 0,
             handoffs_committed: 0,
             unproductive_commits: Vec::new(),
@@ -238,8 +253,13 @@ pub enum PolicyInput {
     /// `turn_end`. `continues`: the turn ran tools, so the run goes on to another request (a
     /// turn without tool results is the model trying to stop).
     TurnEnd { continues: bool },
-    /// `agent_before_settle`: the agent is about to stop.
-    BeforeSettle,
+    /// `agent_before_settle` of a completed run: the agent is about to stop. `pending_work`: work
+    /// the session still waits for (a queued user follow-up, or background work a host reports);
+    /// with a large context it asks for an idle handoff.
+    BeforeSettle {
+        #[serde(default)]
+        pending_work: bool,
+    },
     /// A reset (any source) was applied: new window, floor unknown.
     ResetApplied,
     /// The reset this policy requested will not happen (the run was aborted, the session
@@ -276,6 +296,9 @@ pub enum ResetSource {
     Handoff,
     /// Mechanical fallback reset: the boot block carries `note` instead of a handoff.
     Forced,
+    /// Commit of a handoff written after an idle request: the boot block carries it; the reset is
+    /// logged with source `idle` and never counts toward the cap or the loop guard.
+    Idle,
 }
 
 /// Effects for the adapter to execute.
@@ -519,12 +542,18 @@ fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
         "handoff_committed",
         json!({"source": pending.kind.as_str(), "kind": pending.kind.as_str(), "path": pending.path, "tokens": s.tokens}),
     ));
+    // An idle commit is the scheduler's idle reset (source "idle"), served at this boundary.
+    let idle = pending.kind == CommitKind::Idle;
     fx.push(PolicyEffect::RequestReset {
-        source: ResetSource::Handoff,
+        source: if idle {
+            ResetSource::Idle
+        } else {
+            ResetSource::Handoff
+        },
         kind: pending.kind,
         handoff_path: Some(pending.path),
         continue_run: true,
-        at_turn_end: false,
+        at_turn_end: idle,
         note: None,
     });
 }
@@ -575,7 +604,10 @@ pub fn step(
     let mut fx = Vec::new();
     measure(&mut s, input);
     match input {
-        PolicyInput::BeforeAgentStart => s.settle_continued = false,
+        PolicyInput::BeforeAgentStart => {
+            s.settle_continued = false;
+            s.idle_requested = false;
+        }
         PolicyInput::Usage { .. } => on_usage(&mut s, params, &mut fx),
         PolicyInput::ToolCall { id, name } => {
             if name != HANDOFF_TOOL {
@@ -602,6 +634,7 @@ pub fn step(
                 let kind = match phase {
                     Phase::HandoffRequired => CommitKind::Budget,
                     Phase::FallbackArmed => CommitKind::Hard,
+                    Phase::Idle | Phase::SoftNotified if s.idle_requested => CommitKind::Idle,
                     Phase::HandoffPendingCommit => s
                         .pending
                         .as_ref()
@@ -656,7 +689,7 @@ pub fn step(
                 _ => {}
             }
         }
-        PolicyInput::BeforeSettle => match s.phase {
+        PolicyInput::BeforeSettle { pending_work } => match s.phase {
             Phase::HandoffRequired if !s.settle_continued => {
                 s.settle_continued = true;
                 fx.push(event(
@@ -682,6 +715,29 @@ pub fn step(
                 });
             }
             Phase::FallbackArmed => forced_reset(&mut s, params, false, &mut fx),
+            // The last actionable boundary before the session waits: with a large context and
+            // work still pending, ask once for a handoff while the cache is warm.
+            Phase::Idle | Phase::SoftNotified
+                if *pending_work
+                    && !s.idle_requested
+                    && !s.settle_continued
+                    && s.tokens.is_some_and(|t| t >= params.idle_min_tokens) =>
+            {
+                // One handoff request per external run, whichever asks first.
+                s.idle_requested = true;
+                s.settle_continued = true;
+                fx.push(event(
+                    "idle_handoff_requested",
+                    json!({
+                        "tokens": s.tokens,
+                        "idleMinTokens": params.idle_min_tokens,
+                        "requiresHandoff": s.pending.is_none(),
+                    }),
+                ));
+                fx.push(PolicyEffect::Continue {
+                    text: render_idle_continuation(s.tokens, params.idle_min_tokens),
+                });
+            }
             _ => {}
         },
         PolicyInput::ResetDropped => {
@@ -718,6 +774,7 @@ pub fn step(
             s.pending = None;
             s.fallback = None;
             s.fallback_turns = 0;
+            s.idle_requested = false;
             s.blocked_calls.clear();
             fx.push(event(
                 "reset_applied",
@@ -923,6 +980,19 @@ pub fn render_settle_continuation(tokens: Option<u64>, th: &Thresholds) -> Strin
          it.",
         fmt_tokens(tokens),
         th.handoff
+    )
+}
+
+/// Hidden continuation at the last settle point before the session waits for pending work with a
+/// large context (once per external run): a handoff now, while the prompt cache is warm.
+pub fn render_idle_continuation(tokens: Option<u64>, idle_min_tokens: u64) -> String {
+    format!(
+        "Before you stop: the context holds {} tokens (idle reset from {idle_min_tokens}) and work \
+         is still pending, so the session would wait with a large context. Call context_handoff \
+         now with goal, next_step and facts (user_constraints verbatim), written so the pending \
+         work can be picked up from it. Other tools are blocked once it is written; the context \
+         then resets and work continues from your handoff in this session.",
+        fmt_tokens(tokens)
     )
 }
 

@@ -72,8 +72,8 @@
 //! - **Explicit requests** survive until the settle point of the run they were made in: served at
 //!   a completed `agent_before_settle`, cleared by an aborted or failed one, and cleared by
 //!   `agent_settled` if still pending then.
-//! - **Priority** when several requests are served by one reset: `Handoff` > `NewContext` >
-//!   forced source > `Fallback`. A compaction hook reports its own reason (`Manual`, `Threshold`,
+//! - **Priority** when several requests are served by one reset: `Handoff` > `Idle` (an idle
+//!   handoff's commit) > `NewContext` > forced source > `Fallback`. A compaction hook reports its own reason (`Manual`, `Threshold`,
 //!   `Overflow`) unless a handoff is ready, in which case the reset is `Handoff` (the boot block
 //!   then carries the handoff) and, for overflow, still restates the dropped request.
 //! - **No borrow when a reset is already coming**: a mid-run threshold hook while an explicit,
@@ -312,6 +312,9 @@ impl Scheduler {
     pub fn pending(&self) -> Option<ResetSource> {
         if self.handoff {
             Some(ResetSource::Handoff)
+        } else if let Some((ResetSource::Idle, _)) = self.forced {
+            // An idle reset commits a written handoff: it ranks with a handoff.
+            Some(ResetSource::Idle)
         } else if self.explicit {
             Some(ResetSource::NewContext)
         } else if let Some((source, _)) = self.forced {

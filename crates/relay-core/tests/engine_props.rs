@@ -77,6 +77,8 @@ use serde_json::{json, Value};
 const SID: &str = "0190a1b2-props-session";
 const CWD: &str = "/work/project";
 const RESERVE: u64 = 16_384;
+/// `idleMinTokens` of the generated sessions.
+const IDLE_MIN_TOKENS: u64 = 8_000;
 
 // ---------------------------------------------------------------------------------------------
 // The wire contract as extension/src/adapter.ts declares it. Replies are read back into these
@@ -549,6 +551,9 @@ struct Host {
     run_continues: u32,
     /// `context_handoff` promised the model a reset at the end of this turn.
     promised_commit: bool,
+    /// The open handoff request of this run (or of the window since) is the idle one: the engine
+    /// sent the idle continuation and no new prompt or reset ended it since.
+    idle_requested: bool,
     /// Compaction entries allowed to restate a user prompt (overflow resets Pi retries).
     restating: HashSet<String>,
     blocked: HashSet<String>,
@@ -606,6 +611,7 @@ impl Host {
             fresh_request: false,
             run_continues: 0,
             promised_commit: false,
+            idle_requested: false,
             restating: HashSet::new(),
             blocked: HashSet::new(),
             reset_owed: false,
@@ -631,7 +637,13 @@ impl Host {
             "global": {
                 "relay": {
                     "enabled": settings.enabled,
-                    "budget": { "mode": settings.mode.as_str(), "maxHandoffsPerSession": settings.max_handoffs },
+                    "budget": {
+                        "mode": settings.mode.as_str(),
+                        "maxHandoffsPerSession": settings.max_handoffs,
+                        // Small enough that a queued follow-up at a settle point asks for an idle
+                        // handoff (the one handoff request of its run).
+                        "idleMinTokens": IDLE_MIN_TOKENS,
+                    },
                 },
                 "compaction": { "reserveTokens": RESERVE },
             },
@@ -833,6 +845,9 @@ impl Host {
             "model": "faux/faux-1",
             "contextWindow": self.window,
             "hasPendingMessages": self.followup.is_some(),
+            // A host integration reporting background work during every third prompt's run: with
+            // enough context its settle point asks for an idle handoff.
+            "pendingWork": u32::from(self.prompts % 3 == 2),
             "cwd": CWD,
             "subagent": false,
         })
@@ -1005,6 +1020,8 @@ impl Host {
     /// Install a reset the way `resetDrafts` does: marker via appendEntry, then the compaction
     /// (and the continuation for a boundary draft).
     fn install(&mut self, plan: &ResetPlan, continuation: bool, restates: bool) {
+        // An applied reset ends the idle request.
+        self.idle_requested = false;
         let marker_id = self.custom(&plan.marker.custom_type, &plan.marker.data);
         let id = self.compaction(&plan.summary, &marker_id, &plan.details);
         self.relay_retry_spent = plan.details["source"] == "overflow";
@@ -1159,6 +1176,8 @@ impl Host {
         self.configure()?;
         self.streaming = true;
         self.run_continues = 0;
+        // A new external run ends the idle request.
+        self.idle_requested = false;
         if self.over_threshold() {
             self.compact("threshold", false, run.pre_compaction_fails)?;
         }
@@ -1313,8 +1332,12 @@ impl Host {
                         }
                         _ => None,
                     };
+                    // A handoff commits as a handoff reset, or as the idle reset when it was
+                    // written after the idle request (a threshold crossed meanwhile makes it a
+                    // budget handoff again); never idle without that request.
+                    let idle = self.idle_requested && source.as_deref() == Some("idle");
                     check!(
-                        source.as_deref() == Some("handoff"),
+                        source.as_deref() == Some("handoff") || idle,
                         "context_handoff promised a reset at this turn's end; turn_end answered {:?}",
                         end.result.as_ref().map(result_name)
                     );
@@ -1389,6 +1412,8 @@ impl Host {
                 self.trace.push(format!("== reload (streamed: {streamed})"));
                 self.hook(Hook::SessionShutdown, json!({ "reason": "reload" }))?;
                 self.start("reload", *streamed)?;
+                // A new engine: its policy state is the branch's, with no request open.
+                self.idle_requested = false;
             }
             Action::Navigate { back } => {
                 let keep = self.branch.len().saturating_sub(*back);
@@ -1406,6 +1431,8 @@ impl Host {
                 }
                 self.reset_owed = false;
                 self.hook(Hook::SessionTree, Value::Null)?;
+                // The policy starts over from the new branch: no request open.
+                self.idle_requested = false;
                 if self.enabled() && self.window_owes_retry() {
                     self.fresh_request = true;
                 }
@@ -1660,6 +1687,7 @@ impl Host {
                     prompts_in(&continuation.content).is_empty(),
                     "a handoff request replays a prompt"
                 );
+                self.idle_requested = continuation.content.contains("work is still pending");
                 self.run_continues += 1;
                 check!(
                     self.run_continues <= 1,
@@ -2317,6 +2345,7 @@ fn generated_sessions_reach_every_decision() {
     let wanted = [
         "reset(new_context",
         "reset(handoff",
+        "reset(idle",
         "reset(forced",
         "reset(fallback",
         "reset(overflow",

@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 use relay_core::handoff::{jaccard, words};
 use relay_core::policy::{
-    parse_budget_config, resolve_thresholds, step, step_mode, Floor, LoopGuard, Mode, PolicyEffect,
-    PolicyInput, PolicyParams, PolicyState, Thresholds,
+    parse_budget_config, resolve_thresholds, step, step_mode, CommitKind, Floor, LoopGuard, Mode,
+    Phase, PolicyEffect, PolicyInput, PolicyParams, PolicyState, Thresholds,
 };
 use serde_json::json;
 
@@ -32,7 +32,7 @@ fn input_strategy() -> impl Strategy<Value = PolicyInput> {
             success,
         }),
         Just(PolicyInput::TurnEnd { continues: true }),
-        Just(PolicyInput::BeforeSettle),
+        prop::bool::ANY.prop_map(|pending_work| PolicyInput::BeforeSettle { pending_work }),
         Just(PolicyInput::ResetApplied),
     ]
 }
@@ -50,6 +50,7 @@ fn params() -> PolicyParams {
             max_handoffs_without_progress: 2,
             within_turns: 6,
         },
+        idle_min_tokens: 150_000,
     }
 }
 
@@ -83,6 +84,44 @@ proptest! {
                 }
             }
             prop_assert_eq!(observe.phase, enforce.phase);
+        }
+    }
+
+    /// Idle handoffs: one request per external run or window, and an idle commit never counts
+    /// toward the cap or the loop guard (reference: the counters before and after its reset).
+    #[test]
+    fn idle_requests_are_single_and_never_counted(inputs in prop::collection::vec(input_strategy(), 0..80)) {
+        let p = params();
+        let mut s = PolicyState::default();
+        // Reference model: whether an idle request is open (sent, and no new run or reset since).
+        let mut open = false;
+        for input in &inputs {
+            let (mut n, fx) = step(&s, &p, input);
+            let requested = fx.iter().any(|e| matches!(e, PolicyEffect::Event { name, .. } if name == "idle_handoff_requested"));
+            if requested {
+                prop_assert!(!open, "a second idle request while one is open");
+                prop_assert!(!s.settle_continued, "a second handoff request in one run");
+                let quiet = matches!(s.phase, Phase::Idle | Phase::SoftNotified);
+                prop_assert!(quiet, "asked in {:?}", s.phase);
+                prop_assert!(s.tokens.is_some_and(|t| t >= p.idle_min_tokens));
+                let asked = matches!(input, PolicyInput::BeforeSettle { pending_work: true });
+                prop_assert!(asked, "asked at {:?}", input);
+                open = true;
+            }
+            if matches!(input, PolicyInput::BeforeAgentStart | PolicyInput::ResetApplied) {
+                open = false;
+            }
+            if fx.iter().any(|e| matches!(e, PolicyEffect::RequestReset { .. })) {
+                let idle = n.committing == Some(CommitKind::Idle);
+                let before = (n.handoffs_committed, n.unproductive_commits.clone());
+                n = step(&n, &p, &PolicyInput::ResetApplied).0;
+                open = false;
+                if idle {
+                    prop_assert_eq!((n.handoffs_committed, n.unproductive_commits.clone()), before);
+                }
+            }
+            prop_assert_eq!(n.idle_requested, open);
+            s = n;
         }
     }
 

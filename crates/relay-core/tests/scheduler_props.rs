@@ -160,6 +160,10 @@ impl Model {
         if self.has(Want::Handoff) {
             return Some(ResetSource::Handoff);
         }
+        // An idle reset commits the written idle handoff: it ranks right after a handoff.
+        if self.forced() == Some(ResetSource::Idle) {
+            return Some(ResetSource::Idle);
+        }
         if self.has(Want::Explicit) {
             return Some(ResetSource::NewContext);
         }

@@ -39,6 +39,13 @@ export type Moment = {
 	 * `ctx.hasPendingMessages()`: the user has a prompt queued.
 	 */
 	hasPendingMessages: boolean,
+	/**
+	 * Background work the session still waits for (jobs, watches, subagents), as a host
+	 * integration reports it: the extension reads the process-wide
+	 * `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0). With a large
+	 * context, pending work at the settle point asks for an idle handoff.
+	 */
+	pendingWork: number,
 	cwd: string,
 	/**
 	 * This runtime was bound while another Relay runtime was already bound in the same process

@@ -377,6 +377,12 @@ impl Engine {
                 } => {
                     let input = match source {
                         policy::ResetSource::Handoff => SchedInput::HandoffCommitReady,
+                        // An idle handoff commits as the scheduler's idle reset at this boundary
+                        // (the boot block carries the written handoff).
+                        policy::ResetSource::Idle => SchedInput::ForcedResetRequested {
+                            source: ResetSource::Idle,
+                            at_turn_end,
+                        },
                         policy::ResetSource::Forced => {
                             self.budget.forced = Some(ForcedReset {
                                 note: note.unwrap_or_default(),

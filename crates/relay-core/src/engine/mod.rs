@@ -406,7 +406,11 @@ impl Engine {
             }
             Event::AgentBeforeSettle { outcome } => {
                 if outcome.as_deref().unwrap_or("completed") == "completed" {
-                    let fx = self.policy_step(PolicyInput::BeforeSettle);
+                    // Pending work: a queued user follow-up, or background work the host
+                    // reports (`Moment::pending_work`).
+                    let fx = self.policy_step(PolicyInput::BeforeSettle {
+                        pending_work: moment.has_pending_messages || moment.pending_work > 0,
+                    });
                     self.apply_policy(fx, moment, &mut reply);
                 }
                 let outcome = match outcome.as_deref() {

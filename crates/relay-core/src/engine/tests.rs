@@ -29,6 +29,7 @@ fn moment(tokens: Option<u64>) -> Moment {
         model: Some("faux/faux-1".into()),
         context_window: Some(100_000),
         has_pending_messages: false,
+        pending_work: 0,
         cwd: "/work/project".into(),
         subagent: false,
     }
@@ -1571,4 +1572,46 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
     ]);
     let after = e.handle(&obs(Event::Context, None));
     assert_eq!(phase(&after), Some(json!("idle")));
+}
+
+/// The settle point of a completed run with a large context asks for an idle handoff when the
+/// user has a follow-up queued (`hasPendingMessages`) or the host reports pending work
+/// (`pendingWork`); with neither, or in an aborted run, the run simply stops.
+#[test]
+fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
+    let settle = |pending_messages: bool, pending_work: u32, outcome: Option<&str>| {
+        let mut e = engine();
+        let sources = ConfigSources {
+            global: Some(
+                json!({"relay": {"budget": {"mode": "enforce", "idleMinTokens": 10000,
+                "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
+            ),
+            cwd: Some("/work/project".into()),
+            ..ConfigSources::default()
+        };
+        assert!(e.configure(&sources).is_empty());
+        let mut b = Branch::new();
+        e.append(&[b.user("go")]);
+        e.handle(&obs(Event::BeforeAgentStart, None));
+        e.append(&[b.answer("waiting", 15_000)]);
+        e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(15_000)));
+        let mut o = obs(
+            Event::AgentBeforeSettle {
+                outcome: outcome.map(str::to_string),
+            },
+            Some(15_000),
+        );
+        o.moment.has_pending_messages = pending_messages;
+        o.moment.pending_work = pending_work;
+        e.handle(&o).result
+    };
+    for (messages, work) in [(true, 0), (false, 3)] {
+        let Some(HookResult::Continue { continuation }) = settle(messages, work, None) else {
+            panic!("expected the idle handoff request ({messages}, {work})")
+        };
+        assert_eq!(continuation.custom_type, HANDOFF_REQUEST_TYPE);
+        assert!(continuation.content.contains("work is still pending"));
+    }
+    assert!(settle(false, 0, None).is_none());
+    assert!(settle(true, 1, Some("aborted")).is_none());
 }

@@ -74,6 +74,12 @@ pub struct Moment {
     pub context_window: Option<u64>,
     /// `ctx.hasPendingMessages()`: the user has a prompt queued.
     pub has_pending_messages: bool,
+    /// Background work the session still waits for (jobs, watches, subagents), as a host
+    /// integration reports it: the extension reads the process-wide
+    /// `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0). With a large
+    /// context, pending work at the settle point asks for an idle handoff.
+    #[serde(default)]
+    pub pending_work: u32,
     pub cwd: String,
     /// This runtime was bound while another Relay runtime was already bound in the same process
     /// (an SDK child session): the hosting rule's answer. The budget policy then uses the

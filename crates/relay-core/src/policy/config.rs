@@ -682,7 +682,13 @@ pub struct PolicyParams {
     pub thresholds: Thresholds,
     pub max_handoffs_per_session: u32,
     pub loop_guard: LoopGuard,
+    /// `idleMinTokens`: the settle-time context size from which pending work asks for an idle
+    /// handoff.
+    pub idle_min_tokens: u64,
 }
+
+/// `idleMinTokens` when the configuration has none.
+pub const DEFAULT_IDLE_MIN_TOKENS: u64 = 300_000;
 
 impl PolicyParams {
     pub fn resolve(
@@ -702,6 +708,7 @@ impl PolicyParams {
             ),
             max_handoffs_per_session: cfg.max_handoffs_per_session,
             loop_guard: cfg.loop_guard,
+            idle_min_tokens: cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS),
         }
     }
 }

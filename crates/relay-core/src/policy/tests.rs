@@ -33,6 +33,7 @@ fn params() -> PolicyParams {
         thresholds: TH,
         max_handoffs_per_session: 10,
         loop_guard: LoopGuard::default(),
+        idle_min_tokens: 150_000,
     }
 }
 
@@ -116,6 +117,7 @@ fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
             PolicyEffect::RequestReset { source, .. } => match source {
                 ResetSource::Handoff => "reset:handoff".to_string(),
                 ResetSource::Forced => "reset:forced".to_string(),
+                ResetSource::Idle => "reset:idle".to_string(),
             },
             PolicyEffect::Continue { .. } => "continue".to_string(),
             PolicyEffect::Event { name, .. } => format!("event:{name}"),
@@ -151,8 +153,17 @@ fn transition_matrix() {
             "turn_end stopping",
             PolicyInput::TurnEnd { continues: false },
         ),
-        ("before_settle", PolicyInput::BeforeSettle),
+        (
+            "before_settle",
+            PolicyInput::BeforeSettle {
+                pending_work: false,
+            },
+        ),
         ("reset_applied", PolicyInput::ResetApplied),
+        (
+            "before_settle pending",
+            PolicyInput::BeforeSettle { pending_work: true },
+        ),
     ];
     const TC: &str = "event:threshold_crossed";
     const FA: &str = "event:fallback_armed";
@@ -160,19 +171,20 @@ fn transition_matrix() {
     const TB: &str = "event:tool_blocked";
     const RA: &str = "event:reset_applied";
     const HC: &str = "event:handoff_committed";
+    const IR: &str = "event:idle_handoff_requested";
     #[rustfmt::skip]
     let table: Vec<(Phase, Vec<Expected>)> = vec![
         (Idle, vec![
             (Idle, vec![]), (Idle, vec![]), (SoftNotified, vec![TC, "notify"]), (HandoffRequired, vec![TC]),
             (FallbackArmed, vec![TC, FA]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]),
             (HandoffPendingCommit, vec![HW]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]), (Idle, vec![]),
-            (Idle, vec![RA]),
+            (Idle, vec![RA]), (Idle, vec![]),
         ]),
         (SoftNotified, vec![
             (SoftNotified, vec![]), (Idle, vec![]), (SoftNotified, vec![]), (HandoffRequired, vec![TC]),
             (FallbackArmed, vec![TC, FA]), (SoftNotified, vec![]), (SoftNotified, vec![]), (SoftNotified, vec![]),
             (HandoffPendingCommit, vec![HW]), (SoftNotified, vec![]), (SoftNotified, vec![]), (SoftNotified, vec![]),
-            (SoftNotified, vec![]), (Idle, vec![RA]),
+            (SoftNotified, vec![]), (Idle, vec![RA]), (SoftNotified, vec![IR, "continue"]),
         ]),
         (HandoffRequired, vec![
             (HandoffRequired, vec![]), (Idle, vec![]), (SoftNotified, vec![]), (HandoffRequired, vec![]),
@@ -180,6 +192,7 @@ fn transition_matrix() {
             (HandoffRequired, vec![]), (HandoffPendingCommit, vec![HW]), (HandoffRequired, vec![]),
             (HandoffRequired, vec![]), (HandoffRequired, vec![]),
             (HandoffRequired, vec!["event:settle_continuation", "continue"]), (Idle, vec![RA]),
+            (HandoffRequired, vec!["event:settle_continuation", "continue"]),
         ]),
         (HandoffPendingCommit, vec![
             (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]), (HandoffPendingCommit, vec![]),
@@ -188,12 +201,13 @@ fn transition_matrix() {
             (HandoffPendingCommit, vec![HW]), (HandoffRequired, vec!["event:handoff_invalidated"]),
             (Compacting, vec![HC, "reset:handoff"]), (Compacting, vec![HC, "reset:handoff"]),
             (Compacting, vec![HC, "reset:handoff"]), (Idle, vec![RA]),
+            (Compacting, vec![HC, "reset:handoff"]),
         ]),
         (Compacting, vec![
             (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![]),
             (Compacting, vec![]), (Compacting, vec![]), (Compacting, vec![TB, "block"]), (Compacting, vec![]),
             (Compacting, vec!["event:handoff_ignored"]), (Compacting, vec![]), (Compacting, vec![]),
-            (Compacting, vec![]), (Compacting, vec![]), (Idle, vec![RA]),
+            (Compacting, vec![]), (Compacting, vec![]), (Idle, vec![RA]), (Compacting, vec![]),
         ]),
         (FallbackArmed, vec![
             (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![]), (FallbackArmed, vec![]),
@@ -201,6 +215,7 @@ fn transition_matrix() {
             (FallbackArmed, vec![]), (HandoffPendingCommit, vec![HW]), (FallbackArmed, vec![]),
             (FallbackArmed, vec![]), (FallbackArmed, vec![]),
             (FallbackArmed, vec!["event:settle_continuation", "continue"]), (Idle, vec![RA]),
+            (FallbackArmed, vec!["event:settle_continuation", "continue"]),
         ]),
     ];
     let mut rows = 0;
@@ -223,7 +238,7 @@ fn transition_matrix() {
             rows += 1;
         }
     }
-    assert_eq!(rows, 6 * 14);
+    assert_eq!(rows, 6 * 15);
 }
 
 #[test]
@@ -298,13 +313,31 @@ fn sibling_that_finished_after_the_handoff_invalidates_it_a_blocked_one_does_not
 fn settle_continuation_once_per_external_run() {
     let p = params();
     let s = state_in(Phase::HandoffRequired);
-    let (s, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
     assert!(kinds(&fx).contains(&"continue".to_string()));
     // Internal agent_start does not reach the policy; a second settle in the same run is quiet.
-    let (s, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
     assert!(fx.is_empty());
     let (s, _) = step(&s, &p, &PolicyInput::BeforeAgentStart);
-    let (_, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    let (_, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
     assert!(kinds(&fx).contains(&"continue".to_string()));
 }
 
@@ -356,7 +389,13 @@ fn budget_commits_count_and_the_cap_falls_back_before_another() {
     // A handoff cannot bypass the cap.
     let (s, fx) = step(&s, &p, &written());
     assert_eq!(kinds(&fx), ["event:handoff_ignored"]);
-    let (s, fx) = step(&s, &p, &PolicyInput::BeforeSettle);
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
     let reset = fx
         .iter()
         .find(|e| matches!(e, PolicyEffect::RequestReset { .. }))
@@ -495,7 +534,13 @@ fn observe_converts_every_effect_and_changes_nothing_real() {
 fn off_mode_only_measures() {
     let p = params();
     let s = state_in(Phase::HandoffRequired);
-    for input in [call("x", "bash"), PolicyInput::BeforeSettle, usage(400_000)] {
+    for input in [
+        call("x", "bash"),
+        PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+        usage(400_000),
+    ] {
         let (n, fx) = step_mode(Mode::Off, &s, &p, &input);
         assert!(fx.is_empty());
         assert_eq!(n.phase, s.phase);
@@ -743,4 +788,159 @@ fn rendered_texts() {
         "forced_note_loop",
         render_forced_reset_note(FallbackReason::Loop, &params())
     );
+}
+
+fn settle(pending_work: bool) -> PolicyInput {
+    PolicyInput::BeforeSettle { pending_work }
+}
+
+fn names(fx: &[PolicyEffect]) -> Vec<String> {
+    kinds(fx)
+}
+
+#[test]
+fn idle_request_at_the_settle_point_needs_pending_work_and_a_large_context() {
+    let p = params();
+    // Below idleMinTokens, or nothing pending: the run simply stops.
+    let (_, fx) = step(&base(149_999), &p, &settle(true));
+    assert!(fx.is_empty());
+    let (_, fx) = step(&base(400_000), &p, &settle(false));
+    assert!(fx.is_empty());
+    // Unknown tokens (fresh after a reset) never ask.
+    let fresh = PolicyState {
+        tokens: None,
+        ..base(0)
+    };
+    assert!(step(&fresh, &p, &settle(true)).1.is_empty());
+    // At idleMinTokens with work pending: one continuation asking for a handoff.
+    let (s, fx) = step(&base(150_000), &p, &settle(true));
+    assert_eq!(names(&fx), ["event:idle_handoff_requested", "continue"]);
+    assert!(s.idle_requested);
+    assert_eq!(s.phase, Phase::Idle);
+    let PolicyEffect::Event { fields, .. } = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(
+        fields,
+        &json!({"tokens": 150_000, "idleMinTokens": 150_000, "requiresHandoff": true})
+    );
+    // No second request while it is open, also across internal continuations (no
+    // BeforeAgentStart between them) and turn ends.
+    let (s, _) = step(&s, &p, &PolicyInput::TurnEnd { continues: false });
+    let (s, fx) = step(&s, &p, &settle(true));
+    assert!(fx.is_empty());
+    // The run's one handoff request is spent: a handoff threshold crossed later in it gets no
+    // settle continuation of its own.
+    let required = PolicyState {
+        phase: Phase::HandoffRequired,
+        ..s.clone()
+    };
+    assert!(step(&required, &p, &settle(false)).1.is_empty());
+    // A genuinely new external run ends the request: its settle point may ask again.
+    let (s, _) = step(&s, &p, &PolicyInput::BeforeAgentStart);
+    assert!(!s.idle_requested);
+    let (_, fx) = step(&s, &p, &settle(true));
+    assert_eq!(names(&fx), ["event:idle_handoff_requested", "continue"]);
+}
+
+#[test]
+fn idle_handoff_blocks_other_tools_and_commits_an_uncounted_idle_reset_at_turn_end() {
+    let p = params();
+    let (s, _) = step(&base(200_000), &p, &settle(true));
+    // The model writes the handoff in the continuation: an idle commit, not forced (the
+    // duplicate back-off applies).
+    let (s, fx) = step(&s, &p, &written());
+    assert_eq!(names(&fx), ["event:handoff_written"]);
+    assert_eq!(s.phase, Phase::HandoffPendingCommit);
+    assert_eq!(s.pending.as_ref().map(|h| h.kind), Some(CommitKind::Idle));
+    assert!(!handoff_is_forced(&s));
+    // Every other tool is blocked until the turn ends; the handoff tool is not.
+    let (s, fx) = step(&s, &p, &call("b", "bash"));
+    assert_eq!(names(&fx), ["event:tool_blocked", "block"]);
+    let (s, fx) = step(&s, &p, &call("h", HANDOFF_TOOL));
+    assert!(fx.is_empty());
+    // The blocked call's result does not invalidate the handoff.
+    let (s, fx) = step(&s, &p, &finished("b", "bash", false));
+    assert!(fx.is_empty());
+    // The same turn end commits it as an idle reset that continues the run.
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
+    assert_eq!(names(&fx), ["event:handoff_committed", "reset:idle"]);
+    let PolicyEffect::Event { fields, .. } = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(fields["source"], "idle");
+    assert_eq!(
+        fx[1],
+        PolicyEffect::RequestReset {
+            source: ResetSource::Idle,
+            kind: CommitKind::Idle,
+            handoff_path: Some("/r/.ai-work/handoffs/s-2.md".into()),
+            continue_run: true,
+            at_turn_end: true,
+            note: None,
+        }
+    );
+    assert_eq!(s.committing, Some(CommitKind::Idle));
+    // Applied: nothing counted toward the cap or the loop guard; the request is over.
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!((s.handoffs_committed, s.unproductive_commits.len()), (0, 0));
+    assert!(!s.idle_requested);
+    assert_eq!(s.phase, Phase::Idle);
+}
+
+#[test]
+fn idle_handoff_is_invalidated_by_real_tool_activity_and_not_asked_again() {
+    let p = params();
+    let (s, _) = step(&base(200_000), &p, &settle(true));
+    let (s, _) = step(&s, &p, &written());
+    // A tool that was already running and finishes after the handoff makes it stale.
+    let (s, fx) = step(&s, &p, &finished("r", "read", true));
+    assert_eq!(names(&fx), ["event:handoff_invalidated"]);
+    assert_eq!((s.phase, s.pending.clone()), (Phase::Idle, None));
+    // The turn end commits nothing and the same run's settle point does not ask again.
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: false });
+    assert!(fx.is_empty());
+    assert!(step(&s, &p, &settle(true)).1.is_empty());
+}
+
+#[test]
+fn idle_commit_at_the_cap_still_commits_and_counts_nothing() {
+    let p = PolicyParams {
+        max_handoffs_per_session: 1,
+        ..params()
+    };
+    let s = PolicyState {
+        handoffs_committed: 1,
+        ..base(200_000)
+    };
+    let (s, _) = step(&s, &p, &settle(true));
+    let (s, _) = step(&s, &p, &written());
+    let (s, fx) = step(&s, &p, &settle(true));
+    assert_eq!(names(&fx), ["event:handoff_committed", "reset:idle"]);
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!(s.handoffs_committed, 1);
+}
+
+#[test]
+fn idle_request_in_observe_is_would_events_with_requires_handoff() {
+    let p = params();
+    let (s, fx) = step_mode(Mode::Observe, &base(200_000), &p, &settle(true));
+    assert_eq!(fx.len(), 2);
+    let PolicyEffect::Event { name, fields } = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(name, "would_idle_handoff_requested");
+    assert_eq!(fields["requiresHandoff"], true);
+    let PolicyEffect::Event { name, .. } = &fx[1] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(name, "would_continue");
+    // The same latch as enforcement: no second preview in this run.
+    assert!(s.projected && s.idle_requested);
+    assert!(step_mode(Mode::Observe, &s, &p, &settle(true)).1.is_empty());
+}
+
+#[test]
+fn idle_continuation_text() {
+    snap!(render_idle_continuation(Some(320_000), 300_000));
 }

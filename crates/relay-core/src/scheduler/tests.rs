@@ -516,6 +516,16 @@ fn rows() -> Vec<Row> {
             quiet(I::ForcedResetRequested { source: S::Idle, at_turn_end: true }),
             on(turn_end(true), reset(1, S::Forced, false)),
         ]),
+        row("an idle handoff's commit outranks new_context in the same batch: one idle reset at the turn end", vec![
+            quiet(START),
+            quiet(I::NewContextCalled),
+            quiet(I::ForcedResetRequested { source: S::Idle, at_turn_end: true }),
+            Step::Pending(Some(S::Idle)),
+            on(turn_end(false), reset(1, S::Idle, true)),
+            quiet(I::ResetApplied { attempt: 1 }),
+            Step::Pending(None),
+            on(settle(false), vec![]),
+        ]),
         row("a crossing after the borrowed turn resets at the next turn_end (no second borrow)", vec![
             quiet(START),
             on(hook(R::Threshold, false), borrow()),

@@ -28,6 +28,7 @@ fn moment() -> Moment {
         model: Some("faux/faux-1".into()),
         context_window: Some(100_000),
         has_pending_messages: false,
+        pending_work: 0,
         cwd: "/work/project".into(),
         subagent: false,
     }
