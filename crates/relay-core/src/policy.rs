@@ -94,6 +94,9 @@ pub enum FallbackReason {
     /// `loop.maxHandoffsWithoutProgress` commits within `loop.withinTurns` turns without a
     /// successful non-handoff tool.
     Loop,
+    /// Relay's own reset failed three times in this window (or failed for good): the window
+    /// cannot be reset by retrying, so tools stay blocked until a mechanical reset succeeds.
+    CompactionFailure,
 }
 
 impl FallbackReason {
@@ -102,6 +105,7 @@ impl FallbackReason {
             FallbackReason::Hard => "hard",
             FallbackReason::Cap => "cap",
             FallbackReason::Loop => "loop",
+            FallbackReason::CompactionFailure => "compaction_failure",
         }
     }
 }
@@ -262,6 +266,9 @@ pub enum PolicyInput {
     },
     /// A reset (any source) was applied: new window, floor unknown.
     ResetApplied,
+    /// Relay's own reset failed for the third time in this window (or failed for good): arm the
+    /// fallback with [`FallbackReason::CompactionFailure`], whatever phase the policy was in.
+    CompactionFailed,
     /// The reset this policy requested will not happen (the run was aborted, the session
     /// navigated, Relay was switched off, or Pi rejected it): leave `Compacting` and return to the
     /// phase the request came from, so enforcement goes on.
@@ -762,6 +769,11 @@ pub fn step(
                 ));
             }
         }
+        PolicyInput::CompactionFailed => {
+            s.committing = None;
+            s.pending = None;
+            arm_fallback(&mut s, params, FallbackReason::CompactionFailure, &mut fx);
+        }
         PolicyInput::ResetApplied => {
             if let Some(kind) = s.committing.take() {
                 if kind.counts() {
@@ -948,6 +960,11 @@ pub fn render_block_fallback(
              the context will be reset mechanically and the user decides how to continue.",
             p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
         ),
+        FallbackReason::CompactionFailure => "Blocked: Relay could not reset this context window: \
+             its reset failed three times. Do not call more tools and do not hand off again. End \
+             your turn now: the context will be reset mechanically and the user decides how to \
+             continue."
+            .to_string(),
     }
 }
 
@@ -1011,6 +1028,9 @@ pub fn render_forced_reset_note(reason: FallbackReason, p: &PolicyParams) -> Str
             "{} handoffs within {} turns made no progress",
             p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
         ),
+        FallbackReason::CompactionFailure => {
+            "Relay's reset of the window failed three times (compaction failure)".to_string()
+        }
     };
     format!(
         "The previous context window was reset mechanically because {why}. No handoff was \

@@ -50,6 +50,7 @@
 //! | `agent_settled` | the run is over; an attempt still unresolved is abandoned |
 //! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
 //! | reset rejected (matching attempt) | attempt done; a window-full reset (fallback, threshold, overflow) is retried at the next settle point or compaction hook, without borrowing; others are not retried |
+//! | [`Scheduler::give_up_retry`] (third failure in a window, or a cancelled reset) | no retry left pending |
 //! | stale attempt id | ignored |
 //! | shutdown / session start / tree navigation / toggle | drop pending work and the in-flight attempt; the engine restores the allowance from the branch |
 //!
@@ -504,6 +505,13 @@ impl Scheduler {
         if reset_failed && self.accepts_requests() {
             self.retry = true;
         }
+    }
+
+    /// Relay gives up retrying the current window's rejected reset (its third failure in the
+    /// window, or a benign cancellation): no retry is left pending. The engine arms the budget
+    /// fallback instead when the failure counts.
+    pub fn give_up_retry(&mut self) {
+        self.retry = false;
     }
 
     /// Whether the next overflow hook may reset: false when overflow recovery is off or the

@@ -38,6 +38,9 @@ pub(super) struct WindowState {
     /// The notice of a rejected window-full reset (`details.retry`): the window waits for its
     /// retry.
     pub(super) reset_failed_at: Option<usize>,
+    /// Every notice of a failed reset Relay owns in this window (not the user's `/compact`):
+    /// the failure count is a projection of the branch.
+    pub(super) owned_failures_at: Vec<usize>,
     /// Positions of the window's user messages, oldest first: the boot block of an automatic
     /// reset repeats the newest of them (their texts are in the history arena), and an overflow
     /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
@@ -374,6 +377,9 @@ impl Mirror {
                 if details.get("retry").and_then(Value::as_bool) == Some(true) {
                     self.current.reset_failed_at = Some(pos);
                 }
+                if details.get("source").and_then(Value::as_str) != Some("manual") {
+                    self.current.owned_failures_at.push(pos);
+                }
                 Observed::Other
             }
             EntryKind::CustomMessage {
@@ -476,6 +482,9 @@ impl Mirror {
         }
         if w.rearmed_at.is_some_and(|p| p >= len) {
             w.rearmed_at = None;
+        }
+        while w.owned_failures_at.last().is_some_and(|&p| p >= len) {
+            w.owned_failures_at.pop();
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();

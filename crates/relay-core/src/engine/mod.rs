@@ -77,7 +77,13 @@ use crate::render::{
     render_overflow_exhausted, render_overflow_recovery_off, render_reset_failed,
     render_reset_failed_notice, render_tree_summary_refused,
 };
-use crate::scheduler::{AttemptId, CompactReason, Outcome, SchedInput, SchedOutput, Scheduler};
+use crate::scheduler::{
+    AttemptId, CompactReason, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
+};
+
+/// The failure of a reset Relay owns that arms the budget fallback ("compaction failure") in
+/// its window: the first two are retried at the next eligible boundary.
+const MAX_OWNED_RESET_FAILURES: usize = 3;
 
 use budget::Budget;
 use configure::Settings;
@@ -187,7 +193,20 @@ impl Engine {
     /// model a message that the window did not reset. Nothing else changes: the window and its
     /// history stay as they were, the borrowed turn stays spent, and the next reset opportunity
     /// (the next prompt's threshold check, `new_context`, `/compact`) resets without borrowing.
-    fn reject_reset(&mut self, attempt: AttemptId, reply: &mut HookReply) {
+    ///
+    /// A cancelled reset Relay owns (`cancelled`: Pi reports the compaction aborted) is benign:
+    /// no warning, no retry, no count. A failure of a reset Relay owns (every source but the user's
+    /// `/compact`) is counted from the window's `relay/reset-failed` notices on the branch: the
+    /// first two leave their retry for the next eligible boundary, the third gives up retrying
+    /// and arms the budget fallback ("compaction failure"). A failed `/compact` is the user's: a
+    /// warning, no retry, no fallback.
+    fn reject_reset(
+        &mut self,
+        attempt: AttemptId,
+        cancelled: bool,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
         let source = match self.scheduler.in_flight() {
             Some((id, source)) if id == attempt => Some(source),
             _ => None,
@@ -196,6 +215,20 @@ impl Engine {
         let Some(source) = source.filter(|_| self.enabled()) else {
             return;
         };
+        let owned = source != ResetSource::Manual;
+        if cancelled && owned {
+            self.scheduler.give_up_retry();
+            return;
+        }
+        let failures = if owned {
+            self.mirror.current_window().owned_failures_at.len() + 1
+        } else {
+            0
+        };
+        let give_up = failures >= MAX_OWNED_RESET_FAILURES;
+        if give_up {
+            self.scheduler.give_up_retry();
+        }
         let retry = self.scheduler.retry_pending();
         reply.effects.push(Effect::Notify {
             text: render_reset_failed_notice(source.as_str()),
@@ -207,10 +240,18 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
-            details: Some(
-                serde_json::json!({ "attempt": attempt, "source": source.as_str(), "retry": retry }),
-            ),
+            details: Some(serde_json::json!({
+                "attempt": attempt,
+                "source": source.as_str(),
+                "retry": retry,
+                "failures": failures,
+            })),
         });
+        if give_up {
+            let fx = self.policy_step(PolicyInput::CompactionFailed);
+            self.apply_policy(fx, moment, reply);
+            self.budget.forced = None;
+        }
     }
 
     /// Telemetry and warnings of an overflow hook that was answered: the backstop's reset (with
@@ -428,7 +469,7 @@ impl Engine {
                 if let Some(attempt) = self.outstanding.reset.take() {
                     // The reset handed out at this settle point never reached the branch (Pi
                     // found the boundary draft invalid, or the run ended before it was applied).
-                    self.reject_reset(attempt, &mut reply);
+                    self.reject_reset(attempt, false, moment, &mut reply);
                 }
                 self.run_active = false;
                 self.scheduler
@@ -448,7 +489,7 @@ impl Engine {
                 match answered {
                     Some(attempt) => {
                         self.outstanding.reset = None;
-                        self.reject_reset(attempt, &mut reply);
+                        self.reject_reset(attempt, *aborted, moment, &mut reply);
                     }
                     // Pi gave up on an overflow without calling the hook: its one
                     // compact-and-retry (Relay's overflow reset) is spent and the retry overflowed.

@@ -1099,6 +1099,75 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
     assert!(settle.result.is_none());
 }
 
+/// A reset Relay owns that Pi reports cancelled (`aborted`) is benign: no warning, no notice,
+/// no retry. A failed one is reported and retried at the next settle point, with its failure
+/// count in the notice's details.
+#[test]
+fn a_cancelled_owned_reset_is_benign_and_a_failed_one_is_counted_and_retried() {
+    let threshold = || {
+        obs(
+            Event::SessionBeforeCompact {
+                reason: "threshold".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(150_000),
+        )
+    };
+    let failed = |aborted| {
+        obs(
+            Event::SessionCompactFailed {
+                reason: Some("threshold".into()),
+                aborted,
+            },
+            None,
+        )
+    };
+    let settle = || {
+        obs(
+            Event::AgentBeforeSettle {
+                outcome: Some("completed".into()),
+            },
+            None,
+        )
+    };
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("Work on the parser.")]);
+    assert!(matches!(
+        e.handle(&threshold()).result,
+        Some(HookResult::Reset { .. })
+    ));
+    let cancelled = e.handle(&failed(true));
+    assert!(notify_texts(&cancelled).is_empty(), "no warning");
+    assert!(sends(&cancelled, RESET_FAILED_TYPE).is_empty(), "no notice");
+    assert!(e.handle(&settle()).result.is_none(), "no retry");
+
+    assert!(matches!(
+        e.handle(&threshold()).result,
+        Some(HookResult::Reset { .. })
+    ));
+    let rejected = e.handle(&failed(false));
+    assert!(notify_texts(&rejected).contains("was not reset"));
+    assert_eq!(sends(&rejected, RESET_FAILED_TYPE).len(), 1);
+    let details = rejected
+        .effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Send { details, .. } => details.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (details["retry"].clone(), details["failures"].clone()),
+        (json!(true), json!(1))
+    );
+    assert!(
+        matches!(e.handle(&settle()).result, Some(HookResult::Reset { .. })),
+        "the next settle point retries"
+    );
+}
+
 /// A session written by an earlier Relay (commit type in `details.kind`) and one written now
 /// (`kind` "handoff"/"reset", commit type in `details.commit`) count the same commits after a
 /// reload: budget, hard and forcedHard count; voluntary, forcedGuard, idle and unknown ones never.

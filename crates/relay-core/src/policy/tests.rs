@@ -788,6 +788,70 @@ fn rendered_texts() {
         "forced_note_loop",
         render_forced_reset_note(FallbackReason::Loop, &params())
     );
+    snap!(
+        "block_fallback_compaction_failure",
+        render_block_fallback(FallbackReason::CompactionFailure, Some(80_000), &params())
+    );
+    snap!(
+        "forced_note_compaction_failure",
+        render_forced_reset_note(FallbackReason::CompactionFailure, &params())
+    );
+}
+
+/// Relay's reset failed for the third time while the policy waited for it (`Compacting`): the
+/// fallback arms with "compaction failure", blocks tools and ends the run, a handoff cannot
+/// bypass it, the settle point resets mechanically without a continuation (uncounted), and the
+/// applied reset disarms it.
+#[test]
+fn compaction_failure_arms_the_fallback_until_a_reset_applies() {
+    let p = params();
+    let (s, _) = step(&PolicyState::default(), &p, &usage(10_000));
+    let (s, _) = step(&s, &p, &usage(250_000));
+    assert_eq!(s.phase, Phase::HandoffRequired);
+    let (s, _) = step(&s, &p, &written());
+    let (s, _) = step(&s, &p, &PolicyInput::TurnEnd { continues: false });
+    assert_eq!(s.phase, Phase::Compacting);
+    let (s, fx) = step(&s, &p, &PolicyInput::CompactionFailed);
+    assert_eq!(s.phase, Phase::FallbackArmed);
+    assert_eq!(s.fallback, Some(FallbackReason::CompactionFailure));
+    assert_eq!((s.committing, s.pending.is_none()), (None, true));
+    assert_eq!(kinds(&fx), ["event:fallback_armed"]);
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+        },
+    );
+    let block = fx.iter().find_map(|f| match f {
+        PolicyEffect::Block { reason, terminate } => Some((reason.clone(), *terminate)),
+        _ => None,
+    });
+    let (reason, terminate) = block.unwrap();
+    assert!(reason.contains("its reset failed three times"), "{reason}");
+    assert!(terminate, "the user decides after a compaction failure");
+    let (s, fx) = step(&s, &p, &written());
+    assert_eq!(kinds(&fx), ["event:handoff_ignored"]);
+    let (s, fx) = step(&s, &p, &settle(false));
+    let reset = fx.iter().find_map(|f| match f {
+        PolicyEffect::RequestReset {
+            kind,
+            continue_run,
+            note,
+            ..
+        } => Some((*kind, *continue_run, note.clone())),
+        _ => None,
+    });
+    let (kind, continue_run, note) = reset.unwrap();
+    assert_eq!((kind, continue_run), (CommitKind::ForcedGuard, false));
+    assert!(note.unwrap().contains("(compaction failure)"));
+    let (s, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!((s.phase, s.fallback), (Phase::Idle, None));
+    assert_eq!(
+        s.handoffs_committed, 0,
+        "a compaction-failure reset never counts"
+    );
 }
 
 fn settle(pending_work: bool) -> PolicyInput {

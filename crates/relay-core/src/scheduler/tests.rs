@@ -27,6 +27,8 @@ enum Step {
     InFlight(Option<AttemptId>),
     /// The engine's verdict on overflow recovery ([`Scheduler::allow_overflow_reset`]).
     AllowOverflow(bool),
+    /// The engine gives up the retry ([`Scheduler::give_up_retry`]): third failure or a cancel.
+    GiveUpRetry,
 }
 
 struct Row {
@@ -340,6 +342,38 @@ fn rows() -> Vec<Row> {
             quiet(I::Invalidate),
             Step::Pending(None),
         ]),
+        row("a given-up retry (third failure, or a cancelled reset) leaves nothing pending; a later crossing borrows nothing", vec![
+            quiet(START),
+            on(hook(R::Threshold, false), borrow()),
+            quiet(I::AgentEnd),
+            on(settle(false), reset(1, S::Fallback, true)),
+            quiet(I::ResetRejected { attempt: 1 }),
+            Step::Pending(Some(S::Fallback)),
+            Step::GiveUpRetry,
+            Step::Pending(None),
+            quiet(DONE),
+            quiet(START),
+            on(settle(false), vec![]),
+            Step::Allow(A::Spent),
+        ]),
+        row("stale callbacks: an abort, new input, a session switch or shutdown end the attempt; its late outcome changes nothing", vec![
+            quiet(START),
+            tool(Scheduled),
+            on(settle(false), reset(1, S::NewContext, true)),
+            quiet(I::Settled { aborted: true }),
+            Step::InFlight(None),
+            quiet(START),
+            tool(Scheduled),
+            quiet(I::ResetRejected { attempt: 1 }),
+            quiet(I::ResetApplied { attempt: 1 }),
+            Step::Pending(Some(S::NewContext)),
+            on(settle(false), reset(2, S::NewContext, true)),
+            quiet(I::Invalidate),
+            Step::InFlight(None),
+            quiet(I::ResetRejected { attempt: 2 }),
+            Step::Pending(None),
+            Step::Allow(A::Available),
+        ]),
         row("a rejected threshold reset is retried by the next hook; a rejected manual one is not", vec![
             on(hook(R::Threshold, true), reset(1, S::Threshold, false)),
             quiet(I::ResetRejected { attempt: 1 }),
@@ -626,6 +660,7 @@ fn run_row(row: &Row) {
             Step::Allow(a) => assert_eq!(s.allowance(), *a, "{}", at()),
             Step::InFlight(id) => assert_eq!(s.in_flight().map(|(id, _)| id), *id, "{}", at()),
             Step::AllowOverflow(allowed) => s.allow_overflow_reset(*allowed),
+            Step::GiveUpRetry => s.give_up_retry(),
         }
     }
 }
