@@ -797,6 +797,17 @@ pub fn step(
     (s, fx)
 }
 
+/// A mode change disarms the fallback a compaction failure armed (the user changed the
+/// situation; Relay's next reset is tried afresh). Other fallbacks stay.
+fn disarm_compaction_failure(s: &mut PolicyState) {
+    if s.phase == Phase::FallbackArmed && s.fallback == Some(FallbackReason::CompactionFailure) {
+        s.phase = Phase::Idle;
+        s.fallback = None;
+        s.fallback_turns = 0;
+        s.soft_latched = false;
+    }
+}
+
 /// The transition under a mode.
 ///
 /// - **off**: only measurements (tokens, floor, turns) are updated; no effects at all.
@@ -815,6 +826,7 @@ pub fn step_mode(
     match mode {
         Mode::Off => {
             let mut s = leave_projection(state);
+            disarm_compaction_failure(&mut s);
             measure(&mut s, input);
             if matches!(input, PolicyInput::ResetApplied) {
                 s.phase = Phase::Idle;
@@ -828,6 +840,8 @@ pub fn step_mode(
         Mode::Observe => {
             let mut base = state.clone();
             if !base.projected {
+                // Entering observe from enforce: a mode change disarms a compaction failure.
+                disarm_compaction_failure(&mut base);
                 base.projected = true;
                 base.actual_commits =
                     Some((base.handoffs_committed, base.unproductive_commits.clone()));

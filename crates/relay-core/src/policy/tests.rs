@@ -1008,3 +1008,31 @@ fn idle_request_in_observe_is_would_events_with_requires_handoff() {
 fn idle_continuation_text() {
     snap!(render_idle_continuation(Some(320_000), 300_000));
 }
+
+/// A mode change (enforce to observe or off) disarms a compaction-failure fallback; a cap
+/// fallback stays armed across the same change.
+#[test]
+fn a_mode_change_disarms_the_compaction_failure_fallback() {
+    let p = params();
+    let (armed, _) = step(&PolicyState::default(), &p, &PolicyInput::CompactionFailed);
+    assert_eq!(armed.fallback, Some(FallbackReason::CompactionFailure));
+    let tool = PolicyInput::ToolCall {
+        id: "c1".into(),
+        name: "bash".into(),
+    };
+    let (s, fx) = step_mode(Mode::Observe, &armed, &p, &tool);
+    assert_eq!((s.phase, s.fallback), (Phase::Idle, None));
+    assert!(fx.is_empty(), "{fx:?}");
+    let (s, _) = step_mode(Mode::Off, &armed, &p, &tool);
+    assert_eq!((s.phase, s.fallback), (Phase::Idle, None));
+    let (s, fx) = step_mode(Mode::Enforce, &s, &p, &tool);
+    assert!(fx.is_empty(), "back in enforce nothing is blocked: {fx:?}");
+    assert_eq!(s.phase, Phase::Idle);
+    let cap = PolicyState {
+        phase: Phase::FallbackArmed,
+        fallback: Some(FallbackReason::Cap),
+        ..PolicyState::default()
+    };
+    let (s, _) = step_mode(Mode::Off, &cap, &p, &tool);
+    assert_eq!(s.fallback, Some(FallbackReason::Cap));
+}
