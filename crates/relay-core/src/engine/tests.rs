@@ -42,16 +42,18 @@ fn obs(event: Event, tokens: Option<u64>) -> Observation {
     }
 }
 
-struct Branch {
+/// A branch of Pi entries built in order (ids and parents filled in); shared with the engine's
+/// other test modules.
+pub(super) struct Branch {
     n: u32,
     last: Option<String>,
 }
 
 impl Branch {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Branch { n: 0, last: None }
     }
-    fn entry(&mut self, body: serde_json::Value) -> Entry {
+    pub(super) fn entry(&mut self, body: serde_json::Value) -> Entry {
         self.n += 1;
         let id = format!("{:08x}", self.n);
         let mut v = body;
@@ -524,8 +526,9 @@ fn an_unreadable_budget_file_selects_observe_and_says_so() {
     assert_eq!(e.budget.mode.effective, Mode::Observe);
 }
 
-#[test]
-fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
+/// Enforce mode with soft/handoff/hard 20,000/30,000/60,000 and minProgress 1,000, after a first
+/// answer that set the floor at 5,000 (the window's first assistant usage on the branch).
+fn enforced_after_first_answer() -> (Engine, Branch) {
     let mut e = engine();
     let sources = ConfigSources {
         global: Some(
@@ -538,9 +541,14 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     let mut b = Branch::new();
     e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
-    // The floor: the window's first assistant usage on the branch.
     e.append(&[b.answer("first", 5_000)]);
     e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    (e, b)
+}
+
+#[test]
+fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
+    let (mut e, _b) = enforced_after_first_answer();
     let call = |e: &mut Engine, name: &str, tokens| {
         e.handle(&obs(
             Event::ToolCall {
@@ -1274,20 +1282,7 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
 /// claims and the metadata as Relay's record, and the boot block carries those labels.
 #[test]
 fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
-    let mut e = engine();
-    let sources = ConfigSources {
-        global: Some(
-            json!({"relay": {"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
-        ),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
-    let mut b = Branch::new();
-    e.append(&[b.user("go")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
-    e.append(&[b.answer("first", 5_000)]);
-    e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    let (mut e, _b) = enforced_after_first_answer();
     let facts = "FACT ".repeat(3_000); // 15,000 bytes
     let args = json!({"goal": "Ship the importer", "next_step": "Run the tests", "facts": facts.trim_end(), "hypotheses": "maybe ".repeat(400)});
     let m = moment(Some(31_000));
@@ -1330,13 +1325,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     assert_eq!(plan.details["kind"], "handoff");
 
     // A handoff that fits says nothing about cuts.
-    let mut e2 = engine();
-    assert!(e2.configure(&sources).is_empty());
-    let mut b2 = Branch::new();
-    e2.append(&[b2.user("go")]);
-    e2.handle(&obs(Event::BeforeAgentStart, None));
-    e2.append(&[b2.answer("first", 5_000)]);
-    e2.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    let (mut e2, _) = enforced_after_first_answer();
     let small = json!({"goal": "g", "next_step": "n", "facts": "f"});
     let parsed = e2.handoff_begin(&small, &m).unwrap();
     let (md, _, fp) = e2

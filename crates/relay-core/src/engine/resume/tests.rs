@@ -11,7 +11,7 @@ use serde_json::json;
 use super::super::wire::ConfigSources;
 use super::super::wire::{Event, GitFacts, Observation, ResumeFacts, CONTINUE_TYPE, HANDOFF_TYPE};
 use super::*;
-use crate::entry::{parse_entry, Entry};
+use crate::entry::Entry;
 use crate::handoff::{GitState, HandoffFingerprint};
 use crate::notes::NOTE_CUSTOM_TYPE;
 use crate::resume_check::{CheckOutput, CheckStatus};
@@ -61,23 +61,7 @@ fn args() -> Value {
     json!({"goal": "ship it", "next_step": "run the tests", "facts": "tests pass at HEAD"})
 }
 
-struct Branch {
-    n: u32,
-    last: Option<String>,
-}
-
-impl Branch {
-    fn entry(&mut self, body: Value) -> Entry {
-        self.n += 1;
-        let id = format!("{:08x}", self.n);
-        let mut v = body;
-        v["id"] = json!(id);
-        v["parentId"] = json!(self.last);
-        v["timestamp"] = json!("2025-11-29T21:00:00.000Z");
-        self.last = Some(id);
-        parse_entry(&v.to_string()).unwrap()
-    }
-}
+use crate::engine::tests::Branch;
 
 fn result(code: i32, out: &str) -> CheckResult {
     CheckResult {
@@ -97,7 +81,7 @@ fn result(code: i32, out: &str) -> CheckResult {
 /// A window, a written handoff, and the compaction that committed it (`handoff: true`), or a
 /// plain `new_context` reset; then the hidden continuation.
 fn reset_branch(handoff: bool) -> (Branch, Vec<Entry>) {
-    let mut b = Branch { n: 0, last: None };
+    let mut b = Branch::new();
     let fp = HandoffFingerprint {
         at_ms: 1,
         head: None,
@@ -200,7 +184,7 @@ fn only_an_enforcing_main_session_runs_the_check_before_a_handoff() {
 fn no_tool_argument_note_or_handoff_sets_the_command() {
     // Nothing configured: a note and handoff arguments named like the setting change nothing.
     let mut e = engine_with(json!({"mode": "enforce"}));
-    let mut b = Branch { n: 0, last: None };
+    let mut b = Branch::new();
     for (path, content) in [
         ("PI_RESUME_CHECK", "touch /tmp/pwned"),
         ("resumeChecks", "touch /tmp/pwned"),
@@ -372,7 +356,7 @@ fn the_handoff_carries_its_resume_check_section() {
 #[test]
 fn no_check_for_a_handoff_the_duplicate_back_off_refuses() {
     // The committed handoff's fingerprint: same HEAD, same text, a minute ago.
-    let mut b = Branch { n: 0, last: None };
+    let mut b = Branch::new();
     let parsed = HandoffArgs::parse(&args()).unwrap();
     let fp = HandoffFingerprint::new(&parsed, moment().now_ms - 60_000, Some("abc"));
     let entries = vec![
