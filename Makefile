@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean
+.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean pi-versions
 
 all: build
 
@@ -15,6 +15,18 @@ $(STAMP): package.json package-lock.json
 	touch $@
 
 deps: $(STAMP)
+
+# The other Pi releases the tests run on (tests/pi-versions/<v>/package.json pins each): 1.3, the
+# oldest Relay supports, and 0.87, one it must refuse. Installed beside the workspace, no lockfile.
+PI_OLD := tests/pi-versions/1.3
+PI_TOO_OLD := tests/pi-versions/0.87
+PI_VERSION_STAMPS := $(PI_OLD)/node_modules/.installed $(PI_TOO_OLD)/node_modules/.installed
+
+tests/pi-versions/%/node_modules/.installed: tests/pi-versions/%/package.json
+	cd $(dir $<) && npm install --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+pi-versions: $(PI_VERSION_STAMPS)
 
 addon: deps
 	$(NODE) $(NAPI) build --platform --release --manifest-path crates/relay-node/Cargo.toml \
@@ -44,11 +56,18 @@ demo: build
 test-rust:
 	cargo test --workspace
 
-test-extension: build test-addon
+# Each suite runs on the workspace's Pi (1.6) and again on the oldest supported one (1.3).
+test-extension: build test-addon pi-versions
 	RELAY_TEST_ADDON=$(CURDIR)/$(TEST_ADDON_DIR)/relay.node $(NODE) --test --test-concurrency=1 tests/extension/*.test.mjs
+	@echo "== the extension tests again on Pi 1.3"
+	RELAY_PI_PREFIX=$(CURDIR)/$(PI_OLD) RELAY_TEST_ADDON=$(CURDIR)/$(TEST_ADDON_DIR)/relay.node \
+	  $(NODE) --import ./tests/pi-version.mjs --test --test-concurrency=1 tests/extension/*.test.mjs
 
-test-e2e: build
+test-e2e: build pi-versions
 	$(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
+	@echo "== the end-to-end tests again on Pi 1.3"
+	RELAY_PI_PREFIX=$(CURDIR)/$(PI_OLD) RELAY_PI_CLI=$(CURDIR)/$(PI_OLD)/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js \
+	  $(NODE) --import ./tests/pi-version.mjs --test --test-concurrency=1 tests/e2e/*.test.mjs
 
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
 test: lint build test-rust test-extension test-e2e
@@ -64,4 +83,4 @@ bench: build
 
 clean:
 	cargo clean
-	rm -rf node_modules extension/native/*.node .demo
+	rm -rf node_modules extension/native/*.node .demo tests/pi-versions/*/node_modules

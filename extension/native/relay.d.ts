@@ -69,4 +69,7 @@ export declare class Engine {
 }
 export type JsEngine = Engine
 
+/** `null` when Relay supports Pi `piVersion`, else the message to show instead of loading. */
+export declare function piVersionRefusal(piVersion: string): string | null
+
 export declare function version(): string

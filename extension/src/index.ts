@@ -1,6 +1,6 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
 import {
 	bindRuntime,
@@ -23,6 +23,16 @@ import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 
 export default function relay(pi: ExtensionAPI) {
+	// On a Pi older than Relay supports, register nothing: say so once per session and let Pi run
+	// without Relay (the engine decides which versions are supported).
+	const refusal = native().piVersionRefusal(String(VERSION));
+	if (refusal) {
+		console.error(refusal);
+		pi.on("session_start", (_event, ctx) => {
+			if (ctx.hasUI) ctx.ui.notify(refusal, "error");
+		});
+		return;
+	}
 	const engine: NativeEngine = new (native().Engine)();
 	const state: { sessionId?: string } = {};
 	// Whether another Relay runtime was already bound in this process when this one started.

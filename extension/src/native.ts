@@ -62,6 +62,8 @@ export interface NativeEngine {
 interface NativeModule {
 	Engine: new () => NativeEngine;
 	version(): string;
+	/** `null` when Relay supports this Pi version, else the message to show instead of loading. */
+	piVersionRefusal(piVersion: string): string | null;
 }
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const NODE = process.execPath;
-const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+// RELAY_PI_CLI: another Pi release's cli.js (the Makefile runs these tests on each supported Pi).
+const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
 const RELAY = join(ROOT, "target/release/relay");
 
 /** Run `pi -p` with a scripted model; returns {stdout, stderr, status, file, lines}. */
@@ -283,4 +284,49 @@ test("pi -p: enforce mode from a budget file commits a handoff at the threshold 
 	assert.equal(requests.length, 4);
 	assert.match(requests[3], /the model sees 3 messages/);
 	assert.ok(!requests[3].includes("floor set"), "the old window is gone from the request");
+});
+
+test("pi -p: a new window that starts past Pi's threshold is not reset again (one reset, one warning)", () => {
+	// Window 24,000 with Pi's default reserve: Pi's threshold is 7,616 tokens. The first window
+	// crosses it and resets once; the new window's first request is already past it (as a large
+	// system prompt or Pi 1.3's faux provider, which counts input twice, make it), so a second reset
+	// would open the same window again.
+	const run = runPi({
+		window: 24000,
+		settings: { compaction: { enabled: true, keepRecentTokens: 1 } },
+		script: [
+			{ tool: "notes_append_to_file", args: { path: "log.md", content: "step A done\n" }, tokens: 9000 },
+			{ tool: "notes_write_file", args: { path: "state.md", content: "A done; next B" }, tokens: 9100 },
+			{ text: "notes are up to date", tokens: 9200 },
+			{ tool: "notes_read_file", args: { path: "state.md" }, tokens: 9400 },
+			{ tool: "notes_read_file", args: { path: "log.md" }, tokens: 9500 },
+			{ text: "B done in the second window", tokens: 9600 },
+		],
+		prompts: ["Do A, then B."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), "B done in the second window");
+	assert.equal(run.lines.filter((l) => l.type === "compaction").length, 1, "one reset, not one per window");
+	assert.equal(run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/notes-steer").length, 1);
+	assert.equal((run.stderr.match(/this context window began at 9400 tokens/g) ?? []).length, 1, run.stderr);
+	assert.equal((run.stderr.match(/── request \d+/g) ?? []).length, 6);
+});
+
+test("pi -p: the low-context reminder is queued where the model reads it and never hides the final answer", () => {
+	// Window 100,000: after the first answer 20,000 tokens are left, below Pi's reserve plus
+	// Relay's margin, so the reminder is due. It goes in after the tool result (before the next
+	// request); the final answer stays the last message, which is what print mode prints.
+	const run = runPi({
+		window: 100000,
+		script: [
+			{ tool: "notes_read_file", args: { path: "plan.md" }, tokens: 80000 },
+			{ text: "the final answer", tokens: 80100 },
+		],
+		prompts: ["Go."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), "the final answer");
+	const kinds = run.lines.map((l) => (l.type === "message" ? l.message.role : l.customType ?? l.type));
+	assert.deepEqual(kinds.slice(-4), ["assistant", "toolResult", "relay/reminder", "assistant"]);
+	assert.match(run.stderr, /── request 2[^]*context_window_guidance> This context window is running low/, "the second request carries the reminder");
 });

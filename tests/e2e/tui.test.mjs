@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const NODE = process.execPath;
-const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+// RELAY_PI_CLI: another Pi release's cli.js (the Makefile runs these tests on each supported Pi).
+const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 
 const tmux = (...args) => spawnSync("tmux", args, { encoding: "utf8" });

@@ -240,7 +240,8 @@ test("a 16k window: the first requests get no reminder, the one after usage cros
 			await t.session.prompt("One.");
 			await t.session.prompt("Two.");
 			const reminded = t.requests.map((r) => r.some((m) => textOf(m.content).includes("This context window is running low")));
-			assert.deepEqual(reminded, [false, false, false, false, true], "the reminder follows the request sent with 9,000 tokens used");
+			// Queued at the end of the turn that used 9,000 tokens, so the very next request reads it.
+			assert.deepEqual(reminded, [false, false, false, true, true], "the reminder follows the turn that used 9,000 tokens");
 			const reminders = t.session.sessionManager.getBranch().filter((e) => e.type === "custom_message" && e.customType === "relay/reminder");
 			assert.equal(reminders.length, 1);
 			assert.match(textOf(reminders[0].content), /about 3,\d{3} tokens remain/);

@@ -393,6 +393,14 @@ pub fn render_tree_summary_refused(resets: u32) -> String {
     )
 }
 
+/// The warning shown (once per window) when Relay skips Pi's threshold compaction because the
+/// window's fresh start is already past it: a reset would open the same window again.
+pub fn render_futile_threshold(first_tokens: u64) -> String {
+    format!(
+        "relay: this context window began at {first_tokens} tokens, already past Pi's compaction threshold (the context window minus compaction.reserveTokens). Another reset would start the same way, so Relay does not reset until the window has grown. To get room: switch to a model with a larger context window, lower compaction.reserveTokens, or shorten the notes the boot block lists."
+    )
+}
+
 /// Why a window was reset, for the hidden continuation message that follows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContinuationReason {
@@ -962,6 +970,13 @@ mod tests {
             tree.contains("over 1 context window that") && tree.contains("over 3 context windows")
         );
         insta::assert_snapshot!("tree_summary_refused", tree);
+    }
+
+    #[test]
+    fn futile_threshold_text() {
+        let text = render_futile_threshold(9_434);
+        assert!(text.contains("began at 9434 tokens"));
+        insta::assert_snapshot!("futile_threshold", text);
     }
 
     #[test]

@@ -1540,9 +1540,11 @@ impl Host {
                             "boot block from {}",
                             hook.name()
                         ),
-                        t if t == REMINDER_TYPE => {
-                            check!(hook == Hook::Context, "reminder from {}", hook.name())
-                        }
+                        t if t == REMINDER_TYPE => check!(
+                            matches!(hook, Hook::BeforeAgentStart | Hook::TurnEnd),
+                            "reminder from {}",
+                            hook.name()
+                        ),
                         t if t == RESET_FAILED_TYPE => check!(
                             matches!(hook, Hook::Settled | Hook::CompactFailed),
                             "reset-failed message from {}",
@@ -1586,11 +1588,17 @@ impl Host {
                         && matches!(hook, Hook::BeforeCompact | Hook::CompactFailed)
                         && (text.starts_with("relay: the context overflowed")
                             || text.starts_with("relay: the provider reported a context overflow"));
+                    // A threshold compaction in a window that has not grown since its reset
+                    // is skipped with a warning in every mode while Relay is on.
+                    let futile = enabled
+                        && hook == Hook::BeforeCompact
+                        && text.starts_with("relay: this context window began at");
                     check!(
                         hook == Hook::Command
                             || (enabled && mode == Mode::Enforce)
                             || reset_failed
-                            || overflow,
+                            || overflow
+                            || futile,
                         "{}: a notice in {} mode (enabled: {enabled}): {text}",
                         hook.name(),
                         mode.as_str()
@@ -1642,6 +1650,15 @@ impl Host {
         let effects = value["effects"].as_array().cloned().unwrap_or_default();
         let acting = hook != Hook::Command;
         self.check_effects(hook, &effects, enabled || !acting)?;
+        // A final answer stays the run's last message: no reminder is queued behind it.
+        if hook == Hook::TurnEnd && extra["toolResults"].as_u64() == Some(0) {
+            check!(
+                !effects
+                    .iter()
+                    .any(|e| e["customType"].as_str() == Some(REMINDER_TYPE)),
+                "a reminder after a final answer"
+            );
+        }
         let Some(result) = &reply.result else {
             check!(
                 !(hook == Hook::BeforeCompact && enabled),

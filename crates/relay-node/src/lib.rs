@@ -46,6 +46,12 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// `null` when Relay supports Pi `piVersion`, else the message to show instead of loading.
+#[napi(catch_unwind)]
+pub fn pi_version_refusal(pi_version: String) -> Option<String> {
+    relay_core::host::pi_version_refusal(&pi_version)
+}
+
 /// The engine held by the extension: branch mirror plus every decision.
 #[napi(js_name = "Engine")]
 pub struct JsEngine {

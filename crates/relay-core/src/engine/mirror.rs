@@ -298,6 +298,11 @@ impl Mirror {
         }
     }
 
+    /// How many resets came before the current window on the branch (0: the root window).
+    pub(super) fn window_index(&self) -> usize {
+        self.earlier.len()
+    }
+
     /// Whether the current window has an assistant reply yet (its first request was answered).
     pub(super) fn window_answered(&self) -> bool {
         self.turn_marks

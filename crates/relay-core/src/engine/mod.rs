@@ -74,8 +74,8 @@ use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::PolicyInput;
 use crate::render::{
-    render_overflow_exhausted, render_overflow_recovery_off, render_reset_failed,
-    render_reset_failed_notice, render_tree_summary_refused,
+    render_futile_threshold, render_overflow_exhausted, render_overflow_recovery_off,
+    render_reset_failed, render_reset_failed_notice, render_tree_summary_refused,
 };
 use crate::scheduler::{
     AttemptId, CompactReason, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
@@ -126,6 +126,23 @@ pub struct Engine {
     tz_offset_minutes: i32,
     /// The instructions of the `/compact` being answered, only while its hook is handled.
     compact_instructions: Option<String>,
+    /// The window (its start position) whose futile threshold compaction the user was told
+    /// about: one warning per window (a UI courtesy, not state the branch must hold).
+    futile_warned: Option<usize>,
+}
+
+/// Why a threshold compaction in this window would not free anything (see
+/// [`Engine::futile_threshold`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Futile {
+    /// The window has no usage of its own yet: the figure Pi judged predates it.
+    Stale,
+    /// The window grew less than `min_progress` since its first request (`first` tokens).
+    NoProgress {
+        first: u64,
+        tokens: u64,
+        min_progress: u64,
+    },
 }
 
 impl Default for Engine {
@@ -146,6 +163,7 @@ impl Engine {
             run_active: false,
             tz_offset_minutes: 0,
             compact_instructions: None,
+            futile_warned: None,
         }
     }
 
@@ -252,6 +270,47 @@ impl Engine {
             self.apply_policy(fx, moment, reply);
             self.budget.forced = None;
         }
+    }
+
+    /// Whether a threshold compaction Pi asks for in this window would be futile, and why. Only a
+    /// window a reset opened can be judged so (the root window holds everything the session ever
+    /// said). Futile when the window has no usage of its own yet (Pi judged a figure recorded
+    /// before the window began), or when it has grown less than the minimum progress since its
+    /// first request: its fresh start (system prompt, boot block, continuation) is already over
+    /// Pi's threshold, so another reset would open the same window and borrow, steer and reset
+    /// again, once per window, until the model stops.
+    fn futile_threshold(&self, moment: &Moment) -> Option<Futile> {
+        if self.mirror.window_index() == 0 {
+            return None;
+        }
+        let Some(tokens) = self.mirror.usage(moment).and_then(|u| u.tokens) else {
+            return Some(Futile::Stale);
+        };
+        let first = self.mirror.current_window().first_usage()?;
+        let min_progress = self.current_params().thresholds.min_progress;
+        let grown = tokens.saturating_sub(first);
+        (grown < min_progress).then_some(Futile::NoProgress {
+            first,
+            tokens,
+            min_progress,
+        })
+    }
+
+    /// Tell the user once per window that its fresh start is over Pi's threshold (a stale figure
+    /// is cancelled silently: the next answer in the window reports a real one).
+    fn warn_futile(&mut self, futile: Futile, reply: &mut HookReply) {
+        let Futile::NoProgress { first, .. } = futile else {
+            return;
+        };
+        let window = self.mirror.current_window().start;
+        if self.futile_warned == Some(window) {
+            return;
+        }
+        self.futile_warned = Some(window);
+        reply.effects.push(Effect::Notify {
+            text: render_futile_threshold(first),
+            level: NotifyLevel::Warning,
+        });
     }
 
     /// Telemetry and warnings of an overflow hook that was answered: the backstop's reset (with
@@ -393,9 +452,9 @@ impl Engine {
                 let mut fx = self.policy_step(self.usage_input(moment));
                 fx.extend(self.policy_step(PolicyInput::BeforeAgentStart));
                 self.apply_policy(fx, moment, &mut reply);
+                self.maybe_remind(moment, &mut reply);
             }
             Event::Context => {
-                self.maybe_remind(moment, &mut reply);
                 reply.effects.push(self.status_effect(moment));
             }
             Event::ToolCall {
@@ -439,6 +498,13 @@ impl Engine {
                     has_queued_user_messages: moment.has_pending_messages,
                 });
                 self.apply_sched(outs, moment, &mut reply);
+                // The reminder goes in where the next request will read it: after a turn whose
+                // tool results keep the run going (Pi appends it before that request), or before
+                // a run's first request. Never after a final answer, which must stay the last
+                // message (print mode prints only a final assistant message).
+                if *tool_results > 0 {
+                    self.maybe_remind(moment, &mut reply);
+                }
                 // The status file is written at session start, when a run settles and after a
                 // reset or handoff, never per turn: an atomic write costs fsyncs on the hot path.
             }
@@ -539,6 +605,14 @@ impl Engine {
                 // is spent (only user input or a successful answer re-arms it).
                 let off = self.budget.overflow_recovery_off();
                 let spent = self.mirror.current_window().overflow_retry_spent();
+                if reason == CompactReason::Threshold {
+                    if let Some(futile) = self.futile_threshold(moment) {
+                        reply.result = Some(HookResult::Cancel);
+                        self.warn_futile(futile, &mut reply);
+                        self.compact_instructions = None;
+                        return reply;
+                    }
+                }
                 self.scheduler.allow_overflow_reset(off.is_none() && !spent);
                 let outs = self
                     .scheduler

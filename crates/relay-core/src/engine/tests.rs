@@ -137,36 +137,49 @@ fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
 #[test]
 fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     let mut e = engine();
+    let go_on = || Event::TurnEnd { tool_results: 1 };
     // 100k window, default reserve 16,384 + margin 24,576 = 40,960 physical remaining.
-    let below = e.handle(&obs(Event::Context, Some(59_000)));
+    let below = e.handle(&obs(go_on(), Some(59_000)));
     assert!(
         sends(&below, REMINDER_TYPE).is_empty(),
         "41,000 left: no reminder yet"
     );
-    let crossing = e.handle(&obs(Event::Context, Some(59_040)));
+    // Never after a final answer (it must stay the run's last message) nor per request.
+    let last = e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(59_040)));
+    assert!(
+        sends(&last, REMINDER_TYPE).is_empty(),
+        "not after a final answer"
+    );
+    let request = e.handle(&obs(Event::Context, Some(59_040)));
+    assert!(sends(&request, REMINDER_TYPE).is_empty(), "not per request");
+    let crossing = e.handle(&obs(go_on(), Some(59_040)));
     let texts = sends(&crossing, REMINDER_TYPE);
     assert_eq!(texts.len(), 1);
     insta::assert_snapshot!("reminder_at_crossing", texts[0]);
-    let later = e.handle(&obs(Event::Context, Some(70_000)));
+    let later = e.handle(&obs(go_on(), Some(70_000)));
     assert!(
         sends(&later, REMINDER_TYPE).is_empty(),
         "reserved until mirrored"
     );
-    // Mirrored, then a new window: the next crossing reminds again.
+    // Mirrored, then a new window: the next crossing reminds again, here before a run starts.
     let mut b = Branch::new();
     let entries = vec![b.user("x"), b.custom_message(REMINDER_TYPE, &texts[0])];
     e.append(&entries);
-    assert!(sends(&e.handle(&obs(Event::Context, Some(80_000))), REMINDER_TYPE).is_empty());
+    assert!(sends(&e.handle(&obs(go_on(), Some(80_000))), REMINDER_TYPE).is_empty());
     e.append(&[b.compaction(
         "boot",
         json!({"relay":"window","windowId":format!("pcw:{SID}:0badcafe")}),
     )]);
     assert!(
-        sends(&e.handle(&obs(Event::Context, None)), REMINDER_TYPE).is_empty(),
+        sends(&e.handle(&obs(go_on(), None)), REMINDER_TYPE).is_empty(),
         "unknown usage never reminds"
     );
     assert_eq!(
-        sends(&e.handle(&obs(Event::Context, Some(80_000))), REMINDER_TYPE).len(),
+        sends(
+            &e.handle(&obs(Event::BeforeAgentStart, Some(80_000))),
+            REMINDER_TYPE
+        )
+        .len(),
         1
     );
 }
@@ -1672,4 +1685,79 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
     }
     assert!(settle(false, 0, None).is_none());
     assert!(settle(true, 1, Some("aborted")).is_none());
+}
+
+/// Pi's threshold compaction in a window a reset opened is futile while that window has no usage
+/// of its own (the figure predates it) or has grown less than the minimum progress since its
+/// first request (its fresh start is already past the threshold): Relay cancels it without
+/// borrowing a turn or resetting, warns once per window, and acts again once the window has grown.
+/// This is the reset-per-window loop seen on Pi 1.3, whose faux provider counts input twice.
+#[test]
+fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let hook = |e: &mut Engine| {
+        let m = Moment {
+            usage: None,
+            ..moment(None)
+        };
+        e.handle(&Observation {
+            moment: m,
+            event: Event::SessionBeforeCompact {
+                reason: "threshold".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+        })
+    };
+    let steered = |r: &HookReply| !sends(r, STEER_TYPE).is_empty();
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.append(&[b.user("work"), b.answer("a", 90_000)]);
+    // The root window: the usual borrowed note-taking turn.
+    let root = hook(&mut e);
+    assert!(steered(&root), "the root window borrows its turn");
+    assert_eq!(root.result, Some(HookResult::Cancel));
+    e.append(&[
+        b.custom_message(STEER_TYPE, "take notes"),
+        b.answer("noted", 90_500),
+    ]);
+    e.handle(&obs(Event::AgentEnd, None));
+    let settle = e.handle(&obs(
+        Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        },
+        None,
+    ));
+    let Some(HookResult::Reset { plan }) = settle.result else {
+        panic!("the borrowed turn ends in a reset, got {:?}", settle.result)
+    };
+    e.append(&[
+        b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
+        b.compaction(&plan.summary, plan.details.clone()),
+    ]);
+    // No answer in the new window yet: Pi judged a figure from before it. Cancelled silently.
+    let stale = hook(&mut e);
+    assert_eq!(stale.result, Some(HookResult::Cancel));
+    assert!(!steered(&stale) && notify_texts(&stale).is_empty());
+    // The new window's first request is already past the threshold: cancelled, one warning.
+    e.append(&[b.answer("b", 85_000)]);
+    let first = hook(&mut e);
+    assert_eq!(first.result, Some(HookResult::Cancel));
+    assert!(!steered(&first));
+    assert_eq!(notify_texts(&first), render_futile_threshold(85_000));
+    let min_progress = e.current_params().thresholds.min_progress;
+    e.append(&[b.answer("c", 85_000 + min_progress - 1)]);
+    let again = hook(&mut e);
+    assert_eq!(again.result, Some(HookResult::Cancel));
+    assert!(
+        !steered(&again) && notify_texts(&again).is_empty(),
+        "one warning per window"
+    );
+    // Grown by the minimum progress: the window borrows its turn as any other.
+    e.append(&[b.answer("d", 85_000 + min_progress)]);
+    let grown = hook(&mut e);
+    assert!(
+        steered(&grown),
+        "a window that has grown resets as usual: {grown:?}"
+    );
 }
