@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean pi-versions
+.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean pi-versions package
 
 all: build
 
@@ -50,6 +50,10 @@ typecheck: deps
 
 build: addon cli typecheck
 
+# The npm tarballs a Pi user installs (dist/): pi-relay and this machine's platform package.
+package: build
+	$(NODE) scripts/package.mjs
+
 demo: build
 	bash demo/run.sh
 
@@ -63,7 +67,7 @@ test-extension: build test-addon pi-versions
 	RELAY_PI_PREFIX=$(CURDIR)/$(PI_OLD) RELAY_TEST_ADDON=$(CURDIR)/$(TEST_ADDON_DIR)/relay.node \
 	  $(NODE) --import ./tests/pi-version.mjs --test --test-concurrency=1 tests/extension/*.test.mjs
 
-test-e2e: build pi-versions
+test-e2e: build pi-versions package
 	$(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 	@echo "== the end-to-end tests again on Pi 1.3"
 	RELAY_PI_PREFIX=$(CURDIR)/$(PI_OLD) RELAY_PI_CLI=$(CURDIR)/$(PI_OLD)/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js \
@@ -83,4 +87,4 @@ bench: build
 
 clean:
 	cargo clean
-	rm -rf node_modules extension/native/*.node .demo tests/pi-versions/*/node_modules
+	rm -rf node_modules extension/native/*.node .demo dist tests/pi-versions/*/node_modules

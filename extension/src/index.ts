@@ -23,9 +23,15 @@ import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 
 export default function relay(pi: ExtensionAPI) {
-	// On a Pi older than Relay supports, register nothing: say so once per session and let Pi run
-	// without Relay (the engine decides which versions are supported).
-	const refusal = native().piVersionRefusal(String(VERSION));
+	// Without a core for this machine, or on a Pi older than Relay supports, register nothing: say
+	// so once and let Pi run without Relay (the engine decides which versions are supported).
+	let refusal: string | null;
+	try {
+		refusal = native().piVersionRefusal(String(VERSION));
+	} catch (error) {
+		// No core for this machine: the message names the platform and the command that builds it.
+		refusal = error instanceof Error ? error.message : String(error);
+	}
 	if (refusal) {
 		console.error(refusal);
 		pi.on("session_start", (_event, ctx) => {

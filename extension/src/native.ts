@@ -67,19 +67,35 @@ interface NativeModule {
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
+const requireHere = createRequire(import.meta.url);
 
+/** napi-rs's name for this machine: `<platform>-<arch>[-<abi>]`, e.g. `linux-x64-gnu`. */
+function triple(): string {
+	const glibc = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime;
+	const abi = process.platform === "linux" ? (glibc ? "-gnu" : "-musl") : process.platform === "win32" ? "-msvc" : "";
+	return `${process.platform}-${process.arch}${abi}`;
+}
+
+/**
+ * Where the addon is: `RELAY_ADDON` when set (an explicit choice wins), else the platform package
+ * npm installed beside pi-relay (`pi-relay-<triple>`), else a local build in `native/`
+ * (`make build`). None of them: an error naming the platform and how to build the core.
+ */
 function addonPath(): string {
 	const fromEnv = process.env.RELAY_ADDON;
 	if (fromEnv) return fromEnv;
-	const abi = process.platform === "linux" ? "-gnu" : process.platform === "win32" ? "-msvc" : "";
-	const candidates = [
-		join(here, "..", "native", `relay.${process.platform}-${process.arch}${abi}.node`),
-		join(here, "..", "native", "relay.node"),
-	];
+	const name = triple();
+	const platformPackage = `pi-relay-${name}`;
+	try {
+		return requireHere.resolve(`${platformPackage}/relay.${name}.node`);
+	} catch {
+		// not installed: try a local build
+	}
+	const candidates = [join(here, "..", "native", `relay.${name}.node`), join(here, "..", "native", "relay.node")];
 	const found = candidates.find((candidate) => existsSync(candidate));
 	if (!found) {
 		throw new Error(
-			`relay: native core not found (looked for ${candidates.join(", ")}); run \`make build\` in the Relay checkout or set RELAY_ADDON`,
+			`relay: no Relay core for ${name}: the package ${platformPackage} is not installed (there is no prebuilt core for this platform, or npm skipped optional dependencies) and there is no local build (${candidates.join(", ")}). Build it from source with \`make build\` in a Relay checkout (needs Rust), or set RELAY_ADDON to a built relay.node. Pi runs without Relay until then.`,
 		);
 	}
 	return found;
@@ -89,6 +105,6 @@ let cached: NativeModule | undefined;
 
 /** The addon, loaded once per process (a /reload re-evaluates this module but dlopen returns the same library). */
 export function native(): NativeModule {
-	if (!cached) cached = createRequire(import.meta.url)(addonPath()) as NativeModule;
+	if (!cached) cached = requireHere(addonPath()) as NativeModule;
 	return cached;
 }
