@@ -21,8 +21,7 @@ use cli::Outcome;
     version,
     about = "Inspect and search Pi session files, notes, handoffs and running sessions",
     after_help = "Exit status: 0 success, 1 nothing found (or nothing running), 2 bad arguments or unreadable input.\n\
-                  Newest first unless --oldest-first. Malformed session lines are reported on stderr as FILE:LINE and skipped.",
-    disable_help_subcommand = true
+                  Newest first unless --oldest-first. Malformed session lines are reported on stderr as FILE:LINE and skipped."
 )]
 struct Cli {
     /// Print JSON instead of text.
