@@ -572,3 +572,55 @@ fn timeline_exits_1_for_a_session_without_usage() {
     assert_eq!(o.status.code(), Some(1));
     assert!(!png.exists());
 }
+
+#[test]
+fn timeline_with_five_resets_marks_each_and_keeps_the_crowded_labels_apart() {
+    // fixtures/five-resets.jsonl: a real run with five `new_context` resets, two requests per
+    // window (the last window one).
+    let out = temp("timeline-five");
+    let svg_path = out.join("t.svg");
+    let o = relay(&[
+        "timeline",
+        "five-resets.jsonl",
+        "-o",
+        svg_path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let xs: Vec<f64> = svg
+        .match_indices(r#"<g class="marker reset""#)
+        .map(|(i, _)| {
+            attr(&svg[i..], r#"class="marker reset""#, "data-x")
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let want: Vec<f64> = (1..=5).map(|k| expected_marker_x(2 * k, 11)).collect();
+    assert_eq!(xs, want);
+    // Too close for the full labels in three rows: the compact form, the full one as tooltip.
+    let summary = json(&o);
+    let first = summary["markers"][0]["window_id"].as_str().unwrap();
+    let short = first.rsplit(':').next().unwrap();
+    assert!(svg.contains(&format!(">{short} reset</text>")), "{svg}");
+    assert!(svg.contains(&format!(
+        "<title>→ window {short} · reset · from new_context; dropped "
+    )));
+    // The labels of one row never overlap: each row's labels are at least a compact label apart.
+    let mut rows: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for (i, _) in svg.match_indices(r#"font-weight="bold">"#) {
+        let start = svg[..i].rfind("<text").unwrap();
+        let y = attr(&svg[start..], "<text", "y").unwrap().to_string();
+        let x: f64 = attr(&svg[start..], "<text", "x").unwrap().parse().unwrap();
+        rows.entry(y).or_default().push(x);
+    }
+    assert_eq!(rows.values().map(Vec::len).sum::<usize>(), 5);
+    assert!(rows.len() <= 3 && rows.values().any(|xs| xs.len() > 1));
+    for xs in rows.values_mut().filter(|xs| xs.len() > 1) {
+        xs.sort_by(f64::total_cmp);
+        for pair in xs.windows(2) {
+            assert!(pair[1] - pair[0] >= 14.0 * 7.4, "{pair:?}");
+        }
+    }
+}

@@ -395,19 +395,20 @@ pub fn render_svg(t: &Timeline) -> String {
         (PLOT_TOP + PLOT_BOTTOM) / 2.0,
         (PLOT_TOP + PLOT_BOTTOM) / 2.0
     );
-    // Threshold lines, labelled at the right end; a label too close to the one below it moves
-    // to the left end.
-    let mut lines: Vec<&Threshold> = t.thresholds.iter().collect();
-    lines.sort_by_key(|l| l.tokens);
-    let mut last_right: Option<f64> = None;
-    for l in lines {
+    // Threshold lines, labelled at the right end just above the line; when another line runs
+    // just above it, the label goes below its line, and when lines crowd both sides, to the left.
+    let ys: Vec<f64> = t.thresholds.iter().map(|l| y(l.tokens)).collect();
+    for l in &t.thresholds {
         let ly = y(l.tokens);
-        let crowded = last_right.is_some_and(|prev| prev - ly < 15.0);
-        let (lx, anchor) = if crowded {
-            (PLOT_LEFT + 6.0, "start")
+        let near = |lo: f64, hi: f64| ys.iter().any(|other| *other > lo && *other < hi);
+        let above_free = !near(ly - 16.0, ly - 0.5);
+        let below_free = !near(ly + 0.5, ly + 16.0);
+        let (lx, anchor, ty) = if above_free {
+            (PLOT_RIGHT - 6.0, "end", ly - 5.0)
+        } else if below_free {
+            (PLOT_RIGHT - 6.0, "end", ly + 14.0)
         } else {
-            last_right = Some(ly);
-            (PLOT_RIGHT - 6.0, "end")
+            (PLOT_LEFT + 6.0, "start", ly - 5.0)
         };
         let dash = if l.name == "window" {
             ""
@@ -417,7 +418,7 @@ pub fn render_svg(t: &Timeline) -> String {
         let _ = writeln!(
             s,
             r##"<line class="threshold {name}" data-tokens="{tokens}" x1="{PLOT_LEFT}" y1="{ly:.1}" x2="{PLOT_RIGHT}" y2="{ly:.1}" stroke="{color}" stroke-width="1.5"{dash}/><text x="{lx}" y="{:.1}" text-anchor="{anchor}" fill="{color}">{name} {}</text>"##,
-            ly - 5.0,
+            ty,
             thousands(l.tokens),
             name = l.name,
             tokens = l.tokens,
@@ -451,41 +452,48 @@ pub fn render_svg(t: &Timeline) -> String {
             esc(&clock(&last.at)),
         );
     }
-    // Reset markers with their labels, in two alternating rows above the plot.
-    for (k, m) in t.markers.iter().enumerate() {
-        let x = marker_x(m.after, n);
-        let color = marker_color(m.kind);
-        let row = (k % 2) as f64;
-        let label_y = 74.0 + row * 36.0;
-        let anchor = if x > PLOT_RIGHT - 260.0 {
-            "end"
-        } else {
-            "start"
-        };
-        let dx = if anchor == "end" { -4.0 } else { 4.0 };
-        let mut first = format!("→ window {} · {}", short_window(&m.window_id), opened_by(m));
-        if let Some(src) = m.source.as_deref().filter(|src| *src != m.kind) {
-            let _ = write!(first, " · from {src}");
+    // Reset markers with their labels in up to three rows above the plot, each label in the
+    // first row where it overlaps no other. When the full labels cannot be placed so, every label
+    // takes its compact form (the window's id and kind, the tokens dropped); the full text stays
+    // in the marker's tooltip.
+    let full: Vec<(String, String)> = t.markers.iter().map(full_label).collect();
+    let compact: Vec<(String, String)> = t.markers.iter().map(compact_label).collect();
+    let xs: Vec<f64> = t.markers.iter().map(|m| marker_x(m.after, n)).collect();
+    let (labels, places) = match place_labels(&xs, &full) {
+        Some(p) => (&full, p),
+        None => {
+            let p = place_labels(&xs, &compact).unwrap_or_else(|| {
+                xs.iter()
+                    .enumerate()
+                    .map(|(k, x)| (k % LABEL_ROWS, anchor_for(*x, 90.0)))
+                    .collect()
+            });
+            (&compact, p)
         }
-        let dropped = match m.tokens_before {
-            Some(tb) => format!(
-                "dropped {} tokens, {} messages",
-                thousands(tb),
-                m.dropped_messages
-            ),
-            None => format!("dropped {} messages", m.dropped_messages),
-        };
+    };
+    for (k, m) in t.markers.iter().enumerate() {
+        let x = xs.get(k).copied().unwrap_or(PLOT_LEFT);
+        let color = marker_color(m.kind);
+        let (row, anchor) = places.get(k).copied().unwrap_or((0, "start"));
+        let label_y = 66.0 + row as f64 * 30.0;
+        let dx = if anchor == "end" { -4.0 } else { 4.0 };
+        let (first, second) = labels.get(k).cloned().unwrap_or_default();
+        let tooltip = full
+            .get(k)
+            .map(|(a, b)| format!("{a}; {b}"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            r##"<g class="marker {kind}" data-window-id="{wid}" data-x="{x}" data-after="{after}"><line x1="{x}" y1="{y1}" x2="{x}" y2="{PLOT_BOTTOM}" stroke="{color}" stroke-width="3" shape-rendering="crispEdges"/><text x="{tx}" y="{label_y}" text-anchor="{anchor}" fill="{color}" font-weight="bold">{first}</text><text x="{tx}" y="{l2}" text-anchor="{anchor}" fill="#374151">{dropped}</text></g>"##,
+            r##"<g class="marker {kind}" data-window-id="{wid}" data-x="{x}" data-after="{after}"><title>{tip}</title><line x1="{x}" y1="{y1}" x2="{x}" y2="{PLOT_BOTTOM}" stroke="{color}" stroke-width="3" shape-rendering="crispEdges"/><text x="{tx}" y="{label_y}" text-anchor="{anchor}" fill="{color}" font-weight="bold">{first}</text><text x="{tx}" y="{l2}" text-anchor="{anchor}" fill="#374151">{second}</text></g>"##,
+            tip = esc(&tooltip),
             kind = m.kind,
             wid = esc(&m.window_id),
             after = m.after,
             y1 = label_y + 18.0,
             tx = x + dx,
-            l2 = label_y + 14.0,
+            l2 = label_y + 13.0,
             first = esc(&first),
-            dropped = esc(&dropped),
+            second = esc(&second),
         );
     }
     // The tokens: one polyline per window, a dot per request.
@@ -537,6 +545,71 @@ pub fn render_svg(t: &Timeline) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Rows of marker labels above the plot.
+const LABEL_ROWS: usize = 3;
+/// Estimated width of one label character (12 px DejaVu Sans, bold), in pixels.
+const LABEL_CHAR_PX: f64 = 7.4;
+
+/// The full label of a marker: the new window, what opened it and from where; what it dropped.
+fn full_label(m: &Marker) -> (String, String) {
+    let mut first = format!("→ window {} · {}", short_window(&m.window_id), opened_by(m));
+    if let Some(src) = m.source.as_deref().filter(|src| *src != m.kind) {
+        let _ = write!(first, " · from {src}");
+    }
+    let dropped = match m.tokens_before {
+        Some(tb) => format!(
+            "dropped {} tokens, {} messages",
+            thousands(tb),
+            m.dropped_messages
+        ),
+        None => format!("dropped {} messages", m.dropped_messages),
+    };
+    (first, dropped)
+}
+
+/// The compact label: the window's id and kind; the tokens dropped.
+fn compact_label(m: &Marker) -> (String, String) {
+    (
+        format!("{} {}", short_window(&m.window_id), m.kind),
+        m.tokens_before.map_or_else(
+            || format!("{} msgs", m.dropped_messages),
+            |tb| format!("−{} · {} msgs", tokens_label(tb), m.dropped_messages),
+        ),
+    )
+}
+
+/// Labels start right of their line, or end left of it when they would leave the picture.
+fn anchor_for(x: f64, width: f64) -> &'static str {
+    if x + 4.0 + width > WIDTH as f64 - 8.0 {
+        "end"
+    } else {
+        "start"
+    }
+}
+
+/// A row and anchor for each label so that no two labels of a row overlap; `None` when some
+/// label fits in no row.
+fn place_labels(xs: &[f64], labels: &[(String, String)]) -> Option<Vec<(usize, &'static str)>> {
+    let mut rows: Vec<Vec<(f64, f64)>> = vec![Vec::new(); LABEL_ROWS];
+    let mut places = Vec::new();
+    for (x, (a, b)) in xs.iter().zip(labels) {
+        let width = a.chars().count().max(b.chars().count()) as f64 * LABEL_CHAR_PX;
+        let anchor = anchor_for(*x, width);
+        let span = if anchor == "end" {
+            (x - 4.0 - width, x - 4.0)
+        } else {
+            (x + 4.0, x + 4.0 + width)
+        };
+        let row = rows.iter().position(|r| {
+            r.iter()
+                .all(|(lo, hi)| span.1 + 10.0 < *lo || span.0 > *hi + 10.0)
+        })?;
+        rows.get_mut(row)?.push(span);
+        places.push((row, anchor));
+    }
+    Some(places)
 }
 
 /// The SVG rasterised at its own size.
