@@ -330,3 +330,143 @@ test("pi -p: the low-context reminder is queued where the model reads it and nev
 	assert.deepEqual(kinds.slice(-4), ["assistant", "toolResult", "relay/reminder", "assistant"]);
 	assert.match(run.stderr, /── request 2[^]*context_window_guidance> This context window is running low/, "the second request carries the reminder");
 });
+
+// ── the relay CLI as a daily tool, on the files a real run leaves ─────────────────────────────
+
+/** The width and height from a PNG's IHDR chunk. */
+function pngSize(file) {
+	const b = readFileSync(file);
+	assert.equal(b.subarray(1, 4).toString("latin1"), "PNG");
+	return [b.readUInt32BE(16), b.readUInt32BE(20)];
+}
+
+test("relay sessions, notes, handoffs and timeline read what a real handoff run left", () => {
+	const run = runPi({
+		window: 200000,
+		settings: { compaction: { enabled: false }, relay: { budget: { mode: "enforce", main: { soft: 20000, handoff: 30000, hard: 60000, minProgress: 1000 } } } },
+		script: [
+			{ tool: "notes_write_file", args: { path: "plan/steps.md", content: "1. port\n2. test\n" }, tokens: 5000 },
+			{ text: "planned", tokens: 8000 },
+			{ tool: "context_handoff", args: { goal: "GOAL-CLI: port", next_step: "NEXT-CLI: test", facts: "FACTS-CLI: planned" }, tokens: 32000 },
+			{ text: "resumed", tokens: 6000 },
+		],
+		prompts: ["Port the importer.", "Hand off."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	const [compaction] = run.lines.filter((l) => l.type === "compaction");
+	assert.equal(compaction.details.kind, "handoff");
+
+	const sessions = relay("sessions", run.sessions, "--json");
+	assert.equal(sessions.status, 0, sessions.stderr);
+	const [s] = JSON.parse(sessions.stdout);
+	assert.equal(s.file, run.file);
+	assert.equal(s.windows, 2);
+	assert.equal(s.title, "Port the importer.");
+	assert.equal(s.bytes, readFileSync(run.file).length);
+
+	const notes = relay("notes", run.file, "--path", "plan/steps.md");
+	assert.equal(notes.status, 0, notes.stderr);
+	assert.equal(notes.stdout, "1. port\n2. test\n");
+	const exported = join(run.dir, "exported");
+	assert.equal(relay("notes", run.file, "--export", exported).status, 0);
+	assert.equal(readFileSync(join(exported, "plan/steps.md"), "utf8"), "1. port\n2. test\n");
+
+	const handoffs = relay("handoffs", "--dir", join(run.dir, "work"), "--json");
+	assert.equal(handoffs.status, 0, handoffs.stderr);
+	const [h] = JSON.parse(handoffs.stdout);
+	assert.equal(h.path, compaction.details.handoffPath);
+	assert.equal(h.goal, "GOAL-CLI: port");
+	const shown = relay("handoffs", "show", "latest", "--dir", join(run.dir, "work"));
+	assert.equal(shown.stdout, readFileSync(compaction.details.handoffPath, "utf8"));
+
+	const png = join(run.dir, "timeline.png");
+	const timeline = relay("timeline", run.file, "-o", png, "--window", "200000", "--json");
+	assert.equal(timeline.status, 0, timeline.stderr);
+	const summary = JSON.parse(timeline.stdout);
+	assert.deepEqual(summary.requests.map((r) => r.tokens), [5000, 8000, 32000, 6000]);
+	assert.equal(summary.markers.length, 1);
+	assert.equal(summary.markers[0].window_id, compaction.details.windowId);
+	assert.equal(summary.markers[0].after_request, 3);
+	assert.equal(summary.markers[0].tokens_before, compaction.tokensBefore);
+	assert.deepEqual(pngSize(png), [1200, 680]);
+});
+
+test("relay sessions: the title is Pi's session name when the session has one", async () => {
+	const { SessionManager } = await import("@earendil-works/pi-coding-agent");
+	const dir = mkdtempSync(join(tmpdir(), "relay-sessions-"));
+	const agent = join(dir, "agent");
+	const usage = { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, totalTokens: 1500, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+	const assistant = (text) => ({ role: "assistant", content: [{ type: "text", text }], api: "faux", provider: "faux", model: "faux-1", usage, stopReason: "stop", timestamp: Date.now() });
+	const make = (first, name) => {
+		const sm = SessionManager.create(join(dir, "work"), join(agent, "sessions", "--work--"));
+		sm.appendMessage({ role: "user", content: first, timestamp: Date.now() });
+		sm.appendMessage(assistant("ok"));
+		if (name) sm.appendSessionInfo(name);
+		return sm.getSessionFile();
+	};
+	const unnamed = make("a first message that is much longer than the sixty characters a title may hold");
+	const named = make("the first message", "Importer port");
+	// The default folder: $PI_CODING_AGENT_DIR/sessions, as Pi's getAgentDir() resolves it.
+	const r = spawnSync(RELAY, ["sessions", "--json"], { encoding: "utf8", env: { ...process.env, PI_CODING_AGENT_DIR: agent } });
+	assert.equal(r.status, 0, r.stderr);
+	const byFile = Object.fromEntries(JSON.parse(r.stdout).map((s) => [s.file, s]));
+	assert.equal(byFile[named].title, "Importer port");
+	assert.equal(byFile[named].title_from, "name");
+	assert.equal(byFile[unnamed].title, "a first message that is much longer than the sixty characte…");
+	assert.equal(byFile[unnamed].title_from, "first_message");
+	const text = spawnSync(RELAY, ["sessions"], { encoding: "utf8", env: { ...process.env, PI_CODING_AGENT_DIR: agent } });
+	assert.match(text.stdout, /^LAST ACTIVITY +WINDOWS +SIZE +TITLE +FILE\n/);
+	assert.match(text.stdout, /Importer port/);
+});
+
+test("relay status: a running pi is running by its pid, and gone once it exits", async () => {
+	const { spawn } = await import("node:child_process");
+	const dir = mkdtempSync(join(tmpdir(), "relay-status-"));
+	const agent = join(dir, "agent");
+	const work = join(dir, "work");
+	const sessions = join(dir, "sessions");
+	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
+	writeFileSync(join(agent, "settings.json"), "{}");
+	const scriptFile = join(dir, "script.json");
+	writeFileSync(scriptFile, JSON.stringify([{ tool: "new_context" }, { text: "status continued" }]));
+	const child = spawn(
+		NODE,
+		[PI, "--mode", "rpc", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1"],
+		{ cwd: work, env: { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: scriptFile } },
+	);
+	const exited = new Promise((resolve) => child.on("exit", resolve));
+	let buffer = "";
+	const settled = new Promise((resolve, reject) => {
+		const timer = setTimeout(() => reject(new Error("no agent_settled")), 30_000);
+		child.stdout.on("data", (chunk) => {
+			buffer += chunk;
+			if (buffer.includes('"type":"agent_settled"')) {
+				clearTimeout(timer);
+				resolve();
+			}
+		});
+	});
+	child.stdin.write(JSON.stringify({ id: "p1", type: "prompt", message: "Reset." }) + "\n");
+	const env = { ...process.env, PI_CODING_AGENT_DIR: agent };
+	delete env.PI_CONTEXT_BUDGET_STATE_DIR;
+	try {
+		await settled;
+		const r = spawnSync(RELAY, ["status", "--json"], { encoding: "utf8", env });
+		assert.equal(r.status, 0, r.stderr);
+		const [s] = JSON.parse(r.stdout);
+		assert.equal(s.pid, child.pid);
+		assert.equal(s.running, true);
+		assert.equal(s.cwd, work);
+		assert.equal(s.windowCount, 2);
+	} finally {
+		child.kill();
+	}
+	await exited;
+	const after = spawnSync(RELAY, ["status"], { encoding: "utf8", env });
+	assert.equal(after.status, 1, "nothing running");
+	assert.match(after.stderr, /no running Relay session/);
+	const all = spawnSync(RELAY, ["status", "--all", "--json"], { encoding: "utf8", env });
+	const [gone] = JSON.parse(all.stdout);
+	assert.equal(gone.pid, child.pid);
+	assert.equal(gone.running, false);
+});

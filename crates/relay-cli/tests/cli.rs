@@ -303,18 +303,20 @@ fn bad_input_exits_2() {
     let o = relay(&["search", "x", p(&missing)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
-    for args in [
-        vec!["items", p(&file), "--limit", "0"],
-        vec!["items", p(&file), "--bogus"],
-        vec!["items", p(&file), "--window", "nope"],
-        vec!["items"],
-        vec!["read", p(&file), "pcw:S1:root"],
-        vec!["frobnicate"],
-        vec![],
+    // Each bad argument is named in the message (clap's for the command line, relay's for
+    // what only the session file can tell).
+    for (args, named) in [
+        (vec!["items", p(&file), "--limit", "0"], "--limit"),
+        (vec!["items", p(&file), "--bogus"], "--bogus"),
+        (vec!["items", p(&file), "--window", "nope"], "\"nope\""),
+        (vec!["items"], "<FILE>"),
+        (vec!["read", p(&file), "pcw:S1:root"], "<ITEM>"),
+        (vec!["frobnicate"], "frobnicate"),
+        (vec![], "Usage: relay"),
     ] {
         let o = relay(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(stderr(&o).contains("relay: "), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(named), "{args:?}: {}", stderr(&o));
     }
 }
 
@@ -324,7 +326,10 @@ fn help_is_available() {
         let o = relay(&args);
         assert_eq!(o.status.code(), Some(0));
         let out = stdout(&o);
-        assert!(out.contains("relay windows FILE") && out.contains("relay search QUERY PATH..."));
+        assert!(out.contains("Usage: relay [OPTIONS] <COMMAND>"), "{out}");
+        for command in ["windows", "items", "read", "search", "sessions", "timeline"] {
+            assert!(out.contains(&format!("\n  {command} ")), "{command}: {out}");
+        }
     }
 }
 
