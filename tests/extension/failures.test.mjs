@@ -61,7 +61,7 @@ test("a reset Relay owns that Pi rejects three times arms the compaction-failure
 		assert.match(blocked.text, /its reset failed three times/, "the block reason names the compaction failure");
 		const [forced] = ofType(t, "compaction");
 		assert.equal(forced.details.source, "forced", "the fallback resets mechanically");
-		assert.match(forced.summary, /<reset_notice>[\s\S]*failed three times \(compaction failure\)[\s\S]*<\/reset_notice>/);
+		assert.match(forced.summary, /<reset_notice>[\s\S]*failed three times, or failed in a way a retry cannot fix \(compaction failure\)[\s\S]*<\/reset_notice>/);
 		assert.ok(env.events().some((e) => e.event === "forced_reset" && e.reason === "compaction_failure"));
 		assert.equal(t.requests.length, 4, "the blocked call ended the run: no continuation");
 	} finally {
