@@ -154,3 +154,48 @@ test("idle-input recovery: a small window is left alone (keepRecentTokens)", asy
 		env.restore();
 	}
 });
+
+test("idle-input recovery: Pi's 'Nothing to compact' is benign, reported once, and the input runs unchanged in the old window", async (tc) => {
+	const INPUT = "STILL-HERE-4242: continue please";
+	// Pi's own keepRecentTokens (the default 20000, by characters) finds nothing to compact in
+	// this small transcript, while Relay's measure of the window (the scripted usage) is above
+	// Relay's keepRecentTokens: Pi refuses before its hook, with its failure event and then the
+	// compaction's error callback.
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const breaker = turnEndBreaker();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { compaction: { enabled: false }, relay: { budget: { mode: "enforce", main: THRESHOLDS } } },
+		extraFactories: [breaker.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 35_000 },
+			{ text: "Stopping here.", tokens: 35_200 },
+			{ text: "Answered in the old window.", tokens: 35_600 },
+		],
+	});
+	try {
+		await t.session.prompt("Start the importer work.");
+		await t.session.prompt("Go on with the importer.");
+		const noticesBefore = ofType(t, "custom_message", "relay/reset-failed").length;
+		const first = t.requests.length;
+		later(tc, 60);
+		await t.session.prompt(INPUT);
+		assert.equal(ofType(t, "compaction").length, 0, "Pi had nothing to compact");
+		assert.deepEqual(eventsNamed(env, "idle_input_reset").length, 1, "the recovery was tried");
+		const skipped = eventsNamed(env, "idle_input_skipped");
+		assert.equal(skipped.length, 1, "the failure hook and the error callback are one failure");
+		assert.match(skipped[0].why, /Nothing to compact/);
+		assert.equal(ofType(t, "custom_message", "relay/reset-failed").length, noticesBefore, "benign: no notice");
+		assert.equal(eventsNamed(env, "fallback_armed").length, 0);
+		// The prompt's first request: the old window, the input last and unchanged.
+		const request = joined(t.requests[first]);
+		assert.ok(request.trimEnd().endsWith(INPUT), "the input passed through unchanged");
+		assert.match(request, /Started\./, "in the old window");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
