@@ -16,8 +16,9 @@ import { budgetEnv, GOAL, HANDOFF, NEXT, newRoot, probeTool, THRESHOLDS, WINDOW 
 const MINUTE = 60_000;
 // Pi's automatic compaction off (only Relay acts); a tiny keep so Pi's manual compaction, which
 // the recovery starts, has something to compact.
-const settings = (budget = {}) => ({
+const settings = (budget = {}, pi = {}) => ({
 	compaction: { enabled: false, keepRecentTokens: 1 },
+	...pi,
 	relay: { budget: { mode: "enforce", main: THRESHOLDS, ...budget } },
 });
 
@@ -45,7 +46,7 @@ const eventsNamed = (env, name) => env.events().filter((e) => e.event === name);
  * A session whose handoff commit Pi rejected: the handoff stays stored. The model then calls a
  * tool, which is blocked (the reset is still expected): a blocked call leaves the handoff valid.
  */
-async function storedHandoffSession(extraSteps = [], budget = {}) {
+async function storedHandoffSession(extraSteps = [], budget = {}, pi = {}) {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const breaker = turnEndBreaker();
@@ -53,7 +54,7 @@ async function storedHandoffSession(extraSteps = [], budget = {}) {
 	const t = await startSession({
 		root,
 		contextWindow: WINDOW,
-		settings: settings(budget),
+		settings: settings(budget, pi),
 		extraFactories: [probe.factory, breaker.factory],
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
@@ -199,3 +200,30 @@ test("idle-input recovery: Pi's 'Nothing to compact' is benign, reported once, a
 		env.restore();
 	}
 });
+
+// One reset per boundary: Pi's own pre-prompt threshold check (after `input`, before the run) would
+// also reset this window. After the idle-input reset it finds the window already reset and does
+// nothing; without idleness it resets as before (source "threshold").
+for (const [name, minutes, source] of [
+	["after idleMinutes the idle-input reset is the only one", 55, "idle"],
+	["before idleMinutes Pi's pre-prompt threshold reset is the only one", 5, "threshold"],
+]) {
+	test(`idle-input recovery and Pi's pre-prompt threshold: ${name}`, async (tc) => {
+		const { t, env } = await storedHandoffSession([{ text: "Answered in the new window.", tokens: 3_000 }], {}, {
+			// Pi's threshold at 200000 - 180000 = 20000 tokens: the window (35200) is above it.
+			compaction: { enabled: true, reserveTokens: 180_000, keepRecentTokens: 1 },
+		});
+		try {
+			const before = ofType(t, "compaction").length;
+			later(tc, minutes);
+			await t.session.prompt("Next step, please.");
+			const resets = ofType(t, "compaction").slice(before);
+			assert.deepEqual(resets.map((c) => c.details.source), [source]);
+			assert.equal(eventsNamed(env, "idle_input_reset").length, source === "idle" ? 1 : 0);
+			assert.match(joined(t.requests.at(-1)), /<context_window>/);
+		} finally {
+			await t.dispose();
+			env.restore();
+		}
+	});
+}
