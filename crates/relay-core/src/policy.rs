@@ -27,6 +27,23 @@
 //! continuation). A handoff written then is pending as [`CommitKind::Idle`] (other tools blocked)
 //! and its turn end requests [`ResetSource::Idle`]; an idle commit never counts. Only
 //! [`PolicyInput::BeforeAgentStart`] (a new external run) or an applied reset ends the request.
+//!
+//! **Idle-input recovery.** New input while no run is active ([`PolicyInput::ExternalInput`]),
+//! after at least `idleMinutes` since the agent's last activity (the engine measures it from the
+//! `nowMs` of its observations), with a stored handoff still valid and a window larger than
+//! `keepRecentTokens`, requests [`ResetSource::IdleInput`]: an uncounted idle commit of that
+//! handoff, installed before the input runs and continuing nothing (the input is the new window's
+//! first request). Not in `Compacting`/`HandoffPendingCommit`, nor under a cap, loop-guard or
+//! compaction-failure fallback. **One reset per boundary:** this reset is installed from Pi's
+//! `input`, before Pi's pre-prompt threshold check; that check then sees a window whose last
+//! answer predates the reset and does nothing, and the scheduler serves at most one reset for the
+//! input (its request is consumed by the first compaction hook and ends with the run the input
+//! starts). Without it, the threshold reset happens as before.
+//!
+//! **Failures** of a reset are classified from Pi's error text ([`classify_compact_failure`]):
+//! benign ones (cancelled, "Nothing to compact", "Already compacted") never count; a persistent
+//! one of a reset Relay owns arms [`FallbackReason::CompactionFailure`] at once
+//! ([`PolicyInput::CompactionFailed`]); transient ones are retried, the third arms it.
 
 #![deny(
     clippy::unwrap_used,

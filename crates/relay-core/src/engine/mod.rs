@@ -228,8 +228,10 @@ impl Engine {
     /// no warning, no retry, no count. A failure of a reset Relay owns (every source but the user's
     /// `/compact`) is counted from the window's `relay/reset-failed` notices on the branch: the
     /// first two leave their retry for the next eligible boundary, the third gives up retrying
-    /// and arms the budget fallback ("compaction failure"). A failed `/compact` is the user's: a
-    /// warning, no retry, no fallback.
+    /// and arms the budget fallback ("compaction failure"); a persistent failure (Pi's error text,
+    /// [`classify_compact_failure`]) gives up and arms it at once, and a benign one ("Nothing to
+    /// compact", "Already compacted") is treated like a cancellation. A failed `/compact` is the
+    /// user's: a warning, no retry, no fallback.
     fn reject_reset(
         &mut self,
         attempt: AttemptId,
