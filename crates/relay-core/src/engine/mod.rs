@@ -603,7 +603,16 @@ impl Engine {
                 if let Some(attempt) = self.outstanding.reset.take() {
                     // The reset handed out at this settle point never reached the branch (Pi
                     // found the boundary draft invalid, or the run ended before it was applied).
-                    self.reject_reset(attempt, Failure::Rejected, moment, &mut reply);
+                    // An aborted run is the user's doing: benign, like a cancellation.
+                    let failure = if *aborted {
+                        Failure::Reported {
+                            aborted: true,
+                            message: None,
+                        }
+                    } else {
+                        Failure::Rejected
+                    };
+                    self.reject_reset(attempt, failure, moment, &mut reply);
                 }
                 self.run_active = false;
                 self.scheduler

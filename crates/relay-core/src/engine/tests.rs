@@ -1978,3 +1978,68 @@ fn idle_input_needs_a_handoff_no_real_tool_or_new_run_invalidated() {
         assert_eq!(input(&mut e), None, "{invalidate:?} invalidates it");
     }
 }
+
+/// Stale callbacks, one row per invalidating event: after it, the idle-input compaction's error
+/// callback, or a failure report for a reset answered from a hook, matches nothing (no notice, no
+/// count, no fallback). An aborted run's unapplied reset is benign too.
+#[test]
+fn stale_failure_callbacks_are_ignored_after_each_invalidating_event() {
+    let quiet = |reply: &HookReply| {
+        sends(reply, RESET_FAILED_TYPE).is_empty()
+            && events_named(reply, "fallback_armed").is_empty()
+    };
+    for invalidate in [
+        Event::Input,
+        Event::BeforeAgentStart,
+        Event::SessionStart,
+        Event::SessionTree,
+        Event::SessionShutdown,
+    ] {
+        let mut e = idle_engine();
+        let Some(HookResult::Compact { attempt }) = e
+            .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+            .result
+        else {
+            panic!("no compaction asked")
+        };
+        e.handle(&at(invalidate.clone(), T0 + 60 * MINUTE, None));
+        let late = e.handle(&at(
+            Event::CompactError {
+                attempt,
+                error_message: "Compaction failed: 401 invalid x-api-key".into(),
+            },
+            T0 + 60 * MINUTE,
+            None,
+        ));
+        assert!(
+            quiet(&late),
+            "idle-input callback after {invalidate:?}: {late:?}"
+        );
+    }
+    for invalidate in [
+        Event::SessionStart,
+        Event::SessionTree,
+        Event::SessionShutdown,
+        Event::AgentSettled { aborted: true },
+    ] {
+        let mut e = budget_engine(json!({"mode": "enforce"}));
+        e.handle(&obs(Event::BeforeAgentStart, Some(90_000)));
+        assert!(matches!(
+            overflow_hook(&mut e, true).result,
+            Some(HookResult::Reset { .. })
+        ));
+        let invalidated = e.handle(&obs(invalidate.clone(), None));
+        assert!(
+            quiet(&invalidated),
+            "{invalidate:?} itself: {invalidated:?}"
+        );
+        let late = e.handle(&obs(
+            compact_failed(
+                "overflow",
+                Some("Context overflow recovery failed: 401 unauthorized"),
+            ),
+            None,
+        ));
+        assert!(quiet(&late), "hook failure after {invalidate:?}: {late:?}");
+    }
+}
