@@ -178,8 +178,29 @@ export default function relay(pi: ExtensionAPI) {
 		handle(ctx, "session_shutdown");
 		releaseRuntime(runtime);
 	});
-	pi.on("input", (_event, ctx) => {
+	pi.on("input", async (_event, ctx) => {
 		configure(ctx);
+		// The engine may ask for the window to be reset before this input runs (idle-input
+		// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
+		// the input then goes on unchanged whatever the outcome.
+		const reply = handle(ctx, "input");
+		if (reply.result?.kind === "compact") {
+			const { attempt } = reply.result;
+			await new Promise<void>((resolve) => {
+				try {
+					ctx.compact({
+						onComplete: () => resolve(),
+						onError: (error) => {
+							handle(ctx, "compact_error", { attempt, errorMessage: error.message });
+							resolve();
+						},
+					});
+				} catch (error) {
+					handle(ctx, "compact_error", { attempt, errorMessage: error instanceof Error ? error.message : String(error) });
+					resolve();
+				}
+			});
+		}
 		return undefined;
 	});
 	pi.on("before_agent_start", (_event, ctx) => {
@@ -231,7 +252,11 @@ export default function relay(pi: ExtensionAPI) {
 		handle(ctx, "agent_settled", { aborted: event.aborted });
 	});
 	pi.on("session_compact_failed", (event, ctx) => {
-		handle(ctx, "session_compact_failed", { reason: event.reason, aborted: event.aborted === true });
+		handle(ctx, "session_compact_failed", {
+			reason: event.reason,
+			aborted: event.aborted === true,
+			...(event.errorMessage ? { errorMessage: event.errorMessage } : {}),
+		});
 	});
 	pi.on("session_before_compact", (event, ctx) => {
 		const reply = handle(ctx, "session_before_compact", {

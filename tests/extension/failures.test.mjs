@@ -61,9 +61,36 @@ test("a reset Relay owns that Pi rejects three times arms the compaction-failure
 		assert.match(blocked.text, /its reset failed three times/, "the block reason names the compaction failure");
 		const [forced] = ofType(t, "compaction");
 		assert.equal(forced.details.source, "forced", "the fallback resets mechanically");
-		assert.match(forced.summary, /<reset_notice>[\s\S]*failed three times \(compaction failure\)[\s\S]*<\/reset_notice>/);
+		assert.match(forced.summary, /<reset_notice>[\s\S]*failed three times, or failed in a way a retry cannot fix \(compaction failure\)[\s\S]*<\/reset_notice>/);
 		assert.ok(env.events().some((e) => e.event === "forced_reset" && e.reason === "compaction_failure"));
 		assert.equal(t.requests.length, 4, "the blocked call ended the run: no continuation");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a failure of the user's own /compact is not Relay's: no notice, no count, no fallback", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	// Pi's default keepRecentTokens: this small session has nothing to compact, so Pi refuses the
+	// user's compaction before any hook, reporting the failure to session_compact_failed.
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { compaction: { enabled: false }, relay: { budget: { mode: "enforce" } } },
+		steps: [{ text: "First answer.", tokens: 5_000 }, { text: "Second answer.", tokens: 5_200 }],
+	});
+	try {
+		await t.session.prompt("First.");
+		for (let i = 0; i < 3; i++) {
+			await assert.rejects(() => t.session.compact(), /Nothing to compact/);
+		}
+		assert.equal(ofType(t, "custom_message", "relay/reset-failed").length, 0);
+		assert.equal(env.events().filter((e) => e.event === "fallback_armed").length, 0);
+		await t.session.prompt("Second.");
+		assert.equal(t.requests.length, 2, "the next prompt runs normally");
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Second answer.");
 	} finally {
 		await t.dispose();
 		env.restore();

@@ -27,6 +27,23 @@
 //! continuation). A handoff written then is pending as [`CommitKind::Idle`] (other tools blocked)
 //! and its turn end requests [`ResetSource::Idle`]; an idle commit never counts. Only
 //! [`PolicyInput::BeforeAgentStart`] (a new external run) or an applied reset ends the request.
+//!
+//! **Idle-input recovery.** New input while no run is active ([`PolicyInput::ExternalInput`]),
+//! after at least `idleMinutes` since the agent's last activity (the engine measures it from the
+//! `nowMs` of its observations), with a stored handoff still valid and a window larger than
+//! `keepRecentTokens`, requests [`ResetSource::IdleInput`]: an uncounted idle commit of that
+//! handoff, installed before the input runs and continuing nothing (the input is the new window's
+//! first request). Not in `Compacting`/`HandoffPendingCommit`, nor under a cap, loop-guard or
+//! compaction-failure fallback. **One reset per boundary:** this reset is installed from Pi's
+//! `input`, before Pi's pre-prompt threshold check; that check then sees a window whose last
+//! answer predates the reset and does nothing, and the scheduler serves at most one reset for the
+//! input (its request is consumed by the first compaction hook and ends with the run the input
+//! starts). Without it, the threshold reset happens as before.
+//!
+//! **Failures** of a reset are classified from Pi's error text ([`classify_compact_failure`]):
+//! benign ones (cancelled, "Nothing to compact", "Already compacted") never count; a persistent
+//! one of a reset Relay owns arms [`FallbackReason::CompactionFailure`] at once
+//! ([`PolicyInput::CompactionFailed`]); transient ones are retried, the third arms it.
 
 #![deny(
     clippy::unwrap_used,
@@ -264,6 +281,14 @@ pub enum PolicyInput {
         #[serde(default)]
         pending_work: bool,
     },
+    /// New external input (Pi's `input`) while no run is active, before the run it starts.
+    /// `idle_ms`: time since the agent's last activity (`None`: unknown, e.g. right after a
+    /// session start). `stored_handoff`: the path of a handoff written in this window that is
+    /// still valid (no real tool ran and no external run started since it was written).
+    ExternalInput {
+        idle_ms: Option<u64>,
+        stored_handoff: Option<String>,
+    },
     /// A reset (any source) was applied: new window, floor unknown.
     ResetApplied,
     /// Relay's own reset failed for the third time in this window (or failed for good): arm the
@@ -306,6 +331,9 @@ pub enum ResetSource {
     /// Commit of a handoff written after an idle request: the boot block carries it; the reset is
     /// logged with source `idle` and never counts toward the cap or the loop guard.
     Idle,
+    /// Idle-input recovery: new input after `idleMinutes` resets with the stored handoff before
+    /// the input runs (source `idle`, never counted); the input then passes through unchanged.
+    IdleInput,
 }
 
 /// Effects for the adapter to execute.
@@ -370,6 +398,161 @@ fn event(name: &str, fields: Value) -> PolicyEffect {
     PolicyEffect::Event {
         name: name.to_string(),
         fields,
+    }
+}
+
+/// How a failed compaction of Relay's is treated, judged from Pi's error text
+/// ([`classify_compact_failure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureKind {
+    /// Nothing was lost: a cancellation, "Nothing to compact", "Already compacted". Never
+    /// counted, never retried, no fallback.
+    Benign,
+    /// May succeed later (rate limit, overload, network, timeout, 5xx, or a cause Relay cannot
+    /// tell): retried at the next eligible boundary; the third failure in a window arms the
+    /// fallback.
+    Transient,
+    /// Retrying cannot help (authentication or permission, an invalid request, no model or
+    /// quota, a context too large for the summarizer): a reset Relay owns arms the fallback at
+    /// once.
+    Persistent,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Benign => "benign",
+            FailureKind::Transient => "transient",
+            FailureKind::Persistent => "persistent",
+        }
+    }
+}
+
+/// Texts (lower case) of failures that lose nothing: Pi's own no-op answers and cancellation.
+const BENIGN_FAILURES: &[&str] = &[
+    "nothing to compact",
+    "already compacted",
+    "compaction cancelled",
+    "request was aborted",
+    "aborted",
+];
+
+/// Texts (lower case) of failures a retry cannot fix. Authentication and permission (Pi's
+/// "Authentication failed for …", "No API key found for …", provider 401/403 texts), an invalid
+/// request (400 and its error types), no model, quota and billing exhaustion (pi-ai's
+/// non-retryable limits), and a context the summarizer cannot take (pi-ai's overflow texts).
+const PERSISTENT_FAILURES: &[&str] = &[
+    "authentication",
+    "unauthorized",
+    "forbidden",
+    "permission",
+    "api key",
+    "credentials",
+    "/login",
+    "invalid request",
+    "invalid_request",
+    "bad request",
+    "invalid_parameter",
+    "no model selected",
+    "model not found",
+    "not_found_error",
+    "insufficient_quota",
+    "quota exceeded",
+    "billing",
+    "usage limit",
+];
+
+/// Texts (lower case) of a context the summarizer cannot take (pi-ai's overflow texts). Checked
+/// after the transient ones, so a throttle that mentions tokens ("Too many tokens, please wait")
+/// stays transient.
+const OVERFLOW_FAILURES: &[&str] = &[
+    "prompt is too long",
+    "prompt too long",
+    "request_too_large",
+    "context window",
+    "context length",
+    "context_length",
+    "maximum context",
+    "too many tokens",
+    "token limit",
+    "exceeds the limit",
+];
+
+/// Texts (lower case) of failures that may pass: pi-ai's retryable provider and transport errors
+/// (a subset).
+const TRANSIENT_FAILURES: &[&str] = &[
+    "rate limit",
+    "rate_limit",
+    "too many requests",
+    "overloaded",
+    "server_busy",
+    "temporarily unavailable",
+    "service unavailable",
+    "server error",
+    "internal error",
+    "network",
+    "fetch failed",
+    "socket hang up",
+    "econnreset",
+    "econnrefused",
+    "etimedout",
+    "timed out",
+    "timeout",
+    "connection",
+    "please wait",
+];
+
+/// HTTP status codes in a failure text (not part of a longer number or word): the first list is
+/// persistent, the second transient.
+const PERSISTENT_CODES: &[&str] = &["400", "401", "403", "404", "413"];
+const TRANSIENT_CODES: &[&str] = &[
+    "408", "429", "500", "502", "503", "504", "520", "524", "529",
+];
+
+fn has_code(text: &str, code: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(code).any(|(i, m)| {
+        let before = i.checked_sub(1).and_then(|j| bytes.get(j));
+        let after = bytes.get(i + m.len());
+        !before.is_some_and(u8::is_ascii_alphanumeric)
+            && !after.is_some_and(u8::is_ascii_alphanumeric)
+    })
+}
+
+/// Classify a failed compaction from Pi's `session_compact_failed` (`aborted`, `errorMessage`)
+/// or `ctx.compact()`'s error. The rule, in order:
+///
+/// 1. aborted, or a benign text ("Nothing to compact", "Already compacted", "Compaction
+///    cancelled") → [`FailureKind::Benign`];
+/// 2. authentication, permission, API key, invalid request, no model, quota or billing, or the
+///    status 400/401/403/404/413 → [`FailureKind::Persistent`] (Pi's "Authentication failed …
+///    network is unavailable" is an authentication failure);
+/// 3. a transient text or status (rate limit, overload, network, timeout, 408/429/5xx) →
+///    [`FailureKind::Transient`];
+/// 4. a context too large for the summarizer ("prompt is too long", "too many tokens", …) →
+///    [`FailureKind::Persistent`];
+/// 5. anything else, and no text at all → [`FailureKind::Transient`]: retrying is bounded (the
+///    third failure arms the fallback), so an unknown cause costs at most two more tries.
+pub fn classify_compact_failure(aborted: bool, message: Option<&str>) -> FailureKind {
+    if aborted {
+        return FailureKind::Benign;
+    }
+    let Some(text) = message.map(str::to_lowercase) else {
+        return FailureKind::Transient;
+    };
+    let any = |list: &[&str]| list.iter().any(|t| text.contains(t));
+    let code = |list: &[&str]| list.iter().any(|c| has_code(&text, c));
+    if any(BENIGN_FAILURES) {
+        FailureKind::Benign
+    } else if any(PERSISTENT_FAILURES) || code(PERSISTENT_CODES) {
+        FailureKind::Persistent
+    } else if any(TRANSIENT_FAILURES) || code(TRANSIENT_CODES) {
+        FailureKind::Transient
+    } else if any(OVERFLOW_FAILURES) {
+        FailureKind::Persistent
+    } else {
+        FailureKind::Transient
     }
 }
 
@@ -601,6 +784,56 @@ fn forced_reset(
     });
 }
 
+/// Idle-input recovery: new input after at least `idleMinutes` without agent activity, with a
+/// stored handoff still valid and a window larger than `keepRecentTokens`, resets the window with
+/// that handoff before the input runs. The reset is an idle commit (never counted) and continues
+/// nothing: the user's input is the next request of the new window.
+///
+/// Not while a reset or a commit is already under way, nor when the cap, the loop guard or a
+/// compaction failure armed the fallback (a handoff cannot bypass those); at the hard limit a
+/// valid handoff still commits, so it resets there too. An unknown idle time or window size never
+/// resets.
+fn idle_input_reset(
+    s: &mut PolicyState,
+    p: &PolicyParams,
+    idle_ms: Option<u64>,
+    stored: Option<&str>,
+    fx: &mut Vec<PolicyEffect>,
+) {
+    let phase_ok = match s.phase {
+        Phase::Idle | Phase::SoftNotified | Phase::HandoffRequired => true,
+        Phase::FallbackArmed => s.fallback == Some(FallbackReason::Hard),
+        Phase::HandoffPendingCommit | Phase::Compacting => false,
+    };
+    let (Some(path), Some(idle), Some(tokens)) = (stored, idle_ms, s.tokens) else {
+        return;
+    };
+    if !phase_ok || idle < p.idle_ms || tokens <= p.keep_recent_tokens {
+        return;
+    }
+    s.phase = Phase::Compacting;
+    s.committing = Some(CommitKind::Idle);
+    s.pending = None;
+    fx.push(event(
+        "idle_input_reset",
+        json!({
+            "idleMs": idle,
+            "idleMinutesMs": p.idle_ms,
+            "tokens": tokens,
+            "keepRecentTokens": p.keep_recent_tokens,
+            "path": path,
+        }),
+    ));
+    fx.push(PolicyEffect::RequestReset {
+        source: ResetSource::IdleInput,
+        kind: CommitKind::Idle,
+        handoff_path: Some(path.to_string()),
+        continue_run: false,
+        at_turn_end: false,
+        note: None,
+    });
+}
+
 /// The enforce transition: a pure function of the previous state, the parameters and one input.
 pub fn step(
     state: &PolicyState,
@@ -747,6 +980,10 @@ pub fn step(
             }
             _ => {}
         },
+        PolicyInput::ExternalInput {
+            idle_ms,
+            stored_handoff,
+        } => idle_input_reset(&mut s, params, *idle_ms, stored_handoff.as_deref(), &mut fx),
         PolicyInput::ResetDropped => {
             if s.phase == Phase::Compacting {
                 let kind = s.committing.take();
@@ -975,7 +1212,7 @@ pub fn render_block_fallback(
             p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
         ),
         FallbackReason::CompactionFailure => "Blocked: Relay could not reset this context window: \
-             its reset failed three times. Do not call more tools and do not hand off again. End \
+             its reset failed three times, or failed in a way a retry cannot fix. Do not call more tools and do not hand off again. End \
              your turn now: the context will be reset mechanically and the user decides how to \
              continue."
             .to_string(),
@@ -1043,7 +1280,9 @@ pub fn render_forced_reset_note(reason: FallbackReason, p: &PolicyParams) -> Str
             p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
         ),
         FallbackReason::CompactionFailure => {
-            "Relay's reset of the window failed three times (compaction failure)".to_string()
+            "Relay's reset of the window failed three times, or failed in a way a retry cannot fix \
+             (compaction failure)"
+                .to_string()
         }
     };
     format!(

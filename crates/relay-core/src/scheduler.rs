@@ -42,6 +42,9 @@
 //! | `session_before_compact` threshold, no run active | reset at once (`Threshold`), no borrowed turn |
 //! | `session_before_compact` manual | reset at once (`Manual`) |
 //! | `session_before_compact` overflow | reset at once (`Overflow`), restate the dropped request, never borrow |
+//! | idle-input reset requested (policy, at `input`), no run active, nothing pending | allocate an attempt id, `[Compact]`: the adapter starts Pi's compaction and awaits it |
+//! | `session_before_compact` manual while an input reset is requested | reset at once with that attempt id (`Idle`, or `Handoff` when a handoff is ready), no continuation |
+//! | input reset failed before its hook (matching attempt), `before_agent_start`, `agent_settled` | the input reset request is gone |
 //! | `session_before_compact` overflow, recovery refused ([`Scheduler::allow_overflow_reset`]`(false)`: off, or the window's one retry is spent) | `[CancelCompaction]`; pending requests stay |
 //! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
 //! | `agent_end` | fallback `Borrowed` → `Ready` |
@@ -123,7 +126,8 @@ pub enum ResetSource {
     Handoff,
     /// The budget policy forces a reset.
     Forced,
-    /// The budget policy's idle reset.
+    /// The budget policy's idle reset: an idle handoff's commit, or the idle-input recovery's
+    /// reset with a stored handoff.
     Idle,
     /// The user's `/compact`.
     Manual,
@@ -183,6 +187,14 @@ pub enum SchedInput {
     },
     /// `session_before_compact`. `idle` is the adapter's view; see the module docs on idle detection.
     CompactHook { reason: CompactReason, idle: bool },
+    /// Policy: idle-input recovery wants the window reset before new input runs. Answered with
+    /// [`SchedOutput::Compact`] (the adapter starts Pi's compaction, whose `manual` hook this
+    /// scheduler then answers with the `Idle` reset) when no run is active and nothing else is
+    /// pending; otherwise ignored.
+    InputResetRequested,
+    /// The compaction started for [`SchedInput::InputResetRequested`] failed before its hook (Pi's
+    /// "Nothing to compact", "Already compacted", …): the request is over.
+    InputResetFailed { attempt: AttemptId },
     /// `before_agent_start`: a genuinely new run starts (user prompt or idle-triggered message).
     BeforeAgentStart,
     /// `turn_end`. `has_queued_user_messages`: a steer or follow-up from the user is waiting.
@@ -222,6 +234,9 @@ pub enum SchedOutput {
     },
     /// Return `{cancel: true}` from `session_before_compact`.
     CancelCompaction,
+    /// Start Pi's compaction now and wait for it before the input goes on (`ctx.compact()` from
+    /// `input`); its `manual` hook gets the reset with this `attempt` id.
+    Compact { attempt: AttemptId },
     /// Send the note-taking steer (`triggerTurn: true`, steers into this run): the borrowed turn.
     SteerNotes,
     /// Return nothing from `session_before_compact`: Pi's own compaction applies (Relay is off).
@@ -265,6 +280,10 @@ pub struct Scheduler {
     explicit: bool,
     /// A handoff waits for its `turn_end` commit.
     handoff: bool,
+    /// Idle-input recovery asked for a compaction (the attempt id its reset will carry); its
+    /// `manual` hook is answered with the `Idle` reset. Cleared by that hook, a failure before
+    /// it, and the run the input starts.
+    input_reset: Option<AttemptId>,
     /// The policy wants a reset: its source, and whether it is served at the next `turn_end`
     /// (else at the next completed settle).
     forced: Option<(ResetSource, bool)>,
@@ -292,6 +311,7 @@ impl Scheduler {
             run_active: false,
             explicit: false,
             handoff: false,
+            input_reset: None,
             forced: None,
             retry: false,
             allowance: Allowance::Available,
@@ -313,6 +333,8 @@ impl Scheduler {
     pub fn pending(&self) -> Option<ResetSource> {
         if self.handoff {
             Some(ResetSource::Handoff)
+        } else if self.input_reset.is_some() {
+            Some(ResetSource::Idle)
         } else if let Some((ResetSource::Idle, _)) = self.forced {
             // An idle reset commits a written handoff: it ranks with a handoff.
             Some(ResetSource::Idle)
@@ -387,8 +409,31 @@ impl Scheduler {
                 Vec::new()
             }
             SchedInput::CompactHook { reason, idle } => self.handle_compact_hook(reason, idle),
+            SchedInput::InputResetRequested => {
+                // A retry left by a rejected reset is served by this reset too.
+                let other = self.handoff || self.explicit || self.forced.is_some();
+                if !self.accepts_requests()
+                    || self.run_active
+                    || other
+                    || self.input_reset.is_some()
+                {
+                    return Vec::new();
+                }
+                let attempt = self.next_attempt;
+                self.next_attempt += 1;
+                self.input_reset = Some(attempt);
+                vec![SchedOutput::Compact { attempt }]
+            }
+            SchedInput::InputResetFailed { attempt } => {
+                if self.input_reset == Some(attempt) {
+                    self.input_reset = None;
+                }
+                Vec::new()
+            }
             SchedInput::BeforeAgentStart => {
                 self.run_active = true;
+                // The input's boundary is over: an input reset not installed by now never is.
+                self.input_reset = None;
                 Vec::new()
             }
             SchedInput::TurnEnd {
@@ -432,6 +477,7 @@ impl Scheduler {
             },
             SchedInput::Settled { aborted } => {
                 self.run_active = false;
+                self.input_reset = None;
                 // Contract: the outcome of every attempt is known by now. A lost one is abandoned.
                 self.in_flight = None;
                 self.drop_run_work(aborted);
@@ -481,6 +527,7 @@ impl Scheduler {
         } else if self.in_flight.is_some()
             || self.explicit
             || self.handoff
+            || self.input_reset.is_some()
             || self.forced.is_some()
             || self.overdue
             || self.retry
@@ -544,6 +591,17 @@ impl Scheduler {
         if self.in_flight.is_some() {
             return vec![SchedOutput::CancelCompaction];
         }
+        // The compaction the idle-input recovery started: its reset, with the id handed out.
+        if let Some(attempt) = self.input_reset.take() {
+            if reason == CompactReason::Manual {
+                let source = if self.handoff {
+                    ResetSource::Handoff
+                } else {
+                    ResetSource::Idle
+                };
+                return self.issue_as(attempt, source, false, false);
+            }
+        }
         let handoff_ready = self.handoff;
         let hook_source = |source| {
             if handoff_ready {
@@ -592,6 +650,18 @@ impl Scheduler {
     ) -> Vec<SchedOutput> {
         let attempt = self.next_attempt;
         self.next_attempt += 1;
+        self.issue_as(attempt, source, continuation, restate_dropped_request)
+    }
+
+    /// [`Scheduler::issue`] with an attempt id handed out before (an input reset's).
+    fn issue_as(
+        &mut self,
+        attempt: AttemptId,
+        source: ResetSource,
+        continuation: bool,
+        restate_dropped_request: bool,
+    ) -> Vec<SchedOutput> {
+        self.input_reset = None;
         self.explicit = false;
         self.handoff = false;
         self.forced = None;
@@ -615,6 +685,7 @@ impl Scheduler {
     fn drop_run_work(&mut self, clear_forced: bool) {
         self.explicit = false;
         self.handoff = false;
+        self.input_reset = None;
         self.overdue = false;
         if clear_forced {
             self.forced = None;
@@ -628,6 +699,7 @@ impl Scheduler {
     fn forget_window(&mut self) {
         self.explicit = false;
         self.handoff = false;
+        self.input_reset = None;
         self.forced = None;
         self.overdue = false;
         self.retry = false;

@@ -1676,6 +1676,10 @@ impl Host {
             HookResult::Cancel => {
                 check!(hook == Hook::BeforeCompact, "cancel from {}", hook.name())
             }
+            // Only new input without a run asks for a compaction; this host sends none.
+            HookResult::Compact { .. } => {
+                check!(false, "a compaction request from {}", hook.name())
+            }
             HookResult::Block { .. } => {
                 check!(hook == Hook::ToolCall, "block from {}", hook.name());
                 check!(
@@ -2113,6 +2117,7 @@ fn result_name(r: &HookResult) -> String {
             }
         ),
         HookResult::Continue { .. } => "continue".into(),
+        HookResult::Compact { .. } => "compact".into(),
     }
 }
 

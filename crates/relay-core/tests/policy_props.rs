@@ -33,6 +33,12 @@ fn input_strategy() -> impl Strategy<Value = PolicyInput> {
         }),
         Just(PolicyInput::TurnEnd { continues: true }),
         prop::bool::ANY.prop_map(|pending_work| PolicyInput::BeforeSettle { pending_work }),
+        (prop::option::of(0u64..6_000_000), prop::bool::ANY).prop_map(|(idle_ms, stored)| {
+            PolicyInput::ExternalInput {
+                idle_ms,
+                stored_handoff: stored.then(|| "/r/stored.md".to_string()),
+            }
+        }),
         Just(PolicyInput::ResetApplied),
     ]
 }
@@ -51,6 +57,8 @@ fn params() -> PolicyParams {
             within_turns: 6,
         },
         idle_min_tokens: 150_000,
+        idle_ms: 50 * 60_000,
+        keep_recent_tokens: 20_000,
     }
 }
 
@@ -121,6 +129,46 @@ proptest! {
                 }
             }
             prop_assert_eq!(n.idle_requested, open);
+            s = n;
+        }
+    }
+
+    /// Idle-input recovery (reference: the conditions restated): new input resets exactly when a
+    /// stored handoff exists, the idleness is known and at least `idleMinutes`, the window is
+    /// larger than `keepRecentTokens` and no reset, commit or guard fallback stands in the way;
+    /// the reset continues nothing and never counts.
+    #[test]
+    fn idle_input_resets_exactly_when_its_conditions_hold(inputs in prop::collection::vec(input_strategy(), 0..80)) {
+        let p = params();
+        let mut s = PolicyState::default();
+        for input in &inputs {
+            let (mut n, fx) = step(&s, &p, input);
+            let reset = fx.iter().any(|e| matches!(e, PolicyEffect::RequestReset { .. }));
+            if let PolicyInput::ExternalInput { idle_ms, stored_handoff } = input {
+                let phase_ok = match s.phase {
+                    Phase::Idle | Phase::SoftNotified | Phase::HandoffRequired => true,
+                    Phase::FallbackArmed => s.fallback == Some(relay_core::policy::FallbackReason::Hard),
+                    _ => false,
+                };
+                let expected = phase_ok
+                    && stored_handoff.is_some()
+                    && idle_ms.is_some_and(|i| i >= p.idle_ms)
+                    && s.tokens.is_some_and(|t| t > p.keep_recent_tokens);
+                prop_assert_eq!(reset, expected, "{:?} in {:?}", input, s.phase);
+                for e in &fx {
+                    if let PolicyEffect::RequestReset { continue_run, kind, .. } = e {
+                        prop_assert!(!continue_run);
+                        prop_assert_eq!(*kind, CommitKind::Idle);
+                    }
+                }
+            }
+            if reset {
+                let before = (n.handoffs_committed, n.unproductive_commits.clone());
+                n = step(&n, &p, &PolicyInput::ResetApplied).0;
+                if matches!(input, PolicyInput::ExternalInput { .. }) {
+                    prop_assert_eq!((n.handoffs_committed, n.unproductive_commits.clone()), before);
+                }
+            }
             s = n;
         }
     }

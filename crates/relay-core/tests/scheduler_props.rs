@@ -33,6 +33,8 @@ enum Op {
     In(SchedInput),
     Applied(Pick),
     Rejected(Pick),
+    /// The idle-input compaction failed before its hook.
+    InputFailed(Pick),
     /// The engine's verdict from the branch, through [`Scheduler::restore_allowance`]: the window
     /// holds the note-taking steer, the window holds a rejected window-full reset's notice.
     Restore(bool, bool),
@@ -78,6 +80,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<bool>().prop_map(|aborted| Op::In(SchedInput::Settled { aborted })),
         6 => pick().prop_map(Op::Applied),
         3 => pick().prop_map(Op::Rejected),
+        2 => Just(Op::In(SchedInput::InputResetRequested)),
+        1 => pick().prop_map(Op::InputFailed),
         1 => Just(Op::In(SchedInput::Invalidate)),
         1 => any::<bool>().prop_map(|on| Op::In(SchedInput::SetEnabled(on))),
         2 => (any::<bool>(), any::<bool>()).prop_map(|(b, f)| Op::Restore(b, f)),
@@ -122,6 +126,8 @@ enum Want {
     Forced(ResetSource, bool),
     /// A rejected window-full reset waits for its retry.
     Retry,
+    /// The idle-input recovery asked for a compaction, whose manual hook resets with this id.
+    Input(AttemptId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +155,13 @@ impl Model {
         self.wants.contains(&want)
     }
 
+    fn input(&self) -> Option<AttemptId> {
+        self.wants.iter().find_map(|w| match w {
+            Want::Input(a) => Some(*a),
+            _ => None,
+        })
+    }
+
     fn forced(&self) -> Option<ResetSource> {
         self.wants.iter().find_map(|w| match w {
             Want::Forced(s, _) => Some(*s),
@@ -159,6 +172,10 @@ impl Model {
     fn pending(&self) -> Option<ResetSource> {
         if self.has(Want::Handoff) {
             return Some(ResetSource::Handoff);
+        }
+        // The idle-input recovery's reset is an idle reset too.
+        if self.input().is_some() {
+            return Some(ResetSource::Idle);
         }
         // An idle reset commits the written idle handoff: it ranks right after a handoff.
         if self.forced() == Some(ResetSource::Idle) {
@@ -206,14 +223,25 @@ impl Model {
 
     fn fire(&mut self, source: ResetSource, continuation: bool, restate: bool) -> Vec<SchedOutput> {
         self.last_id += 1;
+        let id = self.last_id;
+        self.fire_as(id, source, continuation, restate)
+    }
+
+    fn fire_as(
+        &mut self,
+        id: AttemptId,
+        source: ResetSource,
+        continuation: bool,
+        restate: bool,
+    ) -> Vec<SchedOutput> {
         self.wants.clear();
         self.late = false;
         if matches!(self.phase, Phase::Steered | Phase::TurnDone) {
             self.phase = Phase::UsedUp;
         }
-        self.flying = Some((self.last_id, source));
+        self.flying = Some((id, source));
         vec![SchedOutput::Reset {
-            attempt: self.last_id,
+            attempt: id,
             source,
             continuation,
             restate_dropped_request: restate,
@@ -286,6 +314,17 @@ impl Model {
                     return vec![SchedOutput::CancelCompaction];
                 }
                 let handoff = self.has(Want::Handoff);
+                if let Some(id) = self.input() {
+                    self.wants.retain(|w| !matches!(w, Want::Input(_)));
+                    if reason == CompactReason::Manual {
+                        let source = if handoff {
+                            ResetSource::Handoff
+                        } else {
+                            ResetSource::Idle
+                        };
+                        return self.fire_as(id, source, false, false);
+                    }
+                }
                 let named = |s| if handoff { ResetSource::Handoff } else { s };
                 match reason {
                     CompactReason::Overflow => self.fire(named(ResetSource::Overflow), false, true),
@@ -311,8 +350,24 @@ impl Model {
                     }
                 }
             }
+            I::InputResetRequested => {
+                let other = self.wants.iter().any(|w| !matches!(w, Want::Retry));
+                if !self.open() || self.running || other {
+                    return vec![];
+                }
+                self.last_id += 1;
+                self.wants.push(Want::Input(self.last_id));
+                vec![SchedOutput::Compact {
+                    attempt: self.last_id,
+                }]
+            }
+            I::InputResetFailed { attempt } => {
+                self.wants.retain(|w| *w != Want::Input(attempt));
+                vec![]
+            }
             I::BeforeAgentStart => {
                 self.running = true;
+                self.wants.retain(|w| !matches!(w, Want::Input(_)));
                 vec![]
             }
             I::TurnEnd {
@@ -409,6 +464,8 @@ struct Trace {
     resets_since_settle: u32,
     /// A reset since the last settle point was resolved as applied or rejected.
     resolved_since_settle: bool,
+    /// The attempt id an idle-input compaction was handed (its manual hook's reset carries it).
+    input_attempt: Option<AttemptId>,
 }
 
 fn is_settle(input: &SchedInput) -> bool {
@@ -497,6 +554,20 @@ impl Trace {
                 }
             }
             I::CompactHook { .. } => {}
+            I::InputResetRequested => {
+                let ok = matches!(out, [] | [O::Compact { .. }]);
+                prop_assert!(ok, "input reset answered with {:?}", out);
+                if let [O::Compact { attempt }] = out {
+                    prop_assert!(
+                        self.in_flight.is_none(),
+                        "a compaction while a reset is in flight"
+                    );
+                    prop_assert!(*attempt > self.last_attempt, "attempt ids must be fresh");
+                    self.last_attempt = *attempt;
+                    self.input_attempt = Some(*attempt);
+                    self.fresh_request = true;
+                }
+            }
             _ => {
                 prop_assert!(
                     out.iter().all(|o| matches!(o, O::Reset { .. })),
@@ -520,7 +591,12 @@ impl Trace {
                 attempt,
                 self.in_flight
             );
-            prop_assert!(*attempt > self.last_attempt, "attempt ids must be fresh");
+            // The idle-input reset carries the id its compaction was handed; any other is new.
+            let handed_out = self.input_attempt.take() == Some(*attempt);
+            prop_assert!(
+                handed_out || *attempt > self.last_attempt,
+                "attempt ids must be fresh"
+            );
             match input {
                 I::TurnEnd {
                     has_queued_user_messages,
@@ -642,6 +718,9 @@ fn run(enabled: bool, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Rejected(p) => Some(SchedInput::ResetRejected {
                 attempt: resolve(p, &issued),
             }),
+            Op::InputFailed(p) => Some(SchedInput::InputResetFailed {
+                attempt: resolve(p, &issued),
+            }),
         };
         match input {
             None => {
@@ -667,8 +746,11 @@ fn run(enabled: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 trace.check(input, &got)?;
                 for o in &got {
-                    if let SchedOutput::Reset { attempt, .. } = o {
-                        issued.push(*attempt);
+                    match o {
+                        SchedOutput::Reset { attempt, .. } | SchedOutput::Compact { attempt } => {
+                            issued.push(*attempt)
+                        }
+                        _ => {}
                     }
                 }
             }

@@ -73,6 +73,8 @@ export type Event =
 	| { "type": "session_start" }
 	| { "type": "session_tree" }
 	| { "type": "session_shutdown" }
+	| { "type": "input" }
+	| { "type": "compact_error", attempt: number, errorMessage: string }
 	| { "type": "before_agent_start" }
 	| { "type": "context" }
 	| { "type": "tool_call", toolName: string, toolCallId: string }
@@ -101,6 +103,11 @@ export type Event =
 		 */
 		reason?: string,
 		aborted: boolean,
+		/**
+		 * Pi's `errorMessage` (e.g. "Compaction failed: Nothing to compact (session too small)");
+		 * absent for a cancellation. Relay classifies it (benign, transient or persistent).
+		 */
+		errorMessage?: string,
 	}
 	| {
 		"type": "session_before_compact",
@@ -182,7 +189,8 @@ export type HookResult =
 	| { "kind": "cancel" }
 	| { "kind": "block", reason: string, terminate: boolean }
 	| { "kind": "reset", plan: ResetPlan }
-	| { "kind": "continue", continuation: Continuation };
+	| { "kind": "continue", continuation: Continuation }
+	| { "kind": "compact", attempt: number };
 
 /**
  * Something the adapter must do through Pi's API, in order.

@@ -383,6 +383,9 @@ impl Engine {
                             source: ResetSource::Idle,
                             at_turn_end,
                         },
+                        // Idle-input recovery: Pi's compaction is started from `input`, and its
+                        // hook is answered with the idle reset carrying the stored handoff.
+                        policy::ResetSource::IdleInput => SchedInput::InputResetRequested,
                         policy::ResetSource::Forced => {
                             self.budget.forced = Some(ForcedReset {
                                 note: note.unwrap_or_default(),

@@ -72,7 +72,7 @@ pub use wire::{
 
 use crate::history::History;
 use crate::notes::Notes;
-use crate::policy::PolicyInput;
+use crate::policy::{classify_compact_failure, FailureKind, PolicyInput};
 use crate::render::{
     render_futile_threshold, render_overflow_exhausted, render_overflow_recovery_off,
     render_reset_failed, render_reset_failed_notice, render_tree_summary_refused,
@@ -105,6 +105,31 @@ struct Outstanding {
     handoff_cuts: Vec<crate::handoff::SectionCut>,
     /// The window whose spent overflow recovery was reported (`overflow_recovery_exhausted`).
     exhausted_reported: Option<String>,
+    /// The compaction started from `input` for the idle-input recovery ([`HookResult::Compact`]),
+    /// until its hook is answered or its failure reported: the failure hook and the error
+    /// callback that follows it are one failure.
+    input_compact: Option<AttemptId>,
+}
+
+/// How a reset handed out ended without reaching the branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure<'a> {
+    /// Pi never appended it (an invalid boundary draft, or the run ended first): no error text.
+    Rejected,
+    /// Pi reported the compaction failed or was cancelled.
+    Reported {
+        aborted: bool,
+        message: Option<&'a str>,
+    },
+}
+
+impl Failure<'_> {
+    fn kind(self) -> FailureKind {
+        match self {
+            Failure::Rejected => FailureKind::Transient,
+            Failure::Reported { aborted, message } => classify_compact_failure(aborted, message),
+        }
+    }
 }
 
 /// Relay's engine. See the module documentation.
@@ -129,6 +154,10 @@ pub struct Engine {
     /// The window (its start position) whose futile threshold compaction the user was told
     /// about: one warning per window (a UI courtesy, not state the branch must hold).
     futile_warned: Option<usize>,
+    /// The `nowMs` of the agent's latest activity (any observation of a run, from
+    /// `before_agent_start` to `agent_settled`); `None` until this process saw one. New input
+    /// measures its idleness from it.
+    last_activity_ms: Option<i64>,
 }
 
 /// Why a threshold compaction in this window would not free anything (see
@@ -164,6 +193,7 @@ impl Engine {
             tz_offset_minutes: 0,
             compact_instructions: None,
             futile_warned: None,
+            last_activity_ms: None,
         }
     }
 
@@ -216,12 +246,14 @@ impl Engine {
     /// no warning, no retry, no count. A failure of a reset Relay owns (every source but the user's
     /// `/compact`) is counted from the window's `relay/reset-failed` notices on the branch: the
     /// first two leave their retry for the next eligible boundary, the third gives up retrying
-    /// and arms the budget fallback ("compaction failure"). A failed `/compact` is the user's: a
-    /// warning, no retry, no fallback.
+    /// and arms the budget fallback ("compaction failure"); a persistent failure (Pi's error text,
+    /// [`classify_compact_failure`]) gives up and arms it at once, and a benign one ("Nothing to
+    /// compact", "Already compacted") is treated like a cancellation. A failed `/compact` is the
+    /// user's: a warning, no retry, no fallback.
     fn reject_reset(
         &mut self,
         attempt: AttemptId,
-        cancelled: bool,
+        failure: Failure<'_>,
         moment: &Moment,
         reply: &mut HookReply,
     ) {
@@ -233,9 +265,60 @@ impl Engine {
         let Some(source) = source.filter(|_| self.enabled()) else {
             return;
         };
+        self.report_failure(attempt, source, failure, moment, reply);
+    }
+
+    /// The compaction started from `input` for the idle-input recovery failed before Relay's
+    /// reset was installed (Pi's "Nothing to compact" or "Already compacted" before its hook, or
+    /// an error after it): the request is over and the input goes on unchanged. A benign failure
+    /// is only logged (`idle_input_skipped`); any other is a failure of Relay's own reset.
+    fn input_compact_failed(
+        &mut self,
+        attempt: AttemptId,
+        failure: Failure<'_>,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        self.outstanding.input_compact = None;
+        self.scheduler
+            .handle(SchedInput::InputResetFailed { attempt });
+        if !self.enabled() {
+            return;
+        }
+        if failure.kind() == FailureKind::Benign {
+            let why = match failure {
+                Failure::Reported { message, .. } => message.map(str::to_string),
+                Failure::Rejected => None,
+            };
+            let event = self.telemetry_event(
+                "idle_input_skipped",
+                serde_json::json!({ "attempt": attempt, "why": why }),
+                moment,
+            );
+            reply.effects.push(Effect::Telemetry { event });
+            return;
+        }
+        self.report_failure(attempt, ResetSource::Idle, failure, moment, reply);
+    }
+
+    /// A failure of a reset Relay handed out, classified: see [`Engine::reject_reset`].
+    fn report_failure(
+        &mut self,
+        attempt: AttemptId,
+        source: ResetSource,
+        failure: Failure<'_>,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
         let owned = source != ResetSource::Manual;
-        if cancelled && owned {
-            self.scheduler.give_up_retry();
+        let kind = failure.kind();
+        let cancelled = matches!(failure, Failure::Reported { aborted: true, .. });
+        if kind == FailureKind::Benign && (owned || !cancelled) {
+            // Nothing was lost: no warning, no retry, no count (a cancelled `/compact` of the
+            // user's is still reported to the user).
+            if owned {
+                self.scheduler.give_up_retry();
+            }
             return;
         }
         let failures = if owned {
@@ -243,7 +326,9 @@ impl Engine {
         } else {
             0
         };
-        let give_up = failures >= MAX_OWNED_RESET_FAILURES;
+        // The third failure of Relay's own reset in a window, or a persistent one at once.
+        let give_up =
+            owned && (failures >= MAX_OWNED_RESET_FAILURES || kind == FailureKind::Persistent);
         if give_up {
             self.scheduler.give_up_retry();
         }
@@ -263,6 +348,11 @@ impl Engine {
                 "source": source.as_str(),
                 "retry": retry,
                 "failures": failures,
+                "failure": kind.as_str(),
+                "error": match failure {
+                    Failure::Reported { message, .. } => message,
+                    Failure::Rejected => None,
+                },
             })),
         });
         if give_up {
@@ -403,6 +493,8 @@ impl Engine {
                 self.scheduler.handle(SchedInput::Invalidate);
                 self.restore_allowance();
                 self.outstanding.reset = None;
+                self.outstanding.input_compact = None;
+                self.last_activity_ms = None;
                 self.run_active = false;
                 self.report_skipped_notes(&mut reply);
                 // The policy's phase as the branch stands (shown in the status file at once).
@@ -434,6 +526,7 @@ impl Engine {
                 self.scheduler.handle(SchedInput::Invalidate);
                 self.restore_allowance();
                 self.outstanding.reset = None;
+                self.outstanding.input_compact = None;
                 self.outstanding.reminder = None;
                 self.outstanding.boot = false;
                 if matches!(obs.event, Event::SessionTree) {
@@ -442,9 +535,50 @@ impl Engine {
                     self.restart_policy();
                 }
             }
+            Event::Input => {
+                // A compaction started for earlier input whose callback never came is stale.
+                self.outstanding.input_compact = None;
+                // Input while a run is active is a steer or follow-up: not a boundary. Without a
+                // stored handoff there is nothing to recover with (the run's own checks follow).
+                if !self.run_active && self.budget.stored_handoff.is_some() {
+                    let idle_ms = self
+                        .last_activity_ms
+                        .map(|t| u64::try_from(moment.now_ms.saturating_sub(t)).unwrap_or(0));
+                    let stored_handoff =
+                        self.budget.stored_handoff.as_ref().map(|h| h.path.clone());
+                    let mut fx = self.policy_step(self.usage_input(moment));
+                    fx.extend(self.policy_step(PolicyInput::ExternalInput {
+                        idle_ms,
+                        stored_handoff,
+                    }));
+                    self.apply_policy(fx, moment, &mut reply);
+                }
+            }
+            Event::CompactError {
+                attempt,
+                error_message,
+            } => {
+                // Pi reports a failure to `session_compact_failed` first: then this is the same
+                // failure again, and nothing is outstanding for it any more.
+                let failure = Failure::Reported {
+                    aborted: false,
+                    message: Some(error_message.as_str()),
+                };
+                if self.outstanding.input_compact == Some(*attempt) {
+                    self.input_compact_failed(*attempt, failure, moment, &mut reply);
+                } else if self.outstanding.hook_reset == Some(*attempt)
+                    && self.outstanding.reset == Some(*attempt)
+                {
+                    self.outstanding.hook_reset = None;
+                    self.outstanding.reset = None;
+                    self.reject_reset(*attempt, failure, moment, &mut reply);
+                }
+            }
             Event::BeforeAgentStart => {
                 // An externally started run: a handoff stored before it is no longer current.
                 self.budget.stored_handoff = None;
+                // The input's boundary is over: a late callback of its compaction is stale.
+                self.outstanding.input_compact = None;
                 self.run_active = true;
                 self.scheduler.handle(SchedInput::BeforeAgentStart);
                 // The window's size is judged before the run's first tool call: a session resumed
@@ -535,7 +669,16 @@ impl Engine {
                 if let Some(attempt) = self.outstanding.reset.take() {
                     // The reset handed out at this settle point never reached the branch (Pi
                     // found the boundary draft invalid, or the run ended before it was applied).
-                    self.reject_reset(attempt, false, moment, &mut reply);
+                    // An aborted run is the user's doing: benign, like a cancellation.
+                    let failure = if *aborted {
+                        Failure::Reported {
+                            aborted: true,
+                            message: None,
+                        }
+                    } else {
+                        Failure::Rejected
+                    };
+                    self.reject_reset(attempt, failure, moment, &mut reply);
                 }
                 self.run_active = false;
                 self.scheduler
@@ -543,7 +686,15 @@ impl Engine {
                 reply.effects.push(self.status_effect(moment));
                 self.write_status(moment, &mut reply);
             }
-            Event::SessionCompactFailed { reason, aborted } => {
+            Event::SessionCompactFailed {
+                reason,
+                aborted,
+                error_message,
+            } => {
+                let failure = Failure::Reported {
+                    aborted: *aborted,
+                    message: error_message.as_deref(),
+                };
                 // The reset returned from a compaction hook was cancelled or failed (a cancel of
                 // Relay's own, for a borrowed turn, also lands here but leaves no attempt): the
                 // request is over, and a later one may try again.
@@ -555,7 +706,16 @@ impl Engine {
                 match answered {
                     Some(attempt) => {
                         self.outstanding.reset = None;
-                        self.reject_reset(attempt, *aborted, moment, &mut reply);
+                        self.reject_reset(attempt, failure, moment, &mut reply);
+                    }
+                    // The idle-input compaction failed before its hook ("Nothing to compact",
+                    // "Already compacted"): Pi calls no hook then, so this is its only trace.
+                    None if reason.as_deref() == Some("manual")
+                        && self.outstanding.input_compact.is_some() =>
+                    {
+                        if let Some(attempt) = self.outstanding.input_compact {
+                            self.input_compact_failed(attempt, failure, moment, &mut reply);
+                        }
                     }
                     // Pi gave up on an overflow without calling the hook: its one
                     // compact-and-retry (Relay's overflow reset) is spent and the retry overflowed.
@@ -587,6 +747,9 @@ impl Engine {
                 will_retry,
                 custom_instructions,
             } => {
+                // The idle-input compaction reached its hook: from here on its failure is the
+                // failure of the reset answered here.
+                self.outstanding.input_compact = None;
                 if !self.enabled() {
                     return reply;
                 }
@@ -649,6 +812,19 @@ impl Engine {
                 }
             }
             Event::Command { args } => self.command(args, moment, &mut reply),
+        }
+        if matches!(
+            obs.event,
+            Event::BeforeAgentStart
+                | Event::Context
+                | Event::ToolCall { .. }
+                | Event::ToolResult { .. }
+                | Event::TurnEnd { .. }
+                | Event::AgentEnd
+                | Event::AgentBeforeSettle { .. }
+                | Event::AgentSettled { .. }
+        ) {
+            self.last_activity_ms = Some(moment.now_ms);
         }
         self.check_dropped_reset(moment, &mut reply);
         self.log_mode_mismatch(moment, &mut reply);

@@ -67,6 +67,10 @@ impl Engine {
                     reply.result = Some(HookResult::Reset { plan });
                 }
                 SchedOutput::CancelCompaction => reply.result = Some(HookResult::Cancel),
+                SchedOutput::Compact { attempt } => {
+                    self.outstanding.input_compact = Some(attempt);
+                    reply.result = Some(HookResult::Compact { attempt });
+                }
                 SchedOutput::SteerNotes => reply.effects.push(Effect::Send {
                     custom_type: STEER_TYPE.into(),
                     content: render_notes_steer(),
@@ -177,8 +181,9 @@ impl Engine {
         // The overflow backstop also carries a stored handoff that did not commit (a cap or
         // loop-guard fallback ignored it) while nothing invalidated it; without one, its
         // mechanical summary is the earlier user input plus the overflow notice.
+        // So does the idle-input recovery's reset, which exists only for its stored handoff.
         let stored = match source {
-            ResetSource::Overflow => self.budget.stored_handoff.as_ref(),
+            ResetSource::Overflow | ResetSource::Idle => self.budget.stored_handoff.as_ref(),
             _ => None,
         };
         let ready = self.budget.handoff_ready.as_ref().or(stored);

@@ -1105,6 +1105,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
         Event::SessionCompactFailed {
             reason: Some("manual".into()),
             aborted: true,
+            error_message: None,
         },
         None,
     ));
@@ -1140,6 +1141,7 @@ fn a_cancelled_owned_reset_is_benign_and_a_failed_one_is_counted_and_retried() {
             Event::SessionCompactFailed {
                 reason: Some("threshold".into()),
                 aborted,
+                error_message: None,
             },
             None,
         )
@@ -1547,6 +1549,7 @@ fn overflow_recovery_resets_once_per_window_until_rearmed() {
         Event::SessionCompactFailed {
             reason: Some("overflow".into()),
             aborted: false,
+            error_message: None,
         },
         None,
     ));
@@ -1568,6 +1571,7 @@ fn overflow_recovery_resets_once_per_window_until_rearmed() {
             Event::SessionCompactFailed {
                 reason: Some("overflow".into()),
                 aborted,
+                error_message: None,
             },
             None,
         ))
@@ -1685,6 +1689,372 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
     }
     assert!(settle(false, 0, None).is_none());
     assert!(settle(true, 1, Some("aborted")).is_none());
+}
+
+fn at(event: Event, now_ms: i64, tokens: Option<u64>) -> Observation {
+    let mut o = obs(event, tokens);
+    o.moment.now_ms = now_ms;
+    o
+}
+
+const T0: i64 = 1_764_450_000_000;
+const MINUTE: i64 = 60_000;
+
+/// An enforce engine whose window holds a stored handoff (written, never committed) and whose
+/// last agent activity was at `T0`.
+fn idle_engine() -> Engine {
+    let mut e = budget_engine(json!({"mode": "enforce"}));
+    let mut b = Branch::new();
+    e.append(&[
+        b.user("EARLIER-REQ: port the importer"),
+        b.answer("On it.", 30_000),
+    ]);
+    e.budget.stored_handoff = Some(stored("# Handoff\nSTORED-IDLE-MARKDOWN"));
+    e.handle(&at(Event::AgentSettled { aborted: false }, T0, None));
+    e
+}
+
+fn compact_failed(reason: &str, message: Option<&str>) -> Event {
+    Event::SessionCompactFailed {
+        reason: Some(reason.into()),
+        aborted: false,
+        error_message: message.map(str::to_string),
+    }
+}
+
+fn manual_hook() -> Event {
+    Event::SessionBeforeCompact {
+        reason: "manual".into(),
+        will_retry: false,
+        custom_instructions: None,
+    }
+}
+
+/// Idle-input recovery in the engine: input after `idleMinutes` (default 50) asks for Pi's
+/// compaction, whose manual hook is answered with an idle reset carrying the stored handoff and
+/// no continuation (the input is the next request); a minute less, or input during a run, asks
+/// for nothing.
+#[test]
+fn idle_input_resets_with_the_stored_handoff_before_the_input() {
+    let mut e = idle_engine();
+    let early = e.handle(&at(Event::Input, T0 + 49 * MINUTE, Some(30_000)));
+    assert_eq!(early.result, None, "49 minutes is not idle enough");
+
+    let mut e = idle_engine();
+    e.handle(&at(Event::BeforeAgentStart, T0 + MINUTE, Some(30_000)));
+    let steer = e.handle(&at(Event::Input, T0 + 90 * MINUTE, Some(30_000)));
+    assert_eq!(
+        steer.result, None,
+        "input while a run is active is a steer, not a boundary"
+    );
+
+    let mut e = idle_engine();
+    let input = e.handle(&at(Event::Input, T0 + 50 * MINUTE, Some(30_000)));
+    let Some(HookResult::Compact { attempt }) = input.result else {
+        panic!("{:?}", input.result)
+    };
+    let asked = events_named(&input, "idle_input_reset");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["idleMs"], 50 * MINUTE);
+    assert_eq!(asked[0]["path"], "/work/project/.ai-work/handoffs/s-2.md");
+    let hook = e.handle(&at(manual_hook(), T0 + 50 * MINUTE, None));
+    let Some(HookResult::Reset { plan }) = &hook.result else {
+        panic!("{:?}", hook.result)
+    };
+    assert_eq!(plan.details["attempt"], attempt);
+    assert_eq!(plan.details["source"], "idle");
+    assert_eq!(plan.details["commit"], "idle");
+    assert_eq!(plan.details["kind"], "handoff");
+    assert!(
+        plan.summary.contains("STORED-IDLE-MARKDOWN"),
+        "{}",
+        plan.summary
+    );
+    assert!(
+        plan.continuation.is_none(),
+        "the user's input is the next request"
+    );
+}
+
+/// A failure before the hook ("Nothing to compact") is benign: logged once as
+/// `idle_input_skipped`, no notice, the policy back where it was; Pi's error callback that
+/// follows names the same attempt and changes nothing. A persistent one ("No model selected")
+/// arms the compaction-failure fallback at once; a stale callback (after the run started) is
+/// ignored.
+#[test]
+fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
+    let mut e = idle_engine();
+    let Some(HookResult::Compact { attempt }) = e
+        .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        .result
+    else {
+        panic!("no compaction asked")
+    };
+    let nothing = "Compaction failed: Nothing to compact (session too small)";
+    let hook = e.handle(&at(
+        compact_failed("manual", Some(nothing)),
+        T0 + 60 * MINUTE,
+        None,
+    ));
+    assert_eq!(events_named(&hook, "idle_input_skipped").len(), 1);
+    assert!(sends(&hook, RESET_FAILED_TYPE).is_empty());
+    assert!(notify_texts(&hook).is_empty());
+    assert_eq!(e.budget.policy.phase(), crate::policy::Phase::Idle);
+    let callback = e.handle(&at(
+        Event::CompactError {
+            attempt,
+            error_message: "Nothing to compact (session too small)".into(),
+        },
+        T0 + 60 * MINUTE,
+        None,
+    ));
+    assert!(
+        callback.effects.iter().all(|f| !matches!(
+            f,
+            Effect::Telemetry { .. } | Effect::Send { .. } | Effect::Notify { .. }
+        )),
+        "{callback:?}"
+    );
+
+    let mut e = idle_engine();
+    let Some(HookResult::Compact { attempt }) = e
+        .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        .result
+    else {
+        panic!("no compaction asked")
+    };
+    let failed = e.handle(&at(
+        compact_failed("manual", Some("Compaction failed: No model selected.")),
+        T0 + 60 * MINUTE,
+        None,
+    ));
+    let notices = sends(&failed, RESET_FAILED_TYPE);
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        events_named(&failed, "fallback_armed")[0]["reason"],
+        "compaction_failure"
+    );
+    let again = e.handle(&at(
+        Event::CompactError {
+            attempt,
+            error_message: "No model selected.".into(),
+        },
+        T0 + 60 * MINUTE,
+        None,
+    ));
+    assert!(
+        sends(&again, RESET_FAILED_TYPE).is_empty(),
+        "one failure, reported once"
+    );
+
+    let mut e = idle_engine();
+    let Some(HookResult::Compact { attempt }) = e
+        .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        .result
+    else {
+        panic!("no compaction asked")
+    };
+    e.handle(&at(Event::BeforeAgentStart, T0 + 60 * MINUTE, Some(30_000)));
+    let stale = e.handle(&at(
+        Event::CompactError {
+            attempt,
+            error_message: "Compaction failed: 401 invalid x-api-key".into(),
+        },
+        T0 + 60 * MINUTE,
+        None,
+    ));
+    assert!(
+        sends(&stale, RESET_FAILED_TYPE).is_empty(),
+        "a stale callback is ignored"
+    );
+    assert!(events_named(&stale, "fallback_armed").is_empty());
+}
+
+/// Failures of a reset Relay answered from a hook: a transient one is retried (at most twice, as
+/// before), a persistent one arms the fallback at once; the user's own `/compact` failing is the
+/// user's (a warning, never a count or a fallback), and a `/compact` that fails before any hook
+/// (no request of Relay's outstanding) is not Relay's at all.
+#[test]
+fn hook_reset_failures_transient_persistent_and_the_users_own() {
+    let threshold = || {
+        obs(
+            Event::SessionBeforeCompact {
+                reason: "threshold".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(90_000),
+        )
+    };
+    // Transient: reported with a retry, nothing armed.
+    let mut e = budget_engine(json!({"mode": "enforce"}));
+    assert!(matches!(
+        e.handle(&threshold()).result,
+        Some(HookResult::Reset { .. })
+    ));
+    let transient = e.handle(&obs(
+        compact_failed(
+            "threshold",
+            Some("Auto-compaction failed: 429 Too Many Requests"),
+        ),
+        None,
+    ));
+    let notice = sends(&transient, RESET_FAILED_TYPE);
+    assert_eq!(notice.len(), 1);
+    assert!(events_named(&transient, "fallback_armed").is_empty());
+    // Persistent: armed at once, at the first failure.
+    let mut e = budget_engine(json!({"mode": "enforce"}));
+    assert!(matches!(
+        e.handle(&threshold()).result,
+        Some(HookResult::Reset { .. })
+    ));
+    let persistent = e.handle(&obs(
+        compact_failed(
+            "threshold",
+            Some("Auto-compaction failed: 401 {\"type\":\"authentication_error\"}"),
+        ),
+        None,
+    ));
+    assert_eq!(sends(&persistent, RESET_FAILED_TYPE).len(), 1);
+    assert_eq!(
+        events_named(&persistent, "fallback_armed")[0]["reason"],
+        "compaction_failure"
+    );
+    // The user's /compact: a warning and a notice, never the fallback, however persistent.
+    let mut e = budget_engine(json!({"mode": "enforce"}));
+    assert!(matches!(
+        e.handle(&obs(manual_hook(), None)).result,
+        Some(HookResult::Reset { .. })
+    ));
+    let users = e.handle(&obs(
+        compact_failed("manual", Some("Compaction failed: 401 invalid x-api-key")),
+        None,
+    ));
+    assert!(
+        notify_texts(&users).contains("/compact"),
+        "{}",
+        notify_texts(&users)
+    );
+    assert!(events_named(&users, "fallback_armed").is_empty());
+    // A /compact Pi refused before its hook: nothing of Relay's was outstanding.
+    let mut e = budget_engine(json!({"mode": "enforce"}));
+    let refused = e.handle(&obs(
+        compact_failed(
+            "manual",
+            Some("Compaction failed: Nothing to compact (session too small)"),
+        ),
+        None,
+    ));
+    assert!(
+        refused
+            .effects
+            .iter()
+            .all(|f| !matches!(f, Effect::Send { .. } | Effect::Notify { .. })),
+        "{refused:?}"
+    );
+}
+
+/// What keeps the stored handoff valid for the idle-input recovery: a blocked call does not
+/// invalidate it; a tool that really ran, or an externally started run, does.
+#[test]
+fn idle_input_needs_a_handoff_no_real_tool_or_new_run_invalidated() {
+    let input = |e: &mut Engine| {
+        e.handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+            .result
+    };
+    let mut e = idle_engine();
+    e.budget.policy.blocked_calls.push("call-blocked".into());
+    e.handle(&at(
+        Event::ToolResult {
+            tool_name: "bash".into(),
+            tool_call_id: "call-blocked".into(),
+            is_error: true,
+        },
+        T0,
+        None,
+    ));
+    assert!(
+        matches!(input(&mut e), Some(HookResult::Compact { .. })),
+        "a blocked call keeps it"
+    );
+    for invalidate in [
+        Event::ToolResult {
+            tool_name: "bash".into(),
+            tool_call_id: "call-ran".into(),
+            is_error: false,
+        },
+        Event::BeforeAgentStart,
+    ] {
+        let mut e = idle_engine();
+        e.handle(&at(invalidate.clone(), T0, None));
+        e.handle(&at(Event::AgentSettled { aborted: false }, T0, None));
+        assert_eq!(input(&mut e), None, "{invalidate:?} invalidates it");
+    }
+}
+
+/// Stale callbacks, one row per invalidating event: after it, the idle-input compaction's error
+/// callback, or a failure report for a reset answered from a hook, matches nothing (no notice, no
+/// count, no fallback). An aborted run's unapplied reset is benign too.
+#[test]
+fn stale_failure_callbacks_are_ignored_after_each_invalidating_event() {
+    let quiet = |reply: &HookReply| {
+        sends(reply, RESET_FAILED_TYPE).is_empty()
+            && events_named(reply, "fallback_armed").is_empty()
+    };
+    for invalidate in [
+        Event::Input,
+        Event::BeforeAgentStart,
+        Event::SessionStart,
+        Event::SessionTree,
+        Event::SessionShutdown,
+    ] {
+        let mut e = idle_engine();
+        let Some(HookResult::Compact { attempt }) = e
+            .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+            .result
+        else {
+            panic!("no compaction asked")
+        };
+        e.handle(&at(invalidate.clone(), T0 + 60 * MINUTE, None));
+        let late = e.handle(&at(
+            Event::CompactError {
+                attempt,
+                error_message: "Compaction failed: 401 invalid x-api-key".into(),
+            },
+            T0 + 60 * MINUTE,
+            None,
+        ));
+        assert!(
+            quiet(&late),
+            "idle-input callback after {invalidate:?}: {late:?}"
+        );
+    }
+    for invalidate in [
+        Event::SessionStart,
+        Event::SessionTree,
+        Event::SessionShutdown,
+        Event::AgentSettled { aborted: true },
+    ] {
+        let mut e = budget_engine(json!({"mode": "enforce"}));
+        e.handle(&obs(Event::BeforeAgentStart, Some(90_000)));
+        assert!(matches!(
+            overflow_hook(&mut e, true).result,
+            Some(HookResult::Reset { .. })
+        ));
+        let invalidated = e.handle(&obs(invalidate.clone(), None));
+        assert!(
+            quiet(&invalidated),
+            "{invalidate:?} itself: {invalidated:?}"
+        );
+        let late = e.handle(&obs(
+            compact_failed(
+                "overflow",
+                Some("Context overflow recovery failed: 401 unauthorized"),
+            ),
+            None,
+        ));
+        assert!(quiet(&late), "hook failure after {invalidate:?}: {late:?}");
+    }
 }
 
 /// Pi's threshold compaction in a window a reset opened is futile while that window has no usage

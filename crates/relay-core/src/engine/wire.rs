@@ -100,6 +100,16 @@ pub enum Event {
     SessionStart,
     SessionTree,
     SessionShutdown,
+    /// Pi's `input`: new user or extension input, before Pi starts (or queues) the run for it.
+    /// The engine may answer [`HookResult::Compact`]: reset the window before the input goes on.
+    Input,
+    /// `ctx.compact()`'s error callback for the compaction started for [`HookResult::Compact`]
+    /// (`attempt`): Pi reports the same failure to `session_compact_failed` first, so the attempt
+    /// id makes the second report a no-op.
+    CompactError {
+        attempt: u64,
+        error_message: String,
+    },
     BeforeAgentStart,
     Context,
     ToolCall {
@@ -135,6 +145,11 @@ pub enum Event {
         reason: Option<String>,
         #[serde(default)]
         aborted: bool,
+        /// Pi's `errorMessage` (e.g. "Compaction failed: Nothing to compact (session too small)");
+        /// absent for a cancellation. Relay classifies it (benign, transient or persistent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        error_message: Option<String>,
     },
     SessionBeforeCompact {
         /// `manual`, `threshold` or `overflow`.
@@ -165,6 +180,8 @@ impl Event {
             Event::SessionStart => "session_start",
             Event::SessionTree => "session_tree",
             Event::SessionShutdown => "session_shutdown",
+            Event::Input => "input",
+            Event::CompactError { .. } => "compact_error",
             Event::BeforeAgentStart => "before_agent_start",
             Event::Context => "context",
             Event::ToolCall { .. } => "tool_call",
@@ -420,6 +437,10 @@ pub enum HookResult {
     Reset { plan: ResetPlan },
     /// Keep the run going with one hidden message (boundary draft + `continue: true`).
     Continue { continuation: Continuation },
+    /// From `input`: start Pi's compaction (`ctx.compact()`) and wait for it before the input
+    /// goes on unchanged; its `manual` hook is answered with the reset of `attempt`, and its
+    /// error callback is reported as [`Event::CompactError`] with the same `attempt`.
+    Compact { attempt: u64 },
 }
 
 /// The engine's answer to an observation (and to `configure`).

@@ -685,10 +685,20 @@ pub struct PolicyParams {
     /// `idleMinTokens`: the settle-time context size from which pending work asks for an idle
     /// handoff.
     pub idle_min_tokens: u64,
+    /// `idleMinutes` in milliseconds: how long the agent must have been inactive before new input
+    /// resets the window with a stored handoff first (idle-input recovery).
+    pub idle_ms: u64,
+    /// `keepRecentTokens`: idle-input recovery only resets a window holding more than this many
+    /// tokens (a smaller one has nothing worth dropping).
+    pub keep_recent_tokens: u64,
 }
 
 /// `idleMinTokens` when the configuration has none.
 pub const DEFAULT_IDLE_MIN_TOKENS: u64 = 300_000;
+/// `idleMinutes` when the configuration has none (seed 004's Config table).
+pub const DEFAULT_IDLE_MINUTES: f64 = 50.0;
+/// `keepRecentTokens` when the configuration has none (seed 004's Config table; Pi's default).
+pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 
 impl PolicyParams {
     pub fn resolve(
@@ -709,7 +719,20 @@ impl PolicyParams {
             max_handoffs_per_session: cfg.max_handoffs_per_session,
             loop_guard: cfg.loop_guard,
             idle_min_tokens: cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS),
+            idle_ms: minutes_to_ms(cfg.idle_minutes.unwrap_or(DEFAULT_IDLE_MINUTES)),
+            keep_recent_tokens: cfg.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
         }
+    }
+}
+
+/// Minutes (positive and finite once validated) as whole milliseconds, at least 1.
+fn minutes_to_ms(minutes: f64) -> u64 {
+    let ms = (minutes * 60_000.0).round();
+    if ms.is_finite() && ms >= 1.0 {
+        // Saturating: `as` clamps values beyond u64::MAX.
+        ms as u64
+    } else {
+        1
     }
 }
 

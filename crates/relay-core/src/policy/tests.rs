@@ -34,6 +34,8 @@ fn params() -> PolicyParams {
         max_handoffs_per_session: 10,
         loop_guard: LoopGuard::default(),
         idle_min_tokens: 150_000,
+        idle_ms: 50 * 60_000,
+        keep_recent_tokens: 20_000,
     }
 }
 
@@ -118,6 +120,7 @@ fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
                 ResetSource::Handoff => "reset:handoff".to_string(),
                 ResetSource::Forced => "reset:forced".to_string(),
                 ResetSource::Idle => "reset:idle".to_string(),
+                ResetSource::IdleInput => "reset:idle-input".to_string(),
             },
             PolicyEffect::Continue { .. } => "continue".to_string(),
             PolicyEffect::Event { name, .. } => format!("event:{name}"),
@@ -1035,4 +1038,186 @@ fn a_mode_change_disarms_the_compaction_failure_fallback() {
     };
     let (s, _) = step_mode(Mode::Off, &cap, &p, &tool);
     assert_eq!(s.fallback, Some(FallbackReason::Cap));
+}
+
+fn external_input(idle_ms: Option<u64>, stored: bool) -> PolicyInput {
+    PolicyInput::ExternalInput {
+        idle_ms,
+        stored_handoff: stored.then(|| "/r/.ai-work/handoffs/s-3.md".to_string()),
+    }
+}
+
+/// Idle-input recovery, one row per condition: new input after `idleMinutes` (50 min here) with
+/// a stored handoff and more than `keepRecentTokens` (20000) in the window resets with that
+/// handoff as an uncounted idle commit; anything missing leaves the input alone.
+#[test]
+fn idle_input_reset_table() {
+    use Phase::*;
+    const IDLE: u64 = 50 * 60_000;
+    const II: &str = "event:idle_input_reset";
+    const R: &str = "reset:idle-input";
+    let small = || base(20_000);
+    let large = || base(21_000);
+    let armed = |reason| PolicyState {
+        fallback: Some(reason),
+        ..state_in(FallbackArmed)
+    };
+    #[rustfmt::skip]
+    let rows: Vec<(&str, PolicyState, PolicyInput, Phase, Vec<&str>)> = vec![
+        ("idle long enough, stored handoff, large window", large(), external_input(Some(IDLE), true), Compacting, vec![II, R]),
+        ("idle a minute short", large(), external_input(Some(IDLE - 60_000), true), Idle, vec![]),
+        ("idleness unknown (no activity seen)", large(), external_input(None, true), Idle, vec![]),
+        ("no stored handoff", large(), external_input(Some(IDLE * 3), false), Idle, vec![]),
+        ("window at keepRecentTokens: nothing to drop", small(), external_input(Some(IDLE), true), Idle, vec![]),
+        ("window size unknown", PolicyState { tokens: None, ..large() }, external_input(Some(IDLE), true), Idle, vec![]),
+        ("soft notified", state_in(SoftNotified), external_input(Some(IDLE), true), Compacting, vec![II, R]),
+        ("handoff required", state_in(HandoffRequired), external_input(Some(IDLE), true), Compacting, vec![II, R]),
+        ("hard fallback: a valid handoff still commits", state_in(FallbackArmed), external_input(Some(IDLE), true), Compacting, vec![II, R]),
+        ("cap fallback: a handoff cannot bypass it", armed(FallbackReason::Cap), external_input(Some(IDLE), true), FallbackArmed, vec![]),
+        ("loop fallback", armed(FallbackReason::Loop), external_input(Some(IDLE), true), FallbackArmed, vec![]),
+        ("compaction-failure fallback", armed(FallbackReason::CompactionFailure), external_input(Some(IDLE), true), FallbackArmed, vec![]),
+        ("a commit pending", state_in(HandoffPendingCommit), external_input(Some(IDLE), true), HandoffPendingCommit, vec![]),
+        ("a reset already under way", state_in(Compacting), external_input(Some(IDLE), true), Compacting, vec![]),
+    ];
+    let p = params();
+    for (rule, s, input, phase, want) in rows {
+        let (n, fx) = step(&s, &p, &input);
+        assert_eq!(
+            (n.phase, kinds(&fx)),
+            (phase, want.iter().map(|k| k.to_string()).collect()),
+            "{rule}"
+        );
+        if phase == Compacting && s.phase != Compacting {
+            assert_eq!(
+                n.committing,
+                Some(CommitKind::Idle),
+                "{rule}: an idle commit"
+            );
+            let reset = fx.iter().find_map(|e| match e {
+                PolicyEffect::RequestReset {
+                    continue_run,
+                    at_turn_end,
+                    handoff_path,
+                    ..
+                } => Some((*continue_run, *at_turn_end, handoff_path.clone())),
+                _ => None,
+            });
+            assert_eq!(
+                reset,
+                Some((
+                    false,
+                    false,
+                    Some("/r/.ai-work/handoffs/s-3.md".to_string())
+                )),
+                "{rule}: the input continues, not Relay"
+            );
+        }
+    }
+}
+
+/// The idle-input reset never counts toward the cap or the loop guard, and a dropped one (Pi had
+/// nothing to compact) returns to where it came from.
+#[test]
+fn idle_input_reset_counts_nothing_and_a_dropped_one_returns() {
+    let p = PolicyParams {
+        max_handoffs_per_session: 1,
+        ..params()
+    };
+    let s = PolicyState {
+        handoffs_committed: 0,
+        ..base(25_000)
+    };
+    let (s, _) = step(&s, &p, &external_input(Some(p.idle_ms), true));
+    let (applied, _) = step(&s, &p, &PolicyInput::ResetApplied);
+    assert_eq!(
+        (
+            applied.phase,
+            applied.handoffs_committed,
+            applied.unproductive_commits.len()
+        ),
+        (Phase::Idle, 0, 0)
+    );
+    let (dropped, fx) = step(&s, &p, &PolicyInput::ResetDropped);
+    assert_eq!(dropped.phase, Phase::Idle);
+    assert_eq!(names(&fx), vec!["event:reset_dropped"]);
+    // Observe: the same decision as would_* events only.
+    let (o, ofx) = step_mode(
+        Mode::Observe,
+        &base(25_000),
+        &p,
+        &external_input(Some(p.idle_ms), true),
+    );
+    assert_eq!(
+        names(&ofx),
+        vec![
+            "event:would_idle_input_reset",
+            "event:would_reset",
+            "event:would_reset_applied"
+        ]
+    );
+    assert!(o.projected);
+    // Off: nothing.
+    let (_, off) = step_mode(
+        Mode::Off,
+        &base(25_000),
+        &p,
+        &external_input(Some(p.idle_ms), true),
+    );
+    assert!(off.is_empty());
+}
+
+/// `idleMinutes` and `keepRecentTokens`: the seed's defaults (50 minutes, 20000 tokens), or the
+/// configured values.
+#[test]
+fn idle_input_parameters_default_to_the_seed_config_table() {
+    let p = PolicyParams::resolve(&BudgetConfig::default(), "", 1_000_000, 16_384, false);
+    assert_eq!((p.idle_ms, p.keep_recent_tokens), (50 * 60_000, 20_000));
+    let (cfg, issues) = parse_budget_config(
+        &serde_json::json!({"idleMinutes": 0.5, "keepRecentTokens": 7}),
+        "relay.budget",
+    );
+    assert!(issues.is_empty(), "{issues:?}");
+    let p = PolicyParams::resolve(&cfg, "", 1_000_000, 16_384, false);
+    assert_eq!((p.idle_ms, p.keep_recent_tokens), (30_000, 7));
+}
+
+/// Pi's real failure texts and how each is treated (see `classify_compact_failure`).
+#[test]
+fn compact_failures_are_classified_from_pis_texts() {
+    use FailureKind::*;
+    #[rustfmt::skip]
+    let rows: Vec<(bool, Option<&str>, FailureKind)> = vec![
+        (true, None, Benign),
+        (true, Some("Compaction failed: 429 rate limit"), Benign),
+        (false, Some("Compaction failed: Nothing to compact (session too small)"), Benign),
+        (false, Some("Compaction failed: Already compacted"), Benign),
+        (false, Some("Compaction cancelled"), Benign),
+        (false, Some("Auto-compaction failed: 429 Too Many Requests"), Transient),
+        (false, Some("Auto-compaction failed: Rate limit reached for requests"), Transient),
+        (false, Some("Compaction failed: 529 {\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}"), Transient),
+        (false, Some("Compaction failed: 503 Service Unavailable"), Transient),
+        (false, Some("Compaction failed: fetch failed"), Transient),
+        (false, Some("Compaction failed: read ECONNRESET"), Transient),
+        (false, Some("Compaction failed: Request timed out."), Transient),
+        (false, Some("Compaction failed: ThrottlingException: Too many tokens, please wait before trying again."), Transient),
+        (false, Some("Compaction failed: summarizer returned an unexpected shape"), Transient),
+        (false, Some("Compaction failed: the request id 4013 looked odd"), Transient),
+        (false, None, Transient),
+        (false, Some("Compaction failed: 401 {\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}"), Persistent),
+        (false, Some("Compaction failed: Authentication failed for \"anthropic\". Credentials may have expired or network is unavailable. Run '/login anthropic' to re-authenticate."), Persistent),
+        (false, Some("Compaction failed: No API key found for openai."), Persistent),
+        (false, Some("Compaction failed: No model selected."), Persistent),
+        (false, Some("Compaction failed: 403 Forbidden"), Persistent),
+        (false, Some("Compaction failed: 400 {\"type\":\"invalid_request_error\",\"message\":\"messages: field required\"}"), Persistent),
+        (false, Some("Compaction failed: 429 You exceeded your current quota (insufficient_quota)"), Persistent),
+        (false, Some("Context overflow recovery failed: prompt is too long: 250000 tokens > 200000 maximum"), Persistent),
+        (false, Some("Compaction failed: This model's maximum context length is 128000 tokens"), Persistent),
+    ];
+    for (aborted, message, want) in rows {
+        assert_eq!(
+            classify_compact_failure(aborted, message),
+            want,
+            "{message:?}"
+        );
+    }
 }

@@ -74,6 +74,10 @@ fn reset(attempt: AttemptId, source: ResetSource, continuation: bool) -> Vec<Sch
     }]
 }
 
+fn reset_no_continuation(attempt: AttemptId, source: ResetSource) -> Vec<SchedOutput> {
+    reset(attempt, source, false)
+}
+
 fn overflow_reset(attempt: AttemptId, source: ResetSource) -> Vec<SchedOutput> {
     vec![O::Reset {
         attempt,
@@ -637,6 +641,67 @@ fn rows() -> Vec<Row> {
             Step::Pending(None),
             quiet(START),
             on(settle(false), vec![]),
+        ]),
+        row("idle-input reset: a compaction is asked for, and its manual hook resets as idle with the id handed out", vec![
+            on(I::InputResetRequested, vec![O::Compact { attempt: 1 }]),
+            Step::Pending(Some(S::Idle)),
+            on(hook(R::Manual, true), reset_no_continuation(1, S::Idle)),
+            Step::InFlight(Some(1)),
+            quiet(I::ResetApplied { attempt: 1 }),
+            Step::InFlight(None),
+            quiet(START),
+            tool(Scheduled),
+            on(settle(false), reset(2, S::NewContext, true)),
+        ]),
+        row("idle-input reset: not while a run is active, a reset is in flight or another request is pending", vec![
+            quiet(START),
+            on(I::InputResetRequested, vec![]),
+            quiet(DONE),
+            tool(Scheduled),
+            on(I::InputResetRequested, vec![]),
+            quiet(START),
+            on(settle(false), reset(1, S::NewContext, true)),
+            on(I::InputResetRequested, vec![]),
+        ]),
+        row_disabled("idle-input reset: nothing while Relay is off", vec![
+            on(I::InputResetRequested, vec![]),
+            on(hook(R::Manual, true), pass()),
+        ]),
+        row("idle-input reset: a failure before the hook ends the request; a stale failure id changes nothing", vec![
+            on(I::InputResetRequested, vec![O::Compact { attempt: 1 }]),
+            quiet(I::InputResetFailed { attempt: 7 }),
+            Step::Pending(Some(S::Idle)),
+            quiet(I::InputResetFailed { attempt: 1 }),
+            Step::Pending(None),
+            // The user's own /compact afterwards is the user's.
+            on(hook(R::Manual, true), reset_no_continuation(2, S::Manual)),
+        ]),
+        row("idle-input reset: the run the input starts ends an unanswered request (one reset per boundary)", vec![
+            on(I::InputResetRequested, vec![O::Compact { attempt: 1 }]),
+            quiet(START),
+            Step::Pending(None),
+            on(settle(false), vec![]),
+            quiet(DONE),
+            on(I::InputResetRequested, vec![O::Compact { attempt: 2 }]),
+            quiet(I::Invalidate),
+            Step::Pending(None),
+        ]),
+        row("idle-input reset: a pre-prompt threshold hook before the manual one consumes the request", vec![
+            on(I::InputResetRequested, vec![O::Compact { attempt: 1 }]),
+            on(hook(R::Threshold, true), reset_no_continuation(2, S::Threshold)),
+            on(hook(R::Manual, true), cancel()),
+            Step::Pending(None),
+        ]),
+        row("idle-input reset: a retry left by a rejected reset is served by it", vec![
+            quiet(START),
+            on(hook(R::Threshold, true), reset_no_continuation(1, S::Threshold)),
+            quiet(I::ResetRejected { attempt: 1 }),
+            quiet(DONE),
+            Step::Pending(Some(S::Fallback)),
+            on(I::InputResetRequested, vec![O::Compact { attempt: 2 }]),
+            on(hook(R::Manual, true), reset_no_continuation(2, S::Idle)),
+            quiet(I::ResetApplied { attempt: 2 }),
+            Step::Pending(None),
         ]),
         row("a new run does not clear a request made before it", vec![
             tool(Scheduled),
