@@ -17,6 +17,7 @@ USAGE:
   relay items FILE [FILTERS] [--limit N] [--oldest-first] [--max-chars N] [--json]
   relay read FILE WINDOW ITEM [--offset N] [--limit N] [--json]
   relay search QUERY PATH... [FILTERS] [--limit N] [--oldest-first] [--json]
+  relay session [PI OPTIONS] -- @/abs/launch.md REQUEST   (the pi-session wrapper)
   relay help
 
 FILTERS:
@@ -54,6 +55,11 @@ fn fatal(msg: impl Into<String>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
+    // `relay session …` is the pi-session wrapper (raw arguments: they go to Pi).
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == "session") {
+        return relay_cli::session::run(raw.collect());
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
