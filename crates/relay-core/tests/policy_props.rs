@@ -51,6 +51,7 @@ fn params() -> PolicyParams {
             within_turns: 6,
         },
         idle_min_tokens: 150_000,
+        relaunch: false,
     }
 }
 

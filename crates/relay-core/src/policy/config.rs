@@ -685,6 +685,11 @@ pub struct PolicyParams {
     /// `idleMinTokens`: the settle-time context size from which pending work asks for an idle
     /// handoff.
     pub idle_min_tokens: u64,
+    /// This runtime owns a pi-session wrapper and a handoff file is known to continue from: an
+    /// armed fallback relaunches Pi in a fresh process at the settle point
+    /// ([`super::PolicyEffect::Relaunch`]) instead of resetting the window mechanically. Not
+    /// configuration: the engine sets it from the hosting facts.
+    pub relaunch: bool,
 }
 
 /// `idleMinTokens` when the configuration has none.
@@ -709,6 +714,7 @@ impl PolicyParams {
             max_handoffs_per_session: cfg.max_handoffs_per_session,
             loop_guard: cfg.loop_guard,
             idle_min_tokens: cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS),
+            relaunch: false,
         }
     }
 }
