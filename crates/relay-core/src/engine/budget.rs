@@ -307,8 +307,8 @@ impl Engine {
             return Some((h.path.clone(), h.launch_prompt.clone()));
         }
         self.mirror
-            .last_handoff()
-            .map(|(path, _)| (path.to_string(), None))
+            .last_handoff_for_relaunch()
+            .map(|(path, lp)| (path.to_string(), lp.map(str::to_string)))
     }
 
     /// At `agent_settled`: the relaunch the fallback asked for writes the marker, then asks Pi
