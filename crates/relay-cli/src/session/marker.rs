@@ -102,11 +102,16 @@ pub fn explain_missing(
         let Some((other_pid, nonce)) = parse_name(&name) else {
             continue;
         };
-        // Only files written during this launch can be meant for it.
+        // Only files written during this launch can be meant for it. File times come from a
+        // coarser clock than `SystemTime::now()`, hence the second of slack.
+        let since = launch
+            .started
+            .checked_sub(std::time::Duration::from_secs(1))
+            .unwrap_or(launch.started);
         let fresh = entry
             .metadata()
             .and_then(|m| m.modified())
-            .is_ok_and(|m| m >= launch.started);
+            .is_ok_and(|m| m >= since);
         if !fresh {
             continue;
         }

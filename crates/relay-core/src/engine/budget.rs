@@ -536,6 +536,7 @@ impl Engine {
         self.budget.handoff_ready = None;
         self.budget.stored_handoff = None;
         self.budget.forced = None;
+        self.budget.relaunch = None;
     }
 
     pub(super) fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {
