@@ -1843,3 +1843,33 @@ fn without_an_owned_wrapper_relay_never_shuts_pi_down() {
         );
     }
 }
+
+#[test]
+fn an_aborted_settle_drops_the_relaunch() {
+    let mut e = wrapped_engine(Some(started_by_wrapper()), false);
+    let [_, _, second, _] = {
+        let at = |event: Event| obs(event, Some(70_000));
+        let blocked = e.handle(&at(Event::ToolCall {
+            tool_name: "bash".into(),
+            tool_call_id: "c1".into(),
+        }));
+        let first = e.handle(&at(Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        }));
+        let second = e.handle(&at(Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        }));
+        let settled = e.handle(&at(Event::AgentSettled { aborted: true }));
+        assert_eq!(shutdowns(std::slice::from_ref(&settled)), 0);
+        assert!(!settled
+            .effects
+            .iter()
+            .any(|x| matches!(x, Effect::WriteRelaunchMarker { .. })));
+        assert_eq!(
+            events_named(&settled, "relaunch_dropped")[0]["why"],
+            json!("the run was aborted")
+        );
+        [blocked, first, second, settled]
+    };
+    assert_eq!(events_named(&second, "fallback_relaunch").len(), 1);
+}
