@@ -42,8 +42,9 @@ test-addon: deps
 	  --package-json-path crates/relay-node/package.json --target-dir $(TEST_ADDON_DIR)/build \
 	  --output-dir $(TEST_ADDON_DIR) --dts relay.d.ts
 
+# Both binaries of relay-cli: target/release/relay and target/release/pi-session.
 cli:
-	cargo build --release -p relay-cli
+	cargo build --release -p relay-cli --bins
 
 typecheck: deps
 	$(NODE) $(TSC) -p extension/tsconfig.json --noEmit

@@ -164,6 +164,12 @@ export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] |
 			case "log":
 				console.error(effect.text);
 				break;
+			case "shutdown":
+				// The relaunch marker is written: end this process so pi-session starts a fresh one.
+				// Interactive Pi quits at once when idle (this runs at agent_settled); print mode
+				// ignores the call and exits by itself after its last prompt.
+				ctx.shutdown();
+				break;
 		}
 	}
 }

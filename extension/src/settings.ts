@@ -4,7 +4,7 @@
 import { CONFIG_DIR_NAME, getAgentDir, SettingsManager, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ConfigSources } from "./generated/wire.ts";
+import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
 
 /** Pi's settings object for this runtime; on a Pi without getSettings(), the global settings file. */
 function piSettings(pi: ExtensionAPI, ctx: ExtensionContext): unknown {
@@ -26,6 +26,22 @@ function projectSettings(cwd: string): Pick<ConfigSources, "project" | "projectE
 }
 
 /**
+ * The pi-session wrapper's variables and this process's place under it: the engine decides
+ * whether this runtime owns the wrapper (crates/relay-core/src/engine/wrapper.rs).
+ */
+function wrapperFacts(ctx: ExtensionContext): WrapperFacts {
+	return {
+		relaunchMarker: process.env.PI_RELAUNCH_MARKER ?? null,
+		wrapper: process.env.PI_SESSION_WRAPPER ?? null,
+		wrapperPid: process.env.PI_SESSION_WRAPPER_PID ?? null,
+		launchId: process.env.PI_SESSION_LAUNCH_ID ?? null,
+		pid: process.pid,
+		ppid: process.ppid,
+		sessionFile: ctx.sessionManager.getSessionFile() ?? null,
+	};
+}
+
+/**
  * The facts the engine decides from: Pi's settings, the project file, trust, and where the budget
  * policy file may be (`PI_CONTEXT_BUDGET_CONFIG` as set, Pi's agent directory, which honours
  * `PI_CODING_AGENT_DIR`). Which file applies, and what its absence means, is decided in Rust.
@@ -41,5 +57,6 @@ export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSou
 		agentDir,
 		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR || join(agentDir, "context-budget"),
 		cwd: ctx.cwd,
+		wrapper: wrapperFacts(ctx),
 	};
 }

@@ -41,6 +41,8 @@ export async function startSession({
 	sessionFile,
 	root = mkdtempSync(join(tmpdir(), "relay-test-")),
 	extraFactories = [],
+	// Extra bindExtensions() bindings, e.g. a shutdownHandler (the SDK has none by default).
+	bindings = {},
 } = {}) {
 	const agentDir = join(root, "agent");
 	const cwd = join(root, "work");
@@ -119,7 +121,7 @@ export async function startSession({
 	});
 	if (extensionsResult.errors.length) throw new Error("extension load errors: " + JSON.stringify(extensionsResult.errors));
 	const errors = [];
-	await session.bindExtensions({ onError: (e) => errors.push(e) });
+	await session.bindExtensions({ onError: (e) => errors.push(e), ...bindings });
 	return {
 		session,
 		sessionManager,

@@ -4,7 +4,6 @@
 //! Exit status (every command): 0 success; 1 a well-formed request that found nothing (each
 //! command's help says what that means for it); 2 bad arguments or unreadable input.
 
-use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +19,8 @@ use cli::Outcome;
     name = "relay",
     version,
     about = "Inspect and search Pi session files, notes, handoffs and running sessions",
-    after_help = "Exit status: 0 success, 1 nothing found (or nothing running), 2 bad arguments or unreadable input.\n\
+    after_help = "`relay session [PI OPTIONS] -- @/abs/launch.md REQUEST` runs Pi under the pi-session relaunch wrapper.\n\
+                  Exit status: 0 success, 1 nothing found (or nothing running), 2 bad arguments or unreadable input.\n\
                   Newest first unless --oldest-first. Malformed session lines are reported on stderr as FILE:LINE and skipped."
 )]
 struct Cli {
@@ -182,20 +182,6 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    // ── MERGE SLOT: `relay session …` ────────────────────────────────────────────────────────
-    // The pi-session wrapper (another stream's `relay_cli::session`) is wired in here at merge:
-    // every argument after `session` is passed through untouched (its own parser owns them).
-    /// Run Pi through the session wrapper (arguments passed through).
-    #[command(
-        disable_help_flag = true,
-        hide = true,
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
-    Session {
-        #[arg(num_args = 0.., allow_hyphen_values = true, trailing_var_arg = true)]
-        args: Vec<OsString>,
-    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -210,6 +196,12 @@ enum HandoffsAction {
 }
 
 fn main() -> ExitCode {
+    // `relay session …` is the pi-session wrapper: its raw arguments are Pi's, so they reach it
+    // before clap parses anything.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == "session") {
+        return relay_cli::session::run(raw.collect());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // Help and version exit 0 on stdout, usage errors 2 on stderr.
@@ -310,11 +302,6 @@ fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Done)
         }
-        // MERGE SLOT: replace with the session wrapper's entry point, passing `args` through.
-        Command::Session { args } => Err(cli::fatal(format!(
-            "`relay session` is not part of this build ({} argument(s) given)",
-            args.len()
-        ))),
     }
 }
 

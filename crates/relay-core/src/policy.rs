@@ -358,6 +358,10 @@ pub enum PolicyEffect {
     },
     /// Continue the run with a hidden message asking the model for something.
     Continue { text: String },
+    /// The armed fallback ends this process instead of resetting the window (only with
+    /// [`PolicyParams::relaunch`]): the engine writes the pi-session marker and requests Pi's
+    /// shutdown at `agent_settled`; the wrapper starts a fresh Pi from the latest handoff.
+    Relaunch { reason: FallbackReason },
     /// A telemetry event for `events.jsonl`.
     Event { name: String, fields: Value },
 }
@@ -383,6 +387,7 @@ impl PolicyEffect {
                     "block" => "would_block",
                     "requestReset" => "would_reset",
                     "continue" => "would_continue",
+                    "relaunch" => "would_relaunch",
                     _ => "would_unknown",
                 };
                 PolicyEffect::Event {
@@ -712,6 +717,15 @@ fn block_reason(s: &PolicyState, p: &PolicyParams) -> Option<(String, bool)> {
         Phase::HandoffPendingCommit => Some((render_block_pending(), false)),
         Phase::FallbackArmed => {
             let reason = s.fallback.unwrap_or(FallbackReason::Hard);
+            if p.relaunch {
+                // With a wrapper the run has to end for the relaunch: at the hard limit after
+                // the turn in which a handoff could still be written.
+                let terminate = reason != FallbackReason::Hard || s.fallback_turns >= 2;
+                return Some((
+                    render_block_fallback_relaunch(reason, s.tokens, p),
+                    terminate,
+                ));
+            }
             // After the cap or the loop guard the user decides: the run ends after this batch.
             let terminate = reason != FallbackReason::Hard;
             Some((render_block_fallback(reason, s.tokens, p), terminate))
@@ -921,8 +935,9 @@ pub fn step(
                 // A turn that stops is left to the settle point (ask once, then reset).
                 Phase::FallbackArmed if *continues => {
                     s.fallback_turns += 1;
-                    // The crossing turn plus one full turn to write a handoff, then reset here.
-                    if s.fallback_turns >= 2 {
+                    // The crossing turn plus one full turn to write a handoff, then reset here
+                    // (with a wrapper, the relaunch waits for the settle point instead).
+                    if s.fallback_turns >= 2 && !params.relaunch {
                         forced_reset(&mut s, params, true, &mut fx);
                     }
                 }
@@ -951,8 +966,22 @@ pub fn step(
                     json!({"tokens": s.tokens, "fallback": "hard"}),
                 ));
                 fx.push(PolicyEffect::Continue {
-                    text: render_hard_settle_continuation(s.tokens, &params.thresholds),
+                    text: if params.relaunch {
+                        render_hard_settle_continuation_relaunch(s.tokens, &params.thresholds)
+                    } else {
+                        render_hard_settle_continuation(s.tokens, &params.thresholds)
+                    },
                 });
+            }
+            // With an owned wrapper: a fresh process instead of a mechanical reset.
+            Phase::FallbackArmed if params.relaunch => {
+                let reason = s.fallback.unwrap_or(FallbackReason::Hard);
+                s.settle_continued = true;
+                fx.push(event(
+                    "fallback_relaunch",
+                    json!({"reason": reason.as_str(), "tokens": s.tokens}),
+                ));
+                fx.push(PolicyEffect::Relaunch { reason });
             }
             Phase::FallbackArmed => forced_reset(&mut s, params, false, &mut fx),
             // The last actionable boundary before the session waits: with a large context and
@@ -1219,6 +1248,48 @@ pub fn render_block_fallback(
     }
 }
 
+/// `tool_call` block reason while the fallback is armed and this runtime owns a pi-session
+/// wrapper: the process ends at the settle point and a fresh one continues from the latest
+/// handoff file.
+pub fn render_block_fallback_relaunch(
+    reason: FallbackReason,
+    tokens: Option<u64>,
+    p: &PolicyParams,
+) -> String {
+    let restart = "Pi then restarts in a fresh process (pi-session) that continues from the \
+                   latest handoff file; the conversation is not carried over.";
+    match reason {
+        FallbackReason::Hard => format!(
+            "Blocked: the context holds {} tokens, at or past the hard limit of {}. Only \
+             context_handoff is allowed: call it now (goal, next_step, facts, user_constraints \
+             verbatim) and the next window continues from it in this process. Without a \
+             handoff, end your turn: {restart}",
+            fmt_tokens(tokens),
+            p.thresholds.hard
+        ),
+        other => {
+            let why = match other {
+                FallbackReason::Cap => format!(
+                    "this session already used its {} automatic handoffs (maxHandoffsPerSession)",
+                    p.max_handoffs_per_session
+                ),
+                FallbackReason::Loop => format!(
+                    "{} handoffs within {} turns made no progress (no successful tool other \
+                     than context_handoff)",
+                    p.loop_guard.max_handoffs_without_progress, p.loop_guard.within_turns
+                ),
+                _ => "Relay could not reset this context window: its reset failed three times"
+                    .to_string(),
+            };
+            format!(
+                "Blocked: {why}. Do not call other tools. If the state changed since your last \
+                 handoff, record it with one context_handoff call; then end your turn now: \
+                 {restart}"
+            )
+        }
+    }
+}
+
 /// `tool_call` block reason while the reset this policy asked for waits to be installed.
 pub fn render_block_resetting() -> String {
     "Blocked: this context window is being reset. Do not call any tool now; end your turn. \
@@ -1234,6 +1305,19 @@ pub fn render_hard_settle_continuation(tokens: Option<u64>, th: &Thresholds) -> 
          Call context_handoff now with goal, next_step and facts (user_constraints verbatim) so the \
          next window can continue from it. If you do not, the context is reset mechanically when \
          you stop, without a handoff; other tools stay blocked until then.",
+        fmt_tokens(tokens),
+        th.hard
+    )
+}
+
+/// [`render_hard_settle_continuation`] when this runtime owns a pi-session wrapper.
+pub fn render_hard_settle_continuation_relaunch(tokens: Option<u64>, th: &Thresholds) -> String {
+    format!(
+        "The context holds {} tokens, at or past the hard limit of {}, and no handoff was written. \
+         Call context_handoff now with goal, next_step and facts (user_constraints verbatim) so the \
+         next window can continue from it in this process. If you do not, Pi restarts in a fresh \
+         process when you stop, continuing from the latest handoff file; other tools stay blocked \
+         until then.",
         fmt_tokens(tokens),
         th.hard
     )

@@ -59,6 +59,7 @@ fn params() -> PolicyParams {
         idle_min_tokens: 150_000,
         idle_ms: 50 * 60_000,
         keep_recent_tokens: 20_000,
+        relaunch: false,
     }
 }
 

@@ -591,8 +591,24 @@ impl Binding {
         for text in self.warnings.drain(..) {
             kept.push(Effect::Log { text });
         }
+        // Pi is only asked to shut down for a relaunch once its marker is written.
+        let mut marker_failed = false;
         for effect in effects.drain(..) {
             match effect {
+                Effect::WriteRelaunchMarker { path, marker } => {
+                    let bytes = serde_json::to_vec(&marker).unwrap_or_default();
+                    if let Err(e) =
+                        relay_io::fsx::write_atomic(std::path::Path::new(&path), &bytes, 0o600)
+                    {
+                        marker_failed = true;
+                        let text = format!(
+                            "relay: cannot write the pi-session relaunch marker {path}: {e}; Pi keeps running"
+                        );
+                        self.error_event("relaunch", &text);
+                        kept.push(Effect::Log { text });
+                    }
+                }
+                Effect::Shutdown if marker_failed => {}
                 Effect::Telemetry { mut event } => {
                     if let Some(obj) = event.as_object_mut() {
                         // Events made without a clock (configuration problems) get their time here.

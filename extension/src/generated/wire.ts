@@ -175,6 +175,46 @@ export type ConfigSources = {
 	 */
 	stateDir: string | null,
 	cwd: string | null,
+	/**
+	 * The pi-session wrapper's variables and this process's identity, for the engine to decide
+	 * whether this runtime owns the wrapper ([`super::wrapper`]). `null`: not collected.
+	 */
+	wrapper: WrapperFacts | null,
+};
+
+/**
+ * Facts about the pi-session wrapper as this process sees them (the extension collects them;
+ * the engine decides ownership from them and the hosting rule).
+ */
+export type WrapperFacts = {
+	/**
+	 * `PI_RELAUNCH_MARKER`: the exact marker path the wrapper gave this launch.
+	 */
+	relaunchMarker: string | null,
+	/**
+	 * `PI_SESSION_WRAPPER`.
+	 */
+	wrapper: string | null,
+	/**
+	 * `PI_SESSION_WRAPPER_PID`, as the environment has it (a string, judged by the engine).
+	 */
+	wrapperPid: string | null,
+	/**
+	 * `PI_SESSION_LAUNCH_ID`: the launch's nonce.
+	 */
+	launchId: string | null,
+	/**
+	 * `process.pid`.
+	 */
+	pid: number,
+	/**
+	 * `process.ppid`: the wrapper, when Pi is the wrapper's own child.
+	 */
+	ppid: number,
+	/**
+	 * `getSessionFile()` (`null` in memory).
+	 */
+	sessionFile: string | null,
 };
 
 /**
@@ -211,6 +251,8 @@ export type Effect =
 	| { "kind": "notify", text: string, level: NotifyLevel }
 	| { "kind": "status", text: string | null }
 	| { "kind": "log", text: string }
+	| { "kind": "shutdown" }
+	| { "kind": "writeRelaunchMarker", path: string, marker: unknown }
 	| { "kind": "telemetry", event: unknown }
 	| { "kind": "writeStatus", status: unknown };
 

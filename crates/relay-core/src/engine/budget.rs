@@ -40,6 +40,16 @@ struct ResolvedParams {
 pub(super) struct ReadyHandoff {
     pub(super) path: String,
     pub(super) markdown: String,
+    /// The handoff's `launch_prompt` (an absolute prompt file for a relaunch).
+    pub(super) launch_prompt: Option<String>,
+}
+
+/// A relaunch the armed fallback asked for, carried out at `agent_settled`.
+#[derive(Debug, Clone)]
+pub(super) struct RelaunchRequest {
+    reason: policy::FallbackReason,
+    handoff: String,
+    launch_prompt: Option<String>,
 }
 
 /// A forced reset the policy asked for: the boot block's note and whether the run goes on.
@@ -75,6 +85,12 @@ pub(super) struct Budget {
     /// The window whose after-reset resume check was handed out (it runs once, even when its
     /// record never reaches the branch).
     pub(super) resume_started: Option<String>,
+    /// The wrapper facts of the latest configuration (`ConfigSources::wrapper`).
+    pub(super) wrapper_facts: Option<super::wire::WrapperFacts>,
+    /// The hosting rule's answer of the latest observation (`Moment::subagent`).
+    pub(super) hosted_subagent: bool,
+    /// The relaunch the fallback asked for, until `agent_settled` carries it out.
+    pub(super) relaunch: Option<RelaunchRequest>,
 }
 
 /// The parts of the status file that change at a policy transition (not per request).
@@ -106,6 +122,9 @@ impl Budget {
             last_action: None,
             written: None,
             resume_started: None,
+            wrapper_facts: None,
+            hosted_subagent: false,
+            relaunch: None,
         }
     }
 
@@ -254,7 +273,7 @@ impl Engine {
     }
 
     pub(super) fn current_params(&self) -> PolicyParams {
-        match &self.budget.params {
+        let mut params = match &self.budget.params {
             Some(p) => p.params,
             None => PolicyParams::resolve(
                 &self.budget.config,
@@ -263,7 +282,77 @@ impl Engine {
                 self.settings.reserve.default,
                 self.settings.config.role == Some(crate::config::Role::Subagent),
             ),
+        };
+        params.relaunch = self.relaunch_handoff().is_some();
+        params
+    }
+
+    /// Whether this runtime owns the pi-session wrapper ([`super::wrapper`]).
+    pub(super) fn wrapper_ownership(&self) -> super::wrapper::Ownership {
+        super::wrapper::ownership(
+            self.budget.wrapper_facts.as_ref(),
+            self.budget.hosted_subagent,
+        )
+    }
+
+    /// The handoff a relaunch would continue from, when this runtime owns the wrapper: the
+    /// newest one this process wrote in this window (even one a cap or loop-guard fallback
+    /// ignored), else the newest committed one on the branch. `None`: no relaunch possible, the
+    /// fallback stays in-process.
+    fn relaunch_handoff(&self) -> Option<(String, Option<String>)> {
+        if !self.wrapper_ownership().owned {
+            return None;
         }
+        if let Some(h) = &self.budget.stored_handoff {
+            return Some((h.path.clone(), h.launch_prompt.clone()));
+        }
+        self.mirror
+            .last_handoff_for_relaunch()
+            .map(|(path, lp)| (path.to_string(), lp.map(str::to_string)))
+    }
+
+    /// At `agent_settled`: the relaunch the fallback asked for writes the marker, then asks Pi
+    /// to shut down. An aborted run (the user interrupted) drops the request.
+    pub(super) fn settle_relaunch(
+        &mut self,
+        aborted: bool,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        let Some(req) = self.budget.relaunch.take() else {
+            return;
+        };
+        let ownership = self.wrapper_ownership();
+        let (Some(path), false) = (ownership.marker, aborted) else {
+            let event = self.telemetry_event(
+                "relaunch_dropped",
+                json!({"reason": req.reason.as_str(), "why": if aborted { "the run was aborted".to_string() } else { ownership.reason }}),
+                moment,
+            );
+            reply.effects.push(Effect::Telemetry { event });
+            return;
+        };
+        let session_file = self
+            .budget
+            .wrapper_facts
+            .as_ref()
+            .and_then(|f| f.session_file.clone());
+        let marker = json!({
+            "cwd": moment.cwd,
+            "launchPrompt": req.launch_prompt,
+            "handoff": req.handoff,
+            "sessionFile": session_file,
+        });
+        let event = self.telemetry_event(
+            "relaunch_requested",
+            json!({"reason": req.reason.as_str(), "marker": path, "handoff": req.handoff}),
+            moment,
+        );
+        reply.effects.push(Effect::Telemetry { event });
+        reply
+            .effects
+            .push(Effect::WriteRelaunchMarker { path, marker });
+        reply.effects.push(Effect::Shutdown);
     }
 
     /// The policy's usage input at this moment: the figure the moment carries (Pi's or the
@@ -400,6 +489,16 @@ impl Engine {
                     let outs = self.scheduler.handle(input);
                     self.apply_sched(outs, moment, reply);
                 }
+                PolicyEffect::Relaunch { reason } => {
+                    // `params.relaunch` was only set with a known handoff and an owned wrapper.
+                    if let Some((handoff, launch_prompt)) = self.relaunch_handoff() {
+                        self.budget.relaunch = Some(RelaunchRequest {
+                            reason,
+                            handoff,
+                            launch_prompt,
+                        });
+                    }
+                }
                 PolicyEffect::Continue { text } => {
                     if reply.result.is_none() {
                         reply.result = Some(HookResult::Continue {
@@ -440,6 +539,7 @@ impl Engine {
         self.budget.handoff_ready = None;
         self.budget.stored_handoff = None;
         self.budget.forced = None;
+        self.budget.relaunch = None;
     }
 
     pub(super) fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {
@@ -516,6 +616,7 @@ impl Engine {
                 },
             );
             obj.insert("windowFeatures".into(), json!(self.enabled()));
+            obj.insert("wrapper".into(), self.wrapper_ownership().status());
             obj.insert(
                 "lastAction".into(),
                 match &self.budget.last_action {

@@ -65,6 +65,7 @@ impl Engine {
             sources.global_file.as_deref(),
         );
         let (resolved, mut issues) = layers.resolve();
+        self.budget.wrapper_facts = sources.wrapper.clone();
         let (budget, budget_issues) = select_budget(sources, resolved.relay.budget.as_ref());
         issues.extend(budget_issues.into_iter().map(|i| layers.attribute(i)));
         self.settings.reserve = resolved.reserve_tokens;

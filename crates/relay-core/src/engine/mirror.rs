@@ -225,12 +225,12 @@ pub(super) struct Mirror {
     /// guard).
     progress_marks: Vec<usize>,
     /// The newest handoff written on the branch and not yet committed (a `relay/handoff` entry):
-    /// its position, path and duplicate fingerprint.
-    written_handoff: Option<(usize, String, HandoffFingerprint)>,
+    /// its position, path, duplicate fingerprint and `launch_prompt` (for a relaunch).
+    written_handoff: Option<(usize, String, HandoffFingerprint, Option<String>)>,
     /// Handoffs that committed (a compaction on the branch names their path), oldest first: the
     /// duplicate back-off and the status file use the newest. A handoff that was invalidated or
     /// ignored never committed, so it sets no back-off.
-    committed_handoffs: Vec<(usize, String, HandoffFingerprint)>,
+    committed_handoffs: Vec<(usize, String, HandoffFingerprint, Option<String>)>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
 }
@@ -312,14 +312,22 @@ impl Mirror {
 
     /// The newest committed handoff's duplicate fingerprint (the back-off compares with it).
     pub(super) fn last_fingerprint(&self) -> Option<&HandoffFingerprint> {
-        self.committed_handoffs.last().map(|(_, _, fp)| fp)
+        self.committed_handoffs.last().map(|(_, _, fp, _)| fp)
     }
 
     /// The newest committed handoff's path and time, for the status file.
     pub(super) fn last_handoff(&self) -> Option<(&str, i64)> {
         self.committed_handoffs
             .last()
-            .map(|(_, path, fp)| (path.as_str(), fp.at_ms))
+            .map(|(_, path, fp, _)| (path.as_str(), fp.at_ms))
+    }
+
+    /// The newest committed handoff's path and `launch_prompt`: what a relaunch continues from
+    /// when this process wrote no handoff in the current window.
+    pub(super) fn last_handoff_for_relaunch(&self) -> Option<(&str, Option<&str>)> {
+        self.committed_handoffs
+            .last()
+            .map(|(_, path, _, lp)| (path.as_str(), lp.as_deref()))
     }
 
     /// Note operations on the branch that could not be applied, each reported once.
@@ -351,9 +359,9 @@ impl Mirror {
                     && details.get("source").and_then(Value::as_str) == Some("overflow");
                 let committed = details.get("handoffPath").and_then(Value::as_str);
                 if let Some(path) = committed {
-                    if let Some((_, written, fp)) = self.written_handoff.take() {
+                    if let Some((_, written, fp, lp)) = self.written_handoff.take() {
                         if written == path {
-                            self.committed_handoffs.push((pos, written, fp));
+                            self.committed_handoffs.push((pos, written, fp, lp));
                             self.current.opened_by_handoff = true;
                         }
                     }
@@ -421,8 +429,12 @@ impl Mirror {
                     .get("fingerprint")
                     .and_then(HandoffFingerprint::from_value);
                 let path = data.get("path").and_then(Value::as_str);
+                let launch_prompt = data
+                    .get("launchPrompt")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
                 if let (Some(fp), Some(path)) = (fingerprint, path) {
-                    self.written_handoff = Some((pos, path.to_string(), fp));
+                    self.written_handoff = Some((pos, path.to_string(), fp, launch_prompt));
                 }
                 Observed::Other
             }
@@ -500,14 +512,14 @@ impl Mirror {
         if self
             .written_handoff
             .as_ref()
-            .is_some_and(|(p, _, _)| *p >= len)
+            .is_some_and(|(p, _, _, _)| *p >= len)
         {
             self.written_handoff = None;
         }
         while self
             .committed_handoffs
             .last()
-            .is_some_and(|(p, _, _)| *p >= len)
+            .is_some_and(|(p, _, _, _)| *p >= len)
         {
             self.committed_handoffs.pop();
         }

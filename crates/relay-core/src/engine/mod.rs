@@ -56,6 +56,7 @@ mod specs;
 mod status;
 mod tools;
 pub mod wire;
+pub mod wrapper;
 
 #[cfg(test)]
 mod tests;
@@ -65,9 +66,9 @@ pub use specs::tool_specs;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
     GitFacts, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan,
-    ResumeFacts, ToolReply, ToolSpec, Usage, BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
-    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE,
-    STEER_TYPE,
+    ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE, CONTINUE_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
+    RESUME_CHECK_TYPE, STEER_TYPE,
 };
 
 use crate::history::History;
@@ -101,6 +102,8 @@ struct Outstanding {
     reset: Option<AttemptId>,
     /// The reset returned as a `session_before_compact` result, until Pi appends or drops it.
     hook_reset: Option<AttemptId>,
+    /// The `launch_prompt` of the handoff being rendered, for `handoff_written`.
+    handoff_launch_prompt: Option<String>,
     /// Sections the last `handoff_render` shortened, for `handoff_written`'s reply.
     handoff_cuts: Vec<crate::handoff::SectionCut>,
     /// The window whose spent overflow recovery was reported (`overflow_recovery_exhausted`).
@@ -484,6 +487,7 @@ impl Engine {
         moment.usage = self.mirror.usage(&obs.moment);
         let moment = &moment;
         self.tz_offset_minutes = moment.tz_offset_minutes;
+        self.budget.hosted_subagent = moment.subagent;
         self.refresh_params(moment);
         let mut reply = HookReply::default();
         let mirrored = std::mem::take(&mut self.budget.pending_fx);
@@ -683,6 +687,8 @@ impl Engine {
                 self.run_active = false;
                 self.scheduler
                     .handle(SchedInput::Settled { aborted: *aborted });
+                // An armed fallback with an owned wrapper: the marker, then Pi's shutdown.
+                self.settle_relaunch(*aborted, moment, &mut reply);
                 reply.effects.push(self.status_effect(moment));
                 self.write_status(moment, &mut reply);
             }

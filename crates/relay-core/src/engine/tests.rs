@@ -701,6 +701,7 @@ fn generated_wire_ts_is_current() {
         decl::<Usage>(&cfg),
         decl::<Event>(&cfg),
         decl::<ConfigSources>(&cfg),
+        decl::<WrapperFacts>(&cfg),
         decl::<HookReply>(&cfg),
         decl::<HookResult>(&cfg),
         decl::<Effect>(&cfg),
@@ -1450,6 +1451,7 @@ fn stored(markdown: &str) -> budget::ReadyHandoff {
     budget::ReadyHandoff {
         path: "/work/project/.ai-work/handoffs/s-2.md".into(),
         markdown: markdown.into(),
+        launch_prompt: None,
     }
 }
 
@@ -2130,4 +2132,202 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
         steered(&grown),
         "a window that has grown resets as usual: {grown:?}"
     );
+}
+
+const NONCE: &str = "00112233445566778899aabbccddeeff";
+
+/// The engine of `enforced_after_first_answer`, with (or without) the pi-session wrapper's
+/// facts of a process started by it (pid 4242 under wrapper 4200), a status directory, and a
+/// handoff written in this window.
+fn wrapped_engine(facts: Option<WrapperFacts>, subagent: bool) -> Engine {
+    let (mut e, _b) = enforced_after_first_answer();
+    let sources = ConfigSources {
+        global: Some(
+            json!({"relay": {"budget": {"mode": "enforce", "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}, "subagent": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}}),
+        ),
+        cwd: Some("/work/project".into()),
+        state_dir: Some("/state".into()),
+        wrapper: facts,
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    e.budget.stored_handoff = Some(budget::ReadyHandoff {
+        launch_prompt: Some("/work/launch.md".into()),
+        ..stored("# handoff")
+    });
+    e.budget.hosted_subagent = subagent;
+    e
+}
+
+fn started_by_wrapper() -> WrapperFacts {
+    WrapperFacts {
+        relaunch_marker: Some(format!("/agent/relaunch/4200-{NONCE}.json")),
+        wrapper: Some("pi-session 0.1.0".into()),
+        wrapper_pid: Some("4200".into()),
+        launch_id: Some(NONCE.into()),
+        pid: 4242,
+        ppid: 4200,
+        session_file: Some("/agent/sessions/s.jsonl".into()),
+    }
+}
+
+/// Hard limit, the model keeps calling tools and then stops twice: returns the replies of the
+/// tool call, the two settle points and `agent_settled`.
+fn hard_fallback_to_settle(e: &mut Engine, subagent: bool) -> [HookReply; 4] {
+    let at = |event: Event| {
+        let mut o = obs(event, Some(70_000));
+        o.moment.subagent = subagent;
+        o
+    };
+    let blocked = e.handle(&at(Event::ToolCall {
+        tool_name: "bash".into(),
+        tool_call_id: "c1".into(),
+    }));
+    let first = e.handle(&at(Event::AgentBeforeSettle {
+        outcome: Some("completed".into()),
+    }));
+    let second = e.handle(&at(Event::AgentBeforeSettle {
+        outcome: Some("completed".into()),
+    }));
+    let settled = e.handle(&at(Event::AgentSettled { aborted: false }));
+    [blocked, first, second, settled]
+}
+
+fn shutdowns(replies: &[HookReply]) -> usize {
+    replies
+        .iter()
+        .flat_map(|r| &r.effects)
+        .filter(|e| matches!(e, Effect::Shutdown))
+        .count()
+}
+
+fn status_of(reply: &HookReply) -> serde_json::Value {
+    reply
+        .effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::WriteStatus { status } => Some(status.clone()),
+            _ => None,
+        })
+        .expect("a status write")
+}
+
+#[test]
+fn an_owned_wrapper_gets_the_marker_and_a_shutdown_only_at_agent_settled() {
+    let mut e = wrapped_engine(Some(started_by_wrapper()), false);
+    let replies = hard_fallback_to_settle(&mut e, false);
+    let [blocked, first, second, settled] = &replies;
+    let Some(HookResult::Block { reason, .. }) = &blocked.result else {
+        panic!("expected a block: {blocked:?}")
+    };
+    assert!(
+        reason.contains("Pi then restarts in a fresh process"),
+        "{reason}"
+    );
+    assert!(matches!(first.result, Some(HookResult::Continue { .. })));
+    // The second settle point neither resets nor shuts down: it only asks for the relaunch.
+    assert!(second.result.is_none(), "{:?}", second.result);
+    assert_eq!(events_named(second, "fallback_relaunch").len(), 1);
+    assert_eq!(shutdowns(&replies[..3]), 0);
+    let marker = settled
+        .effects
+        .iter()
+        .position(|e| matches!(e, Effect::WriteRelaunchMarker { .. }))
+        .expect("the marker is written at agent_settled");
+    let shutdown = settled
+        .effects
+        .iter()
+        .position(|e| matches!(e, Effect::Shutdown))
+        .expect("shutdown is requested at agent_settled");
+    assert!(marker < shutdown, "the marker before the shutdown");
+    let Some(Effect::WriteRelaunchMarker { path, marker }) = settled.effects.get(marker) else {
+        unreachable!()
+    };
+    assert_eq!(path, &format!("/agent/relaunch/4200-{NONCE}.json"));
+    assert_eq!(
+        marker,
+        &json!({
+            "cwd": "/work/project",
+            "launchPrompt": "/work/launch.md",
+            "handoff": "/work/project/.ai-work/handoffs/s-2.md",
+            "sessionFile": "/agent/sessions/s.jsonl",
+        })
+    );
+    assert_eq!(
+        status_of(settled)["wrapper"],
+        json!({"owned": true, "reason": "started by pi-session (pid 4200)"})
+    );
+    // Once: a later settle does nothing more.
+    let again = e.handle(&obs(Event::AgentSettled { aborted: false }, Some(70_000)));
+    assert_eq!(shutdowns(&[again]), 0);
+}
+
+#[test]
+fn without_an_owned_wrapper_relay_never_shuts_pi_down() {
+    let descendant = WrapperFacts {
+        pid: 5000,
+        ppid: 4242,
+        ..started_by_wrapper()
+    };
+    for (name, facts, subagent) in [
+        ("no wrapper", None, false),
+        (
+            "a descendant that inherited the variables",
+            Some(descendant),
+            false,
+        ),
+        ("an SDK child session", Some(started_by_wrapper()), true),
+    ] {
+        let mut e = wrapped_engine(facts, subagent);
+        let replies = hard_fallback_to_settle(&mut e, subagent);
+        assert_eq!(shutdowns(&replies), 0, "{name}");
+        assert!(
+            !replies
+                .iter()
+                .flat_map(|r| &r.effects)
+                .any(|e| matches!(e, Effect::WriteRelaunchMarker { .. })),
+            "{name}"
+        );
+        // Today's in-process path: the mechanical reset at the settle point.
+        assert!(
+            matches!(replies[2].result, Some(HookResult::Reset { .. })),
+            "{name}: {:?}",
+            replies[2].result
+        );
+        assert_eq!(
+            status_of(&replies[3])["wrapper"]["owned"],
+            json!(false),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn an_aborted_settle_drops_the_relaunch() {
+    let mut e = wrapped_engine(Some(started_by_wrapper()), false);
+    let [_, _, second, _] = {
+        let at = |event: Event| obs(event, Some(70_000));
+        let blocked = e.handle(&at(Event::ToolCall {
+            tool_name: "bash".into(),
+            tool_call_id: "c1".into(),
+        }));
+        let first = e.handle(&at(Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        }));
+        let second = e.handle(&at(Event::AgentBeforeSettle {
+            outcome: Some("completed".into()),
+        }));
+        let settled = e.handle(&at(Event::AgentSettled { aborted: true }));
+        assert_eq!(shutdowns(std::slice::from_ref(&settled)), 0);
+        assert!(!settled
+            .effects
+            .iter()
+            .any(|x| matches!(x, Effect::WriteRelaunchMarker { .. })));
+        assert_eq!(
+            events_named(&settled, "relaunch_dropped")[0]["why"],
+            json!("the run was aborted")
+        );
+        [blocked, first, second, settled]
+    };
+    assert_eq!(events_named(&second, "fallback_relaunch").len(), 1);
 }

@@ -179,6 +179,7 @@ impl Engine {
                 ));
             }
         }
+        self.outstanding.handoff_launch_prompt = args.launch_prompt.clone();
         let history = &self.mirror.history;
         let meta = HandoffMeta {
             timestamp_ms: moment.now_ms,
@@ -228,14 +229,18 @@ impl Engine {
         };
         let shortened = shortened_reply(&cuts, &sidecar);
         // Valid until a later real tool result, a new external run or a new window.
+        let launch_prompt = self.outstanding.handoff_launch_prompt.take();
+        let launch_prompt_of_record = launch_prompt.clone();
         self.budget.stored_handoff = Some(ReadyHandoff {
             path: path.to_string(),
             markdown: markdown.clone(),
+            launch_prompt: launch_prompt.clone(),
         });
         let mut out = if committing {
             self.budget.handoff_ready = Some(ReadyHandoff {
                 path: path.to_string(),
                 markdown,
+                launch_prompt,
             });
             json!({
                 "written": true,
@@ -258,7 +263,11 @@ impl Engine {
         let mut reply = ToolReply::from(ToolOutput::json(&out));
         reply.persist = Some(Marker {
             custom_type: HANDOFF_TYPE.into(),
-            data: json!({ "path": path, "fingerprint": fingerprint.to_value() }),
+            data: json!({
+                "path": path,
+                "fingerprint": fingerprint.to_value(),
+                "launchPrompt": launch_prompt_of_record,
+            }),
         });
         reply.effects = hook.effects;
         reply

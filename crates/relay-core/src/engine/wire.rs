@@ -265,6 +265,10 @@ pub struct ConfigSources {
     /// Where status and events go (the binding writes them).
     pub state_dir: Option<String>,
     pub cwd: Option<String>,
+    /// The pi-session wrapper's variables and this process's identity, for the engine to decide
+    /// whether this runtime owns the wrapper ([`super::wrapper`]). `null`: not collected.
+    #[serde(default)]
+    pub wrapper: Option<WrapperFacts>,
     /// The budget policy file's contents, when it exists and could be read (the binding reads
     /// it; never sent by the extension).
     #[serde(skip)]
@@ -273,6 +277,28 @@ pub struct ConfigSources {
     /// `budget_file` empty).
     #[serde(skip)]
     pub budget_file_error: Option<String>,
+}
+
+/// Facts about the pi-session wrapper as this process sees them (the extension collects them;
+/// the engine decides ownership from them and the hosting rule).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct WrapperFacts {
+    /// `PI_RELAUNCH_MARKER`: the exact marker path the wrapper gave this launch.
+    pub relaunch_marker: Option<String>,
+    /// `PI_SESSION_WRAPPER`.
+    pub wrapper: Option<String>,
+    /// `PI_SESSION_WRAPPER_PID`, as the environment has it (a string, judged by the engine).
+    pub wrapper_pid: Option<String>,
+    /// `PI_SESSION_LAUNCH_ID`: the launch's nonce.
+    pub launch_id: Option<String>,
+    /// `process.pid`.
+    pub pid: u32,
+    /// `process.ppid`: the wrapper, when Pi is the wrapper's own child.
+    pub ppid: u32,
+    /// `getSessionFile()` (`null` in memory).
+    pub session_file: Option<String>,
 }
 
 /// The budget policy file Relay reads.
@@ -375,6 +401,16 @@ pub enum Effect {
     Status { text: Option<String> },
     /// A line on stderr.
     Log { text: String },
+    /// `ctx.shutdown()`: the session ends so that the pi-session wrapper relaunches Pi (only
+    /// after the relaunch marker was written, at `agent_settled`).
+    Shutdown,
+    /// Write the pi-session relaunch marker at `path` (executed by the binding, atomically,
+    /// mode 0600; never reaches the extension).
+    WriteRelaunchMarker {
+        path: String,
+        #[cfg_attr(test, ts(type = "unknown"))]
+        marker: Value,
+    },
     /// An event for `events.jsonl` (executed by the binding, never reaches the extension).
     Telemetry {
         #[cfg_attr(test, ts(type = "unknown"))]

@@ -691,6 +691,11 @@ pub struct PolicyParams {
     /// `keepRecentTokens`: idle-input recovery only resets a window holding more than this many
     /// tokens (a smaller one has nothing worth dropping).
     pub keep_recent_tokens: u64,
+    /// This runtime owns a pi-session wrapper and a handoff file is known to continue from: an
+    /// armed fallback relaunches Pi in a fresh process at the settle point
+    /// ([`super::PolicyEffect::Relaunch`]) instead of resetting the window mechanically. Not
+    /// configuration: the engine sets it from the hosting facts.
+    pub relaunch: bool,
 }
 
 /// `idleMinTokens` when the configuration has none.
@@ -721,6 +726,7 @@ impl PolicyParams {
             idle_min_tokens: cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS),
             idle_ms: minutes_to_ms(cfg.idle_minutes.unwrap_or(DEFAULT_IDLE_MINUTES)),
             keep_recent_tokens: cfg.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
+            relaunch: false,
         }
     }
 }

@@ -36,6 +36,7 @@ fn params() -> PolicyParams {
         idle_min_tokens: 150_000,
         idle_ms: 50 * 60_000,
         keep_recent_tokens: 20_000,
+        relaunch: false,
     }
 }
 
@@ -123,6 +124,7 @@ fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
                 ResetSource::IdleInput => "reset:idle-input".to_string(),
             },
             PolicyEffect::Continue { .. } => "continue".to_string(),
+            PolicyEffect::Relaunch { reason } => format!("relaunch:{}", reason.as_str()),
             PolicyEffect::Event { name, .. } => format!("event:{name}"),
         })
         .collect()
@@ -1220,4 +1222,141 @@ fn compact_failures_are_classified_from_pis_texts() {
             "{message:?}"
         );
     }
+}
+
+/// With an owned wrapper (`relaunch`), an armed fallback never resets mechanically: the turn
+/// ends keep blocking, the settle point relaunches; a valid handoff at hard still commits
+/// in-process; observe only previews it.
+#[test]
+fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
+    let p = PolicyParams {
+        relaunch: true,
+        ..params()
+    };
+    // Hard: two continuing turns without a reset, the tool still blocked (terminating after
+    // the second), one continuation at the settle point, then the relaunch.
+    let (s, _) = step(&base(20_000), &p, &usage(350_000));
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
+    assert!(fx.is_empty());
+    let (s, fx) = step(&s, &p, &call("t1", "bash"));
+    assert!(matches!(
+        fx.last(),
+        Some(PolicyEffect::Block {
+            terminate: false,
+            ..
+        })
+    ));
+    let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
+    assert!(fx.is_empty(), "no mechanical reset with a wrapper: {fx:?}");
+    let (s, fx) = step(&s, &p, &call("t2", "bash"));
+    assert!(matches!(
+        fx.last(),
+        Some(PolicyEffect::Block {
+            terminate: true,
+            ..
+        })
+    ));
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
+    assert_eq!(kinds(&fx), ["event:settle_continuation", "continue"]);
+    let (s, fx) = step(
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
+    assert_eq!(kinds(&fx), ["event:fallback_relaunch", "relaunch:hard"]);
+    assert_eq!(s.phase, Phase::FallbackArmed);
+
+    // A valid handoff at hard still commits in-process.
+    let (s, _) = step(&base(20_000), &p, &usage(350_000));
+    let (s, _) = step(&s, &p, &written());
+    let (_, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
+    assert!(kinds(&fx).contains(&"reset:handoff".to_string()), "{fx:?}");
+
+    // Cap: the settle point relaunches at once.
+    for reason in [
+        FallbackReason::Cap,
+        FallbackReason::Loop,
+        FallbackReason::CompactionFailure,
+    ] {
+        let s = PolicyState {
+            fallback: Some(reason),
+            ..state_in(Phase::FallbackArmed)
+        };
+        let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
+        let (s, _) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
+        assert!(fx.is_empty());
+        let (_, fx) = step(
+            &s,
+            &p,
+            &PolicyInput::BeforeSettle {
+                pending_work: false,
+            },
+        );
+        assert_eq!(
+            kinds(&fx),
+            [
+                "event:fallback_relaunch".to_string(),
+                format!("relaunch:{}", reason.as_str())
+            ]
+        );
+    }
+
+    // Observe previews it.
+    let s = PolicyState {
+        fallback: Some(FallbackReason::Cap),
+        ..state_in(Phase::FallbackArmed)
+    };
+    let (_, fx) = step_mode(
+        Mode::Observe,
+        &s,
+        &p,
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
+    assert_eq!(
+        kinds(&fx),
+        ["event:would_fallback_relaunch", "event:would_relaunch"]
+    );
+
+    // Without a wrapper the same settle point resets mechanically.
+    let (_, fx) = step(
+        &s,
+        &params(),
+        &PolicyInput::BeforeSettle {
+            pending_work: false,
+        },
+    );
+    assert_eq!(kinds(&fx), ["event:forced_reset", "reset:forced"]);
+}
+
+#[test]
+fn fallback_texts_with_a_wrapper() {
+    let p = PolicyParams {
+        relaunch: true,
+        ..params()
+    };
+    for reason in [
+        FallbackReason::Hard,
+        FallbackReason::Cap,
+        FallbackReason::Loop,
+        FallbackReason::CompactionFailure,
+    ] {
+        snap!(
+            format!("block_fallback_relaunch_{}", reason.as_str()),
+            render_block_fallback_relaunch(reason, Some(350_000), &p)
+        );
+    }
+    snap!(
+        "hard_settle_continuation_relaunch",
+        render_hard_settle_continuation_relaunch(Some(350_000), &TH)
+    );
 }

@@ -1,0 +1,216 @@
+//! Whether this runtime owns the pi-session wrapper, decided from the facts the extension
+//! collects ([`WrapperFacts`]: the wrapper's variables, `process.pid`, `process.ppid`) and the
+//! hosting rule (`Moment::subagent`).
+//!
+//! **Owned only when all hold:**
+//! 1. `PI_RELAUNCH_MARKER` is an absolute path whose file name is exactly
+//!    `<pid>-<32 lowercase hex digits>.json`;
+//! 2. its pid part equals `PI_SESSION_WRAPPER_PID`, and that pid is this process's parent
+//!    (`process.ppid`): Pi is the wrapper's own child. A process Pi starts inherits the
+//!    variables, but its parent is Pi, so it never owns the marker;
+//! 3. its nonce equals `PI_SESSION_LAUNCH_ID` (the wrapper gives both for one launch);
+//! 4. this runtime is the primary one: an SDK child session (a subagent bound while the primary
+//!    runtime is alive in the same process) never owns it, never writes the marker and never
+//!    shuts Pi down.
+//!
+//! Otherwise the reason says which check failed, and the fallback stays in-process.
+
+use serde_json::{json, Value};
+
+use super::wire::WrapperFacts;
+
+/// The answer, as the status file shows it (`wrapper: {owned, reason}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    pub owned: bool,
+    pub reason: String,
+    /// The marker path to write, when owned.
+    pub marker: Option<String>,
+}
+
+impl Ownership {
+    fn not(reason: impl Into<String>) -> Self {
+        Ownership {
+            owned: false,
+            reason: reason.into(),
+            marker: None,
+        }
+    }
+
+    pub fn status(&self) -> Value {
+        json!({ "owned": self.owned, "reason": self.reason })
+    }
+}
+
+/// `(pid, nonce)` of a marker file name `<pid>-<32 hex>.json`.
+fn parse_name(name: &str) -> Option<(u32, &str)> {
+    let stem = name.strip_suffix(".json")?;
+    let (pid, nonce) = stem.split_once('-')?;
+    if pid.is_empty() || pid.starts_with('0') || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if nonce.len() != 32
+        || !nonce
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return None;
+    }
+    Some((pid.parse().ok()?, nonce))
+}
+
+/// Decide ownership. `subagent`: the hosting rule's answer for this runtime.
+pub fn ownership(facts: Option<&WrapperFacts>, subagent: bool) -> Ownership {
+    let Some(f) = facts else {
+        return Ownership::not("no wrapper facts were collected");
+    };
+    let Some(marker) = f.relaunch_marker.as_deref().filter(|m| !m.is_empty()) else {
+        return Ownership::not("not started by pi-session (PI_RELAUNCH_MARKER is unset)");
+    };
+    if subagent {
+        return Ownership::not("an SDK child session (subagent) never owns the parent's wrapper");
+    }
+    if !marker.starts_with('/') {
+        return Ownership::not(format!(
+            "PI_RELAUNCH_MARKER {marker} is not an absolute path"
+        ));
+    }
+    let name = marker.rsplit('/').next().unwrap_or_default();
+    let Some((pid, nonce)) = parse_name(name) else {
+        return Ownership::not(format!(
+            "PI_RELAUNCH_MARKER's file name {name} is not <pid>-<nonce>.json"
+        ));
+    };
+    let wrapper_pid = f
+        .wrapper_pid
+        .as_deref()
+        .and_then(|p| p.trim().parse::<u32>().ok());
+    if wrapper_pid != Some(pid) {
+        return Ownership::not(format!(
+            "the marker's pid {pid} is not PI_SESSION_WRAPPER_PID ({})",
+            f.wrapper_pid.as_deref().unwrap_or("unset")
+        ));
+    }
+    if f.ppid != pid {
+        return Ownership::not(format!(
+            "this process (pid {}) is not the wrapper's child: its parent is {}, the wrapper is {pid}",
+            f.pid, f.ppid
+        ));
+    }
+    if f.launch_id.as_deref() != Some(nonce) {
+        return Ownership::not("the marker's nonce is not PI_SESSION_LAUNCH_ID");
+    }
+    Ownership {
+        owned: true,
+        reason: format!("started by pi-session (pid {pid})"),
+        marker: Some(marker.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONCE: &str = "0123456789abcdef0123456789abcdef";
+
+    fn facts() -> WrapperFacts {
+        WrapperFacts {
+            relaunch_marker: Some(format!("/m/relaunch/700-{NONCE}.json")),
+            wrapper: Some("pi-session 0.1.0".into()),
+            wrapper_pid: Some("700".into()),
+            launch_id: Some(NONCE.into()),
+            pid: 701,
+            ppid: 700,
+            session_file: None,
+        }
+    }
+
+    #[test]
+    fn ownership_table() {
+        let owned = ownership(Some(&facts()), false);
+        assert!(owned.owned, "{owned:?}");
+        assert_eq!(
+            owned.marker.as_deref(),
+            Some("/m/relaunch/700-0123456789abcdef0123456789abcdef.json")
+        );
+        let cases: Vec<(&str, WrapperFacts, bool, &str)> = vec![
+            (
+                "subagent",
+                facts(),
+                true,
+                "an SDK child session (subagent) never owns",
+            ),
+            (
+                "no marker",
+                WrapperFacts {
+                    relaunch_marker: None,
+                    ..facts()
+                },
+                false,
+                "PI_RELAUNCH_MARKER is unset",
+            ),
+            (
+                "descendant",
+                WrapperFacts {
+                    pid: 900,
+                    ppid: 701,
+                    ..facts()
+                },
+                false,
+                "its parent is 701, the wrapper is 700",
+            ),
+            (
+                "pid var differs",
+                WrapperFacts {
+                    wrapper_pid: Some("701".into()),
+                    ..facts()
+                },
+                false,
+                "is not PI_SESSION_WRAPPER_PID (701)",
+            ),
+            (
+                "pid var unset",
+                WrapperFacts {
+                    wrapper_pid: None,
+                    ..facts()
+                },
+                false,
+                "(unset)",
+            ),
+            (
+                "nonce differs",
+                WrapperFacts {
+                    launch_id: Some("f".repeat(32)),
+                    ..facts()
+                },
+                false,
+                "nonce is not PI_SESSION_LAUNCH_ID",
+            ),
+            (
+                "short nonce",
+                WrapperFacts {
+                    relaunch_marker: Some("/m/700-abc.json".into()),
+                    ..facts()
+                },
+                false,
+                "is not <pid>-<nonce>.json",
+            ),
+            (
+                "relative",
+                WrapperFacts {
+                    relaunch_marker: Some(format!("700-{NONCE}.json")),
+                    ..facts()
+                },
+                false,
+                "not an absolute path",
+            ),
+        ];
+        for (name, f, subagent, why) in cases {
+            let o = ownership(Some(&f), subagent);
+            assert!(!o.owned, "{name}");
+            assert!(o.reason.contains(why), "{name}: {}", o.reason);
+            assert_eq!(o.marker, None, "{name}");
+        }
+        assert!(!ownership(None, false).owned);
+    }
+}
