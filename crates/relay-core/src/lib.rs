@@ -17,6 +17,7 @@ pub mod engine;
 pub mod entry;
 pub mod handoff;
 pub mod history;
+pub mod integrations;
 pub mod notes;
 pub mod policy;
 pub mod render;

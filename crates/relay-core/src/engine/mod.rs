@@ -55,6 +55,7 @@ mod resume;
 mod specs;
 mod status;
 mod tools;
+mod watch;
 pub mod wire;
 
 #[cfg(test)]
@@ -64,10 +65,10 @@ pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
-    GitFacts, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan,
-    ResumeFacts, ToolReply, ToolSpec, Usage, BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
-    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE,
-    STEER_TYPE,
+    GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
+    ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, BOOT_TYPE, CONTINUE_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
+    RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
@@ -335,6 +336,7 @@ impl Engine {
         moment.usage = self.mirror.usage(&obs.moment);
         let moment = &moment;
         self.tz_offset_minutes = moment.tz_offset_minutes;
+        self.observe_guard(moment);
         self.refresh_params(moment);
         let mut reply = HookReply::default();
         let mirrored = std::mem::take(&mut self.budget.pending_fx);
@@ -445,12 +447,18 @@ impl Engine {
             Event::AgentEnd => {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
-            Event::AgentBeforeSettle { outcome } => {
+            Event::AgentBeforeSettle { outcome, jobs } => {
                 if outcome.as_deref().unwrap_or("completed") == "completed" {
-                    // Pending work: a queued user follow-up, or background work the host
-                    // reports (`Moment::pending_work`).
+                    // Pending work: a queued user follow-up, background work the host reports
+                    // (`Moment::pending_work`), or this session's pending pi-jobs jobs/watches.
+                    let jobs = crate::integrations::pending_jobs(
+                        jobs.as_deref(),
+                        self.mirror.history.session_id(),
+                    );
                     let fx = self.policy_step(PolicyInput::BeforeSettle {
-                        pending_work: moment.has_pending_messages || moment.pending_work > 0,
+                        pending_work: moment.has_pending_messages
+                            || moment.pending_work > 0
+                            || jobs > 0,
                     });
                     self.apply_policy(fx, moment, &mut reply);
                 }
@@ -524,6 +532,11 @@ impl Engine {
                 if !self.enabled() {
                     return reply;
                 }
+                // The shared context guard is off: Pi's own manual and threshold compaction pass
+                // through unchanged; overflow recovery stays Relay's.
+                if self.budget.guard_off && reason != "overflow" {
+                    return reply;
+                }
                 self.compact_instructions = custom_instructions
                     .as_deref()
                     .map(str::trim)
@@ -576,6 +589,7 @@ impl Engine {
             }
             Event::Command { args } => self.command(args, moment, &mut reply),
         }
+        self.log_guard_thresholds(moment, &mut reply);
         self.check_dropped_reset(moment, &mut reply);
         self.log_mode_mismatch(moment, &mut reply);
         if !matches!(
