@@ -298,3 +298,51 @@ fn guard_off_skips_the_resume_checks() {
         .handoff_resume_command(&args, &off, None, &facts)
         .is_none());
 }
+
+/// This session's pending pi-jobs work at the settle point of a large context asks for the idle
+/// handoff, as the host's pending-work count does; finished jobs and other sessions' do not.
+#[test]
+fn pending_jobs_ask_for_the_idle_handoff() {
+    let settle = |jobs: Option<Vec<Value>>| {
+        let mut e = engine_with(json!({"mode": "enforce", "idleMinTokens": 10000,
+            "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}));
+        let mut b = Branch::new();
+        e.append(&[b.entry(json!({"type":"message","message":{"role":"user","content":"go"}}))]);
+        handle(
+            &mut e,
+            Event::BeforeAgentStart,
+            None,
+            GuardState::Unavailable,
+        );
+        e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant",
+            "content":[{"type":"text","text":"waiting"}],"stopReason":"stop","usage":{"totalTokens":15000}}}))]);
+        handle(
+            &mut e,
+            Event::TurnEnd { tool_results: 0 },
+            Some(15_000),
+            GuardState::Unavailable,
+        );
+        handle(
+            &mut e,
+            Event::AgentBeforeSettle {
+                outcome: None,
+                jobs,
+            },
+            Some(15_000),
+            GuardState::Unavailable,
+        )
+        .result
+    };
+    let running = json!({"id": "w1", "kind": "watch", "status": "waiting"});
+    assert!(
+        matches!(
+            settle(Some(vec![running])),
+            Some(HookResult::Continue { .. })
+        ),
+        "a pending watch is pending work"
+    );
+    let done = json!({"id": "j1", "status": "completed"});
+    let other = json!({"id": "j2", "status": "running", "sessionId": "someone-else"});
+    assert_eq!(settle(Some(vec![done, other])), None);
+    assert_eq!(settle(None), None, "no registry: no pending jobs");
+}
