@@ -30,6 +30,7 @@
 //! - `budget`: the budget policy's state and its effects;
 //! - `status`: the status line, `/relay`, the low-budget reminder;
 //! - `resume`: resume checks (which command, when, the record and the message a window carries);
+//! - `watch`: the watch check of a window opened by a handoff (recorded jobs no longer live);
 //! - `tools`: tool dispatch and the `context_handoff` steps; `specs`: tool names, labels,
 //!   descriptions;
 //! - `configure`: settings precedence and validation, applied.
