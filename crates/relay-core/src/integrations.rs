@@ -477,7 +477,7 @@ fn jobs_section(
     (
         Section {
             title: JOBS_TITLE,
-            body: format!("{body}{}", corrupt_note(corrupt, "records")),
+            body: format!("{body}{}", corrupt_note(corrupt, "record(s)")),
         },
         Some(recorded),
     )
@@ -531,7 +531,7 @@ fn subagents_section(
     };
     Section {
         title: SUBAGENTS_TITLE,
-        body: format!("{body}{}", corrupt_note(corrupt, "records")),
+        body: format!("{body}{}", corrupt_note(corrupt, "record(s)")),
     }
 }
 
@@ -640,7 +640,7 @@ fn claims_section(
     if held.is_empty() {
         return Section {
             title: CLAIMS_TITLE,
-            body: format!("none{}", corrupt_note(corrupt, "lines")),
+            body: format!("none{}", corrupt_note(corrupt, "line(s)")),
         };
     }
     let mut body = String::new();
@@ -664,7 +664,7 @@ fn claims_section(
     }
     Section {
         title: CLAIMS_TITLE,
-        body: format!("{}{}", body.trim_end(), corrupt_note(corrupt, "lines")),
+        body: format!("{}{}", body.trim_end(), corrupt_note(corrupt, "line(s)")),
     }
 }
 

@@ -272,4 +272,84 @@ mod tests {
         );
         fs::remove_dir_all(dir).unwrap();
     }
+
+    /// Fixture stores on disk, read and rendered as the handoff shows them: a corrupt and an
+    /// oversized revision, an item without revisions, another session's and a closed question,
+    /// corrupt registry lines, a released claim; and a missing store.
+    #[test]
+    fn sections_rendered_from_fixture_directories() {
+        let root = temp("rendered");
+        let home = root.join("user-questions");
+        let item = |name: &str, file: &str, text: &str, mtime: u64| {
+            let dir = home.join(name);
+            fs::create_dir_all(&dir).unwrap();
+            if !file.is_empty() {
+                fs::write(dir.join(file), text).unwrap();
+            }
+            set_mtime(&dir, mtime);
+        };
+        item(
+            "a",
+            "0001.json",
+            r#"{"id":"q-a","sessionId":"S","status":"open","title":"Keep the old CLI flags?"}"#,
+            5_000,
+        );
+        item(
+            "b",
+            "0001.json",
+            r#"{"id":"q-b","sessionId":"S","status":"answered","title":"done"}"#,
+            4_000,
+        );
+        item(
+            "c",
+            "0001.json",
+            r#"{"id":"q-c","sessionId":"T","status":"open","title":"not this session"}"#,
+            3_000,
+        );
+        item("d", "0001.json", "{corrupt", 2_000);
+        item(
+            "e",
+            "0001.json",
+            &format!(r#"{{"id":"q-e","title":"{}"}}"#, "x".repeat(300 * 1024)),
+            1_500,
+        );
+        item("f", "", "", 1_000);
+        let agent = root.join("agent");
+        fs::create_dir_all(agent.join("issue-work")).unwrap();
+        fs::write(
+            agent.join("issue-work/registry.jsonl"),
+            concat!(
+                "{\"sessionId\":\"S\",\"repo\":\"acme/relay\",\"issue\":11,\"title\":\"integrations\"}\n",
+                "{\"sessionId\":\"S\",\"repo\":\"acme/relay\",\"issue\":9,\"title\":\"old\"}\n",
+                "garbage line\n",
+                "{\"sessionId\":\"S\",\"repo\":\"acme/relay\",\"issue\":9,\"status\":\"released\"}\n",
+            ),
+        )
+        .unwrap();
+        let facts = relay_core::integrations::StoreFacts {
+            agent_dir: Some(agent.display().to_string()),
+            questions_home: Some(home.display().to_string()),
+            tmp_dir: Some(root.join("no-tmp").display().to_string()),
+            uid: Some(1),
+            session_id: "S".into(),
+            cwd: "/w".into(),
+        };
+        let stores = read_stores(&facts.paths());
+        assert_eq!(
+            stores.questions_corrupt, 3,
+            "corrupt, oversized, no revision"
+        );
+        assert_eq!(stores.claims_corrupt, 1);
+        assert_eq!(stores.task_ids, None, "no task directory");
+        let rendered = relay_core::integrations::render(
+            &relay_core::integrations::IntegrationFacts {
+                jobs: None,
+                subagents: None,
+                stores: Some(stores),
+            },
+            "S",
+        );
+        insta::assert_snapshot!(rendered.markdown());
+        fs::remove_dir_all(root).unwrap();
+    }
 }
