@@ -25,10 +25,30 @@ export declare class Engine {
   append(entriesJson: string): void
   /**
    * Run a tool; returns a ToolReply. For `context_handoff`, `git_json` is what `collectGit`
-   * resolved to (absent: the git metadata is recorded as unknown) and `resume_json` what
-   * `handoffResumeCheck` resolved to (absent: no resume check section).
+   * resolved to (absent: the git metadata is recorded as unknown), `resume_json` what
+   * `handoffResumeCheck` resolved to (absent: no resume check section) and
+   * `integrations_json` the `IntegrationFacts` (registries and what `collectStores` read;
+   * absent: every integration section says unavailable).
    */
-  tool(name: string, argsJson: string, observationJson: string, gitJson?: string | undefined | null, resumeJson?: string | undefined | null): string
+  tool(name: string, argsJson: string, observationJson: string, gitJson?: string | undefined | null, resumeJson?: string | undefined | null, integrationsJson?: string | undefined | null): string
+  /**
+   * Whether the window's watch check is still to run (cheap; the `context` hook asks before
+   * every request and reads the jobs registry only on `true`).
+   */
+  watchCheckDue(): boolean
+  /**
+   * The window's watch check against the live jobs registry (`jobs_json`: its records as a
+   * JSON array, `null`: no registry): the `Marker` JSON to append, or `null`.
+   */
+  watchCheck(jobsJson: string | undefined | null, nowMs: number): string | null
+  /** The `ContextMessage` JSON of the window's watch check, or `null`. */
+  watchContext(): string | null
+  /**
+   * Read the optional integrations' stores on disk (pending questions, issue claims, this
+   * session's subagent task directory) on the libuv thread pool; `facts_json` is a
+   * `StoreFacts`. Resolves to the `StoreContents` JSON for `tool("context_handoff", …)`.
+   */
+  collectStores(factsJson: string): Promise<string>
   /**
    * The operator's resume check to run right before the handoff `args_json` is written:
    * `null` when none runs (the engine decides: command configured, enforce, not a subagent,

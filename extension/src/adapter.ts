@@ -4,6 +4,7 @@ import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@eare
 import { existsSync } from "node:fs";
 import type { Effect, Event, Moment, Observation, ResetPlan } from "./generated/wire.ts";
 import type { NativeEngine } from "./native.ts";
+import { contextGuard } from "./integrations.ts";
 
 // The wire types are generated from the Rust engine (crates/relay-core/src/engine/wire.rs).
 export type { HookReply, ToolReply } from "./generated/wire.ts";
@@ -88,6 +89,7 @@ export function moment(ctx: ExtensionContext, withUsage = false, subagent = fals
 		hasPendingMessages: ctx.hasPendingMessages(),
 		pendingWork: pendingWork(),
 		cwd: ctx.cwd,
+		contextGuard: contextGuard(),
 		subagent,
 	};
 }

@@ -17,8 +17,9 @@ import {
 	type HookReply,
 	type ToolReply,
 } from "./adapter.ts";
-import type { ContextMessage, Event, ToolSpec } from "./generated/wire.ts";
+import type { ContextMessage, Event, Marker, ToolSpec } from "./generated/wire.ts";
 import { checkBeforeHandoff, runResetCheck, withResumeMessage } from "./resume.ts";
+import { integrationFacts, jobRecords, loadGuards, storeFacts } from "./integrations.ts";
 import { loadSettings } from "./settings.ts";
 import { native, type NativeEngine } from "./native.ts";
 
@@ -127,9 +128,18 @@ export default function relay(pi: ExtensionAPI) {
 								return null;
 							})
 						: null;
+					// The optional integrations: the stores on disk are read off Pi's event loop, the
+					// in-process registries right before the handoff is rendered.
+					const stores = spec.collectsGit
+						? await engine.collectStores(storeFacts(ctx)).catch((error: unknown) => {
+								report("reading the integration stores", error, ctx);
+								return null;
+							})
+						: null;
+					const integrations = spec.collectsGit ? integrationFacts(stores ? JSON.parse(stores) : null) : null;
 					sync(engine, ctx, state);
 					reply = JSON.parse(
-						engine.tool(spec.name, args, JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git, check),
+						engine.tool(spec.name, args, JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git, check, integrations),
 					) as ToolReply;
 					if (reply.persist) {
 						pi.appendEntry(reply.persist.customType, reply.persist.data);
@@ -150,8 +160,10 @@ export default function relay(pi: ExtensionAPI) {
 		});
 	}
 
-	pi.on("session_start", (event, ctx) => {
+	pi.on("session_start", async (event, ctx) => {
 		subagent = bindRuntime(runtime);
+		// The shared guard library, when the setup has one (consulted live by every moment).
+		await loadGuards();
 		try {
 			fullSync(engine, ctx, state);
 		} catch (error) {
@@ -179,6 +191,7 @@ export default function relay(pi: ExtensionAPI) {
 		releaseRuntime(runtime);
 	});
 	pi.on("input", async (_event, ctx) => {
+		await loadGuards();
 		configure(ctx);
 		// The engine may ask for the window to be reset before this input runs (idle-input
 		// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
@@ -213,10 +226,24 @@ export default function relay(pi: ExtensionAPI) {
 		// first request; every request of the window then carries its result at the same place.
 		try {
 			if (await runResetCheck(pi, engine, ctx, () => JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
+			let messages = event.messages;
 			const message = engine.resumeContext();
-			if (message) return { messages: withResumeMessage(event.messages, JSON.parse(message) as ContextMessage) };
+			if (message) messages = withResumeMessage(messages, JSON.parse(message) as ContextMessage);
+			// The window's watch check: recorded jobs and watches the registry no longer lists.
+			if (engine.watchCheckDue()) {
+				const jobs = jobRecords();
+				const record = engine.watchCheck(jobs ? JSON.stringify(jobs) : null, Date.now());
+				if (record) {
+					const marker = JSON.parse(record) as Marker;
+					pi.appendEntry(marker.customType, marker.data);
+					sync(engine, ctx, state);
+				}
+			}
+			const watch = engine.watchContext();
+			if (watch) messages = withResumeMessage(messages, JSON.parse(watch) as ContextMessage);
+			if (messages !== event.messages) return { messages };
 		} catch (error) {
-			report("the resume check", error, ctx);
+			report("the resume or watch check", error, ctx);
 		}
 		return undefined;
 	});
@@ -239,7 +266,8 @@ export default function relay(pi: ExtensionAPI) {
 		handle(ctx, "agent_end");
 	});
 	pi.on("agent_before_settle", (event, ctx) => {
-		const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome });
+		const jobs = jobRecords();
+		const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome, ...(jobs ? { jobs } : {}) });
 		if (reply.result?.kind === "continue") {
 			const { customType, content } = reply.result.continuation;
 			return { entries: [...event.entries, { type: "custom_message", customType, content, display: false }], continue: true };

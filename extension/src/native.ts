@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 // The JSON the engine reads and writes has these types (generated from the Rust wire types).
-import type { ConfigSources, ContextMessage, HookReply, Marker, Moment, Observation, ResumeFacts, ToolReply, ToolSpec } from "./generated/wire.ts";
+import type { ConfigSources, ContextMessage, HookReply, Marker, Moment, Observation, ResumeFacts, StoreFacts, ToolReply, ToolSpec } from "./generated/wire.ts";
 
 /**
  * The Engine class exported by crates/relay-node. Every argument and result is a JSON string of a
@@ -33,7 +33,15 @@ export interface NativeEngine {
 	 * `gitJson`: what `collectGit` resolved to, for `context_handoff`; `resumeJson`: what
 	 * `handoffResumeCheck` resolved to.
 	 */
-	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null, resumeJson?: string | null): string;
+	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null, resumeJson?: string | null, integrationsJson?: string | null): string;
+	/** Read the optional integrations' stores on disk on the libuv pool ({@link StoreFacts} in, `StoreContents` JSON out). */
+	collectStores(factsJson: string): Promise<string>;
+	/** Whether this window's watch check is still to run (cheap). */
+	watchCheckDue(): boolean;
+	/** The watch check against the live jobs registry (`null`: no registry): the {@link Marker} JSON to append, or `null`. */
+	watchCheck(jobsJson: string | null, nowMs: number): string | null;
+	/** The {@link ContextMessage} JSON of this window's watch check, or `null`. */
+	watchContext(): string | null;
 	/**
 	 * The operator's resume check before the handoff `argsJson` is written, with a {@link Moment},
 	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a promise (the command

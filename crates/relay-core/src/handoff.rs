@@ -312,6 +312,19 @@ pub fn shortened_reply(cuts: &[SectionCut], sidecar_path: &str) -> Option<Value>
 /// N is the number of characters removed. User constraints and file paths are never cut; when the
 /// file would still exceed [`MAX_MARKDOWN_BYTES`], the result is [`HandoffError::Oversize`].
 pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String, HandoffError> {
+    render_markdown_with(args, meta, "", 0)
+}
+
+/// [`render_markdown`] with Relay's further sections (`extra`, markdown placed after the automatic
+/// metadata: the integration sections, each bounded by its own allowance) and `reserved` bytes
+/// kept free for a section appended afterwards (the resume check's 4 KiB), so that neither the
+/// agent's text nor another section can take that allowance.
+pub fn render_markdown_with(
+    args: &HandoffArgs,
+    meta: &HandoffMeta,
+    extra: &str,
+    reserved: usize,
+) -> Result<String, HandoffError> {
     let (texts, _) = fit_narrative(&narrative(args), NARRATIVE_BUDGET_BYTES);
     let mut it = texts.into_iter();
     let mut next = || it.next().unwrap_or_default();
@@ -385,11 +398,15 @@ pub fn render_markdown(args: &HandoffArgs, meta: &HandoffMeta) -> Result<String,
         "Automatic metadata (recorded by Relay)",
         &meta_lines.join("\n"),
     );
+    if !extra.trim().is_empty() {
+        md.push_str(extra.trim_end());
+        md.push_str("\n\n");
+    }
     let out = format!("# {}\n\n{}", heading(meta), md.trim_end());
     let out = format!("{out}\n");
-    if out.len() > MAX_MARKDOWN_BYTES {
+    if out.len() + reserved > MAX_MARKDOWN_BYTES {
         return Err(HandoffError::Oversize {
-            bytes: out.len(),
+            bytes: out.len() + reserved,
             limit: MAX_MARKDOWN_BYTES,
         });
     }

@@ -18,6 +18,7 @@ pub mod entry;
 pub mod handoff;
 pub mod history;
 pub mod host;
+pub mod integrations;
 pub mod notes;
 pub mod policy;
 pub mod render;

@@ -1004,7 +1004,7 @@ impl Host {
         let path = format!("{CWD}/.ai-work/handoffs/{SID}-{}.md", self.handoffs);
         match self
             .engine
-            .handoff_render(&parsed, &git, None, &path, self.handoffs, moment)
+            .handoff_render(&parsed, &git, None, None, &path, self.handoffs, moment)
         {
             Err(reply) => *reply,
             Ok((markdown, _sidecar, fingerprint)) => {

@@ -16,6 +16,7 @@ use std::time::Instant;
 use relay_core::engine::{self, ConfigSources, Effect, Event, GitFacts, Observation, ToolReply};
 use relay_core::entry::{parse_entry, BranchSink, Entry, EntryKind};
 use relay_core::handoff::GitState;
+use relay_core::integrations::{IntegrationFacts, StoreFacts};
 use relay_core::resume_check::CheckResult;
 
 use crate::boundary;
@@ -134,6 +135,24 @@ pub fn run_resume_check(job: &ResumeJob) -> Result<String, Failure> {
             serde_json::to_string(&record).map_err(|e| invalid("resume check record", e))
         }
     }
+}
+
+/// The integrations' stores on disk for a handoff (blocking file IO: the addon runs it on a worker
+/// thread). `facts_json` is a `StoreFacts`; the result is the `StoreContents` JSON the extension
+/// hands back with the handoff. A panic is an error, never a crash.
+pub fn collect_stores(facts_json: &str) -> Result<String, Failure> {
+    let facts: StoreFacts =
+        serde_json::from_str(facts_json).map_err(|e| invalid("integration store facts", e))?;
+    let contents = boundary::catch(|| {
+        boundary::inject("collectStores", &String::new);
+        relay_io::integrations::read_stores(&facts.paths())
+    })
+    .map_err(|text| {
+        Failure::Panic(format!(
+            "relay: internal error while reading the integration stores: {text}"
+        ))
+    })?;
+    serde_json::to_string(&contents).map_err(|e| invalid("integration stores", e))
 }
 
 /// Milliseconds since the Unix epoch (the binding's clock; the engine has none).
@@ -376,6 +395,7 @@ impl Binding {
         observation_json: &str,
         git_json: Option<&str>,
         resume_json: Option<&str>,
+        integrations_json: Option<&str>,
     ) -> Result<String, Failure> {
         self.guarded("tool", &|| name.to_string(), |b| {
             b.ready()?;
@@ -399,7 +419,11 @@ impl Binding {
                     .map(serde_json::from_str::<CheckResult>)
                     .transpose()
                     .map_err(|e| invalid("resume check result", e))?;
-                b.handoff(&args, &moment, &git, resume.as_ref())
+                let facts = integrations_json
+                    .map(serde_json::from_str::<IntegrationFacts>)
+                    .transpose()
+                    .map_err(|e| invalid("integration facts", e))?;
+                b.handoff(&args, &moment, &git, resume.as_ref(), facts.as_ref())
             } else {
                 b.inner.tool(name, &args, &moment)
             };
@@ -482,6 +506,46 @@ impl Binding {
             b.ready()?;
             b.inner
                 .resume_context()
+                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
+                .transpose()
+        })
+    }
+
+    /// Whether the window's watch check is still to run (cheap: asked before every request).
+    pub fn watch_check_due(&mut self) -> Result<bool, Failure> {
+        self.guarded("watchCheckDue", &String::new, |b| {
+            b.ready()?;
+            Ok(b.inner.watch_check_due())
+        })
+    }
+
+    /// The window's watch check against the live registry (`jobs_json`: the records it lists, a
+    /// JSON array; `None`: no registry): the Marker JSON to append, or `None` when nothing is
+    /// missing or the check is not due.
+    pub fn watch_check(
+        &mut self,
+        jobs_json: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Option<String>, Failure> {
+        self.guarded("watchCheck", &String::new, |b| {
+            b.ready()?;
+            let live = jobs_json
+                .map(serde_json::from_str::<Vec<serde_json::Value>>)
+                .transpose()
+                .map_err(|e| invalid("jobs registry records", e))?;
+            b.inner
+                .watch_check(live.as_deref(), now_ms)
+                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("watch check record", e)))
+                .transpose()
+        })
+    }
+
+    /// The watch check message the `context` hook inserts into the request, or `None`.
+    pub fn watch_context(&mut self) -> Result<Option<String>, Failure> {
+        self.guarded("watchContext", &String::new, |b| {
+            b.ready()?;
+            b.inner
+                .watch_context()
                 .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
                 .transpose()
         })
@@ -668,6 +732,7 @@ impl Binding {
         moment: &engine::Moment,
         git: &GitFacts,
         resume: Option<&CheckResult>,
+        facts: Option<&IntegrationFacts>,
     ) -> ToolReply {
         let parsed = match self.inner.handoff_begin(args, moment) {
             Ok(parsed) => parsed,
@@ -694,7 +759,7 @@ impl Binding {
             let path_text = path.display().to_string();
             let (markdown, sidecar, fingerprint) = match self
                 .inner
-                .handoff_render(&parsed, git, resume, &path_text, n, moment)
+                .handoff_render(&parsed, git, resume, facts, &path_text, n, moment)
             {
                 Ok(rendered) => rendered,
                 Err(reply) => return *reply,
@@ -794,8 +859,15 @@ mod tests {
         assert!(!b.inner.enabled(), "/relay off survives the restart");
         for refused in [
             b.handle(&observation("context", json!({}))).map(|_| ()),
-            b.tool("history_list_windows", "{}", &tool_moment(), None, None)
-                .map(|_| ()),
+            b.tool(
+                "history_list_windows",
+                "{}",
+                &tool_moment(),
+                None,
+                None,
+                None,
+            )
+            .map(|_| ()),
             b.append("[]"),
             b.truncate_after(None),
         ] {
@@ -810,6 +882,7 @@ mod tests {
                 "history_search_contents",
                 &json!({"query": "NEEDLE-1"}).to_string(),
                 &tool_moment(),
+                None,
                 None,
                 None,
             )

@@ -127,8 +127,10 @@ impl JsEngine {
     }
 
     /// Run a tool; returns a ToolReply. For `context_handoff`, `git_json` is what `collectGit`
-    /// resolved to (absent: the git metadata is recorded as unknown) and `resume_json` what
-    /// `handoffResumeCheck` resolved to (absent: no resume check section).
+    /// resolved to (absent: the git metadata is recorded as unknown), `resume_json` what
+    /// `handoffResumeCheck` resolved to (absent: no resume check section) and
+    /// `integrations_json` the `IntegrationFacts` (registries and what `collectStores` read;
+    /// absent: every integration section says unavailable).
     #[napi(catch_unwind)]
     pub fn tool(
         &mut self,
@@ -137,6 +139,7 @@ impl JsEngine {
         observation_json: String,
         git_json: Option<String>,
         resume_json: Option<String>,
+        integrations_json: Option<String>,
     ) -> Result<String> {
         self.b
             .tool(
@@ -145,8 +148,43 @@ impl JsEngine {
                 &observation_json,
                 git_json.as_deref(),
                 resume_json.as_deref(),
+                integrations_json.as_deref(),
             )
             .map_err(to_js)
+    }
+
+    /// Whether the window's watch check is still to run (cheap; the `context` hook asks before
+    /// every request and reads the jobs registry only on `true`).
+    #[napi(catch_unwind)]
+    pub fn watch_check_due(&mut self) -> Result<bool> {
+        self.b.watch_check_due().map_err(to_js)
+    }
+
+    /// The window's watch check against the live jobs registry (`jobs_json`: its records as a
+    /// JSON array, `null`: no registry): the `Marker` JSON to append, or `null`.
+    #[napi(catch_unwind)]
+    pub fn watch_check(
+        &mut self,
+        jobs_json: Option<String>,
+        now_ms: i64,
+    ) -> Result<Option<String>> {
+        self.b
+            .watch_check(jobs_json.as_deref(), now_ms)
+            .map_err(to_js)
+    }
+
+    /// The `ContextMessage` JSON of the window's watch check, or `null`.
+    #[napi(catch_unwind)]
+    pub fn watch_context(&mut self) -> Result<Option<String>> {
+        self.b.watch_context().map_err(to_js)
+    }
+
+    /// Read the optional integrations' stores on disk (pending questions, issue claims, this
+    /// session's subagent task directory) on the libuv thread pool; `facts_json` is a
+    /// `StoreFacts`. Resolves to the `StoreContents` JSON for `tool("context_handoff", …)`.
+    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
+    pub fn collect_stores(&self, facts_json: String) -> AsyncTask<CollectStores> {
+        AsyncTask::new(CollectStores { facts_json })
     }
 
     /// The operator's resume check to run right before the handoff `args_json` is written:
@@ -241,6 +279,25 @@ impl Task for ResumeCheck {
     fn compute(&mut self) -> Result<String> {
         // Runs on a libuv worker: `run_resume_check` catches panics itself.
         binding::run_resume_check(&self.job).map_err(to_js)
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}
+
+/// The work of `collectStores`: blocking file reads on a worker thread.
+pub struct CollectStores {
+    facts_json: String,
+}
+
+impl Task for CollectStores {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        // Runs on a libuv worker: `collect_stores` catches panics itself.
+        binding::collect_stores(&self.facts_json).map_err(to_js)
     }
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {

@@ -48,6 +48,12 @@ export type Moment = {
 	pendingWork: number,
 	cwd: string,
 	/**
+	 * The shared guard library's `isGuardOff("context")` at this moment (`<agent dir>/lib/guards.ts`,
+	 * consulted live): `off` turns the budget policy effectively off. `unavailable` when the
+	 * library is absent or cannot answer.
+	 */
+	contextGuard: GuardState,
+	/**
 	 * This runtime was bound while another Relay runtime was already bound in the same process
 	 * (an SDK child session): the hosting rule's answer. The budget policy then uses the
 	 * `subagent` thresholds, unless `relay.role` declares the session's role.
@@ -94,6 +100,11 @@ export type Event =
 		 * Pi's `outcome` of the run: `completed`, `aborted` or `error`.
 		 */
 		outcome: string | null,
+		/**
+		 * The records the `pi-jobs.liveManagers` registry lists (absent: no registry). The
+		 * engine counts this session's pending ones as pending work for the idle handoff.
+		 */
+		jobs?: unknown[],
 	}
 	| { "type": "agent_settled", aborted: boolean }
 	| {
@@ -358,3 +369,78 @@ export type ResumeFacts = {
  * same message at the same place in every request of the window keeps the prompt cache.
  */
 export type ContextMessage = { index: number, customType: string, content: string, timestamp: number };
+
+/**
+ * The answer of the shared guard library for the `context` guard.
+ */
+export type GuardState = "unavailable" | "on" | "off";
+
+/**
+ * Everything a handoff's integration sections are made from.
+ */
+export type IntegrationFacts = {
+	/**
+	 * The records the `pi-jobs.liveManagers` managers list, copied as JSON; `null` when the
+	 * process has no such registry (or it could not be read).
+	 */
+	jobs: unknown[] | null,
+	/**
+	 * The `pi-subagents:manager` records (`listAgents()`, else `getRecord` of the task
+	 * directory's ids); `null` when neither is available.
+	 */
+	subagents: unknown[] | null,
+	/**
+	 * What relay-io read from disk; `null` when it was not collected.
+	 */
+	stores: StoreContents | null,
+};
+
+/**
+ * What relay-io read from the stores on disk (`null` = the store is absent or unreadable).
+ */
+export type StoreContents = {
+	/**
+	 * The latest revision of each of the newest item directories, newest first.
+	 */
+	questions: unknown[] | null,
+	/**
+	 * Question items that could not be read or parsed.
+	 */
+	questionsCorrupt: number,
+	/**
+	 * The claim registry's lines, in file order.
+	 */
+	claims: unknown[] | null,
+	/**
+	 * Registry lines that are not JSON objects.
+	 */
+	claimsCorrupt: number,
+	/**
+	 * Subagent ids found as `<id>.output` in this session's task directory.
+	 */
+	taskIds: Array<string> | null,
+};
+
+/**
+ * What the extension knows of the stores' places (facts only).
+ */
+export type StoreFacts = {
+	/**
+	 * Pi's agent directory (`getAgentDir()`).
+	 */
+	agentDir: string | null,
+	/**
+	 * `PI_QUESTIONS_HOME` as the process has it.
+	 */
+	questionsHome: string | null,
+	/**
+	 * The OS temporary directory (`os.tmpdir()`).
+	 */
+	tmpDir: string | null,
+	/**
+	 * The process's user id (`process.getuid()`), `null` where there is none.
+	 */
+	uid: number | null,
+	sessionId: string,
+	cwd: string,
+};

@@ -15,9 +15,13 @@
 use serde_json::{json, Value};
 
 use super::wire::{
-    ConfigSources, Continuation, Effect, HookReply, HookResult, Moment, NotifyLevel,
+    ConfigSources, Continuation, Effect, GuardState, HookReply, HookResult, Moment, NotifyLevel,
     HANDOFF_REQUEST_TYPE,
 };
+
+/// Why the budget policy is effectively off while the shared context guard is off (the footer
+/// reads `configured enforce, effective off (context guard off)`).
+pub(super) const GUARD_OFF_REASON: &str = "context guard off";
 use super::Engine;
 use crate::policy::{
     self, effective_mode, invalid_file_config, parse_budget_config, step_mode, BudgetConfig,
@@ -91,6 +95,16 @@ pub(super) struct Budget {
     pub(super) hosted_subagent: bool,
     /// The relaunch the fallback asked for, until `agent_settled` carries it out.
     pub(super) relaunch: Option<RelaunchRequest>,
+    /// The shared guard library said `isGuardOff("context")` at the latest moment (a fact,
+    /// consulted live): the policy is effectively off and Pi's own compaction passes through.
+    pub(super) guard_off: bool,
+    /// `guard_off_threshold` was logged for the handoff / hard threshold since the context was
+    /// last below it (once per crossing, re-armed below it).
+    guard_logged: [bool; 2],
+    /// The window whose watch check was handed out (it runs once per window).
+    pub(super) watch_started: Option<String>,
+    /// The jobs the handoff being written records for the next window's watch check.
+    pub(super) recorded_jobs: Option<Vec<crate::integrations::RecordedJob>>,
 }
 
 /// The parts of the status file that change at a policy transition (not per request).
@@ -125,6 +139,10 @@ impl Budget {
             wrapper_facts: None,
             hosted_subagent: false,
             relaunch: None,
+            guard_off: false,
+            guard_logged: [false; 2],
+            watch_started: None,
+            recorded_jobs: None,
         }
     }
 
@@ -380,8 +398,19 @@ impl Engine {
     /// The budget mode as it applies now: configured, effective and why they differ. Enforce
     /// cannot act while Relay's window features are off (every reset goes through them), so it is
     /// reported as observe with that reason.
-    pub(super) fn budget_mode(&self) -> EffectiveMode {
+    ///
+    /// The shared context guard turned off (`/guards off context`) makes a configured observe or
+    /// enforce effectively off, with the reason `context guard off`; it wins over the other
+    /// demotions (an explicit `mode: "off"` stays off without a reason).
+    pub(crate) fn budget_mode(&self) -> EffectiveMode {
         let mode = &self.budget.mode;
+        if self.budget.guard_off && mode.configured != Mode::Off {
+            return EffectiveMode {
+                configured: mode.configured,
+                effective: Mode::Off,
+                reason: Some(GUARD_OFF_REASON.into()),
+            };
+        }
         if mode.effective == Mode::Enforce && !self.enabled() {
             let why = if self.settings.toggle == Some(false) {
                 "Relay is off: /relay off"
@@ -395,6 +424,47 @@ impl Engine {
             };
         }
         mode.clone()
+    }
+
+    /// Take the moment's guard fact (consulted live by the extension).
+    pub(super) fn observe_guard(&mut self, moment: &Moment) {
+        self.budget.guard_off = moment.context_guard == GuardState::Off;
+    }
+
+    /// While the context guard is off: log `guard_off_threshold` once when the context reaches
+    /// the handoff or the hard threshold, re-armed once it is below that threshold again. Log
+    /// only (no notification, no enforcement); an explicit `mode: "off"` stays silent.
+    pub(super) fn log_guard_thresholds(&mut self, moment: &Moment, reply: &mut HookReply) {
+        if !self.budget.guard_off || self.budget.mode.configured == Mode::Off {
+            return;
+        }
+        let tokens = moment.usage.and_then(|u| u.tokens);
+        let t = self.current_params().thresholds;
+        let mut crossed = Vec::new();
+        for (logged, (name, limit)) in self
+            .budget
+            .guard_logged
+            .iter_mut()
+            .zip([("handoff", t.handoff), ("hard", t.hard)])
+        {
+            match tokens {
+                Some(n) if n >= limit => {
+                    if !*logged {
+                        *logged = true;
+                        crossed.push((name, limit, n));
+                    }
+                }
+                _ => *logged = false,
+            }
+        }
+        for (name, limit, n) in crossed {
+            let event = self.telemetry_event(
+                "guard_off_threshold",
+                json!({ "threshold": name, "limit": limit, "tokens": n }),
+                moment,
+            );
+            reply.effects.push(Effect::Telemetry { event });
+        }
     }
 
     /// Log a configured/effective mismatch once per transition (`mode_mismatch`).

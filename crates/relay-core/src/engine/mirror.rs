@@ -16,12 +16,13 @@ use serde_json::Value;
 
 use super::wire::{
     Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE,
-    STEER_TYPE,
+    STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
 use crate::handoff::HandoffFingerprint;
 use crate::history::History;
+use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::scheduler::{AttemptId, SchedInput};
@@ -59,6 +60,12 @@ pub(super) struct WindowState {
     /// The window's resume check (a `relay/resume-check` entry for this window): its position,
     /// the message every request of the window carries, and when it ran.
     pub(super) resume_check: Option<(usize, String, i64)>,
+    /// The jobs and watches the committed handoff that opened the window recorded (`None`: no
+    /// handoff, or the pi-jobs registry was absent when it was written).
+    pub(super) recorded_jobs: Option<Vec<RecordedJob>>,
+    /// The window's watch check (a `relay/watch-check` entry for this window): its position, the
+    /// message every request of the window carries, and when it ran.
+    pub(super) watch_check: Option<(usize, String, i64)>,
 }
 
 impl WindowState {
@@ -227,6 +234,8 @@ pub(super) struct Mirror {
     /// The newest handoff written on the branch and not yet committed (a `relay/handoff` entry):
     /// its position, path, duplicate fingerprint and `launch_prompt` (for a relaunch).
     written_handoff: Option<(usize, String, HandoffFingerprint, Option<String>)>,
+    /// The jobs the written handoff recorded (for the watch check of the window it opens).
+    written_jobs: Option<Vec<RecordedJob>>,
     /// Handoffs that committed (a compaction on the branch names their path), oldest first: the
     /// duplicate back-off and the status file use the newest. A handoff that was invalidated or
     /// ignored never committed, so it sets no back-off.
@@ -250,6 +259,7 @@ impl Mirror {
             turn_marks: Vec::new(),
             progress_marks: Vec::new(),
             written_handoff: None,
+            written_jobs: None,
             committed_handoffs: Vec::new(),
             replaying: false,
         }
@@ -359,14 +369,17 @@ impl Mirror {
                     && details.get("source").and_then(Value::as_str) == Some("overflow");
                 let committed = details.get("handoffPath").and_then(Value::as_str);
                 if let Some(path) = committed {
+                    let jobs = self.written_jobs.take();
                     if let Some((_, written, fp, lp)) = self.written_handoff.take() {
                         if written == path {
                             self.committed_handoffs.push((pos, written, fp, lp));
                             self.current.opened_by_handoff = true;
+                            self.current.recorded_jobs = jobs;
                         }
                     }
                 }
                 self.written_handoff = None;
+                self.written_jobs = None;
                 // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
                 // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
                 if WindowMarker::of(details).counts() {
@@ -435,6 +448,17 @@ impl Mirror {
                     .map(str::to_string);
                 if let (Some(fp), Some(path)) = (fingerprint, path) {
                     self.written_handoff = Some((pos, path.to_string(), fp, launch_prompt));
+                    self.written_jobs = data
+                        .get("jobs")
+                        .and_then(|j| serde_json::from_value(j.clone()).ok());
+                }
+                Observed::Other
+            }
+            EntryKind::Custom { custom_type, data } if custom_type == WATCH_CHECK_TYPE => {
+                if let Some(check) =
+                    super::watch::window_check(data, self.history.current_window_id())
+                {
+                    self.current.watch_check = Some((pos, check.0, check.1));
                 }
                 Observed::Other
             }
@@ -509,12 +533,16 @@ impl Mirror {
         if w.resume_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
             w.resume_check = None;
         }
+        if w.watch_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
+            w.watch_check = None;
+        }
         if self
             .written_handoff
             .as_ref()
             .is_some_and(|(p, _, _, _)| *p >= len)
         {
             self.written_handoff = None;
+            self.written_jobs = None;
         }
         while self
             .committed_handoffs

@@ -30,6 +30,7 @@
 //! - `budget`: the budget policy's state and its effects;
 //! - `status`: the status line, `/relay`, the low-budget reminder;
 //! - `resume`: resume checks (which command, when, the record and the message a window carries);
+//! - `watch`: the watch check of a window opened by a handoff (recorded jobs no longer live);
 //! - `tools`: tool dispatch and the `context_handoff` steps; `specs`: tool names, labels,
 //!   descriptions;
 //! - `configure`: settings precedence and validation, applied.
@@ -55,6 +56,7 @@ mod resume;
 mod specs;
 mod status;
 mod tools;
+mod watch;
 pub mod wire;
 pub mod wrapper;
 
@@ -65,10 +67,10 @@ pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
-    GitFacts, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation, ResetPlan,
-    ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE, CONTINUE_TYPE,
+    GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
+    ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE, CONTINUE_TYPE,
     HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
-    RESUME_CHECK_TYPE, STEER_TYPE,
+    RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
@@ -488,6 +490,7 @@ impl Engine {
         let moment = &moment;
         self.tz_offset_minutes = moment.tz_offset_minutes;
         self.budget.hosted_subagent = moment.subagent;
+        self.observe_guard(moment);
         self.refresh_params(moment);
         let mut reply = HookReply::default();
         let mirrored = std::mem::take(&mut self.budget.pending_fx);
@@ -649,12 +652,18 @@ impl Engine {
             Event::AgentEnd => {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
-            Event::AgentBeforeSettle { outcome } => {
+            Event::AgentBeforeSettle { outcome, jobs } => {
                 if outcome.as_deref().unwrap_or("completed") == "completed" {
-                    // Pending work: a queued user follow-up, or background work the host
-                    // reports (`Moment::pending_work`).
+                    // Pending work: a queued user follow-up, background work the host reports
+                    // (`Moment::pending_work`), or this session's pending pi-jobs jobs/watches.
+                    let jobs = crate::integrations::pending_jobs(
+                        jobs.as_deref(),
+                        self.mirror.history.session_id(),
+                    );
                     let fx = self.policy_step(PolicyInput::BeforeSettle {
-                        pending_work: moment.has_pending_messages || moment.pending_work > 0,
+                        pending_work: moment.has_pending_messages
+                            || moment.pending_work > 0
+                            || jobs > 0,
                     });
                     self.apply_policy(fx, moment, &mut reply);
                 }
@@ -759,6 +768,11 @@ impl Engine {
                 if !self.enabled() {
                     return reply;
                 }
+                // The shared context guard is off: Pi's own manual and threshold compaction pass
+                // through unchanged; overflow recovery stays Relay's.
+                if self.budget.guard_off && reason != "overflow" {
+                    return reply;
+                }
                 self.compact_instructions = custom_instructions
                     .as_deref()
                     .map(str::trim)
@@ -832,6 +846,7 @@ impl Engine {
         ) {
             self.last_activity_ms = Some(moment.now_ms);
         }
+        self.log_guard_thresholds(moment, &mut reply);
         self.check_dropped_reset(moment, &mut reply);
         self.log_mode_mismatch(moment, &mut reply);
         if !matches!(

@@ -33,6 +33,10 @@ pub struct ResumeCommand {
 /// The heading of the handoff's resume-check section.
 const SECTION: &str = "## Resume check";
 
+/// Bytes a handoff keeps free for its resume-check section (the 4 KiB result and its frame).
+pub(super) const RESUME_RESERVE_BYTES: usize =
+    crate::resume_check::RESULT_BUDGET_BYTES + SECTION.len() + 5;
+
 impl Engine {
     /// The command the operator configured for this session, if any.
     pub fn resume_command(&self, facts: &ResumeFacts) -> Option<ResumeCommand> {
@@ -65,6 +69,7 @@ impl Engine {
         git_head: Option<&str>,
         facts: &ResumeFacts,
     ) -> Option<ResumeCommand> {
+        self.observe_guard(moment);
         self.refresh_params(moment);
         if !self.resume_active(self.is_subagent(moment)) {
             return None;
@@ -105,6 +110,7 @@ impl Engine {
         moment: &Moment,
         facts: &ResumeFacts,
     ) -> Option<(ResumeCommand, String)> {
+        self.observe_guard(moment);
         self.refresh_params(moment);
         if !self.resume_check_due() || self.is_subagent(moment) {
             return None;

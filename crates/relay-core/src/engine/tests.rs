@@ -31,6 +31,7 @@ fn moment(tokens: Option<u64>) -> Moment {
         has_pending_messages: false,
         pending_work: 0,
         cwd: "/work/project".into(),
+        context_guard: crate::engine::GuardState::Unavailable,
         subagent: false,
     }
 }
@@ -200,6 +201,7 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     let reply = e.handle(&obs(
         Event::AgentBeforeSettle {
             outcome: Some("completed".into()),
+            jobs: None,
         },
         Some(10_000),
     ));
@@ -714,6 +716,10 @@ fn generated_wire_ts_is_current() {
         decl::<ToolSpec>(&cfg),
         decl::<ResumeFacts>(&cfg),
         decl::<ContextMessage>(&cfg),
+        decl::<GuardState>(&cfg),
+        decl::<crate::integrations::IntegrationFacts>(&cfg),
+        decl::<crate::integrations::StoreContents>(&cfg),
+        decl::<crate::integrations::StoreFacts>(&cfg),
     ];
     let text = format!(
         "// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).\n\
@@ -1116,6 +1122,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
     let settle = e.handle(&obs(
         Event::AgentBeforeSettle {
             outcome: Some("completed".into()),
+            jobs: None,
         },
         None,
     ));
@@ -1151,6 +1158,7 @@ fn a_cancelled_owned_reset_is_benign_and_a_failed_one_is_counted_and_retried() {
         obs(
             Event::AgentBeforeSettle {
                 outcome: Some("completed".into()),
+                jobs: None,
             },
             None,
         )
@@ -1282,6 +1290,7 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
     let reply = e.handle(&obs(
         Event::AgentBeforeSettle {
             outcome: Some("completed".into()),
+            jobs: None,
         },
         Some(1_000),
     ));
@@ -1310,8 +1319,9 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
         state: crate::handoff::GitState::Repo,
     };
     let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
-    let (markdown, _sidecar, fingerprint) =
-        e.handoff_render(&parsed, &git, None, &path, 1, &m).unwrap();
+    let (markdown, _sidecar, fingerprint) = e
+        .handoff_render(&parsed, &git, None, None, &path, 1, &m)
+        .unwrap();
     assert!(markdown.contains("## Facts (claimed by the agent, not checked by Relay)"));
     assert!(markdown.contains("## Automatic metadata (recorded by Relay)"));
     assert!(!markdown.contains("(verified)"));
@@ -1345,7 +1355,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     let small = json!({"goal": "g", "next_step": "n", "facts": "f"});
     let parsed = e2.handoff_begin(&small, &m).unwrap();
     let (md, _, fp) = e2
-        .handoff_render(&parsed, &git, None, &path, 1, &m)
+        .handoff_render(&parsed, &git, None, None, &path, 1, &m)
         .unwrap();
     let reply = e2.handoff_written(&path, md, fp, &m);
     assert!(!reply.text.contains("shortened"), "{}", reply.text);
@@ -1675,6 +1685,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         let mut o = obs(
             Event::AgentBeforeSettle {
                 outcome: outcome.map(str::to_string),
+                jobs: None,
             },
             Some(15_000),
         );
@@ -2097,6 +2108,7 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
     let settle = e.handle(&obs(
         Event::AgentBeforeSettle {
             outcome: Some("completed".into()),
+            jobs: None,
         },
         None,
     ));
@@ -2185,9 +2197,11 @@ fn hard_fallback_to_settle(e: &mut Engine, subagent: bool) -> [HookReply; 4] {
     }));
     let first = e.handle(&at(Event::AgentBeforeSettle {
         outcome: Some("completed".into()),
+        jobs: None,
     }));
     let second = e.handle(&at(Event::AgentBeforeSettle {
         outcome: Some("completed".into()),
+        jobs: None,
     }));
     let settled = e.handle(&at(Event::AgentSettled { aborted: false }));
     [blocked, first, second, settled]
@@ -2313,9 +2327,11 @@ fn an_aborted_settle_drops_the_relaunch() {
         }));
         let first = e.handle(&at(Event::AgentBeforeSettle {
             outcome: Some("completed".into()),
+            jobs: None,
         }));
         let second = e.handle(&at(Event::AgentBeforeSettle {
             outcome: Some("completed".into()),
+            jobs: None,
         }));
         let settled = e.handle(&at(Event::AgentSettled { aborted: true }));
         assert_eq!(shutdowns(std::slice::from_ref(&settled)), 0);

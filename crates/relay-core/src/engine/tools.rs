@@ -20,9 +20,10 @@ use super::Engine;
 use crate::args;
 use crate::config::remaining_tokens;
 use crate::handoff::{
-    duplicate_check, narrative_cuts, render_markdown, shortened_reply, sidecar_json, HandoffArgs,
-    HandoffError, HandoffFingerprint, HandoffMeta,
+    duplicate_check, narrative_cuts, render_markdown_with, shortened_reply, sidecar_json,
+    HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta,
 };
+use crate::integrations::{self, IntegrationFacts};
 use crate::notes::{NoteOp, NOTE_CUSTOM_TYPE};
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
 use crate::resume_check::CheckResult;
@@ -33,6 +34,7 @@ impl Engine {
     /// Run one of Relay's tools (`context_handoff` goes through the `handoff_*` steps instead).
     pub fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
         self.tz_offset_minutes = moment.tz_offset_minutes;
+        self.observe_guard(moment);
         // Only the tools whose spec says `uses_pi_usage` get Pi's figure; the others are judged by
         // the incremental estimate, as hooks are.
         let estimated;
@@ -123,6 +125,7 @@ impl Engine {
         args: &Value,
         moment: &Moment,
     ) -> Result<HandoffArgs, Box<ToolReply>> {
+        self.observe_guard(moment);
         self.refresh_params(moment);
         let parsed =
             HandoffArgs::parse(args).map_err(|e| Box::new(ToolReply::from(e.to_tool_output())))?;
@@ -157,12 +160,16 @@ impl Engine {
     }
 
     /// `context_handoff`, step 2: back-off check and rendering, with the metadata the binding
-    /// collected (and the resume check it ran, which goes under `## Resume check`).
+    /// collected (and the resume check it ran, which goes under `## Resume check`, and what the
+    /// optional integrations list, each section within its own allowance; `None` renders every
+    /// integration as unavailable).
+    #[allow(clippy::too_many_arguments)]
     pub fn handoff_render(
         &mut self,
         args: &HandoffArgs,
         git: &GitFacts,
         resume: Option<&CheckResult>,
+        facts: Option<&IntegrationFacts>,
         markdown_path: &str,
         sequence: u32,
         moment: &Moment,
@@ -193,9 +200,20 @@ impl Engine {
             sequence,
             window_id: history.current_window_id().to_string(),
         };
-        let mut markdown = render_markdown(args, &meta)
+        let none = IntegrationFacts::default();
+        let rendered = integrations::render(facts.unwrap_or(&none), &meta.session_id);
+        let reserved = if resume.is_some() {
+            super::resume::RESUME_RESERVE_BYTES
+        } else {
+            0
+        };
+        let mut markdown = render_markdown_with(args, &meta, &rendered.markdown(), reserved)
             .map_err(|e: HandoffError| ToolReply::from(e.to_tool_output()))?;
         let mut sidecar = sidecar_json(args, &meta, markdown_path);
+        if let Some(obj) = sidecar.as_object_mut() {
+            obj.insert("integrations".into(), rendered.sidecar);
+        }
+        self.budget.recorded_jobs = rendered.recorded_jobs;
         self.outstanding.handoff_cuts = narrative_cuts(args);
         if let Some(result) = resume {
             markdown = super::resume::with_resume_section(markdown, result);
@@ -261,13 +279,18 @@ impl Engine {
             m.insert("shortened".into(), s);
         }
         let mut reply = ToolReply::from(ToolOutput::json(&out));
+        let mut data = json!({
+            "path": path,
+            "fingerprint": fingerprint.to_value(),
+            "launchPrompt": launch_prompt_of_record,
+        });
+        // The jobs and watches recorded for the next window's watch check (absent: no registry).
+        if let (Some(jobs), Value::Object(m)) = (self.budget.recorded_jobs.take(), &mut data) {
+            m.insert("jobs".into(), json!(jobs));
+        }
         reply.persist = Some(Marker {
             custom_type: HANDOFF_TYPE.into(),
-            data: json!({
-                "path": path,
-                "fingerprint": fingerprint.to_value(),
-                "launchPrompt": launch_prompt_of_record,
-            }),
+            data,
         });
         reply.effects = hook.effects;
         reply

@@ -41,6 +41,9 @@ pub const HANDOFF_REQUEST_TYPE: &str = "relay/handoff-request";
 /// customType of the record of a resume check run after a committed handoff reset (its result,
 /// for the window it belongs to).
 pub const RESUME_CHECK_TYPE: &str = "relay/resume-check";
+/// customType of the record of a new window's watch check (the recorded jobs and watches the
+/// pi-jobs registry no longer lists), for the window it belongs to.
+pub const WATCH_CHECK_TYPE: &str = "relay/watch-check";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -81,10 +84,29 @@ pub struct Moment {
     #[serde(default)]
     pub pending_work: u32,
     pub cwd: String,
+    /// The shared guard library's `isGuardOff("context")` at this moment (`<agent dir>/lib/guards.ts`,
+    /// consulted live): `off` turns the budget policy effectively off. `unavailable` when the
+    /// library is absent or cannot answer.
+    #[serde(default)]
+    pub context_guard: GuardState,
     /// This runtime was bound while another Relay runtime was already bound in the same process
     /// (an SDK child session): the hosting rule's answer. The budget policy then uses the
     /// `subagent` thresholds, unless `relay.role` declares the session's role.
     pub subagent: bool,
+}
+
+/// The answer of the shared guard library for the `context` guard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum GuardState {
+    /// No guard library, or it did not answer with a boolean.
+    #[default]
+    Unavailable,
+    /// The guard is on (enforcement as configured).
+    On,
+    /// `/guards off context`: the operator turned the context guard off for the session.
+    Off,
 }
 
 /// The Pi event an observation reports, tagged by `type` (the Pi hook's name).
@@ -130,6 +152,11 @@ pub enum Event {
     AgentBeforeSettle {
         /// Pi's `outcome` of the run: `completed`, `aborted` or `error`.
         outcome: Option<String>,
+        /// The records the `pi-jobs.liveManagers` registry lists (absent: no registry). The
+        /// engine counts this session's pending ones as pending work for the idle handoff.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional, type = "unknown[]"))]
+        jobs: Option<Vec<Value>>,
     },
     AgentSettled {
         aborted: bool,

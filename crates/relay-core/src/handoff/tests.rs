@@ -451,3 +451,27 @@ fn duplicate_similarity_boundary_is_exactly_point_nine() {
     let refused = duplicate_check(Some(&prev), 1_000_001, Some("abc"), &above).unwrap_err();
     assert!((refused.similarity - 10.0 / 11.0).abs() < 1e-12);
 }
+
+/// The integration sections follow the automatic metadata, and bytes reserved for a later section
+/// (the resume check) cannot be taken by the agent's text: a handoff that fits only without the
+/// reserve is refused with the reserve counted.
+#[test]
+fn later_sections_keep_their_allowance() {
+    let mut a = args("goal", "next", "facts");
+    a.user_constraints = Some("c".repeat(MAX_MARKDOWN_BYTES - 3_000));
+    let extra = "## Pending work and integrations (recorded by Relay)\n\nnone";
+    let md = render_markdown_with(&a, &meta(), extra, 0).unwrap();
+    let (before, after) = md.split_once("## Pending work").unwrap();
+    assert!(
+        before.contains("## Automatic metadata"),
+        "after the metadata"
+    );
+    assert!(after.ends_with("none\n"));
+    let Err(HandoffError::Oversize { bytes, limit }) =
+        render_markdown_with(&a, &meta(), extra, 4_096)
+    else {
+        panic!("the reserve must not be used by the constraints")
+    };
+    assert_eq!(bytes, md.len() + 4_096);
+    assert_eq!(limit, MAX_MARKDOWN_BYTES);
+}

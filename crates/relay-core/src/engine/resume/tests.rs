@@ -30,6 +30,7 @@ fn moment() -> Moment {
         has_pending_messages: false,
         pending_work: 0,
         cwd: "/work/project".into(),
+        context_guard: crate::engine::GuardState::Unavailable,
         subagent: false,
     }
 }
@@ -331,13 +332,13 @@ fn the_handoff_carries_its_resume_check_section() {
     };
     let check = result(1, "tests: 1 failed\n");
     let (md, sidecar, _) = e
-        .handoff_render(&parsed, &git, Some(&check), PATH, 1, &moment())
+        .handoff_render(&parsed, &git, Some(&check), None, PATH, 1, &moment())
         .unwrap();
     let section = md.split("## Resume check").nth(1).unwrap();
     insta::assert_snapshot!(section);
     assert_eq!(sidecar["resumeCheck"], json!(check));
     let (plain, sidecar, _) = e
-        .handoff_render(&parsed, &git, None, PATH, 1, &moment())
+        .handoff_render(&parsed, &git, None, None, PATH, 1, &moment())
         .unwrap();
     assert!(!plain.contains("## Resume check") && sidecar.get("resumeCheck").is_none());
     // A failing, flooding check still fits the handoff's budget, and the handoff is written.
@@ -346,7 +347,7 @@ fn the_handoff_carries_its_resume_check_section() {
     big.output.skipped_bytes = 10_000_000;
     big.output.total_bytes = 10_008_192;
     let (md, _, _) = e
-        .handoff_render(&parsed, &git, Some(&big), PATH, 1, &moment())
+        .handoff_render(&parsed, &git, Some(&big), None, PATH, 1, &moment())
         .unwrap();
     let section = md.split("## Resume check\n\n").nth(1).unwrap();
     assert!(section.trim_end().len() <= 4096, "{}", section.len());

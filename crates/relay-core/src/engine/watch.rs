@@ -1,0 +1,78 @@
+//! The watch check: on the first request of a window opened by a committed handoff, the jobs and
+//! watches that handoff recorded are compared with the live pi-jobs registry, and the model is
+//! shown the recorded work that is no longer live (`id | label | command`), so that it can re-arm
+//! what the task still needs. An observation, never an automatic restart.
+//!
+//! **Contract.**
+//! - It runs once per window, before the window's first request is answered, and only when the
+//!   handoff recorded some work (the registry was present then). Nothing is shown when all of it
+//!   is still live or the registry is absent now.
+//! - Its result is recorded on the branch (`relay/watch-check` for the window), and every request
+//!   of the window carries the same message at the same place (after the boot block and the resume
+//!   check), so a reload shows the model the same text and the prompt cache holds.
+
+use serde_json::{json, Value};
+
+use super::wire::{ContextMessage, Marker, WATCH_CHECK_TYPE};
+use super::Engine;
+use crate::integrations::{missing_work, render_watch_check, RecordedJob};
+
+#[cfg(test)]
+mod tests;
+
+impl Engine {
+    /// Whether the window's watch check is still to run. Cheap: the `context` hook asks before
+    /// every request and reads the registry only on `true`.
+    pub fn watch_check_due(&self) -> bool {
+        let w = self.mirror.current_window();
+        w.opened_by_handoff
+            && w.recorded_jobs.as_ref().is_some_and(|j| !j.is_empty())
+            && w.watch_check.is_none()
+            && !self.mirror.window_answered()
+            && self.budget.watch_started.as_deref() != Some(self.mirror.history.current_window_id())
+    }
+
+    /// Compare the recorded work with `live` (the registry's records; `None`: no registry) and
+    /// hand out the branch record to append when something is missing. Runs once per window.
+    pub fn watch_check(&mut self, live: Option<&[Value]>, now_ms: i64) -> Option<Marker> {
+        if !self.watch_check_due() {
+            return None;
+        }
+        let window = self.mirror.history.current_window_id().to_string();
+        self.budget.watch_started = Some(window.clone());
+        let recorded = self.mirror.current_window().recorded_jobs.as_deref()?;
+        let missing = missing_work(recorded, live, self.mirror.history.session_id())?;
+        Some(Marker {
+            custom_type: WATCH_CHECK_TYPE.into(),
+            data: json!({ "windowId": window, "atMs": now_ms, "missing": missing }),
+        })
+    }
+
+    /// The message the current window's requests carry, after the boot block and the resume
+    /// check, the same text every time.
+    pub fn watch_context(&self) -> Option<ContextMessage> {
+        let (_, content, at_ms) = self.mirror.current_window().watch_check.as_ref()?;
+        let index = 1 + u32::from(self.resume_context().is_some());
+        Some(ContextMessage {
+            index,
+            custom_type: WATCH_CHECK_TYPE.into(),
+            content: content.clone(),
+            timestamp: *at_ms,
+        })
+    }
+}
+
+/// A `relay/watch-check` record read back: the window message and its time, when it belongs to
+/// `window_id` and lists something (a record of another window, or one that does not parse,
+/// stands for nothing).
+pub(super) fn window_check(data: &Value, window_id: &str) -> Option<(String, i64)> {
+    if data.get("windowId").and_then(Value::as_str) != Some(window_id) {
+        return None;
+    }
+    let missing: Vec<RecordedJob> = serde_json::from_value(data.get("missing")?.clone()).ok()?;
+    if missing.is_empty() {
+        return None;
+    }
+    let at_ms = data.get("atMs").and_then(Value::as_i64).unwrap_or(0);
+    Some((render_watch_check(&missing), at_ms))
+}

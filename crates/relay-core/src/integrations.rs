@@ -1,0 +1,720 @@
+//! The optional state integrations of a handoff (seed 004): background jobs and watches, subagents,
+//! pending questions and issue claims, each rendered as a bounded section of the handoff, and the
+//! `Watch check` the next window's first request carries. Pure: the extension copies what the
+//! in-process registries list (`pi-jobs.liveManagers`, `pi-subagents:manager`), relay-io reads the
+//! stores on disk (off Pi's event loop), and this module decides what is pending and what the
+//! model reads.
+//!
+//! **Contract.**
+//! - Every integration that is absent (no registry in the process, no store on disk, an
+//!   unreadable file) renders as `unavailable`, never as a failed handoff; an empty inventory is
+//!   `none`.
+//! - Each section has its own allowance, which no other section can use: jobs and watches
+//!   [`JOBS_BUDGET_BYTES`], subagents [`SUBAGENTS_BUDGET_BYTES`], pending questions
+//!   [`QUESTIONS_MAX_LINES`] lines of [`QUESTION_LINE_MAX_CHARS`] characters within
+//!   [`QUESTIONS_BUDGET_BYTES`], issue claims [`CLAIMS_BUDGET_BYTES`] plus the omission marker.
+//!   Records that do not fit are counted in an explicit omission line; the JSON sidecar keeps
+//!   every record whole (full job commands included).
+//! - A corrupt record (not an object, no id) is left out and counted.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::text::{char_count, ellipsize};
+
+/// The jobs-and-watches section's allowance inside the 48 KiB handoff.
+pub const JOBS_BUDGET_BYTES: usize = 16_384;
+/// The subagents section's allowance.
+pub const SUBAGENTS_BUDGET_BYTES: usize = 4_096;
+/// The issue claims' allowance (the omission marker comes on top).
+pub const CLAIMS_BUDGET_BYTES: usize = 768;
+/// The pending questions' allowance (20 lines of 200 characters, at most this many bytes).
+pub const QUESTIONS_BUDGET_BYTES: usize = 5_120;
+/// At most this many pending questions are listed.
+pub const QUESTIONS_MAX_LINES: usize = 20;
+/// A pending-question line is cut to this many characters.
+pub const QUESTION_LINE_MAX_CHARS: usize = 200;
+/// A job line longer than this many characters is cut and ends `…(cut, N chars)`.
+pub const JOB_LINE_MAX_CHARS: usize = 600;
+/// The watch check's allowance in the new window's requests.
+pub const WATCH_CHECK_BUDGET_BYTES: usize = 16_384;
+/// Only the newest this many question item directories (by modification time) are read.
+pub const QUESTION_ITEMS_SCANNED: usize = 200;
+/// At most this many recorded jobs travel in the handoff record on the branch (for the watch
+/// check); the sidecar keeps every one.
+pub const RECORDED_JOBS_MAX: usize = 500;
+
+/// Job states that are over: such a record is no longer pending work.
+const JOB_DONE: &[&str] = &[
+    "done",
+    "completed",
+    "complete",
+    "succeeded",
+    "success",
+    "finished",
+    "failed",
+    "error",
+    "exited",
+    "cancelled",
+    "canceled",
+    "killed",
+    "stopped",
+    "expired",
+];
+/// Subagent states that are authoritative pending work.
+const SUBAGENT_PENDING: &[&str] = &["running", "queued"];
+/// Question states that are no longer open.
+const QUESTION_CLOSED: &[&str] = &[
+    "answered",
+    "closed",
+    "resolved",
+    "cancelled",
+    "canceled",
+    "dismissed",
+    "expired",
+    "withdrawn",
+];
+/// Claim states that no longer hold the issue.
+const CLAIM_RELEASED: &[&str] = &[
+    "released",
+    "done",
+    "closed",
+    "abandoned",
+    "merged",
+    "finished",
+];
+
+/// Where the on-disk stores are, as the binding reads them (decided here from the facts the
+/// extension passes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorePaths {
+    /// `$PI_QUESTIONS_HOME`, else `<agent dir>/user-questions`.
+    pub questions_home: Option<String>,
+    /// `<agent dir>/issue-work/registry.jsonl`.
+    pub claims_file: Option<String>,
+    /// `<tmp>/pi-subagents-<uid>/<cwd slug>/<session id>/tasks`.
+    pub task_dir: Option<String>,
+}
+
+/// What the extension knows of the stores' places (facts only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct StoreFacts {
+    /// Pi's agent directory (`getAgentDir()`).
+    pub agent_dir: Option<String>,
+    /// `PI_QUESTIONS_HOME` as the process has it.
+    pub questions_home: Option<String>,
+    /// The OS temporary directory (`os.tmpdir()`).
+    pub tmp_dir: Option<String>,
+    /// The process's user id (`process.getuid()`), `null` where there is none.
+    pub uid: Option<u32>,
+    pub session_id: String,
+    pub cwd: String,
+}
+
+fn join(dir: &str, rest: &str) -> String {
+    format!("{}/{rest}", dir.trim_end_matches('/'))
+}
+
+/// The cwd as pi-subagents names its folder: every character that is not ASCII alphanumeric,
+/// `.`, `_` or `-` becomes `-`.
+pub fn cwd_slug(cwd: &str) -> String {
+    cwd.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+impl StoreFacts {
+    pub fn paths(&self) -> StorePaths {
+        let agent = self.agent_dir.as_deref().filter(|d| !d.is_empty());
+        let questions_home = self
+            .questions_home
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .or_else(|| agent.map(|a| join(a, "user-questions")));
+        let claims_file = agent.map(|a| join(a, "issue-work/registry.jsonl"));
+        let task_dir = match (self.tmp_dir.as_deref(), self.uid) {
+            (Some(tmp), Some(uid)) if !tmp.is_empty() && !self.session_id.is_empty() => Some(join(
+                tmp,
+                &format!(
+                    "pi-subagents-{uid}/{}/{}/tasks",
+                    cwd_slug(&self.cwd),
+                    self.session_id
+                ),
+            )),
+            _ => None,
+        };
+        StorePaths {
+            questions_home,
+            claims_file,
+            task_dir,
+        }
+    }
+}
+
+/// What relay-io read from the stores on disk (`null` = the store is absent or unreadable).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct StoreContents {
+    /// The latest revision of each of the newest item directories, newest first.
+    #[cfg_attr(test, ts(type = "unknown[] | null"))]
+    pub questions: Option<Vec<Value>>,
+    /// Question items that could not be read or parsed.
+    #[serde(default)]
+    pub questions_corrupt: u32,
+    /// The claim registry's lines, in file order.
+    #[cfg_attr(test, ts(type = "unknown[] | null"))]
+    pub claims: Option<Vec<Value>>,
+    /// Registry lines that are not JSON objects.
+    #[serde(default)]
+    pub claims_corrupt: u32,
+    /// Subagent ids found as `<id>.output` in this session's task directory.
+    pub task_ids: Option<Vec<String>>,
+}
+
+/// Everything a handoff's integration sections are made from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct IntegrationFacts {
+    /// The records the `pi-jobs.liveManagers` managers list, copied as JSON; `null` when the
+    /// process has no such registry (or it could not be read).
+    #[cfg_attr(test, ts(type = "unknown[] | null"))]
+    pub jobs: Option<Vec<Value>>,
+    /// The `pi-subagents:manager` records (`listAgents()`, else `getRecord` of the task
+    /// directory's ids); `null` when neither is available.
+    #[cfg_attr(test, ts(type = "unknown[] | null"))]
+    pub subagents: Option<Vec<Value>>,
+    /// What relay-io read from disk; `null` when it was not collected.
+    pub stores: Option<StoreContents>,
+}
+
+fn field(v: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| match v.get(*k)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    })
+}
+
+fn status_in(status: Option<&str>, set: &[&str]) -> bool {
+    status.is_some_and(|s| set.iter().any(|x| x.eq_ignore_ascii_case(s.trim())))
+}
+
+/// One job or watch as a registry lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    pub id: String,
+    pub label: Option<String>,
+    pub kind: Option<String>,
+    pub until: Option<String>,
+    pub interval_seconds: Option<String>,
+    pub command: Option<String>,
+    pub cwd: Option<String>,
+    pub log_path: Option<String>,
+    pub status: Option<String>,
+    pub session_id: Option<String>,
+}
+
+impl JobRecord {
+    /// `None` for a record that is not an object or has no id.
+    pub fn parse(v: &Value) -> Option<JobRecord> {
+        if !v.is_object() {
+            return None;
+        }
+        Some(JobRecord {
+            id: field(v, &["id", "jobId"])?,
+            label: field(v, &["label", "name"]),
+            kind: field(v, &["kind", "type"]),
+            until: field(v, &["until"]),
+            interval_seconds: field(v, &["intervalSeconds"]),
+            command: field(v, &["command", "cmd"]),
+            cwd: field(v, &["cwd"]),
+            log_path: field(v, &["logPath", "log"]),
+            status: field(v, &["status", "state"]),
+            session_id: field(v, &["sessionId"]),
+        })
+    }
+
+    /// Still pending (not in a final state) and not another session's.
+    pub fn pending_for(&self, session_id: &str) -> bool {
+        !status_in(self.status.as_deref(), JOB_DONE)
+            && self.session_id.as_deref().is_none_or(|s| s == session_id)
+    }
+
+    fn line(&self) -> String {
+        let d = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+        let line = [
+            self.id.clone(),
+            d(&self.label),
+            d(&self.kind),
+            d(&self.until),
+            d(&self.interval_seconds),
+            d(&self.command),
+            d(&self.cwd),
+            d(&self.log_path),
+        ]
+        .map(|s| one_line(&s))
+        .join(" | ");
+        cut_line(&line, JOB_LINE_MAX_CHARS)
+    }
+}
+
+/// A job as the handoff records it for the next window's watch check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedJob {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+impl RecordedJob {
+    fn line(&self) -> String {
+        let d = |o: &Option<String>| one_line(o.as_deref().unwrap_or("-"));
+        cut_line(
+            &format!(
+                "{} | {} | {}",
+                one_line(&self.id),
+                d(&self.label),
+                d(&self.command)
+            ),
+            JOB_LINE_MAX_CHARS,
+        )
+    }
+}
+
+/// Line breaks and tabs inside a field would break the `a | b` line: they become spaces.
+fn one_line(s: &str) -> String {
+    if !s.contains(['\n', '\r', '\t']) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// A line over `max` characters keeps its head and ends `…(cut, N chars)`, N the original length;
+/// the whole line then has at most `max` characters.
+pub fn cut_line(line: &str, max: usize) -> String {
+    let n = char_count(line);
+    if n <= max {
+        return line.to_string();
+    }
+    let marker = format!("…(cut, {n} chars)");
+    let keep = max.saturating_sub(char_count(&marker));
+    let head: String = line.chars().take(keep).collect();
+    format!("{head}{marker}")
+}
+
+/// Lines under a header within `budget` bytes; what does not fit is counted on a last line.
+fn budgeted(header: Option<&str>, lines: &[String], budget: usize, noun: &str) -> String {
+    let mut out = String::new();
+    if let Some(h) = header {
+        out.push_str(h);
+        out.push('\n');
+    }
+    let total: usize = out.len() + lines.iter().map(|l| l.len() + 1).sum::<usize>();
+    if total <= budget {
+        for l in lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        return out.trim_end().to_string();
+    }
+    // Room for the omission line, whatever the count.
+    let reserve = omission(lines.len(), noun).len() + 1;
+    let mut kept = 0;
+    for l in lines {
+        if out.len() + l.len() + 1 + reserve > budget {
+            break;
+        }
+        out.push_str(l);
+        out.push('\n');
+        kept += 1;
+    }
+    out.push_str(&omission(lines.len() - kept, noun));
+    out
+}
+
+fn omission(n: usize, noun: &str) -> String {
+    format!(
+        "… {n} more {noun} omitted (over this section's budget; the JSON sidecar lists them all)"
+    )
+}
+
+fn corrupt_note(n: u32, noun: &str) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("\n({n} unreadable {noun} left out)")
+    }
+}
+
+/// One rendered integration section and its sidecar record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub title: &'static str,
+    pub body: String,
+}
+
+/// The integration sections of a handoff, what the sidecar keeps, and the jobs the next window's
+/// watch check compares with the registry (`None`: the registry was absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub sections: Vec<Section>,
+    pub sidecar: Value,
+    pub recorded_jobs: Option<Vec<RecordedJob>>,
+}
+
+impl Rendered {
+    /// The sections as handoff markdown (one `##` heading, one `###` per integration).
+    pub fn markdown(&self) -> String {
+        let mut md = String::from("## Pending work and integrations (recorded by Relay)\n\n");
+        md.push_str(
+            "Read from the integrations present in this process when the handoff was written; `unavailable` means the integration is not installed or its data could not be read.\n\n",
+        );
+        for s in &self.sections {
+            md.push_str("### ");
+            md.push_str(s.title);
+            md.push_str("\n\n");
+            md.push_str(s.body.trim_end());
+            md.push_str("\n\n");
+        }
+        md.trim_end().to_string()
+    }
+}
+
+/// Render every integration section for this session.
+pub fn render(facts: &IntegrationFacts, session_id: &str) -> Rendered {
+    let mut sidecar = serde_json::Map::new();
+    let (jobs, recorded) = jobs_section(facts.jobs.as_deref(), session_id, &mut sidecar);
+    let subagents = subagents_section(facts.subagents.as_deref(), &mut sidecar);
+    let stores = facts.stores.as_ref();
+    let questions = questions_section(stores, session_id, &mut sidecar);
+    let claims = claims_section(stores, session_id, &mut sidecar);
+    Rendered {
+        sections: vec![jobs, subagents, questions, claims],
+        sidecar: Value::Object(sidecar),
+        recorded_jobs: recorded,
+    }
+}
+
+const JOBS_TITLE: &str = "Jobs and watches (pi-jobs)";
+const JOBS_HEADER: &str = "id | label | kind | until | intervalSeconds | command | cwd | logPath";
+
+fn jobs_section(
+    jobs: Option<&[Value]>,
+    session_id: &str,
+    sidecar: &mut serde_json::Map<String, Value>,
+) -> (Section, Option<Vec<RecordedJob>>) {
+    let Some(list) = jobs else {
+        sidecar.insert("jobs".into(), json!({ "available": false }));
+        return (
+            Section {
+                title: JOBS_TITLE,
+                body: "unavailable (no pi-jobs registry in this process)".into(),
+            },
+            None,
+        );
+    };
+    let mut corrupt = 0u32;
+    let mut pending = Vec::new();
+    let mut full = Vec::new();
+    for v in list {
+        match JobRecord::parse(v) {
+            Some(job) if job.pending_for(session_id) => {
+                full.push(v.clone());
+                pending.push(job);
+            }
+            Some(_) => {}
+            None => corrupt += 1,
+        }
+    }
+    sidecar.insert(
+        "jobs".into(),
+        json!({ "available": true, "records": full, "corrupt": corrupt }),
+    );
+    let recorded = pending
+        .iter()
+        .take(RECORDED_JOBS_MAX)
+        .map(|j| RecordedJob {
+            id: j.id.clone(),
+            label: j.label.clone(),
+            command: j.command.clone(),
+        })
+        .collect();
+    let body = if pending.is_empty() {
+        "none".to_string()
+    } else {
+        let lines: Vec<String> = pending.iter().map(JobRecord::line).collect();
+        budgeted(Some(JOBS_HEADER), &lines, JOBS_BUDGET_BYTES, "jobs/watches")
+    };
+    (
+        Section {
+            title: JOBS_TITLE,
+            body: format!("{body}{}", corrupt_note(corrupt, "record(s)")),
+        },
+        Some(recorded),
+    )
+}
+
+const SUBAGENTS_TITLE: &str = "Subagents (pi-subagents)";
+
+fn subagents_section(
+    records: Option<&[Value]>,
+    sidecar: &mut serde_json::Map<String, Value>,
+) -> Section {
+    let Some(list) = records else {
+        sidecar.insert("subagents".into(), json!({ "available": false }));
+        return Section {
+            title: SUBAGENTS_TITLE,
+            body: "unavailable (no pi-subagents registry, or no task directory for this session)"
+                .into(),
+        };
+    };
+    let mut corrupt = 0u32;
+    let mut lines = Vec::new();
+    let mut kept = Vec::new();
+    for v in list {
+        let (Some(id), status) = (field(v, &["id"]), field(v, &["status"])) else {
+            corrupt += 1;
+            continue;
+        };
+        if !status_in(status.as_deref(), SUBAGENT_PENDING) {
+            continue;
+        }
+        let description = field(v, &["description"]).unwrap_or_else(|| "-".into());
+        lines.push(one_line(&format!(
+            "{id} | {} | {description}",
+            status.unwrap_or_default()
+        )));
+        kept.push(v.clone());
+    }
+    sidecar.insert(
+        "subagents".into(),
+        json!({ "available": true, "records": kept, "corrupt": corrupt }),
+    );
+    let body = if lines.is_empty() {
+        "none".to_string()
+    } else {
+        budgeted(
+            Some("id | status | description"),
+            &lines,
+            SUBAGENTS_BUDGET_BYTES,
+            "subagents",
+        )
+    };
+    Section {
+        title: SUBAGENTS_TITLE,
+        body: format!("{body}{}", corrupt_note(corrupt, "record(s)")),
+    }
+}
+
+const QUESTIONS_TITLE: &str = "Pending questions (pi-questions)";
+
+fn questions_section(
+    stores: Option<&StoreContents>,
+    session_id: &str,
+    sidecar: &mut serde_json::Map<String, Value>,
+) -> Section {
+    let Some(items) = stores.and_then(|s| s.questions.as_ref()) else {
+        sidecar.insert("questions".into(), json!({ "available": false }));
+        return Section {
+            title: QUESTIONS_TITLE,
+            body: "unavailable (no readable question store)".into(),
+        };
+    };
+    let mut open = Vec::new();
+    let mut kept = Vec::new();
+    for v in items {
+        // Corrupt items were left out by the reader; an item without an id is one too.
+        let Some(id) = field(v, &["id"]) else {
+            continue;
+        };
+        if field(v, &["sessionId"]).as_deref() != Some(session_id) {
+            continue;
+        }
+        let status = field(v, &["status"]).unwrap_or_else(|| "open".into());
+        if status_in(Some(&status), QUESTION_CLOSED) {
+            continue;
+        }
+        let title = field(v, &["title", "question"]).unwrap_or_else(|| "-".into());
+        // At most 200 characters, the `…` of a cut included.
+        open.push(ellipsize(
+            &one_line(&format!("{id} | {status} | {title}")),
+            QUESTION_LINE_MAX_CHARS - 1,
+        ));
+        kept.push(v.clone());
+    }
+    sidecar.insert(
+        "questions".into(),
+        json!({ "available": true, "open": kept }),
+    );
+    if open.is_empty() {
+        return Section {
+            title: QUESTIONS_TITLE,
+            body: "none".into(),
+        };
+    }
+    let over = open.len().saturating_sub(QUESTIONS_MAX_LINES);
+    let shown: Vec<String> = open.into_iter().take(QUESTIONS_MAX_LINES).collect();
+    let mut body = budgeted(
+        Some("id | status | title"),
+        &shown,
+        QUESTIONS_BUDGET_BYTES,
+        "questions",
+    );
+    if over > 0 {
+        body.push_str(&format!(
+            "\n… {over} more open questions omitted (at most {QUESTIONS_MAX_LINES} are listed)"
+        ));
+    }
+    Section {
+        title: QUESTIONS_TITLE,
+        body,
+    }
+}
+
+const CLAIMS_TITLE: &str = "Issue claims (issue-work registry)";
+
+fn claims_section(
+    stores: Option<&StoreContents>,
+    session_id: &str,
+    sidecar: &mut serde_json::Map<String, Value>,
+) -> Section {
+    let Some(lines) = stores.and_then(|s| s.claims.as_ref()) else {
+        sidecar.insert("claims".into(), json!({ "available": false }));
+        return Section {
+            title: CLAIMS_TITLE,
+            body: "unavailable (no readable issue-work/registry.jsonl)".into(),
+        };
+    };
+    let corrupt = stores.map_or(0, |s| s.claims_corrupt);
+    // The registry is append-only: a later line about the same claim replaces an earlier one.
+    let mut held: Vec<(String, Value)> = Vec::new();
+    for v in lines {
+        if field(v, &["sessionId"]).as_deref() != Some(session_id) {
+            continue;
+        }
+        let Some(issue) = field(v, &["issue", "id", "key"]) else {
+            continue;
+        };
+        let key = match field(v, &["repo"]) {
+            Some(repo) => format!("{repo}#{issue}"),
+            None => issue,
+        };
+        held.retain(|(k, _)| *k != key);
+        if !status_in(field(v, &["status"]).as_deref(), CLAIM_RELEASED) {
+            held.push((key, v.clone()));
+        }
+    }
+    sidecar.insert(
+        "claims".into(),
+        json!({ "available": true, "held": held.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>() }),
+    );
+    if held.is_empty() {
+        return Section {
+            title: CLAIMS_TITLE,
+            body: format!("none{}", corrupt_note(corrupt, "line(s)")),
+        };
+    }
+    let mut body = String::new();
+    let mut shown = 0;
+    for (key, v) in &held {
+        let status = field(v, &["status"]).unwrap_or_else(|| "claimed".into());
+        let title = field(v, &["title"]).unwrap_or_else(|| "-".into());
+        let line = one_line(&format!("{key} | {status} | {title}"));
+        if body.len() + line.len() + 1 > CLAIMS_BUDGET_BYTES {
+            break;
+        }
+        body.push_str(&line);
+        body.push('\n');
+        shown += 1;
+    }
+    if shown < held.len() {
+        body.push_str(&format!(
+            "… {} more claims omitted ({CLAIMS_BUDGET_BYTES} byte budget; the JSON sidecar lists them all)",
+            held.len() - shown
+        ));
+    }
+    Section {
+        title: CLAIMS_TITLE,
+        body: format!("{}{}", body.trim_end(), corrupt_note(corrupt, "line(s)")),
+    }
+}
+
+/// How many jobs and watches in `jobs` are this session's pending work (`None`: no registry).
+pub fn pending_jobs(jobs: Option<&[Value]>, session_id: &str) -> u32 {
+    let n = jobs.map_or(0, |list| {
+        list.iter()
+            .filter_map(JobRecord::parse)
+            .filter(|j| j.pending_for(session_id))
+            .count()
+    });
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The recorded work that the live registry no longer lists as pending, in recorded order.
+/// `None` when there is nothing to report: the registry is absent or everything is still live.
+pub fn missing_work(
+    recorded: &[RecordedJob],
+    live: Option<&[Value]>,
+    session_id: &str,
+) -> Option<Vec<RecordedJob>> {
+    let live = live?;
+    let live_ids: Vec<String> = live
+        .iter()
+        .filter_map(JobRecord::parse)
+        .filter(|j| j.pending_for(session_id))
+        .map(|j| j.id)
+        .collect();
+    let missing: Vec<RecordedJob> = recorded
+        .iter()
+        .filter(|r| !live_ids.contains(&r.id))
+        .cloned()
+        .collect();
+    (!missing.is_empty()).then_some(missing)
+}
+
+/// The `Watch check` the new window's requests carry: the recorded work that is gone, so the
+/// model can re-arm what is still needed.
+pub fn render_watch_check(missing: &[RecordedJob]) -> String {
+    let lines: Vec<String> = missing.iter().map(RecordedJob::line).collect();
+    let table = budgeted(
+        Some("id | label | command"),
+        &lines,
+        WATCH_CHECK_BUDGET_BYTES.saturating_sub(512),
+        "jobs/watches",
+    );
+    format!(
+        "<watch_check>\nWatch check: the previous window's handoff recorded these background jobs or watches, and the pi-jobs registry no longer lists them as running. Re-arm the ones the task still needs (the handoff's JSON sidecar keeps their full records); Relay does not restart anything itself.\n\n{table}\n</watch_check>"
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+// The optional integrations (issue 11, part 3) on the real Pi agent loop: a pi-jobs registry, a
+// pending-questions store, an issue-claim registry and the shared guard library in a temp agent
+// dir. The handoff file holds their sections, the new window's first request carries the Watch
+// check for a watch that is gone, and the context guard off makes enforce effectively off.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { budgetEnv, enforce, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
+
+const JOBS = Symbol.for("pi-jobs.liveManagers");
+const GUARD_FLAG = "__relayTestContextGuardOff";
+
+/** A pi-jobs registry with one manager listing `jobs` (mutable: tests remove records from it). */
+function jobsRegistry(jobs) {
+	globalThis[JOBS] = new Set([{ list: () => jobs }]);
+	return () => delete globalThis[JOBS];
+}
+
+/** The shared guard library in the agent dir: `isGuardOff("context")` reads a flag the test sets. */
+function writeGuards(root) {
+	const dir = join(root, "agent", "lib");
+	mkdirSync(dir, { recursive: true });
+	writeFileSync(
+		join(dir, "guards.ts"),
+		`export function isGuardOff(name: string): boolean {\n\treturn name === "context" && (globalThis as Record<string, unknown>)["${GUARD_FLAG}"] === true;\n}\n`,
+	);
+}
+
+test("a handoff records jobs, questions and claims, and the new window's first request gets a Watch check for the gone watch", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	writeGuards(root);
+	globalThis[GUARD_FLAG] = false;
+	const questionsHome = join(root, "questions");
+	process.env.PI_QUESTIONS_HOME = questionsHome;
+	const jobs = [
+		{ id: "j1", label: "build", kind: "job", command: "cargo build --release", cwd: "/w", logPath: "/tmp/j1.log", status: "running" },
+		{ id: "w1", label: "ci", kind: "watch", intervalSeconds: 60, command: "gh run watch 77", status: "waiting" },
+	];
+	const dropRegistry = jobsRegistry(jobs);
+	// The watch ends while the handoff commits: once the handoff's result is in, w1 is gone.
+	const endWatch = (pi) => {
+		pi.on("tool_result", (event) => {
+			if (event.toolName === "context_handoff") jobs.splice(1, 1);
+		});
+	};
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory, endWatch],
+		steps: [
+			{ text: "Looked around.", tokens: 5_000 },
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
+			"Resumed from the handoff.",
+		],
+	});
+	try {
+		const sid = t.sessionManager.getSessionId();
+		mkdirSync(join(questionsHome, "item-q1"), { recursive: true });
+		writeFileSync(join(questionsHome, "item-q1", "0001.json"), JSON.stringify({ id: "q1", sessionId: sid, status: "open", title: "Which CSV dialect?" }));
+		mkdirSync(join(questionsHome, "item-bad"), { recursive: true });
+		writeFileSync(join(questionsHome, "item-bad", "0001.json"), "{corrupt");
+		mkdirSync(join(t.agentDir, "issue-work"), { recursive: true });
+		writeFileSync(
+			join(t.agentDir, "issue-work", "registry.jsonl"),
+			[{ sessionId: sid, repo: "acme/relay", issue: 12, title: "importer v2" }, { sessionId: "someone-else", issue: 99 }].map((l) => JSON.stringify(l)).join("\n") + "\n",
+		);
+
+		await t.session.prompt("Start.");
+		await t.session.prompt("Keep going.");
+
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const path = JSON.parse(handoff.text).path;
+		const md = readFileSync(path, "utf8");
+		assert.ok(md.includes("### Jobs and watches (pi-jobs)"), md);
+		assert.ok(md.includes("j1 | build | job | - | - | cargo build --release | /w | /tmp/j1.log"), md);
+		assert.ok(md.includes("w1 | ci | watch | - | 60 | gh run watch 77 | - | -"), md);
+		assert.match(md, /### Subagents \(pi-subagents\)\n\nunavailable/);
+		assert.ok(md.includes("q1 | open | Which CSV dialect?"), md);
+		assert.ok(md.includes("acme/relay#12 | claimed | importer v2"), md);
+		assert.ok(!md.includes("someone-else") && !md.includes("#99"), "another session's claim is not listed");
+		const sidecar = JSON.parse(readFileSync(path.replace(/\.md$/, ".json"), "utf8"));
+		assert.equal(sidecar.integrations.jobs.records.length, 2);
+		assert.equal(sidecar.integrations.jobs.records[1].command, "gh run watch 77");
+
+		// The continuation is the new window's first request: the Watch check names w1, not j1.
+		assert.equal(t.requests.length, 4);
+		const fresh = joined(t.requests[3]);
+		assert.match(fresh, /<watch_check>[\s\S]*w1 \| ci \| gh run watch 77[\s\S]*<\/watch_check>/);
+		const check = fresh.slice(fresh.indexOf("<watch_check>"), fresh.indexOf("</watch_check>"));
+		assert.ok(!check.includes("j1"), "live work is not listed");
+		const records = ofType(t, "custom", "relay/watch-check");
+		assert.equal(records.length, 1, "the check is recorded once on the branch");
+		assert.deepEqual(
+			records[0].data.missing.map((m) => m.id),
+			["w1"],
+		);
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		dropRegistry();
+		delete process.env.PI_QUESTIONS_HOME;
+		delete globalThis[GUARD_FLAG];
+		env.restore();
+	}
+});
+
+test("the context guard off makes enforce effectively off: nothing is blocked, the status says why, guard_off_threshold is logged once", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	writeGuards(root);
+	globalThis[GUARD_FLAG] = true;
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Looked around.", tokens: 5_000 },
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("probe_work"), tokens: 36_000 },
+			"Done without a handoff.",
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Keep going.");
+		assert.equal(probe.runs, 2, "past the handoff threshold the tools still run");
+		assert.equal(ofType(t, "compaction").length, 0, "no handoff reset");
+		const sid = t.sessionManager.getSessionId();
+		const statusPath = join(env.stateDir, "status", `${sid}.json`);
+		assert.ok(existsSync(statusPath));
+		const status = JSON.parse(readFileSync(statusPath, "utf8"));
+		assert.equal(status.configuredMode, "enforce");
+		assert.equal(status.effectiveMode, "off");
+		assert.equal(status.modeReason, "context guard off");
+		const logged = env.events().filter((e) => e.event === "guard_off_threshold");
+		assert.deepEqual(
+			logged.map((e) => e.threshold),
+			["handoff"],
+			"once for the handoff crossing, not once per call",
+		);
+
+		// Consulted live: with the guard back on, the next call past the threshold is blocked.
+		globalThis[GUARD_FLAG] = false;
+		t.script({ ...tool("probe_work"), tokens: 37_000 }, "stopped");
+		await t.session.prompt("One more.");
+		assert.equal(probe.runs, 2, "the guard is on again: the call is blocked");
+		const last = resultsOf(t, "probe_work").at(-1);
+		assert.equal(last.isError, true);
+		assert.match(last.text, /context_handoff/);
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		delete globalThis[GUARD_FLAG];
+		env.restore();
+	}
+});
