@@ -20,6 +20,7 @@ import {
 import type { ContextMessage, Event, ToolSpec } from "./generated/wire.ts";
 import { checkBeforeHandoff, runResetCheck, withResumeMessage } from "./resume.ts";
 import { loadSettings } from "./settings.ts";
+import { registerRenderers } from "./tui.ts";
 import { native, type NativeEngine } from "./native.ts";
 
 export default function relay(pi: ExtensionAPI) {
@@ -254,6 +255,8 @@ export default function relay(pi: ExtensionAPI) {
 		}
 		return undefined;
 	});
+
+	registerRenderers(pi);
 
 	pi.registerCommand("relay", {
 		description: "Relay context windows: /relay (status), /relay on, /relay off",

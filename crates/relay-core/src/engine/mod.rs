@@ -55,6 +55,7 @@ mod resume;
 mod specs;
 mod status;
 mod tools;
+pub mod tui;
 pub mod wire;
 
 #[cfg(test)]
