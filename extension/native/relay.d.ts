@@ -89,7 +89,13 @@ export declare class Engine {
 }
 export type JsEngine = Engine
 
+/** The one line Pi's TUI shows for a Relay message (`null` for a type that is not Relay's). */
+export declare function messageLine(customType: string, content: string): string | null
+
 /** `null` when Relay supports Pi `piVersion`, else the message to show instead of loading. */
 export declare function piVersionRefusal(piVersion: string): string | null
+
+/** The message types the extension registers a TUI renderer for. */
+export declare function renderedMessageTypes(): Array<string>
 
 export declare function version(): string

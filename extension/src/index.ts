@@ -21,6 +21,7 @@ import type { ContextMessage, Event, Marker, ToolSpec } from "./generated/wire.t
 import { checkBeforeHandoff, runResetCheck, withResumeMessage } from "./resume.ts";
 import { integrationFacts, jobRecords, loadGuards, storeFacts } from "./integrations.ts";
 import { loadSettings } from "./settings.ts";
+import { registerRenderers } from "./tui.ts";
 import { native, type NativeEngine } from "./native.ts";
 
 export default function relay(pi: ExtensionAPI) {
@@ -307,6 +308,8 @@ export default function relay(pi: ExtensionAPI) {
 		}
 		return undefined;
 	});
+
+	registerRenderers(pi);
 
 	pi.registerCommand("relay", {
 		description: "Relay context windows: /relay (status), /relay on, /relay off",

@@ -72,6 +72,10 @@ interface NativeModule {
 	version(): string;
 	/** `null` when Relay supports this Pi version, else the message to show instead of loading. */
 	piVersionRefusal(piVersion: string): string | null;
+	/** The one line Pi's TUI shows for a Relay message, or `null` for a type that is not Relay's. */
+	messageLine(customType: string, content: string): string | null;
+	/** The message types to register a TUI renderer for. */
+	renderedMessageTypes(): string[];
 }
 
 const here = dirname(fileURLToPath(import.meta.url));

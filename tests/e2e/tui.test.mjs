@@ -44,7 +44,7 @@ function waitForOutput(log, pattern, what, screen, timeoutMs = 20_000) {
 	});
 }
 
-test("TUI: the footer shows the window; new_context rolls into window 2 and the continuation runs", { skip: hasTmux ? false : "tmux is not installed" }, async () => {
+test("TUI: the boot block is one line, the footer shows the window; new_context rolls into window 2 and the continuation runs", { skip: hasTmux ? false : "tmux is not installed" }, async () => {
 	const dir = mkdtempSync(join(tmpdir(), "relay-tui-"));
 	const agent = join(dir, "agent");
 	const work = join(dir, "work");
@@ -82,10 +82,13 @@ test("TUI: the footer shows the window; new_context rolls into window 2 and the 
 		assert.equal(piped.status, 0, piped.stderr);
 		assert.equal(tmux("-S", socket, "wait-for", "-S", "relay-piped").status, 0);
 		await waitForOutput(log, /relay w1/, "the footer status of window 1", screen);
-		await waitForOutput(log, /<context_window>/, "the root boot block", screen);
+		// The root boot block is one line in the chat; the protocol text is for the model only.
+		await waitForOutput(log, /Relay · window pcw:\S+:root · 0 notes · the model has the protocol/, "the boot block's one line", screen);
 		tmux("-S", socket, "send-keys", "-t", "relay", "Please do the two-window task", "Enter");
 		await waitForOutput(log, /TUI window two continued/, "the continuation's reply", screen);
 		await waitForOutput(log, /relay w2/, "the footer status of window 2", screen);
+		const shown = plain(readFileSync(log, "utf8"));
+		assert.ok(!shown.includes("<context_window_protocol>"), `the protocol text reached the chat:\n${screen()}`);
 		const file = readdirSync(sessions).find((f) => f.endsWith(".jsonl"));
 		const lines = readFileSync(join(sessions, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
 		const compactions = lines.filter((l) => l.type === "compaction");

@@ -46,6 +46,21 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// The one line Pi's TUI shows for a Relay message (`null` for a type that is not Relay's).
+#[napi(catch_unwind)]
+pub fn message_line(custom_type: String, content: String) -> Option<String> {
+    relay_core::engine::tui::message_line(&custom_type, &content)
+}
+
+/// The message types the extension registers a TUI renderer for.
+#[napi(catch_unwind)]
+pub fn rendered_message_types() -> Vec<String> {
+    relay_core::engine::tui::RENDERED_TYPES
+        .iter()
+        .map(|t| t.to_string())
+        .collect()
+}
+
 /// `null` when Relay supports Pi `piVersion`, else the message to show instead of loading.
 #[napi(catch_unwind)]
 pub fn pi_version_refusal(pi_version: String) -> Option<String> {

@@ -57,6 +57,7 @@ mod specs;
 mod status;
 mod tools;
 mod watch;
+pub mod tui;
 pub mod wire;
 pub mod wrapper;
 
