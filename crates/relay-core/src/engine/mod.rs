@@ -60,6 +60,7 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use mirror::LoadedBranch;
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use wire::{
