@@ -13,7 +13,7 @@ import { COMMON, RARE, generate } from "../../bench/session-gen.mjs";
 const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../target/test-addon/relay.node", import.meta.url));
 assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
 process.env.RELAY_ADDON = TEST_ADDON;
-const { startSession, tool } = await import("./harness.mjs");
+const { captureStderr, startSession, tool } = await import("./harness.mjs");
 
 const dir = mkdtempSync(join(tmpdir(), "relay-startup-"));
 // Larger than the addon's background threshold (8 MiB), so the load runs on the libuv pool.
@@ -28,7 +28,7 @@ function itemsOf(file) {
 		const e = JSON.parse(line);
 		if (e.type !== "message") continue;
 		const text = e.message.content.filter((p) => p.type === "text").map((p) => p.text).join("\n");
-		items.push({ id: e.id, text });
+		items.push({ id: e.id, role: e.message.role, text });
 	}
 	return items.reverse();
 }
@@ -93,6 +93,58 @@ test("session_start returns while the large session still loads; the first reque
 	} finally {
 		delete process.env.RELAY_TEST_HOLD_LOAD;
 		writeFileSync(gate, "");
+		await t?.dispose();
+	}
+});
+
+test("a navigation while the large session loads is applied once the branch is installed", async () => {
+	const file = join(dir, "navigated.jsonl");
+	copyFileSync(big.file, file);
+	// An assistant answer halfway through the file, and the newest common-needle items up to it.
+	const half = items.length >> 1;
+	const target = items.slice(half).find((i) => i.role === "assistant");
+	const older = items.slice(items.indexOf(target));
+	const expected = older.filter((i) => i.text.includes(COMMON)).slice(0, 20).map((i) => i.id);
+	assert.equal(expected.length, 20);
+	assert.ok(items.slice(0, items.indexOf(target)).some((i) => i.text.includes(COMMON)), "newer hits exist past the target");
+	const gate = join(dir, "open-the-navigated-load");
+	process.env.RELAY_TEST_HOLD_LOAD = gate;
+	let t;
+	try {
+		t = await startSession({ sessionFile: file, steps: [tool("history_search_contents", { query: COMMON, limit: 21 }), "Found."] });
+		const navigation = t.session.navigateTree(target.id);
+		writeFileSync(gate, "");
+		await navigation;
+		assert.equal(t.sessionManager.getLeafId(), target.id);
+		await t.session.prompt("Search the retries.");
+		const [common] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));
+		assert.deepEqual(fromFile(common), expected, "only the branch up to the navigation target");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_LOAD;
+		writeFileSync(gate, "");
+		await t?.dispose();
+	}
+});
+
+test("a panic in the background load falls back to a full resync from Pi and is reported once", async () => {
+	const file = join(dir, "panicked.jsonl");
+	copyFileSync(big.file, file);
+	process.env.RELAY_TEST_PANIC = "loadSessionFileInBackground:*";
+	let t;
+	try {
+		const lines = await captureStderr(async () => {
+			t = await startSession({ sessionFile: file, steps: [tool("history_search_contents", { query: RARE }), "Found."] });
+			await t.session.prompt("Where did the lease expire?");
+		});
+		const reports = lines.filter((l) => l.includes("internal error in loadSessionFileInBackground"));
+		assert.equal(reports.length, 1, lines.join("\n"));
+		assert.match(reports[0], /^relay: loading the session failed: /);
+		const [rare] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));
+		assert.deepEqual(fromFile(rare), [big.rareId], "the branch came from Pi instead");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_PANIC;
 		await t?.dispose();
 	}
 });
