@@ -10,7 +10,7 @@ const KEY = Symbol.for("relay.host-bench");
 type Mark = { event: string; probe: "before" | "after"; t: number; toolName?: string; toolCallId?: string };
 const marks = (): Mark[] => ((globalThis as { [KEY]?: Mark[] })[KEY] ??= []);
 
-const EVENTS = ["session_start", "before_agent_start", "context", "tool_call", "tool_result", "turn_end", "agent_end"] as const;
+const EVENTS = ["session_start", "input", "before_agent_start", "context", "tool_call", "tool_result", "turn_end", "agent_end"] as const;
 
 export function probe(which: "before" | "after") {
 	return (pi: ExtensionAPI) => {

@@ -4,8 +4,10 @@
 //! Contract: a search reports each matching item once, with the byte offset of its FIRST match;
 //! a match never spans two items; results come newest first or oldest first as asked and agree
 //! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the arena
-//! (or the window's slice of it) and maps a hit back to its item by binary search; a newest-first
-//! search of a rare needle scans the rest of a large arena on two scoped threads.
+//! (or the window's slice of it), only in the blocks where the block filter (`blocks.rs`) says
+//! the needle may start, and maps a hit back to its item by binary search; without a filter
+//! verdict (a needle under 3 or over a block's bytes) or with many candidate blocks, a
+//! newest-first search of a rare needle scans the rest of a large arena on two scoped threads.
 
 #![deny(
     clippy::unwrap_used,
