@@ -277,8 +277,8 @@ function perRequest(sm, engine, state, iters) {
 		if (keep) time("tool_call", () => hook("tool_call", { toolName: "read", toolCallId: callId }));
 		else hook("tool_call", { toolName: "read", toolCallId: callId });
 		sm.appendMessage({ role: "toolResult", toolCallId: callId, toolName: "read", content: [{ type: "text", text: "fn main() {}\n" }], isError: false, timestamp: Date.now() });
-		if (keep) time("turn_end", () => hook("turn_end"));
-		else hook("turn_end");
+		if (keep) time("turn_end", () => hook("turn_end", { toolResults: 1 }));
+		else hook("turn_end", { toolResults: 1 });
 	}
 	if (engine.tipId() !== sm.getLeafId()) throw new Error("the mirror did not follow the leaf");
 	const all = [...samples.context, ...samples.tool_call, ...samples.turn_end];
