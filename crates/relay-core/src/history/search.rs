@@ -18,7 +18,7 @@
 
 use memchr::memmem;
 
-use super::blocks::{Blocks, BLOCK};
+use super::blocks::{Blocks, Needle, BLOCK};
 use super::mirror::{History, Role};
 
 /// A resolved filter: an item index range (a window, or everything) and optional exact matches.
@@ -155,7 +155,7 @@ impl History {
         let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
         // The blocks where the needle may start (None: the block filter cannot judge it).
         let trigrams = Blocks::needle(needle);
-        let trigrams = trigrams.as_deref();
+        let trigrams = trigrams.as_ref();
         if recent_first {
             // memmem's reverse finder has no SIMD prefilter; instead scan chunks from the end
             // with the forward finder and walk each chunk's matches backwards. The chunk starts
@@ -258,7 +258,7 @@ impl History {
     /// disjoint in where their matches start.
     fn candidate_runs(
         &self,
-        trigrams: &[(usize, u64)],
+        trigrams: &Needle,
         from: usize,
         to: usize,
         n: usize,
@@ -288,7 +288,7 @@ impl History {
     fn next_match(
         &self,
         finder: &memmem::Finder<'_>,
-        trigrams: Option<&[(usize, u64)]>,
+        trigrams: Option<&Needle>,
         start: usize,
         hi: usize,
         n: usize,
