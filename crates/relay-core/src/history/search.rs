@@ -6,7 +6,7 @@
 //! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the arena
 //! (or the window's slice of it), only in the blocks where the block filter (`blocks.rs`) says
 //! the needle may start, and maps a hit back to its item by binary search; without a filter
-//! verdict (a needle under 3 or over a block's bytes) or with many candidate blocks, a
+//! verdict (a needle under 4 or over a block's bytes) or with many candidate blocks, a
 //! newest-first search of a rare needle scans the rest of a large arena on two scoped threads.
 
 #![deny(
