@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench clean pi-versions package
+.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package
 
 all: build
 
@@ -81,10 +81,18 @@ lint: typecheck
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# The engine alone (cargo bench, bench/engine.mjs) and one reset (bench/reset.mjs). What a user
+# feels inside the real `pi` process is `make bench-host`.
 bench: build
 	cargo bench -p relay-core
 	$(NODE) --expose-gc bench/engine.mjs
 	$(NODE) bench/reset.mjs
+	@echo "Relay inside the real pi CLI, against the TypeScript baseline: make bench-host"
+
+# The real `pi -p` CLI on the generated 256 MiB session (RELAY_BENCH_MB=16 for a quick run), Relay
+# and the TypeScript baseline between timing probes; prints the table, medians and the machine.
+bench-host: build
+	$(NODE) bench/host.mjs
 
 clean:
 	cargo clean

@@ -18,6 +18,18 @@ export declare class Engine {
    * Returns false when the file does not contain that leaf (the caller then resyncs from Pi).
    */
   loadSessionFile(sessionId: string, path: string, leafId: string): boolean
+  /**
+   * Replace the mirror from a large session file on the libuv thread pool: `null` when the
+   * file is small (load it with `loadSessionFile`), else a promise of whether the file holds
+   * `leaf_id`. When it resolves, `finishLoad()` installs the branch; until then the engine
+   * keeps its current mirror.
+   */
+  loadSessionFileInBackground(sessionId: string, path: string, leafId: string): Promise<boolean> | null
+  /**
+   * Install the branch the newest background load replayed; false when there is none (not
+   * found, failed, or superseded by a resync or a newer load).
+   */
+  finishLoad(): boolean
   hasEntry(id: string): boolean
   tipId(): string | null
   truncateAfter(id?: string | undefined | null): void

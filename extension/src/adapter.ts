@@ -108,7 +108,10 @@ export function observation<T extends Event["type"]>(ctx: ExtensionContext, type
  * engine already knows, so the cost is the number of new entries, never the session length. After
  * the addon caught a panic (`needsResync()`), or in another session, it is a full resync instead.
  */
-export function sync(engine: NativeEngine, ctx: ExtensionContext, state: { sessionId?: string }): void {
+/** What the adapter remembers between hooks: the session the mirror holds, a load in flight. */
+export type SyncState = { sessionId?: string; loading?: Promise<void>; loadToken?: object };
+
+export function sync(engine: NativeEngine, ctx: ExtensionContext, state: SyncState): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	if (state.sessionId !== sessionId || engine.needsResync()) {
@@ -130,7 +133,7 @@ export function sync(engine: NativeEngine, ctx: ExtensionContext, state: { sessi
 }
 
 /** Rebuild the mirror from scratch: from the session file when it holds the whole branch, else from getBranch(). */
-export function fullSync(engine: NativeEngine, ctx: ExtensionContext, state: { sessionId?: string }): void {
+export function fullSync(engine: NativeEngine, ctx: ExtensionContext, state: SyncState): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
@@ -144,6 +147,76 @@ export function fullSync(engine: NativeEngine, ctx: ExtensionContext, state: { s
 	engine.resync(sessionId, JSON.stringify(sm.getBranch()));
 	// Only a mirror that loaded counts as this session's: a failed load is retried, never walked.
 	state.sessionId = sessionId;
+}
+
+/**
+ * Load the session at start-up, then run `after` (configuration and the `session_start` event).
+ * A large session file is read and replayed on the libuv pool (`loadSessionFileInBackground`), so
+ * opening it does not hold Pi: `state.loading` is then the promise of the whole start-up, which
+ * every hook and tool awaits first ({@link whenLoaded}); the engine installs the branch when it
+ * is complete and the incremental `sync()` adds what Pi appended meanwhile (a navigation included).
+ * A small file, or one the addon cannot serve in the background, loads at once as before.
+ */
+export function openSession(
+	engine: NativeEngine,
+	ctx: ExtensionContext,
+	state: SyncState,
+	after: () => void,
+	report: (error: unknown) => void,
+): void {
+	const sm = ctx.sessionManager;
+	const sessionId = sm.getSessionId();
+	const file = sm.getSessionFile();
+	const leaf = sm.getLeafId();
+	let pending: Promise<boolean> | null = null;
+	try {
+		pending = file && leaf && existsSync(file) ? engine.loadSessionFileInBackground(sessionId, file, leaf) : null;
+	} catch (error) {
+		report(error);
+	}
+	const token = {};
+	state.loadToken = token;
+	if (!pending) {
+		state.loading = undefined;
+		try {
+			fullSync(engine, ctx, state);
+		} catch (error) {
+			report(error);
+		}
+		after();
+		return;
+	}
+	const loading = (async () => {
+		let found = false;
+		try {
+			found = await pending;
+		} catch (error) {
+			report(error);
+		}
+		// A later session_start began its own load: this one is stale.
+		if (state.loadToken !== token) return;
+		try {
+			if (found && engine.finishLoad()) {
+				state.sessionId = sessionId;
+				sync(engine, ctx, state);
+			} else {
+				fullSync(engine, ctx, state);
+			}
+		} catch (error) {
+			report(error);
+		}
+		after();
+	})().finally(() => {
+		if (state.loading === loading) state.loading = undefined;
+	});
+	state.loading = loading;
+}
+
+/** Run `body` once no start-up load is in flight (at once, without a promise, when none is). */
+export function whenLoaded<R>(state: SyncState, body: () => R): R | Promise<Awaited<R>> {
+	const loading = state.loading;
+	if (!loading) return body();
+	return loading.then(() => whenLoaded(state, body)) as Promise<Awaited<R>>;
 }
 
 /** Carry out effects in order. */

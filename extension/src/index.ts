@@ -4,16 +4,18 @@ import { VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-wor
 import type { TSchema } from "typebox";
 import {
 	bindRuntime,
-	fullSync,
 	moment,
 	observation,
+	openSession,
 	recallToggle,
 	releaseRuntime,
 	rememberToggle,
 	resetDrafts,
 	run,
 	sync,
+	whenLoaded,
 	type EventFields,
+	type SyncState,
 	type HookReply,
 	type ToolReply,
 } from "./adapter.ts";
@@ -42,7 +44,7 @@ export default function relay(pi: ExtensionAPI) {
 		return;
 	}
 	const engine: NativeEngine = new (native().Engine)();
-	const state: { sessionId?: string } = {};
+	const state: SyncState = {};
 	// Whether another Relay runtime was already bound in this process when this one started.
 	const runtime = {};
 	let subagent = false;
@@ -109,6 +111,8 @@ export default function relay(pi: ExtensionAPI) {
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				let reply: ToolReply;
 				try {
+					// A tool called while the start-up load is in flight waits for the whole branch.
+					await whenLoaded(state, () => undefined);
 					// A handoff's git metadata is collected off Pi's event loop, within one deadline;
 					// the engine work then runs at once with the facts (unknown if collecting failed).
 					const git =
@@ -165,149 +169,183 @@ export default function relay(pi: ExtensionAPI) {
 		subagent = bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
 		await loadGuards();
-		try {
-			fullSync(engine, ctx, state);
-		} catch (error) {
-			report("loading the session", error, ctx);
-		}
-		configure(ctx);
-		// `/relay on|off` outlives the engine that /reload re-creates: the user's last toggle of
-		// this session in this process is handed to the new engine before anything else.
-		const toggle = recallToggle(ctx.sessionManager.getSessionId());
-		if (toggle) handle(ctx, "command", { args: toggle });
-		handle(ctx, "session_start");
+		// A large session is loaded off Pi's event loop: this hook returns at once and every other
+		// hook and tool waits for the load (see openSession); configuration and the engine's
+		// session_start follow the load.
+		openSession(
+			engine,
+			ctx,
+			state,
+			() => {
+				configure(ctx);
+				// `/relay on|off` outlives the engine that /reload re-creates: the user's last toggle of
+				// this session in this process is handed to the new engine before anything else.
+				const toggle = recallToggle(ctx.sessionManager.getSessionId());
+				if (toggle) handle(ctx, "command", { args: toggle });
+				handle(ctx, "session_start");
+			},
+			(error) => report("loading the session", error, ctx),
+		);
 	});
-	pi.on("session_before_tree", (event, ctx) => {
-		const preparation = event.preparation;
-		const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
-		const reply = handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize });
-		if (reply.result?.kind === "cancel") return { cancel: true };
-		return undefined;
-	});
-	pi.on("session_tree", (_event, ctx) => {
-		handle(ctx, "session_tree");
-	});
-	pi.on("session_shutdown", (event, ctx) => {
-		handle(ctx, "session_shutdown");
-		releaseRuntime(runtime);
-	});
-	pi.on("input", async (_event, ctx) => {
-		await loadGuards();
-		configure(ctx);
-		// The engine may ask for the window to be reset before this input runs (idle-input
-		// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
-		// the input then goes on unchanged whatever the outcome.
-		const reply = handle(ctx, "input");
-		if (reply.result?.kind === "compact") {
-			const { attempt } = reply.result;
-			await new Promise<void>((resolve) => {
-				try {
-					ctx.compact({
-						onComplete: () => resolve(),
-						onError: (error) => {
-							handle(ctx, "compact_error", { attempt, errorMessage: error.message });
-							resolve();
-						},
-					});
-				} catch (error) {
-					handle(ctx, "compact_error", { attempt, errorMessage: error instanceof Error ? error.message : String(error) });
-					resolve();
-				}
-			});
-		}
-		return undefined;
-	});
-	pi.on("before_agent_start", (_event, ctx) => {
-		handle(ctx, "before_agent_start");
-		return undefined;
-	});
-	pi.on("context", async (event, ctx) => {
-		handle(ctx, "context");
-		// After a committed handoff reset, the operator's resume check runs once before the window's
-		// first request; every request of the window then carries its result at the same place.
-		try {
-			if (await runResetCheck(pi, engine, ctx, () => JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
-			let messages = event.messages;
-			const message = engine.resumeContext();
-			if (message) messages = withResumeMessage(messages, JSON.parse(message) as ContextMessage);
-			// The window's watch check: recorded jobs and watches the registry no longer lists.
-			if (engine.watchCheckDue()) {
-				const jobs = jobRecords();
-				const record = engine.watchCheck(jobs ? JSON.stringify(jobs) : null, Date.now());
-				if (record) {
-					const marker = JSON.parse(record) as Marker;
-					pi.appendEntry(marker.customType, marker.data);
-					sync(engine, ctx, state);
-				}
+	pi.on("session_before_tree", (event, ctx) =>
+		whenLoaded(state, () => {
+			const preparation = event.preparation;
+			const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
+			const reply = handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize });
+			if (reply.result?.kind === "cancel") return { cancel: true };
+			return undefined;
+		}),
+	);
+	pi.on("session_tree", (_event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "session_tree");
+		}),
+	);
+	pi.on("session_shutdown", (event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "session_shutdown");
+			releaseRuntime(runtime);
+		}),
+	);
+	pi.on("input", (_event, ctx) =>
+		whenLoaded(state, async () => {
+			await loadGuards();
+			configure(ctx);
+			// The engine may ask for the window to be reset before this input runs (idle-input
+			// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
+			// the input then goes on unchanged whatever the outcome.
+			const reply = handle(ctx, "input");
+			if (reply.result?.kind === "compact") {
+				const { attempt } = reply.result;
+				await new Promise<void>((resolve) => {
+					try {
+						ctx.compact({
+							onComplete: () => resolve(),
+							onError: (error) => {
+								handle(ctx, "compact_error", { attempt, errorMessage: error.message });
+								resolve();
+							},
+						});
+					} catch (error) {
+						handle(ctx, "compact_error", { attempt, errorMessage: error instanceof Error ? error.message : String(error) });
+						resolve();
+					}
+				});
 			}
-			const watch = engine.watchContext();
-			if (watch) messages = withResumeMessage(messages, JSON.parse(watch) as ContextMessage);
-			if (messages !== event.messages) return { messages };
-		} catch (error) {
-			report("the resume or watch check", error, ctx);
-		}
-		return undefined;
-	});
-	pi.on("tool_call", (event, ctx) => {
-		const reply = handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId });
-		if (reply.result?.kind === "block") return { block: true, reason: reply.result.reason, terminate: reply.result.terminate };
-		return undefined;
-	});
-	pi.on("tool_result", (event, ctx) => {
-		handle(ctx, "tool_result", { toolName: event.toolName, toolCallId: event.toolCallId, isError: event.isError });
-		return undefined;
-	});
-	pi.on("turn_end", (event, ctx) => {
-		const reply = handle(ctx, "turn_end", { toolResults: event.toolResults.length });
-		if (reply.result?.kind !== "reset") return undefined;
-		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
-		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
-	});
-	pi.on("agent_end", (_event, ctx) => {
-		handle(ctx, "agent_end");
-	});
-	pi.on("agent_before_settle", (event, ctx) => {
-		const jobs = jobRecords();
-		const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome, ...(jobs ? { jobs } : {}) });
-		if (reply.result?.kind === "continue") {
-			const { customType, content } = reply.result.continuation;
-			return { entries: [...event.entries, { type: "custom_message", customType, content, display: false }], continue: true };
-		}
-		if (reply.result?.kind !== "reset") return undefined;
-		const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
-		return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
-	});
-	pi.on("agent_settled", (event, ctx) => {
-		handle(ctx, "agent_settled", { aborted: event.aborted });
-	});
-	pi.on("session_compact_failed", (event, ctx) => {
-		handle(ctx, "session_compact_failed", {
-			reason: event.reason,
-			aborted: event.aborted === true,
-			...(event.errorMessage ? { errorMessage: event.errorMessage } : {}),
-		});
-	});
-	pi.on("session_before_compact", (event, ctx) => {
-		const reply = handle(ctx, "session_before_compact", {
-			reason: event.reason,
-			willRetry: event.willRetry,
-			...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
-		});
-		const result = reply.result;
-		if (result?.kind === "cancel") return { cancel: true };
-		if (result?.kind === "reset") {
-			const { markerId } = resetDrafts(pi, ctx, { ...result.plan, continuation: null });
-			return {
-				compaction: {
-					summary: result.plan.summary,
-					firstKeptEntryId: markerId ?? "",
-					tokensBefore: event.preparation?.tokensBefore ?? 0,
-					details: result.plan.details,
-				},
-			};
-		}
-		return undefined;
-	});
+			return undefined;
+		}),
+	);
+	pi.on("before_agent_start", (_event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "before_agent_start");
+			return undefined;
+		}),
+	);
+	pi.on("context", (event, ctx) =>
+		whenLoaded(state, async () => {
+			handle(ctx, "context");
+			// After a committed handoff reset, the operator's resume check runs once before the window's
+			// first request; every request of the window then carries its result at the same place.
+			try {
+				if (await runResetCheck(pi, engine, ctx, () => JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
+				let messages = event.messages;
+				const message = engine.resumeContext();
+				if (message) messages = withResumeMessage(messages, JSON.parse(message) as ContextMessage);
+				// The window's watch check: recorded jobs and watches the registry no longer lists.
+				if (engine.watchCheckDue()) {
+					const jobs = jobRecords();
+					const record = engine.watchCheck(jobs ? JSON.stringify(jobs) : null, Date.now());
+					if (record) {
+						const marker = JSON.parse(record) as Marker;
+						pi.appendEntry(marker.customType, marker.data);
+						sync(engine, ctx, state);
+					}
+				}
+				const watch = engine.watchContext();
+				if (watch) messages = withResumeMessage(messages, JSON.parse(watch) as ContextMessage);
+				if (messages !== event.messages) return { messages };
+			} catch (error) {
+				report("the resume or watch check", error, ctx);
+			}
+			return undefined;
+		}),
+	);
+	pi.on("tool_call", (event, ctx) =>
+		whenLoaded(state, () => {
+			const reply = handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId });
+			if (reply.result?.kind === "block") return { block: true, reason: reply.result.reason, terminate: reply.result.terminate };
+			return undefined;
+		}),
+	);
+	pi.on("tool_result", (event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "tool_result", { toolName: event.toolName, toolCallId: event.toolCallId, isError: event.isError });
+			return undefined;
+		}),
+	);
+	pi.on("turn_end", (event, ctx) =>
+		whenLoaded(state, () => {
+			const reply = handle(ctx, "turn_end", { toolResults: event.toolResults.length });
+			if (reply.result?.kind !== "reset") return undefined;
+			const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
+			return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
+		}),
+	);
+	pi.on("agent_end", (_event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "agent_end");
+		}),
+	);
+	pi.on("agent_before_settle", (event, ctx) =>
+		whenLoaded(state, () => {
+			const jobs = jobRecords();
+			const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome, ...(jobs ? { jobs } : {}) });
+			if (reply.result?.kind === "continue") {
+				const { customType, content } = reply.result.continuation;
+				return { entries: [...event.entries, { type: "custom_message", customType, content, display: false }], continue: true };
+			}
+			if (reply.result?.kind !== "reset") return undefined;
+			const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
+			return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
+		}),
+	);
+	pi.on("agent_settled", (event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "agent_settled", { aborted: event.aborted });
+		}),
+	);
+	pi.on("session_compact_failed", (event, ctx) =>
+		whenLoaded(state, () => {
+			handle(ctx, "session_compact_failed", {
+				reason: event.reason,
+				aborted: event.aborted === true,
+				...(event.errorMessage ? { errorMessage: event.errorMessage } : {}),
+			});
+		}),
+	);
+	pi.on("session_before_compact", (event, ctx) =>
+		whenLoaded(state, () => {
+			const reply = handle(ctx, "session_before_compact", {
+				reason: event.reason,
+				willRetry: event.willRetry,
+				...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
+			});
+			const result = reply.result;
+			if (result?.kind === "cancel") return { cancel: true };
+			if (result?.kind === "reset") {
+				const { markerId } = resetDrafts(pi, ctx, { ...result.plan, continuation: null });
+				return {
+					compaction: {
+						summary: result.plan.summary,
+						firstKeptEntryId: markerId ?? "",
+						tokensBefore: event.preparation?.tokensBefore ?? 0,
+						details: result.plan.details,
+					},
+				};
+			}
+			return undefined;
+		}),
+	);
 
 	registerRenderers(pi);
 
@@ -316,6 +354,7 @@ export default function relay(pi: ExtensionAPI) {
 		getArgumentCompletions: (prefix: string) =>
 			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
+			await whenLoaded(state, () => undefined);
 			const trimmed = args.trim();
 			handle(ctx, "command", { args: trimmed });
 			rememberToggle(ctx.sessionManager.getSessionId(), trimmed);

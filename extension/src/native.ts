@@ -22,6 +22,13 @@ export interface NativeEngine {
 	resync(sessionId: string, entriesJson: string): void;
 	/** Replace the mirror by reading the session file up to `leafId`; false when the file cannot serve. */
 	loadSessionFile(sessionId: string, path: string, leafId: string): boolean;
+	/**
+	 * Replace the mirror from a large session file on the libuv pool: `null` when the file is
+	 * small (then `loadSessionFile`), else a promise of whether the file holds `leafId`. The engine
+	 * keeps its mirror until `finishLoad()` installs the loaded branch (false: none to install).
+	 */
+	loadSessionFileInBackground(sessionId: string, path: string, leafId: string): Promise<boolean> | null;
+	finishLoad(): boolean;
 	hasEntry(id: string): boolean;
 	tipId(): string | null;
 	/** Drop every mirrored entry after `id` (null: drop all). */

@@ -11,6 +11,7 @@
 //! The adapter's `sync()` checks `needsResync()` before every event and does the full resync.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use relay_core::engine::{self, ConfigSources, Effect, Event, GitFacts, Observation, ToolReply};
@@ -61,6 +62,9 @@ pub struct Binding {
     needs_resync: bool,
     /// Telemetry writes that failed (events, status): each kind is reported once.
     telemetry_failed: [bool; 2],
+    /// Where the newest background load ([`Binding::begin_load`]) leaves its branch; a resync or
+    /// a newer load replaces it, so a superseded load is never installed.
+    pending_load: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
 }
 
 impl Default for Binding {
@@ -155,6 +159,67 @@ pub fn collect_stores(facts_json: &str) -> Result<String, Failure> {
     serde_json::to_string(&contents).map_err(|e| invalid("integration stores", e))
 }
 
+/// Session files at least this large are loaded in the background ([`Binding::begin_load`]):
+/// below it a load takes a few milliseconds, less than handing it to a worker is worth.
+pub const BACKGROUND_LOAD_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A session file to replay on a worker thread ([`run_load`]); the branch goes to `slot`.
+pub struct LoadJob {
+    session_id: String,
+    path: PathBuf,
+    leaf_id: String,
+    slot: Arc<Mutex<Option<engine::LoadedBranch>>>,
+}
+
+/// Read the session file of `job` and replay the branch ending at its leaf, apart from any engine
+/// (blocking: the addon runs it on a libuv worker). `Ok(true)` when the file holds the leaf: the
+/// branch then waits in the job's slot for [`Binding::finish_load`]. A panic is an error.
+pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
+    struct Sink<'a> {
+        session_id: &'a str,
+        branch: Option<engine::LoadedBranch>,
+    }
+    impl BranchSink for Sink<'_> {
+        fn begin(&mut self) {
+            self.branch = Some(engine::LoadedBranch::new(self.session_id));
+        }
+        fn entry(&mut self, entry: Entry) {
+            self.entry_ref(&entry);
+        }
+        fn entry_ref(&mut self, entry: &Entry) {
+            if let Some(branch) = self.branch.as_mut() {
+                branch.push(entry);
+            }
+        }
+    }
+    let loaded = boundary::catch(|| {
+        boundary::inject("loadSessionFileInBackground", &|| {
+            job.path.display().to_string()
+        });
+        boundary::hold("LOAD");
+        let mut sink = Sink {
+            session_id: &job.session_id,
+            branch: None,
+        };
+        let found = relay_io::session::stream_session_branch(&job.path, &job.leaf_id, &mut sink);
+        match (found, sink.branch) {
+            (Ok(true), Some(branch)) => Some(branch),
+            _ => None,
+        }
+    })
+    .map_err(|text| {
+        Failure::Panic(format!(
+            "relay: internal error in loadSessionFileInBackground: {text}"
+        ))
+    })?;
+    let found = loaded.is_some();
+    match job.slot.lock() {
+        Ok(mut slot) => *slot = loaded,
+        Err(poisoned) => *poisoned.into_inner() = loaded,
+    }
+    Ok(found)
+}
+
 /// Milliseconds since the Unix epoch (the binding's clock; the engine has none).
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -201,6 +266,7 @@ impl Binding {
             last_sources: None,
             toggle: None,
             needs_resync: false,
+            pending_load: None,
         }
     }
 
@@ -308,6 +374,7 @@ impl Binding {
                 .map_err(|e| invalid("branch entries", e))?;
             b.inner.resync(session_id, &entries);
             b.needs_resync = false;
+            b.pending_load = None;
             Ok(())
         })
     }
@@ -343,6 +410,7 @@ impl Binding {
                 session_id,
                 begun: false,
             };
+            b.pending_load = None;
             let found =
                 relay_io::session::stream_session_branch(Path::new(path), leaf_id, &mut replay);
             if replay.begun {
@@ -353,6 +421,56 @@ impl Binding {
                 b.needs_resync = false;
             }
             Ok(loaded)
+        })
+    }
+
+    /// Start replacing the mirror from the session file without holding the caller: `None` when
+    /// the file is small (below [`BACKGROUND_LOAD_BYTES`]) or cannot be read, and the caller loads
+    /// it at once with [`Binding::load_session_file`]; else the job to run on a worker
+    /// ([`run_load`]), whose branch [`Binding::finish_load`] installs. Until then the engine keeps
+    /// its current mirror; the extension holds its hooks and tools until the load is done.
+    pub fn begin_load(
+        &mut self,
+        session_id: &str,
+        path: &str,
+        leaf_id: &str,
+    ) -> Result<Option<LoadJob>, Failure> {
+        self.guarded("loadSessionFileInBackground", &String::new, |b| {
+            let big = std::fs::metadata(path)
+                .map(|m| m.is_file() && m.len() >= BACKGROUND_LOAD_BYTES)
+                .unwrap_or(false);
+            if !big {
+                return Ok(None);
+            }
+            let slot = Arc::new(Mutex::new(None));
+            b.pending_load = Some(Arc::clone(&slot));
+            Ok(Some(LoadJob {
+                session_id: session_id.to_string(),
+                path: PathBuf::from(path),
+                leaf_id: leaf_id.to_string(),
+                slot,
+            }))
+        })
+    }
+
+    /// Install the branch the newest background load replayed (the state `loadSessionFile`
+    /// gives). `false` when there is none: the load found no such leaf, failed, or was
+    /// superseded by a resync or a newer load.
+    pub fn finish_load(&mut self) -> Result<bool, Failure> {
+        self.guarded("finishLoad", &String::new, |b| {
+            let Some(slot) = b.pending_load.take() else {
+                return Ok(false);
+            };
+            let loaded = match slot.lock() {
+                Ok(mut slot) => slot.take(),
+                Err(poisoned) => poisoned.into_inner().take(),
+            };
+            let Some(loaded) = loaded else {
+                return Ok(false);
+            };
+            b.inner.install(loaded);
+            b.needs_resync = false;
+            Ok(true)
         })
     }
 
@@ -824,6 +942,117 @@ mod tests {
             entry("a2", Some("a1"), "second")
         ])
         .to_string()
+    }
+
+    /// A session file of at least `bytes` bytes: a header, then a linear chain of user messages
+    /// `m0`, `m1`, … whose texts are `fill` (the first also holds `NEEDLE-FIRST`).
+    fn session_file(dir: &Path, bytes: usize) -> (PathBuf, String) {
+        let fill = "lorem ipsum dolor sit amet ".repeat(150);
+        let mut text = json!({"type": "session", "version": 3, "id": "S", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/nowhere"}).to_string();
+        text.push('\n');
+        let mut parent: Option<String> = None;
+        let mut n = 0;
+        while text.len() < bytes {
+            let id = format!("m{n}");
+            let body = if n == 0 {
+                format!("NEEDLE-FIRST {fill}")
+            } else {
+                fill.clone()
+            };
+            text.push_str(&entry(&id, parent.as_deref(), &body).to_string());
+            text.push('\n');
+            parent = Some(id);
+            n += 1;
+        }
+        let path = dir.join("session.jsonl");
+        std::fs::write(&path, text).unwrap();
+        (path, parent.unwrap())
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("relay-node-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_background_load_installs_the_state_a_load_at_once_gives() {
+        let dir = scratch("bg-load");
+        let (path, leaf) = session_file(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path = path.display().to_string();
+        let mut at_once = Binding::new();
+        assert!(at_once.load_session_file("S", &path, &leaf).unwrap());
+
+        let mut b = Binding::new();
+        b.resync("S", &branch()).unwrap();
+        let job = b
+            .begin_load("S", &path, &leaf)
+            .unwrap()
+            .expect("a large file loads in the background");
+        // Until the branch is installed the engine keeps the mirror it had.
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+        assert!(run_load(&job).unwrap());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+        assert!(b.finish_load().unwrap());
+        assert_eq!(b.tip_id().unwrap(), at_once.tip_id().unwrap());
+        assert!(!b.finish_load().unwrap(), "a branch is installed once");
+        for (name, args) in [
+            ("history_list_windows", json!({})),
+            ("history_search_contents", json!({"query": "NEEDLE-FIRST"})),
+        ] {
+            let args = args.to_string();
+            assert_eq!(
+                tool_text(
+                    &b.tool(name, &args, &tool_moment(), None, None, None)
+                        .unwrap()
+                ),
+                tool_text(
+                    &at_once
+                        .tool(name, &args, &tool_moment(), None, None, None)
+                        .unwrap()
+                ),
+                "{name}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_small_file_loads_at_once_and_a_superseded_or_missing_load_installs_nothing() {
+        let dir = scratch("bg-small");
+        let (small, small_leaf) = session_file(&dir, 10_000);
+        let mut b = Binding::new();
+        assert!(b
+            .begin_load("S", &small.display().to_string(), &small_leaf)
+            .unwrap()
+            .is_none());
+        assert!(b
+            .begin_load("S", "/no/such/file.jsonl", "x")
+            .unwrap()
+            .is_none());
+
+        let (path, leaf) = session_file(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path = path.display().to_string();
+        // A resync while the load runs is newer than the load: the load is dropped.
+        let job = b.begin_load("S", &path, &leaf).unwrap().unwrap();
+        b.resync("S", &branch()).unwrap();
+        assert!(run_load(&job).unwrap());
+        assert!(!b.finish_load().unwrap());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+        // A newer load supersedes an older one.
+        let old = b.begin_load("S", &path, &leaf).unwrap().unwrap();
+        let new = b.begin_load("S", &path, "m3").unwrap().unwrap();
+        assert!(run_load(&old).unwrap());
+        assert!(run_load(&new).unwrap());
+        assert!(b.finish_load().unwrap());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("m3"));
+        // A leaf the file does not hold: nothing to install, the mirror is kept.
+        let job = b.begin_load("S", &path, "nowhere").unwrap().unwrap();
+        assert!(!run_load(&job).unwrap());
+        assert!(!b.finish_load().unwrap());
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("m3"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -109,6 +109,23 @@ pub fn inject(method: &str, detail: &dyn Fn() -> String) {
     panic!("relay test panic injected in {method}:{detail}");
 }
 
+/// Hold the calling worker until the file `RELAY_TEST_HOLD_<point>` names exists (test builds
+/// only; at most 60 s): a test can then act while, say, a background load is still in flight.
+#[cfg(feature = "test-panic")]
+pub fn hold(point: &str) {
+    let Ok(gate) = std::env::var(format!("RELAY_TEST_HOLD_{point}")) else {
+        return;
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::path::Path::new(&gate).exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[cfg(not(feature = "test-panic"))]
+#[inline(always)]
+pub fn hold(_point: &str) {}
+
 #[cfg(not(feature = "test-panic"))]
 #[inline(always)]
 pub fn inject(_method: &str, _detail: &dyn Fn() -> String) {}

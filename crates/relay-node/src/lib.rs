@@ -120,6 +120,31 @@ impl JsEngine {
             .map_err(to_js)
     }
 
+    /// Replace the mirror from a large session file on the libuv thread pool: `null` when the
+    /// file is small (load it with `loadSessionFile`), else a promise of whether the file holds
+    /// `leaf_id`. When it resolves, `finishLoad()` installs the branch; until then the engine
+    /// keeps its current mirror.
+    #[napi(catch_unwind, ts_return_type = "Promise<boolean> | null")]
+    pub fn load_session_file_in_background(
+        &mut self,
+        session_id: String,
+        path: String,
+        leaf_id: String,
+    ) -> Result<Option<AsyncTask<LoadSession>>> {
+        let job = self
+            .b
+            .begin_load(&session_id, &path, &leaf_id)
+            .map_err(to_js)?;
+        Ok(job.map(|job| AsyncTask::new(LoadSession { job })))
+    }
+
+    /// Install the branch the newest background load replayed; false when there is none (not
+    /// found, failed, or superseded by a resync or a newer load).
+    #[napi(catch_unwind)]
+    pub fn finish_load(&mut self) -> Result<bool> {
+        self.b.finish_load().map_err(to_js)
+    }
+
     #[napi(catch_unwind)]
     pub fn has_entry(&mut self, id: String) -> Result<bool> {
         self.b.has_entry(&id).map_err(to_js)
@@ -316,6 +341,25 @@ impl Task for CollectStores {
     }
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}
+
+/// The work of `loadSessionFileInBackground`: reading and replaying a session file on a worker.
+pub struct LoadSession {
+    job: binding::LoadJob,
+}
+
+impl Task for LoadSession {
+    type Output = bool;
+    type JsValue = bool;
+
+    fn compute(&mut self) -> Result<bool> {
+        // Runs on a libuv worker: `run_load` catches panics itself.
+        binding::run_load(&self.job).map_err(to_js)
+    }
+
+    fn resolve(&mut self, _env: Env, output: bool) -> Result<bool> {
         Ok(output)
     }
 }

@@ -699,8 +699,44 @@ impl Mirror {
     }
 }
 
+/// A branch replayed apart from any engine, e.g. on a worker thread while the engine keeps
+/// answering: [`Engine::install`] then gives exactly the state [`Engine::resync`] gives for the
+/// same entries. Replaying touches nothing but the mirror, so building it elsewhere changes
+/// nothing about the result.
+pub struct LoadedBranch {
+    mirror: Mirror,
+}
+
+impl LoadedBranch {
+    /// An empty branch of session `session_id`; feed it root first with [`LoadedBranch::push`].
+    pub fn new(session_id: &str) -> Self {
+        let mut mirror = Mirror::new(session_id);
+        mirror.replaying = true;
+        LoadedBranch { mirror }
+    }
+
+    /// The next entry of the branch.
+    pub fn push(&mut self, entry: &Entry) {
+        let _ = self.mirror.push(entry);
+    }
+
+    /// The id of the newest entry pushed.
+    pub fn tip(&self) -> Option<&str> {
+        self.mirror.history.tip()
+    }
+}
+
 /// Feeding the mirror: the engine's inputs that keep it equal to Pi's branch.
 impl Engine {
+    /// Replace the mirror with a branch replayed elsewhere ([`LoadedBranch`]); the same as
+    /// `begin_resync`, `push_replayed` for each of its entries, then `end_resync`.
+    pub fn install(&mut self, loaded: LoadedBranch) {
+        let session_id = loaded.mirror.history.session_id().to_string();
+        self.begin_resync(&session_id);
+        self.mirror = loaded.mirror;
+        self.end_resync();
+    }
+
     /// Replace the mirror with a whole branch, root first.
     pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
         self.begin_resync(session_id);

@@ -56,14 +56,15 @@ mod resume;
 mod specs;
 mod status;
 mod tools;
-mod watch;
 pub mod tui;
+mod watch;
 pub mod wire;
 pub mod wrapper;
 
 #[cfg(test)]
 mod tests;
 
+pub use mirror::LoadedBranch;
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use wire::{

@@ -142,6 +142,8 @@ pub struct History {
     pub(super) tools: Interner,
     pub(super) namespaces: Interner,
     pub(super) roles: [Vec<u32>; 4],
+    /// Which blocks of the arena may hold a needle (see `blocks.rs`), in step with the arena.
+    pub(super) blocks: super::blocks::Blocks,
 }
 
 impl History {
@@ -167,6 +169,7 @@ impl History {
             tools: Interner::default(),
             namespaces: Interner::default(),
             roles: Default::default(),
+            blocks: Default::default(),
         }
     }
 
@@ -269,6 +272,7 @@ impl History {
         let index = self.items.len() as u32;
         let start = self.arena.len();
         self.arena.push_str(text);
+        self.blocks.appended(self.arena.as_bytes(), start);
         let (tool_id, ns_id) = match tool {
             Some(name) => {
                 let t = self.tools.add(name, index);
@@ -326,6 +330,7 @@ impl History {
         let Some(pos) = self.position(IdKey::of(entry_id), entry_id) else {
             return false;
         };
+        let text_before = self.arena.len();
         while self.entries.len() > pos as usize + 1 {
             let last = self.entries.len() as u32 - 1;
             let key = IdKey::of(self.id_at(last as usize));
@@ -358,6 +363,9 @@ impl History {
                     }
                 }
             }
+        }
+        if self.arena.len() < text_before {
+            self.blocks.truncated(self.arena.as_bytes());
         }
         true
     }
@@ -394,6 +402,7 @@ impl History {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.arena.capacity()
+            + self.blocks.heap_bytes()
             + self.items.capacity() * size_of::<ItemMeta>()
             + self.entries.capacity() * size_of::<EntryRec>()
             + self.ids.capacity()
@@ -413,6 +422,7 @@ impl History {
     /// Releases spare capacity (useful after a bulk load).
     pub fn shrink_to_fit(&mut self) {
         self.arena.shrink_to_fit();
+        self.blocks.shrink_to_fit();
         self.items.shrink_to_fit();
         self.entries.shrink_to_fit();
         self.ids.shrink_to_fit();

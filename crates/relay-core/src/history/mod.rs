@@ -3,6 +3,8 @@
 //!
 //! - `mirror`: [`History`] itself: windows, items in one text arena, push and truncate;
 //! - `search`: filters, candidate walks and the literal substring search over the arena;
+//! - `blocks`: the block filter (trigram bitmaps per 64 KiB of arena) that lets a search skip
+//!   the blocks where its needle cannot start;
 //! - `tools`: `history_list_windows`, `history_list_items`, `history_read_item`,
 //!   `history_search_contents`.
 //!
@@ -17,6 +19,7 @@
     clippy::indexing_slicing
 )]
 
+pub(crate) mod blocks;
 mod mirror;
 mod search;
 mod tools;

@@ -4,8 +4,10 @@
 //! Contract: a search reports each matching item once, with the byte offset of its FIRST match;
 //! a match never spans two items; results come newest first or oldest first as asked and agree
 //! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the arena
-//! (or the window's slice of it) and maps a hit back to its item by binary search; a newest-first
-//! search of a rare needle scans the rest of a large arena on two scoped threads.
+//! (or the window's slice of it), only in the blocks where the block filter (`blocks.rs`) says
+//! the needle may start, and maps a hit back to its item by binary search; without a filter
+//! verdict (a needle under 4 or over a block's bytes) or with many candidate blocks, a
+//! newest-first search of a rare needle scans the rest of a large arena on two scoped threads.
 
 #![deny(
     clippy::unwrap_used,
@@ -16,6 +18,7 @@
 
 use memchr::memmem;
 
+use super::blocks::{Blocks, Needle, BLOCK};
 use super::mirror::{History, Role};
 
 /// A resolved filter: an item index range (a window, or everything) and optional exact matches.
@@ -150,6 +153,9 @@ impl History {
         let (lo, hi) = (first.start, last.end);
         let n = needle.len();
         let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
+        // The blocks where the needle may start (None: the block filter cannot judge it).
+        let trigrams = Blocks::needle(needle);
+        let trigrams = trigrams.as_ref();
         if recent_first {
             // memmem's reverse finder has no SIMD prefilter; instead scan chunks from the end
             // with the forward finder and walk each chunk's matches backwards. The chunk starts
@@ -165,10 +171,27 @@ impl History {
                 positions.clear();
                 if chunk >= MAX_CHUNK && end - lo >= BULK_SCAN_MIN {
                     // Still searching after the largest chunk: the needle is rare here. Collect
-                    // the matches of everything that is left at once, on two threads (a scan
-                    // this long is bound by memory bandwidth, which one core does not fill).
+                    // the matches of everything that is left at once: in the blocks where it may
+                    // start when they are few, else on two threads (a scan this long is bound by
+                    // memory bandwidth, which one core does not fill).
                     cstart = lo;
-                    positions = all_matches_parallel(&forward, hay, lo, end, n);
+                    let runs = trigrams.map(|w| self.candidate_runs(w, lo, end, n));
+                    positions = match runs {
+                        Some(runs)
+                            if runs.iter().map(|(a, b)| b - a).sum::<usize>() * 4 < end - lo =>
+                        {
+                            let mut out = Vec::new();
+                            for (a, b) in runs {
+                                collect_all(&forward, hay, a, b, &mut out);
+                            }
+                            out
+                        }
+                        _ => all_matches_parallel(&forward, hay, lo, end, n),
+                    };
+                } else if let Some(w) = trigrams {
+                    for (a, b) in self.candidate_runs(w, cstart, end, n) {
+                        collect_all(&forward, hay, a, b, &mut positions);
+                    }
                 } else {
                     // Overlapping matches too: a later overlapping one may be the valid one.
                     let mut from = cstart;
@@ -211,10 +234,9 @@ impl History {
         } else {
             let mut start = lo;
             while start < hi && hits.len() < want {
-                let Some(rel) = hay.get(start..hi).and_then(|h| forward.find(h)) else {
+                let Some(p) = self.next_match(&forward, trigrams, start, hi, n) else {
                     break;
                 };
-                let p = start + rel;
                 let i = item_at(p);
                 let Some(m) = self.items.get(i) else {
                     break;
@@ -226,6 +248,96 @@ impl History {
             }
         }
         hits
+    }
+}
+
+impl History {
+    /// The arena ranges to scan for every match of a needle of `n` bytes (`trigrams`, from
+    /// [`Blocks::needle`]) that lies wholly inside `[from, to)`: runs of consecutive blocks
+    /// where a match may start, each range reaching `n - 1` bytes past its run. Ascending,
+    /// disjoint in where their matches start.
+    fn candidate_runs(
+        &self,
+        trigrams: &Needle,
+        from: usize,
+        to: usize,
+        n: usize,
+    ) -> Vec<(usize, usize)> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        if to < from + n {
+            return runs;
+        }
+        // Blocks where a match inside [from, to) may start: its start is at most `to - n`.
+        let (first, last) = (from / BLOCK, (to - n) / BLOCK);
+        for b in first..=last {
+            if !self.blocks.may_start_in(b, trigrams) {
+                continue;
+            }
+            let a = (b * BLOCK).max(from);
+            let e = ((b + 1) * BLOCK + n - 1).min(to);
+            match runs.last_mut() {
+                Some(run) if run.1 + 1 >= a + n => run.1 = e,
+                _ => runs.push((a, e)),
+            }
+        }
+        runs
+    }
+
+    /// The first match of the needle wholly inside `[start, hi)`, skipping the blocks where it
+    /// cannot start when the block filter can judge it.
+    fn next_match(
+        &self,
+        finder: &memmem::Finder<'_>,
+        trigrams: Option<&Needle>,
+        start: usize,
+        hi: usize,
+        n: usize,
+    ) -> Option<usize> {
+        let hay = self.arena.as_bytes();
+        let Some(trigrams) = trigrams else {
+            return hay
+                .get(start..hi)
+                .and_then(|h| finder.find(h))
+                .map(|r| start + r);
+        };
+        if hi < start + n {
+            return None;
+        }
+        let last = (hi - n) / BLOCK;
+        let mut b = start / BLOCK;
+        while b <= last {
+            if !self.blocks.may_start_in(b, trigrams) {
+                b += 1;
+                continue;
+            }
+            // A run of candidate blocks from `b` to `e`.
+            let mut e = b;
+            while e < last && self.blocks.may_start_in(e + 1, trigrams) {
+                e += 1;
+            }
+            let a = (b * BLOCK).max(start);
+            let z = ((e + 1) * BLOCK + n - 1).min(hi);
+            if let Some(r) = hay.get(a..z).and_then(|h| finder.find(h)) {
+                return Some(a + r);
+            }
+            b = e + 1;
+        }
+        None
+    }
+}
+
+/// Every (also overlapping) match wholly inside `hay[from..to]`, appended in ascending order.
+fn collect_all(
+    finder: &memmem::Finder<'_>,
+    hay: &[u8],
+    from: usize,
+    to: usize,
+    out: &mut Vec<usize>,
+) {
+    let mut at = from;
+    while let Some(r) = hay.get(at..to).and_then(|h| finder.find(h)) {
+        out.push(at + r);
+        at += r + 1;
     }
 }
 

@@ -874,6 +874,42 @@ mod props {
             prop_assert_eq!(ids(&v), expected);
         }
 
+        /// With the block filter in play (many small blocks in tests) search still agrees with
+        /// a naive `contains` in both orders, after appends, a navigation back (a truncation
+        /// that cuts a block) and more appends.
+        #[test]
+        fn block_filtered_search_matches_naive_across_truncation(
+            texts in proptest::collection::vec("[a-z0-9]{0,300}", 2..40),
+            more in proptest::collection::vec("[a-z0-9]{0,300}", 0..10),
+            cut in any::<prop::sample::Index>(),
+            query in "[a-z0-9]{3,5}",
+            plant in proptest::collection::vec(any::<bool>(), 50),
+            recent_first in any::<bool>(),
+        ) {
+            let mut h = History::new(S);
+            let mut kept: Vec<(String, String)> = Vec::new();
+            let with = |i: usize, t: &str| if plant[i % plant.len()] && i.is_multiple_of(3) { format!("{t}{query}{t}") } else { t.to_string() };
+            for (i, t) in texts.iter().enumerate() {
+                let t = with(i, t);
+                h.push(&msg(&format!("e{i}"), "user", &t));
+                kept.push((format!("e{i}"), t));
+            }
+            let keep = cut.index(texts.len()) + 1;
+            let last = format!("e{}", keep - 1);
+            prop_assert!(h.truncate_after(&last));
+            kept.truncate(keep);
+            for (j, t) in more.iter().enumerate() {
+                let i = 100 + j;
+                let t = with(i, t);
+                h.push(&msg(&format!("e{i}"), "user", &t));
+                kept.push((format!("e{i}"), t));
+            }
+            let mut expected: Vec<String> = kept.iter().filter(|(_, t)| t.contains(query.as_str())).map(|(id, _)| id.clone()).collect();
+            if recent_first { expected.reverse(); }
+            let v = ok(h.search_contents(&json!({"query": query, "recent_first": recent_first, "limit": 1000})));
+            prop_assert_eq!(ids(&v), expected);
+        }
+
         /// The vectorised counts agree with the standard library on any text.
         #[test]
         fn counts_match_std(text in "(\\PC|😀|é|\n){0,300}", pad in 0usize..200) {
@@ -883,33 +919,38 @@ mod props {
         }
     }
 
-    /// A rare needle's newest-first search scans the rest of a large arena on two threads; when
-    /// the helper thread cannot be spawned, this thread scans both halves and the answer is the
-    /// same, item for item.
+    /// A rare needle the block filter cannot judge (longer than a block) is searched newest
+    /// first by scanning the rest of a large arena on two threads; when the helper thread cannot
+    /// be spawned, this thread scans both halves and the answer is the same, item for item.
     #[test]
     fn rare_needle_scan_falls_back_to_one_thread_when_spawning_fails() {
         use crate::history::search::fallback;
+        let long = format!(
+            "RARE-NEEDLE{}",
+            "#".repeat(crate::history::blocks::MAX_NEEDLE)
+        );
+        let (head, tail) = long.split_at(8);
         let mut h = History::new(S);
         let mut expected = Vec::new();
         for i in 0..600 {
             let mut t = format!("{i:04} ").repeat(400);
             // Rare and old: the newest-first scan has to go back most of the arena.
             if i % 97 == 3 {
-                t.insert_str(1000, "RARE-NEEDLE");
+                t.insert_str(1000, &long);
                 expected.push(format!("e{i}"));
             }
             // Split over two items: never a match, in either half.
             if i == 301 {
-                t.push_str("RARE-NEE");
+                t.push_str(head);
             }
             if i == 302 {
-                t.insert_str(0, "DLE");
+                t.insert_str(0, tail);
             }
             h.push(&msg(&format!("e{i}"), "user", &t));
         }
         expected.reverse();
         assert!(h.text_bytes() > 1 << 20);
-        let args = json!({"query": "RARE-NEEDLE", "limit": 100});
+        let args = json!({"query": long, "limit": 100});
 
         let (scans, fallbacks) = fallback::counts();
         let parallel = ok(h.search_contents(&args));
@@ -929,6 +970,54 @@ mod props {
             "every spawn failed and fell back"
         );
         assert_eq!(sequential, parallel);
+    }
+
+    /// The block filter rules out the blocks a needle cannot start in (so the search skips
+    /// them) and never one where it does start.
+    #[test]
+    fn the_block_filter_skips_blocks_without_the_needle() {
+        use crate::history::blocks::{Blocks, BLOCK};
+        let mut h = History::new(S);
+        let mut seed = 11u64;
+        let mut texts = Vec::new();
+        for i in 0..200 {
+            let t: String = (0..500)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    char::from(b"abcdefghijklmnopqrstuvwxyz0123456789 "[(seed >> 33) as usize % 37])
+                })
+                .collect();
+            let t = if i == 120 {
+                format!("{t}StaleLease 5e1f")
+            } else {
+                t
+            };
+            h.push(&msg(&format!("e{i}"), "user", &t));
+            texts.push(t);
+        }
+        let blocks = h.text_bytes().div_ceil(BLOCK);
+        let want = Blocks::needle(b"StaleLease 5e1f").unwrap();
+        let candidates: Vec<usize> = (0..blocks)
+            .filter(|&b| h.blocks.may_start_in(b, &want))
+            .collect();
+        let at = h.arena.find("StaleLease 5e1f").unwrap();
+        assert!(
+            candidates.contains(&(at / BLOCK)),
+            "the block where it starts"
+        );
+        assert!(
+            candidates.len() * 10 < blocks,
+            "{} of {blocks} blocks to scan",
+            candidates.len()
+        );
+        assert!(
+            Blocks::needle(b"ab").is_none(),
+            "shorter than a trigram: a plain scan"
+        );
+        let v = ok(h.search_contents(&json!({"query": "StaleLease 5e1f"})));
+        assert_eq!(ids(&v), vec!["e120".to_string()]);
     }
 
     /// Newest-first search over an arena of many chunks (the chunk grows as the scan goes

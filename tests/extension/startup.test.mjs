@@ -1,0 +1,150 @@
+// Start-up off Pi's critical path (issue 12): a large session file is loaded on the libuv pool
+// while Pi goes on; every hook and tool waits for the whole branch, so nothing is answered from
+// part of it. Runs the test-panic addon (`make test-addon`), whose test-only gate
+// `RELAY_TEST_HOLD_LOAD` holds the background load until a file exists.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { COMMON, RARE, generate } from "../../bench/session-gen.mjs";
+
+const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../target/test-addon/relay.node", import.meta.url));
+assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
+process.env.RELAY_ADDON = TEST_ADDON;
+const { captureStderr, startSession, tool } = await import("./harness.mjs");
+
+const dir = mkdtempSync(join(tmpdir(), "relay-startup-"));
+// Larger than the addon's background threshold (8 MiB), so the load runs on the libuv pool.
+const big = { file: join(dir, "big.jsonl") };
+Object.assign(big, generate(big.file, { targetBytes: 12 * 1048576, seed: 7 }));
+
+/** The items the model can search, newest first: every message entry's text parts. */
+function itemsOf(file) {
+	const items = [];
+	for (const line of readFileSync(file, "utf8").split("\n")) {
+		if (!line) continue;
+		const e = JSON.parse(line);
+		if (e.type !== "message") continue;
+		const text = e.message.content.filter((p) => p.type === "text").map((p) => p.text).join("\n");
+		items.push({ id: e.id, role: e.message.role, text });
+	}
+	return items.reverse();
+}
+
+const items = itemsOf(big.file);
+const inFile = new Set(items.map((i) => i.id));
+/** The hits among the file's entries (the run's own tool calls carry the query too). */
+const fromFile = (result) => result.items.map((i) => i.item_id).filter((id) => inFile.has(id));
+const newestCommon = items.filter((i) => i.text.includes(COMMON)).slice(0, 20).map((i) => i.id);
+
+test("a history tool called at once after session_start on a large session answers from the whole branch", async () => {
+	const file = join(dir, "immediate.jsonl");
+	copyFileSync(big.file, file);
+	const t = await startSession({
+		sessionFile: file,
+		steps: [
+			{ tools: [{ tool: "history_search_contents", args: { query: RARE } }, { tool: "history_search_contents", args: { query: COMMON, limit: 21 } }] },
+			"Found.",
+		],
+	});
+	try {
+		// No await between session_start and the first request.
+		await t.session.prompt("Where did the lease expire?");
+		const [rare, common] = t.toolResults().slice(-2).map((r) => JSON.parse(r.text));
+		assert.deepEqual(fromFile(rare), [big.rareId], "the planted needle, in the oldest part of the file");
+		assert.equal(rare.has_more, false);
+		assert.deepEqual(fromFile(common), newestCommon);
+		assert.equal(common.has_more, true);
+		assert.deepEqual(t.errors, []);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("session_start returns while the large session still loads; the first request and its tools wait for the whole branch", async () => {
+	const file = join(dir, "held.jsonl");
+	copyFileSync(big.file, file);
+	const gate = join(dir, "open-the-load");
+	process.env.RELAY_TEST_HOLD_LOAD = gate;
+	let t;
+	try {
+		t = await startSession({
+			sessionFile: file,
+			steps: [tool("history_search_contents", { query: RARE }), "Found it."],
+		});
+		const statusFile = join(process.env.PI_CONTEXT_BUDGET_STATE_DIR, "status", `${big.sessionId}.json`);
+		// Pi's session_start is over while the load is held: Relay's own session_start (which
+		// writes the status file) waits for the load.
+		assert.equal(existsSync(statusFile), false, "Relay's session_start work waits for the load");
+		const run = t.session.prompt("Where did the lease expire?");
+		for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+		assert.equal(t.requests.length, 0, "no request is sent from a partial mirror");
+		writeFileSync(gate, "");
+		await run;
+		assert.equal(existsSync(statusFile), true, "session_start ran once the branch was loaded");
+		const [rare] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));
+		assert.deepEqual(fromFile(rare), [big.rareId]);
+		// The first request carries the resumed session: Pi's own messages after its latest
+		// compaction (the generator writes none below 10,000 entries), and nothing of Relay's.
+		assert.equal(t.requests[0].filter((m) => m.role === "custom").length, 0, "no Relay message in a resumed request");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_LOAD;
+		writeFileSync(gate, "");
+		await t?.dispose();
+	}
+});
+
+test("a navigation while the large session loads is applied once the branch is installed", async () => {
+	const file = join(dir, "navigated.jsonl");
+	copyFileSync(big.file, file);
+	// An assistant answer halfway through the file, and the newest common-needle items up to it.
+	const half = items.length >> 1;
+	const target = items.slice(half).find((i) => i.role === "assistant");
+	const older = items.slice(items.indexOf(target));
+	const expected = older.filter((i) => i.text.includes(COMMON)).slice(0, 20).map((i) => i.id);
+	assert.equal(expected.length, 20);
+	assert.ok(items.slice(0, items.indexOf(target)).some((i) => i.text.includes(COMMON)), "newer hits exist past the target");
+	const gate = join(dir, "open-the-navigated-load");
+	process.env.RELAY_TEST_HOLD_LOAD = gate;
+	let t;
+	try {
+		t = await startSession({ sessionFile: file, steps: [tool("history_search_contents", { query: COMMON, limit: 21 }), "Found."] });
+		const navigation = t.session.navigateTree(target.id);
+		writeFileSync(gate, "");
+		await navigation;
+		assert.equal(t.sessionManager.getLeafId(), target.id);
+		await t.session.prompt("Search the retries.");
+		const [common] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));
+		assert.deepEqual(fromFile(common), expected, "only the branch up to the navigation target");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_LOAD;
+		writeFileSync(gate, "");
+		await t?.dispose();
+	}
+});
+
+test("a panic in the background load falls back to a full resync from Pi and is reported once", async () => {
+	const file = join(dir, "panicked.jsonl");
+	copyFileSync(big.file, file);
+	process.env.RELAY_TEST_PANIC = "loadSessionFileInBackground:*";
+	let t;
+	try {
+		const lines = await captureStderr(async () => {
+			t = await startSession({ sessionFile: file, steps: [tool("history_search_contents", { query: RARE }), "Found."] });
+			await t.session.prompt("Where did the lease expire?");
+		});
+		const reports = lines.filter((l) => l.includes("internal error in loadSessionFileInBackground"));
+		assert.equal(reports.length, 1, lines.join("\n"));
+		assert.match(reports[0], /^relay: loading the session failed: /);
+		const [rare] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));
+		assert.deepEqual(fromFile(rare), [big.rareId], "the branch came from Pi instead");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_PANIC;
+		await t?.dispose();
+	}
+});
