@@ -366,6 +366,23 @@ pub fn render_overflow_notice() -> String {
         .to_string()
 }
 
+/// The user's warning, once per session start, naming the entries pi-context or
+/// pi-context-budget wrote that Relay does not read as its own (type and count).
+pub fn render_unimported(types: &[(String, u32)]) -> String {
+    let total: u32 = types.iter().map(|(_, n)| n).sum();
+    let list = types
+        .iter()
+        .map(|(t, n)| format!("{t} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let entries = if total == 1 { "entry" } else { "entries" };
+    format!(
+        "relay: this session has {total} {entries} from pi-context or pi-context-budget that \
+         Relay does not import ({list}). They stay in the session file, unchanged; Relay's \
+         tools and boot block do not use them."
+    )
+}
+
 /// The user's warning when a second overflow follows Relay's one reset-and-retry.
 pub fn render_overflow_exhausted() -> String {
     "relay: the context overflowed again right after Relay's overflow reset and retry, so Relay \
@@ -728,6 +745,13 @@ mod tests {
         assert!(text.contains("<reset_notice>") && text.contains("<pending_user_request>"));
         insta::assert_snapshot!("boot_block_overflow_mechanical", text);
         insta::assert_snapshot!("overflow_exhausted_warning", render_overflow_exhausted());
+        insta::assert_snapshot!(
+            "unimported_warning",
+            render_unimported(&[
+                ("pi-context/note".to_string(), 1),
+                ("pi-context/warning".to_string(), 2)
+            ])
+        );
         insta::assert_snapshot!(
             "overflow_recovery_off_warning",
             render_overflow_recovery_off("overflowRecovery is false")

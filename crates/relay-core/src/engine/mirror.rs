@@ -221,6 +221,9 @@ pub(super) struct Mirror {
     usage_marks: Vec<UsageMark>,
     /// Persisted note operations that failed validation (entry + reason), reported once.
     skipped_notes: Vec<String>,
+    /// Entries of pi-context / pi-context-budget on the branch that Relay does not import, by
+    /// `customType` (reported once, see `entry::unimported`).
+    unimported: std::collections::BTreeMap<String, u32>,
     /// The largest reset attempt id found on the branch.
     pub(super) max_attempt_seen: AttemptId,
     /// Positions of the compactions on the branch that were budget/hard commits (they count toward
@@ -254,6 +257,7 @@ impl Mirror {
             current: WindowState::default(),
             usage_marks: Vec::new(),
             skipped_notes: Vec::new(),
+            unimported: std::collections::BTreeMap::new(),
             max_attempt_seen: 0,
             commit_marks: Vec::new(),
             turn_marks: Vec::new(),
@@ -345,9 +349,18 @@ impl Mirror {
         std::mem::take(&mut self.skipped_notes)
     }
 
+    /// The replaced packages' entry types on the branch that Relay did not import, with their
+    /// counts, each set reported once (empty afterwards).
+    pub(super) fn take_unimported(&mut self) -> Vec<(String, u32)> {
+        std::mem::take(&mut self.unimported).into_iter().collect()
+    }
+
     /// Mirror the next entry of the branch.
     pub(super) fn push(&mut self, entry: &Entry) -> Observed {
         let pos = self.history.entry_count();
+        if let Some(t) = crate::entry::unimported(&entry.kind) {
+            *self.unimported.entry(t.to_string()).or_default() += 1;
+        }
         self.history.push(entry);
         let observed = match &entry.kind {
             EntryKind::Compaction { details, .. } => {
@@ -376,6 +389,15 @@ impl Mirror {
                             self.current.opened_by_handoff = true;
                             self.current.recorded_jobs = jobs;
                         }
+                    } else if let Some(fp) = details
+                        .get("fingerprint")
+                        .and_then(HandoffFingerprint::from_value)
+                        .filter(|_| details.get("importedFrom").is_some())
+                    {
+                        // pi-context-budget's committed handoff carries its own fingerprint.
+                        self.committed_handoffs
+                            .push((pos, path.to_string(), fp, None));
+                        self.current.opened_by_handoff = true;
                     }
                 }
                 self.written_handoff = None;

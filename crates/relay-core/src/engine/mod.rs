@@ -506,6 +506,7 @@ impl Engine {
                 self.last_activity_ms = None;
                 self.run_active = false;
                 self.report_skipped_notes(&mut reply);
+                self.report_unimported(&mut reply);
                 // The policy's phase as the branch stands (shown in the status file at once).
                 let fx = self.policy_step(self.usage_input(moment));
                 self.apply_policy(fx, moment, &mut reply);

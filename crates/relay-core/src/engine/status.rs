@@ -156,6 +156,17 @@ impl Engine {
         });
     }
 
+    /// One warning naming the replaced packages' entries Relay did not import, if any.
+    pub(super) fn report_unimported(&mut self, reply: &mut HookReply) {
+        let unimported = self.mirror.take_unimported();
+        if !unimported.is_empty() {
+            reply.effects.push(Effect::Notify {
+                text: crate::render::render_unimported(&unimported),
+                level: NotifyLevel::Warning,
+            });
+        }
+    }
+
     /// One warning per note operation on the branch that could not be replayed.
     pub(super) fn report_skipped_notes(&mut self, reply: &mut HookReply) {
         for skipped in self.mirror.take_skipped_notes() {

@@ -2347,3 +2347,65 @@ fn an_aborted_settle_drops_the_relaunch() {
     };
     assert_eq!(events_named(&second, "fallback_relaunch").len(), 1);
 }
+
+#[test]
+fn replaced_packages_entries_count_as_relays_and_the_rest_is_named_once() {
+    let mut b = Branch::new();
+    let fp = json!({"atMs": 1_764_000_000_000_i64, "head": "abc", "text": "goal\nfacts\nnext"});
+    let entries = vec![
+        b.custom_message("pi-context/boot", "<context_window>root</context_window>"),
+        b.user("start"),
+        b.answer("ok", 1_000),
+        b.custom(
+            "pi-context/note",
+            json!({"op":"write","path":"a.md","text":"alpha","createdAt":1,"updatedAt":2}),
+        ),
+        b.custom_message("pi-context/warning", "write the note"),
+        b.compaction(
+            "handoff one",
+            json!({"kind":"handoff","path":"/h/1.md","fingerprint":fp}),
+        ),
+        b.user("go on"),
+        b.compaction("handoff two", json!({"kind":"handoff","commit":"idle"})),
+        b.custom_message("pi-context/guidance", "<context_window_guidance>"),
+    ];
+    let mut e = Engine::new();
+    e.resync(SID, &entries);
+    // Budget handoff counts toward the cap, the idle one does not; the fingerprint is the
+    // duplicate back-off's.
+    assert_eq!(e.budget.policy.handoffs_committed, 1);
+    assert_eq!(
+        e.mirror.last_fingerprint().map(|f| f.text.as_str()),
+        Some("goal\nfacts\nnext")
+    );
+    assert_eq!(e.mirror.last_handoff().map(|(p, _)| p), Some("/h/1.md"));
+    // Their guidance is this window's reminder; their note is a Relay note.
+    assert!(e.mirror.current_window().reminder_at.is_some());
+    assert!(e.mirror.notes.get("a.md").is_some());
+    let start = e.handle(&obs(Event::SessionStart, None));
+    let warnings = notify_texts(&start);
+    assert_eq!(
+        warnings.matches("pi-context or pi-context-budget").count(),
+        1,
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("1 entry") && warnings.contains("(pi-context/warning ×1)"),
+        "{warnings}"
+    );
+    let again = e.handle(&obs(Event::SessionStart, None));
+    assert!(!notify_texts(&again).contains("pi-context"), "said once");
+}
+
+#[test]
+fn their_root_boot_block_is_the_root_boot_block() {
+    let mut b = Branch::new();
+    let entries = vec![
+        b.custom_message("pi-context/boot", "<context_window>root</context_window>"),
+        b.user("hello"),
+    ];
+    let mut e = Engine::new();
+    e.resync(SID, &entries);
+    let reply = e.handle(&obs(Event::SessionStart, None));
+    assert!(sends(&reply, BOOT_TYPE).is_empty());
+}

@@ -527,6 +527,8 @@ fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
             entry_type: other.to_string(),
         },
     };
+    // The replaced packages' entries read as Relay's own (see `foreign`).
+    let kind = super::foreign::adopt(kind);
     Ok(Line::Entry(Entry {
         id,
         parent_id: owned(raw.parent_id),

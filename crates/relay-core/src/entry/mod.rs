@@ -4,6 +4,7 @@
 //! - `types`: [`Entry`], [`EntryKind`], [`Message`], [`Header`], [`Line`] and the decoding errors;
 //! - `decode`: one JSON line or object → [`Line`] / [`Entry`]; a whole file → [`ParsedSession`];
 //! - `branch`: the root→leaf path of a session's tree, from entries or streamed from a file;
+//! - `foreign`: pi-context's and pi-context-budget's entries read as Relay's ([`adopt`]);
 //! - `marker`: what opened a window ([`WindowMarker`], Relay's compaction `details` in every shape).
 //!
 //! Contract: decoding is total (a malformed line is an error value with its line number, never a
@@ -20,6 +21,7 @@
 
 mod branch;
 mod decode;
+mod foreign;
 mod marker;
 mod types;
 
@@ -29,6 +31,7 @@ pub use decode::{
     last_entry_of_line, parse_entries, parse_entry, parse_line, parse_session,
     push_entries_of_lines,
 };
+pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};
 pub use types::{
     Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,

@@ -738,3 +738,166 @@ fn estimate_chars_follow_pi_for_every_content_kind() {
         }
     );
 }
+
+// ----- the replaced packages' entries (foreign.rs) -----
+
+fn custom_of(line: &str) -> (String, Value) {
+    match entry(line).kind {
+        EntryKind::Custom { custom_type, data } => (custom_type, data),
+        other => panic!("expected a custom entry, got {other:?}"),
+    }
+}
+
+#[test]
+fn pi_context_note_operations_become_relay_notes() {
+    let cases = [
+        (
+            r#"{"op":"write","path":"plan.md","text":"a\n","createdAt":1000,"updatedAt":2000}"#,
+            Some(json!({"kind":"write","path":"plan.md","content":"a\n","atMs":2000})),
+        ),
+        (
+            r#"{"op":"append","path":"plan.md","text":"b","createdAt":1000,"updatedAt":3000}"#,
+            Some(json!({"kind":"append","path":"plan.md","content":"b","atMs":3000})),
+        ),
+        // Mark-only (no text): no Relay meaning, stays theirs.
+        (
+            r#"{"op":"write","path":"plan.md","stale":true,"createdAt":1,"updatedAt":2}"#,
+            None,
+        ),
+        (r#"{"op":"delete","path":"plan.md","text":"x"}"#, None),
+    ];
+    for (data, want) in cases {
+        let line =
+            format!(r#"{{"type":"custom","id":"n","customType":"pi-context/note","data":{data}}}"#);
+        let (custom_type, got) = custom_of(&line);
+        match want {
+            Some(want) => {
+                assert_eq!(custom_type, crate::notes::NOTE_CUSTOM_TYPE, "{data}");
+                assert_eq!(got, want, "{data}");
+                assert!(crate::notes::NoteOp::from_data(&got).is_ok(), "{data}");
+                assert_eq!(unimported(&entry(&line).kind), None);
+            }
+            None => {
+                assert_eq!(custom_type, "pi-context/note", "{data}");
+                assert_eq!(unimported(&entry(&line).kind), Some("pi-context/note"));
+            }
+        }
+    }
+}
+
+#[test]
+fn pi_context_messages_become_relay_messages() {
+    let cases = [
+        ("pi-context/boot", crate::engine::BOOT_TYPE),
+        ("pi-context/guidance", crate::engine::REMINDER_TYPE),
+        ("pi-context/continuation", crate::engine::CONTINUE_TYPE),
+        ("pi-context/warning", "pi-context/warning"),
+        ("other/thing", "other/thing"),
+    ];
+    for (theirs, ours) in cases {
+        let line = format!(
+            r#"{{"type":"custom_message","id":"m","customType":"{theirs}","content":"x","display":true}}"#
+        );
+        let kind = entry(&line).kind;
+        match &kind {
+            EntryKind::CustomMessage { custom_type, .. } => assert_eq!(custom_type, ours),
+            other => panic!("expected a custom message, got {other:?}"),
+        }
+        let left = theirs == ours && theirs.starts_with("pi-context/");
+        assert_eq!(unimported(&kind).is_some(), left, "{theirs}");
+    }
+    let (marker, _) =
+        custom_of(r#"{"type":"custom","id":"r","customType":"pi-context/reset-marker","data":{}}"#);
+    assert_eq!(marker, crate::engine::RESET_MARKER_TYPE);
+}
+
+fn details_of(details: &str) -> Value {
+    let line = format!(
+        r#"{{"type":"compaction","id":"c","summary":"s","firstKeptEntryId":"a","tokensBefore":1,"details":{details}}}"#
+    );
+    match entry(&line).kind {
+        EntryKind::Compaction { details, .. } => details,
+        other => panic!("expected a compaction, got {other:?}"),
+    }
+}
+
+#[test]
+fn replaced_packages_compactions_read_as_relay_windows() {
+    // (details, marker kind, commit, counts toward the cap, window id Relay shows)
+    type Case<'a> = (&'a str, &'a str, Option<&'a str>, bool, Option<&'a str>);
+    let cases: [Case; 8] = [
+        (
+            r#"{"piContext":"reset-v2","windowId":"pcw:s:0badcafe"}"#,
+            "reset",
+            None,
+            false,
+            Some("pcw:s:0badcafe"),
+        ),
+        // Another pi-context version: Pi's compaction, window id from the entry id (theirs too).
+        (
+            r#"{"piContext":"reset-v1","windowId":"x"}"#,
+            "compaction",
+            None,
+            false,
+            None,
+        ),
+        (
+            r#"{"piContext":"reset-v2"}"#,
+            "compaction",
+            None,
+            false,
+            None,
+        ),
+        (
+            r#"{"kind":"handoff","path":"/h/1.md"}"#,
+            "handoff",
+            Some("budget"),
+            true,
+            None,
+        ),
+        (
+            r#"{"kind":"handoff","trigger":"hard","handoffPath":"/h/2.md"}"#,
+            "handoff",
+            Some("hard"),
+            true,
+            None,
+        ),
+        (
+            r#"{"kind":"handoff","commit":"idle"}"#,
+            "handoff",
+            Some("idle"),
+            false,
+            None,
+        ),
+        (
+            r#"{"kind":"handoff","commit":"voluntary"}"#,
+            "handoff",
+            Some("voluntary"),
+            false,
+            None,
+        ),
+        // Relay's own marker is left as it is.
+        (
+            r#"{"relay":"window","kind":"reset","commit":"forcedGuard","windowId":"pcw:s:1"}"#,
+            "reset",
+            Some("forcedGuard"),
+            false,
+            Some("pcw:s:1"),
+        ),
+    ];
+    for (details, kind, commit, counts, window) in cases {
+        let d = details_of(details);
+        let marker = WindowMarker::of(&d);
+        assert_eq!(marker.kind, kind, "{details}");
+        assert_eq!(marker.commit.as_deref(), commit, "{details}");
+        assert_eq!(marker.counts(), counts, "{details}");
+        let relay_id = (d.get("relay") == Some(&json!("window")))
+            .then(|| d.get("windowId").and_then(Value::as_str))
+            .flatten();
+        assert_eq!(relay_id, window, "{details}");
+    }
+    assert_eq!(
+        details_of(r#"{"kind":"handoff","path":"/h/1.md"}"#)["handoffPath"],
+        json!("/h/1.md")
+    );
+}

@@ -1,0 +1,177 @@
+//! Entries written by the two packages Relay replaces, read as Relay's own.
+//!
+//! Contract: [`adopt`] runs on every decoded entry (file lines and `getBranch()` objects alike),
+//! so the mirror, the history tools, the notes and the `relay` CLI all see one vocabulary. It
+//! rewrites only entries whose meaning matches one of Relay's, and leaves every other entry as
+//! it was; [`unimported`] names the ones it recognises as theirs but does not import, so the
+//! engine can say so once.
+//!
+//! What is adopted:
+//!
+//! - **pi-context** note operations (`custom`, `customType: "pi-context/note"`, `data` =
+//!   `{op: "write"|"append", path, text, createdAt, updatedAt}`) become Relay note operations
+//!   (`relay/note`, `{kind, path, content, atMs: updatedAt}`). An operation without `text` (it
+//!   only marks a note stale) has no Relay meaning and stays theirs.
+//! - its root boot block (`custom_message` `pi-context/boot`) is Relay's boot block, its
+//!   low-budget guidance (`pi-context/guidance`) Relay's reminder, its reset marker
+//!   (`pi-context/reset-marker`) Relay's reset marker and its continuation
+//!   (`pi-context/continuation`) Relay's continuation.
+//! - its reset compactions (`details = {piContext: "reset-v2", windowId}`) are Relay resets
+//!   with that window id; a compaction with other `details` keeps Pi's entry id as window id,
+//!   which is what pi-context named it too.
+//! - **pi-context-budget** committed handoffs (a compaction whose `details.kind` is
+//!   `"handoff"`, without Relay's `details.relay`) are Relay handoff windows. The commit type is
+//!   read from `details.commit` or `details.trigger`; without one the handoff counts toward the
+//!   cap (`budget`), as that package's handoffs do unless they were idle ones. The handoff file
+//!   is read from `handoffPath` or `path`, a duplicate back-off fingerprint from `fingerprint`.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::{json, Map, Value};
+
+use super::types::EntryKind;
+
+/// pi-context's `customType` prefix; every entry type it writes starts with it.
+pub const PI_CONTEXT_PREFIX: &str = "pi-context/";
+/// pi-context-budget's `customType` prefix.
+pub const PI_CONTEXT_BUDGET_PREFIX: &str = "pi-context-budget";
+
+/// Commit types Relay knows; another value of the budget package's is kept as it is.
+const KNOWN_COMMITS: [&str; 7] = [
+    "voluntary",
+    "budget",
+    "hard",
+    "forcedHard",
+    "forcedGuard",
+    "idle",
+    "handoff",
+];
+
+/// The entry as Relay reads it: theirs rewritten where the meaning matches, else unchanged.
+pub fn adopt(kind: EntryKind) -> EntryKind {
+    match kind {
+        EntryKind::Custom { custom_type, data } if custom_type == "pi-context/note" => {
+            match note_op(&data) {
+                Some(op) => EntryKind::Custom {
+                    custom_type: crate::notes::NOTE_CUSTOM_TYPE.to_string(),
+                    data: op,
+                },
+                None => EntryKind::Custom { custom_type, data },
+            }
+        }
+        EntryKind::Custom { custom_type, data } if custom_type == "pi-context/reset-marker" => {
+            EntryKind::Custom {
+                custom_type: crate::engine::RESET_MARKER_TYPE.to_string(),
+                data,
+            }
+        }
+        EntryKind::CustomMessage {
+            custom_type,
+            text,
+            display,
+            details,
+            estimate_chars,
+        } => {
+            let custom_type = match custom_type.as_str() {
+                "pi-context/boot" => crate::engine::BOOT_TYPE.to_string(),
+                "pi-context/guidance" => crate::engine::REMINDER_TYPE.to_string(),
+                "pi-context/continuation" => crate::engine::CONTINUE_TYPE.to_string(),
+                _ => custom_type,
+            };
+            EntryKind::CustomMessage {
+                custom_type,
+                text,
+                display,
+                details,
+                estimate_chars,
+            }
+        }
+        EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            details,
+            from_hook,
+            system_message,
+        } => EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            details: window_details(details),
+            from_hook,
+            system_message,
+        },
+        other => other,
+    }
+}
+
+/// A pi-context note operation as Relay's, or `None` when it has no Relay meaning.
+fn note_op(data: &Value) -> Option<Value> {
+    let op = data.get("op").and_then(Value::as_str)?;
+    if op != "write" && op != "append" {
+        return None;
+    }
+    let path = data.get("path").and_then(Value::as_str)?;
+    let text = data.get("text").and_then(Value::as_str)?;
+    // Relay's replay validates the timestamp (an integer); an invalid one is reported there.
+    let at = data
+        .get("updatedAt")
+        .or_else(|| data.get("createdAt"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Some(json!({"kind": op, "path": path, "content": text, "atMs": at}))
+}
+
+/// A reset or handoff compaction of theirs, with Relay's window marker added.
+fn window_details(details: Value) -> Value {
+    let Value::Object(mut map) = details else {
+        return details;
+    };
+    if map.contains_key("relay") {
+        return Value::Object(map);
+    }
+    let text = |map: &Map<String, Value>, key: &str| {
+        map.get(key).and_then(Value::as_str).map(str::to_string)
+    };
+    if text(&map, "piContext").as_deref() == Some("reset-v2")
+        && map.get("windowId").is_some_and(Value::is_string)
+    {
+        map.insert("relay".into(), json!("window"));
+        map.insert("kind".into(), json!("reset"));
+        map.entry("commit").or_insert(Value::Null);
+        map.insert("importedFrom".into(), json!("pi-context"));
+    } else if text(&map, "kind").as_deref() == Some("handoff") {
+        let commit = text(&map, "commit")
+            .or_else(|| text(&map, "trigger"))
+            .filter(|c| KNOWN_COMMITS.contains(&c.as_str()))
+            .map(|c| if c == "handoff" { "budget".into() } else { c })
+            .unwrap_or_else(|| "budget".to_string());
+        map.insert("relay".into(), json!("window"));
+        map.insert("commit".into(), json!(commit));
+        if !map.contains_key("handoffPath") {
+            if let Some(path) = text(&map, "path") {
+                map.insert("handoffPath".into(), json!(path));
+            }
+        }
+        map.insert("importedFrom".into(), json!("pi-context-budget"));
+    }
+    Value::Object(map)
+}
+
+/// The `customType` of an entry of theirs that [`adopt`] left as it was, if any.
+pub fn unimported(kind: &EntryKind) -> Option<&str> {
+    let custom_type = match kind {
+        EntryKind::Custom { custom_type, .. } | EntryKind::CustomMessage { custom_type, .. } => {
+            custom_type.as_str()
+        }
+        _ => return None,
+    };
+    (custom_type.starts_with(PI_CONTEXT_PREFIX)
+        || custom_type.starts_with(PI_CONTEXT_BUDGET_PREFIX))
+    .then_some(custom_type)
+}
