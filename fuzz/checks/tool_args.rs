@@ -162,16 +162,21 @@ fn check_error(tool: &str, names: &args::Names, v: &Value, e: &ToolOutput) {
         .as_object()
         .map(|m| m.keys().collect())
         .unwrap_or_default();
-    let named = |n: &str| names.accepted.iter().any(|a| a == n) || keys.iter().any(|k| *k == n);
+    let named = |n: &str| {
+        names.accepted.iter().any(|a| a == n)
+            || keys.iter().any(|k| {
+                *k == n
+                    || n.strip_suffix('…').is_some_and(|head| {
+                        k.starts_with(head) && k.chars().count() > head.chars().count()
+                    })
+            })
+    };
+    // A name is quoted as a JSON string (cut with `…` after 64 characters).
     let quoted = |s: &str| -> Option<String> {
-        let s = s.strip_prefix('"')?;
-        // The name ends at the first `"` followed by a space, `:` or the end (a key may hold
-        // quotes itself).
-        let end = s
-            .match_indices('"')
-            .map(|(i, _)| i)
-            .find(|&i| matches!(s.as_bytes().get(i + 1), None | Some(b' ') | Some(b':')))?;
-        Some(s[..end].to_string())
+        serde_json::Deserializer::from_str(s)
+            .into_iter::<String>()
+            .next()?
+            .ok()
     };
     let name = if let Some(r) = rest.strip_prefix("unknown argument ") {
         quoted(r)

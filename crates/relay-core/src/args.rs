@@ -336,6 +336,10 @@ fn suggestion(tool: &str, names: &Names, unknown: &str) -> Option<String> {
     {
         return Some(format!("did you mean \"{parameter}\" ({how})?"));
     }
+    // No parameter is this long: spare the edit distance over a huge name.
+    if unknown.chars().count() > MAX_NAME_CHARS {
+        return None;
+    }
     let lower = unknown.to_lowercase();
     // Every name the tool understands (its parameters and their aliases), with the parameter.
     let known: Vec<(&str, &str)> = names
@@ -364,6 +368,16 @@ fn suggestion(tool: &str, names: &Names, unknown: &str) -> Option<String> {
                 .map(|(_, p)| *p)
         });
     near.map(|n| format!("did you mean \"{n}\"?"))
+}
+
+/// The longest argument name an error repeats whole, in characters (no parameter is longer).
+const MAX_NAME_CHARS: usize = 64;
+
+/// An argument name as an error quotes it: a JSON string (quotes, backslashes and control
+/// characters escaped, so the name cannot break out of its quotes), cut after
+/// [`MAX_NAME_CHARS`] characters.
+pub fn quote_name(name: &str) -> String {
+    Value::from(crate::text::ellipsize(name, MAX_NAME_CHARS)).to_string()
 }
 
 /// The arguments with every alias renamed to its parameter; an unknown argument is an error that
@@ -407,7 +421,8 @@ fn normalize(
             None => String::new(),
         };
         return Err(ToolOutput::error(format!(
-            "{tool}: unknown argument \"{k}\"{hint} ({accepted})"
+            "{tool}: unknown argument {}{hint} ({accepted})",
+            quote_name(k)
         )));
     }
     Ok(out)
