@@ -21,6 +21,7 @@
 //! `search_contents`.
 
 use arbitrary::{Result, Unstructured};
+use relay_core::args::MAX_RESULT_BYTES;
 use relay_core::notes::{
     count_lines, validate_path, NoteError, NoteOp, NoteOpKind, Notes, MAX_NOTE_BYTES,
     MAX_PATH_BYTES, MAX_TIMESTAMP_MS,
@@ -204,16 +205,40 @@ fn check_tools(notes: &Notes) {
         let note = notes.get(path).expect("listed note exists");
         assert_eq!(f["bytes"], json!(note.bytes()));
         assert!(note.bytes() <= MAX_NOTE_BYTES);
-        let read = ok_json(
-            notes.read_file(&json!({ "path": path })),
-            "read_file of a listed note",
-        );
+        // A reply holds at most MAX_RESULT_BYTES and says where to continue: following it reads
+        // the whole note back.
+        let mut got = String::new();
+        let mut call = json!({ "path": path });
+        let mut position = (0i64, 0i64);
+        loop {
+            let out = notes.read_file(&call);
+            assert!(
+                out.text.len() <= MAX_RESULT_BYTES,
+                "read_file reply of {} bytes",
+                out.text.len()
+            );
+            let read = ok_json(out, "read_file of a listed note");
+            assert_eq!(read["total_lines"], json!(count_lines(&note.content)));
+            got.push_str(read["content"].as_str().expect("content"));
+            let Some(next) = read["next_start_line"].as_i64() else {
+                break;
+            };
+            let offset = read["next_offset_chars"].as_i64().unwrap_or(0);
+            assert!(
+                (next, offset) > position,
+                "read_file does not move on: {position:?} then {:?}",
+                (next, offset)
+            );
+            position = (next, offset);
+            if offset > 0 {
+                call = json!({ "path": path, "start_line": next, "offset_chars": offset });
+            } else {
+                got.push('\n');
+                call = json!({ "path": path, "start_line": next });
+            }
+        }
         let whole = note.content.strip_suffix('\n').unwrap_or(&note.content);
-        assert!(
-            read["content"] == json!(whole),
-            "read_file of {path:?} lost content"
-        );
-        assert_eq!(read["total_lines"], json!(count_lines(&note.content)));
+        assert!(got == whole, "read_file of {path:?} lost content");
         assert_eq!(f["lines"], json!(count_lines(&note.content)));
 
         // Searching a huge note made of line breaks visits every line: small notes only.

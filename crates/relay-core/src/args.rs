@@ -135,16 +135,26 @@ impl ResultBudget {
             .saturating_add(key.len())
             .saturating_add(6);
         let room = self.left.checked_sub(frame)?;
-        // Each byte of text takes at least one byte of JSON: cut by the overshoot until it fits.
-        let mut end = crate::text::floor_char_boundary(text, room.min(text.len()));
-        loop {
+        let fits = |end: usize| {
             let part = text.get(..end).unwrap_or_default();
-            let len = json_len(&Value::String(part.to_string()));
-            if len <= room {
-                return Some(part);
-            }
-            end = crate::text::floor_char_boundary(text, end.saturating_sub(len - room));
+            json_len(&Value::String(part.to_string())) <= room
+        };
+        // A byte of text takes at least one byte of JSON, so no prefix longer than `room` fits;
+        // the JSON grows with the prefix: the longest prefix that fits, by bisection over the
+        // character boundaries (an escape-heavy text, quotes or control characters, takes up to
+        // six bytes of JSON a byte, so the room cannot be divided out).
+        let cap = room.min(text.len());
+        let mut ends: Vec<usize> = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .take_while(|&i| i <= cap)
+            .collect();
+        if text.len() <= cap {
+            ends.push(text.len());
         }
+        let n = ends.partition_point(|&e| fits(e));
+        let end = n.checked_sub(1).and_then(|i| ends.get(i)).copied()?;
+        Some(text.get(..end).unwrap_or_default())
     }
 }
 
