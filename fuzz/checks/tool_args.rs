@@ -11,8 +11,8 @@
 //! - every error is a tool error that starts with `<tool>: ` and names what is wrong: an argument
 //!   (`argument "x"`, `unknown argument "x"`, `arguments "a" and "b"`, which are parameters of the
 //!   tool or keys of the call) or the arguments as a whole (`arguments must be an object`);
-//! - `prepare` of an object gives only the tool's parameters, keeps every value of a parameter
-//!   given by name, renames every alias given alone, and is idempotent; when it refuses, `decode`
+//! - `prepare` of an object gives only the tool's parameters, keeps every non-null value of a
+//!   parameter given by name, renames every alias given alone, and is idempotent; when it refuses, `decode`
 //!   refuses with the same text; `decode` of what `prepare` gives decides like `decode` of the
 //!   original (the same success, or the same error text);
 //! - arguments that are not an object pass `prepare` unchanged; `null` decodes like `{}`; any
@@ -115,12 +115,14 @@ fn check_tool(tool: &str, v: &Value) {
                 assert!(names.accepted.contains(k), "{tool}: prepare kept {k:?}");
             }
             for (k, val) in map {
-                if names.accepted.contains(k) {
+                // A `null` is an absent argument: an alias given beside it supplies the value.
+                if names.accepted.contains(k) && !val.is_null() {
                     assert_eq!(pm.get(k), Some(val), "{tool}: prepare changed {k:?}");
                 }
             }
             for (t, alias, param) in ALIASES {
-                if *t == tool && map.contains_key(*alias) && !map.contains_key(*param) {
+                let given = map.get(*alias).is_some_and(|a| !a.is_null());
+                if *t == tool && given && !map.contains_key(*param) {
                     assert_eq!(
                         pm.get(*param),
                         map.get(*alias),

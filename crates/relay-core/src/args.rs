@@ -416,6 +416,25 @@ fn normalize(
                 }
                 Some(given) if !given.is_null() => {}
                 _ => {
+                    // Two aliases of one parameter: with different values, neither is dropped
+                    // silently.
+                    if let Some(prev) = out.get(&parameter).filter(|p| !p.is_null()) {
+                        if !v.is_null() && prev != v {
+                            let other = ALIASES
+                                .iter()
+                                .find(|(t, a, p)| {
+                                    *t == tool
+                                        && *p == parameter
+                                        && a != k
+                                        && map.get(*a) == Some(prev)
+                                })
+                                .map_or(parameter.as_str(), |(_, a, _)| *a);
+                            return Err(ToolOutput::error(format!(
+                                "{tool}: arguments \"{other}\" and \"{k}\" are the same parameter with different values; give only \"{parameter}\""
+                            )));
+                        }
+                        continue;
+                    }
                     out.insert(parameter, v.clone());
                 }
             }

@@ -543,3 +543,33 @@ fn an_unknown_argument_is_named_unambiguously() {
         )
     );
 }
+
+/// Fuzzing finding (fuzz/README.md, finding 5): two aliases of one parameter with different
+/// values (`path` and `prefix` for `path_prefix`) kept the later one and dropped the other
+/// silently. It is now the same error as an alias beside its parameter.
+#[test]
+fn two_aliases_with_different_values_are_an_error() {
+    let e = prepare(
+        NOTES_SEARCH_CONTENTS,
+        &json!({"query": "q", "path": "a/", "prefix": "b/"}),
+    )
+    .unwrap_err()
+    .text;
+    assert_eq!(
+        e,
+        r#"notes_search_contents: arguments "path" and "prefix" are the same parameter with different values; give only "path_prefix""#
+    );
+    let same = prepare(
+        NOTES_SEARCH_CONTENTS,
+        &json!({"query": "q", "path": "a/", "prefix": "a/"}),
+    );
+    assert_eq!(same.unwrap(), json!({"query": "q", "path_prefix": "a/"}));
+    let one_null = prepare(
+        NOTES_SEARCH_CONTENTS,
+        &json!({"query": "q", "path": "a/", "prefix": null}),
+    );
+    assert_eq!(
+        one_null.unwrap(),
+        json!({"query": "q", "path_prefix": "a/"})
+    );
+}
