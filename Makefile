@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package
+.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package fuzz
 
 all: build
 
@@ -73,6 +73,28 @@ test-e2e: build pi-versions package
 	@echo "== the end-to-end tests again on Pi 1.3"
 	RELAY_PI_PREFIX=$(CURDIR)/$(PI_OLD) RELAY_PI_CLI=$(CURDIR)/$(PI_OLD)/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js \
 	  $(NODE) --import ./tests/pi-version.mjs --test --test-concurrency=1 tests/e2e/*.test.mjs
+
+# Fuzzing (fuzz/README.md): every target one after another, each for FUZZ_RUNS executions (or
+# FUZZ_SECONDS, when set and not 0), from the committed seeds and minimized corpus. The growing
+# corpus, crash files, logs and the build stay in FUZZ_DIR, outside the repository. Needs the
+# nightly toolchain; installs the pinned cargo-fuzz when it is missing. FUZZ_TARGETS="config"
+# runs one target.
+CARGO_FUZZ_VERSION := 0.13.2
+FUZZ_TARGETS ?= session_line note_replay config handoff tool_args
+FUZZ_RUNS ?= 10000000
+FUZZ_SECONDS ?= 0
+FUZZ_DIR ?= /tmp/relay-fuzz
+
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version $(CARGO_FUZZ_VERSION) --locked
+	@set -eo pipefail; cd fuzz; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/artifacts; \
+	  echo "== fuzz $$t: $(FUZZ_RUNS) runs (max $(FUZZ_SECONDS) s, 0 = no limit)"; \
+	  CARGO_TARGET_DIR=$(FUZZ_DIR)/target cargo +nightly fuzz run -a -s none $$t \
+	    $(FUZZ_DIR)/corpus/$$t seeds/$$t minimized/$$t -- \
+	    -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- 2>&1 | tee $(FUZZ_DIR)/$$t.log; \
+	done
 
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
 test: lint build test-rust test-extension test-e2e

@@ -135,16 +135,26 @@ impl ResultBudget {
             .saturating_add(key.len())
             .saturating_add(6);
         let room = self.left.checked_sub(frame)?;
-        // Each byte of text takes at least one byte of JSON: cut by the overshoot until it fits.
-        let mut end = crate::text::floor_char_boundary(text, room.min(text.len()));
-        loop {
+        let fits = |end: usize| {
             let part = text.get(..end).unwrap_or_default();
-            let len = json_len(&Value::String(part.to_string()));
-            if len <= room {
-                return Some(part);
-            }
-            end = crate::text::floor_char_boundary(text, end.saturating_sub(len - room));
+            json_len(&Value::String(part.to_string())) <= room
+        };
+        // A byte of text takes at least one byte of JSON, so no prefix longer than `room` fits;
+        // the JSON grows with the prefix: the longest prefix that fits, by bisection over the
+        // character boundaries (an escape-heavy text, quotes or control characters, takes up to
+        // six bytes of JSON a byte, so the room cannot be divided out).
+        let cap = room.min(text.len());
+        let mut ends: Vec<usize> = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .take_while(|&i| i <= cap)
+            .collect();
+        if text.len() <= cap {
+            ends.push(text.len());
         }
+        let n = ends.partition_point(|&e| fits(e));
+        let end = n.checked_sub(1).and_then(|i| ends.get(i)).copied()?;
+        Some(text.get(..end).unwrap_or_default())
     }
 }
 
@@ -336,6 +346,10 @@ fn suggestion(tool: &str, names: &Names, unknown: &str) -> Option<String> {
     {
         return Some(format!("did you mean \"{parameter}\" ({how})?"));
     }
+    // No parameter is this long: spare the edit distance over a huge name.
+    if unknown.chars().count() > MAX_NAME_CHARS {
+        return None;
+    }
     let lower = unknown.to_lowercase();
     // Every name the tool understands (its parameters and their aliases), with the parameter.
     let known: Vec<(&str, &str)> = names
@@ -366,6 +380,16 @@ fn suggestion(tool: &str, names: &Names, unknown: &str) -> Option<String> {
     near.map(|n| format!("did you mean \"{n}\"?"))
 }
 
+/// The longest argument name an error repeats whole, in characters (no parameter is longer).
+const MAX_NAME_CHARS: usize = 64;
+
+/// An argument name as an error quotes it: a JSON string (quotes, backslashes and control
+/// characters escaped, so the name cannot break out of its quotes), cut after
+/// [`MAX_NAME_CHARS`] characters.
+pub fn quote_name(name: &str) -> String {
+    Value::from(crate::text::ellipsize(name, MAX_NAME_CHARS)).to_string()
+}
+
 /// The arguments with every alias renamed to its parameter; an unknown argument is an error that
 /// names the parameter it most likely meant, and so is an alias given next to its parameter with
 /// another value.
@@ -392,6 +416,25 @@ fn normalize(
                 }
                 Some(given) if !given.is_null() => {}
                 _ => {
+                    // Two aliases of one parameter: with different values, neither is dropped
+                    // silently.
+                    if let Some(prev) = out.get(&parameter).filter(|p| !p.is_null()) {
+                        if !v.is_null() && prev != v {
+                            let other = ALIASES
+                                .iter()
+                                .find(|(t, a, p)| {
+                                    *t == tool
+                                        && *p == parameter
+                                        && a != k
+                                        && map.get(*a) == Some(prev)
+                                })
+                                .map_or(parameter.as_str(), |(_, a, _)| *a);
+                            return Err(ToolOutput::error(format!(
+                                "{tool}: arguments \"{other}\" and \"{k}\" are the same parameter with different values; give only \"{parameter}\""
+                            )));
+                        }
+                        continue;
+                    }
                     out.insert(parameter, v.clone());
                 }
             }
@@ -407,7 +450,8 @@ fn normalize(
             None => String::new(),
         };
         return Err(ToolOutput::error(format!(
-            "{tool}: unknown argument \"{k}\"{hint} ({accepted})"
+            "{tool}: unknown argument {}{hint} ({accepted})",
+            quote_name(k)
         )));
     }
     Ok(out)

@@ -237,6 +237,41 @@ fn fit_narrative(sections: &[(&str, &str)], budget: usize) -> (Vec<String>, Vec<
     (out, cuts)
 }
 
+/// A section body that cannot start a section of its own: every line that would open a top-level
+/// markdown block able to end or hide the sections after it (an ATX heading `#`, a setext
+/// underline of `=` or `-`, a code fence of backticks or tildes, an HTML block `<`) gets a
+/// backslash before its first character, so it reads as the same text in the paragraph. Line
+/// breaks `\r\n` and `\r` (markdown line endings too) become `\n`. Only these lines change; the
+/// JSON sidecar keeps the text as written.
+fn inert_lines(body: &str) -> String {
+    let body = body.replace("\r\n", "\n").replace('\r', "\n");
+    let mut out = String::with_capacity(body.len() + 16);
+    for (i, line) in body.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let rest = line.trim_start_matches(' ');
+        let indent = line.len() - rest.len();
+        out.push_str(line.get(..indent).unwrap_or_default());
+        // Four spaces of indentation make a code block, which opens nothing.
+        if indent <= 3 && opens_block(rest) {
+            out.push('\\');
+        }
+        out.push_str(rest);
+    }
+    out
+}
+
+/// Whether a line (without its indentation) opens a markdown block that [`inert_lines`] escapes.
+fn opens_block(rest: &str) -> bool {
+    let t = rest.trim_end_matches([' ', '\t']);
+    rest.starts_with('#')
+        || rest.starts_with('<')
+        || rest.starts_with("```")
+        || rest.starts_with("~~~")
+        || (!t.is_empty() && (t.bytes().all(|b| b == b'=') || t.bytes().all(|b| b == b'-')))
+}
+
 /// The unique heading text (without `# `).
 pub fn heading(meta: &HandoffMeta) -> String {
     format!("Handoff {}-{}", meta.session_id, meta.sequence)
@@ -342,7 +377,7 @@ pub fn render_markdown_with(
         md.push_str("## ");
         md.push_str(title);
         md.push_str("\n\n");
-        md.push_str(body.trim_end());
+        md.push_str(&inert_lines(body.trim_end()));
         md.push_str("\n\n");
     };
     section("Goal", &goal);

@@ -1190,6 +1190,43 @@ mod tests {
         );
     }
 
+    /// Fuzzing finding (fuzz/README.md, finding 4): a line of text that JSON escapes heavily
+    /// (quotes, backslashes, control characters) made read_file reply with empty content and
+    /// "continue with start_line 1", the same call again: such a note could never be read. The
+    /// reply now holds the longest prefix that fits, and following it reads the note whole.
+    #[test]
+    fn escape_heavy_notes_read_back_whole() {
+        for fill in ["\"", "\\", "\u{1}", "\"\n"] {
+            let content = fill.repeat(200_000);
+            let notes = notes_with(&[("f", &content, T0)]);
+            let mut got = String::new();
+            let mut call = json!({"path": "f"});
+            for _ in 0..100 {
+                let out = notes.read_file(&call);
+                assert!(out.text.len() <= args::MAX_RESULT_BYTES);
+                let v: Value = serde_json::from_str(&out.text).unwrap();
+                let part = v["content"].as_str().unwrap();
+                assert!(!part.is_empty() || fill == "\"\n", "{fill:?}: empty reply");
+                got.push_str(part);
+                let Some(next) = v["next_start_line"].as_i64() else {
+                    break;
+                };
+                call = match v["next_offset_chars"].as_i64() {
+                    Some(o) => json!({"path": "f", "start_line": next, "offset_chars": o}),
+                    None => {
+                        got.push('\n');
+                        json!({"path": "f", "start_line": next})
+                    }
+                };
+            }
+            assert_eq!(
+                got,
+                content.strip_suffix('\n').unwrap_or(&content),
+                "{fill:?}"
+            );
+        }
+    }
+
     #[test]
     fn read_file_errors() {
         let notes = notes_with(&[("f", "l1\nl2\nl3\n", T0)]);

@@ -516,3 +516,60 @@ fn schemas_do_not_advertise_aliases() {
     assert_eq!(prepare(NOTES_READ_FILE, &json!([1])).unwrap(), json!([1]));
     assert_eq!(prepare("bash", &json!({"x": 1})).unwrap(), json!({"x": 1}));
 }
+
+/// Fuzzing finding (fuzz/README.md, finding 3): an unknown argument's name was pasted between
+/// quotes as it was, so a name holding `"`, `":` or a line break broke out of its quotes and the
+/// error no longer named it unambiguously (and a huge name was repeated whole and measured
+/// against every parameter). The name is now quoted as a JSON string and cut after 64 characters.
+#[test]
+fn an_unknown_argument_is_named_unambiguously() {
+    let e = err::<HistorySearchContents>(json!({"query": "q", "ax\"ax_ch\":": 0}));
+    assert_eq!(
+        e,
+        r#"history_search_contents: unknown argument "ax\"ax_ch\":" (accepted: query, window_id, role, tool_namespace, tool_name, limit, offset, recent_first)"#
+    );
+    let e = err::<NewContext>(json!({"a\nb": 1}));
+    assert_eq!(
+        e,
+        r#"new_context: unknown argument "a\nb" (this tool takes no arguments)"#
+    );
+    let long = "k".repeat(1_000_000);
+    let e = err::<NewContext>(json!({ long: 1 }));
+    assert_eq!(
+        e,
+        format!(
+            "new_context: unknown argument \"{}…\" (this tool takes no arguments)",
+            "k".repeat(64)
+        )
+    );
+}
+
+/// Fuzzing finding (fuzz/README.md, finding 5): two aliases of one parameter with different
+/// values (`path` and `prefix` for `path_prefix`) kept the later one and dropped the other
+/// silently. It is now the same error as an alias beside its parameter.
+#[test]
+fn two_aliases_with_different_values_are_an_error() {
+    let e = prepare(
+        NOTES_SEARCH_CONTENTS,
+        &json!({"query": "q", "path": "a/", "prefix": "b/"}),
+    )
+    .unwrap_err()
+    .text;
+    assert_eq!(
+        e,
+        r#"notes_search_contents: arguments "path" and "prefix" are the same parameter with different values; give only "path_prefix""#
+    );
+    let same = prepare(
+        NOTES_SEARCH_CONTENTS,
+        &json!({"query": "q", "path": "a/", "prefix": "a/"}),
+    );
+    assert_eq!(same.unwrap(), json!({"query": "q", "path_prefix": "a/"}));
+    let one_null = prepare(
+        NOTES_SEARCH_CONTENTS,
+        &json!({"query": "q", "path": "a/", "prefix": null}),
+    );
+    assert_eq!(
+        one_null.unwrap(),
+        json!({"query": "q", "path_prefix": "a/"})
+    );
+}

@@ -1,0 +1,8 @@
+//! cargo-fuzz target; the properties are in `checks/handoff.rs` (shared with relay-core's
+//! `fuzz_replay` test, which replays the seeds and the minimized corpus on stable Rust).
+#![no_main]
+
+#[path = "../checks/handoff.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check(data));
