@@ -344,3 +344,36 @@ fn rpc_mode_runs_pi_once_without_the_wrapper_variables() {
     let log = fs::read_to_string(case.fake().join("log")).unwrap();
     assert!(log.contains("env    \n"), "{log}");
 }
+
+#[test]
+fn help_is_the_wrappers_own_and_runs_no_pi() {
+    let case = Case::new("help", &[]);
+    for (bin, args) in [
+        (env!("CARGO_BIN_EXE_pi-session"), vec!["--help"]),
+        (env!("CARGO_BIN_EXE_pi-session"), vec!["--model", "x", "-h"]),
+        (env!("CARGO_BIN_EXE_relay"), vec!["session", "--help"]),
+    ] {
+        let out = case
+            .command(bin, &args)
+            .env("PI_SESSION_PI", "/nonexistent/pi")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text, relay_cli::session::HELP, "{args:?}");
+        assert!(text.contains("PI_SESSION_PI"));
+    }
+    assert!(case.launches().is_empty());
+}
+
+#[test]
+fn help_after_the_separator_is_a_message_to_pi() {
+    let case = Case::new("help-after", &["none 0"]);
+    let out = case.run(&["--", "--help"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A message that starts with `-` reaches Pi behind Pi's own `--`.
+    assert_eq!(
+        case.launches(),
+        vec![vec!["--".to_string(), "--help".to_string()]]
+    );
+}

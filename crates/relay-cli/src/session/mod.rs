@@ -166,7 +166,42 @@ fn refuse(msg: impl std::fmt::Display, code: u8) -> ExitCode {
 }
 
 /// The wrapper. `args` are Pi's arguments (without the program name).
+/// The wrapper's own help (`pi-session --help`, `relay session --help`): what it does and the
+/// variables it reads. Pi's options are Pi's (`pi --help`).
+pub const HELP: &str = "\
+pi-session: run Pi and relaunch it once from Relay's handoff when the window cannot go on
+
+Usage: pi-session [PI OPTIONS] [-- @/abs/launch.md REQUEST]
+       relay session [PI OPTIONS] [-- @/abs/launch.md REQUEST]
+
+Every argument is Pi's (see `pi --help`); the wrapper removes its own `--` and, on a relaunch,
+Pi's session selectors (-c/--continue, -r/--resume, --session, --session-id, --fork). A relaunch
+happens only when Pi exits 0 after Relay wrote this launch's marker; anything else ends the
+wrapper with Pi's exit status.
+
+Environment:
+  PI_SESSION_PI                        the Pi to run (default: pi on PATH)
+  PI_SESSION_MARKER_DIR                absolute folder for relaunch markers
+                                       (default: <Pi agent dir>/relaunch)
+  PI_SESSION_MAX_RELAUNCHES_PER_HOUR   relaunches allowed in any rolling hour (default 5, 0 = never)
+  PI_CODING_AGENT_DIR                  Pi's agent dir (default ~/.pi/agent)
+
+Set for Pi on each launch: PI_RELAUNCH_MARKER, PI_SESSION_WRAPPER, PI_SESSION_WRAPPER_PID,
+PI_SESSION_LAUNCH_ID. `--mode rpc` runs Pi once without them.
+";
+
+/// `--help` or `-h` before the wrapper's `--` asks for the wrapper's help, not Pi's.
+fn wants_help(args: &[OsString]) -> bool {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--help" || a == "-h")
+}
+
 pub fn run(args: Vec<OsString>) -> ExitCode {
+    if wants_help(&args) {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     let parsed = match args::parse(args) {
         Ok(p) => p,
         Err(e) => return fail(e),
