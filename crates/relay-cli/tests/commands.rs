@@ -624,3 +624,102 @@ fn timeline_with_five_resets_marks_each_and_keeps_the_crowded_labels_apart() {
         }
     }
 }
+
+#[test]
+fn notes_export_killed_at_any_step_of_a_write_leaves_the_old_file_whole() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let new = "1. parse (done)\n2. test\n";
+    for step in [
+        "temp-created",
+        "temp-written",
+        "temp-synced",
+        "before-rename",
+        "after-rename",
+    ] {
+        let target = temp("export-crash").join("notes");
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join("plan.md"), "my edits").unwrap();
+        let o = Command::new(BIN)
+            .args([
+                "notes",
+                MAIN,
+                "--export",
+                target.to_str().unwrap(),
+                "--force",
+            ])
+            .current_dir(fixture(""))
+            .env("RELAY_TEST_CRASH", format!("{step}:plan.md"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.signal(),
+            Some(9),
+            "{step}: killed at the step ({})",
+            stderr(&o)
+        );
+        let want = if step == "after-rename" {
+            new
+        } else {
+            "my edits"
+        };
+        assert_eq!(
+            std::fs::read_to_string(target.join("plan.md")).unwrap(),
+            want,
+            "{step}"
+        );
+        let mut visible: Vec<String> = std::fs::read_dir(&target)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.contains(".tmp."))
+            .collect();
+        visible.sort();
+        assert_eq!(visible, ["plan.md"], "{step}: no half file beside it");
+        // Run again without the fault: every note is written whole and private.
+        let o = relay(&[
+            "notes",
+            MAIN,
+            "--export",
+            target.to_str().unwrap(),
+            "--force",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(target.join("plan.md")).unwrap(),
+            new
+        );
+        let mode = std::fs::metadata(target.join("log/day1.md"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
+
+#[test]
+fn notes_export_never_follows_a_link_planted_at_a_note_file() {
+    let dir = temp("export-link");
+    let outside = dir.join("outside.md");
+    std::fs::write(&outside, "the user's file").unwrap();
+    let target = dir.join("notes");
+    std::fs::create_dir_all(&target).unwrap();
+    std::os::unix::fs::symlink(&outside, target.join("plan.md")).unwrap();
+    for force in [false, true] {
+        let mut args = vec!["notes", MAIN, "--export", target.to_str().unwrap()];
+        if force {
+            args.push("--force");
+        }
+        let o = relay(&args);
+        assert_eq!(o.status.code(), Some(2), "force={force}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "the user's file"
+        );
+        assert!(std::fs::symlink_metadata(target.join("plan.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+}

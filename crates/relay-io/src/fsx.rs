@@ -1,13 +1,102 @@
 //! File primitives: atomic replacement and append-only lines, private to the user (files 0600,
-//! created folders 0700). A crash mid-write leaves the old file whole.
+//! created folders 0700). A crash at any step of a write leaves the old file whole, and a symbolic
+//! link planted at the final or the temporary path is never followed.
+//!
+//! - [`write_atomic`]: a temp file beside the target (`O_CREAT | O_EXCL`, so a link planted at
+//!   the temp name makes the write fail instead of being followed), written, fsynced, renamed
+//!   over the target (a rename replaces a planted link itself, never the file it points to).
+//! - [`write_atomic_new`]: the same temp file, published by a hard link that fails when anything
+//!   (a file or a link) already has the name.
+//! - [`append_line`]: one `O_APPEND | O_NOFOLLOW` write of a whole line; when the file's last
+//!   line was torn by a crash, a `\n` goes first so that the new line stays whole. Readers skip a
+//!   torn line ([`read_lines`]).
+//!
+//! Folders: missing ones are created 0700; an existing folder keeps its mode (it may be the
+//! user's, e.g. a repository's `.ai-work`), and a folder that is a link is followed (a user may
+//! keep `.ai-work` elsewhere). Files are 0600 in any case; an existing log with wider modes is
+//! narrowed to 0600 on the next append.
+//!
+//! A crash can leave a hidden `.<name>.tmp.<pid>.<n>.<nanos>` file beside the target (never in
+//! its place); nothing reads those names.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The steps of a write at which a fault-injection build can make the process kill itself
+/// (`RELAY_TEST_CRASH=<step>[:<file name part>]`, `SIGKILL`): only in relay-io's own tests and
+/// with the `fault-injection` feature, never in the addon or the CLI users run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The temp file exists and is empty.
+    TempCreated,
+    /// The bytes are written to the temp file, not yet fsynced.
+    TempWritten,
+    /// The temp file is fsynced.
+    TempSynced,
+    /// Right before the rename (or the hard link) publishes the temp file.
+    BeforeRename,
+    /// Right after the rename (or the hard link), before the folder is fsynced.
+    AfterRename,
+    /// Half of an appended line is written.
+    AppendTorn,
+}
+
+impl Step {
+    /// Every step, in the order a write reaches them.
+    pub const ALL: [Step; 6] = [
+        Step::TempCreated,
+        Step::TempWritten,
+        Step::TempSynced,
+        Step::BeforeRename,
+        Step::AfterRename,
+        Step::AppendTorn,
+    ];
+
+    /// The step's name in `RELAY_TEST_CRASH`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::TempCreated => "temp-created",
+            Step::TempWritten => "temp-written",
+            Step::TempSynced => "temp-synced",
+            Step::BeforeRename => "before-rename",
+            Step::AfterRename => "after-rename",
+            Step::AppendTorn => "append-torn",
+        }
+    }
+}
+
+#[cfg(any(test, feature = "fault-injection"))]
+fn crash_wanted(step: Step, path: &Path) -> bool {
+    let Ok(spec) = std::env::var("RELAY_TEST_CRASH") else {
+        return false;
+    };
+    let (name, part) = match spec.split_once(':') {
+        Some((name, part)) => (name, Some(part)),
+        None => (spec.as_str(), None),
+    };
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name == step.name() && part.is_none_or(|p| file.contains(p))
+}
+
+#[cfg(any(test, feature = "fault-injection"))]
+fn crash_point(step: Step, path: &Path) {
+    if crash_wanted(step, path) {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+}
+
+#[cfg(not(any(test, feature = "fault-injection")))]
+#[inline(always)]
+fn crash_point(_step: Step, _path: &Path) {}
 
 /// Create `dir` and its missing parents with mode 0700 (existing folders are left as they are).
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
@@ -36,14 +125,23 @@ fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
         create_private_dir(parent)?;
     }
     let tmp = temp_path(path)?;
+    write_temp_at(path, tmp, bytes, mode)
+}
+
+fn write_temp_at(path: &Path, tmp: PathBuf, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
+    // `create_new` is O_CREAT | O_EXCL: an existing name, a planted link included, is an error.
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)?;
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
+        crash_point(Step::TempCreated, path);
         f.write_all(bytes)?;
-        f.sync_all()
+        crash_point(Step::TempWritten, path);
+        f.sync_all()?;
+        crash_point(Step::TempSynced, path);
+        Ok(())
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
@@ -62,21 +160,27 @@ fn sync_parent(path: &Path) {
 
 /// Replace `path` atomically: write a temp file in the same folder, fsync, rename over `path`.
 /// Missing parent folders are created with mode 0700; the file gets `mode` (e.g. 0o600).
+/// A link at `path` is replaced by the file, its target is left alone.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = write_temp(path, bytes, mode)?;
+    crash_point(Step::BeforeRename, path);
     if let Err(e) = fs::rename(&tmp, path) {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
+    crash_point(Step::AfterRename, path);
     sync_parent(path);
     Ok(())
 }
 
 /// Like [`write_atomic`], but never replaces an existing file: fails with
-/// [`io::ErrorKind::AlreadyExists`] instead (publication by hard link).
+/// [`io::ErrorKind::AlreadyExists`] instead (publication by hard link; a link at `path` counts
+/// as existing).
 pub fn write_atomic_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = write_temp(path, bytes, mode)?;
+    crash_point(Step::BeforeRename, path);
     let linked = fs::hard_link(&tmp, path);
+    crash_point(Step::AfterRename, path);
     let _ = fs::remove_file(&tmp);
     linked?;
     sync_parent(path);
@@ -84,22 +188,97 @@ pub fn write_atomic_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> 
 }
 
 /// Append one line (a `\n` is added when missing) with a single `O_APPEND` write; the file is
-/// created with mode 0600 and its folder with 0700.
+/// created with mode 0600 and its folder with 0700. A link at `path` is an error, not followed.
+/// When the file does not end with `\n` (a torn line), the line starts with one.
 pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_private_dir(parent)?;
     }
-    let mut buf = String::with_capacity(line.len() + 1);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                io::Error::new(
+                    e.kind(),
+                    format!("{} is a symbolic link: not followed", path.display()),
+                )
+            } else {
+                e
+            }
+        })?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    let mut buf = String::with_capacity(line.len() + 2);
+    if meta.len() > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::End(-1))?;
+        f.read_exact(&mut last)?;
+        if last != [b'\n'] {
+            buf.push('\n');
+        }
+    }
     buf.push_str(line);
     if !buf.ends_with('\n') {
         buf.push('\n');
     }
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)?;
+    #[cfg(any(test, feature = "fault-injection"))]
+    if crash_wanted(Step::AppendTorn, path) {
+        let half = buf.len() / 2;
+        f.write_all(buf.as_bytes().get(..half).unwrap_or_default())?;
+        crash_point(Step::AppendTorn, path);
+    }
     f.write_all(buf.as_bytes())
+}
+
+/// The lines of an append-only log, each parsed by `parse`; a line that does not parse (a line
+/// torn by a crash, or garbage) is skipped with a warning naming the file and the line number.
+/// A missing file has no lines.
+pub fn read_lines<T>(
+    path: &Path,
+    mut parse: impl FnMut(&str) -> Option<T>,
+) -> io::Result<(Vec<T>, Vec<String>)> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let ends_whole = bytes.last().is_none_or(|b| *b == b'\n');
+    let count = bytes.split(|b| *b == b'\n').count();
+    for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+        if raw.is_empty() {
+            continue;
+        }
+        let last_torn = !ends_whole && i + 1 == count;
+        match std::str::from_utf8(raw).ok().and_then(&mut parse) {
+            Some(v) if !last_torn => out.push(v),
+            _ => warnings.push(format!(
+                "relay: {} line {}: {}; skipped",
+                path.display(),
+                i + 1,
+                if last_torn {
+                    "torn last line (no line end)"
+                } else {
+                    "not a valid line"
+                }
+            )),
+        }
+    }
+    Ok((out, warnings))
 }
 
 #[cfg(test)]
@@ -181,6 +360,48 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"b\":2}\n");
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&t.0.join("logs")), 0o700);
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temp_path_is_never_followed() {
+        let t = TempDir::new("temp-link");
+        let outside = t.0.join("outside.txt");
+        fs::write(&outside, "keep").unwrap();
+        let path = t.0.join("status.json");
+        let tmp = temp_path(&path).unwrap();
+        std::os::unix::fs::symlink(&outside, &tmp).unwrap();
+        let err = write_temp_at(&path, tmp.clone(), b"new", 0o600).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "keep");
+        assert!(!path.exists());
+        // The planted link is left where it was (it is not Relay's to remove).
+        assert!(fs::symlink_metadata(&tmp).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn read_lines_skips_garbage_and_a_torn_last_line_with_warnings() {
+        let t = TempDir::new("read-lines");
+        let path = t.0.join("log.jsonl");
+        assert_eq!(
+            read_lines(&path, |l| Some(l.len())).unwrap(),
+            (vec![], vec![])
+        );
+        fs::write(&path, "{\"a\":1}\nnot json\n\n{\"b\":2}\n{\"c\":").unwrap();
+        let (lines, warnings) =
+            read_lines(&path, |l| serde_json::from_str::<serde_json::Value>(l).ok()).unwrap();
+        assert_eq!(
+            lines,
+            [serde_json::json!({"a": 1}), serde_json::json!({"b": 2})]
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("line 2: not a valid line"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("line 5: torn last line"),
+            "{warnings:?}"
+        );
     }
 
     #[test]

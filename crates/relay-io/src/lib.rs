@@ -19,6 +19,8 @@
     )
 )]
 
+#[cfg(test)]
+mod fault_tests;
 pub mod fsx;
 pub mod git;
 pub mod handoff_files;

@@ -44,6 +44,16 @@ pub fn append_event(state_dir: &Path, event: &Value) -> io::Result<()> {
     fsx::append_line(&events_path(state_dir), &line)
 }
 
+/// The events of `events.jsonl`, oldest first, and a warning for each line that is not a JSON
+/// object (a line torn by a crash, or garbage), which is skipped. A missing log has no events.
+pub fn read_events(state_dir: &Path) -> io::Result<(Vec<Value>, Vec<String>)> {
+    fsx::read_lines(&events_path(state_dir), |line| {
+        serde_json::from_str::<Value>(line)
+            .ok()
+            .filter(Value::is_object)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

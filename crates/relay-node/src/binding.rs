@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use relay_core::engine::{self, ConfigSources, Effect, Event, GitFacts, Observation, ToolReply};
+use relay_core::engine::{
+    self, ConfigSources, Effect, Event, GitFacts, NotifyLevel, Observation, ToolReply,
+};
 use relay_core::entry::{parse_entry, BranchSink, Entry, EntryKind};
 use relay_core::handoff::GitState;
 use relay_core::integrations::{IntegrationFacts, StoreFacts};
@@ -60,8 +62,9 @@ pub struct Binding {
     toggle: Option<String>,
     /// A panic replaced the engine; its mirror is empty until a full resync.
     needs_resync: bool,
-    /// Telemetry writes that failed (events, status): each kind is reported once.
-    telemetry_failed: [bool; 2],
+    /// A write of Relay's files (events, status, relaunch marker, handoff) failed and the user
+    /// was told: one notification for all of them, later failures are not reported again.
+    write_failure_told: bool,
     /// Where the newest background load ([`Binding::begin_load`]) leaves its branch; a resync or
     /// a newer load replaces it, so a superseded load is never installed.
     pending_load: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
@@ -260,7 +263,7 @@ impl Binding {
         Binding {
             inner: engine::Engine::new(),
             reported: Vec::new(),
-            telemetry_failed: [false; 2],
+            write_failure_told: false,
             warnings: Vec::new(),
             state_dir: None,
             last_sources: None,
@@ -764,9 +767,25 @@ impl Binding {
         }
     }
 
-    /// Perform the file effects here (telemetry and status) and leave the rest for the extension.
-    /// A telemetry write failure never fails the hook: it becomes one warning per kind (events,
-    /// status) on stderr, and a status failure is also an `error` event.
+    /// Tell the user about a failed write of Relay's files (a full disk, a read-only folder), once
+    /// per engine: the first failure is one warning notification, later ones are not reported.
+    fn tell_write_failure(&mut self, kept: &mut Vec<Effect>, text: String) {
+        if self.write_failure_told {
+            return;
+        }
+        self.write_failure_told = true;
+        kept.push(Effect::Notify {
+            text: format!(
+                "{text}. Relay keeps working; failures to write its files are not reported again."
+            ),
+            level: NotifyLevel::Warning,
+        });
+    }
+
+    /// Perform the file effects here (telemetry, status, the relaunch marker) and leave the rest
+    /// for the extension. A failed write never fails the hook: the first one is a warning
+    /// notification ([`Binding::tell_write_failure`]), and a status or marker failure is also an
+    /// `error` event (when the event log can still be written).
     fn execute(&mut self, effects: &mut Vec<Effect>) {
         let session_id = self.inner.history().session_id().to_string();
         let mut kept = Vec::with_capacity(effects.len());
@@ -787,7 +806,7 @@ impl Binding {
                             "relay: cannot write the pi-session relaunch marker {path}: {e}; Pi keeps running"
                         );
                         self.error_event("relaunch", &text);
-                        kept.push(Effect::Log { text });
+                        self.tell_write_failure(&mut kept, text);
                     }
                 }
                 Effect::Shutdown if marker_failed => {}
@@ -797,18 +816,18 @@ impl Binding {
                         obj.entry("ts")
                             .or_insert_with(|| serde_json::json!(now_ms()));
                     }
-                    if let Some(dir) = &self.state_dir {
-                        if let Err(e) = relay_io::telemetry::append_event(dir, &event) {
-                            if !self.telemetry_failed[0] {
-                                self.telemetry_failed[0] = true;
-                                kept.push(Effect::Log {
-                                    text: format!(
-                                        "relay: cannot append to {}: {e} (further failures are not reported)",
-                                        relay_io::telemetry::events_path(dir).display()
-                                    ),
-                                });
-                            }
-                        }
+                    let failed = self.state_dir.as_ref().and_then(|dir| {
+                        relay_io::telemetry::append_event(dir, &event)
+                            .err()
+                            .map(|e| {
+                                format!(
+                                    "relay: cannot append to {}: {e}",
+                                    relay_io::telemetry::events_path(dir).display()
+                                )
+                            })
+                    });
+                    if let Some(text) = failed {
+                        self.tell_write_failure(&mut kept, text);
                     }
                 }
                 Effect::WriteStatus { mut status } => {
@@ -827,13 +846,10 @@ impl Binding {
                         None => None,
                     };
                     if let Some(text) = failed {
-                        if !self.telemetry_failed[1] {
-                            self.telemetry_failed[1] = true;
+                        if !self.write_failure_told {
                             self.error_event("telemetry", &text);
-                            kept.push(Effect::Log {
-                                text: format!("{text} (further failures are not reported)"),
-                            });
                         }
+                        self.tell_write_failure(&mut kept, text);
                     }
                 }
                 other => kept.push(other),
@@ -893,7 +909,24 @@ impl Binding {
                     );
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return fail(&format!("write {path_text}"), &e),
+                // A full disk or a read-only folder: the handoff commits from memory (the next
+                // window's boot block carries it) and the user is told.
+                Err(e) => {
+                    let mut reply = self.inner.handoff_unsaved(
+                        &path_text,
+                        markdown,
+                        fingerprint,
+                        moment,
+                        &e.to_string(),
+                    );
+                    let text = format!(
+                        "relay: cannot write the handoff file {path_text}: {e}; the handoff is kept in the session and the next window starts from it"
+                    );
+                    let mut told = Vec::new();
+                    self.tell_write_failure(&mut told, text);
+                    reply.effects.extend(told);
+                    return reply;
+                }
             }
         }
         fail(

@@ -8,6 +8,8 @@
 //!   rules (relative, no `.`/`..` segment, no backslash): one that does not is refused by name
 //!   and nothing is written. Every file is checked to land inside DIR (folders that are symbolic
 //!   links leading out are refused), and an existing file is never replaced without `--force`.
+//!   Each file is written atomically (a temp file renamed into place), 0600, in 0700 folders it
+//!   creates.
 
 use std::fs;
 use std::io::Write;
@@ -140,13 +142,14 @@ fn export_all(
         }
         targets.push((target, note));
     }
-    fs::create_dir_all(dir).map_err(|e| fatal(format!("cannot create {}: {e}", dir.display())))?;
+    relay_io::fsx::create_private_dir(dir)
+        .map_err(|e| fatal(format!("cannot create {}: {e}", dir.display())))?;
     let root =
         fs::canonicalize(dir).map_err(|e| fatal(format!("cannot read {}: {e}", dir.display())))?;
     let mut written = Vec::new();
     for (target, note) in targets {
         let parent = target.parent().unwrap_or(dir);
-        fs::create_dir_all(parent)
+        relay_io::fsx::create_private_dir(parent)
             .map_err(|e| fatal(format!("cannot create {}: {e}", parent.display())))?;
         let real_parent = fs::canonicalize(parent)
             .map_err(|e| fatal(format!("cannot read {}: {e}", parent.display())))?;
@@ -165,7 +168,14 @@ fn export_all(
                 note.path
             )));
         }
-        fs::write(&target, note.content.as_bytes())
+        // Atomic and private (0600): a crash leaves the old file whole; a link planted meanwhile
+        // is replaced (with --force) or refused, never followed.
+        let write = if force {
+            relay_io::fsx::write_atomic
+        } else {
+            relay_io::fsx::write_atomic_new
+        };
+        write(&target, note.content.as_bytes(), 0o600)
             .map_err(|e| fatal(format!("cannot write {}: {e}", target.display())))?;
         written.push(target);
     }

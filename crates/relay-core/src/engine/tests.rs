@@ -1361,6 +1361,46 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     assert!(!reply.text.contains("shortened"), "{}", reply.text);
 }
 
+/// A handoff whose files could not be written commits from memory: the reply says the file is
+/// missing, and the turn end resets the window with the handoff in the boot block.
+#[test]
+fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
+    let (mut e, _b) = enforced_after_first_answer();
+    let args =
+        json!({"goal": "Ship the importer", "next_step": "Run the tests", "facts": "parser done"});
+    let m = moment(Some(31_000));
+    let parsed = e.handoff_begin(&args, &m).unwrap();
+    let git = GitFacts {
+        repo_root: None,
+        branch: None,
+        head: None,
+        state: crate::handoff::GitState::NoGit,
+    };
+    let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
+    let (markdown, _sidecar, fingerprint) = e
+        .handoff_render(&parsed, &git, None, None, &path, 1, &m)
+        .unwrap();
+    let reply = e.handoff_unsaved(
+        &path,
+        markdown,
+        fingerprint,
+        &m,
+        "No space left on device (os error 28)",
+    );
+    assert!(!reply.is_error, "{}", reply.text);
+    let v: serde_json::Value = serde_json::from_str(&reply.text).unwrap();
+    assert_eq!(v["written"], false);
+    assert!(v["commit"].is_string(), "{}", reply.text);
+    insta::assert_snapshot!("handoff_reply_unsaved", reply.text);
+    let reply = e.handle(&obs(Event::TurnEnd { tool_results: 1 }, Some(31_500)));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected the handoff commit, got {:?}", reply.result)
+    };
+    assert_eq!(plan.details["kind"], "handoff");
+    assert!(plan.summary.contains("Ship the importer"));
+    assert!(plan.summary.contains("Run the tests"));
+}
+
 /// The incremental estimate equals Pi's `getContextUsage()` arithmetic: ceil(chars/4) per
 /// message as Pi counts it (images 4,800 chars), the last valid usage plus what follows it, the
 /// current system message in a pure estimate, null after a reset, and context edits.

@@ -295,6 +295,32 @@ impl Engine {
         reply.effects = hook.effects;
         reply
     }
+
+    /// `context_handoff` when its files could not be written (a full disk, a read-only folder):
+    /// the handoff still commits from memory, since the next window's boot block carries the
+    /// whole markdown, and the reply tells the model that the file at `path` does not exist.
+    /// `error` is the write's error text. The user is told by the binding.
+    pub fn handoff_unsaved(
+        &mut self,
+        path: &str,
+        markdown: String,
+        fingerprint: HandoffFingerprint,
+        moment: &Moment,
+        error: &str,
+    ) -> ToolReply {
+        let mut reply = self.handoff_written(path, markdown, fingerprint, moment);
+        if let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&reply.text) {
+            m.insert("written".into(), json!(false));
+            m.insert(
+                "saved".into(),
+                json!(format!(
+                    "no: the file could not be written ({error}); do not read it. The handoff is kept in the session and the next window starts from it."
+                )),
+            );
+            reply.text = ToolOutput::json(&Value::Object(m)).text;
+        }
+        reply
+    }
 }
 
 /// The notes tool result after `op`, computed from the note before it (no copy of the note):
