@@ -9,7 +9,7 @@
 // While it runs it samples the process's heap and RSS (after a forced GC) and times every call into
 // the native engine (per hook), so the caller can compare the quarters of the run.
 import { createRequire } from "node:module";
-import { mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,12 +55,12 @@ export function filler(bytes, seed) {
 }
 
 /** The native addon the extension loads (native.ts: RELAY_ADDON wins), so the soak can time it. */
-function timedAddon(timings) {
+function timedAddon(timings, engines) {
 	const path = join(ROOT, "extension/native/relay.linux-x64-gnu.node");
 	const addonPath = process.env.RELAY_ADDON ?? path;
 	process.env.RELAY_ADDON = addonPath;
 	const addon = createRequire(import.meta.url)(addonPath);
-	if (addon.Engine.__soakTimed) return addon;
+	if (addon.Engine.__soakTimed) throw new Error("the soak's engine wrapper is already installed in this process");
 	const Base = addon.Engine;
 	const hookOf = (json) => {
 		const at = json.indexOf('"event":{"type":"');
@@ -69,6 +69,12 @@ function timedAddon(timings) {
 		return json.slice(from, json.indexOf('"', from));
 	};
 	class TimedEngine extends Base {
+		constructor(...args) {
+			super(...args);
+			// Each /reload builds a new engine: the old one must be collected, not kept alive.
+			engines.created += 1;
+			engines.registry.register(this, null);
+		}
 		handle(json) {
 			const t0 = performance.now();
 			const out = super.handle(json);
@@ -89,6 +95,7 @@ function timedAddon(timings) {
 		}
 	}
 	TimedEngine.__soakTimed = true;
+	TimedEngine.Untimed = Base;
 	addon.Engine = TimedEngine;
 	return addon;
 }
@@ -132,7 +139,11 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 			list.push([this.turn, ms]);
 		},
 	};
-	timedAddon(timings);
+	const engines = { created: 0, collected: 0, alive: [] };
+	engines.registry = new FinalizationRegistry(() => {
+		engines.collected += 1;
+	});
+	timedAddon(timings, engines);
 	const gc = gcFunction();
 
 	const counts = {
@@ -289,10 +300,12 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 	t.faux.setResponses([model]);
 	const file = t.sessionManager.getSessionFile();
 	const samples = [];
-	const sample = () => {
+	const sample = async () => {
 		gc();
+		// Finalizers run after the collection, on a later task.
+		await new Promise((resolve) => setImmediate(resolve));
 		const m = process.memoryUsage();
-		samples.push({ turn: timings.turn, heap: m.heapUsed, rss: m.rss, file: statSync(file, { throwIfNoEntry: false })?.size ?? 0 });
+		samples.push({ turn: timings.turn, heap: m.heapUsed, rss: m.rss, file: statSync(file, { throwIfNoEntry: false })?.size ?? 0, engines: engines.created - engines.collected });
 	};
 	const errors = [];
 	// Relay's notices (no UI in the SDK: the adapter prints them to stderr) are counted, not shown.
@@ -353,10 +366,10 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 			} else {
 				await t.session.prompt(prompt).catch((e) => errors.push(`prompt: ${e?.message}`));
 			}
-			if (counts.prompts % 5 === 0) sample();
-			if (counts.prompts % 100 === 0) log(`soak: ${timings.turn}/${turns} turns, ${counts.prompts} prompts, rss ${(samples.at(-1).rss / 2 ** 20).toFixed(0)} MiB`);
+			if (counts.prompts % 5 === 0) await sample();
+			if (counts.prompts % 100 === 0) log(`soak: ${timings.turn}/${turns} turns, ${counts.prompts} prompts, heap ${(samples.at(-1).heap / 2 ** 20).toFixed(0)} MiB, rss ${(samples.at(-1).rss / 2 ** 20).toFixed(0)} MiB, session file ${(samples.at(-1).file / 2 ** 20).toFixed(1)} MiB, engines alive ${samples.at(-1).engines}`);
 		}
-		sample();
+		await sample();
 		const branch = t.sessionManager.getBranch();
 		const compactions = branch.filter((e) => e.type === "compaction");
 		const bySource = {};
@@ -373,6 +386,7 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 			fileBytes: statSync(file).size,
 			samples,
 			timings,
+			engines: { created: engines.created, aliveAtEnd: samples.at(-1).engines, aliveMax: Math.max(...samples.map((x) => x.engines)) },
 			errors: [...errors, ...t.errors.map((e) => `extension: ${e?.error ?? e?.message ?? JSON.stringify(e)}`)],
 		};
 	} finally {
@@ -383,6 +397,38 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 		if (saved.state === undefined) delete process.env.PI_CONTEXT_BUDGET_STATE_DIR;
 		else process.env.PI_CONTEXT_BUDGET_STATE_DIR = saved.state;
 	}
+}
+
+/**
+ * The engine's own time per hook on the soak's session, away from the host's noise (other
+ * processes, Pi's own work, GC): a fresh engine loads the first quarter of the session file, then
+ * the whole file, and each time answers every per-request hook `calls` times (the mean is kept).
+ */
+export function engineTiming(file, { calls = 2_000 } = {}) {
+	const Engine = createRequire(import.meta.url)(process.env.RELAY_ADDON).Engine;
+	const Plain = Engine.Untimed ?? Engine;
+	const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+	const header = JSON.parse(lines[0]);
+	const moment = { nowMs: 1_800_000_000_000, tzOffsetMinutes: 0, usage: null, model: "faux/faux-1", contextWindow: 24_000, hasPendingMessages: false, pendingWork: 0, cwd: header.cwd, subagent: false };
+	const events = [{ type: "input" }, { type: "before_agent_start" }, { type: "context" }, { type: "tool_call", toolName: "soak_read", toolCallId: "t1" }, { type: "tool_result", toolName: "soak_read", toolCallId: "t1", isError: false }, { type: "turn_end", toolResults: 1 }, { type: "agent_end" }, { type: "agent_before_settle", outcome: "completed" }];
+	const out = {};
+	for (const [label, fraction] of [["quarter", 0.25], ["whole", 1]]) {
+		const cut = lines.slice(0, Math.max(2, Math.floor(lines.length * fraction)));
+		const path = `${file}.${label}.jsonl`;
+		writeFileSync(path, cut.join("\n") + "\n");
+		const engine = new Plain();
+		if (!engine.loadSessionFile(header.id, path, JSON.parse(cut.at(-1)).id)) throw new Error(`the engine did not load ${path}`);
+		const row = { entries: cut.length - 1 };
+		for (const event of events) {
+			const json = JSON.stringify({ moment, event });
+			for (let i = 0; i < 200; i++) engine.handle(json);
+			const t0 = performance.now();
+			for (let i = 0; i < calls; i++) engine.handle(json);
+			row[event.type] = ((performance.now() - t0) * 1000) / calls;
+		}
+		out[label] = row;
+	}
+	return out;
 }
 
 /** Medians of the memory samples and hook times per quarter of the run (by turn). */

@@ -23,7 +23,8 @@
 //!   once between two resets;
 //! - **the mirror equals a fresh resync**: every answer of a read-only Relay tool on the branch
 //!   (history and notes reads, listings and searches) equals the answer of a fresh engine
-//!   resynced from the branch up to that tool result;
+//!   resynced from the branch up to that tool result (a call the budget policy blocked never
+//!   ran: its result is the block reason);
 //! - **notes replay equals what the tools reported**: the notes a fresh engine replays from the
 //!   whole branch equal the notes the successful `notes_write_file`/`notes_append_to_file` calls
 //!   wrote, applied in branch order.
@@ -67,6 +68,7 @@ struct Report {
     borrowed_turns: usize,
     prompts: usize,
     tool_answers_compared: usize,
+    blocked_calls: usize,
     notes: usize,
 }
 
@@ -256,7 +258,12 @@ fn check_session(text: &str, prompts: u32) -> Result<Report, String> {
         let Some((name, args)) = m.tool_call_id.as_ref().and_then(|id| calls.get(id)) else {
             continue;
         };
-        if READ_TOOLS.contains(&name.as_str()) {
+        // A call the budget policy blocked never ran: Pi recorded the reason as its error.
+        let blocked = m.is_error && m.text.starts_with("Blocked");
+        if blocked {
+            report.blocked_calls += 1;
+        }
+        if READ_TOOLS.contains(&name.as_str()) && !blocked {
             let mut fresh = Engine::new();
             fresh.resync(&session_id, &branch[..i]);
             let theirs = fresh.tool(name, args, &moment);
@@ -410,6 +417,18 @@ fn sample(tamper: &str) -> String {
         s.push(json!({"type":"compaction","summary":"a summary","firstKeptEntryId":null,"tokensBefore":100,"details":{}}));
     }
     s.assistant_text("after the reset");
+    let blocked = if tamper == "error instead of the answer" {
+        "notes_read_file: something went wrong"
+    } else {
+        "Blocked by the context budget: only context_handoff is allowed now."
+    };
+    s.call(
+        "c5",
+        "notes_read_file",
+        json!({"path":"a.md"}),
+        blocked,
+        true,
+    );
     let listing = if tamper == "stale listing" {
         "{\"files\":[]}".to_string()
     } else {
@@ -458,6 +477,7 @@ fn self_test() -> Result<(), String> {
         ("window id reused", "is used twice"),
         ("pi summarizer", "is not Relay's"),
         ("stale listing", "differs from a fresh resync"),
+        ("error instead of the answer", "differs from a fresh resync"),
         ("torn line", "malformed lines"),
     ] {
         match check_session(&sample(tamper), 3) {
@@ -480,7 +500,7 @@ fn main() -> ExitCode {
             .cloned()
     };
     let outcome = match value("--session") {
-        None => self_test().map(|()| "session_check self-test: the valid sample passes, 10 planted violations are rejected".to_string()),
+        None => self_test().map(|()| "session_check self-test: the valid sample passes, 11 planted violations are rejected".to_string()),
         Some(path) => {
             let prompts = value("--prompts").and_then(|p| p.parse::<u32>().ok());
             match (std::fs::read_to_string(&path), prompts) {
