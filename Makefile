@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package fuzz
+.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package fuzz soak
 
 all: build
 
@@ -95,6 +95,18 @@ fuzz:
 	    -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- 2>&1 | tee $(FUZZ_DIR)/$$t.log; \
 	done
+
+# The long soak (tests/soak/soak.mjs, README "Soak"): one generated session of SOAK_TURNS turns
+# through the real Pi loop with Relay, then every invariant checked on its JSONL, memory and the
+# engine's time per hook by quarter. `make test` runs 300 turns of it (tests/extension/soak.test.mjs).
+# SOAK_SEED picks the session (default: a new one each run, printed); SOAK_REPORT keeps the figures.
+SOAK_TURNS ?= 3000
+SOAK_SEED ?= $(shell date +%s)
+SOAK_REPORT ?= /tmp/relay-soak-report.json
+
+soak: build
+	SOAK_TURNS=$(SOAK_TURNS) SOAK_SEED=$(SOAK_SEED) SOAK_REPORT=$(SOAK_REPORT) \
+	  nice -n 19 $(NODE) --test --test-concurrency=1 tests/extension/soak.test.mjs
 
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
 test: lint build test-rust test-extension test-e2e

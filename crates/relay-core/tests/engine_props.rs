@@ -74,6 +74,10 @@ use relay_core::handoff::GitState;
 use relay_core::notes::NOTE_CUSTOM_TYPE;
 use serde_json::{json, Value};
 
+#[path = "support/branch.rs"]
+mod branch;
+use branch::{marker, prompts_in};
+
 const SID: &str = "0190a1b2-props-session";
 const CWD: &str = "/work/project";
 const RESERVE: u64 = 16_384;
@@ -562,27 +566,6 @@ struct Host {
     /// nothing but `context_handoff` may run until it is (or the policy says it was dropped).
     reset_owed: bool,
     trace: Vec<String>,
-}
-
-fn marker(n: u32) -> String {
-    format!("«user-{n}»")
-}
-
-/// User prompt markers found in `text`.
-fn prompts_in(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("«user-") {
-        let tail = &rest[start..];
-        match tail.find('»') {
-            Some(end) => {
-                out.push(tail[..end + '»'.len_utf8()].to_string());
-                rest = &tail[end + '»'.len_utf8()..];
-            }
-            None => break,
-        }
-    }
-    out
 }
 
 impl Host {
@@ -1949,152 +1932,11 @@ impl Host {
 
         // The mirror against a fresh resync.
         let mut fresh = self.fresh_engine();
-        check!(
-            self.engine.history().window_ids() == fresh.history().window_ids(),
-            "window ids {:?} != after a resync {:?}",
-            self.engine.history().window_ids(),
-            fresh.history().window_ids()
-        );
-        check!(
-            self.engine.history().entry_count() == fresh.history().entry_count()
-                && self.engine.history().item_count() == fresh.history().item_count(),
-            "entry/item counts differ from a resync"
-        );
-        let notes = |e: &Engine| {
-            e.notes()
-                .iter()
-                .map(|n| (n.path.clone(), n.content.clone()))
-                .collect::<BTreeMap<_, _>>()
-        };
-        check!(
-            notes(&self.engine) == notes(&fresh),
-            "notes differ from a resync"
-        );
         let moment: Moment = serde_json::from_value(self.moment_json(true)).expect("moment");
-        for (tool, args) in [
-            ("history_list_windows", json!({})),
-            // The newest items, where a mirror that drifted would show it first.
-            (
-                "history_list_items",
-                json!({ "limit": 6, "max_chars_per_item": 120 }),
-            ),
-            ("notes_list_files_by_prefix", json!({ "prefix": "" })),
-        ] {
-            let ours = self.engine.tool(tool, &args, &moment).text;
-            let theirs = fresh.tool(tool, &args, &moment).text;
-            check!(
-                ours == theirs,
-                "{tool} differs from a resync:\n{ours}\n---\n{theirs}"
-            );
-        }
+        branch::check_mirror(&mut self.engine, &mut fresh, &moment)?;
 
         // The branch.
-        let mut starts = vec![0];
-        for (i, e) in self.branch.iter().enumerate() {
-            if matches!(e.kind, EntryKind::Compaction { .. }) {
-                starts.push(i);
-            }
-        }
-        starts.push(self.branch.len());
-        let mut reminders: BTreeMap<String, usize> = BTreeMap::new();
-        let mut users: BTreeMap<String, usize> = BTreeMap::new();
-        let mut boots = 0;
-        // The user prompts of the window before the one being checked, oldest first.
-        let mut previous_prompts: Vec<String> = Vec::new();
-        for (w, pair) in starts.windows(2).enumerate() {
-            let (from, to) = (pair[0], pair[1]);
-            let mut prompts: Vec<String> = Vec::new();
-            let mut steers = 0;
-            let mut continuations = Vec::new();
-            for (i, e) in self.branch[from..to].iter().enumerate() {
-                match &e.kind {
-                    EntryKind::CustomMessage {
-                        custom_type,
-                        text,
-                        details,
-                        ..
-                    } => {
-                        check!(
-                            prompts_in(text).is_empty(),
-                            "{custom_type} message {} carries a user prompt",
-                            e.id
-                        );
-                        if custom_type == STEER_TYPE {
-                            steers += 1;
-                        } else if custom_type == CONTINUE_TYPE {
-                            continuations.push(i);
-                        } else if custom_type == REMINDER_TYPE {
-                            let for_window = details
-                                .get("windowId")
-                                .and_then(Value::as_str)
-                                .unwrap_or("?");
-                            *reminders.entry(for_window.to_string()).or_default() += 1;
-                        } else if custom_type == BOOT_TYPE {
-                            boots += 1;
-                            check!(w == 0, "a boot block message in window {w}");
-                        }
-                    }
-                    EntryKind::Message(m) if m.role == "user" => {
-                        for p in prompts_in(&m.text) {
-                            *users.entry(p.clone()).or_default() += 1;
-                            prompts.push(p);
-                        }
-                    }
-                    EntryKind::Compaction {
-                        summary, details, ..
-                    } => {
-                        // An automatic or manual reset carries the ended window's recent user
-                        // input (each prompt once, only that window's, labelled as earlier input);
-                        // new_context and handoffs carry none; an overflow Pi retries restates
-                        // the dropped prompt, the window's newest.
-                        let found = prompts_in(summary);
-                        let source = details.get("source").and_then(Value::as_str);
-                        let carries = matches!(
-                            source,
-                            Some(
-                                "fallback"
-                                    | "threshold"
-                                    | "overflow"
-                                    | "forced"
-                                    | "idle"
-                                    | "manual"
-                            )
-                        );
-                        let unique: HashSet<&String> = found.iter().collect();
-                        check!(
-                            found.is_empty()
-                                || (carries
-                                    && unique.len() == found.len()
-                                    && found.iter().all(|p| previous_prompts.contains(p))),
-                            "compaction {} ({source:?}) carries user prompts {found:?} (window had {previous_prompts:?})",
-                            e.id
-                        );
-                        if self.restating.contains(&e.id) {
-                            let newest = previous_prompts.last();
-                            check!(
-                                newest.is_none_or(|p| found.contains(p)),
-                                "compaction {} does not restate the dropped prompt {newest:?}",
-                                e.id
-                            );
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            check!(steers <= 1, "{steers} borrowed turns in window {w}");
-            previous_prompts = prompts;
-            check!(
-                continuations.is_empty() || (w > 0 && continuations == vec![1]),
-                "hidden continuations at {continuations:?} of window {w}"
-            );
-        }
-        check!(boots <= 1, "{boots} boot blocks on the branch");
-        for (window, n) in &reminders {
-            check!(*n <= 1, "{n} reminders for window {window}");
-        }
-        for (prompt, n) in &users {
-            check!(*n == 1, "{prompt} is on the branch {n} times");
-        }
+        branch::check_branch(&self.branch, &self.restating)?;
         check!(
             self.blocked.is_disjoint(&self.executed),
             "a blocked call ran"
