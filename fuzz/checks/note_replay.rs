@@ -23,7 +23,7 @@
 use arbitrary::{Result, Unstructured};
 use relay_core::args::MAX_RESULT_BYTES;
 use relay_core::notes::{
-    count_lines, validate_path, NoteError, NoteOp, NoteOpKind, Notes, MAX_NOTE_BYTES,
+    count_lines, validate_replayed_path, NoteError, NoteOp, NoteOpKind, Notes, MAX_NOTE_BYTES,
     MAX_PATH_BYTES, MAX_TIMESTAMP_MS,
 };
 use relay_core::ToolOutput;
@@ -177,7 +177,7 @@ fn check_invariants(notes: &Notes) {
         );
         assert!(!n.content.is_empty(), "empty note {:?} stored", n.path);
         assert!(
-            validate_path(&n.path).is_ok(),
+            validate_replayed_path(&n.path).is_ok(),
             "invalid path {:?} stored",
             n.path
         );

@@ -292,6 +292,69 @@ fn notes_export_refuses_a_folder_that_leads_outside_and_skips_an_escaping_note_p
 }
 
 #[test]
+fn notes_export_refuses_a_lookalike_note_path_by_name_and_writes_nothing() {
+    // Notes an earlier Relay could store under names that look like a path climbing out
+    // (fullwidth solidus and full stops, a division slash): they still replay (listed, readable),
+    // but the export refuses the first by name before writing any file.
+    let dir = temp("lookalike");
+    let mut text = std::fs::read_to_string(fixture(MAIN)).unwrap();
+    let mut parent = text
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|v| v["id"].as_str().map(str::to_string))
+        .unwrap();
+    let paths = [
+        "\u{ff0e}\u{ff0e}\u{ff0f}evil.md",
+        "..\u{2215}..\u{2215}evil2.md",
+    ];
+    for (i, path) in paths.iter().enumerate() {
+        let id = format!("look000{i}");
+        text.push_str(
+            &serde_json::json!({
+                "type": "custom", "id": id, "parentId": parent,
+                "timestamp": "2026-12-01T22:10:12.000Z", "customType": "relay/note",
+                "data": {"kind": "write", "path": path, "content": "escaped", "atMs": 1796163012000i64}
+            })
+            .to_string(),
+        );
+        text.push('\n');
+        parent = id;
+    }
+    let session = dir.join("lookalike.jsonl");
+    std::fs::write(&session, text).unwrap();
+    let listed = json(&relay(&["notes", session.to_str().unwrap(), "--json"]));
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(
+        names.contains(&paths[0]) && names.contains(&paths[1]),
+        "{names:?}"
+    );
+    let target = dir.join("out");
+    let o = relay(&[
+        "notes",
+        session.to_str().unwrap(),
+        "--export",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{:?}", paths[1]))
+            && err.contains("U+2215")
+            && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!target.exists(), "the export wrote something");
+    assert!(!dir.join("evil.md").exists() && !dir.join("evil2.md").exists());
+}
+
+#[test]
 fn handoffs_list_and_show_the_files_relay_wrote() {
     let repo = fixture("repo");
     let o = relay(&["handoffs", "--dir", repo.to_str().unwrap()]);

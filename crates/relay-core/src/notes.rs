@@ -9,7 +9,13 @@
 //!
 //! - **Paths** are relative virtual paths: segments separated by `/`, no leading `/`, no empty
 //!   segment (`a//b`, trailing `/`), no `.` or `..` segment, no backslash, no control character,
-//!   at most [`MAX_PATH_BYTES`] UTF-8 bytes. They name nothing on disk.
+//!   at most [`MAX_PATH_BYTES`] UTF-8 bytes. They name nothing on disk. A tool call (and the
+//!   CLI's export) also refuses invisible and text-direction characters, look-alikes of `/`, `\`
+//!   and `.` (U+2215, U+2044, …) and every compatibility character, one NFKC would rewrite
+//!   (fullwidth U+FF0F `／`, U+FF0E `．`, U+2024 `․`, halfwidth forms, ligatures): such a path is
+//!   refused, never normalized, so a note keeps exactly the name written ([`validate_path`]).
+//!   Replay checks only the structural rules ([`validate_replayed_path`]): a note an earlier
+//!   version stored under such a name is not lost.
 //! - **Size**: a note holds at most [`MAX_NOTE_BYTES`] UTF-8 bytes *after* the operation.
 //! - **Timestamps** (`atMs`, milliseconds since the Unix epoch) must be integers within
 //!   ±8.64e15 ms, the range a JavaScript `Date` can represent.
@@ -145,7 +151,7 @@ impl NoteOp {
             other => return Err(NoteError::UnknownKind(other.to_string())),
         };
         let path = field("path")?;
-        validate_path(path)?;
+        validate_replayed_path(path)?;
         let content = field("content")?;
         let at_ms = match obj.get("atMs") {
             Some(v) => timestamp_from_json(v)?,
@@ -229,7 +235,7 @@ impl Notes {
     /// Appends extend the existing string in place (amortised O(appended bytes)), so replaying
     /// thousands of appends never copies whole notes.
     pub fn apply(&mut self, op: &NoteOp) -> Result<(), NoteError> {
-        validate_path(&op.path)?;
+        validate_replayed_path(&op.path)?;
         validate_timestamp(op.at_ms)?;
         match op.kind {
             NoteOpKind::Write => {
@@ -458,7 +464,10 @@ impl Notes {
             };
             return invalid(
                 "path",
-                format!("names no note: there is no note at {path:?} ({hint})"),
+                format!(
+                    "names no note: there is no note at {:?} ({hint})",
+                    path_preview(path)
+                ),
             );
         };
         let text = note.content.as_str();
@@ -659,11 +668,102 @@ impl Notes {
     }
 }
 
-/// Check a note path against the path rules.
+/// Characters that look like `/`, `\\` or `.` and that NFKC leaves alone (so the compatibility
+/// check below does not catch them): the slash and dot look-alikes of Unicode's confusables list,
+/// minus letters and digits of living scripts.
+const LOOKALIKES: &[(char, &str)] = &[
+    ('\u{1735}', "a look-alike of `/`"),
+    ('\u{2041}', "a look-alike of `/`"),
+    ('\u{2044}', "FRACTION SLASH, a look-alike of `/`"),
+    ('\u{2215}', "DIVISION SLASH, a look-alike of `/`"),
+    ('\u{2571}', "a look-alike of `/`"),
+    ('\u{27CB}', "a look-alike of `/`"),
+    ('\u{29F8}', "BIG SOLIDUS, a look-alike of `/`"),
+    ('\u{31D3}', "a look-alike of `/`"),
+    ('\u{0337}', "a combining slash overlay"),
+    ('\u{0338}', "a combining slash overlay"),
+    ('\u{2216}', "SET MINUS, a look-alike of `\\`"),
+    ('\u{27CD}', "a look-alike of `\\`"),
+    ('\u{29F5}', "a look-alike of `\\`"),
+    ('\u{29F9}', "BIG REVERSE SOLIDUS, a look-alike of `\\`"),
+    ('\u{31D4}', "a look-alike of `\\`"),
+    ('\u{0701}', "a look-alike of `.`"),
+    ('\u{0702}', "a look-alike of `.`"),
+    ('\u{3002}', "IDEOGRAPHIC FULL STOP, a look-alike of `.`"),
+    ('\u{A4F8}', "a look-alike of `.`"),
+    ('\u{A60E}', "a look-alike of `.`"),
+    ('\u{10A50}', "a look-alike of `.`"),
+    ('\u{1D16D}', "a look-alike of `.`"),
+];
+
+/// Why `c` may not appear in a note path, beyond the structural rules: invisible and
+/// direction-changing characters, the look-alikes of [`LOOKALIKES`], and every compatibility
+/// character (one NFKC rewrites: fullwidth and halfwidth forms such as U+FF0F `／` and U+FF0E
+/// `．`, U+2024 `․`, U+2025 `‥`, U+2026 `…`, ligatures, superscripts). Such a path would look
+/// like another one (`a／..／b` reads as `a/../b`), so it is refused rather than normalized: a
+/// note is always stored, listed and exported under exactly the name the model wrote.
+fn refused_char(c: char) -> Option<String> {
+    use unicode_normalization::char::decompose_compatible;
+    let code = format!("U+{:04X}", u32::from(c));
+    if c.is_control() {
+        return Some(format!("control characters are not allowed ({code})"));
+    }
+    let invisible = matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}');
+    if invisible {
+        return Some(format!(
+            "invisible and text-direction characters are not allowed ({code})"
+        ));
+    }
+    if let Some((_, what)) = LOOKALIKES.iter().find(|(l, _)| *l == c) {
+        return Some(format!(
+            "{code} is {what}; look-alike characters are not allowed"
+        ));
+    }
+    let mut plain = String::new();
+    decompose_compatible(c, |d| plain.push(d));
+    // A canonical decomposition (é → e + U+0301) is the same text; only a compatibility one
+    // (NFKC ≠ NFC) makes the character a look-alike of another.
+    let mut canonical = String::new();
+    unicode_normalization::char::decompose_canonical(c, |d| canonical.push(d));
+    if plain != canonical {
+        return Some(format!(
+            "{code} is a compatibility form of {plain:?} (NFKC); look-alike characters are not allowed"
+        ));
+    }
+    None
+}
+
+/// The path as an error message shows it: whole up to 80 characters, else its ends.
+fn path_preview(path: &str) -> String {
+    crate::text::head_tail_preview(path, 80, 40, 39)
+}
+
+/// Check a note path against the path rules (see the module's Rules), as a tool call and the
+/// export must: the structural rules and no refused character (invisible, look-alike or
+/// compatibility characters).
 pub fn validate_path(path: &str) -> Result<(), NoteError> {
+    validate_replayed_path(path)?;
+    for c in path.chars() {
+        if let Some(reason) = refused_char(c) {
+            return Err(NoteError::InvalidPath {
+                path: path.to_string(),
+                reason,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The structural path rules alone (relative, no empty, `.` or `..` segment, no backslash, no
+/// control character, at most [`MAX_PATH_BYTES`]): what a replayed operation must pass. A note an
+/// earlier Relay stored under a look-alike name still replays (nothing is lost); no tool can
+/// write a new one, and the export refuses it by name.
+pub fn validate_replayed_path(path: &str) -> Result<(), NoteError> {
     let bad = |reason: &str| {
         Err(NoteError::InvalidPath {
-            path: path.to_string(),
+            path: path_preview(path),
             reason: reason.to_string(),
         })
     };
@@ -682,8 +782,11 @@ pub fn validate_path(path: &str) -> Result<(), NoteError> {
     if path.contains('\\') {
         return bad("backslashes are not allowed; separate folders with `/`");
     }
-    if path.chars().any(char::is_control) {
-        return bad("control characters are not allowed");
+    if let Some(c) = path.chars().find(|c| c.is_control()) {
+        return bad(&format!(
+            "control characters are not allowed (U+{:04X})",
+            u32::from(c)
+        ));
     }
     for segment in path.split('/') {
         match segment {
@@ -974,7 +1077,7 @@ mod tests {
             "a/b/c",
             "dir/.hidden",
             "a..b",
-            "…/ü 🙂",
+            "ü/🙂 ñ",
             "x".repeat(256).as_str(),
         ] {
             assert_eq!(validate_path(ok), Ok(()), "{ok}");
@@ -999,6 +1102,116 @@ mod tests {
         // 256 bytes of multi-byte characters is fine; 257 is not.
         assert!(validate_path(&"é".repeat(128)).is_ok());
         assert!(validate_path(&format!("{}a", "é".repeat(128))).is_err());
+    }
+
+    /// Hostile note paths: each is refused by both note-writing tools with an error naming the
+    /// `path` argument and the reason; nothing is written, the existing notes stay as they were,
+    /// and the error never echoes more than a preview of the path.
+    #[test]
+    fn hostile_paths_are_refused_by_name_and_change_nothing() {
+        let notes = notes_with(&[("plan.md", "keep\n", T0), ("a/b", "keep too", T0)]);
+        let before = notes.clone();
+        let ten_k_segments = "a/".repeat(10_000) + "a";
+        let long_segment = "x".repeat(100_000);
+        let cases: Vec<(&str, String)> = vec![
+            ("dotdot", "../plan.md".into()),
+            ("dotdot inside", "a/../../etc/passwd".into()),
+            ("absolute", "/etc/passwd".into()),
+            ("NUL", "plan\u{0}.md".into()),
+            ("escape", "a\u{1b}[2Jb".into()),
+            ("newline", "a\nb".into()),
+            ("DEL", "a\u{7f}".into()),
+            ("U+2215 division slash", "..\u{2215}..\u{2215}etc".into()),
+            ("U+2044 fraction slash", "a\u{2044}b".into()),
+            ("U+FF0F fullwidth solidus", "..\u{ff0f}plan.md".into()),
+            (
+                "U+FF0E fullwidth full stop",
+                "\u{ff0e}\u{ff0e}/plan.md".into(),
+            ),
+            ("U+2024 one dot leader", "\u{2024}\u{2024}/x".into()),
+            ("U+2025 two dot leader", "\u{2025}/x".into()),
+            ("U+FF3C fullwidth backslash", "a\u{ff3c}b".into()),
+            ("U+FE52 small full stop", "a\u{fe52}md".into()),
+            (
+                "U+FF61 halfwidth ideographic full stop",
+                "a\u{ff61}md".into(),
+            ),
+            ("U+3002 ideographic full stop", "a\u{3002}md".into()),
+            ("U+FF50 fullwidth letter", "\u{ff50}lan.md".into()),
+            ("U+202E right-to-left override", "a\u{202e}dm.txt".into()),
+            ("U+200B zero width space", "plan\u{200b}.md".into()),
+            ("U+FEFF byte order mark", "\u{feff}plan.md".into()),
+            ("10k segments", ten_k_segments),
+            ("100k-byte segment", long_segment),
+        ];
+        let mut table = String::new();
+        for (name, path) in &cases {
+            for tool in [TOOL_WRITE, TOOL_APPEND] {
+                let err = notes
+                    .prepare(tool, &json!({"path": path, "content": "x"}), T0 + 1)
+                    .expect_err(name);
+                assert!(err.is_error, "{name}");
+                assert!(
+                    err.text.starts_with(&format!(
+                        "{tool}: argument \"path\" is not a valid note path: "
+                    )),
+                    "{name}: {}",
+                    err.text
+                );
+                assert!(
+                    err.text.len() < 400,
+                    "{name}: error of {} bytes",
+                    err.text.len()
+                );
+                if tool == TOOL_WRITE {
+                    table.push_str(&format!("{name}: {}\n", err.text));
+                }
+            }
+            let read = notes.read_file(&json!({ "path": path }));
+            assert!(
+                read.is_error && read.text.len() < 600,
+                "{name}: {}",
+                read.text
+            );
+            assert_eq!(notes, before, "{name}");
+        }
+        insta::assert_snapshot!(table);
+        // NFKC would map these onto `/` and `.`; a refused path is never normalized onto a note.
+        assert_eq!(
+            unicode_normalization::UnicodeNormalization::nfkc("\u{ff0e}\u{ff0e}\u{ff0f}")
+                .collect::<String>(),
+            "../"
+        );
+        // Plain letters of any script, accents (precomposed or combining) and emoji stay valid.
+        for ok in [
+            "ü/🙂 ñ",
+            "e\u{301}t\u{e9}.md",
+            "日本語/メモ.md",
+            "Ωμέγα.txt",
+            "dir/.hidden",
+        ] {
+            assert_eq!(validate_path(ok), Ok(()), "{ok:?}");
+        }
+    }
+
+    /// A note an earlier version stored under a look-alike name still replays (nothing is lost);
+    /// the structural rules still hold at replay.
+    #[test]
+    fn replay_keeps_lookalike_notes_but_not_structural_violations() {
+        let mut notes = Notes::new();
+        let old = json!({"kind":"write","path":"a\u{ff0f}b","content":"old","atMs":T0});
+        notes.apply(&NoteOp::from_data(&old).unwrap()).unwrap();
+        assert_eq!(notes.get("a\u{ff0f}b").unwrap().content, "old");
+        assert!(validate_path("a\u{ff0f}b").is_err());
+        for bad in ["../a", "/a", "a\u{0}"] {
+            let data = json!({"kind":"write","path":bad,"content":"x","atMs":T0});
+            assert!(NoteOp::from_data(&data).is_err(), "{bad:?}");
+            assert!(
+                notes.apply(&op(NoteOpKind::Write, bad, "x", T0)).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(notes.len(), 1);
     }
 
     #[test]

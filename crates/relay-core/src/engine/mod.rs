@@ -62,6 +62,8 @@ pub mod wire;
 pub mod wrapper;
 
 #[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
 mod tests;
 
 pub use mirror::LoadedBranch;

@@ -1,0 +1,281 @@
+//! Hostile input at the engine: every tool's every argument with each wrong JSON type and with a
+//! 100 MB string, through what the extension does with a tool call (`args::prepare`, the
+//! extension's `prepareArguments`, then the engine's tool or `context_handoff` steps). Each gets a
+//! clear error naming the tool and the argument, within a bounded size, and changes nothing.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::tests::Branch;
+use super::*;
+use crate::args;
+
+const SID: &str = "01a2-hostile-session";
+
+fn moment(tokens: Option<u64>) -> Moment {
+    Moment {
+        now_ms: 1_764_450_000_000,
+        tz_offset_minutes: 60,
+        usage: Some(Usage {
+            tokens,
+            context_window: 100_000,
+        }),
+        model: Some("faux/faux-1".into()),
+        context_window: Some(100_000),
+        has_pending_messages: false,
+        pending_work: 0,
+        cwd: "/work/project".into(),
+        context_guard: crate::engine::GuardState::Unavailable,
+        subagent: false,
+    }
+}
+
+/// An enforcing engine with one window of history and two notes.
+fn engine() -> Engine {
+    let mut e = Engine::new();
+    e.resync(SID, &[]);
+    let sources = ConfigSources {
+        global: Some(json!({"relay": {"budget": {"mode": "enforce"}}})),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let mut b = Branch::new();
+    e.append(&[
+        b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
+        b.entry(json!({"type":"custom","customType":"relay/note","data":
+            {"kind":"write","path":"plan.md","content":"keep\n","atMs":1_764_449_000_000_i64}})),
+        b.entry(json!({"type":"message","message":{"role":"assistant",
+            "content":[{"type":"text","text":"ok"}],"stopReason":"stop","usage":{"totalTokens":5000}}})),
+    ]);
+    e
+}
+
+/// What the model can observe of the engine's state: notes, windows, the policy's memory.
+fn state(e: &Engine) -> String {
+    let notes = e.mirror.notes.list_files_by_prefix(&json!({})).text;
+    let windows = e.mirror.history.list_windows(&json!({})).text;
+    format!("{notes}\n{windows}\n{:?}", e.mirror.policy_state())
+}
+
+/// A valid value of a schema property (so that a call fails only on the argument under test).
+fn valid(e: &Engine, name: &str, schema: &Value) -> Value {
+    match name {
+        "role" => json!("user"),
+        "launch_prompt" => json!("/work/project/prompt.md"),
+        "window_id" => {
+            let windows: Value =
+                serde_json::from_str(&e.mirror.history.list_windows(&json!({})).text).unwrap();
+            windows["windows"][0]["window_id"].clone()
+        }
+        _ => match schema["type"].as_str() {
+            Some("string") => json!("x"),
+            Some("integer") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!(["a.md"]),
+            other => panic!("{name}: no valid value for type {other:?}"),
+        },
+    }
+}
+
+/// Every JSON type a value can have except the one the schema declares (null is an absent
+/// argument, for Pi as for Relay). An array holding a wrong element type is wrong for arrays.
+fn wrong_values(schema: &Value) -> Vec<(&'static str, Value)> {
+    let all = [
+        ("string", json!("not-a-number")),
+        ("integer", json!(7)),
+        ("float", json!(1.5)),
+        ("boolean", json!(true)),
+        ("array", json!([])),
+        ("object", json!({"a": 1})),
+    ];
+    let declared = schema["type"].as_str().unwrap();
+    let mut out: Vec<(&'static str, Value)> = all
+        .into_iter()
+        .filter(|(kind, _)| match declared {
+            "integer" => *kind != "integer",
+            "array" => *kind != "array",
+            d => *kind != d,
+        })
+        .collect();
+    if declared == "array" {
+        out.push(("array of integers", json!([1])));
+        out.push(("array of objects", json!([{}])));
+    }
+    out
+}
+
+/// One call as the extension makes it: `prepareArguments` (aliases, unknown names), then the tool
+/// (for `context_handoff`, its first two steps: the arguments, then the render).
+fn call(e: &mut Engine, tool: &str, args: &Value) -> (bool, String) {
+    let m = moment(Some(10_000));
+    let prepared = match args::prepare(tool, args) {
+        Ok(p) => p,
+        Err(out) => return (out.is_error, out.text),
+    };
+    if tool == args::CONTEXT_HANDOFF {
+        let parsed = match e.handoff_begin(&prepared, &m) {
+            Ok(p) => p,
+            Err(reply) => return (reply.is_error, reply.text),
+        };
+        let git = GitFacts {
+            repo_root: None,
+            branch: None,
+            head: None,
+            state: crate::handoff::GitState::NoGit,
+        };
+        let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
+        return match e.handoff_render(&parsed, &git, None, None, &path, 1, &m) {
+            Ok((markdown, _, _)) => (false, markdown),
+            Err(reply) => (reply.is_error, reply.text),
+        };
+    }
+    let reply = e.tool(tool, &prepared, &m);
+    (reply.is_error, reply.text)
+}
+
+fn schemas() -> Map<String, Value> {
+    let Value::Object(all) = args::parameter_schemas() else {
+        panic!("the schemas are an object")
+    };
+    assert_eq!(all.len(), args::TOOL_NAMES.len());
+    all
+}
+
+fn base_args(e: &Engine, schema: &Value) -> Map<String, Value> {
+    let mut base = Map::new();
+    for r in schema["required"].as_array().into_iter().flatten() {
+        let r = r.as_str().unwrap();
+        let v = valid(e, r, &schema["properties"][r]);
+        assert!(!v.is_null(), "{r}");
+        base.insert(r.into(), v);
+    }
+    base
+}
+
+/// Every tool × every argument × every wrong JSON type: an error that starts with the tool and
+/// the argument's name, at most 512 bytes, and the engine's state unchanged.
+#[test]
+fn every_argument_of_every_tool_refuses_every_wrong_type_by_name() {
+    let mut e = engine();
+    let before = state(&e);
+    let mut table = String::new();
+    let mut cases = 0;
+    for (tool, schema) in schemas() {
+        let props = schema["properties"].as_object().unwrap();
+        // A tool without parameters refuses any argument by its name.
+        if props.is_empty() {
+            let (is_error, text) = call(&mut e, &tool, &json!({"x": 1}));
+            assert!(is_error, "{tool}: {text}");
+            assert!(
+                text.starts_with(&format!("{tool}: unknown argument \"x\"")),
+                "{text}"
+            );
+            table.push_str(&format!("{tool} x=1: {text}\n"));
+            cases += 1;
+        }
+        for (name, prop) in props {
+            for (kind, wrong) in wrong_values(prop) {
+                let mut args = base_args(&e, &schema);
+                args.insert(name.clone(), wrong.clone());
+                let (is_error, text) = call(&mut e, &tool, &Value::Object(args));
+                assert!(
+                    is_error,
+                    "{tool}.{name} = {wrong} ({kind}) was accepted: {text}"
+                );
+                assert!(
+                    text.starts_with(&format!("{tool}: argument \"{name}")),
+                    "{tool}.{name} = {wrong} ({kind}): {text}"
+                );
+                assert!(text.len() <= 512, "{tool}.{name}: {} bytes", text.len());
+                table.push_str(&format!("{tool}.{name} = {wrong} ({kind}): {text}\n"));
+                cases += 1;
+            }
+        }
+        // Arguments that are not an object at all.
+        for wrong in [json!("x"), json!(1), json!([1])] {
+            let (is_error, text) = call(&mut e, &tool, &wrong);
+            assert!(is_error, "{tool} {wrong}: {text}");
+            assert!(
+                text.starts_with(&format!("{tool}: arguments must be an object")),
+                "{text}"
+            );
+            cases += 1;
+        }
+    }
+    assert_eq!(
+        state(&e),
+        before,
+        "a refused call changed the engine's state"
+    );
+    assert!(cases > 200, "{cases} cases");
+    insta::assert_snapshot!(table);
+}
+
+/// Every string argument of every tool holding an 8 MiB string (and `files_to_read` holding one;
+/// the real loop's test sends 100 MB through Pi, tests/extension/hostile.test.mjs): each call
+/// answers within a few seconds, with a bounded reply: an error naming the
+/// argument, or a result no larger than the 64 KiB cap (a search for it finds nothing; a handoff
+/// cuts it to its narrative budget); nothing is persisted and no note changes.
+#[test]
+fn a_huge_string_in_any_argument_is_answered_quickly_and_boundedly() {
+    let huge = "y".repeat(8 * 1024 * 1024);
+    let mut e = engine();
+    let before = state(&e);
+    let mut outcomes = String::new();
+    for (tool, schema) in schemas() {
+        let props = schema["properties"].as_object().unwrap();
+        for (name, prop) in props {
+            let value = match prop["type"].as_str() {
+                Some("string") => Value::String(huge.clone()),
+                Some("array") => json!([huge.clone()]),
+                _ => continue,
+            };
+            let mut args = base_args(&e, &schema);
+            args.insert(name.clone(), value);
+            let args = Value::Object(args);
+            let started = Instant::now();
+            let (is_error, text) = call(&mut e, &tool, &args);
+            let took = started.elapsed();
+            assert!(
+                took < Duration::from_secs(5),
+                "{tool}.{name}: {took:?} for an 8 MiB argument"
+            );
+            let limit = if tool == args::CONTEXT_HANDOFF && !is_error {
+                crate::handoff::MAX_MARKDOWN_BYTES
+            } else {
+                args::MAX_RESULT_BYTES
+            };
+            assert!(
+                text.len() <= limit,
+                "{tool}.{name}: a reply of {} bytes",
+                text.len()
+            );
+            if is_error {
+                assert!(
+                    text.starts_with(&format!("{tool}: argument \"{name}"))
+                        || (text.starts_with(&format!("{tool}: ")) && text.contains(name.as_str())),
+                    "{tool}.{name}: {}",
+                    crate::text::ellipsize(&text, 300)
+                );
+                outcomes.push_str(&format!("{tool}.{name}: {text}\n"));
+            } else {
+                outcomes.push_str(&format!("{tool}.{name}: answered ({} bytes)\n", text.len()));
+            }
+        }
+    }
+    assert_eq!(
+        state(&e),
+        before,
+        "a huge argument changed the engine's state"
+    );
+    insta::assert_snapshot!(outcomes);
+}
