@@ -100,7 +100,7 @@ fuzz:
 # through the real Pi loop with Relay, then every invariant checked on its JSONL, memory and the
 # engine's time per hook by quarter. `make test` runs 300 turns of it (tests/extension/soak.test.mjs).
 # SOAK_SEED picks the session (default: a new one each run, printed); SOAK_REPORT keeps the figures.
-SOAK_TURNS ?= 3000
+SOAK_TURNS ?= 5000
 SOAK_SEED ?= $(shell date +%s)
 SOAK_REPORT ?= /tmp/relay-soak-report.json
 

@@ -177,9 +177,17 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 
 	// The model: it answers what Relay asks for (a handoff when blocked or asked, notes when its
 	// turn is borrowed), else works through the current prompt's plan.
+	let lastReply;
 	const model = (context) => {
 		faux.appendResponses([model]);
 		timings.turn += 1;
+		// The host's whole turn: from the previous reply of this run to this request (Pi, Relay,
+		// the tools).
+		const now = performance.now();
+		if (lastReply !== undefined) timings.record("(whole turn)", now - lastReply);
+		queueMicrotask(() => {
+			lastReply = performance.now();
+		});
 		if ((context.systemPrompt ?? "").startsWith("You are a context summarization assistant")) {
 			// Pi's own summarizer must never run while Relay is on: counted, and checked by the caller.
 			counts.summarizerCalls += 1;
@@ -353,6 +361,8 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 			else if (kind < 0.36) plan.splice(r.int(0, plan.length), 0, { error: true });
 			counts.userMessages += 1;
 			const prompt = `${nextUser()} prompt ${counts.prompts}: please work on it`;
+			// Only turns within a run are timed (not the gap with /reload, /compact or sampling).
+			lastReply = undefined;
 			if (abort) {
 				slow.started = Promise.withResolvers();
 				const running = t.session.prompt(prompt);
@@ -376,6 +386,7 @@ export async function runSoak({ turns, seed, window = 24_000, log = () => {} }) 
 		for (const c of compactions) bySource[c.details?.source ?? "pi"] = (bySource[c.details?.source ?? "pi"] ?? 0) + 1;
 		return {
 			seed,
+			window,
 			turns: timings.turn,
 			file,
 			root,
