@@ -48,6 +48,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::policy::config::{key_names, known_key, KeyKind};
 use crate::ConfigIssue;
 
 /// The settings key holding Relay's object.
@@ -65,12 +66,29 @@ pub const MAX_TOKENS: u64 = (1 << 53) - 1;
 /// How warnings name the project's settings file (relative to the project).
 pub const PROJECT_SETTINGS_FILE: &str = ".pi/settings.json";
 
-const KNOWN_KEYS: [&str; 5] = [
-    "enabled",
-    "reminderMarginTokens",
-    "agentName",
-    "budget",
-    "role",
+/// Every key of the `relay` settings object (a key missing here is reported as unknown).
+pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
+    ("enabled", KeyKind::Bool),
+    ("reminderMarginTokens", KeyKind::PositiveInteger),
+    ("agentName", KeyKind::Text),
+    (
+        "budget",
+        KeyKind::Object(crate::policy::config::BUDGET_KEYS),
+    ),
+    ("role", KeyKind::OneOf(&["main", "subagent"])),
+];
+
+/// The keys of Pi's `compaction` settings Relay reads (Pi owns the others: they are not
+/// reported). `null` is an absent value there, as in Pi.
+pub const COMPACTION_KEYS: &[(&str, KeyKind)] = &[
+    ("reserveTokens", KeyKind::NonNegativeInteger),
+    (
+        "modelOverrides",
+        KeyKind::Map(&KeyKind::Object(&[(
+            "reserveTokens",
+            KeyKind::NonNegativeInteger,
+        )])),
+    ),
 ];
 
 /// The budget role an SDK host declares for a session (`relay.role`).
@@ -380,12 +398,12 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
             return (cfg, issues);
         }
     };
-    for key in obj.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
+    for key in obj.keys().filter(|k| !known_key(RELAY_KEYS, k)) {
         issues.push(ConfigIssue {
             path: format!("{SETTINGS_KEY}.{key}"),
             message: format!(
                 "unknown key; ignored (known keys: {})",
-                KNOWN_KEYS.join(", ")
+                key_names(RELAY_KEYS)
             ),
         });
     }

@@ -279,3 +279,263 @@ fn a_huge_string_in_any_argument_is_answered_quickly_and_boundedly() {
     );
     insta::assert_snapshot!(outcomes);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every configuration value of every wrong type
+
+use crate::config::{SettingsLayers, COMPACTION_KEYS, RELAY_KEYS};
+use crate::policy::config::{quoted_key, KeyKind, BUDGET_KEYS};
+
+const MODEL: &str = "faux/faux-1";
+const BUDGET_FILE: &str = "/work/cfg/context-budget.json";
+const GLOBAL_FILE: &str = "/home/u/.pi/agent/settings.json";
+
+/// A valid value of `kind` (thresholds all equal, so any subset stays in order).
+fn sample(kind: &KeyKind, key: &str) -> Value {
+    match kind {
+        KeyKind::Bool => json!(false),
+        KeyKind::PositiveNumber | KeyKind::PositiveInteger | KeyKind::NonNegativeInteger => {
+            json!(1000)
+        }
+        KeyKind::Text if key == "agentName" => json!("agent-x"),
+        KeyKind::Text => json!("true"),
+        KeyKind::OneOf(options) => json!(options.last().unwrap()),
+        KeyKind::PathList => json!(["/work"]),
+        KeyKind::Object(keys) => Value::Object(
+            keys.iter()
+                .map(|(k, kind)| (k.to_string(), sample(kind, k)))
+                .collect(),
+        ),
+        KeyKind::Map(inner) => json!({ MODEL: sample(inner, key) }),
+    }
+}
+
+/// Every JSON type `kind` does not accept (and the in-type values it refuses: 0, -3, "").
+fn wrongs(kind: &KeyKind, null_is_absent: bool) -> Vec<Value> {
+    let candidates = [
+        json!("x"),
+        json!(""),
+        json!(7),
+        json!(2.5),
+        json!(0),
+        json!(-3),
+        json!(true),
+        json!(null),
+        json!([]),
+        json!([7]),
+        json!(["relative/dir"]),
+        json!({}),
+    ];
+    let accepts = |v: &Value| match kind {
+        KeyKind::Bool => v.is_boolean(),
+        KeyKind::PositiveNumber => v.as_f64().is_some_and(|f| f > 0.0),
+        KeyKind::PositiveInteger => v.as_f64().is_some_and(|f| f >= 1.0 && f.fract() == 0.0),
+        KeyKind::NonNegativeInteger => v.as_f64().is_some_and(|f| f >= 0.0 && f.fract() == 0.0),
+        KeyKind::Text => v.as_str().is_some_and(|s| !s.trim().is_empty()),
+        KeyKind::OneOf(options) => v.as_str().is_some_and(|s| options.contains(&s)),
+        KeyKind::PathList => v.as_array().is_some_and(|a| {
+            a.iter()
+                .all(|p| p.as_str().is_some_and(|p| p.starts_with('/')))
+        }),
+        KeyKind::Object(_) | KeyKind::Map(_) => v.is_object(),
+    };
+    candidates
+        .into_iter()
+        .filter(|v| !(accepts(v) || (null_is_absent && v.is_null())))
+        .collect()
+}
+
+/// Every key path under `keys`: (segments of the JSON document, the path as issues name it, kind).
+fn key_paths(
+    keys: &[(&'static str, KeyKind)],
+    doc_prefix: &[String],
+    shown_prefix: &str,
+    out: &mut Vec<(Vec<String>, String, KeyKind)>,
+) {
+    for (key, kind) in keys {
+        let mut doc = doc_prefix.to_vec();
+        doc.push(key.to_string());
+        let shown = if shown_prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{shown_prefix}.{key}")
+        };
+        out.push((doc.clone(), shown.clone(), *kind));
+        match kind {
+            KeyKind::Object(inner) => key_paths(inner, &doc, &shown, out),
+            KeyKind::Map(inner) => {
+                let mut mdoc = doc.clone();
+                mdoc.push(MODEL.into());
+                // How each map names its entries: `models."p/m"`, `modelOverrides["p/m"]`,
+                // `resumeChecks.name`.
+                let mshown = match *key {
+                    "models" => format!("{shown}.{}", quoted_key(MODEL)),
+                    "modelOverrides" => format!("{shown}[{}]", quoted_key(MODEL)),
+                    _ => format!("{shown}.{MODEL}"),
+                };
+                out.push((mdoc.clone(), mshown.clone(), **inner));
+                if let KeyKind::Object(entry) = inner {
+                    key_paths(entry, &mdoc, &mshown, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn set(doc: &mut Value, path: &[String], v: Option<Value>) {
+    let (last, parents) = path.split_last().unwrap();
+    let mut at = doc;
+    for p in parents {
+        at = at.get_mut(p.as_str()).unwrap();
+    }
+    let obj = at.as_object_mut().unwrap();
+    match v {
+        Some(v) => obj.insert(last.clone(), v),
+        None => obj.remove(last.as_str()),
+    };
+}
+
+/// What one configuration gives: the issues as the user reads them (with file and key path), the
+/// budget configuration (its `invalid` mark apart), Relay's settings and Pi's reserve.
+fn configured(sources: &ConfigSources) -> (Vec<String>, String, bool) {
+    let issues: Vec<String> = Engine::new()
+        .configure(sources)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let layers = SettingsLayers::merge(
+        sources.global.as_ref(),
+        None,
+        false,
+        None,
+        sources.global_file.as_deref(),
+    );
+    let (mut resolved, _) = layers.resolve();
+    let (mut budget, _) = super::budget::select_budget(sources, resolved.relay.budget.as_ref());
+    let invalid = budget.invalid.take().is_some();
+    resolved.relay.budget = None;
+    (issues, format!("{budget:?}\n{resolved:?}"), invalid)
+}
+
+/// Every key Relay reads (the settings' `relay` and `compaction` keys, `relay.budget`'s and the
+/// budget file's), generated from the parsers' key tables, with a value of every wrong JSON type:
+/// exactly one issue, naming the file and the key path; the configuration is then exactly what it
+/// is without that key (every other key still applies), and a budget value marks the budget
+/// configuration invalid (the documented fallback: enforce runs as observe until it is fixed).
+#[test]
+fn every_configuration_key_refuses_every_wrong_type_by_file_and_key_path() {
+    let settings_base = json!({
+        "relay": sample(&KeyKind::Object(RELAY_KEYS), "relay"),
+        "compaction": sample(&KeyKind::Object(COMPACTION_KEYS), "compaction"),
+    });
+    let budget_base = sample(&KeyKind::Object(BUDGET_KEYS), "");
+    let mut paths = Vec::new();
+    key_paths(RELAY_KEYS, &["relay".into()], "relay", &mut paths);
+    key_paths(
+        COMPACTION_KEYS,
+        &["compaction".into()],
+        "compaction",
+        &mut paths,
+    );
+    // relay.budget's own keys are checked below, with the budget file's.
+    paths.retain(|(doc, _, _)| !(doc.len() > 2 && doc[0] == "relay" && doc[1] == "budget"));
+    let settings_paths = paths.len();
+    key_paths(BUDGET_KEYS, &[], "", &mut paths);
+    let sources = |settings: &Value, budget: &Value| ConfigSources {
+        global: Some(settings.clone()),
+        global_file: Some(GLOBAL_FILE.into()),
+        budget_config_env: Some(BUDGET_FILE.into()),
+        budget_file: Some(budget.to_string()),
+        cwd: Some("/work".into()),
+        ..ConfigSources::default()
+    };
+    // The bases are valid: no issue at all.
+    let (issues, _, invalid) = configured(&sources(&settings_base, &budget_base));
+    assert!(issues.is_empty() && !invalid, "{issues:?}");
+    // relay.budget applies only without a budget file: check its keys there too.
+    let mut settings_budget = settings_base.clone();
+    set(
+        &mut settings_budget,
+        &["relay".into(), "budget".into()],
+        Some(budget_base.clone()),
+    );
+    let no_file = |settings: &Value| ConfigSources {
+        budget_config_env: None,
+        budget_file: None,
+        ..sources(settings, &json!({}))
+    };
+    assert!(configured(&no_file(&settings_budget)).0.is_empty());
+
+    let mut cases = 0;
+    let mut table = String::new();
+    for (i, (doc, shown, kind)) in paths.iter().enumerate() {
+        let in_settings = i < settings_paths;
+        let null_is_absent = doc.first().is_some_and(|d| d == "compaction");
+        let families: Vec<(&str, Vec<String>, String)> = if in_settings {
+            vec![(
+                "settings",
+                doc.clone(),
+                format!("global settings ({GLOBAL_FILE}): {shown}"),
+            )]
+        } else {
+            let mut in_relay = vec!["relay".to_string(), "budget".to_string()];
+            in_relay.extend(doc.iter().cloned());
+            vec![
+                ("file", doc.clone(), format!("{BUDGET_FILE}: {shown}")),
+                (
+                    "relay.budget",
+                    in_relay,
+                    format!("global settings ({GLOBAL_FILE}): relay.budget.{shown}"),
+                ),
+            ]
+        };
+        for (family, doc, expected_path) in families {
+            let run = |v: Option<Value>| {
+                let (mut settings, mut budget) = (settings_budget.clone(), budget_base.clone());
+                match family {
+                    "file" => {
+                        set(&mut budget, &doc, v);
+                        configured(&sources(&settings_base, &budget))
+                    }
+                    "settings" => {
+                        set(&mut settings, &doc, v);
+                        configured(&sources(&settings, &budget))
+                    }
+                    _ => {
+                        set(&mut settings, &doc, v);
+                        configured(&no_file(&settings))
+                    }
+                }
+            };
+            let (absent_issues, absent, _) = run(None);
+            assert!(
+                absent_issues.is_empty(),
+                "{expected_path} absent: {absent_issues:?}"
+            );
+            for wrong in wrongs(kind, null_is_absent) {
+                let (issues, config, invalid) = run(Some(wrong.clone()));
+                let what = format!("{family} {expected_path} = {wrong}");
+                assert_eq!(issues.len(), 1, "{what}: {issues:?}");
+                let text = issues[0].clone();
+                // A bad element of a list is named by its index, and only it is dropped.
+                let (prefix, without) = if wrong.is_array() && *kind == KeyKind::PathList {
+                    (format!("{expected_path}[0]: "), run(Some(json!([]))).1)
+                } else {
+                    (format!("{expected_path}: "), absent.clone())
+                };
+                assert!(text.starts_with(&prefix), "{what}: {text}");
+                assert_eq!(config, without, "{what}: the other keys did not all apply");
+                if family != "settings" {
+                    assert!(invalid, "{what}: not marked invalid");
+                }
+                if family != "relay.budget" {
+                    table.push_str(&format!("{wrong}: {}\n", issues[0]));
+                }
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 400, "{cases} cases");
+    insta::assert_snapshot!(table);
+}

@@ -115,6 +115,79 @@ impl Default for BudgetConfig {
     }
 }
 
+/// What a configuration key holds. The parsers' key tables ([`BUDGET_KEYS`],
+/// [`crate::config::RELAY_KEYS`], [`crate::config::COMPACTION_KEYS`]) are the one list of the keys
+/// Relay reads: a key missing from its table is reported as unknown, and the hostile-input tests
+/// derive a value of every wrong JSON type for every key from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// `true` or `false`.
+    Bool,
+    /// A positive finite number (token counts are rounded up).
+    PositiveNumber,
+    /// A positive whole number.
+    PositiveInteger,
+    /// A non-negative whole number (Pi's reserve).
+    NonNegativeInteger,
+    /// A non-empty string.
+    Text,
+    /// One of these strings.
+    OneOf(&'static [&'static str]),
+    /// An array of absolute paths or globs.
+    PathList,
+    /// An object with these keys.
+    Object(&'static [(&'static str, KeyKind)]),
+    /// An object whose keys are names chosen by the user (models, session names), each holding
+    /// this kind.
+    Map(&'static KeyKind),
+}
+
+/// One threshold set (`main`, `subagent`, `models.<m>.main`, …).
+pub const THRESHOLD_KEYS: &[(&str, KeyKind)] = &[
+    ("soft", KeyKind::PositiveNumber),
+    ("handoff", KeyKind::PositiveNumber),
+    ("hard", KeyKind::PositiveNumber),
+    ("minProgress", KeyKind::PositiveNumber),
+];
+
+/// `models.<provider/model>`: the threshold sets per role.
+pub const MODEL_KEYS: &[(&str, KeyKind)] = &[
+    ("main", KeyKind::Object(THRESHOLD_KEYS)),
+    ("subagent", KeyKind::Object(THRESHOLD_KEYS)),
+];
+
+/// `loop`: the loop guard.
+pub const LOOP_KEYS: &[(&str, KeyKind)] = &[
+    ("maxHandoffsWithoutProgress", KeyKind::PositiveInteger),
+    ("withinTurns", KeyKind::PositiveInteger),
+];
+
+/// Every key of the budget configuration (the budget file's root, or `relay.budget`).
+pub const BUDGET_KEYS: &[(&str, KeyKind)] = &[
+    ("mode", KeyKind::OneOf(&["off", "observe", "enforce"])),
+    ("enforceCwds", KeyKind::PathList),
+    ("main", KeyKind::Object(THRESHOLD_KEYS)),
+    ("subagent", KeyKind::Object(THRESHOLD_KEYS)),
+    ("models", KeyKind::Map(&KeyKind::Object(MODEL_KEYS))),
+    ("maxHandoffsPerSession", KeyKind::PositiveInteger),
+    ("loop", KeyKind::Object(LOOP_KEYS)),
+    ("resumeChecks", KeyKind::Map(&KeyKind::Text)),
+    ("overflowRecovery", KeyKind::Bool),
+    ("idleMinutes", KeyKind::PositiveNumber),
+    ("idleMinTokens", KeyKind::PositiveNumber),
+    ("keepRecentTokens", KeyKind::PositiveNumber),
+];
+
+/// Whether `key` is in `table`.
+pub fn known_key(table: &[(&str, KeyKind)], key: &str) -> bool {
+    table.iter().any(|(k, _)| *k == key)
+}
+
+/// The keys of `table`, comma-separated, for an unknown-key message.
+pub fn key_names(table: &[(&str, KeyKind)]) -> String {
+    table.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+}
+
 /// The configuration used when the file exists but cannot be used at all (unreadable, not JSON,
 /// not an object): every default, and `invalid` set so the effective mode is observe with the
 /// problem as its reason. The caller reports `issue` to the user.
@@ -229,15 +302,16 @@ fn parse_thresholds(v: &Value, path: &str, issues: &mut Vec<ConfigIssue>) -> Thr
     };
     for (key, val) in obj {
         let p = join(path, key);
+        let known = known_key(THRESHOLD_KEYS, key);
         match key.as_str() {
-            "soft" => t.soft = positive_tokens(val, &p, issues),
-            "handoff" => t.handoff = positive_tokens(val, &p, issues),
-            "hard" => t.hard = positive_tokens(val, &p, issues),
-            "minProgress" => t.min_progress = positive_tokens(val, &p, issues),
+            "soft" if known => t.soft = positive_tokens(val, &p, issues),
+            "handoff" if known => t.handoff = positive_tokens(val, &p, issues),
+            "hard" if known => t.hard = positive_tokens(val, &p, issues),
+            "minProgress" if known => t.min_progress = positive_tokens(val, &p, issues),
             _ => issue(
                 issues,
                 p,
-                "unknown key (expected soft, handoff, hard, minProgress)",
+                format!("unknown key (expected {})", key_names(THRESHOLD_KEYS)),
             ),
         }
     }
@@ -305,7 +379,13 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
         let p = join(path_prefix, key);
         let before = issues.len();
         let mut unknown = false;
-        match key.as_str() {
+        // A key the table does not list is unknown, whatever arm below would read it.
+        let key = if known_key(BUDGET_KEYS, key) {
+            key.as_str()
+        } else {
+            ""
+        };
+        match key {
             "mode" => match val.as_str() {
                 Some("off") => cfg.mode = Mode::Off,
                 Some("observe") => cfg.mode = Mode::Observe,
@@ -349,23 +429,27 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
                     for (model, mv) in models {
                         let mp = join(&p, &quoted_key(model));
                         let mut mo = ModelOverride::default();
+                        // A model entry that is not an object overrides nothing (as if absent).
                         if let Some(mobj) = as_object(mv, &mp, &mut issues) {
                             for (role, rv) in mobj {
                                 let rp = join(&mp, role);
+                                let known = known_key(MODEL_KEYS, role);
                                 match role.as_str() {
-                                    "main" => mo.main = parse_thresholds(rv, &rp, &mut issues),
-                                    "subagent" => {
+                                    "main" if known => {
+                                        mo.main = parse_thresholds(rv, &rp, &mut issues)
+                                    }
+                                    "subagent" if known => {
                                         mo.subagent = parse_thresholds(rv, &rp, &mut issues)
                                     }
                                     _ => issue(
                                         &mut issues,
                                         rp,
-                                        "unknown key (expected main, subagent)",
+                                        format!("unknown key (expected {})", key_names(MODEL_KEYS)),
                                     ),
                                 }
                             }
+                            cfg.models.insert(model.clone(), mo);
                         }
-                        cfg.models.insert(model.clone(), mo);
                     }
                 }
             }
@@ -378,7 +462,12 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
                 if let Some(lobj) = as_object(val, &p, &mut issues) {
                     for (lk, lv) in lobj {
                         let lp = join(&p, lk);
-                        match lk.as_str() {
+                        let lk = if known_key(LOOP_KEYS, lk) {
+                            lk.as_str()
+                        } else {
+                            ""
+                        };
+                        match lk {
                             "maxHandoffsWithoutProgress" => {
                                 if let Some(n) = positive_count(lv, &lp, &mut issues) {
                                     cfg.loop_guard.max_handoffs_without_progress = n;
@@ -392,7 +481,7 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
                             _ => issue(
                                 &mut issues,
                                 lp,
-                                "unknown key (expected maxHandoffsWithoutProgress, withinTurns)",
+                                format!("unknown key (expected {})", key_names(LOOP_KEYS)),
                             ),
                         }
                     }
