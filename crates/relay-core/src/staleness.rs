@@ -25,7 +25,7 @@ use crate::text::{floor_char_boundary, head_tail_preview};
 /// The window message is at most 4 KiB of UTF-8, like the resume check's.
 pub const MESSAGE_BUDGET_BYTES: usize = 4096;
 /// Uncommitted paths recorded at most (more: the dirty set is marked incomplete and not compared).
-pub const MAX_DIRTY: usize = 1000;
+pub const MAX_DIRTY: usize = 200;
 /// Commits listed at most (the count says how many landed in all).
 pub const MAX_COMMITS: usize = 20;
 /// Paths one list of a report keeps (the count says how many there are in all).
@@ -151,7 +151,7 @@ impl Listed {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.total == 0
     }
 }

@@ -1,3 +1,10 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use super::*;
 
 fn file(size: u64, mtime_ms: i64, hash: Option<&str>) -> Stamp {
@@ -263,7 +270,7 @@ fn too_many_uncommitted_files_are_not_compared_one_by_one() {
     let report = compare(&rec, &same(&rec));
     assert_eq!(report.dirty.not_compared.as_deref(), Some("tooMany"));
     let text = render_window_message(&report).unwrap();
-    assert!(text.contains("more than 1000"), "{text}");
+    assert!(text.contains(&format!("more than {MAX_DIRTY} ")), "{text}");
 }
 
 #[test]
