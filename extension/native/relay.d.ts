@@ -95,9 +95,29 @@ export declare class Engine {
   /**
    * Collect the git metadata of a handoff for `cwd` on the libuv thread pool, all commands
    * within one deadline (`relay_io::git::GIT_DEADLINE`, counted from this call); resolves to
-   * the facts to pass to `tool("context_handoff", ...)`. Never blocks the event loop.
+   * the facts to pass to `tool("context_handoff", ...)`. Given the handoff's arguments
+   * (`args_json`), also what the handoff records of the workspace for the stale-handoff check
+   * (uncommitted files, stamps of those and of its files to read), within the same deadline.
+   * Never blocks the event loop.
    */
-  collectGit(cwd: string): Promise<string>
+  collectGit(cwd: string, argsJson?: string | undefined | null): Promise<string>
+  /**
+   * Whether the window's stale-handoff check is still to run (cheap; the `context` hook asks
+   * before every request).
+   */
+  staleCheckDue(): boolean
+  /**
+   * The window's stale-handoff check: `null` when none runs, else a promise of the `Marker`
+   * JSON to append (what differs between the workspace the handoff recorded and now). Git and
+   * the file reads run on the libuv thread pool within one deadline
+   * (`relay_io::workspace::RESUME_DEADLINE`, counted from this call).
+   */
+  staleCheck(): Promise<string> | null
+  /**
+   * The `ContextMessage` JSON of the window's stale-handoff check, or `null` (none, or
+   * nothing differed).
+   */
+  staleContext(): string | null
 }
 export type JsEngine = Engine
 

@@ -113,11 +113,13 @@ export default function relay(pi: ExtensionAPI) {
 				try {
 					// A tool called while the start-up load is in flight waits for the whole branch.
 					await whenLoaded(state, () => undefined);
-					// A handoff's git metadata is collected off Pi's event loop, within one deadline;
-					// the engine work then runs at once with the facts (unknown if collecting failed).
+					// A handoff's git metadata, and what it records of the workspace for the next
+					// window's stale-handoff check, are collected off Pi's event loop within one
+					// deadline; the engine work then runs at once with the facts (unknown if
+					// collecting failed).
 					const git =
 						spec.collectsGit
-							? await engine.collectGit(ctx.cwd).catch((error: unknown) => {
+							? await engine.collectGit(ctx.cwd, JSON.stringify(params ?? {})).catch((error: unknown) => {
 									report("collecting git metadata", error, ctx);
 									return null;
 								})
@@ -263,9 +265,21 @@ export default function relay(pi: ExtensionAPI) {
 				}
 				const watch = engine.watchContext();
 				if (watch) messages = withResumeMessage(messages, JSON.parse(watch) as ContextMessage);
+				// The window's stale-handoff check: what changed since its handoff recorded the
+				// workspace (git and the file reads run off Pi's event loop, within one deadline).
+				if (engine.staleCheckDue()) {
+					const pending = engine.staleCheck();
+					if (pending) {
+						const marker = JSON.parse(await pending) as Marker;
+						pi.appendEntry(marker.customType, marker.data);
+						sync(engine, ctx, state);
+					}
+				}
+				const stale = engine.staleContext();
+				if (stale) messages = withResumeMessage(messages, JSON.parse(stale) as ContextMessage);
 				if (messages !== event.messages) return { messages };
 			} catch (error) {
-				report("the resume or watch check", error, ctx);
+				report("the resume, watch or stale-handoff check", error, ctx);
 			}
 			return undefined;
 		}),

@@ -61,8 +61,18 @@ export interface NativeEngine {
 	resetResumeCheck(momentJson: string, factsJson: string): Promise<string> | null;
 	/** The {@link ContextMessage} JSON this window's requests carry, or `null`. */
 	resumeContext(): string | null;
-	/** Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for `tool`). */
-	collectGit(cwd: string): Promise<string>;
+	/**
+	 * Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for
+	 * `tool`); given the handoff's arguments, also what it records of the workspace for the
+	 * stale-handoff check of the window it opens.
+	 */
+	collectGit(cwd: string, argsJson?: string | null): Promise<string>;
+	/** Whether this window's stale-handoff check is still to run (cheap). */
+	staleCheckDue(): boolean;
+	/** The stale-handoff check: `null` when none runs, else a promise (git and file reads on the libuv pool) of the {@link Marker} JSON to append. */
+	staleCheck(): Promise<string> | null;
+	/** The {@link ContextMessage} JSON of this window's stale-handoff check, or `null` (none, or nothing differed). */
+	staleContext(): string | null;
 	/** Feed one {@link Observation}; returns a {@link HookReply}. */
 	handle(observationJson: string): string;
 	/** The {@link ToolSpec}s: tool names, labels and descriptions the model sees. */

@@ -24,6 +24,7 @@ pub mod policy;
 pub mod render;
 pub mod resume_check;
 pub mod scheduler;
+pub mod staleness;
 pub mod text;
 pub mod time;
 

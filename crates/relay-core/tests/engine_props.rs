@@ -982,6 +982,7 @@ impl Host {
             branch: Some("main".into()),
             head: Some("0123456789abcdef0123456789abcdef01234567".into()),
             state: GitState::Repo,
+            workspace: None,
         };
         self.handoffs += 1;
         let path = format!("{CWD}/.ai-work/handoffs/{SID}-{}.md", self.handoffs);

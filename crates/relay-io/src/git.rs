@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{kill_process_group, waitid, Pid, Signal, WaitId, WaitIdOptions};
 
 pub use relay_core::handoff::GitState;
+use relay_core::staleness::{Ancestry, DirtyFile, DirtySet, Stamp, MAX_COMMITS, MAX_DIRTY};
 
 /// How long one whole collection (up to three `git` commands) may take.
 pub const GIT_DEADLINE: Duration = Duration::from_secs(3);
@@ -46,8 +47,8 @@ impl GitInfo {
 
 enum Outcome {
     Ok(String),
-    /// git ran and exited non-zero.
-    Failed,
+    /// git ran and exited non-zero (its exit code; `None`: killed by a signal).
+    Failed(Option<i32>),
     /// git is not installed.
     Missing,
     /// The deadline passed, or git could not be started or waited for.
@@ -55,9 +56,9 @@ enum Outcome {
 }
 
 /// The program and extra environment to run (tests substitute a fake git).
-struct Git {
-    program: OsString,
-    env: Vec<(OsString, OsString)>,
+pub(crate) struct Git {
+    pub(crate) program: OsString,
+    pub(crate) env: Vec<(OsString, OsString)>,
 }
 
 impl Default for Git {
@@ -74,13 +75,20 @@ fn poll_pause(polls: u32) -> Duration {
     Duration::from_millis(u64::from(polls.clamp(1, 10)))
 }
 
-/// Read what the pipe holds now, without waiting for more (the pipe is non-blocking).
+/// Bytes of one command's output kept at most (the rest is read and dropped).
+pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+
+/// Read what the pipe holds now, without waiting for more (the pipe is non-blocking). Past
+/// [`MAX_OUTPUT_BYTES`] the bytes are read and dropped.
 fn drain(pipe: &mut impl Read, out: &mut Vec<u8>) {
     let mut buf = [0u8; 4096];
     loop {
         match pipe.read(&mut buf) {
             Ok(0) => return,
-            Ok(n) => out.extend_from_slice(buf.get(..n).unwrap_or_default()),
+            Ok(n) => {
+                let room = (MAX_OUTPUT_BYTES + 1).saturating_sub(out.len());
+                out.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return, // WouldBlock: nothing more for now
         }
@@ -155,9 +163,9 @@ impl Git {
         }
         match status {
             Some(status) if status.success() => {
-                Outcome::Ok(String::from_utf8_lossy(&out).trim().to_string())
+                Outcome::Ok(String::from_utf8_lossy(&out).into_owned())
             }
-            Some(_) => Outcome::Failed,
+            Some(status) => Outcome::Failed(status.code()),
             None => Outcome::Broken,
         }
     }
@@ -170,22 +178,24 @@ impl Git {
             state,
         };
         let root = match self.run(cwd, &["rev-parse", "--show-toplevel"], deadline) {
-            Outcome::Ok(r) if !r.is_empty() => r,
-            Outcome::Ok(_) | Outcome::Failed | Outcome::Missing => return none(GitState::NoGit),
+            Outcome::Ok(r) if !r.trim().is_empty() => r.trim().to_string(),
+            Outcome::Ok(_) | Outcome::Failed(_) | Outcome::Missing => return none(GitState::NoGit),
             Outcome::Broken => return none(GitState::Unknown),
         };
         let (head, broken) = match self.run(cwd, &["rev-parse", "--verify", "-q", "HEAD"], deadline)
         {
-            Outcome::Ok(h) if !h.is_empty() => (Some(h), false),
-            Outcome::Ok(_) | Outcome::Failed => (None, false),
+            Outcome::Ok(h) if !h.trim().is_empty() => (Some(h.trim().to_string()), false),
+            Outcome::Ok(_) | Outcome::Failed(_) => (None, false),
             Outcome::Missing | Outcome::Broken => (None, true),
         };
         let (branch, state) = if broken {
             (None, GitState::Unknown)
         } else {
             match self.run(cwd, &["symbolic-ref", "--short", "-q", "HEAD"], deadline) {
-                Outcome::Ok(b) if !b.is_empty() => (Some(b), GitState::Repo),
-                Outcome::Ok(_) | Outcome::Failed => (None, GitState::Detached),
+                Outcome::Ok(b) if !b.trim().is_empty() => {
+                    (Some(b.trim().to_string()), GitState::Repo)
+                }
+                Outcome::Ok(_) | Outcome::Failed(_) => (None, GitState::Detached),
                 Outcome::Missing | Outcome::Broken => (None, GitState::Unknown),
             }
         };
@@ -213,6 +223,191 @@ pub fn git_state(cwd: &Path) -> GitInfo {
 /// and no HEAD.
 pub fn git_state_until(cwd: &Path, deadline: Instant) -> GitInfo {
     Git::default().state(cwd, deadline)
+}
+
+/// Whether `s` reads as a commit id git printed (hex, 4 to 64 digits): nothing else is passed to
+/// git as a revision, so a value read back from a file can never be taken for an option.
+fn is_commit_id(s: &str) -> bool {
+    (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether a `git status` path is Relay's handoff folder (`.ai-work/` untracked as a whole, or
+/// `.ai-work/handoffs/…`), which Relay writes itself.
+fn is_handoff_folder(path: &str) -> bool {
+    path == ".ai-work/" || path.starts_with(".ai-work/handoffs/")
+}
+
+/// The entries of `git status --porcelain=v1 -z`: `(XY, path)`; a rename's or copy's original
+/// path (the field after it) is skipped. Entries that do not read as `XY path` are passed over.
+fn parse_porcelain(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut fields = text.split('\0');
+    while let Some(field) = fields.next() {
+        let (Some(status), Some(path)) = (field.get(..2), field.get(3..)) else {
+            continue;
+        };
+        if field.get(2..3) != Some(" ") || path.is_empty() {
+            continue;
+        }
+        if status.starts_with(['R', 'C']) {
+            fields.next();
+        }
+        out.push((status.to_string(), path.to_string()));
+    }
+    out
+}
+
+impl Git {
+    /// The uncommitted paths of the repository at `root` (relative to it, untracked ones too,
+    /// ignored ones not), their stamps left [`Stamp::Unknown`] for the caller.
+    fn dirty(&self, root: &Path, deadline: Instant) -> DirtySet {
+        let args = [
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=normal",
+            "--no-renames",
+        ];
+        match self.run(root, &args, deadline) {
+            Outcome::Ok(text) => {
+                // Relay's own handoff files are not the user's changes.
+                let entries: Vec<(String, String)> = parse_porcelain(&text)
+                    .into_iter()
+                    .filter(|(_, path)| !is_handoff_folder(path))
+                    .collect();
+                if entries.len() > MAX_DIRTY || text.len() > MAX_OUTPUT_BYTES {
+                    return DirtySet::TooMany {
+                        count: entries.len(),
+                    };
+                }
+                DirtySet::Listed {
+                    files: entries
+                        .into_iter()
+                        .map(|(status, path)| DirtyFile {
+                            path,
+                            status,
+                            stamp: Stamp::Unknown,
+                        })
+                        .collect(),
+                }
+            }
+            _ => DirtySet::Unavailable,
+        }
+    }
+
+    /// `git log --oneline` of `range`, at most [`MAX_COMMITS`] lines, and `git rev-list --count`
+    /// of it; `None` when either fails.
+    fn commits(&self, cwd: &Path, range: &str, deadline: Instant) -> Option<(Vec<String>, u64)> {
+        let max = format!("-n{MAX_COMMITS}");
+        let log = match self.run(
+            cwd,
+            &[
+                "log",
+                "--oneline",
+                "--no-decorate",
+                "--no-color",
+                &max,
+                range,
+                "--",
+            ],
+            deadline,
+        ) {
+            Outcome::Ok(text) => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_string)
+                .collect(),
+            _ => return None,
+        };
+        let total = self.count(cwd, range, deadline)?;
+        Some((log, total))
+    }
+
+    fn count(&self, cwd: &Path, range: &str, deadline: Instant) -> Option<u64> {
+        match self.run(cwd, &["rev-list", "--count", range, "--"], deadline) {
+            Outcome::Ok(text) => text.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// How `now` relates to `then` (both commit ids, different).
+    fn ancestry(&self, cwd: &Path, then: &str, now: &str, deadline: Instant) -> Ancestry {
+        if !is_commit_id(then) || !is_commit_id(now) {
+            return Ancestry::UnknownCommit;
+        }
+        let forward = format!("{then}..{now}");
+        match self.run(cwd, &["merge-base", "--is-ancestor", then, now], deadline) {
+            Outcome::Ok(_) => match self.commits(cwd, &forward, deadline) {
+                Some((commits, total)) => Ancestry::Descendant { commits, total },
+                None => Ancestry::Unavailable,
+            },
+            Outcome::Failed(Some(1)) => {
+                let back = format!("{now}..{then}");
+                match (
+                    self.commits(cwd, &forward, deadline),
+                    self.count(cwd, &back, deadline),
+                ) {
+                    (Some((commits, total)), Some(dropped)) => Ancestry::Diverged {
+                        commits,
+                        total,
+                        dropped,
+                    },
+                    _ => Ancestry::Unavailable,
+                }
+            }
+            // 128: not a commit of this repository.
+            Outcome::Failed(_) => Ancestry::UnknownCommit,
+            Outcome::Missing | Outcome::Broken => Ancestry::Unavailable,
+        }
+    }
+
+    /// The repository facts of a [`WorkspaceRecord`] (root, branch, HEAD, uncommitted paths)
+    /// for `cwd`, stamps left to the caller.
+    pub(crate) fn record(&self, cwd: &Path, deadline: Instant) -> (GitInfo, DirtySet) {
+        let info = self.state(cwd, deadline);
+        let dirty = match (&info.repo_root, info.state) {
+            (Some(root), GitState::Repo | GitState::Detached) => {
+                self.dirty(Path::new(root), deadline)
+            }
+            _ => DirtySet::Unavailable,
+        };
+        (info, dirty)
+    }
+
+    /// The repository facts of a [`WorkspaceNow`] for a handoff that recorded HEAD `then`.
+    pub(crate) fn now(
+        &self,
+        cwd: &Path,
+        then: Option<&str>,
+        deadline: Instant,
+    ) -> (GitInfo, Option<Ancestry>, DirtySet) {
+        let (info, dirty) = self.record(cwd, deadline);
+        let ancestry = match (then, info.head.as_deref(), info.state) {
+            (Some(then), Some(now), GitState::Repo | GitState::Detached) if then != now => {
+                Some(self.ancestry(cwd, then, now, deadline))
+            }
+            _ => None,
+        };
+        (info, ancestry, dirty)
+    }
+}
+
+/// The repository facts a handoff records for `cwd`: [`git_state_until`] and the uncommitted
+/// paths (`git status --porcelain=v1 -z`), all within `deadline`. Stamps are left
+/// [`Stamp::Unknown`] (see `crate::workspace`).
+pub fn record_until(cwd: &Path, deadline: Instant) -> (GitInfo, DirtySet) {
+    Git::default().record(cwd, deadline)
+}
+
+/// The repository facts now for a handoff that recorded HEAD `then`: [`record_until`] plus, when
+/// HEAD moved, how it relates to `then` (`git merge-base --is-ancestor`, `git log --oneline`,
+/// `git rev-list --count`), all within `deadline`.
+pub fn now_until(
+    cwd: &Path,
+    then: Option<&str>,
+    deadline: Instant,
+) -> (GitInfo, Option<Ancestry>, DirtySet) {
+    Git::default().now(cwd, then, deadline)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Effects Relay performs for both front ends: atomic file writes, the event log, session-file
-//! reading, git metadata.
+//! reading, git metadata, the workspace a handoff records and what it holds at the resume.
 //!
 //! Nothing here panics on bad input or a failing system call: errors are returned, threads are
 //! spawned with fallible builders and a sequential fallback.
@@ -28,5 +28,6 @@ pub mod integrations;
 pub mod resume_check;
 pub mod session;
 pub mod telemetry;
+pub mod workspace;
 
 pub use session::{find_sessions, read_session, SessionReadError};

@@ -21,6 +21,7 @@ use relay_core::entry::{parse_entry, BranchSink, Entry, EntryKind};
 use relay_core::handoff::GitState;
 use relay_core::integrations::{IntegrationFacts, StoreFacts};
 use relay_core::resume_check::CheckResult;
+use relay_core::staleness::WorkspaceRecord;
 
 use crate::boundary;
 
@@ -84,6 +85,10 @@ pub struct GitWire {
     pub branch: Option<String>,
     pub head: Option<String>,
     pub state: GitState,
+    /// What the handoff records of the workspace for the stale-handoff check (collected when
+    /// `collectGit` was given the handoff's arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceRecord>,
 }
 
 impl From<GitWire> for GitFacts {
@@ -93,25 +98,76 @@ impl From<GitWire> for GitFacts {
             branch: g.branch,
             head: g.head,
             state: g.state,
+            workspace: g.workspace,
         }
     }
 }
 
 /// Git metadata for a handoff, within `deadline` (blocking: the addon runs it on a worker
-/// thread). Returns the facts as JSON for [`Binding::tool`]; a panic is an error, never a crash.
-pub fn collect_git(cwd: &Path, deadline: Instant) -> Result<String, Failure> {
-    let info = boundary::catch(|| {
+/// thread). With the handoff's arguments (`args_json`), also what it records of the workspace for
+/// the stale-handoff check: the uncommitted files and the stamps of those and of its
+/// `files_to_read` (arguments that do not decode stamp no file to read: the tool refuses them
+/// anyway). Returns the facts as JSON for [`Binding::tool`]; a panic is an error, never a crash.
+pub fn collect_git(
+    cwd: &Path,
+    deadline: Instant,
+    args_json: Option<&str>,
+) -> Result<String, Failure> {
+    let wire = boundary::catch(|| {
         boundary::inject("collectGit", &|| cwd.display().to_string());
-        relay_io::git::git_state_until(cwd, deadline)
+        let Some(args_json) = args_json else {
+            let info = relay_io::git::git_state_until(cwd, deadline);
+            return GitWire {
+                repo_root: info.repo_root,
+                branch: info.branch,
+                head: info.head,
+                state: info.state,
+                workspace: None,
+            };
+        };
+        let files = serde_json::from_str::<serde_json::Value>(args_json)
+            .ok()
+            .and_then(|args| relay_core::handoff::HandoffArgs::parse(&args).ok())
+            .map(|a| a.files_to_read)
+            .unwrap_or_default();
+        let (info, record) = relay_io::workspace::record_until(cwd, &files, deadline);
+        GitWire {
+            repo_root: info.repo_root,
+            branch: info.branch,
+            head: info.head,
+            state: info.state,
+            workspace: Some(record),
+        }
     })
     .map_err(|text| Failure::Panic(format!("relay: internal error in collectGit: {text}")))?;
-    serde_json::to_string(&GitWire {
-        repo_root: info.repo_root,
-        branch: info.branch,
-        head: info.head,
-        state: info.state,
+    serde_json::to_string(&wire).map_err(|e| invalid("git facts", e))
+}
+
+/// A stale-handoff check to run on a worker thread: what the handoff recorded, the window its
+/// record belongs to, and the one deadline of the whole collection.
+#[derive(Debug, Clone)]
+pub struct StaleJob {
+    pub record: WorkspaceRecord,
+    pub window: String,
+    pub deadline: Instant,
+}
+
+/// Run a stale-handoff check (blocking, up to its deadline: the addon runs it on a worker
+/// thread): the workspace now (relay-io), compared with the record (relay-core). Returns the
+/// Marker JSON to append; a panic is an error, never a crash.
+pub fn run_stale_check(job: &StaleJob) -> Result<String, Failure> {
+    let report = boundary::catch(|| {
+        boundary::inject("staleCheck", &|| job.record.cwd.clone());
+        let now = relay_io::workspace::now_until(&job.record, job.deadline);
+        relay_core::staleness::compare(&job.record, &now)
     })
-    .map_err(|e| invalid("git facts", e))
+    .map_err(|text| {
+        Failure::Panic(format!(
+            "relay: internal error in the stale-handoff check: {text}"
+        ))
+    })?;
+    let record = engine::stale_record(&job.window, now_ms(), &report);
+    serde_json::to_string(&record).map_err(|e| invalid("stale-handoff check record", e))
 }
 
 /// An operator's resume check to run on a worker thread: the command the engine picked, the cwd,
@@ -534,6 +590,7 @@ impl Binding {
                         branch: None,
                         head: None,
                         state: GitState::Unknown,
+                        workspace: None,
                     },
                 };
                 let resume = resume_json
@@ -657,6 +714,39 @@ impl Binding {
             b.inner
                 .watch_check(live.as_deref(), now_ms)
                 .map(|m| serde_json::to_string(&m).map_err(|e| invalid("watch check record", e)))
+                .transpose()
+        })
+    }
+
+    /// Whether the window's stale-handoff check is still to run (cheap: asked before every
+    /// request).
+    pub fn stale_check_due(&mut self) -> Result<bool, Failure> {
+        self.guarded("staleCheckDue", &String::new, |b| {
+            b.ready()?;
+            Ok(b.inner.stale_check_due())
+        })
+    }
+
+    /// The window's stale-handoff check to run now (`None`: none runs); handed out once, its
+    /// deadline counted from now.
+    pub fn stale_check(&mut self) -> Result<Option<StaleJob>, Failure> {
+        self.guarded("staleCheck", &String::new, |b| {
+            b.ready()?;
+            Ok(b.inner.stale_check().map(|(record, window)| StaleJob {
+                record,
+                window,
+                deadline: Instant::now() + relay_io::workspace::RESUME_DEADLINE,
+            }))
+        })
+    }
+
+    /// The stale-handoff message the `context` hook inserts into the request, or `None`.
+    pub fn stale_context(&mut self) -> Result<Option<String>, Failure> {
+        self.guarded("staleContext", &String::new, |b| {
+            b.ready()?;
+            b.inner
+                .stale_context()
+                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
                 .transpose()
         })
     }
@@ -1196,7 +1286,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("relay-node-git-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         // Already past the deadline: nothing runs, the facts say unknown.
-        let json = collect_git(&dir, Instant::now()).unwrap();
+        let json = collect_git(&dir, Instant::now(), None).unwrap();
         let wire: GitWire = serde_json::from_str(&json).unwrap();
         assert_eq!(
             wire,
@@ -1204,7 +1294,8 @@ mod tests {
                 repo_root: None,
                 branch: None,
                 head: None,
-                state: GitState::Unknown
+                state: GitState::Unknown,
+                workspace: None,
             }
         );
         assert_eq!(

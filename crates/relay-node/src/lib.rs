@@ -4,8 +4,9 @@
 //! Every entry point catches panics twice over: `#[napi(catch_unwind)]` around napi's own argument
 //! and result conversion, and [`binding::Binding::guarded`] around the work, which also replaces
 //! the engine and asks for a full resync (see the `binding` module). Slow effects never run on
-//! Pi's event loop: `collectGit` and the resume checks (`handoffResumeCheck`,
-//! `resetResumeCheck`) are `AsyncTask`s on the libuv pool, each bounded by its deadline.
+//! Pi's event loop: `collectGit`, the resume checks (`handoffResumeCheck`, `resetResumeCheck`)
+//! and the stale-handoff check (`staleCheck`) are `AsyncTask`s on the libuv pool, each bounded
+//! by its deadline.
 #![deny(
     clippy::all,
     clippy::unwrap_used,
@@ -296,13 +297,41 @@ impl JsEngine {
 
     /// Collect the git metadata of a handoff for `cwd` on the libuv thread pool, all commands
     /// within one deadline (`relay_io::git::GIT_DEADLINE`, counted from this call); resolves to
-    /// the facts to pass to `tool("context_handoff", ...)`. Never blocks the event loop.
+    /// the facts to pass to `tool("context_handoff", ...)`. Given the handoff's arguments
+    /// (`args_json`), also what the handoff records of the workspace for the stale-handoff check
+    /// (uncommitted files, stamps of those and of its files to read), within the same deadline.
+    /// Never blocks the event loop.
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
-    pub fn collect_git(&self, cwd: String) -> AsyncTask<CollectGit> {
+    pub fn collect_git(&self, cwd: String, args_json: Option<String>) -> AsyncTask<CollectGit> {
         AsyncTask::new(CollectGit {
             cwd: PathBuf::from(cwd),
             deadline: Instant::now() + relay_io::git::GIT_DEADLINE,
+            args_json,
         })
+    }
+
+    /// Whether the window's stale-handoff check is still to run (cheap; the `context` hook asks
+    /// before every request).
+    #[napi(catch_unwind)]
+    pub fn stale_check_due(&mut self) -> Result<bool> {
+        self.b.stale_check_due().map_err(to_js)
+    }
+
+    /// The window's stale-handoff check: `null` when none runs, else a promise of the `Marker`
+    /// JSON to append (what differs between the workspace the handoff recorded and now). Git and
+    /// the file reads run on the libuv thread pool within one deadline
+    /// (`relay_io::workspace::RESUME_DEADLINE`, counted from this call).
+    #[napi(catch_unwind, ts_return_type = "Promise<string> | null")]
+    pub fn stale_check(&mut self) -> Result<Option<AsyncTask<StaleCheck>>> {
+        let job = self.b.stale_check().map_err(to_js)?;
+        Ok(job.map(|job| AsyncTask::new(StaleCheck { job })))
+    }
+
+    /// The `ContextMessage` JSON of the window's stale-handoff check, or `null` (none, or
+    /// nothing differed).
+    #[napi(catch_unwind)]
+    pub fn stale_context(&mut self) -> Result<Option<String>> {
+        self.b.stale_context().map_err(to_js)
     }
 }
 
@@ -364,10 +393,31 @@ impl Task for LoadSession {
     }
 }
 
-/// The work of `collectGit`: blocking git commands on a worker thread.
+/// The work of `collectGit`: blocking git commands (and the handoff's file stamps) on a worker
+/// thread.
 pub struct CollectGit {
     cwd: PathBuf,
     deadline: Instant,
+    args_json: Option<String>,
+}
+
+/// The work of `staleCheck`: git and the file stamps on a worker thread, then the comparison.
+pub struct StaleCheck {
+    job: binding::StaleJob,
+}
+
+impl Task for StaleCheck {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        // Runs on a libuv worker: `run_stale_check` catches panics itself.
+        binding::run_stale_check(&self.job).map_err(to_js)
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
 }
 
 impl Task for CollectGit {
@@ -376,7 +426,7 @@ impl Task for CollectGit {
 
     fn compute(&mut self) -> Result<String> {
         // Runs on a libuv worker: `collect_git` catches panics itself (none may unwind into C).
-        binding::collect_git(&self.cwd, self.deadline).map_err(to_js)
+        binding::collect_git(&self.cwd, self.deadline, self.args_json.as_deref()).map_err(to_js)
     }
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {

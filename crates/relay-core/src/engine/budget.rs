@@ -105,6 +105,10 @@ pub(super) struct Budget {
     pub(super) watch_started: Option<String>,
     /// The jobs the handoff being written records for the next window's watch check.
     pub(super) recorded_jobs: Option<Vec<crate::integrations::RecordedJob>>,
+    /// The window whose stale-handoff check was handed out (it runs once per window).
+    pub(super) stale_started: Option<String>,
+    /// The workspace the handoff being written records for the next window's stale check.
+    pub(super) recorded_workspace: Option<crate::staleness::WorkspaceRecord>,
 }
 
 /// The parts of the status file that change at a policy transition (not per request).
@@ -143,6 +147,8 @@ impl Budget {
             guard_logged: [false; 2],
             watch_started: None,
             recorded_jobs: None,
+            stale_started: None,
+            recorded_workspace: None,
         }
     }
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::wire::{
     Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE,
-    STEER_TYPE, WATCH_CHECK_TYPE,
+    STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
@@ -26,6 +26,7 @@ use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::scheduler::{AttemptId, SchedInput};
+use crate::staleness::WorkspaceRecord;
 
 /// Per-window facts derived from the mirror (positions are indices into the mirrored branch).
 #[derive(Debug, Clone, Default)]
@@ -66,6 +67,13 @@ pub(super) struct WindowState {
     /// The window's watch check (a `relay/watch-check` entry for this window): its position, the
     /// message every request of the window carries, and when it ran.
     pub(super) watch_check: Option<(usize, String, i64)>,
+    /// The workspace the committed handoff that opened the window recorded (`None`: no handoff,
+    /// or one written without it).
+    pub(super) recorded_workspace: Option<Box<WorkspaceRecord>>,
+    /// The window's stale-handoff check (a `relay/stale-check` entry for this window): its
+    /// position, the message every request of the window carries (`None`: nothing differed),
+    /// and when it ran.
+    pub(super) stale_check: Option<(usize, Option<String>, i64)>,
 }
 
 impl WindowState {
@@ -239,6 +247,8 @@ pub(super) struct Mirror {
     written_handoff: Option<(usize, String, HandoffFingerprint, Option<String>)>,
     /// The jobs the written handoff recorded (for the watch check of the window it opens).
     written_jobs: Option<Vec<RecordedJob>>,
+    /// The workspace the written handoff recorded (for the stale check of the window it opens).
+    written_workspace: Option<Box<WorkspaceRecord>>,
     /// Handoffs that committed (a compaction on the branch names their path), oldest first: the
     /// duplicate back-off and the status file use the newest. A handoff that was invalidated or
     /// ignored never committed, so it sets no back-off.
@@ -264,6 +274,7 @@ impl Mirror {
             progress_marks: Vec::new(),
             written_handoff: None,
             written_jobs: None,
+            written_workspace: None,
             committed_handoffs: Vec::new(),
             replaying: false,
         }
@@ -383,11 +394,13 @@ impl Mirror {
                 let committed = details.get("handoffPath").and_then(Value::as_str);
                 if let Some(path) = committed {
                     let jobs = self.written_jobs.take();
+                    let workspace = self.written_workspace.take();
                     if let Some((_, written, fp, lp)) = self.written_handoff.take() {
                         if written == path {
                             self.committed_handoffs.push((pos, written, fp, lp));
                             self.current.opened_by_handoff = true;
                             self.current.recorded_jobs = jobs;
+                            self.current.recorded_workspace = workspace;
                         }
                     } else if let Some(fp) = details
                         .get("fingerprint")
@@ -402,6 +415,7 @@ impl Mirror {
                 }
                 self.written_handoff = None;
                 self.written_jobs = None;
+                self.written_workspace = None;
                 // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
                 // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
                 if WindowMarker::of(details).counts() {
@@ -473,6 +487,17 @@ impl Mirror {
                     self.written_jobs = data
                         .get("jobs")
                         .and_then(|j| serde_json::from_value(j.clone()).ok());
+                    self.written_workspace = data
+                        .get("workspace")
+                        .and_then(|w| serde_json::from_value(w.clone()).ok());
+                }
+                Observed::Other
+            }
+            EntryKind::Custom { custom_type, data } if custom_type == STALE_CHECK_TYPE => {
+                if let Some(check) =
+                    super::stale::window_check(data, self.history.current_window_id())
+                {
+                    self.current.stale_check = Some((pos, check.0, check.1));
                 }
                 Observed::Other
             }
@@ -558,6 +583,9 @@ impl Mirror {
         if w.watch_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
             w.watch_check = None;
         }
+        if w.stale_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
+            w.stale_check = None;
+        }
         if self
             .written_handoff
             .as_ref()
@@ -565,6 +593,7 @@ impl Mirror {
         {
             self.written_handoff = None;
             self.written_jobs = None;
+            self.written_workspace = None;
         }
         while self
             .committed_handoffs

@@ -54,6 +54,7 @@ mod mirror;
 mod reset;
 mod resume;
 mod specs;
+mod stale;
 mod status;
 mod tools;
 pub mod tui;
@@ -69,6 +70,7 @@ mod tests;
 pub use mirror::LoadedBranch;
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
+pub use stale::stale_record;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
     GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,

@@ -1317,6 +1317,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
         branch: Some("main".into()),
         head: Some("0123456789abcdef0123456789abcdef01234567".into()),
         state: crate::handoff::GitState::Repo,
+        workspace: None,
     };
     let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
     let (markdown, _sidecar, fingerprint) = e

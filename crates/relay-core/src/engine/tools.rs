@@ -214,6 +214,10 @@ impl Engine {
             obj.insert("integrations".into(), rendered.sidecar);
         }
         self.budget.recorded_jobs = rendered.recorded_jobs;
+        self.budget.recorded_workspace = git.workspace.clone();
+        if let (Some(ws), Some(obj)) = (&git.workspace, sidecar.as_object_mut()) {
+            obj.insert("workspace".into(), json!(ws));
+        }
         self.outstanding.handoff_cuts = narrative_cuts(args);
         if let Some(result) = resume {
             markdown = super::resume::with_resume_section(markdown, result);
@@ -287,6 +291,10 @@ impl Engine {
         // The jobs and watches recorded for the next window's watch check (absent: no registry).
         if let (Some(jobs), Value::Object(m)) = (self.budget.recorded_jobs.take(), &mut data) {
             m.insert("jobs".into(), json!(jobs));
+        }
+        // The workspace recorded for the next window's stale-handoff check (absent: not collected).
+        if let (Some(ws), Value::Object(m)) = (self.budget.recorded_workspace.take(), &mut data) {
+            m.insert("workspace".into(), json!(ws));
         }
         reply.persist = Some(Marker {
             custom_type: HANDOFF_TYPE.into(),

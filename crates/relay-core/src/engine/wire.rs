@@ -44,6 +44,9 @@ pub const RESUME_CHECK_TYPE: &str = "relay/resume-check";
 /// customType of the record of a new window's watch check (the recorded jobs and watches the
 /// pi-jobs registry no longer lists), for the window it belongs to.
 pub const WATCH_CHECK_TYPE: &str = "relay/watch-check";
+/// customType of the record of a new window's stale-handoff check (what differs between the
+/// workspace its handoff recorded and the workspace when the window started), for its window.
+pub const STALE_CHECK_TYPE: &str = "relay/stale-check";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -376,6 +379,9 @@ pub struct GitFacts {
     pub branch: Option<String>,
     pub head: Option<String>,
     pub state: GitState,
+    /// What the handoff records of the workspace for the stale-handoff check of the window it
+    /// opens (`None`: not collected; the window is then not checked).
+    pub workspace: Option<crate::staleness::WorkspaceRecord>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -329,6 +329,7 @@ fn the_handoff_carries_its_resume_check_section() {
         branch: Some("trunk".into()),
         head: Some("0123456789012345678901234567890123456789".into()),
         state: GitState::Repo,
+        workspace: None,
     };
     let check = result(1, "tests: 1 failed\n");
     let (md, sidecar, _) = e

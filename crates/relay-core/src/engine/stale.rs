@@ -1,0 +1,90 @@
+//! The stale-handoff check in the engine: before the first request of a window opened by a
+//! committed handoff, what that handoff recorded of the workspace (git root, branch, HEAD,
+//! uncommitted files, stamps of the files it tells the model to read) is compared with the
+//! workspace then, and the model is told plainly what changed, so that it checks again instead of
+//! trusting stale claims. The binding collects the facts (relay-io, off Pi's event loop, one
+//! deadline) and relay-core's [`crate::staleness`] compares and renders.
+//!
+//! **Contract.**
+//! - It runs once per window opened by a committed handoff that recorded the workspace, before
+//!   the window's first request is answered: right after the reset, and equally when the session
+//!   is resumed (Pi restarted, `/resume`, a reload) into such a window whose first request was
+//!   never answered. A resumed window that already has its check keeps it: the branch is the
+//!   source of truth, and once the window has answered, the model has been working with the
+//!   workspace itself, so the handoff is no longer what it relies on.
+//! - Its result is recorded on the branch (`relay/stale-check` for the window, also when nothing
+//!   differs, so a reload does not run it again); when something differs every request of the
+//!   window carries the same message at the same place (after the boot block, the resume check
+//!   and the watch check), so a reload shows the model the same text and the prompt cache holds.
+//!   When nothing differs, nothing is shown.
+
+use serde_json::{json, Value};
+
+use super::wire::{ContextMessage, Marker, STALE_CHECK_TYPE};
+use super::Engine;
+use crate::staleness::{render_window_message, StaleReport, WorkspaceRecord};
+
+impl Engine {
+    /// Whether the window's stale-handoff check is still to run. Cheap: the `context` hook asks
+    /// before every request and collects facts only on `true`.
+    pub fn stale_check_due(&self) -> bool {
+        let w = self.mirror.current_window();
+        w.opened_by_handoff
+            && w.recorded_workspace.is_some()
+            && w.stale_check.is_none()
+            && !self.mirror.window_answered()
+            && self.budget.stale_started.as_deref() != Some(self.mirror.history.current_window_id())
+    }
+
+    /// The check to run now: what the handoff recorded and the window its record belongs to.
+    /// Marks it handed out, so it runs once for the window.
+    pub fn stale_check(&mut self) -> Option<(WorkspaceRecord, String)> {
+        if !self.stale_check_due() {
+            return None;
+        }
+        let window = self.mirror.history.current_window_id().to_string();
+        self.budget.stale_started = Some(window.clone());
+        let record = self.mirror.current_window().recorded_workspace.as_deref()?;
+        Some((record.clone(), window))
+    }
+
+    /// The message the current window's requests carry (after the boot block, the resume check
+    /// and the watch check), the same text every time; `None` when nothing differed.
+    pub fn stale_context(&self) -> Option<ContextMessage> {
+        let (_, content, at_ms) = self.mirror.current_window().stale_check.as_ref()?;
+        let index = 1
+            + u32::from(self.resume_context().is_some())
+            + u32::from(self.watch_context().is_some());
+        Some(ContextMessage {
+            index,
+            custom_type: STALE_CHECK_TYPE.into(),
+            content: content.clone()?,
+            timestamp: *at_ms,
+        })
+    }
+}
+
+/// The branch record of a stale-handoff check for `window_id`.
+pub fn stale_record(window_id: &str, at_ms: i64, report: &StaleReport) -> Marker {
+    Marker {
+        custom_type: STALE_CHECK_TYPE.into(),
+        data: json!({ "windowId": window_id, "atMs": at_ms, "report": report }),
+    }
+}
+
+/// A `relay/stale-check` record read back: the window message (`None`: nothing differed) and its
+/// time, when it belongs to `window_id` (a record of another window stands for nothing; one whose
+/// report does not parse counts as run, showing nothing).
+pub(super) fn window_check(data: &Value, window_id: &str) -> Option<(Option<String>, i64)> {
+    if data.get("windowId").and_then(Value::as_str) != Some(window_id) {
+        return None;
+    }
+    let report: Option<StaleReport> = data
+        .get("report")
+        .and_then(|r| serde_json::from_value(r.clone()).ok());
+    let at_ms = data.get("atMs").and_then(Value::as_i64).unwrap_or(0);
+    Some((report.as_ref().and_then(render_window_message), at_ms))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,282 @@
+//! The stale-handoff check in the engine: recorded by the handoff (sidecar and branch), due once
+//! before the first answer of the window it opens, its record read back after a reload, its
+//! message placed after the resume and watch checks.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::json;
+
+use super::super::wire::{
+    ConfigSources, GitFacts, GuardState, Moment, CONTINUE_TYPE, HANDOFF_TYPE,
+};
+use super::*;
+use crate::engine::tests::Branch;
+use crate::entry::Entry;
+use crate::handoff::{GitState, HandoffFingerprint};
+use crate::staleness::{compare, DirtySet, FileStamp, Stamp, WorkspaceNow};
+
+const SID: &str = "01a2-stale-session";
+const WIN2: &str = "pcw:01a2-stale-session:0000cafe";
+const PATH: &str = "/work/project/.ai-work/handoffs/01a2-stale-session-1.md";
+const HEAD: &str = "0123456789012345678901234567890123456789";
+
+fn moment() -> Moment {
+    Moment {
+        now_ms: 1_764_450_000_000,
+        tz_offset_minutes: 60,
+        usage: None,
+        model: Some("faux/faux-1".into()),
+        context_window: Some(200_000),
+        has_pending_messages: false,
+        pending_work: 0,
+        cwd: "/work/project".into(),
+        context_guard: GuardState::default(),
+        subagent: false,
+    }
+}
+
+fn enforcing() -> Engine {
+    let mut e = Engine::new();
+    e.resync(SID, &[]);
+    let sources = ConfigSources {
+        global: Some(json!({"relay": {"budget": {"mode": "enforce",
+            "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}})),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    e
+}
+
+fn workspace() -> WorkspaceRecord {
+    WorkspaceRecord {
+        cwd: "/work/project".into(),
+        repo_root: Some("/work/project".into()),
+        git_state: GitState::Repo,
+        branch: Some("trunk".into()),
+        head: Some(HEAD.into()),
+        dirty: DirtySet::Listed { files: Vec::new() },
+        files: vec![FileStamp {
+            path: "src/lib.rs".into(),
+            stamp: Stamp::File {
+                size: 3,
+                mtime_ms: 1,
+                hash: Some("ab".into()),
+            },
+        }],
+    }
+}
+
+/// A window, a handoff record (with `workspace`), the compaction that committed it, the
+/// continuation.
+fn handoff_branch(b: &mut Branch, workspace: Option<&WorkspaceRecord>) -> Vec<Entry> {
+    let fp = HandoffFingerprint {
+        at_ms: 1,
+        head: Some(HEAD.into()),
+        text: "x".into(),
+    };
+    let mut data = json!({"path": PATH, "fingerprint": fp.to_value()});
+    if let Some(w) = workspace {
+        data["workspace"] = json!(w);
+    }
+    vec![
+        b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
+        b.entry(json!({"type":"custom","customType":HANDOFF_TYPE,"data":data})),
+        b.entry(json!({"type":"compaction","summary":"<context_window>…</context_window>",
+            "firstKeptEntryId":null,"tokensBefore":1,
+            "details":{"relay":"window","windowId":WIN2,"attempt":1,"source":"handoff","handoffPath":PATH}})),
+        b.entry(json!({"type":"custom_message","customType":CONTINUE_TYPE,"content":"Continue.","display":false})),
+    ]
+}
+
+fn record_entry(b: &mut Branch, m: &Marker) -> Entry {
+    b.entry(json!({"type":"custom","customType":m.custom_type,"data":m.data}))
+}
+
+/// The workspace now: HEAD moved by one commit, `src/lib.rs` gone.
+fn changed_now() -> WorkspaceNow {
+    WorkspaceNow {
+        repo_root: Some("/work/project".into()),
+        git_state: GitState::Repo,
+        branch: Some("trunk".into()),
+        head: Some("fedcba9876543210fedcba9876543210fedcba98".into()),
+        ancestry: Some(crate::staleness::Ancestry::Descendant {
+            commits: vec!["fedcba9 Remove lib.rs".into()],
+            total: 1,
+        }),
+        dirty: DirtySet::Listed { files: Vec::new() },
+        files: vec![FileStamp {
+            path: "src/lib.rs".into(),
+            stamp: Stamp::Missing,
+        }],
+    }
+}
+
+#[test]
+fn the_handoff_records_the_workspace_in_its_sidecar_and_on_the_branch() {
+    let mut e = enforcing();
+    let args =
+        json!({"goal": "ship", "next_step": "test", "facts": "f", "files_to_read": ["src/lib.rs"]});
+    let parsed = e.handoff_begin(&args, &moment()).unwrap();
+    let git = GitFacts {
+        repo_root: Some("/work/project".into()),
+        branch: Some("trunk".into()),
+        head: Some(HEAD.into()),
+        state: GitState::Repo,
+        workspace: Some(workspace()),
+    };
+    let (md, sidecar, fp) = e
+        .handoff_render(&parsed, &git, None, None, PATH, 1, &moment())
+        .unwrap();
+    assert_eq!(sidecar["workspace"], json!(workspace()));
+    let reply = e.handoff_written(PATH, md, fp, &moment());
+    let persist = reply.persist.unwrap();
+    assert_eq!(persist.custom_type, HANDOFF_TYPE);
+    assert_eq!(persist.data["workspace"], json!(workspace()));
+    // Without the facts nothing is recorded (and the window it opens is not checked).
+    let mut e = enforcing();
+    let parsed = e.handoff_begin(&args, &moment()).unwrap();
+    let git = GitFacts {
+        workspace: None,
+        ..git
+    };
+    let (md, sidecar, fp) = e
+        .handoff_render(&parsed, &git, None, None, PATH, 1, &moment())
+        .unwrap();
+    assert!(sidecar.get("workspace").is_none());
+    let persist = e.handoff_written(PATH, md, fp, &moment()).persist.unwrap();
+    assert!(persist.data.get("workspace").is_none());
+}
+
+#[test]
+fn due_once_before_the_first_answer_and_the_message_survives_a_reload() {
+    let mut b = Branch::new();
+    let entries = handoff_branch(&mut b, Some(&workspace()));
+    let mut e = enforcing();
+    e.resync(SID, &entries);
+    assert!(e.stale_check_due());
+    let (rec, window) = e.stale_check().unwrap();
+    assert_eq!(rec, workspace());
+    assert_eq!(window, WIN2);
+    assert!(!e.stale_check_due(), "handed out once per window");
+    assert_eq!(e.stale_check(), None);
+    assert_eq!(
+        e.stale_context(),
+        None,
+        "nothing until the record is on the branch"
+    );
+    let report = compare(&rec, &changed_now());
+    let marker = stale_record(&window, 7, &report);
+    let record = record_entry(&mut b, &marker);
+    e.append(std::slice::from_ref(&record));
+    let msg = e.stale_context().unwrap();
+    assert_eq!(msg.index, 1, "right after the boot block");
+    assert_eq!(msg.timestamp, 7);
+    assert_eq!(msg.custom_type, STALE_CHECK_TYPE);
+    insta::assert_snapshot!(msg.content);
+    // A reload (a fresh engine on the same branch) shows the same message and runs no new check.
+    let mut all = entries.clone();
+    all.push(record);
+    let mut reloaded = enforcing();
+    reloaded.resync(SID, &all);
+    assert_eq!(reloaded.stale_context(), Some(msg));
+    assert!(!reloaded.stale_check_due());
+}
+
+#[test]
+fn a_resumed_session_checks_a_window_that_never_answered_and_not_one_that_did() {
+    let mut b = Branch::new();
+    let entries = handoff_branch(&mut b, Some(&workspace()));
+    // Pi restarted between the reset and the first request: the fresh engine checks.
+    let mut resumed = enforcing();
+    resumed.resync(SID, &entries);
+    assert!(resumed.stale_check_due());
+    // The window answered before the process ended: no check on resume.
+    let mut answered = entries.clone();
+    answered.push(b.entry(json!({"type":"message","message":{"role":"assistant",
+        "content":[{"type":"text","text":"on it"}],"stopReason":"stop","usage":{"totalTokens":6000}}})));
+    let mut e = enforcing();
+    e.resync(SID, &answered);
+    assert!(!e.stale_check_due());
+}
+
+#[test]
+fn nothing_differed_records_the_check_and_shows_nothing() {
+    let mut b = Branch::new();
+    let entries = handoff_branch(&mut b, Some(&workspace()));
+    let mut e = enforcing();
+    e.resync(SID, &entries);
+    let (rec, window) = e.stale_check().unwrap();
+    let same = WorkspaceNow {
+        repo_root: rec.repo_root.clone(),
+        git_state: rec.git_state,
+        branch: rec.branch.clone(),
+        head: rec.head.clone(),
+        ancestry: None,
+        dirty: rec.dirty.clone(),
+        files: rec.files.clone(),
+    };
+    let marker = stale_record(&window, 7, &compare(&rec, &same));
+    let mut all = entries.clone();
+    all.push(record_entry(&mut b, &marker));
+    let mut reloaded = enforcing();
+    reloaded.resync(SID, &all);
+    assert!(!reloaded.stale_check_due(), "the record says it ran");
+    assert_eq!(reloaded.stale_context(), None);
+}
+
+#[test]
+fn no_check_without_a_recorded_workspace_or_for_another_windows_record() {
+    let mut b = Branch::new();
+    let mut e = enforcing();
+    e.resync(SID, &handoff_branch(&mut b, None));
+    assert!(!e.stale_check_due(), "a handoff written without the facts");
+    let mut b = Branch::new();
+    let mut entries = handoff_branch(&mut b, Some(&workspace()));
+    let other = stale_record(
+        "pcw:elsewhere:00000000",
+        5,
+        &compare(&workspace(), &changed_now()),
+    );
+    entries.push(record_entry(&mut b, &other));
+    let mut e = enforcing();
+    e.resync(SID, &entries);
+    assert!(
+        e.stale_check_due(),
+        "another window's record stands for nothing"
+    );
+    assert_eq!(e.stale_context(), None);
+}
+
+#[test]
+fn the_message_follows_the_resume_and_watch_checks() {
+    let mut b = Branch::new();
+    let mut entries = handoff_branch(&mut b, Some(&workspace()));
+    let resume = crate::engine::resume_record(
+        WIN2,
+        6,
+        &crate::resume_check::CheckResult {
+            command: "true".into(),
+            source: "PI_RESUME_CHECK".into(),
+            status: crate::resume_check::CheckStatus::Exited { code: 0 },
+            output: crate::resume_check::CheckOutput {
+                head: "ok\n".into(),
+                tail: String::new(),
+                skipped_bytes: 0,
+                total_bytes: 3,
+            },
+            output_held_open: false,
+        },
+    );
+    entries.push(record_entry(&mut b, &resume));
+    let stale = stale_record(WIN2, 7, &compare(&workspace(), &changed_now()));
+    entries.push(record_entry(&mut b, &stale));
+    let mut e = enforcing();
+    e.resync(SID, &entries);
+    assert_eq!(e.resume_context().unwrap().index, 1);
+    assert_eq!(e.stale_context().unwrap().index, 2);
+}
