@@ -131,6 +131,7 @@ fn call(e: &mut Engine, tool: &str, args: &Value) -> (bool, String) {
             branch: None,
             head: None,
             state: crate::handoff::GitState::NoGit,
+            workspace: None,
         };
         let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
         return match e.handoff_render(&parsed, &git, None, None, &path, 1, &m) {

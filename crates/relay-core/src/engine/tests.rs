@@ -1376,6 +1376,7 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
         branch: None,
         head: None,
         state: crate::handoff::GitState::NoGit,
+        workspace: None,
     };
     let path = format!("/work/project/.ai-work/handoffs/{SID}-1.md");
     let (markdown, _sidecar, fingerprint) = e
