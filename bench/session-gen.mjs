@@ -103,10 +103,10 @@ const TOOLS = ["read", "bash", "edit", "write", "grep", "find", "ls", "notes_wri
 
 /**
  * Writes a Pi 1.6 session file: header, then message entries (user → assistant [toolCall →
- * toolResult → assistant]* → user …) with a Pi compaction every ~10k entries. Stops at
- * `targetBytes` or `maxEntries`. Returns the stats the bench needs.
+ * toolResult → assistant]* → user …) with a Pi compaction every `compactionEvery` entries (about
+ * 10k). Stops at `targetBytes` or `maxEntries`. Returns the stats the bench needs.
  */
-export function generate(file, { targetBytes = Infinity, maxEntries = Infinity, seed }) {
+export function generate(file, { targetBytes = Infinity, maxEntries = Infinity, seed, compactionEvery = COMPACTION_EVERY }) {
 	const g = makeGenerator(seed);
 	const sessionId = `${g.hex8()}-${g.hex8().slice(0, 4)}-4${g.hex8().slice(0, 3)}-8${g.hex8().slice(0, 3)}-${g.hex8()}${g.hex8().slice(0, 4)}`;
 	let ts = Date.UTC(2025, 0, 6, 9, 0, 0);
@@ -155,7 +155,7 @@ export function generate(file, { targetBytes = Infinity, maxEntries = Infinity, 
 	};
 	while (bytes < targetBytes && entries < maxEntries) {
 		ts += g.int(1, 40) * 1000;
-		if (entries > 0 && entries % COMPACTION_EVERY === 0) {
+		if (entries > 0 && entries % compactionEvery === 0) {
 			const summary = g.slice("prose", g.int(1500, 3000));
 			textBytes += summary.length;
 			push({ type: "compaction", id: g.hex8(), parentId, timestamp: iso(), summary, firstKeptEntryId: recentIds[recentIds.length - 20] ?? parentId, tokensBefore: g.int(120000, 180000) });

@@ -30,6 +30,24 @@ export declare class Engine {
    * found, failed, or superseded by a resync or a newer load).
    */
   finishLoad(): boolean
+  /**
+   * Whether the mirror holds every window's texts: false after `finishLoad()` installed a
+   * large session's current window with its earlier windows skimmed, until
+   * `finishCompleteLoad()`. The history tools wait for it.
+   */
+  historyComplete(): boolean
+  /**
+   * The whole load that completes a skimmed history: `null` when the history is complete,
+   * else a `SessionLoad` whose `run()` reads the file on the libuv thread pool; then
+   * `finishCompleteLoad()` swaps it in. (A handle of its own, so that the engine is not
+   * borrowed while the load runs and the hooks go on.)
+   */
+  beginCompleteLoad(): SessionLoad | null
+  /**
+   * Swap in the whole branch the `SessionLoad` read (with what was appended since);
+   * false when there is none or it disagrees with the mirror (then reload the session).
+   */
+  finishCompleteLoad(): boolean
   hasEntry(id: string): boolean
   tipId(): string | null
   truncateAfter(id?: string | undefined | null): void
@@ -120,6 +138,15 @@ export declare class Engine {
   staleContext(): string | null
 }
 export type JsEngine = Engine
+
+/** A whole load of a session file, apart from the engine (`Engine.beginCompleteLoad()`). */
+export declare class SessionLoad {
+  /**
+   * Read and replay the file on the libuv thread pool (once): a promise of whether the file
+   * holds the leaf.
+   */
+  run(): Promise<boolean>
+}
 
 /** The one line Pi's TUI shows for a Relay message (`null` for a type that is not Relay's). */
 export declare function messageLine(customType: string, content: string): string | null

@@ -108,8 +108,12 @@ export function observation<T extends Event["type"]>(ctx: ExtensionContext, type
  * engine already knows, so the cost is the number of new entries, never the session length. After
  * the addon caught a panic (`needsResync()`), or in another session, it is a full resync instead.
  */
-/** What the adapter remembers between hooks: the session the mirror holds, a load in flight. */
-export type SyncState = { sessionId?: string; loading?: Promise<void>; loadToken?: object };
+/**
+ * What the adapter remembers between hooks: the session the mirror holds, the start-up load in
+ * flight (`loading`, every hook waits for it) and the load that completes a skimmed history
+ * (`completing`, only what reads earlier windows waits for it).
+ */
+export type SyncState = { sessionId?: string; loading?: Promise<void>; completing?: Promise<void>; loadToken?: object };
 
 export function sync(engine: NativeEngine, ctx: ExtensionContext, state: SyncState): void {
 	const sm = ctx.sessionManager;
@@ -151,10 +155,15 @@ export function fullSync(engine: NativeEngine, ctx: ExtensionContext, state: Syn
 
 /**
  * Load the session at start-up, then run `after` (configuration and the `session_start` event).
- * A large session file is read and replayed on the libuv pool (`loadSessionFileInBackground`), so
- * opening it does not hold Pi: `state.loading` is then the promise of the whole start-up, which
- * every hook and tool awaits first ({@link whenLoaded}); the engine installs the branch when it
- * is complete and the incremental `sync()` adds what Pi appended meanwhile (a navigation included).
+ * A large session file is read on the libuv pool in two steps, so opening it does not hold Pi:
+ * 1. `loadSessionFileInBackground` skims the file and reads the current window in full: every
+ *    fact of the branch but the earlier windows' texts. `state.loading` is the promise of this
+ *    start-up, which every hook and tool awaits first ({@link whenLoaded}); the engine installs
+ *    the branch and the incremental `sync()` adds what Pi appended meanwhile.
+ * 2. `beginCompleteLoad().run()` then reads the whole file while the hooks go on; what reads
+ *    earlier windows (the history tools, a tree navigation) awaits `state.completing`
+ *    ({@link whenComplete}), and the engine swaps the whole history in with what it was given
+ *    meanwhile replayed. A session without a compaction is read whole in step 1.
  * A small file, or one the addon cannot serve in the background, loads at once as before.
  */
 export function openSession(
@@ -195,21 +204,61 @@ export function openSession(
 		}
 		// A later session_start began its own load: this one is stale.
 		if (state.loadToken !== token) return;
+		let skimmed = false;
 		try {
 			if (found && engine.finishLoad()) {
 				state.sessionId = sessionId;
 				sync(engine, ctx, state);
+				skimmed = !engine.historyComplete();
 			} else {
 				fullSync(engine, ctx, state);
 			}
 		} catch (error) {
 			report(error);
 		}
+		if (skimmed) completeHistory(engine, ctx, state, token, report);
 		after();
 	})().finally(() => {
 		if (state.loading === loading) state.loading = undefined;
 	});
 	state.loading = loading;
+}
+
+/**
+ * Step 2 of {@link openSession}: read the whole file on the libuv pool and swap the complete
+ * history in. Should that fail, the session is reloaded in full (as a failed start-up load is).
+ */
+function completeHistory(engine: NativeEngine, ctx: ExtensionContext, state: SyncState, token: object, report: (error: unknown) => void): void {
+	let pending: Promise<boolean> | null = null;
+	try {
+		pending = engine.beginCompleteLoad()?.run() ?? null;
+	} catch (error) {
+		report(error);
+	}
+	const completing = (async () => {
+		let read = false;
+		try {
+			read = pending ? await pending : false;
+		} catch (error) {
+			report(error);
+		}
+		if (state.loadToken !== token) return;
+		try {
+			if (!(read && engine.finishCompleteLoad()) && !engine.historyComplete()) fullSync(engine, ctx, state);
+		} catch (error) {
+			report(error);
+		}
+	})().finally(() => {
+		if (state.completing === completing) state.completing = undefined;
+	});
+	state.completing = completing;
+}
+
+/** Run `body` once the start-up load and the completion of the history are done ({@link openSession}). */
+export function whenComplete<R>(state: SyncState, body: () => R): R | Promise<Awaited<R>> {
+	const pending = state.loading ?? state.completing;
+	if (!pending) return body();
+	return pending.then(() => whenComplete(state, body)) as Promise<Awaited<R>>;
 }
 
 /** Run `body` once no start-up load is in flight (at once, without a promise, when none is). */

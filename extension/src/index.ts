@@ -13,6 +13,7 @@ import {
 	resetDrafts,
 	run,
 	sync,
+	whenComplete,
 	whenLoaded,
 	type EventFields,
 	type SyncState,
@@ -111,8 +112,9 @@ export default function relay(pi: ExtensionAPI) {
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
 				let reply: ToolReply;
 				try {
-					// A tool called while the start-up load is in flight waits for the whole branch.
-					await whenLoaded(state, () => undefined);
+					// A tool called while the start-up load is in flight waits for it; one that reads
+					// earlier windows (the history tools) waits for the whole history.
+					await (spec.needsHistory ? whenComplete : whenLoaded)(state, () => undefined);
 					// A handoff's git metadata, and what it records of the workspace for the next
 					// window's stale-handoff check, are collected off Pi's event loop within one
 					// deadline; the engine work then runs at once with the facts (unknown if
@@ -171,9 +173,10 @@ export default function relay(pi: ExtensionAPI) {
 		subagent = bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
 		await loadGuards();
-		// A large session is loaded off Pi's event loop: this hook returns at once and every other
-		// hook and tool waits for the load (see openSession); configuration and the engine's
-		// session_start follow the load.
+		// A large session is loaded off Pi's event loop: this hook returns at once, every other
+		// hook and tool waits for its current window, and what reads earlier windows waits for
+		// the whole history (see openSession); configuration and the engine's session_start
+		// follow the first step.
 		openSession(
 			engine,
 			ctx,
@@ -189,8 +192,9 @@ export default function relay(pi: ExtensionAPI) {
 			(error) => report("loading the session", error, ctx),
 		);
 	});
+	// A navigation may land in an earlier window: it waits for the whole history.
 	pi.on("session_before_tree", (event, ctx) =>
-		whenLoaded(state, () => {
+		whenComplete(state, () => {
 			const preparation = event.preparation;
 			const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
 			const reply = handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize });
@@ -199,7 +203,7 @@ export default function relay(pi: ExtensionAPI) {
 		}),
 	);
 	pi.on("session_tree", (_event, ctx) =>
-		whenLoaded(state, () => {
+		whenComplete(state, () => {
 			handle(ctx, "session_tree");
 		}),
 	);

@@ -29,6 +29,15 @@ export interface NativeEngine {
 	 */
 	loadSessionFileInBackground(sessionId: string, path: string, leafId: string): Promise<boolean> | null;
 	finishLoad(): boolean;
+	/**
+	 * False while the installed branch's earlier windows are skimmed (a large session is first
+	 * loaded for its current window); the history tools wait until `finishCompleteLoad()`.
+	 */
+	historyComplete(): boolean;
+	/** The whole load that completes the history (`null`: complete already); its `run()` reads the file on the libuv pool. */
+	beginCompleteLoad(): { run(): Promise<boolean> } | null;
+	/** Swap in the whole branch that load read; false when there is none or it disagrees (then reload in full). */
+	finishCompleteLoad(): boolean;
 	hasEntry(id: string): boolean;
 	tipId(): string | null;
 	/** Drop every mirrored entry after `id` (null: drop all). */

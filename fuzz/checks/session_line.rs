@@ -7,13 +7,15 @@
 //! - `parse_session` accounts for every non-blank line exactly once (entry, header or error),
 //!   reports errors with 1-based line numbers in ascending order and never past the last line,
 //!   and yields exactly the entries that `parse_line` yields line by line, in file order;
+//! - `skim_entry_of_line` keeps exactly the lines `parse_line` reads as entries, and the same
+//!   entry but for the messages' texts, estimates and system deltas;
 //! - every parsed entry has a non-empty id (switch: `RELAY_FUZZ_ALLOW=empty-id`, see README);
 //! - a `History` fed with those entries answers `list_windows`, `list_items`, `read_item` and
 //!   `search_contents` without panicking, with valid JSON whenever `is_error` is false; calls
 //!   that have valid arguments succeed; `list_windows` agrees with `window_count`; every listed
 //!   item can be read back; a query cut from an item's own text finds at least one item.
 
-use relay_core::entry::{parse_line, parse_session, Entry, Line};
+use relay_core::entry::{parse_line, parse_session, skim_entry_of_line, Entry, EntryKind, Line};
 use relay_core::history::History;
 use relay_core::ToolOutput;
 use serde_json::{json, Value};
@@ -21,6 +23,17 @@ use std::sync::OnceLock;
 
 /// How many listed items are read back and searched for (keeps each run fast).
 const MAX_ITEMS_CHECKED: usize = 16;
+
+/// What the skimmed reading keeps of a fully read entry: a message loses its text, its estimate
+/// and its system delta.
+fn skimmed(mut e: Entry) -> Entry {
+    if let EntryKind::Message(m) = &mut e.kind {
+        m.text.clear();
+        m.estimate_chars = 0;
+        m.system = None;
+    }
+    e
+}
 
 /// The target's body: panics when a property does not hold.
 pub fn check(data: &[u8]) {
@@ -48,9 +61,18 @@ pub fn check(data: &[u8]) {
             continue;
         }
         non_blank += 1;
-        if let Ok(Line::Entry(e)) = parse_line(line) {
-            expected_entries.push(e);
-        }
+        let full = match parse_line(line) {
+            Ok(Line::Entry(e)) => Some(e),
+            _ => None,
+        };
+        // The skimmed reading (a large session's earlier windows at start-up) keeps and refuses
+        // exactly the lines the full one does, with the same facts, only without message texts.
+        assert_eq!(
+            skim_entry_of_line(line),
+            full.clone().map(skimmed),
+            "the skimmed reading of a line differs from the full one"
+        );
+        expected_entries.extend(full);
     }
 
     let mut previous = 0usize;

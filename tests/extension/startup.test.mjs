@@ -1,7 +1,9 @@
 // Start-up off Pi's critical path (issue 12): a large session file is loaded on the libuv pool
-// while Pi goes on; every hook and tool waits for the whole branch, so nothing is answered from
-// part of it. Runs the test-panic addon (`make test-addon`), whose test-only gate
-// `RELAY_TEST_HOLD_LOAD` holds the background load until a file exists.
+// while Pi goes on. The current window is read first and the hooks go on from it; the history
+// tools wait for the whole history, so nothing is answered from part of it. A session without
+// a compaction is read whole before the first hook. Runs the test-panic addon (`make
+// test-addon`), whose test-only gate `RELAY_TEST_HOLD_LOAD` holds the whole load until a file
+// exists.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -32,6 +34,10 @@ function itemsOf(file) {
 	}
 	return items.reverse();
 }
+
+// The same size with a compaction every 2,000 entries: the current window is a small tail.
+const windowed = { file: join(dir, "windowed.jsonl") };
+Object.assign(windowed, generate(windowed.file, { targetBytes: 12 * 1048576, seed: 7, compactionEvery: 2000 }));
 
 const items = itemsOf(big.file);
 const inFile = new Set(items.map((i) => i.id));
@@ -89,6 +95,57 @@ test("session_start returns while the large session still loads; the first reque
 		// The first request carries the resumed session: Pi's own messages after its latest
 		// compaction (the generator writes none below 10,000 entries), and nothing of Relay's.
 		assert.equal(t.requests[0].filter((m) => m.role === "custom").length, 0, "no Relay message in a resumed request");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_LOAD;
+		writeFileSync(gate, "");
+		await t?.dispose();
+	}
+});
+
+test("on a session with windows, the first request goes out from the current window while a history tool waits for the whole history", { timeout: 30_000 }, async () => {
+	assert.ok(windowed.compactions >= 2, "the session has earlier windows");
+	const witems = itemsOf(windowed.file);
+	const winFile = new Set(witems.map((i) => i.id));
+	const expectedCommon = witems.filter((i) => i.text.includes(COMMON)).slice(0, 20).map((i) => i.id);
+	const file = join(dir, "windowed-held.jsonl");
+	copyFileSync(windowed.file, file);
+	const gate = join(dir, "open-the-whole-load");
+	process.env.RELAY_TEST_HOLD_LOAD = gate;
+	let t;
+	let firstRequest;
+	const requested = new Promise((resolve) => (firstRequest = resolve));
+	try {
+		t = await startSession({
+			sessionFile: file,
+			steps: [
+				() => {
+					firstRequest();
+					return { tools: [{ tool: "history_search_contents", args: { query: RARE } }, { tool: "history_search_contents", args: { query: COMMON, limit: 21 } }] };
+				},
+				"Found it.",
+			],
+		});
+		const statusFile = join(process.env.PI_CONTEXT_BUDGET_STATE_DIR, "status", `${windowed.sessionId}.json`);
+		const resultsBefore = t.toolResults().length;
+		const run = t.session.prompt("Where did the lease expire?");
+		// The whole load is held: the first request still goes out (Relay's hooks ran on the
+		// current window, its session_start included), and the history tools it calls wait.
+		await requested;
+		assert.equal(existsSync(statusFile), true, "Relay's session_start ran before the whole history was read");
+		assert.equal(t.requests.length, 1);
+		for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+		assert.equal(t.requests.length, 1, "the history tools wait for the whole history");
+		assert.equal(t.toolResults().length, resultsBefore, "no history answer from the part that is loaded");
+		writeFileSync(gate, "");
+		await run;
+		const [rare, common] = t.toolResults().slice(-2).map((r) => JSON.parse(r.text));
+		const fromWindowed = (result) => result.items.map((i) => i.item_id).filter((id) => winFile.has(id));
+		assert.deepEqual(fromWindowed(rare), [windowed.rareId], "the needle in the first window, found");
+		assert.equal(rare.has_more, false);
+		assert.deepEqual(fromWindowed(common), expectedCommon, "the newest hits over every window");
+		assert.equal(common.has_more, true);
+		assert.equal(t.requests.length, 2);
 		assert.deepEqual(t.errors, []);
 	} finally {
 		delete process.env.RELAY_TEST_HOLD_LOAD;

@@ -5,8 +5,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use relay_core::entry::{
-    last_entry_of_line, parse_session, push_entries_of_lines, stream_branch_by_parents, BranchSink,
-    Entry, LinearFeed, ParsedSession,
+    branch_indices, last_entry_of_line, parse_session, push_entries_of_lines, skim_entry_of_line,
+    stream_branch_by_parents, BranchSink, Entry, EntryKind, LinearFeed, ParsedSession,
 };
 
 /// A session file or folder that could not be read: the path and the operating system's reason.
@@ -87,6 +87,103 @@ fn stream_session_branch_with(
     }
     let text = read_session_text(path)?;
     Ok(stream_branch_by_parents(&text, leaf_id, sink))
+}
+
+/// What [`stream_session_tail`] fed to its sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailLoad {
+    /// The file has no entry with the leaf's id; the sink is untouched.
+    NoLeaf,
+    /// The branch has no compaction (its one window is all of it), or the file is not valid
+    /// UTF-8 throughout: there is no tail to read apart, the sink is untouched, and the caller
+    /// loads the whole branch ([`stream_session_branch`]).
+    NoTail,
+    /// The sink got the whole branch, root first: the entries before the current window (from
+    /// its opening compaction on) skimmed ([`skim_entry_of_line`]: messages without their texts),
+    /// the window's in full.
+    Tail,
+}
+
+/// Reads a session file for what the current window needs first: every line skimmed (ids,
+/// parents, roles, Relay's entries; no message text is copied or measured), the branch that
+/// ends at `leaf_id` found from the parents, then the lines from its last compaction on read
+/// again and decoded in full. The sink gets the branch as [`TailLoad::Tail`] describes; about a
+/// seventh of the work of a whole load on a large session. Only the skimmed entries are held
+/// (no text), never the file.
+pub fn stream_session_tail(
+    path: &Path,
+    leaf_id: &str,
+    sink: &mut impl BranchSink,
+) -> Result<TailLoad, SessionReadError> {
+    let fail = |e: io::Error| SessionReadError::new(path, e);
+    let mut file = fs::File::open(path).map_err(fail)?;
+    let mut entries: Vec<Entry> = Vec::new();
+    // Byte offset in the file of each entry's line.
+    let mut starts: Vec<u64> = Vec::new();
+    let mut exact = true;
+    let mut at: u64 = 0;
+    for_each_block_exact(&mut file, |block, lossy| {
+        exact &= !lossy;
+        let mut line_at = at;
+        for line in block.split('\n') {
+            if let Some(entry) = skim_entry_of_line(line) {
+                entries.push(entry);
+                starts.push(line_at);
+            }
+            line_at += line.len() as u64 + 1;
+        }
+        at = line_at;
+        true
+    })
+    .map_err(fail)?;
+    let path_ix = branch_indices(&entries, Some(leaf_id));
+    if path_ix.is_empty() {
+        return Ok(TailLoad::NoLeaf);
+    }
+    let opening = path_ix.iter().rposition(|&i| {
+        matches!(
+            entries.get(i).map(|e| &e.kind),
+            Some(EntryKind::Compaction { .. })
+        )
+    });
+    let (Some(k), true) = (opening, exact) else {
+        return Ok(TailLoad::NoTail);
+    };
+    let (before, window) = path_ix.split_at(k);
+    let from = window
+        .first()
+        .and_then(|&i| starts.get(i))
+        .copied()
+        .unwrap_or(0);
+    file.seek(SeekFrom::Start(from)).map_err(fail)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(fail)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut tail = Vec::with_capacity(window.len());
+    for &i in window {
+        let line = starts
+            .get(i)
+            .and_then(|&s| s.checked_sub(from))
+            .and_then(|o| usize::try_from(o).ok())
+            .and_then(|o| text.get(o..))
+            .map(|rest| rest.split('\n').next().unwrap_or_default());
+        match line.and_then(last_entry_of_line) {
+            // The same line read in full: the same entry, with its texts.
+            Some(entry) if entries.get(i).is_some_and(|e| e.id == entry.id) => tail.push(entry),
+            // The file changed under the reader: no tail to trust.
+            _ => return Ok(TailLoad::NoTail),
+        }
+    }
+    sink.begin();
+    for &i in before {
+        if let Some(entry) = entries.get(i) {
+            sink.entry_ref(entry);
+        }
+    }
+    for entry in tail {
+        sink.entry(entry);
+    }
+    Ok(TailLoad::Tail)
 }
 
 /// Entry lines per message from the reading thread to the caller's.
@@ -277,11 +374,20 @@ const CHUNK: usize = 1 << 20;
 /// does for the whole text (a `\n` never belongs to an invalid sequence, so the lines are
 /// the same).
 fn for_each_block(file: &mut fs::File, mut f: impl FnMut(&str) -> bool) -> io::Result<bool> {
+    for_each_block_exact(file, |block, _| f(block))
+}
+
+/// [`for_each_block`] for a reader that counts bytes: `f` also hears whether the block had to be
+/// repaired (bytes that are not UTF-8 replaced), when the block's length is no longer the file's.
+fn for_each_block_exact(
+    file: &mut fs::File,
+    mut f: impl FnMut(&str, bool) -> bool,
+) -> io::Result<bool> {
     let mut buf = vec![0u8; CHUNK];
     let mut filled = 0;
     let mut emit = |bytes: &[u8]| match std::str::from_utf8(bytes) {
-        Ok(block) => f(block),
-        Err(_) => f(&String::from_utf8_lossy(bytes)),
+        Ok(block) => f(block, false),
+        Err(_) => f(&String::from_utf8_lossy(bytes), true),
     };
     loop {
         if filled == buf.len() {
@@ -405,6 +511,90 @@ mod tests {
         assert_eq!(parsed.errors[0].line, 2);
         let missing = read_session(&dir.join("nope.jsonl")).unwrap_err();
         assert!(missing.to_string().contains("nope.jsonl"), "{missing}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Collects what a sink is fed.
+    #[derive(Default)]
+    struct Collect(Vec<Entry>, usize);
+
+    impl BranchSink for Collect {
+        fn begin(&mut self) {
+            self.0.clear();
+            self.1 += 1;
+        }
+        fn entry(&mut self, entry: Entry) {
+            self.0.push(entry);
+        }
+    }
+
+    #[test]
+    fn the_tail_load_feeds_the_branch_with_its_earlier_windows_skimmed() {
+        use serde_json::json;
+        let dir = temp_dir("tail");
+        let file = dir.join("s.jsonl");
+        let msg = |id: &str, parent: Option<&str>, role: &str, text: &str| {
+            json!({"type": "message", "id": id, "parentId": parent, "timestamp": "T",
+                   "message": {"role": role, "content": [{"type": "text", "text": text}], "usage": {"totalTokens": 7}}})
+        };
+        let compaction = |id: &str, parent: &str| {
+            json!({"type": "compaction", "id": id, "parentId": parent, "timestamp": "T",
+                   "summary": "s", "firstKeptEntryId": parent, "tokensBefore": 1})
+        };
+        // Two branches from b: the leaf's (c1, k2, d1: its window opens at k2) and an abandoned
+        // one written after it (x1, k3, x2); `\r\n` line ends.
+        let lines = [
+            json!({"type": "session", "id": "S"}),
+            msg("a", None, "user", "first é"),
+            msg("b", Some("a"), "assistant", "answer"),
+            compaction("k1", "b"),
+            msg("c1", Some("k1"), "user", "kept"),
+            compaction("k2", "c1"),
+            msg("x1", Some("k1"), "user", "abandoned"),
+            compaction("k3", "x1"),
+            msg("d1", Some("k2"), "user", "window text"),
+            msg("x2", Some("k3"), "assistant", "abandoned answer"),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\r\n")).collect();
+        fs::write(&file, &text).unwrap();
+        let mut tail = Collect::default();
+        assert_eq!(
+            stream_session_tail(&file, "d1", &mut tail).unwrap(),
+            TailLoad::Tail
+        );
+        assert_eq!(tail.1, 1);
+        let mut whole = Collect::default();
+        assert!(stream_session_branch(&file, "d1", &mut whole).unwrap());
+        let ids: Vec<&str> = tail.0.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "k1", "c1", "k2", "d1"]);
+        for (i, (t, w)) in tail.0.iter().zip(&whole.0).enumerate() {
+            if i < 4 {
+                assert_eq!(
+                    Some(t.clone()),
+                    skim_entry_of_line(&lines[i + 1].to_string()),
+                    "{}",
+                    t.id
+                );
+                // Messages lose their texts; other entries are read in full.
+                assert_eq!(
+                    t == w,
+                    matches!(t.kind, relay_core::entry::EntryKind::Compaction { .. }),
+                    "{}",
+                    t.id
+                );
+            } else {
+                assert_eq!(t, w, "{} is read in full", t.id);
+            }
+        }
+        // No leaf; a branch without a compaction (nothing to read apart).
+        assert_eq!(
+            stream_session_tail(&file, "zz", &mut Collect::default()).unwrap(),
+            TailLoad::NoLeaf
+        );
+        assert_eq!(
+            stream_session_tail(&file, "b", &mut Collect::default()).unwrap(),
+            TailLoad::NoTail
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -22,6 +22,7 @@ use relay_core::handoff::GitState;
 use relay_core::integrations::{IntegrationFacts, StoreFacts};
 use relay_core::resume_check::CheckResult;
 use relay_core::staleness::WorkspaceRecord;
+use relay_io::session::TailLoad;
 
 use crate::boundary;
 
@@ -69,6 +70,20 @@ pub struct Binding {
     /// Where the newest background load ([`Binding::begin_load`]) leaves its branch; a resync or
     /// a newer load replaces it, so a superseded load is never installed.
     pending_load: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
+    /// The file, session and leaf of the installed skimmed branch, for the whole load that
+    /// completes it ([`Binding::begin_complete`]).
+    skimmed_source: Option<(String, PathBuf, String)>,
+    /// Where the whole load ([`Binding::begin_complete`]) leaves its branch.
+    pending_whole: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
+    /// What the engine was given since the skimmed branch was installed, replayed on the whole
+    /// branch before it is swapped in ([`Binding::finish_complete`]).
+    journal: Option<Vec<Fed>>,
+}
+
+/// One change of the mirror, as the extension fed it.
+enum Fed {
+    Append(Vec<Entry>),
+    Truncate(Option<String>),
 }
 
 impl Default for Binding {
@@ -228,6 +243,10 @@ pub struct LoadJob {
     path: PathBuf,
     leaf_id: String,
     slot: Arc<Mutex<Option<engine::LoadedBranch>>>,
+    /// Read the current window first ([`relay_io::session::stream_session_tail`]): the earlier
+    /// windows skimmed, to be completed by a whole load. A branch without a compaction is read
+    /// whole at once.
+    tail: bool,
 }
 
 /// Read the session file of `job` and replay the branch ending at its leaf, apart from any engine
@@ -255,11 +274,24 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
         boundary::inject("loadSessionFileInBackground", &|| {
             job.path.display().to_string()
         });
-        boundary::hold("LOAD");
         let mut sink = Sink {
             session_id: &job.session_id,
             branch: None,
         };
+        if job.tail {
+            boundary::hold("TAIL");
+            match relay_io::session::stream_session_tail(&job.path, &job.leaf_id, &mut sink) {
+                Ok(TailLoad::Tail) => {
+                    return sink.branch.map(|mut branch| {
+                        branch.skimmed();
+                        branch
+                    });
+                }
+                Ok(TailLoad::NoLeaf) | Err(_) => return None,
+                Ok(TailLoad::NoTail) => {}
+            }
+        }
+        boundary::hold("LOAD");
         let found = relay_io::session::stream_session_branch(&job.path, &job.leaf_id, &mut sink);
         match (found, sink.branch) {
             (Ok(true), Some(branch)) => Some(branch),
@@ -326,6 +358,9 @@ impl Binding {
             toggle: None,
             needs_resync: false,
             pending_load: None,
+            skimmed_source: None,
+            pending_whole: None,
+            journal: None,
         }
     }
 
@@ -433,7 +468,7 @@ impl Binding {
                 .map_err(|e| invalid("branch entries", e))?;
             b.inner.resync(session_id, &entries);
             b.needs_resync = false;
-            b.pending_load = None;
+            b.drop_loads();
             Ok(())
         })
     }
@@ -469,12 +504,12 @@ impl Binding {
                 session_id,
                 begun: false,
             };
-            b.pending_load = None;
             let found =
                 relay_io::session::stream_session_branch(Path::new(path), leaf_id, &mut replay);
             if replay.begun {
                 replay.engine.end_resync();
             }
+            b.drop_loads();
             let loaded = matches!(found, Ok(true));
             if loaded {
                 b.needs_resync = false;
@@ -501,13 +536,20 @@ impl Binding {
             if !big {
                 return Ok(None);
             }
+            b.drop_loads();
             let slot = Arc::new(Mutex::new(None));
             b.pending_load = Some(Arc::clone(&slot));
+            b.skimmed_source = Some((
+                session_id.to_string(),
+                PathBuf::from(path),
+                leaf_id.to_string(),
+            ));
             Ok(Some(LoadJob {
                 session_id: session_id.to_string(),
                 path: PathBuf::from(path),
                 leaf_id: leaf_id.to_string(),
                 slot,
+                tail: true,
             }))
         })
     }
@@ -525,12 +567,88 @@ impl Binding {
                 Err(poisoned) => poisoned.into_inner().take(),
             };
             let Some(loaded) = loaded else {
+                b.skimmed_source = None;
                 return Ok(false);
             };
             b.inner.install(loaded);
             b.needs_resync = false;
+            if b.inner.history_complete() {
+                b.skimmed_source = None;
+            } else {
+                b.journal = Some(Vec::new());
+            }
             Ok(true)
         })
+    }
+
+    /// Whether the mirror holds every window's texts (false while a skimmed branch waits for
+    /// its whole load): the history tools wait for it.
+    pub fn history_complete(&mut self) -> Result<bool, Failure> {
+        self.guarded("historyComplete", &String::new, |b| {
+            Ok(b.inner.history_complete())
+        })
+    }
+
+    /// The whole load that completes an installed skimmed branch (run it with [`run_load`] on a
+    /// worker, then [`Binding::finish_complete`]); `None` when the history is complete or a
+    /// resync replaced the skimmed branch.
+    pub fn begin_complete(&mut self) -> Result<Option<LoadJob>, Failure> {
+        self.guarded("beginCompleteLoad", &String::new, |b| {
+            if b.inner.history_complete() || b.journal.is_none() {
+                return Ok(None);
+            }
+            let Some((session_id, path, leaf_id)) = b.skimmed_source.clone() else {
+                return Ok(None);
+            };
+            let slot = Arc::new(Mutex::new(None));
+            b.pending_whole = Some(Arc::clone(&slot));
+            Ok(Some(LoadJob {
+                session_id,
+                path,
+                leaf_id,
+                slot,
+                tail: false,
+            }))
+        })
+    }
+
+    /// Swap the whole branch in for the skimmed one: what the engine was given meanwhile is
+    /// replayed on it first, and the engine's own state stays. `false` when there is nothing to
+    /// swap (the load failed or was superseded) or the two branches disagree; the mirror then
+    /// stays skimmed and the extension reloads the session in full.
+    pub fn finish_complete(&mut self) -> Result<bool, Failure> {
+        self.guarded("finishCompleteLoad", &String::new, |b| {
+            let Some(slot) = b.pending_whole.take() else {
+                return Ok(false);
+            };
+            let loaded = match slot.lock() {
+                Ok(mut slot) => slot.take(),
+                Err(poisoned) => poisoned.into_inner().take(),
+            };
+            let (Some(mut loaded), Some(journal)) = (loaded, b.journal.take()) else {
+                return Ok(false);
+            };
+            b.skimmed_source = None;
+            for fed in &journal {
+                match fed {
+                    Fed::Append(entries) => {
+                        for entry in entries {
+                            loaded.push(entry);
+                        }
+                    }
+                    Fed::Truncate(id) => loaded.truncate_after(id.as_deref()),
+                }
+            }
+            Ok(b.inner.complete(loaded))
+        })
+    }
+
+    /// Forget every background load in flight (a resync or a newer load replaces them).
+    fn drop_loads(&mut self) {
+        self.pending_load = None;
+        self.pending_whole = None;
+        self.skimmed_source = None;
+        self.journal = None;
     }
 
     pub fn has_entry(&mut self, id: &str) -> Result<bool, Failure> {
@@ -547,6 +665,9 @@ impl Binding {
         self.guarded("truncateAfter", &String::new, |b| {
             b.ready()?;
             b.inner.truncate_after(id);
+            if let Some(journal) = b.journal.as_mut() {
+                journal.push(Fed::Truncate(id.map(str::to_string)));
+            }
             Ok(())
         })
     }
@@ -559,6 +680,9 @@ impl Binding {
                 .entries_of(entries_json)
                 .map_err(|e| invalid("new entries", e))?;
             b.inner.append(&entries);
+            if let Some(journal) = b.journal.as_mut() {
+                journal.push(Fed::Append(entries));
+            }
             Ok(())
         })
     }
@@ -1138,6 +1262,233 @@ mod tests {
                 "{name}"
             );
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A large session with windows: user questions and assistant answers (with usage), a
+    /// compaction every 300 entries, a note written in the first window; the leaf's id.
+    fn windowed_session(dir: &Path, bytes: usize) -> (PathBuf, String) {
+        let fill = "lorem ipsum dolor sit amet ".repeat(150);
+        let mut text = json!({"type": "session", "version": 3, "id": "S", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/nowhere"}).to_string();
+        text.push('\n');
+        let mut parent: Option<String> = None;
+        let mut n = 0;
+        while text.len() < bytes {
+            let id = format!("m{n}");
+            let ts = "2026-01-01T00:00:00.000Z";
+            let line = if n % 300 == 299 {
+                json!({"type": "compaction", "id": id, "parentId": parent, "timestamp": ts,
+                       "summary": format!("summary {n}"), "firstKeptEntryId": parent, "tokensBefore": 1000})
+            } else if n == 5 {
+                json!({"type": "custom", "id": id, "parentId": parent, "timestamp": ts, "customType": "relay/note",
+                       "data": {"kind": "write", "path": "plan.md", "content": "the plan", "atMs": 5}})
+            } else if n % 2 == 1 {
+                json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts,
+                       "message": {"role": "assistant", "content": [{"type": "text", "text": format!("answer {n} {fill}")}],
+                                   "usage": {"totalTokens": 1000 + n}, "stopReason": "stop"}})
+            } else {
+                let body = if n == 0 {
+                    format!("NEEDLE-FIRST {fill}")
+                } else {
+                    format!("question {n} {fill}")
+                };
+                entry(&id, parent.as_deref(), &body)
+            };
+            text.push_str(&line.to_string());
+            text.push('\n');
+            parent = Some(id);
+            n += 1;
+        }
+        let path = dir.join("windowed.jsonl");
+        std::fs::write(&path, text).unwrap();
+        (path, parent.unwrap())
+    }
+
+    #[test]
+    fn a_skimmed_load_answers_the_hooks_as_a_whole_load_and_completes_to_a_fresh_load() {
+        let dir = scratch("bg-tail");
+        let (path, leaf) = windowed_session(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path = path.display().to_string();
+        let mut whole = Binding::new();
+        assert!(whole.load_session_file("S", &path, &leaf).unwrap());
+        assert!(whole.history_complete().unwrap());
+
+        let mut b = Binding::new();
+        let job = b.begin_load("S", &path, &leaf).unwrap().unwrap();
+        assert!(run_load(&job).unwrap());
+        assert!(b.finish_load().unwrap());
+        assert!(
+            !b.history_complete().unwrap(),
+            "the earlier windows are skimmed"
+        );
+        // Everything a hook reads is the branch's: the usage estimate, the windows, the notes.
+        let estimated = json!({"nowMs": 1_000, "tzOffsetMinutes": 0, "usage": null, "model": "faux/m",
+            "contextWindow": 200_000, "hasPendingMessages": false, "cwd": "/nowhere", "subagent": false}).to_string();
+        let status = observation("command", json!({"args": "status"}));
+        let same = |b: &mut Binding, whole: &mut Binding| {
+            assert_eq!(
+                tool_text(
+                    &b.tool("get_context_remaining", "{}", &estimated, None, None, None)
+                        .unwrap()
+                ),
+                tool_text(
+                    &whole
+                        .tool("get_context_remaining", "{}", &estimated, None, None, None)
+                        .unwrap()
+                ),
+            );
+            assert_eq!(
+                tool_text(
+                    &b.tool(
+                        "notes_list_files_by_prefix",
+                        "{}",
+                        &estimated,
+                        None,
+                        None,
+                        None
+                    )
+                    .unwrap()
+                ),
+                tool_text(
+                    &whole
+                        .tool(
+                            "notes_list_files_by_prefix",
+                            "{}",
+                            &estimated,
+                            None,
+                            None,
+                            None
+                        )
+                        .unwrap()
+                ),
+            );
+            assert_eq!(b.handle(&status).unwrap(), whole.handle(&status).unwrap());
+        };
+        same(&mut b, &mut whole);
+        // A history tool never answers from the skimmed part.
+        let early: Value = serde_json::from_str(
+            &b.tool(
+                "history_search_contents",
+                r#"{"query":"NEEDLE-FIRST"}"#,
+                &tool_moment(),
+                None,
+                None,
+                None,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(early["isError"], true, "{early}");
+        assert!(
+            early["text"].as_str().unwrap().contains("still loading"),
+            "{early}"
+        );
+
+        // Pi goes on while the whole file loads: entries appended, a navigation back, more.
+        let fresh = json!([
+            entry("n1", Some(&leaf), "new NEEDLE-NEW"),
+            entry("n2", Some("n1"), "newer")
+        ])
+        .to_string();
+        let after_nav = json!([entry("n3", Some("n1"), "other NEEDLE-NAV")]).to_string();
+        let job = b
+            .begin_complete()
+            .unwrap()
+            .expect("a whole load completes the history");
+        for e in [&mut b, &mut whole] {
+            e.append(&fresh).unwrap();
+            e.truncate_after(Some("n1")).unwrap();
+            e.append(&after_nav).unwrap();
+        }
+        assert!(run_load(&job).unwrap());
+        assert!(b.finish_complete().unwrap());
+        assert!(b.history_complete().unwrap());
+        assert!(!b.finish_complete().unwrap(), "swapped once");
+        same(&mut b, &mut whole);
+        for (name, args) in [
+            ("history_list_windows", json!({})),
+            ("history_search_contents", json!({"query": "NEEDLE-FIRST"})),
+            ("history_search_contents", json!({"query": "NEEDLE"})),
+            ("history_list_items", json!({"limit": 50})),
+        ] {
+            let args = args.to_string();
+            assert_eq!(
+                tool_text(
+                    &b.tool(name, &args, &tool_moment(), None, None, None)
+                        .unwrap()
+                ),
+                tool_text(
+                    &whole
+                        .tool(name, &args, &tool_moment(), None, None, None)
+                        .unwrap()
+                ),
+                "{name}"
+            );
+        }
+        // And the whole-load side equals a fresh load of the final branch.
+        let mut fresh_load = Binding::new();
+        let final_branch: Vec<Value> = {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut v: Vec<Value> = text
+                .lines()
+                .skip(1)
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            v.push(entry("n1", Some(&leaf), "new NEEDLE-NEW"));
+            v.push(entry("n3", Some("n1"), "other NEEDLE-NAV"));
+            v
+        };
+        fresh_load
+            .resync("S", &Value::Array(final_branch).to_string())
+            .unwrap();
+        let args = json!({"query": "NEEDLE"}).to_string();
+        assert_eq!(
+            tool_text(
+                &b.tool(
+                    "history_search_contents",
+                    &args,
+                    &tool_moment(),
+                    None,
+                    None,
+                    None
+                )
+                .unwrap()
+            ),
+            tool_text(
+                &fresh_load
+                    .tool(
+                        "history_search_contents",
+                        &args,
+                        &tool_moment(),
+                        None,
+                        None,
+                        None
+                    )
+                    .unwrap()
+            ),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_resync_while_the_history_completes_drops_the_whole_load() {
+        let dir = scratch("bg-tail-resync");
+        let (path, leaf) = windowed_session(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path = path.display().to_string();
+        let mut b = Binding::new();
+        let job = b.begin_load("S", &path, &leaf).unwrap().unwrap();
+        assert!(run_load(&job).unwrap());
+        assert!(b.finish_load().unwrap());
+        let job = b.begin_complete().unwrap().unwrap();
+        b.resync("S", &branch()).unwrap();
+        assert!(b.history_complete().unwrap(), "a resync is whole");
+        assert!(run_load(&job).unwrap());
+        assert!(
+            !b.finish_complete().unwrap(),
+            "the superseded load is not swapped in"
+        );
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
+        assert!(b.begin_complete().unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -146,6 +146,31 @@ impl JsEngine {
         self.b.finish_load().map_err(to_js)
     }
 
+    /// Whether the mirror holds every window's texts: false after `finishLoad()` installed a
+    /// large session's current window with its earlier windows skimmed, until
+    /// `finishCompleteLoad()`. The history tools wait for it.
+    #[napi(catch_unwind)]
+    pub fn history_complete(&mut self) -> Result<bool> {
+        self.b.history_complete().map_err(to_js)
+    }
+
+    /// The whole load that completes a skimmed history: `null` when the history is complete,
+    /// else a `SessionLoad` whose `run()` reads the file on the libuv thread pool; then
+    /// `finishCompleteLoad()` swaps it in. (A handle of its own, so that the engine is not
+    /// borrowed while the load runs and the hooks go on.)
+    #[napi(catch_unwind)]
+    pub fn begin_complete_load(&mut self) -> Result<Option<SessionLoad>> {
+        let job = self.b.begin_complete().map_err(to_js)?;
+        Ok(job.map(|job| SessionLoad { job: Some(job) }))
+    }
+
+    /// Swap in the whole branch the `SessionLoad` read (with what was appended since);
+    /// false when there is none or it disagrees with the mirror (then reload the session).
+    #[napi(catch_unwind)]
+    pub fn finish_complete_load(&mut self) -> Result<bool> {
+        self.b.finish_complete().map_err(to_js)
+    }
+
     #[napi(catch_unwind)]
     pub fn has_entry(&mut self, id: String) -> Result<bool> {
         self.b.has_entry(&id).map_err(to_js)
@@ -371,6 +396,26 @@ impl Task for CollectStores {
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
         Ok(output)
+    }
+}
+
+/// A whole load of a session file, apart from the engine (`Engine.beginCompleteLoad()`).
+#[napi]
+pub struct SessionLoad {
+    job: Option<binding::LoadJob>,
+}
+
+#[napi]
+impl SessionLoad {
+    /// Read and replay the file on the libuv thread pool (once): a promise of whether the file
+    /// holds the leaf.
+    #[napi(catch_unwind, ts_return_type = "Promise<boolean>")]
+    pub fn run(&mut self) -> Result<AsyncTask<LoadSession>> {
+        let job = self
+            .job
+            .take()
+            .ok_or_else(|| Error::from_reason("relay: this session load already ran"))?;
+        Ok(AsyncTask::new(LoadSession { job }))
     }
 }
 

@@ -345,6 +345,11 @@ export type ToolSpec = {
 	 * incremental estimate.
 	 */
 	usesPiUsage: boolean,
+	/**
+	 * The tool reads the texts of earlier windows (the history tools): called while a large
+	 * session's earlier windows still load (`historyComplete()` false), it waits for them.
+	 */
+	needsHistory: boolean,
 };
 
 /**

@@ -255,6 +255,10 @@ pub(super) struct Mirror {
     committed_handoffs: Vec<(usize, String, HandoffFingerprint, Option<String>)>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
+    /// The windows before the current one were skimmed (their messages without texts, see
+    /// [`LoadedBranch::skimmed`]): everything but the history's texts is the branch's, so the
+    /// hooks can go on; the history tools wait for [`Engine::complete`].
+    pub(super) skimmed: bool,
 }
 
 impl Mirror {
@@ -277,6 +281,7 @@ impl Mirror {
             written_workspace: None,
             committed_handoffs: Vec::new(),
             replaying: false,
+            skimmed: false,
         }
     }
 
@@ -771,6 +776,29 @@ impl LoadedBranch {
         let _ = self.mirror.push(entry);
     }
 
+    /// Marks a branch whose earlier windows were fed skimmed (messages without their texts, the
+    /// current window in full): once installed, every hook sees the branch's state, and
+    /// [`Engine::history_complete`] is false until [`Engine::complete`] swaps in the whole one.
+    pub fn skimmed(&mut self) {
+        self.mirror.skimmed = true;
+    }
+
+    /// Drop every entry after `id` (all when `None`), as [`Engine::truncate_after`] does.
+    pub fn truncate_after(&mut self, id: Option<&str>) {
+        match id {
+            None => {
+                let sid = self.mirror.history.session_id().to_string();
+                let skimmed = self.mirror.skimmed;
+                self.mirror = Mirror::new(&sid);
+                self.mirror.replaying = true;
+                self.mirror.skimmed = skimmed;
+            }
+            Some(id) => {
+                let _ = self.mirror.truncate_after(id);
+            }
+        }
+    }
+
     /// The id of the newest entry pushed.
     pub fn tip(&self) -> Option<&str> {
         self.mirror.history.tip()
@@ -786,6 +814,43 @@ impl Engine {
         self.begin_resync(&session_id);
         self.mirror = loaded.mirror;
         self.end_resync();
+    }
+
+    /// Whether the history holds every window's texts: false between installing a skimmed
+    /// branch ([`LoadedBranch::skimmed`]) and [`Engine::complete`].
+    pub fn history_complete(&self) -> bool {
+        !self.mirror.skimmed
+    }
+
+    /// Swap the whole branch, read apart from the engine, for the skimmed one installed before:
+    /// `loaded` must end where the mirror ends now (the caller replays on it what the engine was
+    /// given since). Only the mirror changes: the engine's own state (outstanding resets, the
+    /// stored handoff, the scheduler) stays, as it was already the branch's. False, with nothing
+    /// changed, when the two disagree on the branch (its entries, windows, notes, turns or
+    /// commits) or the mirror is not skimmed.
+    pub fn complete(&mut self, loaded: LoadedBranch) -> bool {
+        let (old, mut new) = (&mut self.mirror, loaded.mirror);
+        let same = old.skimmed
+            && !new.skimmed
+            && old.history.tip() == new.history.tip()
+            && old.history.entry_count() == new.history.entry_count()
+            && old.history.window_ids() == new.history.window_ids()
+            && old.earlier.len() == new.earlier.len()
+            && old.note_ops.len() == new.note_ops.len()
+            && old.turn_marks == new.turn_marks
+            && old.commit_marks == new.commit_marks
+            && old.progress_marks == new.progress_marks
+            && old.current.user_at == new.current.user_at
+            && old.current.first_usage() == new.current.first_usage();
+        if !same {
+            return false;
+        }
+        // What the skimmed mirror already reported is not reported again.
+        new.skipped_notes = std::mem::take(&mut old.skipped_notes);
+        new.unimported = std::mem::take(&mut old.unimported);
+        new.replaying = false;
+        self.mirror = new;
+        true
     }
 
     /// Replace the mirror with a whole branch, root first.

@@ -20,6 +20,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         parameters: schemas.get(name).cloned().unwrap_or(Value::Null),
         collects_git: name == args::CONTEXT_HANDOFF,
         uses_pi_usage: name == args::CONTEXT_HANDOFF || name == args::GET_CONTEXT_REMAINING,
+        needs_history: name.starts_with("history_"),
     };
     vec![
         spec(

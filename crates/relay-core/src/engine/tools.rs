@@ -47,6 +47,14 @@ impl Engine {
             };
             &estimated
         };
+        if name.starts_with("history_") && self.mirror.skimmed {
+            // The extension waits for the whole history first (`needs_history`); never answer
+            // from the part that is loaded as if it were all of it.
+            return ToolOutput::error(format!(
+                "{name}: the earlier windows of this session are still loading; call it again"
+            ))
+            .into();
+        }
         let history = &self.mirror.history;
         let notes = &self.mirror.notes;
         match name {

@@ -580,4 +580,7 @@ pub struct ToolSpec {
     /// only the tools that report the exact figure. Every other tool is judged by the engine's
     /// incremental estimate.
     pub uses_pi_usage: bool,
+    /// The tool reads the texts of earlier windows (the history tools): called while a large
+    /// session's earlier windows still load (`historyComplete()` false), it waits for them.
+    pub needs_history: bool,
 }

@@ -36,8 +36,11 @@ pub const ESTIMATED_IMAGE_CHARS: u64 = 4_800;
 
 type Str<'a> = Cow<'a, str>;
 
+/// One line; `M` is how its `message` is read: [`RawMessage`] in full, or [`SkimMessage`] (see
+/// [`skim_entry_of_line`]).
 #[derive(Deserialize)]
-struct RawLine<'a> {
+#[serde(bound(deserialize = "M: Deserialize<'de>"))]
+struct RawLine<'a, M = RawMessage<'a>> {
     #[serde(rename = "type", borrow)]
     kind: Option<Str<'a>>,
     #[serde(borrow)]
@@ -53,8 +56,7 @@ struct RawLine<'a> {
     #[serde(rename = "parentSession", borrow)]
     parent_session: Option<Str<'a>>,
     // message
-    #[serde(borrow)]
-    message: Option<RawMessage<'a>>,
+    message: Option<M>,
     // model / thinking changes
     #[serde(borrow)]
     provider: Option<Str<'a>>,
@@ -122,6 +124,177 @@ struct RawMessage<'a> {
     tools_added: Option<Vec<Value>>,
     #[serde(rename = "toolsRemoved")]
     tools_removed: Option<Vec<Value>>,
+}
+
+/// A message read for its facts only (role, tool, error flag, usage, stop reason): its content
+/// and texts are checked for their JSON shape (so a line is kept or refused exactly as the full
+/// reading does) but neither copied nor measured.
+#[derive(Deserialize)]
+#[allow(dead_code)] // the shapes are read to be checked, not kept
+struct SkimMessage<'a> {
+    #[serde(borrow)]
+    role: Option<Str<'a>>,
+    content: Option<SkimContent>,
+    #[serde(rename = "toolName", borrow)]
+    tool_name: Option<Str<'a>>,
+    #[serde(rename = "toolCallId", borrow)]
+    tool_call_id: Option<Str<'a>>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    usage: Option<RawUsage>,
+    #[serde(rename = "stopReason", borrow)]
+    stop_reason: Option<Str<'a>>,
+    #[serde(rename = "customType", borrow)]
+    custom_type: Option<Str<'a>>,
+    command: Option<SkimStr>,
+    output: Option<SkimStr>,
+    summary: Option<SkimStr>,
+    sections: Option<SkimAny>,
+    #[serde(rename = "toolsAdded")]
+    tools_added: Option<Vec<SkimAny>>,
+    #[serde(rename = "toolsRemoved")]
+    tools_removed: Option<Vec<SkimAny>>,
+}
+
+/// Any JSON value, checked as a `serde_json::Value` would be (numbers in range, strings
+/// well-formed) and dropped. (`IgnoredAny` does not check numbers, so a line the full reading
+/// refuses could be kept.)
+struct SkimAny;
+
+impl<'de> Deserialize<'de> for SkimAny {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SkimAny;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(SkimAny)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                SkimAny::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<SkimAny>()?.is_some() {}
+                Ok(SkimAny)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<SkimAny, SkimAny>()?.is_some() {}
+                Ok(SkimAny)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// A JSON string, checked and dropped.
+struct SkimStr;
+
+impl<'de> Deserialize<'de> for SkimStr {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = SkimStr;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(SkimStr)
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}
+
+/// [`RawBlock`]'s shape, nothing kept.
+#[derive(Deserialize)]
+struct SkimBlock {
+    #[serde(rename = "type")]
+    _kind: Option<SkimStr>,
+    #[serde(rename = "text")]
+    _text: Option<SkimStr>,
+    #[serde(rename = "name")]
+    _name: Option<SkimStr>,
+    #[serde(rename = "arguments")]
+    _arguments: Option<SkimAny>,
+    #[serde(rename = "thinking")]
+    _thinking: Option<SkimStr>,
+}
+
+/// [`RawContent`]'s shape (a string, an array of blocks, or null), nothing kept.
+struct SkimContent;
+
+impl<'de> Deserialize<'de> for SkimContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SkimContent;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(SkimContent)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(SkimContent)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(SkimContent)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<SkimBlock>()?.is_some() {}
+                Ok(SkimContent)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// How a line's `message` becomes a [`Message`].
+trait IntoMessage {
+    fn into_message(self) -> Message;
+}
+
+impl IntoMessage for RawMessage<'_> {
+    fn into_message(self) -> Message {
+        convert_message(self)
+    }
+}
+
+impl IntoMessage for SkimMessage<'_> {
+    fn into_message(self) -> Message {
+        Message {
+            role: self.role.as_deref().unwrap_or_default().to_string(),
+            text: String::new(),
+            tool_name: owned(self.tool_name),
+            tool_call_id: owned(self.tool_call_id),
+            is_error: self.is_error.unwrap_or(false),
+            usage_total: self.usage.map(usage_total),
+            stop_reason: owned(self.stop_reason),
+            custom_type: owned(self.custom_type),
+            estimate_chars: 0,
+            system: None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -370,6 +543,19 @@ fn system_delta(raw: &RawMessage<'_>) -> (SystemDelta, u64) {
     )
 }
 
+/// Total tokens of a usage: `totalTokens`, or the sum of its parts.
+fn usage_total(u: RawUsage) -> u64 {
+    let total = to_u64(u.total_tokens).unwrap_or(0);
+    if total > 0 {
+        total
+    } else {
+        [u.input, u.output, u.cache_read, u.cache_write]
+            .into_iter()
+            .map(|v| to_u64(v).unwrap_or(0))
+            .sum()
+    }
+}
+
 fn convert_message(raw: RawMessage<'_>) -> Message {
     let role = raw.role.as_deref().unwrap_or_default().to_string();
     let mut system = None;
@@ -405,17 +591,7 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         "compactionSummary" | "branchSummary" => owned(raw.summary).unwrap_or_default(),
         _ => content_text(raw.content, false),
     };
-    let usage_total = raw.usage.map(|u| {
-        let total = to_u64(u.total_tokens).unwrap_or(0);
-        if total > 0 {
-            total
-        } else {
-            [u.input, u.output, u.cache_read, u.cache_write]
-                .into_iter()
-                .map(|v| to_u64(v).unwrap_or(0))
-                .sum()
-        }
-    });
+    let usage_total = raw.usage.map(usage_total);
     Message {
         role,
         text,
@@ -434,7 +610,7 @@ fn missing(entry_type: &str, field: &str) -> ParseError {
     ParseError::new(format!("`{entry_type}` entry has no `{field}`"))
 }
 
-fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
+fn convert<M: IntoMessage>(raw: RawLine<'_, M>) -> Result<Line, ParseError> {
     let entry_type = raw
         .kind
         .ok_or_else(|| ParseError::new("object has no `type` field"))?;
@@ -465,7 +641,7 @@ fn convert(raw: RawLine<'_>) -> Result<Line, ParseError> {
     let kind = match entry_type.as_ref() {
         "message" => {
             let message = raw.message.ok_or_else(|| missing("message", "message"))?;
-            EntryKind::Message(convert_message(message))
+            EntryKind::Message(message.into_message())
         }
         "compaction" => EntryKind::Compaction {
             summary: owned(raw.summary).unwrap_or_default(),
@@ -640,6 +816,22 @@ pub fn last_entry_of_line(raw: &str) -> Option<Entry> {
         return None;
     }
     match parse_line(line) {
+        Ok(Line::Entry(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// [`last_entry_of_line`] without reading the messages' texts: the same entry (or none) but a
+/// `message` entry's [`Message`] has an empty `text`, `estimate_chars` 0 and no system delta.
+/// Every other entry type is read in full. About seven times faster on a large session, for the
+/// facts a branch's history of earlier windows needs (ids, roles, tools, usage, Relay's entries).
+pub fn skim_entry_of_line(raw: &str) -> Option<Entry> {
+    let line = raw.strip_suffix('\r').unwrap_or(raw);
+    if line.trim().is_empty() {
+        return None;
+    }
+    let raw: RawLine<'_, SkimMessage<'_>> = serde_json::from_str(line).ok()?;
+    match convert(raw) {
         Ok(Line::Entry(e)) => Some(e),
         _ => None,
     }
