@@ -1,14 +1,16 @@
-// A /reload in the middle of a reset, on the real Pi agent loop. Pi refuses a reload while a
-// response streams or a compaction runs, and Relay installs a reset inside one of those (the turn
-// end's boundary entries, or the compaction hook): a reload attempted there is refused by Pi and
-// the reset completes once. A reload right after it rebuilds the same state from the branch.
+// A /reload in the middle of a reset, on the real Pi agent loop. Pi (1.6) refuses a reload while
+// a response streams or a compaction runs, and Relay installs a reset inside one of those (the
+// turn end's boundary entries, or the compaction hook): a reload attempted there is refused and
+// the reset completes once. Pi 1.3 lets that reload through; the reset still happens once. A
+// reload right after the reset rebuilds the same state from the branch.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { VERSION } from "@earendil-works/pi-coding-agent";
 import { joined, ofType, resultsOf, startSession, textOf, tool } from "./harness.mjs";
 import { budgetEnv, enforce, GOAL, HANDOFF, newRoot, WINDOW } from "./budget-helpers.mjs";
 
-test("reload during a handoff's reset: Pi refuses it, the reset happens once; a reload right after keeps the window, notes and prompts", async () => {
+test("reload during a handoff's reset: Pi 1.6 refuses it, the reset happens once; a reload right after keeps the window, notes and prompts", async () => {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const attempts = [];
@@ -43,7 +45,14 @@ test("reload during a handoff's reset: Pi refuses it, the reset happens once; a 
 		await t.session.prompt("USER-A-7001: write the plan.");
 		await t.session.prompt("USER-B-7002: hand off.");
 		assert.ok(attempts.length >= 1, "a reload was attempted during the reset");
-		for (const a of attempts) assert.match(a, /Wait for the current response to finish before reloading/);
+		// Pi 1.6 refuses a reload while the response streams; Pi 1.3 did not check, and its reload
+		// at that turn end goes through: either way the reset happens once and the state holds.
+		const [major, minor] = VERSION.split(".").map(Number);
+		const refuses = major > 1 || minor >= 6;
+		for (const a of attempts) {
+			if (refuses) assert.match(a, /Wait for the current response to finish before reloading/);
+			else assert.equal(a, "reloaded");
+		}
 		assert.equal(ofType(t, "compaction").length, 1, "the reset happened once");
 		assert.match(joined(t.requests.at(-1)), /<handoff>[\s\S]*GOAL-7731/);
 
