@@ -1022,6 +1022,8 @@ impl Host {
     /// `session_before_compact` and what Pi does with its answer. Returns whether a compaction
     /// entry was appended.
     fn compact(&mut self, reason: &str, will_retry: bool, fails: bool) -> Result<bool, String> {
+        // A reset the engine owed before this compaction is still owed if it fails.
+        let owed_before = self.fresh_request;
         let reply = self.hook(
             Hook::BeforeCompact,
             json!({ "reason": reason, "willRetry": will_retry }),
@@ -1063,11 +1065,14 @@ impl Host {
                             ),
                         "a failed reset went unreported: {kinds:?}"
                     );
-                    if matches!(
-                        plan.details["source"].as_str(),
-                        Some("fallback" | "threshold" | "overflow")
-                    ) {
-                        // The window is still full: the engine owes it a retry.
+                    if owed_before
+                        || matches!(
+                            plan.details["source"].as_str(),
+                            Some("fallback" | "threshold" | "overflow")
+                        )
+                    {
+                        // The window is still full: the engine owes it a retry (a failed reset,
+                        // the user's `/compact` too, consumes nothing it owed before).
                         self.fresh_request = true;
                     }
                     Ok(false)
@@ -2189,6 +2194,50 @@ fn regression_second_borrowed_turn_in_one_window() {
         Action::Prompt(failed_reset),
     ];
     session_with(50_000, settings, &actions, |_| {}).unwrap();
+}
+
+/// Found by the property test (1 case in about 2,000): a reset the engine still owes (an overflow
+/// reset that failed, the window still full) stays owed after the user's own `/compact` fails too,
+/// so the engine's retry at the next settle point is the owed one, not a second reset.
+#[test]
+fn regression_a_failed_manual_compact_leaves_the_owed_retry_owed() {
+    let observe = Settings {
+        enabled: true,
+        mode: Mode::Observe,
+        max_handoffs: 1,
+    };
+    let full_then_overflow = Run {
+        turns: vec![
+            text_turn(750),
+            text_turn(0),
+            text_turn(0),
+            Turn {
+                reply: Reply::OverflowError,
+                usage_permille: 0,
+                compaction_fails: true,
+            },
+        ],
+        abort_at: None,
+        queue_at: Some(1),
+        pre_compaction_fails: false,
+    };
+    let actions = [
+        Action::Settings(observe),
+        Action::Prompt(full_then_overflow),
+        Action::Compact { fails: true },
+        Action::Command("on"),
+        Action::Prompt(Run {
+            turns: vec![text_turn(0)],
+            abort_at: None,
+            queue_at: None,
+            pre_compaction_fails: false,
+        }),
+    ];
+    let start = Settings {
+        mode: Mode::Off,
+        ..observe
+    };
+    session_with(50_000, start, &actions, |_| {}).unwrap();
 }
 
 /// The generator must reach every decision the invariants speak about; otherwise the property
