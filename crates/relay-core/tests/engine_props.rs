@@ -611,6 +611,30 @@ impl Host {
         self.toggle.unwrap_or(self.applied.enabled)
     }
 
+    /// The reference of the reset guard: the engine's branch has a compaction, and after the
+    /// newest one no user message and no successful tool result other than Relay's two reset
+    /// tools.
+    fn idle_since_reset(&self) -> bool {
+        let seen = self.branch.get(..self.mirrored).unwrap_or(&self.branch);
+        let Some(start) = seen
+            .iter()
+            .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
+        else {
+            return false;
+        };
+        !seen[start..].iter().any(|e| match &e.kind {
+            EntryKind::Message(m) if m.role == "user" => true,
+            EntryKind::Message(m) if m.role == "toolResult" => {
+                !m.is_error
+                    && !matches!(
+                        m.tool_name.as_deref(),
+                        Some("new_context" | "context_handoff")
+                    )
+            }
+            _ => false,
+        })
+    }
+
     fn enforcing(&self) -> bool {
         self.enabled() && self.applied.mode == Mode::Enforce
     }
@@ -1816,6 +1840,13 @@ impl Host {
                     check!(
                         reply.is_error && !reply.terminate,
                         "new_context while disabled: {}",
+                        reply.text
+                    );
+                } else if self.idle_since_reset() {
+                    // The reset guard: a window opened by a reset that holds no work yet.
+                    check!(
+                        reply.is_error && !reply.terminate && reply.text.contains("refused"),
+                        "new_context in a window without work since its reset: {}",
                         reply.text
                     );
                 } else {

@@ -540,3 +540,51 @@ fn every_configuration_key_refuses_every_wrong_type_by_file_and_key_path() {
     assert!(cases > 400, "{cases} cases");
     insta::assert_snapshot!(table);
 }
+
+/// The reset guard's texts (what the model reads when it asks for a reset in a window that holds
+/// no work yet).
+#[test]
+fn reset_guard_texts() {
+    insta::assert_snapshot!(
+        "reset_guard_new_context",
+        super::tools::RESET_GUARD_NEW_CONTEXT
+    );
+    insta::assert_snapshot!("reset_guard_handoff", super::tools::RESET_GUARD_HANDOFF);
+}
+
+/// A window opened by a reset refuses `new_context` until something happens in it; a user
+/// message or a successful tool re-arms it, and a reload keeps the projection.
+#[test]
+fn the_reset_guard_is_a_projection_of_the_branch() {
+    let mut e = engine();
+    let m = moment(Some(10_000));
+    assert!(
+        !e.tool("new_context", &json!({}), &m).is_error,
+        "the root window resets"
+    );
+    let mut b = Branch::new();
+    let mut entries = vec![
+        b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
+        b.entry(json!({"type":"compaction","summary":"boot","firstKeptEntryId":null,"tokensBefore":1,
+            "details":{"relay":"window","windowId":"pcw:s:1","previousWindowId":"pcw:s:root","attempt":1,"source":"new_context","kind":"reset"}})),
+    ];
+    let mut fresh = Engine::new();
+    fresh.resync(SID, &entries);
+    let refused = fresh.tool("new_context", &json!({}), &m);
+    assert!(refused.is_error && refused.text == super::tools::RESET_GUARD_NEW_CONTEXT);
+    assert!(!refused.terminate);
+    entries.push(b.entry(json!({"type":"message","message":{"role":"toolResult","toolCallId":"c","toolName":"new_context",
+        "content":[{"type":"text","text":"x"}],"isError":false}})));
+    fresh.resync(SID, &entries);
+    assert!(
+        fresh.tool("new_context", &json!({}), &m).is_error,
+        "a new_context result is no work"
+    );
+    entries.push(b.entry(json!({"type":"message","message":{"role":"toolResult","toolCallId":"d","toolName":"notes_write_file",
+        "content":[{"type":"text","text":"x"}],"isError":false}})));
+    fresh.resync(SID, &entries);
+    assert!(
+        !fresh.tool("new_context", &json!({}), &m).is_error,
+        "work re-arms it"
+    );
+}

@@ -58,6 +58,10 @@ pub(super) struct WindowState {
     /// The first user message or successful assistant answer (not an error, not cut at
     /// `length`) in the window: it re-arms overflow recovery, as it re-arms Pi's own attempt.
     pub(super) rearmed_at: Option<usize>,
+    /// The window's first user message or successful tool result other than Relay's two reset
+    /// tools (`new_context`, `context_handoff`): until then a window opened by a reset holds no
+    /// work, and the reset guard refuses another model-asked reset ([`WindowState::idle_since_reset`]).
+    pub(super) worked_at: Option<usize>,
     /// The window's resume check (a `relay/resume-check` entry for this window): its position,
     /// the message every request of the window carries, and when it ran.
     pub(super) resume_check: Option<(usize, String, i64)>,
@@ -81,6 +85,13 @@ impl WindowState {
     /// and neither user input nor a successful answer has re-armed recovery since.
     pub(super) fn overflow_retry_spent(&self) -> bool {
         self.opened_by_overflow && self.rearmed_at.is_none()
+    }
+
+    /// The window was opened by a reset and nothing happened in it since: no user message, no
+    /// successful tool other than `new_context` / `context_handoff`. A projection of the branch,
+    /// so a reload keeps it.
+    pub(super) fn idle_since_reset(&self) -> bool {
+        self.start > 0 && self.worked_at.is_none()
     }
 
     /// The window's first valid assistant usage (the budget policy's floor), as Pi's estimate
@@ -525,6 +536,7 @@ impl Mirror {
             EntryKind::Message(m) if m.role == "user" => {
                 self.current.user_at.push(pos);
                 self.current.rearmed_at.get_or_insert(pos);
+                self.current.worked_at.get_or_insert(pos);
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "assistant" => {
@@ -540,6 +552,9 @@ impl Mirror {
                     && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) =>
             {
                 self.progress_marks.push(pos);
+                if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
+                    self.current.worked_at.get_or_insert(pos);
+                }
                 Observed::Other
             }
             _ => Observed::Other,
@@ -572,6 +587,9 @@ impl Mirror {
         }
         if w.reset_failed_at.is_some_and(|p| p >= len) {
             w.reset_failed_at = None;
+        }
+        if w.worked_at.is_some_and(|p| p >= len) {
+            w.worked_at = None;
         }
         if w.rearmed_at.is_some_and(|p| p >= len) {
             w.rearmed_at = None;

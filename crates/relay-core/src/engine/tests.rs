@@ -232,6 +232,11 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     assert_eq!(e.history().current_window_id(), window_id);
     let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
     assert!(settled.result.is_none());
+    // The fresh window holds no work yet: the reset guard refuses another reset.
+    let guarded = e.tool("new_context", &json!({}), &moment(None));
+    assert!(guarded.is_error, "{}", guarded.text);
+    // A new prompt re-arms it.
+    e.append(&[b.user("next task")]);
     let third = e.tool("new_context", &json!({}), &moment(None));
     assert!(
         third.text.contains("as soon as this run settles"),

@@ -30,6 +30,14 @@ use crate::resume_check::CheckResult;
 use crate::scheduler::NewContextAnswer;
 use crate::ToolOutput;
 
+/// The reset guard's refusal of `new_context` in a window opened by a reset that holds no work
+/// yet (no user message, no successful tool but the reset tools): a reset now would start over
+/// from the same notes and the same boot block, so a model calling it in a loop stops here.
+pub const RESET_GUARD_NEW_CONTEXT: &str = "new_context: refused: this context window was opened by a reset and nothing has happened in it yet (no user message, no tool result), so another reset would only repeat it. Continue the task from the boot block and your notes; call new_context once you have done work worth leaving behind.";
+
+/// The same guard for a voluntary `context_handoff` (one the budget does not require).
+pub const RESET_GUARD_HANDOFF: &str = "context_handoff: refused: this context window was opened by a reset and nothing has happened in it yet (no user message, no tool result), so another handoff would only repeat the one you continue from. Continue the task; the budget asks for a handoff when one is needed.";
+
 impl Engine {
     /// Run one of Relay's tools (`context_handoff` goes through the `handoff_*` steps instead).
     pub fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
@@ -86,6 +94,9 @@ impl Engine {
             "new_context" => {
                 if let Err(out) = args::decode::<args::NewContext>(name, args) {
                     return out.into();
+                }
+                if self.mirror.current_window().idle_since_reset() {
+                    return ToolOutput::error(RESET_GUARD_NEW_CONTEXT).into();
                 }
                 let (text, terminate, is_error) = match self.scheduler.new_context() {
                     NewContextAnswer::Scheduled => (
@@ -163,6 +174,13 @@ impl Engine {
                 reply.effects.push(super::wire::Effect::Telemetry { event });
             }
             return Err(Box::new(reply));
+        }
+        if !handoff_is_forced(&self.budget.policy)
+            && self.mirror.current_window().idle_since_reset()
+        {
+            return Err(Box::new(ToolReply::from(ToolOutput::error(
+                RESET_GUARD_HANDOFF,
+            ))));
         }
         Ok(parsed)
     }
