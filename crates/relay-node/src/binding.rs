@@ -562,10 +562,7 @@ impl Binding {
             let Some(slot) = b.pending_load.take() else {
                 return Ok(false);
             };
-            let loaded = match slot.lock() {
-                Ok(mut slot) => slot.take(),
-                Err(poisoned) => poisoned.into_inner().take(),
-            };
+            let loaded = take_slot(&slot);
             let Some(loaded) = loaded else {
                 b.skimmed_source = None;
                 return Ok(false);
@@ -621,10 +618,7 @@ impl Binding {
             let Some(slot) = b.pending_whole.take() else {
                 return Ok(false);
             };
-            let loaded = match slot.lock() {
-                Ok(mut slot) => slot.take(),
-                Err(poisoned) => poisoned.into_inner().take(),
-            };
+            let loaded = take_slot(&slot);
             let (Some(mut loaded), Some(journal)) = (loaded, b.journal.take()) else {
                 return Ok(false);
             };
@@ -1147,6 +1141,15 @@ impl Binding {
             "find a free handoff file name",
             &"too many concurrent handoffs",
         )
+    }
+}
+
+/// What a background load left in its slot (a worker that panicked holding the lock still left
+/// its value, or none).
+fn take_slot<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    match slot.lock() {
+        Ok(mut slot) => slot.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
     }
 }
 
