@@ -573,3 +573,78 @@ fn two_aliases_with_different_values_are_an_error() {
         json!({"query": "q", "path_prefix": "a/"})
     );
 }
+
+/// What one byte of a string costs in JSON, for every byte on its own and inside UTF-8: the same
+/// as serde_json's own escaping (the one-pass `fit_text` counts with it).
+#[test]
+fn json_string_byte_len_agrees_with_serde_json() {
+    for c in (0u32..=0x10FFFF).filter_map(char::from_u32) {
+        let s = c.to_string();
+        let counted: usize = s.bytes().map(json_string_byte_len).sum();
+        assert_eq!(
+            counted + 2,
+            json_len(&Value::String(s)),
+            "character U+{:04X}",
+            c as u32
+        );
+    }
+}
+
+mod fit_text_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An element of the budget's room: `head` with `key` set to `text`.
+    fn element(head: &Map<String, Value>, key: &str, text: &str) -> Value {
+        let mut m = head.clone();
+        m.insert(key.into(), Value::String(text.into()));
+        Value::Object(m)
+    }
+
+    fn texts() -> impl Strategy<Value = String> {
+        // Escape-heavy pieces, multi-byte characters and plain words.
+        let piece = prop_oneof![
+            Just("\"".to_string()),
+            Just("\\".to_string()),
+            Just("\n".to_string()),
+            Just("\u{1}".to_string()),
+            Just("\u{7f}".to_string()),
+            Just("é".to_string()),
+            Just("€".to_string()),
+            Just("𝄞".to_string()),
+            "[a-z ]{1,40}",
+        ];
+        proptest::collection::vec(piece, 0..400).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The kept prefix makes an element that fits; one more character would not.
+        #[test]
+        fn fit_text_keeps_the_longest_prefix_that_fits(
+            text in texts(),
+            spend in 0usize..(MAX_RESULT_BYTES - RESULT_FRAME_BYTES),
+            head_text in "[a-z\"]{0,30}",
+        ) {
+            let mut budget = ResultBudget::default();
+            budget.left -= spend.min(budget.left);
+            let mut head = Map::new();
+            head.insert("id".into(), Value::String(head_text));
+            // What `take` asks of the element.
+            let fits = |t: &str| json_len(&element(&head, "content", t)) < budget.left();
+            match budget.fit_text(&head, "content", &text) {
+                None => prop_assert!(!fits(""), "an empty element fits but None came back"),
+                Some(kept) => {
+                    prop_assert!(text.starts_with(kept));
+                    prop_assert!(fits(kept), "{} bytes kept do not fit", kept.len());
+                    prop_assert!(budget.clone().take(&element(&head, "content", kept)));
+                    if let Some(c) = text[kept.len()..].chars().next() {
+                        let longer = &text[..kept.len() + c.len_utf8()];
+                        prop_assert!(!fits(longer), "one more character would have fit");
+                    }
+                }
+            }
+        }
+    }
+}
