@@ -179,7 +179,7 @@ export function openSession(
 	const leaf = sm.getLeafId();
 	let pending: Promise<boolean> | null = null;
 	try {
-		pending = file && leaf && existsSync(file) ? engine.loadSessionFileInBackground(sessionId, file, leaf) : null;
+		pending = file && leaf && existsSync(file) ? (engine.loadSessionFileInBackground(sessionId, file, leaf)?.run() ?? null) : null;
 	} catch (error) {
 		report(error);
 	}

@@ -121,7 +121,7 @@ export default function relay(pi: ExtensionAPI) {
 					// collecting failed).
 					const git =
 						spec.collectsGit
-							? await engine.collectGit(ctx.cwd, JSON.stringify(params ?? {})).catch((error: unknown) => {
+							? await native().collectGit(ctx.cwd, JSON.stringify(params ?? {})).catch((error: unknown) => {
 									report("collecting git metadata", error, ctx);
 									return null;
 								})
@@ -140,7 +140,7 @@ export default function relay(pi: ExtensionAPI) {
 					// The optional integrations: the stores on disk are read off Pi's event loop, the
 					// in-process registries right before the handoff is rendered.
 					const stores = spec.collectsGit
-						? await engine.collectStores(storeFacts(ctx)).catch((error: unknown) => {
+						? await native().collectStores(storeFacts(ctx)).catch((error: unknown) => {
 								report("reading the integration stores", error, ctx);
 								return null;
 							})
@@ -274,7 +274,7 @@ export default function relay(pi: ExtensionAPI) {
 				if (engine.staleCheckDue()) {
 					const pending = engine.staleCheck();
 					if (pending) {
-						const marker = JSON.parse(await pending) as Marker;
+						const marker = JSON.parse(await pending.run()) as Marker;
 						pi.appendEntry(marker.customType, marker.data);
 						sync(engine, ctx, state);
 					}

@@ -7,6 +7,15 @@ import { fileURLToPath } from "node:url";
 import type { ConfigSources, ContextMessage, HookReply, Marker, Moment, Observation, ResumeFacts, StoreFacts, ToolReply, ToolSpec } from "./generated/wire.ts";
 
 /**
+ * Async work the engine prepared, apart from it: `run()` (once) starts it on the libuv pool. The
+ * engine hands out these handles instead of promises because napi-rs keeps the engine borrowed
+ * until a promise its method returned settles, and every other engine call would fail meanwhile.
+ */
+export interface Job<T> {
+	run(): Promise<T>;
+}
+
+/**
  * The Engine class exported by crates/relay-node. Every argument and result is a JSON string of a
  * type in ./generated/wire.ts; an input with a field the engine does not know is an error.
  */
@@ -24,10 +33,11 @@ export interface NativeEngine {
 	loadSessionFile(sessionId: string, path: string, leafId: string): boolean;
 	/**
 	 * Replace the mirror from a large session file on the libuv pool: `null` when the file is
-	 * small (then `loadSessionFile`), else a promise of whether the file holds `leafId`. The engine
-	 * keeps its mirror until `finishLoad()` installs the loaded branch (false: none to install).
+	 * small (then `loadSessionFile`), else a handle whose `run()` is a promise of whether the file
+	 * holds `leafId`. The engine keeps its mirror until `finishLoad()` installs the loaded branch
+	 * (false: none to install).
 	 */
-	loadSessionFileInBackground(sessionId: string, path: string, leafId: string): Promise<boolean> | null;
+	loadSessionFileInBackground(sessionId: string, path: string, leafId: string): Job<boolean> | null;
 	finishLoad(): boolean;
 	/**
 	 * False while the installed branch's earlier windows are skimmed (a large session is first
@@ -35,7 +45,7 @@ export interface NativeEngine {
 	 */
 	historyComplete(): boolean;
 	/** The whole load that completes the history (`null`: complete already); its `run()` reads the file on the libuv pool. */
-	beginCompleteLoad(): { run(): Promise<boolean> } | null;
+	beginCompleteLoad(): Job<boolean> | null;
 	/** Swap in the whole branch that load read; false when there is none or it disagrees (then reload in full). */
 	finishCompleteLoad(): boolean;
 	hasEntry(id: string): boolean;
@@ -46,12 +56,10 @@ export interface NativeEngine {
 	append(entriesJson: string): void;
 	/**
 	 * Run a tool with the arguments the model gave and a {@link Moment}; returns a {@link ToolReply}.
-	 * `gitJson`: what `collectGit` resolved to, for `context_handoff`; `resumeJson`: what
-	 * `handoffResumeCheck` resolved to.
+	 * `gitJson`: what the module's `collectGit` resolved to, for `context_handoff`; `resumeJson`:
+	 * what the `handoffResumeCheck` job resolved to.
 	 */
 	tool(name: string, argsJson: string, observationJson: string, gitJson?: string | null, resumeJson?: string | null, integrationsJson?: string | null): string;
-	/** Read the optional integrations' stores on disk on the libuv pool ({@link StoreFacts} in, `StoreContents` JSON out). */
-	collectStores(factsJson: string): Promise<string>;
 	/** Whether this window's watch check is still to run (cheap). */
 	watchCheckDue(): boolean;
 	/** The watch check against the live jobs registry (`null`: no registry): the {@link Marker} JSON to append, or `null`. */
@@ -63,23 +71,17 @@ export interface NativeEngine {
 	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a promise (the command
 	 * runs on the libuv pool) of the result JSON for `tool`.
 	 */
-	handoffResumeCheck(argsJson: string, momentJson: string, gitJson: string | null, factsJson: string): Promise<string> | null;
+	handoffResumeCheck(argsJson: string, momentJson: string, gitJson: string | null, factsJson: string): Job<string> | null;
 	/** Whether the after-reset resume check of this window is still to run (cheap). */
 	resumeCheckDue(): boolean;
 	/** The after-reset resume check: `null` when none runs, else a promise of the {@link Marker} JSON to append. */
-	resetResumeCheck(momentJson: string, factsJson: string): Promise<string> | null;
+	resetResumeCheck(momentJson: string, factsJson: string): Job<string> | null;
 	/** The {@link ContextMessage} JSON this window's requests carry, or `null`. */
 	resumeContext(): string | null;
-	/**
-	 * Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for
-	 * `tool`); given the handoff's arguments, also what it records of the workspace for the
-	 * stale-handoff check of the window it opens.
-	 */
-	collectGit(cwd: string, argsJson?: string | null): Promise<string>;
 	/** Whether this window's stale-handoff check is still to run (cheap). */
 	staleCheckDue(): boolean;
 	/** The stale-handoff check: `null` when none runs, else a promise (git and file reads on the libuv pool) of the {@link Marker} JSON to append. */
-	staleCheck(): Promise<string> | null;
+	staleCheck(): Job<string> | null;
 	/** The {@link ContextMessage} JSON of this window's stale-handoff check, or `null` (none, or nothing differed). */
 	staleContext(): string | null;
 	/** Feed one {@link Observation}; returns a {@link HookReply}. */
@@ -95,6 +97,14 @@ export interface NativeEngine {
 
 interface NativeModule {
 	Engine: new () => NativeEngine;
+	/**
+	 * Git metadata for a handoff, collected on the libuv pool within one deadline (opaque JSON for
+	 * `tool`); given the handoff's arguments, also what it records of the workspace for the
+	 * stale-handoff check of the window it opens.
+	 */
+	collectGit(cwd: string, argsJson?: string | null): Promise<string>;
+	/** Read the optional integrations' stores on disk on the libuv pool ({@link StoreFacts} in, `StoreContents` JSON out). */
+	collectStores(factsJson: string): Promise<string>;
 	version(): string;
 	/** `null` when Relay supports this Pi version, else the message to show instead of loading. */
 	piVersionRefusal(piVersion: string): string | null;

@@ -20,7 +20,7 @@ export function resumeFacts(ctx: ExtensionContext): string {
  */
 export async function checkBeforeHandoff(engine: NativeEngine, argsJson: string, momentJson: string, gitJson: string | null, ctx: ExtensionContext): Promise<string | null> {
 	const pending = engine.handoffResumeCheck(argsJson, momentJson, gitJson, resumeFacts(ctx));
-	return pending ? await pending : null;
+	return pending ? await pending.run() : null;
 }
 
 /**
@@ -32,7 +32,7 @@ export async function runResetCheck(pi: ExtensionAPI, engine: NativeEngine, ctx:
 	if (!engine.resumeCheckDue()) return false;
 	const pending = engine.resetResumeCheck(momentJson(), resumeFacts(ctx));
 	if (!pending) return false;
-	const record = JSON.parse(await pending) as Marker;
+	const record = JSON.parse(await pending.run()) as Marker;
 	pi.appendEntry(record.customType, record.data);
 	return true;
 }

@@ -16,7 +16,7 @@ const started = Date.now();
 // The event loop stays free while the worker reads: count its ticks.
 let ticks = 0;
 const ticker = setInterval(() => ticks++, 10);
-const found = await engine.loadSessionFileInBackground("HUGE", file, "m0000004");
+const found = await engine.loadSessionFileInBackground("HUGE", file, "m0000004").run();
 clearInterval(ticker);
 const installed = engine.finishLoad();
 const call = (name, args) => JSON.parse(engine.tool(name, JSON.stringify(args), moment));

@@ -4,9 +4,13 @@
 //! Every entry point catches panics twice over: `#[napi(catch_unwind)]` around napi's own argument
 //! and result conversion, and [`binding::Binding::guarded`] around the work, which also replaces
 //! the engine and asks for a full resync (see the `binding` module). Slow effects never run on
-//! Pi's event loop: `collectGit`, the resume checks (`handoffResumeCheck`, `resetResumeCheck`)
-//! and the stale-handoff check (`staleCheck`) are `AsyncTask`s on the libuv pool, each bounded
-//! by its deadline.
+//! Pi's event loop: `collectGit`, `collectStores`, the resume checks (`handoffResumeCheck`,
+//! `resetResumeCheck`), the stale-handoff check (`staleCheck`) and the large loads are
+//! `AsyncTask`s on the libuv pool, each bounded by its deadline. None of them is started by an
+//! `Engine` method: napi-rs keeps the borrow of the object whose method returned an `AsyncTask`
+//! until it settles, which would make every other engine call fail meanwhile. The two collections
+//! are module functions; the checks and loads come back as handles (`CheckRun`, `SessionLoad`)
+//! whose `run()` starts the work.
 #![deny(
     clippy::all,
     clippy::unwrap_used,
@@ -122,21 +126,21 @@ impl JsEngine {
     }
 
     /// Replace the mirror from a large session file on the libuv thread pool: `null` when the
-    /// file is small (load it with `loadSessionFile`), else a promise of whether the file holds
-    /// `leaf_id`. When it resolves, `finishLoad()` installs the branch; until then the engine
-    /// keeps its current mirror.
-    #[napi(catch_unwind, ts_return_type = "Promise<boolean> | null")]
+    /// file is small (load it with `loadSessionFile`), else a `SessionLoad` whose `run()` is a
+    /// promise of whether the file holds `leaf_id`. When it resolves, `finishLoad()` installs the
+    /// branch; until then the engine keeps its current mirror.
+    #[napi(catch_unwind)]
     pub fn load_session_file_in_background(
         &mut self,
         session_id: String,
         path: String,
         leaf_id: String,
-    ) -> Result<Option<AsyncTask<LoadSession>>> {
+    ) -> Result<Option<SessionLoad>> {
         let job = self
             .b
             .begin_load(&session_id, &path, &leaf_id)
             .map_err(to_js)?;
-        Ok(job.map(|job| AsyncTask::new(LoadSession { job })))
+        Ok(job.map(|job| SessionLoad { job: Some(job) }))
     }
 
     /// Install the branch the newest background load replayed; false when there is none (not
@@ -245,31 +249,24 @@ impl JsEngine {
         self.b.watch_context().map_err(to_js)
     }
 
-    /// Read the optional integrations' stores on disk (pending questions, issue claims, this
-    /// session's subagent task directory) on the libuv thread pool; `facts_json` is a
-    /// `StoreFacts`. Resolves to the `StoreContents` JSON for `tool("context_handoff", …)`.
-    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
-    pub fn collect_stores(&self, facts_json: String) -> AsyncTask<CollectStores> {
-        AsyncTask::new(CollectStores { facts_json })
-    }
-
     /// The operator's resume check to run right before the handoff `args_json` is written:
     /// `null` when none runs (the engine decides: command configured, enforce, not a subagent,
-    /// a handoff that will be written), else a promise of the result JSON for `tool`. The
+    /// a handoff that will be written), else a `CheckRun` whose `run()` is a promise of the
+    /// result JSON for `tool`. The
     /// command runs on the libuv thread pool, never on the event loop.
-    #[napi(catch_unwind, ts_return_type = "Promise<string> | null")]
+    #[napi(catch_unwind)]
     pub fn handoff_resume_check(
         &mut self,
         args_json: String,
         moment_json: String,
         git_json: Option<String>,
         facts_json: String,
-    ) -> Result<Option<AsyncTask<ResumeCheck>>> {
+    ) -> Result<Option<CheckRun>> {
         let job = self
             .b
             .handoff_resume_check(&args_json, &moment_json, git_json.as_deref(), &facts_json)
             .map_err(to_js)?;
-        Ok(job.map(|job| AsyncTask::new(ResumeCheck { job })))
+        Ok(job.map(|job| CheckRun::new(CheckJob::Resume(job))))
     }
 
     /// Whether the window's after-reset resume check is still to run (cheap; the `context` hook
@@ -279,19 +276,20 @@ impl JsEngine {
         self.b.resume_check_due().map_err(to_js)
     }
 
-    /// The after-reset resume check: `null` when none runs, else a promise of the `Marker` JSON
+    /// The after-reset resume check: `null` when none runs, else a `CheckRun` whose `run()` is a
+    /// promise of the `Marker` JSON
     /// to append (the result recorded for its window). Runs on the libuv thread pool.
-    #[napi(catch_unwind, ts_return_type = "Promise<string> | null")]
+    #[napi(catch_unwind)]
     pub fn reset_resume_check(
         &mut self,
         moment_json: String,
         facts_json: String,
-    ) -> Result<Option<AsyncTask<ResumeCheck>>> {
+    ) -> Result<Option<CheckRun>> {
         let job = self
             .b
             .reset_resume_check(&moment_json, &facts_json)
             .map_err(to_js)?;
-        Ok(job.map(|job| AsyncTask::new(ResumeCheck { job })))
+        Ok(job.map(|job| CheckRun::new(CheckJob::Resume(job))))
     }
 
     /// The `ContextMessage` JSON the `context` hook inserts into this window's requests, or
@@ -320,21 +318,6 @@ impl JsEngine {
         self.b.tool_specs().map_err(to_js)
     }
 
-    /// Collect the git metadata of a handoff for `cwd` on the libuv thread pool, all commands
-    /// within one deadline (`relay_io::git::GIT_DEADLINE`, counted from this call); resolves to
-    /// the facts to pass to `tool("context_handoff", ...)`. Given the handoff's arguments
-    /// (`args_json`), also what the handoff records of the workspace for the stale-handoff check
-    /// (uncommitted files, stamps of those and of its files to read), within the same deadline.
-    /// Never blocks the event loop.
-    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
-    pub fn collect_git(&self, cwd: String, args_json: Option<String>) -> AsyncTask<CollectGit> {
-        AsyncTask::new(CollectGit {
-            cwd: PathBuf::from(cwd),
-            deadline: Instant::now() + relay_io::git::GIT_DEADLINE,
-            args_json,
-        })
-    }
-
     /// Whether the window's stale-handoff check is still to run (cheap; the `context` hook asks
     /// before every request).
     #[napi(catch_unwind)]
@@ -342,14 +325,15 @@ impl JsEngine {
         self.b.stale_check_due().map_err(to_js)
     }
 
-    /// The window's stale-handoff check: `null` when none runs, else a promise of the `Marker`
+    /// The window's stale-handoff check: `null` when none runs, else a `CheckRun` whose `run()` is
+    /// a promise of the `Marker`
     /// JSON to append (what differs between the workspace the handoff recorded and now). Git and
     /// the file reads run on the libuv thread pool within one deadline
     /// (`relay_io::workspace::RESUME_DEADLINE`, counted from this call).
-    #[napi(catch_unwind, ts_return_type = "Promise<string> | null")]
-    pub fn stale_check(&mut self) -> Result<Option<AsyncTask<StaleCheck>>> {
+    #[napi(catch_unwind)]
+    pub fn stale_check(&mut self) -> Result<Option<CheckRun>> {
         let job = self.b.stale_check().map_err(to_js)?;
-        Ok(job.map(|job| AsyncTask::new(StaleCheck { job })))
+        Ok(job.map(|job| CheckRun::new(CheckJob::Stale(job))))
     }
 
     /// The `ContextMessage` JSON of the window's stale-handoff check, or `null` (none, or
@@ -360,19 +344,82 @@ impl JsEngine {
     }
 }
 
-/// The work of a resume check: `bash -c` on a worker thread, bounded by its timeout and drain
-/// limit.
-pub struct ResumeCheck {
-    job: binding::ResumeJob,
+/// Collect the git metadata of a handoff for `cwd` on the libuv thread pool, all commands within
+/// one deadline (`relay_io::git::GIT_DEADLINE`, counted from this call); resolves to the facts to
+/// pass to `tool("context_handoff", ...)`. Given the handoff's arguments (`args_json`), also what
+/// the handoff records of the workspace for the stale-handoff check (uncommitted files, stamps of
+/// those and of its files to read), within the same deadline. Never blocks the event loop.
+///
+/// A module function, not an `Engine` method: napi-rs keeps the borrow of a method's `self` until
+/// the task it returns settles, so every other call into the engine (the hooks of the tool calls
+/// Pi runs beside this one) would fail meanwhile.
+#[napi(catch_unwind, ts_return_type = "Promise<string>")]
+pub fn collect_git(cwd: String, args_json: Option<String>) -> AsyncTask<CollectGit> {
+    AsyncTask::new(CollectGit {
+        cwd: PathBuf::from(cwd),
+        deadline: Instant::now() + relay_io::git::GIT_DEADLINE,
+        args_json,
+    })
 }
 
-impl Task for ResumeCheck {
+/// Read the optional integrations' stores on disk (pending questions, issue claims, this
+/// session's subagent task directory) on the libuv thread pool; `facts_json` is a `StoreFacts`.
+/// Resolves to the `StoreContents` JSON for `tool("context_handoff", …)`. A module function for
+/// the reason `collect_git` is.
+#[napi(catch_unwind, ts_return_type = "Promise<string>")]
+pub fn collect_stores(facts_json: String) -> AsyncTask<CollectStores> {
+    AsyncTask::new(CollectStores { facts_json })
+}
+
+/// A check the engine prepared (a resume check or the stale-handoff check), apart from the
+/// engine: its `run()` borrows only this handle while the work runs, so the engine stays free for
+/// the hooks (napi-rs holds the borrow of whatever returned an `AsyncTask` until it settles).
+#[napi]
+pub struct CheckRun {
+    job: Option<CheckJob>,
+}
+
+/// What a [`CheckRun`] runs.
+enum CheckJob {
+    Resume(binding::ResumeJob),
+    Stale(binding::StaleJob),
+}
+
+impl CheckRun {
+    fn new(job: CheckJob) -> Self {
+        CheckRun { job: Some(job) }
+    }
+}
+
+#[napi]
+impl CheckRun {
+    /// Run the check on the libuv thread pool (once): a promise of its JSON.
+    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
+    pub fn run(&mut self) -> Result<AsyncTask<RunCheck>> {
+        let job = self
+            .job
+            .take()
+            .ok_or_else(|| Error::from_reason("relay: this check already ran"))?;
+        Ok(AsyncTask::new(RunCheck { job }))
+    }
+}
+
+/// The work of a [`CheckRun`] on a worker thread.
+pub struct RunCheck {
+    job: CheckJob,
+}
+
+impl Task for RunCheck {
     type Output = String;
     type JsValue = String;
 
     fn compute(&mut self) -> Result<String> {
-        // Runs on a libuv worker: `run_resume_check` catches panics itself.
-        binding::run_resume_check(&self.job).map_err(to_js)
+        // Runs on a libuv worker: both catch panics themselves.
+        match &self.job {
+            CheckJob::Resume(job) => binding::run_resume_check(job),
+            CheckJob::Stale(job) => binding::run_stale_check(job),
+        }
+        .map_err(to_js)
     }
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
@@ -444,25 +491,6 @@ pub struct CollectGit {
     cwd: PathBuf,
     deadline: Instant,
     args_json: Option<String>,
-}
-
-/// The work of `staleCheck`: git and the file stamps on a worker thread, then the comparison.
-pub struct StaleCheck {
-    job: binding::StaleJob,
-}
-
-impl Task for StaleCheck {
-    type Output = String;
-    type JsValue = String;
-
-    fn compute(&mut self) -> Result<String> {
-        // Runs on a libuv worker: `run_stale_check` catches panics itself.
-        binding::run_stale_check(&self.job).map_err(to_js)
-    }
-
-    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
-        Ok(output)
-    }
 }
 
 impl Task for CollectGit {
