@@ -204,6 +204,71 @@ pub use crate::text::count_lines;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Notes {
     files: BTreeMap<String, Note>,
+    /// The line starts of the note read last, so that paging through a long note costs each page
+    /// its own size, not a scan of the whole note (a 1 MB note of line breaks is about 30 pages).
+    lines: LineCache,
+}
+
+/// A one-note cache of line starts for [`Notes::read_file`]: the path and the byte offset of the
+/// start of every line. Emptied by every change ([`Notes::apply`]); not part of the notes' value
+/// (equal, cloned empty, not shown by `Debug`).
+#[derive(Default)]
+struct LineCache(std::sync::Mutex<Option<(String, std::sync::Arc<[usize]>)>>);
+
+impl LineCache {
+    /// The line starts of `note`, from the cache or computed (and kept) now.
+    fn starts(&self, note: &Note) -> std::sync::Arc<[usize]> {
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((path, starts)) = slot.as_ref() {
+            if *path == note.path {
+                return starts.clone();
+            }
+        }
+        let starts: std::sync::Arc<[usize]> = line_starts(&note.content).into();
+        *slot = Some((note.path.clone(), starts.clone()));
+        starts
+    }
+
+    fn clear(&mut self) {
+        *self
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+impl Clone for LineCache {
+    fn clone(&self) -> Self {
+        LineCache::default()
+    }
+}
+
+impl PartialEq for LineCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for LineCache {}
+
+impl std::fmt::Debug for LineCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineCache")
+    }
+}
+
+/// The byte offset of the start of every line of `text` (a final line break opens no line).
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(64);
+    starts.push(0usize);
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    if text.ends_with('\n') {
+        starts.pop();
+    }
+    starts
 }
 
 impl Notes {
@@ -237,6 +302,7 @@ impl Notes {
     pub fn apply(&mut self, op: &NoteOp) -> Result<(), NoteError> {
         validate_replayed_path(&op.path)?;
         validate_timestamp(op.at_ms)?;
+        self.lines.clear();
         match op.kind {
             NoteOpKind::Write => {
                 if op.content.len() > MAX_NOTE_BYTES {
@@ -471,13 +537,7 @@ impl Notes {
             );
         };
         let text = note.content.as_str();
-        // Byte offset of the start of every line, plus the end sentinel.
-        let mut starts = Vec::with_capacity(64);
-        starts.push(0usize);
-        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        if text.ends_with('\n') {
-            starts.pop();
-        }
+        let starts = self.lines.starts(note);
         let total = starts.len() as i64;
         let resolve = |n: i64| if n < 0 { (total + 1 + n).max(1) } else { n };
         let s = resolve(start);
@@ -1407,6 +1467,38 @@ mod tests {
     /// (quotes, backslashes, control characters) made read_file reply with empty content and
     /// "continue with start_line 1", the same call again: such a note could never be read. The
     /// reply now holds the longest prefix that fits, and following it reads the note whole.
+    /// `read_file` keeps the line starts of the note it read last; any change to the notes,
+    /// even one that keeps the note's length, makes the next read count lines again.
+    #[test]
+    fn a_changed_note_is_read_with_its_new_lines() {
+        let line = |n: &Notes, l: i64| {
+            let v: Value = serde_json::from_str(
+                &n.read_file(&json!({"path": "f", "start_line": l, "end_line": l}))
+                    .text,
+            )
+            .unwrap();
+            (v["content"].clone(), v["total_lines"].clone())
+        };
+        let mut n = notes_with(&[("f", "a\nb\nc", T0), ("g", "x\ny", T0)]);
+        assert_eq!(line(&n, 2), (json!("b"), json!(3)));
+        // Same length, other lines.
+        n.apply(&op(NoteOpKind::Write, "f", "abc\nd", T0 + 1))
+            .unwrap();
+        assert_eq!(line(&n, 2), (json!("d"), json!(2)));
+        n.apply(&op(NoteOpKind::Append, "f", "\ne\n", T0 + 2))
+            .unwrap();
+        assert_eq!(line(&n, 3), (json!("e"), json!(3)));
+        // Another note read in between, then this one again.
+        let v: Value =
+            serde_json::from_str(&n.read_file(&json!({"path": "g", "start_line": 2})).text)
+                .unwrap();
+        assert_eq!(v["content"], "y");
+        assert_eq!(line(&n, 1), (json!("abc"), json!(3)));
+        // The cache is not part of the value.
+        let fresh = notes_with(&[("f", "abc\nd\ne\n", T0 + 2), ("g", "x\ny", T0)]);
+        assert_eq!(n, fresh);
+    }
+
     #[test]
     fn escape_heavy_notes_read_back_whole() {
         for fill in ["\"", "\\", "\u{1}", "\"\n"] {
