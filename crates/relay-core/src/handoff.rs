@@ -264,7 +264,9 @@ fn inert_lines(body: &str) -> String {
 
 /// Whether a line (without its indentation) opens a markdown block that [`inert_lines`] escapes.
 fn opens_block(rest: &str) -> bool {
-    let t = rest.trim_end_matches([' ', '\t']);
+    // CommonMark's whitespace after an underline includes line tabulation and form feed (finding
+    // 6: `title` over `- \u{b}` made a level-2 heading).
+    let t = rest.trim_end_matches([' ', '\t', '\u{b}', '\u{c}']);
     rest.starts_with('#')
         || rest.starts_with('<')
         || rest.starts_with("```")

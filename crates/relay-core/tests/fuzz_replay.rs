@@ -84,3 +84,22 @@ fn handoff_corpus() {
 fn tool_args_corpus() {
     replay("tool_args", tool_args::check);
 }
+
+/// Finding 4's committed input keeps what made it a regression test: it passes `note_replay`'s
+/// gates for big contents and builds its note of 500,001 line breaks (the gates changed twice to
+/// make the target faster; neither may turn this input into a small one).
+#[test]
+fn finding_4_still_builds_its_big_note() {
+    let data = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/minimized/note_replay/read-past-64k.bin"
+    ))
+    .unwrap();
+    let (ops, big) = note_replay::decoded(&data);
+    assert!(big, "the input no longer passes the hash gate");
+    let largest = ops
+        .iter()
+        .filter_map(|o| o["content"].as_str().map(str::len))
+        .max();
+    assert_eq!(largest, Some(500_001));
+}

@@ -476,6 +476,27 @@ fn later_sections_keep_their_allowance() {
     assert_eq!(limit, MAX_MARKDOWN_BYTES);
 }
 
+/// Fuzzing finding (fuzz/README.md, finding 6): a line of `-` or `=` followed by a line
+/// tabulation or a form feed (CommonMark whitespace) is a setext underline too, so a field holding
+/// `title\n- \u{b}` made `title` a level-2 heading of the handoff file. The underline now gets its
+/// backslash like the others.
+#[test]
+fn an_underline_ending_in_a_line_tabulation_forges_no_heading() {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let mut a = args("goal", "next", "facts");
+    a.decisions =
+        Some("forged one\n- \u{b}\nforged two\n==\u{c}\nforged three\n---\t\u{b} \nend".into());
+    let md = render_markdown(&a, &meta()).unwrap();
+    let headings = Parser::new(&md)
+        .filter(|e| matches!(e, Event::Start(Tag::Heading { .. })))
+        .count();
+    // # Handoff, Goal, Next step, Facts, Decisions, Automatic metadata.
+    assert_eq!(headings, 6, "{md}");
+    for escaped in ["\\- \u{b}", "\\==\u{c}", "\\---\t\u{b} "] {
+        assert!(md.contains(escaped), "{escaped:?} not escaped:\n{md}");
+    }
+}
+
 /// Fuzzing finding (fuzz/README.md, finding 2): a field holding `\n## Next step` (or a setext
 /// underline, a code fence, an HTML comment, a `\r` line break) forged or hid a section of the
 /// handoff file. Each such line now gets a backslash; only Relay's own headings start a line
