@@ -176,4 +176,11 @@ export declare function piVersionRefusal(piVersion: string): string | null
 /** The message types the extension registers a TUI renderer for. */
 export declare function renderedMessageTypes(): Array<string>
 
+/**
+ * The tool error for a call Pi's own schema check refused (`pi_message`: Pi's error, of which
+ * the extension passes at most the first 64 KiB): Pi's list of what is wrong without its copy of
+ * every argument.
+ */
+export declare function schemaRefusal(tool: string, piMessage: string): string
+
 export declare function version(): string

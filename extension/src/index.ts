@@ -2,6 +2,7 @@
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
 import { VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
+import * as piAi from "@earendil-works/pi-ai";
 import {
 	bindRuntime,
 	moment,
@@ -107,6 +108,22 @@ export default function relay(pi: ExtensionAPI) {
 					return args as never;
 				}
 				if (prepared.error !== undefined) throw new Error(prepared.error);
+				// Pi checks the arguments against the schema next, and its error repeats every
+				// argument: a 100 MB argument of the wrong type would be a 100 MB tool result. Run
+				// Pi's own check here and refuse with its list of what is wrong, without the copy.
+				if (typeof piAi.validateToolArguments === "function") {
+					try {
+						piAi.validateToolArguments(
+							{ name: spec.name, description: "", parameters: spec.parameters as TSchema },
+							{ type: "toolCall", id: "relay-schema-check", name: spec.name, arguments: prepared.args as never },
+						);
+					} catch (error) {
+						const message = error instanceof Error ? error.message : String(error);
+						// Anything but Pi's refusal (another Pi's signature): Pi's own check decides.
+						if (!message.startsWith("Validation failed for tool")) return prepared.args as never;
+						throw new Error(native().schemaRefusal(spec.name, message.slice(0, 65_536)));
+					}
+				}
 				return prepared.args as never;
 			},
 			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {

@@ -106,6 +106,8 @@ interface NativeModule {
 	/** Read the optional integrations' stores on disk on the libuv pool ({@link StoreFacts} in, `StoreContents` JSON out). */
 	collectStores(factsJson: string): Promise<string>;
 	version(): string;
+	/** The tool error for a call Pi's schema check refused (`piMessage`: Pi's error, at most its first 64 KiB), without Pi's copy of the arguments. */
+	schemaRefusal(tool: string, piMessage: string): string;
 	/** `null` when Relay supports this Pi version, else the message to show instead of loading. */
 	piVersionRefusal(piVersion: string): string | null;
 	/** The one line Pi's TUI shows for a Relay message, or `null` for a type that is not Relay's. */

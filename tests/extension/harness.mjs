@@ -43,6 +43,8 @@ export async function startSession({
 	extraFactories = [],
 	// Extra bindExtensions() bindings, e.g. a shutdownHandler (the SDK has none by default).
 	bindings = {},
+	// The faux provider's streaming chunk size in tokens ({min, max}); large for huge tool arguments.
+	tokenSize,
 } = {}) {
 	const agentDir = join(root, "agent");
 	const cwd = join(root, "work");
@@ -59,7 +61,7 @@ export async function startSession({
 			ownedEnv.push(key);
 		}
 	}
-	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }] });
+	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }], tokenSize });
 	const requests = [];
 	const queue = steps.map(reply);
 	let pendingTokens;

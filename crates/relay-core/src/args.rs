@@ -65,6 +65,44 @@ pub fn invalid(tool: &str, arg: &str, message: impl Display) -> ToolOutput {
     ToolOutput::error(format!("{tool}: argument \"{arg}\" {message}"))
 }
 
+/// What the model gets when Pi's own schema check refuses a call to `tool` (Pi checks the
+/// arguments after `prepare`): Pi's list of what is wrong, without the copy of every argument Pi's
+/// message ends with (after `Received arguments:`), which made a 100 MB argument of the wrong type
+/// a 100 MB tool result. At most [`SCHEMA_REFUSAL_LINES`] lines of at most 200 characters.
+pub fn schema_refusal(tool: &str, pi_message: &str) -> String {
+    let body = pi_message
+        .split_once("\n\nReceived arguments:")
+        .map_or(pi_message, |(head, _)| head);
+    let mut lines = body.lines().filter(|l| !l.trim().is_empty()).peekable();
+    // Pi's first line names the tool ("Validation failed for tool …:"); ours does.
+    if lines
+        .peek()
+        .is_some_and(|l| l.starts_with("Validation failed for tool"))
+    {
+        lines.next();
+    }
+    let all: Vec<&str> = lines.collect();
+    let mut out = format!("{tool}: the arguments do not match the tool's parameters:");
+    for line in all.iter().take(SCHEMA_REFUSAL_LINES) {
+        out.push('\n');
+        out.push_str(&crate::text::ellipsize(line, 200));
+    }
+    if all.len() > SCHEMA_REFUSAL_LINES {
+        out.push_str(&format!(
+            "\n  … and {} more",
+            all.len() - SCHEMA_REFUSAL_LINES
+        ));
+    }
+    if all.is_empty() {
+        out.push_str("\n  (no detail given)");
+    }
+    out.push_str("\n(The arguments are not repeated here.)");
+    out
+}
+
+/// At most this many lines of Pi's schema errors go into [`schema_refusal`].
+pub const SCHEMA_REFUSAL_LINES: usize = 10;
+
 /// A JSON value as an error message quotes it: compact JSON, cut after 40 characters.
 pub fn quote(v: &Value) -> String {
     crate::text::ellipsize(&v.to_string(), 40)

@@ -57,6 +57,14 @@ pub fn message_line(custom_type: String, content: String) -> Option<String> {
     relay_core::engine::tui::message_line(&custom_type, &content)
 }
 
+/// The tool error for a call Pi's own schema check refused (`pi_message`: Pi's error, of which
+/// the extension passes at most the first 64 KiB): Pi's list of what is wrong without its copy of
+/// every argument.
+#[napi(catch_unwind)]
+pub fn schema_refusal(tool: String, pi_message: String) -> String {
+    relay_core::args::schema_refusal(&tool, &pi_message)
+}
+
 /// The message types the extension registers a TUI renderer for.
 #[napi(catch_unwind)]
 pub fn rendered_message_types() -> Vec<String> {

@@ -648,3 +648,31 @@ mod fit_text_props {
         }
     }
 }
+
+/// Pi's schema error without its copy of the arguments (a 100 MB argument of the wrong type was a
+/// 100 MB tool result): the texts the model reads.
+#[test]
+fn schema_refusal_drops_the_arguments_pi_repeats() {
+    let huge = "z".repeat(1_000_000);
+    let pi = format!(
+        "Validation failed for tool \"notes_write_file\":\n  - path: expected string, got object\n\nReceived arguments:\n{{\n  \"path\": {{\"x\": \"{huge}\"}}\n}}"
+    );
+    let one = schema_refusal("notes_write_file", &pi);
+    let many: String = (0..14)
+        .map(|i| {
+            format!(
+                "  - a{i}: expected integer, got string {}\n",
+                "w".repeat(300)
+            )
+        })
+        .collect();
+    let many = schema_refusal(
+        "notes_read_file",
+        &format!(
+            "Validation failed for tool \"notes_read_file\":\n{many}\nReceived arguments:\n{{}}"
+        ),
+    );
+    let bare = schema_refusal("new_context", "Validation failed for tool \"new_context\":");
+    insta::assert_snapshot!("schema_refusal", format!("{one}\n---\n{many}\n---\n{bare}"));
+    assert!(many.len() < 3_000);
+}
