@@ -115,27 +115,27 @@ pub fn stream_session_tail(
     leaf_id: &str,
     sink: &mut impl BranchSink,
 ) -> Result<TailLoad, SessionReadError> {
+    stream_session_tail_with(path, leaf_id, sink, PARALLEL_SKIM_BYTES)
+}
+
+/// A file at least this large is skimmed on two threads, one half each (split at a line break):
+/// the skim is the first pass's main cost, and Pi's hooks wait for it.
+const PARALLEL_SKIM_BYTES: u64 = 32 << 20;
+
+/// [`stream_session_tail`], skimming on two threads from `parallel_from` bytes on.
+fn stream_session_tail_with(
+    path: &Path,
+    leaf_id: &str,
+    sink: &mut impl BranchSink,
+    parallel_from: u64,
+) -> Result<TailLoad, SessionReadError> {
     let fail = |e: io::Error| SessionReadError::new(path, e);
     let mut file = fs::File::open(path).map_err(fail)?;
-    let mut entries: Vec<Entry> = Vec::new();
-    // Byte offset in the file of each entry's line.
-    let mut starts: Vec<u64> = Vec::new();
-    let mut exact = true;
-    let mut at: u64 = 0;
-    for_each_block_exact(&mut file, |block, lossy| {
-        exact &= !lossy;
-        let mut line_at = at;
-        for line in block.split('\n') {
-            if let Some(entry) = skim_entry_of_line(line) {
-                entries.push(entry);
-                starts.push(line_at);
-            }
-            line_at += line.len() as u64 + 1;
-        }
-        at = line_at;
-        true
-    })
-    .map_err(fail)?;
+    let Skimmed {
+        entries,
+        starts,
+        exact,
+    } = skim_file(path, &mut file, parallel_from).map_err(fail)?;
     let path_ix = branch_indices(&entries, Some(leaf_id));
     if path_ix.is_empty() {
         return Ok(TailLoad::NoLeaf);
@@ -184,6 +184,96 @@ pub fn stream_session_tail(
         sink.entry(entry);
     }
     Ok(TailLoad::Tail)
+}
+
+/// The skimmed entries of a file (or part of one), the byte offset of each one's line, and
+/// whether every block was UTF-8 (the offsets are the file's only then).
+struct Skimmed {
+    entries: Vec<Entry>,
+    starts: Vec<u64>,
+    exact: bool,
+}
+
+/// Skim every line `reader` gives, the first of which starts at byte `at` of the file.
+fn skim_from(reader: &mut impl Read, mut at: u64) -> io::Result<Skimmed> {
+    let mut out = Skimmed {
+        entries: Vec::new(),
+        starts: Vec::new(),
+        exact: true,
+    };
+    for_each_block_exact(reader, |block, lossy| {
+        out.exact &= !lossy;
+        let mut line_at = at;
+        for line in block.split('\n') {
+            if let Some(entry) = skim_entry_of_line(line) {
+                out.entries.push(entry);
+                out.starts.push(line_at);
+            }
+            line_at += line.len() as u64 + 1;
+        }
+        at = line_at;
+        true
+    })?;
+    Ok(out)
+}
+
+/// Skim the whole file: on two threads when it holds `parallel_from` bytes or more and a line
+/// starts near its middle (the second half on a thread of its own, read through a second handle),
+/// else on this one. The result is the same either way.
+fn skim_file(path: &Path, file: &mut fs::File, parallel_from: u64) -> io::Result<Skimmed> {
+    let len = file.metadata()?.len();
+    let split = if len >= parallel_from.max(1) {
+        line_start_after(file, len / 2, len)?
+    } else {
+        None
+    };
+    file.seek(SeekFrom::Start(0))?;
+    let Some(split) = split else {
+        return skim_from(file, 0);
+    };
+    let mut second = fs::File::open(path)?;
+    second.seek(SeekFrom::Start(split))?;
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("relay-session-skim".into())
+            .spawn_scoped(scope, move || skim_from(&mut second, split));
+        let Ok(handle) = spawned else {
+            // No thread to be had: the whole file on this one.
+            return skim_from(file, 0);
+        };
+        let mut first = skim_from(&mut file.by_ref().take(split), 0)?;
+        let rest = handle
+            .join()
+            .map_err(|_| io::Error::other("the session skim thread panicked"))??;
+        first.entries.extend(rest.entries);
+        first.starts.extend(rest.starts);
+        first.exact &= rest.exact;
+        Ok(first)
+    })
+}
+
+/// The offset of the first line that starts after byte `from` (a line break at `from` or later,
+/// plus one), looking at most 16 MiB ahead; `None` when there is none before `len`.
+fn line_start_after(file: &mut fs::File, from: u64, len: u64) -> io::Result<Option<u64>> {
+    const STEP: usize = 64 << 10;
+    const LOOK: u64 = 16 << 20;
+    file.seek(SeekFrom::Start(from))?;
+    let mut buf = vec![0u8; STEP];
+    let mut at = from;
+    while at < len && at - from < LOOK {
+        let n = match file.read(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(i) = memchr::memchr(b'\n', buf.get(..n).unwrap_or_default()) {
+            let start = at + i as u64 + 1;
+            return Ok((start < len).then_some(start));
+        }
+        at += n as u64;
+    }
+    Ok(None)
 }
 
 /// Entry lines per message from the reading thread to the caller's.
@@ -380,7 +470,7 @@ fn for_each_block(file: &mut fs::File, mut f: impl FnMut(&str) -> bool) -> io::R
 /// [`for_each_block`] for a reader that counts bytes: `f` also hears whether the block had to be
 /// repaired (bytes that are not UTF-8 replaced), when the block's length is no longer the file's.
 fn for_each_block_exact(
-    file: &mut fs::File,
+    file: &mut impl Read,
     mut f: impl FnMut(&str, bool) -> bool,
 ) -> io::Result<bool> {
     let mut buf = vec![0u8; CHUNK];
@@ -526,6 +616,77 @@ mod tests {
         fn entry(&mut self, entry: Entry) {
             self.0.push(entry);
         }
+    }
+
+    /// Skimming on two threads gives what one thread gives, wherever the middle of the file falls
+    /// (inside a short line, a long one, a `\r\n`, a line that is not UTF-8, the last line), and
+    /// so does the tail load built on it.
+    #[test]
+    fn skimming_in_two_halves_gives_what_one_thread_gives() {
+        use serde_json::json;
+        let dir = temp_dir("halves");
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut split_seen = 0;
+        for case in 0..60 {
+            let mut text = format!("{}\n", json!({"type": "session", "id": "S"}));
+            let mut parent: Option<String> = None;
+            let mut last = String::new();
+            for i in 0..(2 + next(40)) {
+                let id = format!("e{case}-{i}");
+                let cap = if next(8) == 0 { 200_000 } else { 300 };
+                let body = "x".repeat(next(cap) as usize);
+                let line = if next(9) == 0 {
+                    json!({"type": "compaction", "id": id, "parentId": parent, "timestamp": "T",
+                           "summary": body, "firstKeptEntryId": parent, "tokensBefore": 1})
+                } else {
+                    json!({"type": "message", "id": id, "parentId": parent, "timestamp": "T",
+                           "message": {"role": "user", "content": [{"type": "text", "text": body}]}})
+                };
+                text.push_str(&line.to_string());
+                text.push_str(if next(5) == 0 { "\r\n" } else { "\n" });
+                parent = Some(id.clone());
+                last = id;
+            }
+            let mut bytes = text.into_bytes();
+            if case % 10 == 3 {
+                // A line that is not UTF-8: the offsets are not the file's, so no tail either way.
+                bytes.extend_from_slice(b"{\"type\":\"message\xff\"}\n");
+            }
+            if case % 10 == 7 {
+                // No line break at the end.
+                bytes.pop();
+            }
+            let file = dir.join(format!("s{case}.jsonl"));
+            fs::write(&file, &bytes).unwrap();
+            let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
+            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0).unwrap();
+            let len = bytes.len() as u64;
+            if line_start_after(&mut fs::File::open(&file).unwrap(), len / 2, len)
+                .unwrap()
+                .is_some()
+            {
+                split_seen += 1;
+            }
+            assert_eq!(one.entries, two.entries, "case {case}");
+            assert_eq!(one.starts, two.starts, "case {case}");
+            assert_eq!(one.exact, two.exact, "case {case}");
+            let (mut a, mut b) = (Collect::default(), Collect::default());
+            assert_eq!(
+                stream_session_tail_with(&file, &last, &mut a, u64::MAX).unwrap(),
+                stream_session_tail_with(&file, &last, &mut b, 0).unwrap(),
+                "case {case}"
+            );
+            assert_eq!(a.0, b.0, "case {case}");
+        }
+        // The cases did run on two threads.
+        assert!(split_seen >= 50, "{split_seen} of 60 split");
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
