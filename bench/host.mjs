@@ -226,8 +226,9 @@ const loadEnd = load();
 // ---- report ----------------------------------------------------------------------------------
 const f = (x, d = 2) => (Number.isFinite(x) ? `${x.toFixed(d)} ms` : "—");
 const times = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(1)}×` : "—");
-const R = results.relay.big;
-const B = results.baseline.big;
+// A variant left out of RELAY_HOST_VARIANTS prints as "—".
+const R = results.relay?.big ?? {};
+const B = results.baseline?.big ?? {};
 const E = results.empty?.big ?? {};
 const less = (a, b) => (Number.isFinite(a) && Number.isFinite(b) ? Math.max(0, a - b) : NaN);
 const line = (label, key, target, d = 2, dr = Math.max(d, 3)) => [label, f(B[key], d), f(R[key], dr), f(E[key], dr), f(less(R[key], E[key]), dr), times(B[key], R[key]), target];
@@ -244,20 +245,20 @@ const rows = [
 	line("from `session_start` to the first request (Relay: its hooks wait for the background load)", "toFirstRequest", "(info)", 0, 0),
 	line("whole `pi -p` run (wall)", "wallMs", "(info)", 0, 0),
 ];
-const flat = (v, key = "context") => results[v].big[key] / results[v].small[key];
+const flat = (v, key = "context") => (results[v] ? results[v].big[key] / results[v].small[key] : NaN);
 const extra = [
 	"",
 	"| measure | value | target |",
 	"| --- | --- | --- |",
-	`| per-request \`context\` hook, ${big.entries} vs ${small.entries} entries (Relay in the host) | ${f(R.context, 3)} / ${f(results.relay.small.context, 3)} = ${flat("relay").toFixed(2)}× | ≤ 1.5× |`,
-	`| the same, \`tool_call\` hook (Relay in the host) | ${f(R.toolCall, 3)} / ${f(results.relay.small.toolCall, 3)} = ${flat("relay", "toolCall").toFixed(2)}× | ≤ 1.5× |`,
+	`| per-request \`context\` hook, ${big.entries} vs ${small.entries} entries (Relay in the host) | ${f(R.context, 3)} / ${f(results.relay?.small.context, 3)} = ${flat("relay").toFixed(2)}× | ≤ 1.5× |`,
+	`| the same, \`tool_call\` hook (Relay in the host) | ${f(R.toolCall, 3)} / ${f(results.relay?.small.toolCall, 3)} = ${flat("relay", "toolCall").toFixed(2)}× | ≤ 1.5× |`,
 	...(results.empty
 		? [
 				`| the same, \`context\` hook of the empty extension (the host's own share) | ${f(E.context, 3)} / ${f(results.empty.small.context, 3)} = ${flat("empty").toFixed(2)}× | — |`,
-				`| the same, Relay minus the host's share (\`context\`) | ${f(less(R.context, E.context), 3)} / ${f(less(results.relay.small.context, results.empty.small.context), 3)} = ${(less(R.context, E.context) / less(results.relay.small.context, results.empty.small.context)).toFixed(2)}× | ≤ 1.5× |`,
+				`| the same, Relay minus the host's share (\`context\`) | ${f(less(R.context, E.context), 3)} / ${f(less(results.relay?.small.context, results.empty.small.context), 3)} = ${(less(R.context, E.context) / less(results.relay?.small.context, results.empty.small.context)).toFixed(2)}× | ≤ 1.5× |`,
 			]
 		: []),
-	`| the same for the TypeScript baseline (\`context\`) | ${f(B.context)} / ${f(results.baseline.small.context, 3)} = ${flat("baseline").toFixed(0)}× | — |`,
+	`| the same for the TypeScript baseline (\`context\`) | ${f(B.context)} / ${f(results.baseline?.small.context, 3)} = ${flat("baseline").toFixed(0)}× | — |`,
 	`| one memchr pass over ${mib(big.textBytes)} MiB (the size of the message text) | ${f(memchrMs)} | — |`,
 	`| rare-needle search in the engine alone (addon call, median of 7) / one memchr pass | ${f(inEngine.rare)} / ${f(memchrMs)} = ${(inEngine.rare / memchrMs).toFixed(2)}× | ≤ 1.5× |`,
 	`| rare-needle search in the host / one memchr pass | ${f(R.rare)} / ${f(memchrMs)} = ${(R.rare / memchrMs).toFixed(2)}× | ≤ 1.5× |`,
