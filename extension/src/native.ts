@@ -68,19 +68,19 @@ export interface NativeEngine {
 	watchContext(): string | null;
 	/**
 	 * The operator's resume check before the handoff `argsJson` is written, with a {@link Moment},
-	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a promise (the command
+	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a {@link Job} whose promise (the command
 	 * runs on the libuv pool) of the result JSON for `tool`.
 	 */
 	handoffResumeCheck(argsJson: string, momentJson: string, gitJson: string | null, factsJson: string): Job<string> | null;
 	/** Whether the after-reset resume check of this window is still to run (cheap). */
 	resumeCheckDue(): boolean;
-	/** The after-reset resume check: `null` when none runs, else a promise of the {@link Marker} JSON to append. */
+	/** The after-reset resume check: `null` when none runs, else a {@link Job} whose promise is the {@link Marker} JSON to append. */
 	resetResumeCheck(momentJson: string, factsJson: string): Job<string> | null;
 	/** The {@link ContextMessage} JSON this window's requests carry, or `null`. */
 	resumeContext(): string | null;
 	/** Whether this window's stale-handoff check is still to run (cheap). */
 	staleCheckDue(): boolean;
-	/** The stale-handoff check: `null` when none runs, else a promise (git and file reads on the libuv pool) of the {@link Marker} JSON to append. */
+	/** The stale-handoff check: `null` when none runs, else a {@link Job} whose promise (git and file reads on the libuv pool) is the {@link Marker} JSON to append. */
 	staleCheck(): Job<string> | null;
 	/** The {@link ContextMessage} JSON of this window's stale-handoff check, or `null` (none, or nothing differed). */
 	staleContext(): string | null;
