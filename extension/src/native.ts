@@ -68,8 +68,8 @@ export interface NativeEngine {
 	watchContext(): string | null;
 	/**
 	 * The operator's resume check before the handoff `argsJson` is written, with a {@link Moment},
-	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a {@link Job} whose promise (the command
-	 * runs on the libuv pool) of the result JSON for `tool`.
+	 * the git facts and the {@link ResumeFacts}: `null` when none runs, else a {@link Job} whose
+	 * promise (the command runs on the libuv pool) is the result JSON for `tool`.
 	 */
 	handoffResumeCheck(argsJson: string, momentJson: string, gitJson: string | null, factsJson: string): Job<string> | null;
 	/** Whether the after-reset resume check of this window is still to run (cheap). */
