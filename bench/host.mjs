@@ -10,7 +10,7 @@
 // RELAY_HOST_ROUNDS (rounds of [rare search, common search, note append] per run, default 5),
 // RELAY_BENCH_SEED, RELAY_BENCH_DIR (the generator's cache). No timed assertions: it prints.
 import { execFileSync } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,8 +76,54 @@ function copyWithCwd(src, dst, cwd) {
 	closeSync(output);
 }
 
-/** One `pi -p` run of `variant` on a private copy of `file`; returns the probes' marks. */
-function runPi(variant, file, n) {
+/**
+ * A Pi compaction entry to append to the big session so that its window keeps only the newest
+ * `keep` entries: the window of the 1k session, on the big session's history. The flatness
+ * measure then compares the session's length alone, not the window's (Pi's own share of the
+ * `context` hook grows with the window). Reads the file's tail, more of it until the walk back
+ * from the leaf finds `keep` entries.
+ */
+function compactionKeeping(file, leafId, keep) {
+	const fd = openSync(file, "r");
+	const size = fstatSync(fd).size;
+	try {
+		for (let span = 8 * 1048576; ; span *= 2) {
+			const start = Math.max(0, size - span);
+			const buf = Buffer.alloc(size - start);
+			readSync(fd, buf, 0, buf.length, start);
+			const lines = buf.toString("utf8").split("\n");
+			if (start > 0) lines.shift();
+			const byId = new Map();
+			for (const l of lines) {
+				if (!l) continue;
+				const e = JSON.parse(l);
+				if (e.id) byId.set(e.id, e);
+			}
+			let entry = byId.get(leafId);
+			for (let i = 1; entry && i < keep; i++) entry = byId.get(entry.parentId);
+			if (entry) {
+				const leaf = byId.get(leafId);
+				const compaction = {
+					type: "compaction",
+					id: "0c0ffee0",
+					parentId: leafId,
+					timestamp: new Date(Date.parse(leaf.timestamp) + 1000).toISOString(),
+					summary: "The earlier work of this session, summarised for the benchmark.",
+					firstKeptEntryId: entry.id,
+					tokensBefore: 150000,
+				};
+				if (byId.has(compaction.id)) throw new Error(`the session already has an entry ${compaction.id}`);
+				return JSON.stringify(compaction) + "\n";
+			}
+			if (start === 0) throw new Error(`the session has fewer than ${keep} entries before ${leafId}`);
+		}
+	} finally {
+		closeSync(fd);
+	}
+}
+
+/** One `pi -p` run of `variant` on a private copy of `file` (with `tail` appended); returns the probes' marks. */
+function runPi(variant, file, n, tail) {
 	const dir = join(scratch, `${variant}-${n}`);
 	const agent = join(dir, "agent");
 	const work = join(dir, "work");
@@ -88,6 +134,7 @@ function runPi(variant, file, n) {
 	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false } }));
 	const copy = join(dir, "session.jsonl");
 	copyWithCwd(file, copy, work);
+	if (tail) appendFileSync(copy, tail);
 	const out = join(dir, "marks.json");
 	const t0 = performance.now();
 	execFileSync(
@@ -162,10 +209,10 @@ function measure({ marks, wallMs }) {
 	};
 }
 
-function bench(label, file, variant) {
+function bench(label, file, variant, tail) {
 	const runs = [];
 	for (let i = 0; i < RUNS; i++) {
-		const r = measure(runPi(variant, file, i));
+		const r = measure(runPi(variant, file, i, tail));
 		if (r.rare.length !== ROUNDS || r.notes.length !== ROUNDS) throw new Error(`${variant}: the script's tools did not all run (${r.rare.length} searches, ${r.notes.length} appends)`);
 		runs.push(r);
 		log(`${label} ${variant} run ${i + 1}: session_start ${r.sessionStart.toFixed(1)} ms, first context ${r.firstContext.toFixed(1)} ms, context ${median(r.context).toFixed(2)} ms, rare ${median(r.rare).toFixed(2)} ms, common ${median(r.common).toFixed(2)} ms, notes ${median(r.notes).toFixed(2)} ms, pi wall ${(r.wallMs / 1000).toFixed(1)} s (up to session_start ${(r.phases.toSessionStart / 1000).toFixed(1)} s, then to the first request ${(r.phases.toFirstRequest / 1000).toFixed(1)} s, the run ${(r.phases.run / 1000).toFixed(1)} s; load ${load()})`);
@@ -215,9 +262,13 @@ const big = session("big", { targetBytes: Math.round(MB * 1048576), maxEntries: 
 const small = session("small", { targetBytes: Infinity, maxEntries: 1000, seed: SEED + 1 });
 log(`session: ${mib(big.bytes)} MiB, ${big.entries} entries, ${mib(big.textBytes)} MiB of message text; small: ${small.entries} entries`);
 
+const sameWindow = compactionKeeping(big.file, big.leafId, small.entries);
+
 const results = {};
 for (const variant of (process.env.RELAY_HOST_VARIANTS ?? "relay,baseline,empty").split(",")) {
 	results[variant] = { big: bench("big", big.file, variant), small: bench("1k", small.file, variant) };
+	// The big session with the 1k session's window: Relay and the host's share only.
+	if (variant !== "baseline") results[variant].sameWindow = bench(`big, ${small.entries}-entry window,`, big.file, variant, sameWindow);
 }
 const memchrMs = memchrPass(big.textBytes);
 const inEngine = await engineSearch(big);
@@ -245,7 +296,9 @@ const rows = [
 	line("from `session_start` to the first request (Relay: its hooks wait for the background load)", "toFirstRequest", "(info)", 0, 0),
 	line("whole `pi -p` run (wall)", "wallMs", "(info)", 0, 0),
 ];
-const flat = (v, key = "context") => (results[v] ? results[v].big[key] / results[v].small[key] : NaN);
+const flat = (v, key = "context", of = "big") => (results[v]?.[of] ? results[v][of][key] / results[v].small[key] : NaN);
+const W = results.relay?.sameWindow ?? {};
+const EW = results.empty?.sameWindow ?? {};
 const extra = [
 	"",
 	"| measure | value | target |",
@@ -259,6 +312,13 @@ const extra = [
 			]
 		: []),
 	`| the same for the TypeScript baseline (\`context\`) | ${f(B.context)} / ${f(results.baseline?.small.context, 3)} = ${flat("baseline").toFixed(0)}× | — |`,
+	`| per-request \`context\` hook, ${big.entries} entries whose window is the newest ${small.entries} (a compaction appended) vs ${small.entries} entries (Relay in the host) | ${f(W.context, 3)} / ${f(results.relay?.small.context, 3)} = ${flat("relay", "context", "sameWindow").toFixed(2)}× | ≤ 1.5× |`,
+	...(results.empty
+		? [
+				`| the same window, \`context\` hook of the empty extension (the host's own share) | ${f(EW.context, 3)} / ${f(results.empty.small.context, 3)} = ${flat("empty", "context", "sameWindow").toFixed(2)}× | — |`,
+				`| the same window, Relay minus the host's share (\`context\`) | ${f(less(W.context, EW.context), 3)} / ${f(less(results.relay?.small.context, results.empty.small.context), 3)} = ${(less(W.context, EW.context) / less(results.relay?.small.context, results.empty.small.context)).toFixed(2)}× | ≤ 1.5× |`,
+			]
+		: []),
 	`| one memchr pass over ${mib(big.textBytes)} MiB (the size of the message text) | ${f(memchrMs)} | — |`,
 	`| rare-needle search in the engine alone (addon call, median of 7) / one memchr pass | ${f(inEngine.rare)} / ${f(memchrMs)} = ${(inEngine.rare / memchrMs).toFixed(2)}× | ≤ 1.5× |`,
 	`| rare-needle search in the host / one memchr pass | ${f(R.rare)} / ${f(memchrMs)} = ${(R.rare / memchrMs).toFixed(2)}× | ≤ 1.5× |`,
