@@ -568,6 +568,8 @@ impl Binding {
                 return Ok(false);
             };
             b.inner.install(loaded);
+            // The mirror replaced, and what the worker freed while it read the file.
+            release_free_memory();
             b.needs_resync = false;
             if b.inner.history_complete() {
                 b.skimmed_source = None;
@@ -633,7 +635,12 @@ impl Binding {
                     Fed::Truncate(id) => loaded.truncate_after(id.as_deref()),
                 }
             }
-            Ok(b.inner.complete(loaded))
+            let swapped = b.inner.complete(loaded);
+            // The skimmed branch just dropped was built on a worker, in malloc's arena for that
+            // thread, and glibc keeps its freed pages: without this the engine stayed at 1.5-1.6x
+            // the message text after the swap (1.23x for the same branch loaded at once).
+            release_free_memory();
+            Ok(swapped)
         })
     }
 
@@ -1150,6 +1157,18 @@ fn take_slot<T>(slot: &Mutex<Option<T>>) -> Option<T> {
     match slot.lock() {
         Ok(mut slot) => slot.take(),
         Err(poisoned) => poisoned.into_inner().take(),
+    }
+}
+
+/// Return the pages malloc holds free to the system (glibc keeps the free pages of each thread's
+/// arena; a dropped mirror built on a worker left 50-75 MiB resident on the 256 MiB session).
+/// A no-op on other targets.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    // SAFETY: malloc_trim takes no pointer and has no precondition; glibc locks each arena it trims.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
