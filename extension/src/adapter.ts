@@ -1,13 +1,16 @@
-// The adapter between Pi and the Rust engine: it keeps the engine's branch mirror current, turns Pi
-// events into observations, and carries out the effects the engine returns. It decides nothing.
+// The driver between Pi and the Rust engine: the one place that executes what the engine
+// answers. It turns Pi events into inputs, keeps the engine's branch mirror current (every input
+// carries what Pi appended since the engine's tip), carries out effects and appends, and runs the
+// jobs the engine asks for, off Pi's event loop, within their deadline and under Pi's abort
+// signal. It decides nothing: which job runs, in which order, and what a result means are the
+// engine's (crates/relay-core/src/engine/door.rs).
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { existsSync } from "node:fs";
-import type { Effect, Event, Moment, Observation, ResetPlan } from "./generated/wire.ts";
-import type { NativeEngine } from "./native.ts";
-import { contextGuard } from "./integrations.ts";
-
-// The wire types are generated from the Rust engine (crates/relay-core/src/engine/wire.rs).
-export type { HookReply, ToolReply } from "./generated/wire.ts";
+import { tmpdir } from "node:os";
+import type { Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import { native, type NativeEngine } from "./native.ts";
+import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
 /**
  * The process-wide hosting marker: the first Relay runtime bound in a process is the primary one;
@@ -64,7 +67,7 @@ function pendingWork(): number {
 }
 
 /**
- * Facts about the moment that every observation carries. Pi computes them; the engine judges them.
+ * Facts about the moment that every input carries. Pi computes them; the engine judges them.
  * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
  * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine
  * estimate usage from its mirror instead.
@@ -97,161 +100,230 @@ export function moment(ctx: ExtensionContext, withUsage = false, subagent = fals
 /** The fields of the Pi event of type `T` besides its tag. */
 export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T }>, "type">;
 
-/** The JSON observation `Engine::handle` reads: the moment and the Pi event it reports. */
-export function observation<T extends Event["type"]>(ctx: ExtensionContext, type: T, fields: EventFields<T>, subagent = false): string {
-	const event = { type, ...fields } as Event;
-	return JSON.stringify({ moment: moment(ctx, false, subagent), event } satisfies Observation);
-}
-
 /**
- * Bring the engine's mirror up to the current leaf. Walks from the leaf back to the newest entry the
- * engine already knows, so the cost is the number of new entries, never the session length. After
- * the addon caught a panic (`needsResync()`), or in another session, it is a full resync instead.
- */
-/**
- * What the adapter remembers between hooks: the session the mirror holds, the start-up load in
+ * What the driver remembers between inputs: the session the mirror holds and its tip (from the
+ * engine's last output), whether the engine asked for the whole branch, the start-up load in
  * flight (`loading`, every hook waits for it) and the load that completes a skimmed history
  * (`completing`, only what reads earlier windows waits for it).
  */
-export type SyncState = { sessionId?: string; loading?: Promise<void>; completing?: Promise<void>; loadToken?: object };
+export type SyncState = {
+	sessionId?: string;
+	tip?: string | null;
+	needsBranch?: boolean;
+	loading?: Promise<void>;
+	completing?: Promise<void>;
+	loadToken?: object;
+};
 
-export function sync(engine: NativeEngine, ctx: ExtensionContext, state: SyncState): void {
+/** One Relay runtime: its engine, what the driver remembers, and the hosting rule's answer. */
+export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean };
+
+/** One crossing: `input` (and `feed`) in, the output back, the remembered tip updated. */
+function call(rt: Runtime, input: Input, feed: string | null = null): Output {
+	const out = JSON.parse(rt.engine.handle(JSON.stringify(input), feed)) as Output;
+	rt.state.tip = out.tip;
+	rt.state.needsBranch = out.needsBranch;
+	return out;
+}
+
+/** A query the engine answers without its mirror (`describe`, `prepare`, `schema_refused`). */
+export function ask(rt: Runtime, input: Input): unknown {
+	return call(rt, input).value;
+}
+
+/**
+ * What Pi appended since the engine's tip, as a feed: the walk goes from Pi's leaf back to the
+ * tip, so its cost is the number of new entries, never the session's length. A leaf that does
+ * not descend from the tip (a navigation) asks the engine which of the walked entries it holds
+ * and drops what follows that one.
+ */
+function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
 	const sm = ctx.sessionManager;
-	const sessionId = sm.getSessionId();
-	if (state.sessionId !== sessionId || engine.needsResync()) {
-		fullSync(engine, ctx, state);
-		return;
-	}
 	const leaf = sm.getLeafId();
-	if (leaf === engine.tipId()) return;
-	const fresh: unknown[] = [];
+	const tip = rt.state.tip ?? null;
+	if (leaf === tip) return null;
+	const fresh: { id: string; parentId: string | null }[] = [];
 	let id: string | null | undefined = leaf;
-	while (id && !engine.hasEntry(id)) {
-		const entry = sm.getEntry(id);
+	while (id && id !== tip) {
+		const entry = sm.getEntry(id) as { id: string; parentId: string | null } | undefined;
 		if (!entry) break;
 		fresh.push(entry);
 		id = entry.parentId;
 	}
-	if ((id ?? null) !== engine.tipId()) engine.truncateAfter(id ?? null);
-	if (fresh.length > 0) engine.append(JSON.stringify(fresh.reverse()));
+	if ((id ?? null) === tip) return JSON.stringify({ append: fresh.reverse() });
+	const known = call(rt, { type: "known", ids: fresh.map((e) => e.id) }).value as number | null;
+	const keep = known === null ? fresh : fresh.slice(0, known);
+	const after = known === null ? null : fresh[known]!.id;
+	return JSON.stringify({ truncate: true, after, append: keep.reverse() });
 }
 
-/** Rebuild the mirror from scratch: from the session file when it holds the whole branch, else from getBranch(). */
-export function fullSync(engine: NativeEngine, ctx: ExtensionContext, state: SyncState): void {
+/**
+ * Reload the engine's mirror in full: from the session file when it holds the branch, else from
+ * Pi's `getBranch()` (after a caught panic, in another session, or when the engine asks).
+ */
+export function reload(rt: Runtime, ctx: ExtensionContext): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
-	const leaf = sm.getLeafId();
-	if (file && leaf && existsSync(file) && engine.loadSessionFile(sessionId, file, leaf)) {
-		state.sessionId = sessionId;
-		// Entries Pi has not flushed yet (none once the file exists) arrive through the incremental path.
-		sync(engine, ctx, state);
-		return;
+	rt.state.sessionId = sessionId;
+	rt.state.tip = undefined;
+	perform(rt, ctx, call(rt, { type: "open", sessionId, file: file && existsSync(file) ? file : null, leaf: sm.getLeafId(), background: false }));
+	if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
+}
+
+/**
+ * Hand `input` to the engine with what Pi appended, then carry out its output; an output that
+ * waits for jobs is driven to its end (the jobs run off Pi's event loop; `signal`: Pi's abort).
+ * Answers at once, without a promise, when nothing waits.
+ */
+export function drive(rt: Runtime, ctx: ExtensionContext, input: Input, signal?: AbortSignal): Output | Promise<Output> {
+	if (rt.state.sessionId !== ctx.sessionManager.getSessionId() || rt.state.needsBranch) reload(rt, ctx);
+	const out = call(rt, input, feedOf(rt, ctx));
+	perform(rt, ctx, out);
+	return out.op === undefined ? out : follow(rt, ctx, out, signal);
+}
+
+async function follow(rt: Runtime, ctx: ExtensionContext, first: Output, signal?: AbortSignal): Promise<Output> {
+	let out = first;
+	const effects = [...out.effects];
+	while (out.op !== undefined) {
+		const results = await Promise.all(out.jobs.map((job) => runJob(job, ctx, signal)));
+		out = call(rt, { type: "done", op: out.op, results, moment: moment(ctx, false, rt.subagent) }, feedOf(rt, ctx));
+		perform(rt, ctx, out);
+		effects.push(...out.effects);
 	}
-	engine.resync(sessionId, JSON.stringify(sm.getBranch()));
-	// Only a mirror that loaded counts as this session's: a failed load is retried, never walked.
-	state.sessionId = sessionId;
+	return { ...out, effects };
+}
+
+/** Carry out an output: the entries to append first, then the effects in order. */
+function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
+	for (const marker of out.appends) rt.pi.appendEntry(marker.customType, marker.data);
+	run(rt.pi, ctx, out.effects);
+}
+
+/**
+ * Run one job: facts only the host has here, everything else in the addon on the libuv pool.
+ * The job's deadline and Pi's abort signal end the wait (the outcome says which); a job never
+ * rejects.
+ */
+export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSignal): Promise<JobResult> {
+	const result = (outcome: JobResult["outcome"]): JobResult => ({ id: job.id, outcome });
+	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
+	const work: Promise<JobResult> =
+		job.work.kind === "facts"
+			? Promise.resolve().then(() => result({ kind: "done", value: hostFacts(job.work as Extract<Work, { kind: "facts" }>, ctx), atMs: Date.now() }))
+			: native()
+					.runJob(JSON.stringify(job))
+					.then((text) => result(JSON.parse(text)));
+	const guarded = work.catch((error: unknown) => result({ kind: "failed", error: error instanceof Error ? error.message : String(error), exists: false }));
+	const waits: Promise<JobResult>[] = [guarded];
+	const cleanups: (() => void)[] = [];
+	const left = job.deadlineMs - Date.now();
+	if (left < 2 ** 31) {
+		waits.push(
+			new Promise((resolve) => {
+				const timer = setTimeout(() => resolve(result({ kind: "failed", error: `the ${job.work.kind} job did not finish within its deadline`, exists: false })), Math.max(0, left));
+				timer.unref?.();
+				cleanups.push(() => clearTimeout(timer));
+			}),
+		);
+	}
+	if (signal) {
+		waits.push(
+			new Promise((resolve) => {
+				const onAbort = () => resolve(result({ kind: "aborted" }));
+				signal.addEventListener("abort", onAbort, { once: true });
+				cleanups.push(() => signal.removeEventListener("abort", onAbort));
+			}),
+		);
+	}
+	return Promise.race(waits).finally(() => cleanups.forEach((c) => c()));
+}
+
+/** The facts a `facts` job asks for. */
+function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext | null): HostFacts {
+	const facts: HostFacts = {};
+	if (work.sessionName) facts.sessionName = ctx?.sessionManager.getSessionName() ?? undefined;
+	if (work.registries) {
+		facts.jobs = jobRecords();
+		facts.subagents = subagentRecords(work.taskIds);
+	}
+	if (work.store && ctx) {
+		facts.store = {
+			agentDir: getAgentDir(),
+			questionsHome: process.env.PI_QUESTIONS_HOME ?? null,
+			tmpDir: tmpdir(),
+			uid: typeof process.getuid === "function" ? process.getuid() : null,
+			sessionId: ctx.sessionManager.getSessionId(),
+			cwd: ctx.cwd,
+		};
+	}
+	return facts;
 }
 
 /**
  * Load the session at start-up, then run `after` (configuration and the `session_start` event).
- * A large session file is read on the libuv pool in two steps, so opening it does not hold Pi:
- * 1. `loadSessionFileInBackground` skims the file and reads the current window in full: every
- *    fact of the branch but the earlier windows' texts. `state.loading` is the promise of this
- *    start-up, which every hook and tool awaits first ({@link whenLoaded}); the engine installs
- *    the branch and the incremental `sync()` adds what Pi appended meanwhile.
- * 2. `beginCompleteLoad().run()` then reads the whole file while the hooks go on; what reads
- *    earlier windows (the history tools, a tree navigation) awaits `state.completing`
- *    ({@link whenComplete}), and the engine swaps the whole history in with what it was given
- *    meanwhile replayed. A session without a compaction is read whole in step 1.
- * A small file, or one the addon cannot serve in the background, loads at once as before.
+ * A large session file is read on the libuv pool in two passes, so opening it does not hold Pi:
+ * the engine answers `open` with a load job (the current window in full, the earlier windows
+ * skimmed); `state.loading` is the promise every hook and tool awaits first ({@link whenLoaded}).
+ * When the engine then asks for the whole history (a second load job), it runs while the hooks
+ * go on; what reads earlier windows awaits `state.completing` ({@link whenComplete}).
  */
-export function openSession(
-	engine: NativeEngine,
-	ctx: ExtensionContext,
-	state: SyncState,
-	after: () => void,
-	report: (error: unknown) => void,
-): void {
+export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
-	const leaf = sm.getLeafId();
-	let pending: Promise<boolean> | null = null;
+	const token = {};
+	rt.state.loadToken = token;
+	rt.state.sessionId = sessionId;
+	rt.state.tip = undefined;
+	let out: Output | null = null;
 	try {
-		pending = file && leaf && existsSync(file) ? (engine.loadSessionFileInBackground(sessionId, file, leaf)?.run() ?? null) : null;
+		out = call(rt, { type: "open", sessionId, file: file && existsSync(file) ? file : null, leaf: sm.getLeafId(), background: true });
+		perform(rt, ctx, out);
+		if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
 	} catch (error) {
 		report(error);
 	}
-	const token = {};
-	state.loadToken = token;
-	if (!pending) {
-		state.loading = undefined;
-		try {
-			fullSync(engine, ctx, state);
-		} catch (error) {
-			report(error);
-		}
+	if (out?.op === undefined) {
+		rt.state.loading = undefined;
 		after();
 		return;
 	}
-	const loading = (async () => {
-		let found = false;
-		try {
-			found = await pending;
-		} catch (error) {
-			report(error);
-		}
-		// A later session_start began its own load: this one is stale.
-		if (state.loadToken !== token) return;
-		let skimmed = false;
-		try {
-			if (found && engine.finishLoad()) {
-				state.sessionId = sessionId;
-				sync(engine, ctx, state);
-				skimmed = !engine.historyComplete();
-			} else {
-				fullSync(engine, ctx, state);
-			}
-		} catch (error) {
-			report(error);
-		}
-		if (skimmed) completeHistory(engine, ctx, state, token, report);
-		after();
-	})().finally(() => {
-		if (state.loading === loading) state.loading = undefined;
-	});
-	state.loading = loading;
+	const loading = loadPass(rt, ctx, out, token, report)
+		.then((next) => {
+			if (rt.state.loadToken !== token) return;
+			if (next?.op !== undefined) completeHistory(rt, ctx, next, token, report);
+			after();
+		})
+		.finally(() => {
+			if (rt.state.loading === loading) rt.state.loading = undefined;
+		});
+	rt.state.loading = loading;
 }
 
-/**
- * Step 2 of {@link openSession}: read the whole file on the libuv pool and swap the complete
- * history in. Should that fail, the session is reloaded in full (as a failed start-up load is).
- */
-function completeHistory(engine: NativeEngine, ctx: ExtensionContext, state: SyncState, token: object, report: (error: unknown) => void): void {
-	let pending: Promise<boolean> | null = null;
+/** Run a load job and hand its result to the engine (a failure reloads the session in full). */
+async function loadPass(rt: Runtime, ctx: ExtensionContext, out: Output, token: object, report: (error: unknown) => void): Promise<Output | null> {
+	const results = await Promise.all(out.jobs.map((job) => runJob(job, ctx)));
+	if (rt.state.loadToken !== token) return null;
 	try {
-		pending = engine.beginCompleteLoad()?.run() ?? null;
+		const next = call(rt, { type: "done", op: out.op!, results, moment: moment(ctx, false, rt.subagent) });
+		perform(rt, ctx, next);
+		if (rt.state.needsBranch) reload(rt, ctx);
+		return next;
 	} catch (error) {
 		report(error);
+		return null;
 	}
-	const completing = (async () => {
-		let read = false;
-		try {
-			read = pending ? await pending : false;
-		} catch (error) {
-			report(error);
-		}
-		if (state.loadToken !== token) return;
-		try {
-			if (!(read && engine.finishCompleteLoad()) && !engine.historyComplete()) fullSync(engine, ctx, state);
-		} catch (error) {
-			report(error);
-		}
-	})().finally(() => {
-		if (state.completing === completing) state.completing = undefined;
-	});
-	state.completing = completing;
+}
+
+function completeHistory(rt: Runtime, ctx: ExtensionContext, out: Output, token: object, report: (error: unknown) => void): void {
+	const completing = loadPass(rt, ctx, out, token, report)
+		.then(() => undefined)
+		.finally(() => {
+			if (rt.state.completing === completing) rt.state.completing = undefined;
+		});
+	rt.state.completing = completing;
 }
 
 /** Run `body` once the start-up load and the completion of the history are done ({@link openSession}). */
@@ -309,4 +381,20 @@ export function resetDrafts(pi: ExtensionAPI, ctx: ExtensionContext, plan: Reset
 		drafts.push({ type: "custom_message", customType: plan.continuation.customType, content: plan.continuation.content, display: false });
 	}
 	return { markerId, drafts };
+}
+
+/** The visible messages of a request with the engine's messages inserted where it says. */
+export function withMessages<M>(messages: M[], out: Output): M[] {
+	let result = messages;
+	for (const message of out.messages) {
+		const inserted = {
+			role: "custom",
+			customType: message.customType,
+			content: message.content,
+			display: false,
+			timestamp: message.timestamp,
+		} as unknown as M;
+		result = [...result.slice(0, message.index), inserted, ...result.slice(message.index)];
+	}
+	return result;
 }

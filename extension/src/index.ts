@@ -4,40 +4,41 @@ import { VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-wor
 import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import {
+	ask,
 	bindRuntime,
+	drive,
 	moment,
-	observation,
 	openSession,
 	recallToggle,
 	releaseRuntime,
 	rememberToggle,
 	resetDrafts,
-	run,
-	sync,
 	whenComplete,
 	whenLoaded,
+	withMessages,
 	type EventFields,
-	type SyncState,
-	type HookReply,
-	type ToolReply,
+	type Runtime,
 } from "./adapter.ts";
-import type { ContextMessage, Event, Marker, ToolSpec } from "./generated/wire.ts";
-import { checkBeforeHandoff, runResetCheck, withResumeMessage } from "./resume.ts";
-import { integrationFacts, jobRecords, loadGuards, storeFacts } from "./integrations.ts";
+import type { Description, Event, Input, Output } from "./generated/wire.ts";
+import { jobRecords, loadGuards } from "./integrations.ts";
 import { loadSettings } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
-import { native, type NativeEngine } from "./native.ts";
+import { native } from "./native.ts";
 
 export default function relay(pi: ExtensionAPI) {
 	// Without a core for this machine, or on a Pi older than Relay supports, register nothing: say
 	// so once and let Pi run without Relay (the engine decides which versions are supported).
-	let refusal: string | null;
+	let rt: Runtime;
+	let description: Description;
 	try {
-		refusal = native().piVersionRefusal(String(VERSION));
+		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
+		description = ask(rt, { type: "describe", piVersion: String(VERSION) }) as Description;
 	} catch (error) {
 		// No core for this machine: the message names the platform and the command that builds it.
-		refusal = error instanceof Error ? error.message : String(error);
+		description = { refusal: error instanceof Error ? error.message : String(error), tools: [], renderedTypes: [] };
+		rt = undefined as never;
 	}
+	const refusal = description.refusal;
 	if (refusal) {
 		console.error(refusal);
 		pi.on("session_start", (_event, ctx) => {
@@ -45,51 +46,40 @@ export default function relay(pi: ExtensionAPI) {
 		});
 		return;
 	}
-	const engine: NativeEngine = new (native().Engine)();
-	const state: SyncState = {};
 	// Whether another Relay runtime was already bound in this process when this one started.
 	const runtime = {};
-	let subagent = false;
 
-	// Nothing Relay does may throw into Pi (a throw in tool_call would block the tool): a failure,
-	// a panic the addon caught included, is reported once per message (the UI's notification, else
-	// stderr) and the hook carries on as if Relay were absent. After a panic the addon asks for a
-	// full resync, which the next sync() does.
-	const reported = new Set<string>();
-	const report = (where: string, error: unknown, ctx?: ExtensionContext) => {
-		const text = `relay: ${where} failed: ${error instanceof Error ? error.message : String(error)}`;
-		if (reported.has(text)) return;
-		reported.add(text);
+	/**
+	 * Serve `input` through the engine; a failure of Relay's (a Pi call that threw, an addon
+	 * error) goes back to the engine, whose failure policy answers for the hook (a compaction
+	 * hook is cancelled while Relay's windows are on) and tells the user once. Nothing throws
+	 * into Pi.
+	 */
+	const serve = (ctx: ExtensionContext, where: string, input: Input, signal?: AbortSignal): Output | Promise<Output> => {
+		const failed = (error: unknown): Output => {
+			const message = error instanceof Error ? error.message : String(error);
+			try {
+				return drive(rt, ctx, { type: "failed", hook: where, message }) as Output;
+			} catch {
+				// The engine itself cannot answer: the last resort keeps Pi's summarizer away.
+				console.error(`relay: ${where} failed: ${message}`);
+				return { effects: [], messages: [], appends: [], jobs: [], tip: null, needsBranch: true, historyComplete: true, ...(where === "session_before_compact" ? { result: { kind: "cancel" as const } } : {}) };
+			}
+		};
 		try {
-			if (ctx?.hasUI) ctx.ui.notify(text, "error");
-			else console.error(text);
-		} catch {
-			console.error(text);
-		}
-	};
-
-	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>): HookReply => {
-		try {
-			sync(engine, ctx, state);
-			const reply = JSON.parse(engine.handle(observation(ctx, type, extra, subagent))) as HookReply;
-			run(pi, ctx, reply.effects);
-			return reply;
+			const out = drive(rt, ctx, input, signal);
+			return out instanceof Promise ? out.catch(failed) : out;
 		} catch (error) {
-			report(type, error, ctx);
-			return { effects: [] };
+			return failed(error);
 		}
 	};
+	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
+	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>) =>
+		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } });
 
-	const configure = (ctx: ExtensionContext) => {
-		try {
-			const reply = JSON.parse(engine.configure(JSON.stringify(loadSettings(pi, ctx)))) as HookReply;
-			run(pi, ctx, reply.effects);
-		} catch (error) {
-			report("configuration", error, ctx);
-		}
-	};
+	const configure = (ctx: ExtensionContext) => serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx) });
 
-	for (const spec of JSON.parse(engine.toolSpecs()) as ToolSpec[]) {
+	for (const spec of description.tools) {
 		pi.registerTool({
 			name: spec.name,
 			label: spec.label,
@@ -102,15 +92,16 @@ export default function relay(pi: ExtensionAPI) {
 			prepareArguments(args: unknown) {
 				let prepared: { args?: unknown; error?: string };
 				try {
-					prepared = JSON.parse(engine.prepareArguments(spec.name, JSON.stringify(args ?? {})));
+					prepared = ask(rt, { type: "prepare", tool: spec.name, args: args ?? {} }) as typeof prepared;
 				} catch (error) {
-					report(`${spec.name} arguments`, error);
+					console.error(`relay: ${spec.name} arguments: ${error instanceof Error ? error.message : String(error)}`);
 					return args as never;
 				}
 				if (prepared.error !== undefined) throw new Error(prepared.error);
 				// Pi checks the arguments against the schema next, and its error repeats every
 				// argument: a 100 MB argument of the wrong type would be a 100 MB tool result. Run
-				// Pi's own check here and refuse with its list of what is wrong, without the copy.
+				// Pi's own check here; the engine tells its refusal from anything else and gives the
+				// error without the copy.
 				if (typeof piAi.validateToolArguments === "function") {
 					try {
 						piAi.validateToolArguments(
@@ -118,64 +109,24 @@ export default function relay(pi: ExtensionAPI) {
 							{ type: "toolCall", id: "relay-schema-check", name: spec.name, arguments: prepared.args as never },
 						);
 					} catch (error) {
-						const message = error instanceof Error ? error.message : String(error);
-						// Anything but Pi's refusal (another Pi's signature): Pi's own check decides.
-						if (!message.startsWith("Validation failed for tool")) return prepared.args as never;
-						throw new Error(native().schemaRefusal(spec.name, message.slice(0, 65_536)));
+						const message = (error instanceof Error ? error.message : String(error)).slice(0, 65_536);
+						const refused = ask(rt, { type: "schema_refused", tool: spec.name, message }) as { error?: string };
+						if (refused.error !== undefined) throw new Error(refused.error);
 					}
 				}
 				return prepared.args as never;
 			},
-			async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-				let reply: ToolReply;
-				try {
-					// A tool called while the start-up load is in flight waits for it; one that reads
-					// earlier windows (the history tools) waits for the whole history.
-					await (spec.needsHistory ? whenComplete : whenLoaded)(state, () => undefined);
-					// A handoff's git metadata, and what it records of the workspace for the next
-					// window's stale-handoff check, are collected off Pi's event loop within one
-					// deadline; the engine work then runs at once with the facts (unknown if
-					// collecting failed).
-					const git =
-						spec.collectsGit
-							? await native().collectGit(ctx.cwd, JSON.stringify(params ?? {})).catch((error: unknown) => {
-									report("collecting git metadata", error, ctx);
-									return null;
-								})
-							: null;
-					sync(engine, ctx, state);
-					const args = JSON.stringify(params ?? {});
-					// The operator's resume check, right before a handoff is written (the engine
-					// decides whether one runs; it runs off Pi's event loop). A failure leaves the
-					// handoff without it.
-					const check = spec.collectsGit
-						? await checkBeforeHandoff(engine, args, JSON.stringify(moment(ctx, false, subagent)), git, ctx).catch((error: unknown) => {
-								report("the resume check", error, ctx);
-								return null;
-							})
-						: null;
-					// The optional integrations: the stores on disk are read off Pi's event loop, the
-					// in-process registries right before the handoff is rendered.
-					const stores = spec.collectsGit
-						? await native().collectStores(storeFacts(ctx)).catch((error: unknown) => {
-								report("reading the integration stores", error, ctx);
-								return null;
-							})
-						: null;
-					const integrations = spec.collectsGit ? integrationFacts(stores ? JSON.parse(stores) : null) : null;
-					sync(engine, ctx, state);
-					reply = JSON.parse(
-						engine.tool(spec.name, args, JSON.stringify(moment(ctx, spec.usesPiUsage, subagent)), git, check, integrations),
-					) as ToolReply;
-					if (reply.persist) {
-						pi.appendEntry(reply.persist.customType, reply.persist.data);
-						sync(engine, ctx, state);
-					}
-					run(pi, ctx, reply.effects);
-				} catch (error) {
-					report(spec.name, error, ctx);
-					reply = { text: `${spec.name} failed inside Relay: ${error instanceof Error ? error.message : String(error)}`, isError: true };
-				}
+			async execute(toolCallId, params, signal, _onUpdate, ctx) {
+				// A tool called while the start-up load is in flight waits for it; one that reads
+				// earlier windows (the history tools) waits for the whole history.
+				await (spec.needsHistory ? whenComplete : whenLoaded)(rt.state, () => undefined);
+				const out = await serve(
+					ctx,
+					spec.name,
+					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, spec.usesPiUsage, rt.subagent) },
+					signal,
+				);
+				const reply = out.reply ?? { text: `${spec.name} failed inside Relay`, isError: true };
 				return {
 					content: [{ type: "text" as const, text: reply.text }],
 					details: {},
@@ -186,8 +137,9 @@ export default function relay(pi: ExtensionAPI) {
 		});
 	}
 
-	pi.on("session_start", async (event, ctx) => {
-		subagent = bindRuntime(runtime);
+
+	pi.on("session_start", async (_event, ctx) => {
+		rt.subagent = bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
 		await loadGuards();
 		// A large session is loaded off Pi's event loop: this hook returns at once, every other
@@ -195,9 +147,8 @@ export default function relay(pi: ExtensionAPI) {
 		// the whole history (see openSession); configuration and the engine's session_start
 		// follow the first step.
 		openSession(
-			engine,
+			rt,
 			ctx,
-			state,
 			() => {
 				configure(ctx);
 				// `/relay on|off` outlives the engine that /reload re-creates: the user's last toggle of
@@ -206,40 +157,40 @@ export default function relay(pi: ExtensionAPI) {
 				if (toggle) handle(ctx, "command", { args: toggle });
 				handle(ctx, "session_start");
 			},
-			(error) => report("loading the session", error, ctx),
+			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: error instanceof Error ? error.message : String(error) }),
 		);
 	});
 	// A navigation may land in an earlier window: it waits for the whole history.
 	pi.on("session_before_tree", (event, ctx) =>
-		whenComplete(state, () => {
+		whenComplete(rt.state, () => {
 			const preparation = event.preparation;
 			const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
-			const reply = handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize });
-			if (reply.result?.kind === "cancel") return { cancel: true };
-			return undefined;
+			return then(handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize }), (out) =>
+				out.result?.kind === "cancel" ? { cancel: true } : undefined,
+			);
 		}),
 	);
 	pi.on("session_tree", (_event, ctx) =>
-		whenComplete(state, () => {
+		whenComplete(rt.state, () => {
 			handle(ctx, "session_tree");
 		}),
 	);
-	pi.on("session_shutdown", (event, ctx) =>
-		whenLoaded(state, () => {
+	pi.on("session_shutdown", (_event, ctx) =>
+		whenLoaded(rt.state, () => {
 			handle(ctx, "session_shutdown");
 			releaseRuntime(runtime);
 		}),
 	);
 	pi.on("input", (_event, ctx) =>
-		whenLoaded(state, async () => {
+		whenLoaded(rt.state, async () => {
 			await loadGuards();
 			configure(ctx);
 			// The engine may ask for the window to be reset before this input runs (idle-input
 			// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
 			// the input then goes on unchanged whatever the outcome.
-			const reply = handle(ctx, "input");
-			if (reply.result?.kind === "compact") {
-				const { attempt } = reply.result;
+			const out = await handle(ctx, "input");
+			if (out.result?.kind === "compact") {
+				const { attempt } = out.result;
 				await new Promise<void>((resolve) => {
 					try {
 						ctx.compact({
@@ -259,98 +210,65 @@ export default function relay(pi: ExtensionAPI) {
 		}),
 	);
 	pi.on("before_agent_start", (_event, ctx) =>
-		whenLoaded(state, () => {
+		whenLoaded(rt.state, () => {
 			handle(ctx, "before_agent_start");
 			return undefined;
 		}),
 	);
+	// The engine runs the window's checks (resume, watch, stale handoff) as jobs when they are due
+	// and answers with the messages every request of the window carries.
 	pi.on("context", (event, ctx) =>
-		whenLoaded(state, async () => {
-			handle(ctx, "context");
-			// After a committed handoff reset, the operator's resume check runs once before the window's
-			// first request; every request of the window then carries its result at the same place.
-			try {
-				if (await runResetCheck(pi, engine, ctx, () => JSON.stringify(moment(ctx, false, subagent)))) sync(engine, ctx, state);
-				let messages = event.messages;
-				const message = engine.resumeContext();
-				if (message) messages = withResumeMessage(messages, JSON.parse(message) as ContextMessage);
-				// The window's watch check: recorded jobs and watches the registry no longer lists.
-				if (engine.watchCheckDue()) {
-					const jobs = jobRecords();
-					const record = engine.watchCheck(jobs ? JSON.stringify(jobs) : null, Date.now());
-					if (record) {
-						const marker = JSON.parse(record) as Marker;
-						pi.appendEntry(marker.customType, marker.data);
-						sync(engine, ctx, state);
-					}
-				}
-				const watch = engine.watchContext();
-				if (watch) messages = withResumeMessage(messages, JSON.parse(watch) as ContextMessage);
-				// The window's stale-handoff check: what changed since its handoff recorded the
-				// workspace (git and the file reads run off Pi's event loop, within one deadline).
-				if (engine.staleCheckDue()) {
-					const pending = engine.staleCheck();
-					if (pending) {
-						const marker = JSON.parse(await pending.run()) as Marker;
-						pi.appendEntry(marker.customType, marker.data);
-						sync(engine, ctx, state);
-					}
-				}
-				const stale = engine.staleContext();
-				if (stale) messages = withResumeMessage(messages, JSON.parse(stale) as ContextMessage);
-				if (messages !== event.messages) return { messages };
-			} catch (error) {
-				report("the resume, watch or stale-handoff check", error, ctx);
-			}
-			return undefined;
-		}),
+		whenLoaded(rt.state, () =>
+			then(handle(ctx, "context"), (out) => (out.messages.length > 0 ? { messages: withMessages(event.messages, out) } : undefined)),
+		),
 	);
 	pi.on("tool_call", (event, ctx) =>
-		whenLoaded(state, () => {
-			const reply = handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId });
-			if (reply.result?.kind === "block") return { block: true, reason: reply.result.reason, terminate: reply.result.terminate };
-			return undefined;
-		}),
+		whenLoaded(rt.state, () =>
+			then(handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId }), (out) =>
+				out.result?.kind === "block" ? { block: true, reason: out.result.reason, terminate: out.result.terminate } : undefined,
+			),
+		),
 	);
 	pi.on("tool_result", (event, ctx) =>
-		whenLoaded(state, () => {
+		whenLoaded(rt.state, () => {
 			handle(ctx, "tool_result", { toolName: event.toolName, toolCallId: event.toolCallId, isError: event.isError });
 			return undefined;
 		}),
 	);
 	pi.on("turn_end", (event, ctx) =>
-		whenLoaded(state, () => {
-			const reply = handle(ctx, "turn_end", { toolResults: event.toolResults.length });
-			if (reply.result?.kind !== "reset") return undefined;
-			const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
-			return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
-		}),
+		whenLoaded(rt.state, () =>
+			then(handle(ctx, "turn_end", { toolResults: event.toolResults.length }), (out) => {
+				if (out.result?.kind !== "reset") return undefined;
+				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
+				return { entries: [...event.entries, ...drafts], continue: out.result.plan.continuation !== null || event.continue };
+			}),
+		),
 	);
 	pi.on("agent_end", (_event, ctx) =>
-		whenLoaded(state, () => {
+		whenLoaded(rt.state, () => {
 			handle(ctx, "agent_end");
 		}),
 	);
 	pi.on("agent_before_settle", (event, ctx) =>
-		whenLoaded(state, () => {
-			const jobs = jobRecords();
-			const reply = handle(ctx, "agent_before_settle", { outcome: event.outcome, ...(jobs ? { jobs } : {}) });
-			if (reply.result?.kind === "continue") {
-				const { customType, content } = reply.result.continuation;
-				return { entries: [...event.entries, { type: "custom_message", customType, content, display: false }], continue: true };
-			}
-			if (reply.result?.kind !== "reset") return undefined;
-			const { drafts } = resetDrafts(pi, ctx, reply.result.plan);
-			return { entries: [...event.entries, ...drafts], continue: reply.result.plan.continuation !== null || event.continue };
-		}),
+		whenLoaded(rt.state, () =>
+			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, ...jobsOf() }), (out) => {
+				if (out.result?.kind === "continue") {
+					const { customType, content } = out.result.continuation;
+					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false }], continue: true };
+				}
+				if (out.result?.kind !== "reset") return undefined;
+				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
+				return { entries: [...event.entries, ...drafts], continue: out.result.plan.continuation !== null || event.continue };
+			}),
+		),
 	);
 	pi.on("agent_settled", (event, ctx) =>
-		whenLoaded(state, () => {
+		whenLoaded(rt.state, () => {
 			handle(ctx, "agent_settled", { aborted: event.aborted });
 		}),
 	);
 	pi.on("session_compact_failed", (event, ctx) =>
-		whenLoaded(state, () => {
+		whenLoaded(rt.state, () => {
 			handle(ctx, "session_compact_failed", {
 				reason: event.reason,
 				aborted: event.aborted === true,
@@ -358,41 +276,61 @@ export default function relay(pi: ExtensionAPI) {
 			});
 		}),
 	);
+	// Every compaction hook is answered with a reset or a cancel while Relay's windows are on,
+	// also when something fails on the way (the engine's failure policy): Pi's own summarizer
+	// never runs behind Relay's back.
 	pi.on("session_before_compact", (event, ctx) =>
-		whenLoaded(state, () => {
-			const reply = handle(ctx, "session_before_compact", {
-				reason: event.reason,
-				willRetry: event.willRetry,
-				...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
-			});
-			const result = reply.result;
-			if (result?.kind === "cancel") return { cancel: true };
-			if (result?.kind === "reset") {
-				const { markerId } = resetDrafts(pi, ctx, { ...result.plan, continuation: null });
-				return {
-					compaction: {
-						summary: result.plan.summary,
-						firstKeptEntryId: markerId ?? "",
-						tokensBefore: event.preparation?.tokensBefore ?? 0,
-						details: result.plan.details,
-					},
-				};
-			}
-			return undefined;
-		}),
+		whenLoaded(rt.state, () =>
+			then(
+				handle(ctx, "session_before_compact", {
+					reason: event.reason,
+					willRetry: event.willRetry,
+					...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
+				}),
+				(out) => {
+					const result = out.result;
+					if (result?.kind === "cancel") return { cancel: true };
+					if (result?.kind !== "reset") return undefined;
+					try {
+						const { markerId } = resetDrafts(pi, ctx, { ...result.plan, continuation: null });
+						return {
+							compaction: {
+								summary: result.plan.summary,
+								firstKeptEntryId: markerId ?? "",
+								tokensBefore: event.preparation?.tokensBefore ?? 0,
+								details: result.plan.details,
+							},
+						};
+					} catch (error) {
+						const failed = serve(ctx, "session_before_compact", {
+							type: "failed",
+							hook: "session_before_compact",
+							message: error instanceof Error ? error.message : String(error),
+						}) as Output;
+						return failed.result?.kind === "cancel" ? { cancel: true } : undefined;
+					}
+				},
+			),
+		),
 	);
 
-	registerRenderers(pi);
+	registerRenderers(pi, description.renderedTypes);
 
 	pi.registerCommand("relay", {
 		description: "Relay context windows: /relay (status), /relay on, /relay off",
 		getArgumentCompletions: (prefix: string) =>
 			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
-			await whenLoaded(state, () => undefined);
+			await whenLoaded(rt.state, () => undefined);
 			const trimmed = args.trim();
 			handle(ctx, "command", { args: trimmed });
 			rememberToggle(ctx.sessionManager.getSessionId(), trimmed);
 		},
 	});
+}
+
+/** The live jobs registry's records, for the settle point (absent: no registry). */
+function jobsOf(): { jobs?: unknown[] } {
+	const jobs = jobRecords();
+	return jobs ? { jobs } : {};
 }

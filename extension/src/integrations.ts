@@ -7,12 +7,11 @@
 // - `globalThis[Symbol.for("pi-subagents:manager")]`: the subagent manager (`listAgents`, `getRecord`);
 // - on disk (read by the addon off Pi's event loop): the pending-questions store, the issue-claim
 //   registry and this session's subagent task directory.
-import { getAgentDir, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { existsSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { GuardState, IntegrationFacts, StoreContents, StoreFacts } from "./generated/wire.ts";
+import type { GuardState } from "./generated/wire.ts";
 
 type GuardLibrary = { isGuardOff?: (name: string) => unknown };
 let guards: GuardLibrary | undefined;
@@ -106,23 +105,4 @@ export function subagentRecords(taskIds: string[] | null | undefined): unknown[]
 	} catch {
 		return null;
 	}
-}
-
-/** Where the on-disk stores may be (the engine names the paths). */
-export function storeFacts(ctx: ExtensionContext): string {
-	const facts: StoreFacts = {
-		agentDir: getAgentDir(),
-		questionsHome: process.env.PI_QUESTIONS_HOME ?? null,
-		tmpDir: tmpdir(),
-		uid: typeof process.getuid === "function" ? process.getuid() : null,
-		sessionId: ctx.sessionManager.getSessionId(),
-		cwd: ctx.cwd,
-	};
-	return JSON.stringify(facts);
-}
-
-/** Everything the handoff's integration sections are made from, as JSON for `tool`. */
-export function integrationFacts(stores: StoreContents | null): string {
-	const facts: IntegrationFacts = { jobs: jobRecords(), subagents: subagentRecords(stores?.taskIds), stores };
-	return JSON.stringify(facts);
 }

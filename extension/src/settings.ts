@@ -58,5 +58,6 @@ export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSou
 		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR || join(agentDir, "context-budget"),
 		cwd: ctx.cwd,
 		wrapper: wrapperFacts(ctx),
+		resumeCheckEnv: process.env.PI_RESUME_CHECK,
 	};
 }

@@ -10,9 +10,9 @@ function textOf(content: unknown): string {
 	return content.map((b: { type?: string; text?: string }) => (b?.type === "text" ? (b.text ?? "") : "")).join("");
 }
 
-export function registerRenderers(pi: ExtensionAPI): void {
+export function registerRenderers(pi: ExtensionAPI, types: string[]): void {
 	const core = native();
-	for (const customType of core.renderedMessageTypes()) {
+	for (const customType of types) {
 		pi.registerMessageRenderer(customType, (message, options, theme) => {
 			const text = textOf(message.content);
 			const line = theme.fg("accent", core.messageLine(customType, text) ?? `Relay · ${customType}`);

@@ -1,25 +1,22 @@
 // Child process of huge-output.test.mjs (not a test file itself): loads the session file named by
 // RELAY_HUGE_FILE into Relay's engine the way Pi's session_start does for a large file
-// (loadSessionFileInBackground, off the event loop), asks the history tools about it and prints
+// (a load job on the libuv pool, off the event loop), asks the history tools about it and prints
 // their answers with the process's peak memory (VmHWM).
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import { addon, callTool, loadInBackground } from "./door.mjs";
 
 const file = process.env.RELAY_HUGE_FILE;
 const peakKiB = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync("/proc/self/status", "utf8"))[1]);
-const require = createRequire(import.meta.url);
-const { Engine } = require(fileURLToPath(new URL("../../extension/native/relay.linux-x64-gnu.node", import.meta.url)));
-const moment = JSON.stringify({ nowMs: 1_000, tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, cwd: "/nowhere", subagent: false });
+const { Engine } = addon();
 const engine = new Engine();
 const started = Date.now();
 // The event loop stays free while the worker reads: count its ticks.
 let ticks = 0;
 const ticker = setInterval(() => ticks++, 10);
-const found = await engine.loadSessionFileInBackground("HUGE", file, "m0000004").run();
+const { found, next } = await loadInBackground(engine, "HUGE", file, "m0000004");
 clearInterval(ticker);
-const installed = engine.finishLoad();
-const call = (name, args) => JSON.parse(engine.tool(name, JSON.stringify(args), moment));
+const installed = found && next.tip === "m0000004";
+const call = (name, args) => callTool(engine, name, args);
 const windows = call("history_list_windows", {}).text;
 const windowId = /"window_id":"([^"]+)"/.exec(windows)[1];
 const items = call("history_list_items", { window_id: windowId, max_chars_per_item: 200, recent_first: false }).text;

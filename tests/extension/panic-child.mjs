@@ -52,12 +52,42 @@ const scenarios = {
 	async resume() {
 		return scenarios.git();
 	},
+	// A panic in the engine while it answers the user's /compact (session_before_compact): Pi's own
+	// summarizer must not run in Relay's place. A tiny keep makes the window compactable.
+	async compact() {
+		return {
+			persist: true,
+			settings: { compaction: { enabled: true, keepRecentTokens: 1 } },
+			steps: ["One.", "PI-SUMMARY: a summary nobody asked for", "PI-SUMMARY: again"],
+			prompts: ["First."],
+			compact: true,
+		};
+	},
+	// The same on a provider overflow: Pi's overflow recovery asks the hook, which panics.
+	async overflow() {
+		return {
+			persist: true,
+			settings: { compaction: { enabled: true, keepRecentTokens: 1 } },
+			steps: ["One.", { error: "prompt is too long: 250000 tokens > 100000 maximum" }, "PI-SUMMARY: a summary nobody asked for", "PI-SUMMARY: again", "After."],
+			prompts: ["First.", "Second."],
+		};
+	},
 };
 
 const plan = await scenarios[process.argv[2]]();
 const t = await startSession({ steps: plan.steps, persist: plan.persist, settings: plan.settings ?? {}, contextWindow: 200_000 });
+let compactError = null;
+let requestsBeforeCompact = null;
 try {
 	for (const prompt of plan.prompts) await t.session.prompt(prompt);
+	if (plan.compact) {
+		requestsBeforeCompact = t.requests.length;
+		try {
+			await t.session.compact();
+		} catch (error) {
+			compactError = String(error?.message ?? error);
+		}
+	}
 	const file = t.sessionManager.getSessionFile();
 	const handoffs = t.toolResults().filter((r) => r.toolName === "context_handoff" && !r.isError);
 	const handoffPath = handoffs.length ? JSON.parse(handoffs[0].text).path : null;
@@ -78,6 +108,9 @@ try {
 		handoffSidecar: handoffPath ? JSON.parse(readFileSync(handoffPath.replace(/\.md$/, ".json"), "utf8")) : null,
 		handoffMarkdown: handoffPath ? readFileSync(handoffPath, "utf8") : null,
 		resumeRecords: ofType(t, "custom", "relay/resume-check").map((e) => e.data.result.output.head),
+		requestsBeforeCompact,
+		compactError,
+		summaries: ofType(t, "compaction").map((e) => e.summary),
 	};
 	process.stdout.write(JSON.stringify(result) + "\n");
 } finally {

@@ -79,8 +79,8 @@ test("a panic in a hook is reported once, the run completes, and the next event 
 });
 
 test("a panic in a tool is its error result, reported once; the next tool resyncs from Pi's branch (in-memory session)", () => {
-	const r = runScenario("tool", "tool:notes_read_file");
-	assertReportedOnce(r.stderr, "tool (notes_read_file)");
+	const r = runScenario("tool", "handle:notes_read_file");
+	assertReportedOnce(r.stderr, "handle (notes_read_file)");
 	assert.deepEqual(r.piErrors, []);
 	assert.equal(r.requests, 4, "all four scripted turns ran");
 	assert.equal(r.lastAssistant, "done.");
@@ -92,16 +92,16 @@ test("a panic in a tool is its error result, reported once; the next tool resync
 			["notes_read_file", false],
 		],
 	);
-	assert.match(r.toolResults[1].text, /notes_read_file failed inside Relay: relay: internal error in tool \(notes_read_file\)/);
+	assert.match(r.toolResults[1].text, /notes_read_file failed inside Relay: relay: internal error in handle \(notes_read_file\)/);
 	assert.ok(r.toolResults[2].text.includes(NOTE), r.toolResults[2].text);
 	assert.match(r.stderr, /^notes: 1$/m);
 	assert.equal(r.sessionFile, null);
 });
 
 test("a panic on the worker thread that collects git metadata is reported once; the handoff completes with git unknown", () => {
-	const r = runScenario("git", "collectGit:*");
+	const r = runScenario("git", "job:git");
 	assert.equal(count(r.stderr, "relay test panic injected"), 1, r.stderr);
-	assert.match(r.stderr, /relay: collecting git metadata failed: relay: internal error in collectGit: relay test panic injected/);
+	assert.match(r.stderr, /^relay: internal error in the git job: relay test panic injected/m);
 	assert.equal(count(r.stderr, "panicked at"), 0);
 	assert.deepEqual(r.piErrors, []);
 	const [handoff] = r.toolResults.filter((x) => x.toolName === "context_handoff");
@@ -114,9 +114,9 @@ test("a panic on the worker thread that collects git metadata is reported once; 
 });
 
 test("a panic on the worker thread that runs the resume check is reported once; the handoff is written without it", () => {
-	const r = runScenario("resume", "resumeCheck:*", { PI_RESUME_CHECK: "echo CHECK-OUTPUT-5150" });
+	const r = runScenario("resume", "job:resumeCheck", { PI_RESUME_CHECK: "echo CHECK-OUTPUT-5150" });
 	assert.equal(count(r.stderr, "relay test panic injected"), 1, r.stderr);
-	assert.match(r.stderr, /relay: the resume check failed: relay: internal error in the resume check: relay test panic injected/);
+	assert.match(r.stderr, /^relay: internal error in the resumeCheck job: relay test panic injected/m);
 	assert.equal(count(r.stderr, "panicked at"), 0);
 	assert.deepEqual(r.piErrors, []);
 	const [handoff] = r.toolResults.filter((x) => x.toolName === "context_handoff");
@@ -125,5 +125,24 @@ test("a panic on the worker thread that runs the resume check is reported once; 
 	assert.equal(r.compactions, 1, "the handoff committed");
 	assert.deepEqual(r.resumeRecords, ["CHECK-OUTPUT-5150\n"], "the check after the reset ran normally");
 	assert.equal(r.lastAssistant, "Resumed.");
+	assertWholeSessionFile(r);
+});
+
+test("a panic while Relay answers /compact cancels the compaction: Pi's summarizer never runs", () => {
+	const r = runScenario("compact", "handle:session_before_compact");
+	assertReportedOnce(r.stderr, "handle (session_before_compact)");
+	assert.deepEqual(r.piErrors, []);
+	assert.equal(r.requests, r.requestsBeforeCompact, "no summarization request reached the provider");
+	assert.deepEqual(r.summaries, [], "no compaction entry");
+	assert.match(r.compactError ?? "", /cancel/i, "Pi reports the compaction as cancelled");
+	assertWholeSessionFile(r);
+});
+
+test("a panic while Relay answers an overflow's compaction hook cancels it: Pi's summarizer never runs", () => {
+	const r = runScenario("overflow", "handle:session_before_compact");
+	assertReportedOnce(r.stderr, "handle (session_before_compact)");
+	assert.deepEqual(r.summaries, [], "no compaction entry");
+	// "First." was answered, "Second." overflowed; a summarizer would have been a third request.
+	assert.equal(r.requests, 2, "no summarization request reached the provider");
 	assertWholeSessionFile(r);
 });

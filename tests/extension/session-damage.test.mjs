@@ -10,16 +10,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ofType, resultsOf, startSession, textOf, tool } from "./harness.mjs";
 import { GOAL, newRoot } from "./budget-helpers.mjs";
-import { createRequire } from "node:module";
+import { addon, callTool, loadFile, resync } from "./door.mjs";
 
-const require = createRequire(import.meta.url);
-const { Engine } = require(fileURLToPath(new URL("../../extension/native/relay.linux-x64-gnu.node", import.meta.url)));
-
-const MOMENT = { nowMs: 1_000, tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, cwd: "/nowhere", subagent: false };
+const { Engine } = addon();
 
 /** What the history and notes tools show of an engine's mirror: every window, item and note. */
 function view(engine) {
-	const call = (name, args) => JSON.parse(engine.tool(name, JSON.stringify(args), JSON.stringify(MOMENT))).text;
+	const call = (name, args) => callTool(engine, name, args).text;
 	const windows = call("history_list_windows", { limit: 200 });
 	const ids = [...windows.matchAll(/"window_id":"([^"]+)"/g)].map((m) => m[1]);
 	assert.ok(ids.length > 0, `no window in ${windows}`);
@@ -32,9 +29,9 @@ function view(engine) {
 function assertMirrorEqualsResync(file) {
 	const opened = startBranch(file);
 	const fromFile = new Engine();
-	assert.equal(fromFile.loadSessionFile(opened.getSessionId(), file, opened.getLeafId()), true, "the file holds Pi's leaf");
+	assert.equal(loadFile(fromFile, opened.getSessionId(), file, opened.getLeafId()), true, "the file holds Pi's leaf");
 	const fromPi = new Engine();
-	fromPi.resync(opened.getSessionId(), JSON.stringify(opened.getBranch()));
+	resync(fromPi, opened.getSessionId(), opened.getBranch());
 	const a = view(fromFile);
 	assert.deepEqual(a, view(fromPi));
 	return a;

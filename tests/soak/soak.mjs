@@ -64,7 +64,7 @@ function timedAddon(timings, engines) {
 	const Base = addon.Engine;
 	const hookOf = (json) => {
 		const at = json.indexOf('"event":{"type":"');
-		if (at < 0) return "?";
+		if (at < 0) return /^\{"type":"([a-z_]+)"/.exec(json)?.[1] ?? "?";
 		const from = at + '"event":{"type":"'.length;
 		return json.slice(from, json.indexOf('"', from));
 	};
@@ -75,22 +75,12 @@ function timedAddon(timings, engines) {
 			engines.created += 1;
 			engines.registry.register(this, null);
 		}
-		handle(json) {
+		handle(json, feed) {
 			const t0 = performance.now();
-			const out = super.handle(json);
-			timings.record(hookOf(json), performance.now() - t0);
-			return out;
-		}
-		append(json) {
-			const t0 = performance.now();
-			const out = super.append(json);
-			timings.record("append", performance.now() - t0);
-			return out;
-		}
-		tool(name, ...rest) {
-			const t0 = performance.now();
-			const out = super.tool(name, ...rest);
-			timings.record("tool", performance.now() - t0);
+			const out = super.handle(json, feed);
+			const ms = performance.now() - t0;
+			// What Pi appended arrives with the input: its share is timed with the input it came with.
+			timings.record(hookOf(json), ms);
 			return out;
 		}
 	}
@@ -428,10 +418,11 @@ export function engineTiming(file, { calls = 2_000 } = {}) {
 		const path = `${file}.${label}.jsonl`;
 		writeFileSync(path, cut.join("\n") + "\n");
 		const engine = new Plain();
-		if (!engine.loadSessionFile(header.id, path, JSON.parse(cut.at(-1)).id)) throw new Error(`the engine did not load ${path}`);
+		const opened = JSON.parse(engine.handle(JSON.stringify({ type: "open", sessionId: header.id, file: path, leaf: JSON.parse(cut.at(-1)).id, background: false })));
+		if (opened.needsBranch) throw new Error(`the engine did not load ${path}`);
 		const row = { entries: cut.length - 1 };
 		for (const event of events) {
-			const json = JSON.stringify({ moment, event });
+			const json = JSON.stringify({ type: "hook", observation: { moment, event } });
 			for (let i = 0; i < 200; i++) engine.handle(json);
 			const t0 = performance.now();
 			for (let i = 0; i < calls; i++) engine.handle(json);

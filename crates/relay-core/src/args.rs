@@ -69,6 +69,12 @@ pub fn invalid(tool: &str, arg: &str, message: impl Display) -> ToolOutput {
 /// arguments after `prepare`): Pi's list of what is wrong, without the copy of every argument Pi's
 /// message ends with (after `Received arguments:`), which made a 100 MB argument of the wrong type
 /// a 100 MB tool result. At most [`SCHEMA_REFUSAL_LINES`] lines of at most 200 characters.
+/// Whether `message` is Pi's refusal of arguments that do not match a tool's schema (its
+/// `validateToolArguments` error), rather than some other failure of the check.
+pub fn is_schema_refusal(message: &str) -> bool {
+    message.starts_with("Validation failed for tool")
+}
+
 pub fn schema_refusal(tool: &str, pi_message: &str) -> String {
     let body = pi_message
         .split_once("\n\nReceived arguments:")

@@ -631,3 +631,15 @@ pub fn duplicate_check(
 
 #[cfg(test)]
 mod tests;
+
+/// Where handoff `sequence` of `session_id` is written under `root` (a repository root or the
+/// cwd): `<root>/.ai-work/handoffs/<session>-<n>.md`, as relay-io's `handoff_path` spells it.
+pub fn handoff_file_path(root: &str, session_id: &str, sequence: u32) -> String {
+    let root = if root.len() > 1 {
+        root.trim_end_matches('/')
+    } else {
+        root
+    };
+    let sep = if root.ends_with('/') { "" } else { "/" };
+    format!("{root}{sep}.ai-work/handoffs/{session_id}-{sequence}.md")
+}

@@ -93,7 +93,7 @@ const CLAIM_RELEASED: &[&str] = &[
 
 /// Where the on-disk stores are, as the binding reads them (decided here from the facts the
 /// extension passes).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StorePaths {
     /// `$PI_QUESTIONS_HOME`, else `<agent dir>/user-questions`.
     pub questions_home: Option<String>,

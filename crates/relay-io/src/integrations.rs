@@ -75,6 +75,19 @@ pub fn read_questions(home: &Path) -> Option<(Vec<Value>, u32)> {
     Some((out, corrupt))
 }
 
+/// `path` opened for reading when it is a regular file (symbolic links followed), else `None`.
+/// Opened without blocking, so that a FIFO or a device put in a store's place can never hang
+/// the reader (a FIFO opened this way returns at once, and is then refused).
+fn open_regular(path: &Path) -> Option<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
 fn latest_revision(dir: &Path) -> Option<Value> {
     let latest = fs::read_dir(dir)
         .ok()?
@@ -82,7 +95,7 @@ fn latest_revision(dir: &Path) -> Option<Value> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
         .max()?;
-    let file = fs::File::open(&latest).ok()?;
+    let file = open_regular(&latest)?;
     let mut text = String::new();
     file.take(MAX_REVISION_BYTES + 1)
         .read_to_string(&mut text)
@@ -97,7 +110,7 @@ fn latest_revision(dir: &Path) -> Option<Value> {
 /// The claim registry's JSON object lines (the last [`MAX_REGISTRY_BYTES`] of it), and how many
 /// lines were not JSON objects. `None` when the file cannot be read.
 pub fn read_claims(file: &Path) -> Option<(Vec<Value>, u32)> {
-    let mut f = fs::File::open(file).ok()?;
+    let mut f = open_regular(file)?;
     let len = f.metadata().ok()?.len();
     let skip = len.saturating_sub(MAX_REGISTRY_BYTES);
     f.seek(SeekFrom::Start(skip)).ok()?;
@@ -141,6 +154,20 @@ pub fn read_task_ids(dir: &Path) -> Option<Vec<String>> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_fifo_in_the_claims_registry_place_is_unavailable_at_once() {
+        let dir = temp("fifo-claims");
+        let fifo = dir.join("registry.jsonl");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        // No writer ever opens it: a blocking open or read would hang here.
+        assert_eq!(read_claims(&fifo), None);
+    }
 
     fn temp(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!(

@@ -12,19 +12,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use relay_core::engine::{
-    self, ConfigSources, Effect, Event, GitFacts, NotifyLevel, Observation, ToolReply,
+    self, ConfigSources, Description, Effect, Event, HookReply, HookResult, Input, Job, JobOutcome,
+    JobResult, NotifyLevel, Observation, Output, Work,
 };
 use relay_core::entry::{parse_entry, BranchSink, Entry, EntryKind};
-use relay_core::handoff::GitState;
-use relay_core::integrations::{IntegrationFacts, StoreFacts};
-use relay_core::resume_check::CheckResult;
-use relay_core::staleness::WorkspaceRecord;
 use relay_io::session::TailLoad;
 
 use crate::boundary;
+use crate::jobs;
 
 /// Why a method failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +75,61 @@ pub struct Binding {
     /// What the engine was given since the skimmed branch was installed, replayed on the whole
     /// branch before it is swapped in ([`Binding::finish_complete`]).
     journal: Option<Vec<Fed>>,
+    /// The session load whose job runs now (its `Done` installs what it read).
+    load_op: Option<LoadOp>,
+    /// Ids of the binding's own jobs (loads), apart from the engine's.
+    next_load_id: u64,
+}
+
+/// A load job in flight.
+struct LoadOp {
+    op: u64,
+}
+
+/// What Pi appended since the engine's tip: `truncate` drops every entry after `after` first
+/// (a navigation); `append` are the new entries, root first.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Feed<'a> {
+    #[serde(default)]
+    truncate: bool,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(borrow, default)]
+    append: Vec<&'a serde_json::value::RawValue>,
+}
+
+/// What an input is about, for error texts and the failure policy: a hook's event type, a
+/// tool's name, else the input's type.
+fn input_label(input_json: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Tag {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Obs {
+        event: Tag,
+    }
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(rename = "type")]
+        kind: String,
+        observation: Option<Obs>,
+        name: Option<String>,
+    }
+    match serde_json::from_str::<Head>(input_json) {
+        Ok(Head {
+            observation: Some(o),
+            ..
+        }) => o.event.kind,
+        Ok(Head {
+            name: Some(name), ..
+        }) => name,
+        Ok(head) if head.kind == "open" => "loading the session".into(),
+        Ok(head) => head.kind,
+        Err(_) => "?".into(),
+    }
 }
 
 /// One change of the mirror, as the extension fed it.
@@ -90,147 +142,6 @@ impl Default for Binding {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// The git facts `collect_git` hands to JavaScript and `tool` takes back (opaque to the extension).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GitWire {
-    pub repo_root: Option<String>,
-    pub branch: Option<String>,
-    pub head: Option<String>,
-    pub state: GitState,
-    /// What the handoff records of the workspace for the stale-handoff check (collected when
-    /// `collectGit` was given the handoff's arguments).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<WorkspaceRecord>,
-}
-
-impl From<GitWire> for GitFacts {
-    fn from(g: GitWire) -> Self {
-        GitFacts {
-            repo_root: g.repo_root,
-            branch: g.branch,
-            head: g.head,
-            state: g.state,
-            workspace: g.workspace,
-        }
-    }
-}
-
-/// Git metadata for a handoff, within `deadline` (blocking: the addon runs it on a worker
-/// thread). With the handoff's arguments (`args_json`), also what it records of the workspace for
-/// the stale-handoff check: the uncommitted files and the stamps of those and of its
-/// `files_to_read` (arguments that do not decode stamp no file to read: the tool refuses them
-/// anyway). Returns the facts as JSON for [`Binding::tool`]; a panic is an error, never a crash.
-pub fn collect_git(
-    cwd: &Path,
-    deadline: Instant,
-    args_json: Option<&str>,
-) -> Result<String, Failure> {
-    let wire = boundary::catch(|| {
-        boundary::inject("collectGit", &|| cwd.display().to_string());
-        let Some(args_json) = args_json else {
-            let info = relay_io::git::git_state_until(cwd, deadline);
-            return GitWire {
-                repo_root: info.repo_root,
-                branch: info.branch,
-                head: info.head,
-                state: info.state,
-                workspace: None,
-            };
-        };
-        let files = serde_json::from_str::<serde_json::Value>(args_json)
-            .ok()
-            .and_then(|args| relay_core::handoff::HandoffArgs::parse(&args).ok())
-            .map(|a| a.files_to_read)
-            .unwrap_or_default();
-        let (info, record) = relay_io::workspace::record_until(cwd, &files, deadline);
-        GitWire {
-            repo_root: info.repo_root,
-            branch: info.branch,
-            head: info.head,
-            state: info.state,
-            workspace: Some(record),
-        }
-    })
-    .map_err(|text| Failure::Panic(format!("relay: internal error in collectGit: {text}")))?;
-    serde_json::to_string(&wire).map_err(|e| invalid("git facts", e))
-}
-
-/// A stale-handoff check to run on a worker thread: what the handoff recorded, the window its
-/// record belongs to, and the one deadline of the whole collection.
-#[derive(Debug, Clone)]
-pub struct StaleJob {
-    pub record: WorkspaceRecord,
-    pub window: String,
-    pub deadline: Instant,
-}
-
-/// Run a stale-handoff check (blocking, up to its deadline: the addon runs it on a worker
-/// thread): the workspace now (relay-io), compared with the record (relay-core). Returns the
-/// Marker JSON to append; a panic is an error, never a crash.
-pub fn run_stale_check(job: &StaleJob) -> Result<String, Failure> {
-    let report = boundary::catch(|| {
-        boundary::inject("staleCheck", &|| job.record.cwd.clone());
-        let now = relay_io::workspace::now_until(&job.record, job.deadline);
-        relay_core::staleness::compare(&job.record, &now)
-    })
-    .map_err(|text| {
-        Failure::Panic(format!(
-            "relay: internal error in the stale-handoff check: {text}"
-        ))
-    })?;
-    let record = engine::stale_record(&job.window, now_ms(), &report);
-    serde_json::to_string(&record).map_err(|e| invalid("stale-handoff check record", e))
-}
-
-/// An operator's resume check to run on a worker thread: the command the engine picked, the cwd,
-/// and for an after-reset check the window its record belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResumeJob {
-    pub command: String,
-    pub source: String,
-    pub cwd: PathBuf,
-    /// `Some(window)`: the job resolves to the branch record (a Marker) for that window;
-    /// `None` (before a handoff): to the result for `tool("context_handoff", …)`.
-    pub window: Option<String>,
-}
-
-/// Run a resume check (blocking, up to the timeout plus the drain limit: the addon runs it on a
-/// worker thread). Returns the result JSON, or for an after-reset check the Marker to persist;
-/// a panic is an error, never a crash.
-pub fn run_resume_check(job: &ResumeJob) -> Result<String, Failure> {
-    let result = boundary::catch(|| {
-        boundary::inject("resumeCheck", &|| job.command.clone());
-        relay_io::resume_check::run_resume_check(&job.command, &job.source, &job.cwd)
-    })
-    .map_err(|text| Failure::Panic(format!("relay: internal error in the resume check: {text}")))?;
-    match &job.window {
-        None => serde_json::to_string(&result).map_err(|e| invalid("resume check result", e)),
-        Some(window) => {
-            let record = engine::resume_record(window, now_ms(), &result);
-            serde_json::to_string(&record).map_err(|e| invalid("resume check record", e))
-        }
-    }
-}
-
-/// The integrations' stores on disk for a handoff (blocking file IO: the addon runs it on a worker
-/// thread). `facts_json` is a `StoreFacts`; the result is the `StoreContents` JSON the extension
-/// hands back with the handoff. A panic is an error, never a crash.
-pub fn collect_stores(facts_json: &str) -> Result<String, Failure> {
-    let facts: StoreFacts =
-        serde_json::from_str(facts_json).map_err(|e| invalid("integration store facts", e))?;
-    let contents = boundary::catch(|| {
-        boundary::inject("collectStores", &String::new);
-        relay_io::integrations::read_stores(&facts.paths())
-    })
-    .map_err(|text| {
-        Failure::Panic(format!(
-            "relay: internal error while reading the integration stores: {text}"
-        ))
-    })?;
-    serde_json::to_string(&contents).map_err(|e| invalid("integration stores", e))
 }
 
 /// Session files at least this large are loaded in the background ([`Binding::begin_load`]):
@@ -334,22 +245,6 @@ struct Skeleton {
     timestamp: Option<String>,
 }
 
-/// The event type of an observation, for error texts.
-fn event_type(observation_json: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Tag {
-        #[serde(rename = "type")]
-        kind: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        event: Tag,
-    }
-    serde_json::from_str::<Envelope>(observation_json)
-        .map(|o| o.event.kind)
-        .unwrap_or_else(|_| "?".into())
-}
-
 impl Binding {
     pub fn new() -> Self {
         Binding {
@@ -365,6 +260,8 @@ impl Binding {
             skimmed_source: None,
             pending_whole: None,
             journal: None,
+            load_op: None,
+            next_load_id: 1 << 52,
         }
     }
 
@@ -446,35 +343,46 @@ impl Binding {
     /// Validate and apply configuration sources; returns a HookReply with one warning per problem.
     pub fn configure(&mut self, json: &str) -> Result<String, Failure> {
         self.guarded("configure", &String::new, |b| {
-            let mut sources: ConfigSources =
+            let sources: ConfigSources =
                 serde_json::from_str(json).map_err(|e| invalid("configuration sources", e))?;
-            // The budget policy file is re-read each time (startup and every input), as seed 004 does.
-            if let Some(file) = sources.budget_file_path() {
-                match std::fs::read_to_string(&file.path) {
-                    Ok(text) => sources.budget_file = Some(text),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => sources.budget_file_error = Some(e.to_string()),
-                }
-            }
-            b.state_dir = sources.state_dir.as_deref().map(PathBuf::from);
-            let mut reply = b.inner.configure_reply(&sources, &mut b.reported);
-            b.last_sources = Some(sources);
+            let mut reply = b.configure_sources(sources);
             b.execute(&mut reply.effects);
             serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
         })
     }
 
+    /// Apply configuration sources (the budget policy file read here, every time, as seed 004
+    /// does); the reply's effects report each problem once.
+    fn configure_sources(&mut self, mut sources: ConfigSources) -> HookReply {
+        if let Some(file) = sources.budget_file_path() {
+            match std::fs::read_to_string(&file.path) {
+                Ok(text) => sources.budget_file = Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => sources.budget_file_error = Some(e.to_string()),
+            }
+        }
+        self.state_dir = sources.state_dir.as_deref().map(PathBuf::from);
+        let reply = self.inner.configure_reply(&sources, &mut self.reported);
+        self.last_sources = Some(sources);
+        reply
+    }
+
     /// Replace the mirror with a whole branch (JSON array of entries, root first).
     pub fn resync(&mut self, session_id: &str, entries_json: &str) -> Result<(), Failure> {
         self.guarded("resync", &String::new, |b| {
-            let entries = b
-                .entries_of(entries_json)
-                .map_err(|e| invalid("branch entries", e))?;
-            b.inner.resync(session_id, &entries);
-            b.needs_resync = false;
-            b.drop_loads();
-            Ok(())
+            b.resync_now(session_id, entries_json)
         })
+    }
+
+    fn resync_now(&mut self, session_id: &str, entries_json: &str) -> Result<(), Failure> {
+        let entries = self
+            .entries_of(entries_json)
+            .map_err(|e| invalid("branch entries", e))?;
+        self.inner.forget_operations();
+        self.inner.resync(session_id, &entries);
+        self.needs_resync = false;
+        self.drop_loads();
+        Ok(())
     }
 
     /// Replace the mirror by reading the session file and taking the branch that ends at `leaf_id`.
@@ -690,242 +598,247 @@ impl Binding {
         })
     }
 
-    /// Run a tool; returns a ToolReply. `git_json` is what [`collect_git`] produced for a
-    /// handoff; without it the handoff's git metadata is recorded as unknown.
-    pub fn tool(
+    /// The one door: feed what Pi appended (`feed_json`: a [`Feed`]), then handle one
+    /// [`Input`] and answer with its [`Output`] JSON. A panic is answered by the engine's failure
+    /// policy (a compaction hook is cancelled while Relay's windows are on; the user is told
+    /// once), after the engine was replaced; only input that does not parse is an error.
+    pub fn handle_input(
         &mut self,
-        name: &str,
-        args_json: &str,
-        observation_json: &str,
-        git_json: Option<&str>,
-        resume_json: Option<&str>,
-        integrations_json: Option<&str>,
+        input_json: &str,
+        feed_json: Option<&str>,
     ) -> Result<String, Failure> {
-        self.guarded("tool", &|| name.to_string(), |b| {
-            b.ready()?;
-            let args: serde_json::Value =
-                serde_json::from_str(args_json).map_err(|e| invalid("tool arguments", e))?;
-            let moment: engine::Moment = serde_json::from_str(observation_json)
-                .map_err(|e| invalid("tool observation", e))?;
-            let mut reply = if name == "context_handoff" {
-                let git = match git_json {
-                    Some(json) => serde_json::from_str::<GitWire>(json)
-                        .map_err(|e| invalid("git facts", e))?
-                        .into(),
-                    None => GitFacts {
-                        repo_root: None,
-                        branch: None,
-                        head: None,
-                        state: GitState::Unknown,
-                        workspace: None,
-                    },
+        let label = input_label(input_json);
+        let result = self.guarded("handle", &|| label.clone(), |b| {
+            if let Some(feed) = feed_json {
+                b.feed(feed)?;
+            }
+            let input: Input = serde_json::from_str(input_json).map_err(|e| invalid("input", e))?;
+            b.dispatch(input)
+        });
+        let mut out = match result {
+            Ok(out) => out,
+            Err(Failure::Panic(text)) => {
+                let hook = label.clone();
+                let compaction = hook == "session_before_compact";
+                let reported = &mut self.reported;
+                let inner = &mut self.inner;
+                boundary::catch(|| inner.failed(&hook, &text, reported)).unwrap_or_else(|_| {
+                    Output {
+                        result: compaction.then_some(HookResult::Cancel),
+                        ..Output::default()
+                    }
+                })
+            }
+            Err(other) => return Err(other),
+        };
+        self.execute(&mut out.effects);
+        out.tip = self.inner.tip().map(str::to_string);
+        out.needs_branch = self.needs_resync;
+        out.history_complete = self.inner.history_complete();
+        serde_json::to_string(&out).map_err(|e| invalid("output", e))
+    }
+
+    fn dispatch(&mut self, input: Input) -> Result<Output, Failure> {
+        let value = |v: serde_json::Value| Output {
+            value: Some(v),
+            ..Output::default()
+        };
+        Ok(match input {
+            Input::Describe { pi_version } => {
+                let description = Description {
+                    refusal: relay_core::host::pi_version_refusal(&pi_version),
+                    tools: engine::tool_specs(),
+                    rendered_types: engine::tui::RENDERED_TYPES
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect(),
                 };
-                let resume = resume_json
-                    .map(serde_json::from_str::<CheckResult>)
-                    .transpose()
-                    .map_err(|e| invalid("resume check result", e))?;
-                let facts = integrations_json
-                    .map(serde_json::from_str::<IntegrationFacts>)
-                    .transpose()
-                    .map_err(|e| invalid("integration facts", e))?;
-                b.handoff(&args, &moment, &git, resume.as_ref(), facts.as_ref())
-            } else {
-                b.inner.tool(name, &args, &moment)
-            };
-            b.execute(&mut reply.effects);
-            serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
-        })
-    }
-
-    /// The resume check to run right before the handoff `args_json` is written (`None`: none
-    /// runs). `git_json` is what [`collect_git`] produced; `facts_json` a `ResumeFacts`.
-    pub fn handoff_resume_check(
-        &mut self,
-        args_json: &str,
-        moment_json: &str,
-        git_json: Option<&str>,
-        facts_json: &str,
-    ) -> Result<Option<ResumeJob>, Failure> {
-        self.guarded("handoffResumeCheck", &String::new, |b| {
-            b.ready()?;
-            let args: serde_json::Value =
-                serde_json::from_str(args_json).map_err(|e| invalid("tool arguments", e))?;
-            let moment: engine::Moment =
-                serde_json::from_str(moment_json).map_err(|e| invalid("tool observation", e))?;
-            let facts: engine::ResumeFacts =
-                serde_json::from_str(facts_json).map_err(|e| invalid("resume check facts", e))?;
-            let head = match git_json {
-                Some(json) => {
-                    serde_json::from_str::<GitWire>(json)
-                        .map_err(|e| invalid("git facts", e))?
-                        .head
+                value(serde_json::to_value(&description).map_err(|e| invalid("description", e))?)
+            }
+            Input::Configure { sources } => Output::from_hook(self.configure_sources(*sources)),
+            Input::Open {
+                session_id,
+                file,
+                leaf,
+                background,
+            } => self.open(&session_id, file.as_deref(), leaf.as_deref(), background)?,
+            Input::Resync {
+                session_id,
+                entries,
+            } => {
+                let json = serde_json::to_string(&entries).map_err(|e| invalid("branch", e))?;
+                self.resync_now(&session_id, &json)?;
+                Output::default()
+            }
+            Input::Known { ids } => {
+                let index = ids.iter().position(|id| self.inner.contains(id));
+                value(serde_json::json!(index))
+            }
+            Input::Hook { observation } => {
+                self.ready()?;
+                if let Event::Command { args } = &observation.event {
+                    if args == "on" || args == "off" {
+                        self.toggle = Some(args.clone());
+                    }
                 }
-                None => None,
-            };
-            Ok(b.inner
-                .handoff_resume_command(&args, &moment, head.as_deref(), &facts)
-                .map(|c| ResumeJob {
-                    command: c.command,
-                    source: c.source,
-                    cwd: PathBuf::from(&moment.cwd),
-                    window: None,
-                }))
-        })
-    }
-
-    /// Whether the window's after-reset resume check is still to run (cheap: asked before
-    /// every request).
-    pub fn resume_check_due(&mut self) -> Result<bool, Failure> {
-        self.guarded("resumeCheckDue", &String::new, |b| {
-            b.ready()?;
-            Ok(b.inner.resume_check_due())
-        })
-    }
-
-    /// The after-reset resume check to run now (`None`: none runs); it is handed out once.
-    pub fn reset_resume_check(
-        &mut self,
-        moment_json: &str,
-        facts_json: &str,
-    ) -> Result<Option<ResumeJob>, Failure> {
-        self.guarded("resetResumeCheck", &String::new, |b| {
-            b.ready()?;
-            let moment: engine::Moment =
-                serde_json::from_str(moment_json).map_err(|e| invalid("observation", e))?;
-            let facts: engine::ResumeFacts =
-                serde_json::from_str(facts_json).map_err(|e| invalid("resume check facts", e))?;
-            Ok(b.inner
-                .reset_resume_command(&moment, &facts)
-                .map(|(c, window)| ResumeJob {
-                    command: c.command,
-                    source: c.source,
-                    cwd: PathBuf::from(&moment.cwd),
-                    window: Some(window),
-                }))
-        })
-    }
-
-    /// The message the `context` hook inserts into the request (a `ContextMessage`), or `None`.
-    pub fn resume_context(&mut self) -> Result<Option<String>, Failure> {
-        self.guarded("resumeContext", &String::new, |b| {
-            b.ready()?;
-            b.inner
-                .resume_context()
-                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
-                .transpose()
-        })
-    }
-
-    /// Whether the window's watch check is still to run (cheap: asked before every request).
-    pub fn watch_check_due(&mut self) -> Result<bool, Failure> {
-        self.guarded("watchCheckDue", &String::new, |b| {
-            b.ready()?;
-            Ok(b.inner.watch_check_due())
-        })
-    }
-
-    /// The window's watch check against the live registry (`jobs_json`: the records it lists, a
-    /// JSON array; `None`: no registry): the Marker JSON to append, or `None` when nothing is
-    /// missing or the check is not due.
-    pub fn watch_check(
-        &mut self,
-        jobs_json: Option<&str>,
-        now_ms: i64,
-    ) -> Result<Option<String>, Failure> {
-        self.guarded("watchCheck", &String::new, |b| {
-            b.ready()?;
-            let live = jobs_json
-                .map(serde_json::from_str::<Vec<serde_json::Value>>)
-                .transpose()
-                .map_err(|e| invalid("jobs registry records", e))?;
-            b.inner
-                .watch_check(live.as_deref(), now_ms)
-                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("watch check record", e)))
-                .transpose()
-        })
-    }
-
-    /// Whether the window's stale-handoff check is still to run (cheap: asked before every
-    /// request).
-    pub fn stale_check_due(&mut self) -> Result<bool, Failure> {
-        self.guarded("staleCheckDue", &String::new, |b| {
-            b.ready()?;
-            Ok(b.inner.stale_check_due())
-        })
-    }
-
-    /// The window's stale-handoff check to run now (`None`: none runs); handed out once, its
-    /// deadline counted from now.
-    pub fn stale_check(&mut self) -> Result<Option<StaleJob>, Failure> {
-        self.guarded("staleCheck", &String::new, |b| {
-            b.ready()?;
-            Ok(b.inner.stale_check().map(|(record, window)| StaleJob {
-                record,
-                window,
-                deadline: Instant::now() + relay_io::workspace::RESUME_DEADLINE,
-            }))
-        })
-    }
-
-    /// The stale-handoff message the `context` hook inserts into the request, or `None`.
-    pub fn stale_context(&mut self) -> Result<Option<String>, Failure> {
-        self.guarded("staleContext", &String::new, |b| {
-            b.ready()?;
-            b.inner
-                .stale_context()
-                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
-                .transpose()
-        })
-    }
-
-    /// The watch check message the `context` hook inserts into the request, or `None`.
-    pub fn watch_context(&mut self) -> Result<Option<String>, Failure> {
-        self.guarded("watchContext", &String::new, |b| {
-            b.ready()?;
-            b.inner
-                .watch_context()
-                .map(|m| serde_json::to_string(&m).map_err(|e| invalid("context message", e)))
-                .transpose()
-        })
-    }
-
-    /// Feed one observation; returns a HookReply.
-    pub fn handle(&mut self, observation_json: &str) -> Result<String, Failure> {
-        self.guarded("handle", &|| event_type(observation_json), |b| {
-            b.ready()?;
-            let obs: Observation =
-                serde_json::from_str(observation_json).map_err(|e| invalid("observation", e))?;
-            let mut reply = b.inner.handle(&obs);
-            if let Event::Command { args } = &obs.event {
-                if args == "on" || args == "off" {
-                    b.toggle = Some(args.clone());
+                if observation.event == Event::Context {
+                    self.inner.context_hook(&observation)
+                } else {
+                    Output::from_hook(self.inner.handle(&observation))
                 }
             }
-            b.execute(&mut reply.effects);
-            serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
-        })
-    }
-
-    /// The tools' names, labels and descriptions.
-    /// The model's arguments for `name` as Pi should validate them (aliases renamed, unknown
-    /// arguments refused): `{"args": …}` or `{"error": "<tool error text>"}`. Pure, so it also
-    /// answers while a resync is awaited.
-    pub fn prepare_arguments(&mut self, name: &str, args_json: &str) -> Result<String, Failure> {
-        self.guarded("prepareArguments", &|| name.to_string(), |_| {
-            let args: serde_json::Value =
-                serde_json::from_str(args_json).map_err(|e| invalid("tool arguments", e))?;
-            let out = match relay_core::args::prepare(name, &args) {
+            Input::Tool {
+                call_id: _,
+                name,
+                args,
+                moment,
+            } => {
+                self.ready()?;
+                self.inner.tool_input(&name, &args, &moment)
+            }
+            Input::Prepare { tool, args } => value(match relay_core::args::prepare(&tool, &args) {
                 Ok(args) => serde_json::json!({ "args": args }),
                 Err(e) => serde_json::json!({ "error": e.text }),
-            };
-            serde_json::to_string(&out).map_err(|e| invalid("prepared arguments", e))
+            }),
+            Input::SchemaRefused { tool, message } => {
+                value(match relay_core::args::is_schema_refusal(&message) {
+                    true => serde_json::json!({
+                        "error": relay_core::args::schema_refusal(&tool, &message)
+                    }),
+                    false => serde_json::json!({}),
+                })
+            }
+            Input::Done {
+                op,
+                results,
+                moment,
+            } => {
+                if self.load_op.as_ref().is_some_and(|l| l.op == op) {
+                    self.load_done(op, &results)?
+                } else {
+                    self.ready()?;
+                    self.inner.done(op, &results, &moment)
+                }
+            }
+            Input::Failed { hook, message } => {
+                self.inner.failed(&hook, &message, &mut self.reported)
+            }
         })
     }
 
-    pub fn tool_specs(&mut self) -> Result<String, Failure> {
-        self.guarded("toolSpecs", &String::new, |_| {
-            serde_json::to_string(&engine::tool_specs()).map_err(|e| invalid("tool specs", e))
-        })
+    /// Apply a [`Feed`]: drop what Pi navigated away from, append what it added.
+    fn feed(&mut self, feed_json: &str) -> Result<(), Failure> {
+        let feed: Feed<'_> = serde_json::from_str(feed_json).map_err(|e| invalid("feed", e))?;
+        self.ready()?;
+        if feed.truncate {
+            self.inner.truncate_after(feed.after.as_deref());
+            if let Some(journal) = self.journal.as_mut() {
+                journal.push(Fed::Truncate(feed.after.clone()));
+            }
+        }
+        if !feed.append.is_empty() {
+            let entries = self.entries_of_raw(feed.append);
+            self.inner.append(&entries);
+            if let Some(journal) = self.journal.as_mut() {
+                journal.push(Fed::Append(entries));
+            }
+        }
+        Ok(())
+    }
+
+    fn load_id(&mut self) -> u64 {
+        self.next_load_id += 1;
+        self.next_load_id
+    }
+
+    /// A session starts (or must be reloaded in full): a large file in the background (its
+    /// current window first), a small one at once; no file, or one without the leaf, asks the
+    /// host for the branch.
+    fn open(
+        &mut self,
+        session_id: &str,
+        file: Option<&str>,
+        leaf: Option<&str>,
+        background: bool,
+    ) -> Result<Output, Failure> {
+        self.inner.forget_operations();
+        if let Some(old) = self.load_op.take() {
+            jobs::forget_load(old.op);
+        }
+        let (Some(file), Some(leaf)) = (file, leaf) else {
+            self.needs_resync = true;
+            return Ok(Output::default());
+        };
+        if background {
+            if let Some(job) = self.begin_load(session_id, file, leaf)? {
+                return Ok(self.load_output(job, false));
+            }
+        }
+        if !self.load_session_file(session_id, file, leaf)? {
+            self.needs_resync = true;
+        }
+        Ok(Output::default())
+    }
+
+    fn load_output(&mut self, job: LoadJob, whole: bool) -> Output {
+        let id = self.load_id();
+        jobs::register_load(id, job);
+        self.load_op = Some(LoadOp { op: id });
+        Output {
+            jobs: vec![Job {
+                id,
+                deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
+                work: Work::Load { whole },
+            }],
+            op: Some(id),
+            ..Output::default()
+        }
+    }
+
+    /// A load job came back: install the current window (then ask for the whole history), or
+    /// swap the whole history in. A load that failed or disagrees asks for a full reload.
+    fn load_done(&mut self, op: u64, results: &[JobResult]) -> Result<Output, Failure> {
+        self.load_op = None;
+        // A load that failed (a panic on its worker, an unreadable file) is told once; the session
+        // is then reloaded in full.
+        let mut told = Output::default();
+        for result in results {
+            if let JobOutcome::Failed { error, .. } = &result.outcome {
+                told = self
+                    .inner
+                    .failed("loading the session", error, &mut self.reported);
+            }
+        }
+        let mut out = self.load_step(op, results)?;
+        told.effects.append(&mut out.effects);
+        out.effects = told.effects;
+        Ok(out)
+    }
+
+    fn load_step(&mut self, op: u64, results: &[JobResult]) -> Result<Output, Failure> {
+        let found = results.iter().any(|r| {
+            r.id == op
+                && matches!(&r.outcome, JobOutcome::Done { value, .. } if value == &serde_json::json!(true))
+        });
+        if self.pending_load.is_some() {
+            if found && self.finish_load()? {
+                if !self.inner.history_complete() {
+                    if let Some(job) = self.begin_complete()? {
+                        return Ok(self.load_output(job, true));
+                    }
+                }
+            } else {
+                self.drop_loads();
+                self.needs_resync = true;
+            }
+            return Ok(Output::default());
+        }
+        let swapped = found && self.finish_complete()?;
+        if !swapped && !self.inner.history_complete() {
+            self.drop_loads();
+            self.needs_resync = true;
+        }
+        Ok(Output::default())
     }
 
     /// Parse a JSON array of branch entries. An entry that does not parse keeps its place on the
@@ -933,6 +846,10 @@ impl Binding {
     /// odd entry never stops the mirror (or every later hook) from working.
     fn entries_of(&mut self, json: &str) -> Result<Vec<Entry>, serde_json::Error> {
         let raws: Vec<&serde_json::value::RawValue> = serde_json::from_str(json)?;
+        Ok(self.entries_of_raw(raws))
+    }
+
+    fn entries_of_raw(&mut self, raws: Vec<&serde_json::value::RawValue>) -> Vec<Entry> {
         let mut entries = Vec::with_capacity(raws.len());
         for (index, raw) in raws.into_iter().enumerate() {
             match parse_entry(raw.get()) {
@@ -965,7 +882,7 @@ impl Binding {
                 }
             }
         }
-        Ok(entries)
+        entries
     }
 
     /// Append an `error` event (`kind`: hook, config, telemetry) to events.jsonl; a failure to do
@@ -1027,6 +944,7 @@ impl Binding {
                     }
                 }
                 Effect::Shutdown if marker_failed => {}
+                Effect::WriteFailed { text } => self.tell_write_failure(&mut kept, text),
                 Effect::Telemetry { mut event } => {
                     if let Some(obj) = event.as_object_mut() {
                         // Events made without a clock (configuration problems) get their time here.
@@ -1073,83 +991,6 @@ impl Binding {
             }
         }
         *effects = kept;
-    }
-
-    /// `context_handoff`: validate, render with the git facts collected beforehand (off Pi's
-    /// event loop), write the files, arm the commit.
-    fn handoff(
-        &mut self,
-        args: &serde_json::Value,
-        moment: &engine::Moment,
-        git: &GitFacts,
-        resume: Option<&CheckResult>,
-        facts: Option<&IntegrationFacts>,
-    ) -> ToolReply {
-        let parsed = match self.inner.handoff_begin(args, moment) {
-            Ok(parsed) => parsed,
-            Err(reply) => return *reply,
-        };
-        let root = PathBuf::from(git.repo_root.as_deref().unwrap_or(&moment.cwd));
-        let session_id = self.inner.history().session_id().to_string();
-        let fail = |what: &str, e: &dyn std::fmt::Display| {
-            ToolReply {
-            text: format!(
-                "context_handoff: cannot {what}: {e}. Nothing was committed; the context stays as it is."
-            ),
-            is_error: true,
-            ..ToolReply::default()
-        }
-        };
-        // A concurrent writer may take a sequence number: re-render with the next one.
-        for _ in 0..5 {
-            let n = match relay_io::handoff_files::next_sequence(&root, &session_id) {
-                Ok(n) => n,
-                Err(e) => return fail("choose a handoff file name", &e),
-            };
-            let path = relay_io::handoff_files::handoff_path(&root, &session_id, n);
-            let path_text = path.display().to_string();
-            let (markdown, sidecar, fingerprint) = match self
-                .inner
-                .handoff_render(&parsed, git, resume, facts, &path_text, n, moment)
-            {
-                Ok(rendered) => rendered,
-                Err(reply) => return *reply,
-            };
-            match relay_io::handoff_files::write_handoff(&root, &session_id, n, &markdown, &sidecar)
-            {
-                Ok(written) => {
-                    return self.inner.handoff_written(
-                        &written.display().to_string(),
-                        markdown,
-                        fingerprint,
-                        moment,
-                    );
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                // A full disk or a read-only folder: the handoff commits from memory (the next
-                // window's boot block carries it) and the user is told.
-                Err(e) => {
-                    let mut reply = self.inner.handoff_unsaved(
-                        &path_text,
-                        markdown,
-                        fingerprint,
-                        moment,
-                        &e.to_string(),
-                    );
-                    let text = format!(
-                        "relay: cannot write the handoff file {path_text}: {e}; the handoff is kept in the session and the next window starts from it"
-                    );
-                    let mut told = Vec::new();
-                    self.tell_write_failure(&mut told, text);
-                    reply.effects.extend(told);
-                    return reply;
-                }
-            }
-        }
-        fail(
-            "find a free handoff file name",
-            &"too many concurrent handoffs",
-        )
     }
 }
 
@@ -1200,6 +1041,38 @@ mod tests {
             o.extend(e);
         }
         json!({"moment": moment(), "event": event}).to_string()
+    }
+
+    /// The tool and hook calls of the tests, through the one door.
+    impl Binding {
+        fn tool(
+            &mut self,
+            name: &str,
+            args_json: &str,
+            moment_json: &str,
+            _: Option<&str>,
+            _: Option<&str>,
+            _: Option<&str>,
+        ) -> Result<String, Failure> {
+            let input = json!({
+                "type": "tool", "callId": "t", "name": name,
+                "args": serde_json::from_str::<Value>(args_json).unwrap(),
+                "moment": serde_json::from_str::<Value>(moment_json).unwrap(),
+            });
+            let out: Value =
+                serde_json::from_str(&self.handle_input(&input.to_string(), None)?).unwrap();
+            Ok(out["reply"].to_string())
+        }
+
+        fn handle(&mut self, observation_json: &str) -> Result<String, Failure> {
+            let observation = serde_json::from_str::<Value>(observation_json)
+                .map_err(|e| invalid("observation", e))?;
+            let input = json!({"type": "hook", "observation": observation});
+            let out: Value =
+                serde_json::from_str(&self.handle_input(&input.to_string(), None)?).unwrap();
+            // What the hook answers (the mirror's own facts, tip and completeness, apart).
+            Ok(json!({"effects": out["effects"], "result": out.get("result"), "messages": out["messages"]}).to_string())
+        }
     }
 
     fn tool_text(reply: &str) -> String {
@@ -1619,9 +1492,17 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_event_type_of_an_observation() {
-        assert_eq!(event_type(&observation("turn_end", json!({}))), "turn_end");
-        assert_eq!(event_type("{\"type\": \"turn_end\"}"), "?");
+    fn errors_name_the_input_and_the_event_type_of_a_hook() {
+        let hook = json!({"type": "hook", "observation": serde_json::from_str::<Value>(
+            &observation("turn_end", json!({}))).unwrap()});
+        assert_eq!(input_label(&hook.to_string()), "turn_end");
+        assert_eq!(
+            input_label(r#"{"type": "tool", "name": "new_context"}"#),
+            "new_context"
+        );
+        assert_eq!(input_label(r#"{"type": "known", "ids": []}"#), "known");
+        assert_eq!(input_label(r#"{"type": "open"}"#), "loading the session");
+        assert_eq!(input_label("{"), "?");
     }
 
     #[test]
@@ -1661,47 +1542,41 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("relay-node-git-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         // Already past the deadline: nothing runs, the facts say unknown.
-        let json = collect_git(&dir, Instant::now(), None).unwrap();
-        let wire: GitWire = serde_json::from_str(&json).unwrap();
+        let job = json!({"id": 1, "deadlineMs": 0, "work": {"kind": "git", "cwd": dir}});
+        let outcome: Value = serde_json::from_str(&jobs::run(&job.to_string()).unwrap()).unwrap();
+        assert_eq!(outcome["kind"], "done");
         assert_eq!(
-            wire,
-            GitWire {
-                repo_root: None,
-                branch: None,
-                head: None,
-                state: GitState::Unknown,
-                workspace: None,
-            }
-        );
-        assert_eq!(
-            serde_json::from_str::<Value>(&json).unwrap(),
+            outcome["value"],
             json!({"repoRoot": null, "branch": null, "head": null, "state": "unknown"})
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
-    fn a_resume_check_job_gives_the_result_for_a_handoff_and_the_record_for_a_window() {
+    fn a_resume_check_job_gives_its_result_and_a_malformed_job_is_an_error() {
         let dir = std::env::temp_dir().join(format!("relay-node-resume-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut job = ResumeJob {
-            command: "echo checked; exit 4".into(),
-            source: "PI_RESUME_CHECK".into(),
-            cwd: dir.clone(),
-            window: None,
-        };
-        let result: Value = serde_json::from_str(&run_resume_check(&job).unwrap()).unwrap();
-        assert_eq!(result["status"], json!({"kind": "exited", "code": 4}));
-        assert_eq!(result["output"]["head"], "checked\n");
-        job.window = Some("pcw:S:00000001".into());
-        let record: Value = serde_json::from_str(&run_resume_check(&job).unwrap()).unwrap();
-        assert_eq!(record["customType"], "relay/resume-check");
-        assert_eq!(record["data"]["windowId"], "pcw:S:00000001");
-        assert_eq!(record["data"]["result"]["status"]["code"], 4);
-        assert!(record["data"]["atMs"].as_i64().unwrap() > 0);
-        // The check's result is what `tool("context_handoff", …)` takes back.
-        let parsed: CheckResult = serde_json::from_value(result).unwrap();
-        assert_eq!(parsed.command, "echo checked; exit 4");
+        let job = json!({"id": 2, "deadlineMs": i64::MAX, "work": {
+            "kind": "resumeCheck", "command": "echo checked; exit 4",
+            "source": "PI_RESUME_CHECK", "cwd": dir}});
+        let outcome: Value = serde_json::from_str(&jobs::run(&job.to_string()).unwrap()).unwrap();
+        assert_eq!(outcome["kind"], "done");
+        assert_eq!(
+            outcome["value"]["status"],
+            json!({"kind": "exited", "code": 4})
+        );
+        assert_eq!(outcome["value"]["output"]["head"], "checked\n");
+        assert!(outcome["atMs"].as_i64().unwrap() > 0);
+        let err = jobs::run(r#"{"id": 3, "deadlineMs": 0, "work": {"kind": "nope"}}"#).unwrap_err();
+        assert!(
+            err.starts_with("relay: invalid job: unknown variant `nope`"),
+            "{err}"
+        );
+        // A host job is refused by the addon, as a failure, not a crash.
+        let facts = json!({"id": 4, "deadlineMs": 0, "work": {"kind": "facts",
+            "sessionName": true, "registries": false, "store": false}});
+        let outcome: Value = serde_json::from_str(&jobs::run(&facts.to_string()).unwrap()).unwrap();
+        assert_eq!(outcome["kind"], "failed");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -111,11 +111,13 @@ pub fn inject(method: &str, detail: &dyn Fn() -> String) {
 
 /// Hold the calling worker until the file `RELAY_TEST_HOLD_<point>` names exists (test builds
 /// only; at most 60 s): a test can then act while, say, a background load is still in flight.
+/// `<gate>.held` is created when the hold begins, so a test can wait for that moment.
 #[cfg(feature = "test-panic")]
 pub fn hold(point: &str) {
     let Ok(gate) = std::env::var(format!("RELAY_TEST_HOLD_{point}")) else {
         return;
     };
+    let _ = std::fs::write(format!("{gate}.held"), b"");
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !std::path::Path::new(&gate).exists() && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(5));

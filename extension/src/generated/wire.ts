@@ -191,6 +191,10 @@ export type ConfigSources = {
 	 * whether this runtime owns the wrapper ([`super::wrapper`]). `null`: not collected.
 	 */
 	wrapper: WrapperFacts | null,
+	/**
+	 * `PI_RESUME_CHECK` as the process has it (the operator's resume check command).
+	 */
+	resumeCheckEnv?: string,
 };
 
 /**
@@ -265,7 +269,8 @@ export type Effect =
 	| { "kind": "shutdown" }
 	| { "kind": "writeRelaunchMarker", path: string, marker: unknown }
 	| { "kind": "telemetry", event: unknown }
-	| { "kind": "writeStatus", status: unknown };
+	| { "kind": "writeStatus", status: unknown }
+	| { "kind": "writeFailed", text: string };
 
 /**
  * `ctx.ui.notify` level.
@@ -448,4 +453,164 @@ export type StoreFacts = {
 	uid: number | null,
 	sessionId: string,
 	cwd: string,
+};
+
+/**
+ * Everything the host hands the engine, tagged by `type`.
+ */
+export type Input =
+	| { "type": "describe", piVersion: string }
+	| { "type": "configure", sources: ConfigSources }
+	| {
+		"type": "open",
+		sessionId: string,
+		file: string | null,
+		leaf: string | null,
+		/**
+		 * A large file may load on the pool (its current window first); false: at once (a
+		 * reload after a failure).
+		 */
+		background: boolean,
+	}
+	| { "type": "resync", sessionId: string, entries: unknown[] }
+	| { "type": "known", ids: Array<string> }
+	| { "type": "hook", observation: Observation }
+	| { "type": "tool", callId: string, name: string, args: unknown, moment: Moment }
+	| { "type": "prepare", tool: string, args: unknown }
+	| { "type": "schema_refused", tool: string, message: string }
+	| { "type": "done", op: number, results: Array<JobResult>, moment: Moment }
+	| { "type": "failed", hook: string, message: string };
+
+/**
+ * Everything the engine answers.
+ */
+export type Output = {
+	/**
+	 * Effects to execute in order.
+	 */
+	effects: Array<Effect>,
+	/**
+	 * What the hook returns to Pi.
+	 */
+	result?: HookResult,
+	/**
+	 * A tool's answer (the tool is done).
+	 */
+	reply?: ToolReply,
+	/**
+	 * Custom messages to insert into the request of a `context` hook, each at its index.
+	 */
+	messages: Array<ContextMessage>,
+	/**
+	 * Entries to append to the session (`pi.appendEntry`), in order, before anything else.
+	 */
+	appends: Array<Marker>,
+	/**
+	 * Work to run off Pi's event loop.
+	 */
+	jobs: Array<Job>,
+	/**
+	 * The operation that waits for `Done` (its jobs' results, or only its appends).
+	 */
+	op?: number,
+	/**
+	 * The newest entry the mirror holds.
+	 */
+	tip: string | null,
+	/**
+	 * The host must send the whole branch ([`Input::Resync`]) before anything else.
+	 */
+	needsBranch: boolean,
+	/**
+	 * The mirror holds every window's texts (false while a large session's earlier windows are
+	 * still loading: the history tools and a navigation wait).
+	 */
+	historyComplete: boolean,
+	/**
+	 * The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`).
+	 */
+	value?: unknown,
+};
+
+/**
+ * One piece of work for the host.
+ */
+export type Job = {
+	id: number,
+	/**
+	 * When the host stops waiting (milliseconds since the epoch): the job then failed.
+	 */
+	deadlineMs: number,
+	work: Work,
+};
+
+/**
+ * What a job does. `facts` is the host's own (in-process registries, Pi's session name); every
+ * other kind runs in the addon on the libuv pool, reads only regular files and never blocks
+ * Pi's event loop.
+ */
+export type Work =
+	| { "kind": "git", cwd: string, files?: Array<string> }
+	| {
+		"kind": "stores",
+		questionsHome: string | null,
+		claimsFile: string | null,
+		taskDir: string | null,
+	}
+	| {
+		"kind": "facts",
+		sessionName: boolean,
+		registries: boolean,
+		taskIds?: Array<string>,
+		store: boolean,
+	}
+	| { "kind": "resumeCheck", command: string, source: string, cwd: string }
+	| { "kind": "staleCheck", record: unknown }
+	| { "kind": "handoffNumber", root: string, sessionId: string }
+	| {
+		"kind": "writeHandoff",
+		root: string,
+		sessionId: string,
+		sequence: number,
+		markdown: string,
+		sidecar: unknown,
+	}
+	| { "kind": "load", whole: boolean };
+
+/**
+ * A job's result, as the host hands it back.
+ */
+export type JobResult = { id: number, outcome: JobOutcome };
+
+/**
+ * How a job ended.
+ */
+export type JobOutcome =
+	| { "kind": "done", value: unknown, atMs: number }
+	| { "kind": "failed", error: string, exists: boolean }
+	| { "kind": "aborted" };
+
+/**
+ * What `describe` answers.
+ */
+export type Description = {
+	/**
+	 * Why this Pi cannot run Relay (`null`: it can).
+	 */
+	refusal: string | null,
+	tools: Array<ToolSpec>,
+	/**
+	 * The custom message types Pi's TUI shows with Relay's one line.
+	 */
+	renderedTypes: Array<string>,
+};
+
+/**
+ * What a `facts` job gives back (each field only when asked for).
+ */
+export type HostFacts = {
+	sessionName?: string,
+	jobs?: unknown[] | null,
+	subagents?: unknown[] | null,
+	store?: StoreFacts,
 };

@@ -26,6 +26,8 @@ pub(super) struct Settings {
     pub(super) reserve: ReserveTokens,
     /// `/relay on|off` for the rest of this runtime; wins over the `enabled` setting.
     pub(super) toggle: Option<bool>,
+    /// `PI_RESUME_CHECK` as the host reported it with the configuration.
+    pub(super) resume_check_env: Option<String>,
 }
 
 impl Settings {
@@ -34,6 +36,7 @@ impl Settings {
             config: RelayConfig::default(),
             reserve: ReserveTokens::default(),
             toggle: None,
+            resume_check_env: None,
         }
     }
 }
@@ -66,6 +69,7 @@ impl Engine {
         );
         let (resolved, mut issues) = layers.resolve();
         self.budget.wrapper_facts = sources.wrapper.clone();
+        self.settings.resume_check_env = sources.resume_check_env.clone();
         let (budget, budget_issues) = select_budget(sources, resolved.relay.budget.as_ref());
         issues.extend(budget_issues.into_iter().map(|i| layers.attribute(i)));
         self.settings.reserve = resolved.reserve_tokens;

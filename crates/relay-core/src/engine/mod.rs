@@ -50,6 +50,7 @@
 
 mod budget;
 mod configure;
+pub mod door;
 mod mirror;
 mod reset;
 mod resume;
@@ -67,6 +68,7 @@ mod hostile_tests;
 #[cfg(test)]
 mod tests;
 
+pub use door::{Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, Output, Work};
 pub use mirror::LoadedBranch;
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
@@ -169,6 +171,11 @@ pub struct Engine {
     /// `before_agent_start` to `agent_settled`); `None` until this process saw one. New input
     /// measures its idleness from it.
     last_activity_ms: Option<i64>,
+    /// The operations that wait for jobs (the `context` hook's checks, `context_handoff`).
+    ops: door::Ops,
+    /// Tool results of real tool runs seen by this engine (a handoff collecting its facts
+    /// notices a sibling tool that finished meanwhile).
+    tool_results_seen: u64,
 }
 
 /// Why a threshold compaction in this window would not free anything (see
@@ -205,7 +212,15 @@ impl Engine {
             compact_instructions: None,
             futile_warned: None,
             last_activity_ms: None,
+            ops: door::Ops::default(),
+            tool_results_seen: 0,
         }
+    }
+
+    /// Forget the operations that wait for jobs (another session, a full reload): their results
+    /// no longer apply.
+    pub fn forget_operations(&mut self) {
+        self.ops.clear();
     }
 
     // ----- getters -----
@@ -626,6 +641,7 @@ impl Engine {
                 if tool_name != crate::policy::HANDOFF_TOOL
                     && !self.budget.policy.blocked_calls.contains(tool_call_id)
                 {
+                    self.tool_results_seen += 1;
                     self.budget.stored_handoff = None;
                     self.budget.handoff_ready = None;
                 }

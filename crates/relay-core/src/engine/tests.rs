@@ -725,6 +725,14 @@ fn generated_wire_ts_is_current() {
         decl::<crate::integrations::IntegrationFacts>(&cfg),
         decl::<crate::integrations::StoreContents>(&cfg),
         decl::<crate::integrations::StoreFacts>(&cfg),
+        decl::<super::door::Input>(&cfg),
+        decl::<super::door::Output>(&cfg),
+        decl::<super::door::Job>(&cfg),
+        decl::<super::door::Work>(&cfg),
+        decl::<super::door::JobResult>(&cfg),
+        decl::<super::door::JobOutcome>(&cfg),
+        decl::<super::door::Description>(&cfg),
+        decl::<super::door::HostFacts>(&cfg),
     ];
     let text = format!(
         "// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).\n\

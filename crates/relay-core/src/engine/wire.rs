@@ -299,6 +299,10 @@ pub struct ConfigSources {
     /// whether this runtime owns the wrapper ([`super::wrapper`]). `null`: not collected.
     #[serde(default)]
     pub wrapper: Option<WrapperFacts>,
+    /// `PI_RESUME_CHECK` as the process has it (the operator's resume check command).
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub resume_check_env: Option<String>,
     /// The budget policy file's contents, when it exists and could be read (the binding reads
     /// it; never sent by the extension).
     #[serde(skip)]
@@ -455,6 +459,9 @@ pub enum Effect {
         #[cfg_attr(test, ts(type = "unknown"))]
         status: Value,
     },
+    /// A file of Relay's could not be written (`text` says which and why): the binding tells
+    /// the user once per engine, with every other failed write.
+    WriteFailed { text: String },
 }
 
 /// A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.

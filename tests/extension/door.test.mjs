@@ -1,0 +1,147 @@
+// The one door on the real Pi agent loop: context_handoff's slow work (git, the integration stores,
+// the resume check, the file) runs as jobs the engine asks for, each under a deadline and Pi's
+// abort signal. Esc during the handoff writes nothing and resets nothing; a FIFO where a store
+// should be is "unavailable", not a hang; a sibling tool that finishes while the handoff collects
+// its facts is in what the handoff records. Runs the test-panic addon (`make test-addon`) for its
+// test-only gate `RELAY_TEST_HOLD_STORES`, which holds the store reading until a file exists.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../target/test-addon/relay.node", import.meta.url));
+assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
+process.env.RELAY_ADDON = TEST_ADDON;
+const { ofType, resultsOf, startSession, tool, within } = await import("./harness.mjs");
+const { budgetEnv, enforce, gitRepo, HANDOFF, newRoot, WINDOW } = await import("./budget-helpers.mjs");
+
+const handoffFiles = (root) => {
+	const dir = join(root, "work", ".ai-work", "handoffs");
+	return existsSync(dir) ? readdirSync(dir) : [];
+};
+
+/** Wait (bounded) until `file` exists: the moment a worker or a command reached a point. */
+async function until(file, what) {
+	await within(
+		(async () => {
+			while (!existsSync(file)) await new Promise((resolve) => setTimeout(resolve, 10));
+		})(),
+		20_000,
+		what,
+	);
+}
+
+test("Esc while context_handoff waits for its resume check: Pi is idle at once, no handoff file, no reset", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const started = join(root, "check-started");
+	// The operator's check signals that it runs, then takes far longer than the user waits.
+	process.env.PI_RESUME_CHECK = `touch ${started}; sleep 4`;
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [{ text: "Started.", tokens: 5_000 }, { ...tool("context_handoff", HANDOFF), tokens: 6_000 }, "never asked"],
+	});
+	try {
+		await t.session.prompt("Start.");
+		const run = t.session.prompt("Hand off.");
+		await until(started, "the resume check to start");
+		const abortedAt = Date.now();
+		await t.session.abort();
+		await run;
+		const idleAfterMs = Date.now() - abortedAt;
+		// The check sleeps 4 s: Pi did not wait for it.
+		assert.ok(idleAfterMs < 2_000, `Pi was idle ${idleAfterMs} ms after Esc`);
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff?.isError, true, JSON.stringify(handoff));
+		assert.match(handoff.text, /aborted before its handoff was written: nothing was written/);
+		assert.deepEqual(handoffFiles(root), [], "no handoff file");
+		assert.equal(ofType(t, "compaction").length, 0, "no reset");
+		assert.equal(ofType(t, "custom", "relay/handoff").length, 0, "no handoff record");
+	} finally {
+		delete process.env.PI_RESUME_CHECK;
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a FIFO where the claims registry should be: the handoff completes and says the store is unavailable", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [{ text: "Started.", tokens: 5_000 }, { ...tool("context_handoff", HANDOFF), tokens: 6_000 }, "Resumed."],
+	});
+	try {
+		mkdirSync(join(t.agentDir, "issue-work"), { recursive: true });
+		const fifo = join(t.agentDir, "issue-work", "registry.jsonl");
+		assert.equal(spawnSync("mkfifo", [fifo]).status, 0, "mkfifo");
+		await t.session.prompt("Start.");
+		// No writer ever opens the FIFO: a reader that blocked on it would never return.
+		await within(t.session.prompt("Hand off."), 15_000, "the handoff beside a FIFO registry");
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const md = readFileSync(JSON.parse(handoff.text).path, "utf8");
+		assert.match(md, /unavailable \(no readable issue-work\/registry\.jsonl\)/);
+		assert.equal(ofType(t, "compaction").length, 1, "the handoff committed");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a sibling tool that commits while context_handoff collects its facts: the handoff records the new HEAD", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const before = gitRepo(root);
+	const gate = join(root, "stores-gate");
+	process.env.RELAY_TEST_HOLD_STORES = gate;
+	const cwd = join(root, "work");
+	// A tool of the same message: it commits once the handoff's git facts are in (the store reading
+	// holds), and the gate opens only after its tool_result reached Relay (this extension's hook
+	// runs after Relay's).
+	const sibling = (pi) => {
+		pi.on("tool_result", (event) => {
+			if (event.toolName === "commit_now") writeFileSync(gate, "");
+		});
+		pi.registerTool({
+			name: "commit_now",
+			label: "commit",
+			description: "commits the work",
+			parameters: { type: "object", properties: {} },
+			async execute() {
+				await until(`${gate}.held`, "the handoff's store reading to begin");
+				const r = spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "sibling"], { cwd, encoding: "utf8" });
+				assert.equal(r.status, 0, r.stderr);
+				return { content: [{ type: "text", text: "committed" }], details: {} };
+			},
+		});
+	};
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [sibling],
+		steps: [{ text: "Started.", tokens: 5_000 }, { tools: [tool("context_handoff", HANDOFF), tool("commit_now")], tokens: 6_000 }, "Resumed."],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await within(t.session.prompt("Hand off and commit."), 20_000, "the handoff and its sibling");
+		const after = spawnSync("git", ["rev-parse", "HEAD"], { cwd, encoding: "utf8" }).stdout.trim();
+		assert.notEqual(after, before, "the sibling committed");
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const sidecar = JSON.parse(readFileSync(JSON.parse(handoff.text).path.replace(/\.md$/, ".json"), "utf8"));
+		assert.equal(sidecar.git.head, after, "the handoff records the HEAD the sibling made, not the one before it");
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_STORES;
+		writeFileSync(gate, "");
+		await t.dispose();
+		env.restore();
+	}
+});
