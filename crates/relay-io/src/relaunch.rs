@@ -219,7 +219,8 @@ pub fn open(key: &Key, bytes: &[u8]) -> Result<Marker, Refusal> {
 /// relaunch would start from: a relaunch the wrapper would refuse is never asked for.
 pub fn write_marker(path: &Path, key: &Key, marker: &Marker) -> Result<(), String> {
     marker.check_files().map_err(|p| p.to_string())?;
-    crate::fsx::write_atomic(path, &seal(key, marker), 0o600).map_err(|e| e.to_string())
+    crate::fsx::write_atomic(path, &seal(key, marker), 0o600)
+        .map_err(|e| format!("cannot write the relaunch marker {}: {e}", path.display()))
 }
 
 #[cfg(test)]
