@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { captureStderr, ofType, resultsOf, startSession, tool } from "./harness.mjs";
 import { budgetEnv, enforce, HANDOFF, newRoot, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
@@ -109,6 +109,46 @@ test("the primary session under the wrapper owns it; an SDK child session in the
 	} finally {
 		await child?.dispose();
 		await primary.dispose();
+		wrapper.restore();
+		env.restore();
+	}
+});
+
+test("after /reload (Relay evaluated again, the variables and key file long gone) the session still owns the wrapper", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const wrapper = wrapperEnv(root, process.ppid);
+	const t = await startSession({ root, contextWindow: WINDOW, settings: enforce(), steps: ["Hi.", "Again."] });
+	try {
+		await t.session.prompt("Hello.");
+		assert.equal(process.env.PI_RELAUNCH_KEY_FILE, undefined);
+		await t.session.reload();
+		await t.session.prompt("Hello again.");
+		assert.deepEqual(statusOf(env, t).wrapper, { owned: true, reason: `started by pi-session (pid ${process.ppid})` });
+	} finally {
+		await t.dispose();
+		wrapper.restore();
+		env.restore();
+	}
+});
+
+test("without the launch's key (the key file was gone when Relay loaded) the session does not own the wrapper", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const wrapper = wrapperEnv(root, process.ppid);
+	rmSync(wrapper.keyFile);
+	const t = await startSession({ root, contextWindow: WINDOW, settings: enforce(), steps: ["Hi."] });
+	try {
+		await t.session.prompt("Hello.");
+		const s = statusOf(env, t);
+		assert.equal(s.wrapper.owned, false);
+		assert.equal(
+			s.wrapper.reason,
+			`the relaunch key file ${wrapper.keyFile} could not be read: ENOENT: no such file or directory, open '${wrapper.keyFile}'`,
+		);
+		for (const name of VARS) assert.equal(process.env[name], undefined, name);
+	} finally {
+		await t.dispose();
 		wrapper.restore();
 		env.restore();
 	}
