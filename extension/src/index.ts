@@ -21,11 +21,14 @@ import {
 } from "./adapter.ts";
 import type { Description, Event, Input, Output } from "./generated/wire.ts";
 import { jobRecords, loadGuards } from "./integrations.ts";
-import { loadSettings } from "./settings.ts";
+import { loadSettings, takeWrapperHandover } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
 import { native } from "./native.ts";
 
 export default function relay(pi: ExtensionAPI) {
+	// First, before any tool can run and whatever follows: pi-session's relaunch key and variables
+	// leave Pi's environment (settings.ts).
+	takeWrapperHandover();
 	// Without a core for this machine, or on a Pi older than Relay supports, register nothing: say
 	// so once and let Pi run without Relay (the engine decides which versions are supported).
 	let rt: Runtime;

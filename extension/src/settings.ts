@@ -2,7 +2,7 @@
 // engine merges the global and project settings the way Pi does, project only when trusted, and
 // validates them (crates/relay-core/src/config.rs).
 import { CONFIG_DIR_NAME, getAgentDir, SettingsManager, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
 
@@ -25,16 +25,67 @@ function projectSettings(cwd: string): Pick<ConfigSources, "project" | "projectE
 	}
 }
 
+/** The variables pi-session gives Pi (crates/relay-cli/src/session/mod.rs). */
+const WRAPPER_VARS = ["PI_RELAUNCH_MARKER", "PI_RELAUNCH_KEY_FILE", "PI_SESSION_WRAPPER", "PI_SESSION_WRAPPER_PID", "PI_SESSION_LAUNCH_ID"] as const;
+
+/** What Relay took from pi-session, kept process-wide so that the module a /reload evaluates again finds it. */
+const WRAPPER_SLOT = Symbol.for("relay.pi-session-wrapper");
+type TakenWrapper = Omit<WrapperFacts, "pid" | "ppid" | "sessionFile">;
+
 /**
- * The pi-session wrapper's variables and this process's place under it: the engine decides
- * whether this runtime owns the wrapper (crates/relay-core/src/engine/wrapper.rs).
+ * Take what pi-session handed this Pi, once, when Relay loads (before any tool can run): the
+ * launch's relaunch key is read from `PI_RELAUNCH_KEY_FILE` and the file is removed, and every
+ * wrapper variable is removed from `process.env`. A command the model runs (or a Pi it starts)
+ * then inherits none of them and finds no key to sign a marker with; only Relay can sign the
+ * marker the wrapper relaunches for. (`/proc/<pid>/environ` still shows Pi's initial variables:
+ * the key file's path, but the file is gone.) When the variables are absent, what an earlier
+ * load took stays.
+ */
+export function takeWrapperHandover(): void {
+	const env = process.env;
+	if (!WRAPPER_VARS.some((name) => env[name] !== undefined)) return;
+	const relaunchKeyFile = env.PI_RELAUNCH_KEY_FILE || null;
+	let relaunchKey: string | null = null;
+	let relaunchKeyError: string | null = null;
+	if (relaunchKeyFile) {
+		try {
+			relaunchKey = readFileSync(relaunchKeyFile, "utf8");
+		} catch (error) {
+			relaunchKeyError = error instanceof Error ? error.message : String(error);
+		}
+		try {
+			unlinkSync(relaunchKeyFile);
+		} catch {
+			// Already gone: the wrapper removes it too once Pi has exited.
+		}
+	}
+	const taken: TakenWrapper = {
+		relaunchMarker: env.PI_RELAUNCH_MARKER ?? null,
+		wrapper: env.PI_SESSION_WRAPPER ?? null,
+		wrapperPid: env.PI_SESSION_WRAPPER_PID ?? null,
+		launchId: env.PI_SESSION_LAUNCH_ID ?? null,
+		relaunchKeyFile,
+		relaunchKey,
+		relaunchKeyError,
+	};
+	(globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] = taken;
+	for (const name of WRAPPER_VARS) delete env[name];
+}
+
+/**
+ * What pi-session handed this process (taken when Relay loaded) and this process's place under
+ * it: the engine decides whether this runtime owns the wrapper (crates/relay-core/src/engine/wrapper.rs).
  */
 function wrapperFacts(ctx: ExtensionContext): WrapperFacts {
+	const taken = (globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] as TakenWrapper | undefined;
 	return {
-		relaunchMarker: process.env.PI_RELAUNCH_MARKER ?? null,
-		wrapper: process.env.PI_SESSION_WRAPPER ?? null,
-		wrapperPid: process.env.PI_SESSION_WRAPPER_PID ?? null,
-		launchId: process.env.PI_SESSION_LAUNCH_ID ?? null,
+		relaunchMarker: taken?.relaunchMarker ?? null,
+		wrapper: taken?.wrapper ?? null,
+		wrapperPid: taken?.wrapperPid ?? null,
+		launchId: taken?.launchId ?? null,
+		relaunchKeyFile: taken?.relaunchKeyFile ?? null,
+		relaunchKey: taken?.relaunchKey ?? null,
+		relaunchKeyError: taken?.relaunchKeyError ?? null,
 		pid: process.pid,
 		ppid: process.ppid,
 		sessionFile: ctx.sessionManager.getSessionFile() ?? null,

@@ -51,6 +51,8 @@ impl Case {
             .env("FAKE_PI_DIR", self.fake())
             .env_remove("PI_SESSION_MAX_RELAUNCHES_PER_HOUR")
             .env_remove("PI_RELAUNCH_MARKER")
+            .env_remove("PI_RELAUNCH_KEY_FILE")
+            .env_remove("FAKE_PI_KEEP_KEY")
             .stdin(Stdio::null());
         c
     }
@@ -165,7 +167,69 @@ fn one_relaunch_after_exit_0_with_a_valid_marker() {
     assert_eq!(pid, out_pid(&m2));
     assert!(!m1.exists(), "a consumed marker is removed");
     assert!(stderr(&out).contains("pi-session: relaunching pi in a fresh process from the handoff"));
+    // Each launch's key file: beside its marker, readable by the user only.
+    let log = fs::read_to_string(case.fake().join("log")).unwrap();
+    for (n, m) in [(1, &m1), (2, &m2)] {
+        let key = m.with_extension("key");
+        assert!(
+            log.contains(&format!(" {}\n", key.display())),
+            "PI_RELAUNCH_KEY_FILE of launch {n}: {log}"
+        );
+        let mode = fs::read_to_string(case.fake().join(format!("keymode-{n}"))).unwrap();
+        assert_eq!(mode.trim(), "-rw-------");
+    }
     assert!(case.marker_files().is_empty());
+}
+
+/// The first `pi-session:` line on the wrapper's stderr.
+fn refusal_line(out: &Output) -> String {
+    stderr(out)
+        .lines()
+        .find(|l| l.starts_with("pi-session:"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn no_relaunch_on_an_unsigned_marker() {
+    let case = Case::new("unsigned", &["unsigned 0"]);
+    let out = refused(&case, 0, "(unsigned marker)");
+    let m = case.marker_of(1);
+    assert_eq!(
+        refusal_line(&out),
+        format!(
+            "pi-session: not relaunching: invalid marker: {m}: it is not a signed marker (unknown field `cwd`, expected `marker` or `mac` at line 1 column 6) (unsigned marker); the marker {m} is kept",
+            m = m.display()
+        )
+    );
+    assert!(m.exists(), "kept as evidence");
+}
+
+#[test]
+fn no_relaunch_on_a_marker_signed_with_another_key() {
+    let case = Case::new("badmac", &["badmac 0"]);
+    let out = refused(&case, 0, "(forged marker)");
+    let m = case.marker_of(1);
+    assert_eq!(
+        refusal_line(&out),
+        format!(
+            "pi-session: not relaunching: invalid marker: {m}: its signature does not verify with this launch's key (forged marker); the marker {m} is kept",
+            m = m.display()
+        )
+    );
+}
+
+#[test]
+fn the_wrapper_removes_a_key_file_pi_left() {
+    let case = Case::new("keykept", &["none 0"]);
+    let out = case
+        .command(env!("CARGO_BIN_EXE_pi-session"), ARGS)
+        .env("FAKE_PI_KEEP_KEY", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(case.launches().len(), 1);
+    assert!(case.marker_files().is_empty(), "{:?}", case.marker_files());
 }
 
 fn out_pid(marker: &Path) -> String {
@@ -342,7 +406,7 @@ fn rpc_mode_runs_pi_once_without_the_wrapper_variables() {
     let out = case.run(&["--mode", "rpc"]);
     assert_eq!(out.status.code(), Some(0));
     let log = fs::read_to_string(case.fake().join("log")).unwrap();
-    assert!(log.contains("env    \n"), "{log}");
+    assert!(log.contains("env     \n"), "{log}");
 }
 
 #[test]

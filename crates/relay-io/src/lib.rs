@@ -25,6 +25,7 @@ pub mod fsx;
 pub mod git;
 pub mod handoff_files;
 pub mod integrations;
+pub mod relaunch;
 pub mod resume_check;
 pub mod session;
 pub mod telemetry;

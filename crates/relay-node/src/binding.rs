@@ -64,6 +64,9 @@ pub struct Binding {
     /// A write of Relay's files (events, status, relaunch marker, handoff) failed and the user
     /// was told: one notification for all of them, later failures are not reported again.
     write_failure_told: bool,
+    /// Why the relaunch marker of the observation being handled could not be written: the
+    /// engine is told at once ([`engine::Engine::relaunch_unwritten`]) and resets in-process.
+    relaunch_unwritten: Option<String>,
     /// Where the newest background load ([`Binding::begin_load`]) leaves its branch; a resync or
     /// a newer load replaces it, so a superseded load is never installed.
     pending_load: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
@@ -251,6 +254,7 @@ impl Binding {
             inner: engine::Engine::new(),
             reported: Vec::new(),
             write_failure_told: false,
+            relaunch_unwritten: None,
             warnings: Vec::new(),
             state_dir: None,
             last_sources: None,
@@ -681,11 +685,22 @@ impl Binding {
                         self.toggle = Some(args.clone());
                     }
                 }
-                if observation.event == Event::Context {
+                let mut out = if observation.event == Event::Context {
                     self.inner.context_hook(&observation)
                 } else {
                     Output::from_hook(self.inner.handle(&observation))
+                };
+                self.execute(&mut out.effects);
+                if let Some(why) = self.relaunch_unwritten.take() {
+                    // No relaunch: the engine resets in-process at this same settle point instead.
+                    let mut more = self.inner.relaunch_unwritten(&observation, &why);
+                    self.execute(&mut more.effects);
+                    out.effects.append(&mut more.effects);
+                    if out.result.is_none() {
+                        out.result = more.result;
+                    }
                 }
+                out
             }
             Input::Tool {
                 call_id: _,
@@ -930,18 +945,15 @@ impl Binding {
         let mut marker_failed = false;
         for effect in effects.drain(..) {
             match effect {
-                Effect::WriteRelaunchMarker { path, marker } => {
-                    let bytes = serde_json::to_vec(&marker).unwrap_or_default();
-                    if let Err(e) =
-                        relay_io::fsx::write_atomic(std::path::Path::new(&path), &bytes, 0o600)
-                    {
+                Effect::WriteRelaunchMarker { path, marker, key } => {
+                    if let Err(why) = write_relaunch_marker(&path, &marker, &key) {
+                        // The engine's `relaunch_failed` event and warning say why.
                         marker_failed = true;
-                        let text = format!(
-                            "relay: cannot write the pi-session relaunch marker {path}: {e}; Pi keeps running"
-                        );
-                        self.error_event("relaunch", &text);
-                        self.tell_write_failure(&mut kept, text);
+                        self.relaunch_unwritten = Some(why);
                     }
+                }
+                Effect::RemoveRelaunchMarker { path } => {
+                    let _ = std::fs::remove_file(path);
                 }
                 Effect::Shutdown if marker_failed => {}
                 Effect::WriteFailed { text } => self.tell_write_failure(&mut kept, text),
@@ -992,6 +1004,20 @@ impl Binding {
         }
         *effects = kept;
     }
+}
+
+/// Sign and write the pi-session relaunch marker (relay-io checks the handoff and launch prompt
+/// files first). The error says why; it never contains the key.
+fn write_relaunch_marker(
+    path: &str,
+    marker: &serde_json::Value,
+    key: &engine::RelaunchKey,
+) -> Result<(), String> {
+    let key = relay_io::relaunch::Key::from_hex(key.expose())
+        .ok_or_else(|| "the relaunch key is not 64 hex digits".to_string())?;
+    let marker: relay_io::relaunch::Marker = serde_json::from_value(marker.clone())
+        .map_err(|e| format!("the relaunch marker has not the wrapper's shape: {e}"))?;
+    relay_io::relaunch::write_marker(std::path::Path::new(path), &key, &marker)
 }
 
 /// What a background load left in its slot (a worker that panicked holding the lock still left
@@ -1118,6 +1144,35 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn the_relaunch_marker_is_signed_and_a_failed_write_says_why_without_the_key() {
+        let dir = scratch("relaunch-marker");
+        let handoff = dir.join("h.md");
+        std::fs::write(&handoff, "# Handoff\n").unwrap();
+        let hex = "0f".repeat(32);
+        let key = engine::RelaunchKey::new(hex.clone());
+        let marker = serde_json::json!({
+            "cwd": "/w", "launchPrompt": null, "handoff": handoff, "sessionFile": null,
+        });
+        let path = dir.join("1-m.json");
+        write_relaunch_marker(&path.to_string_lossy(), &marker, &key).unwrap();
+        let k = relay_io::relaunch::Key::from_hex(&hex).unwrap();
+        let opened = relay_io::relaunch::open(&k, &std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(opened.handoff, handoff.to_string_lossy());
+        // A marker folder that cannot exist (below a regular file): the write fails.
+        let blocked = handoff.join("1-m.json");
+        let why = write_relaunch_marker(&blocked.to_string_lossy(), &marker, &key).unwrap_err();
+        assert!(
+            why.starts_with(&format!(
+                "cannot write the relaunch marker {}: ",
+                blocked.display()
+            )),
+            "{why}"
+        );
+        assert!(!why.contains(&hex));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

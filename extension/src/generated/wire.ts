@@ -230,6 +230,19 @@ export type WrapperFacts = {
 	 * `getSessionFile()` (`null` in memory).
 	 */
 	sessionFile: string | null,
+	/**
+	 * `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the extension removed the
+	 * file when it read it).
+	 */
+	relaunchKeyFile: string | null,
+	/**
+	 * The key that file held (64 hex digits), which signs the marker. Never shown.
+	 */
+	relaunchKey: string | null,
+	/**
+	 * Why the key file could not be read.
+	 */
+	relaunchKeyError: string | null,
 };
 
 /**
@@ -268,6 +281,7 @@ export type Effect =
 	| { "kind": "log", text: string }
 	| { "kind": "shutdown" }
 	| { "kind": "writeRelaunchMarker", path: string, marker: unknown }
+	| { "kind": "removeRelaunchMarker", path: string }
 	| { "kind": "telemetry", event: unknown }
 	| { "kind": "writeStatus", status: unknown }
 	| { "kind": "writeFailed", text: string };

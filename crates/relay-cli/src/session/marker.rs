@@ -1,13 +1,18 @@
-//! The relaunch marker: its path (`<marker dir>/<wrapper pid>-<nonce>.json`), the fresh nonce of
-//! each launch, and the checks that make a marker valid for exactly the launch it was given to.
+//! The relaunch marker: its path (`<marker dir>/<wrapper pid>-<nonce>.json`), the fresh nonce and
+//! key of each launch, and the checks that make a marker valid for exactly the launch it was
+//! given to.
 //!
-//! **The pid part is the wrapper's own pid.** The wrapper names the marker before Pi starts, so
-//! the only pid it can name is its own; Pi's extension checks that its parent process is that
-//! pid (`process.ppid == PI_SESSION_WRAPPER_PID`, and the file name's pid part equal to both).
-//! A process Pi starts inherits the environment, but its parent is Pi, not the wrapper, so it
-//! cannot claim the marker. The nonce (128 random bits, new for every launch) keeps a marker
-//! left over from an earlier launch, or from a dead wrapper whose pid was reused, from passing
-//! for the current one.
+//! **Only Relay inside this Pi can write a valid marker.** Every launch gets a fresh 32-byte key,
+//! written to `<wrapper pid>-<nonce>.key` (mode 0600, in the 0700 marker directory); Pi gets only
+//! that file's path (`PI_RELAUNCH_KEY_FILE`). Relay's extension reads the key when it loads,
+//! before any tool can run, removes the file and removes the wrapper's variables from Pi's
+//! environment, and signs the marker it writes (HMAC-SHA256, [`relay_io::relaunch`]). A command
+//! the model runs inherits none of the variables and finds no key file, so whatever it writes at
+//! the marker path is refused. The wrapper removes the key file itself once Pi has exited.
+//!
+//! The pid part is the wrapper's own pid (the wrapper names the marker before Pi starts); the
+//! nonce (128 random bits, new for every launch) keeps a marker left over from an earlier launch,
+//! or from a dead wrapper whose pid was reused, from passing for the current one.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -16,20 +21,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::Deserialize;
+use relay_io::relaunch::{Key, MAX_MARKER_BYTES};
 
-/// A marker larger than this is not one Relay wrote.
-const MAX_MARKER_BYTES: u64 = 64 * 1024;
-
-/// What Relay writes into the marker (every field required, no other field).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Marker {
-    pub cwd: String,
-    pub launch_prompt: Option<String>,
-    pub handoff: String,
-    pub session_file: Option<String>,
-}
+pub use relay_io::relaunch::Marker;
 
 /// One launch's identity.
 #[derive(Debug, Clone)]
@@ -37,6 +31,9 @@ pub struct Launch {
     pub nonce: String,
     pub path: PathBuf,
     pub started: SystemTime,
+    /// The launch's relaunch key, and the file Pi is told to take it from.
+    pub key: Key,
+    pub key_path: PathBuf,
 }
 
 /// A fresh 128-bit nonce as 32 lowercase hex digits.
@@ -70,19 +67,38 @@ pub fn parse_name(name: &OsStr) -> Option<(u32, String)> {
     Some((pid.parse().ok()?, nonce.to_string()))
 }
 
+/// The key file name of a launch.
+pub fn key_file_name(pid: u32, nonce: &str) -> String {
+    format!("{pid}-{nonce}.key")
+}
+
 /// A new launch of this wrapper: a nonce never used before (none of this invocation's, and no
-/// file of that name in the marker directory).
+/// marker or key file of that name in the marker directory), and a fresh key written to its key
+/// file.
 pub fn new_launch(dir: &Path, pid: u32, used: &HashSet<String>) -> Result<Launch, String> {
     loop {
         let nonce = fresh_nonce()?;
         let path = dir.join(file_name(pid, &nonce));
-        if used.contains(&nonce) || path.symlink_metadata().is_ok() {
+        let key_path = dir.join(key_file_name(pid, &nonce));
+        if used.contains(&nonce)
+            || path.symlink_metadata().is_ok()
+            || key_path.symlink_metadata().is_ok()
+        {
             continue;
         }
+        let key = Key::fresh()?;
+        relay_io::relaunch::write_key_file(&key_path, &key).map_err(|e| {
+            format!(
+                "cannot write the relaunch key file {}: {e}",
+                key_path.display()
+            )
+        })?;
         return Ok(Launch {
             nonce,
             path,
             started: SystemTime::now(),
+            key,
+            key_path,
         });
     }
 }
@@ -148,10 +164,10 @@ pub fn explain_missing(
     }
 }
 
-/// Read and check the marker of this launch: a regular file (not a link), small, exactly the
-/// four fields, written for this working directory, naming a handoff file that exists and, when
-/// given, a launch prompt file that exists (both absolute).
-pub fn read_valid(path: &Path, cwd: &Path) -> Result<Marker, String> {
+/// Read and check the marker of this launch: a regular file (not a link), small, signed with this
+/// launch's key, exactly the four fields, written for this working directory, naming a handoff
+/// file that exists and, when given, a launch prompt file that exists (both absolute).
+pub fn read_valid(path: &Path, cwd: &Path, key: &Key) -> Result<Marker, String> {
     let meta = path
         .symlink_metadata()
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -164,12 +180,12 @@ pub fn read_valid(path: &Path, cwd: &Path) -> Result<Marker, String> {
             path.display()
         ));
     }
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     fs::File::open(path)
-        .and_then(|f| f.take(MAX_MARKER_BYTES).read_to_string(&mut text))
+        .and_then(|f| f.take(MAX_MARKER_BYTES).read_to_end(&mut bytes))
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let marker: Marker = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a relaunch marker: {e}", path.display()))?;
+    let marker = relay_io::relaunch::open(key, &bytes)
+        .map_err(|why| format!("{}: {why}", path.display()))?;
     if Path::new(&marker.cwd) != cwd {
         return Err(format!(
             "{}: cwd {} is not the wrapper's working directory {}",
@@ -178,28 +194,10 @@ pub fn read_valid(path: &Path, cwd: &Path) -> Result<Marker, String> {
             cwd.display()
         ));
     }
-    check_file(path, "handoff", &marker.handoff)?;
-    if let Some(lp) = &marker.launch_prompt {
-        check_file(path, "launchPrompt", lp)?;
-    }
+    marker
+        .check_files()
+        .map_err(|problem| format!("{}: {problem}", path.display()))?;
     Ok(marker)
-}
-
-fn check_file(marker: &Path, key: &str, value: &str) -> Result<(), String> {
-    let p = Path::new(value);
-    if !p.is_absolute() {
-        return Err(format!(
-            "{}: {key} {value} is not an absolute path",
-            marker.display()
-        ));
-    }
-    if !p.is_file() {
-        return Err(format!(
-            "{}: {key} {value} is not an existing file",
-            marker.display()
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

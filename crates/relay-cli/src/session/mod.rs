@@ -9,16 +9,18 @@
 //!   Ctrl-\ reach Pi directly. The wrapper survives SIGINT and SIGQUIT itself and passes
 //!   SIGTERM and SIGHUP on to Pi (a signalled wrapper never relaunches).
 //! - Each launch gets `PI_RELAUNCH_MARKER` (`<marker dir>/<wrapper pid>-<nonce>.json`, a fresh
-//!   nonce every launch, [`marker`]), `PI_SESSION_WRAPPER`, `PI_SESSION_WRAPPER_PID` and
-//!   `PI_SESSION_LAUNCH_ID` (the nonce). `--mode rpc` runs Pi once without them: an RPC client
-//!   reconnects by itself.
-//! - Pi exits 0 and the marker of this very launch is valid: the marker is consumed (removed)
-//!   and a fresh Pi starts with the options minus session selectors, `@<launchPrompt>` when
+//!   nonce every launch, [`marker`]), `PI_RELAUNCH_KEY_FILE` (the path of a file holding this
+//!   launch's fresh key, mode 0600, which Relay takes and removes when it loads),
+//!   `PI_SESSION_WRAPPER`, `PI_SESSION_WRAPPER_PID` and `PI_SESSION_LAUNCH_ID` (the nonce).
+//!   The key file is removed once Pi has exited, whatever happened. `--mode rpc` runs Pi once
+//!   without them: an RPC client reconnects by itself.
+//! - Pi exits 0 and the marker of this very launch is valid, signed with this launch's key: the
+//!   marker is consumed (removed) and a fresh Pi starts with the options minus session selectors, `@<launchPrompt>` when
 //!   given, and [`continue_prompt`]. At most `PI_SESSION_MAX_RELAUNCHES_PER_HOUR` (default 5)
 //!   relaunches in any rolling hour of this invocation.
 //! - Anything else ends the wrapper with Pi's exit status (128 + the signal number when Pi was
 //!   killed by a signal, 143 for SIGTERM). A marker that is present but refused (non-zero exit,
-//!   signal, invalid, stale pid, forged or reused nonce, limit) is kept, and one `pi-session:`
+//!   signal, invalid, unsigned or forged, stale pid, forged or reused nonce, limit) is kept, and one `pi-session:`
 //!   line on stderr says why.
 
 pub mod args;
@@ -176,8 +178,8 @@ Usage: pi-session [PI OPTIONS] [-- @/abs/launch.md REQUEST]
 
 Every argument is Pi's (see `pi --help`); the wrapper removes its own `--` and, on a relaunch,
 Pi's session selectors (-c/--continue, -r/--resume, --session, --session-id, --fork). A relaunch
-happens only when Pi exits 0 after Relay wrote this launch's marker; anything else ends the
-wrapper with Pi's exit status.
+happens only when Pi exits 0 after Relay wrote this launch's marker, signed with this launch's
+key; anything else ends the wrapper with Pi's exit status.
 
 Environment:
   PI_SESSION_PI                        the Pi to run (default: pi on PATH)
@@ -186,8 +188,9 @@ Environment:
   PI_SESSION_MAX_RELAUNCHES_PER_HOUR   relaunches allowed in any rolling hour (default 5, 0 = never)
   PI_CODING_AGENT_DIR                  Pi's agent dir (default ~/.pi/agent)
 
-Set for Pi on each launch: PI_RELAUNCH_MARKER, PI_SESSION_WRAPPER, PI_SESSION_WRAPPER_PID,
-PI_SESSION_LAUNCH_ID. `--mode rpc` runs Pi once without them.
+Set for Pi on each launch: PI_RELAUNCH_MARKER, PI_RELAUNCH_KEY_FILE, PI_SESSION_WRAPPER,
+PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID; Relay removes them from Pi's environment when it
+loads. `--mode rpc` runs Pi once without them.
 ";
 
 /// `--help` or `-h` before the wrapper's `--` asks for the wrapper's help, not Pi's.
@@ -220,6 +223,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         cmd.args(parsed.first_launch());
         for v in [
             "PI_RELAUNCH_MARKER",
+            "PI_RELAUNCH_KEY_FILE",
             "PI_SESSION_WRAPPER",
             "PI_SESSION_WRAPPER_PID",
             "PI_SESSION_LAUNCH_ID",
@@ -261,13 +265,18 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         let mut cmd = Command::new(&cfg.pi);
         cmd.args(&argv)
             .env("PI_RELAUNCH_MARKER", &launch.path)
+            .env("PI_RELAUNCH_KEY_FILE", &launch.key_path)
             .env(
                 "PI_SESSION_WRAPPER",
                 concat!("pi-session ", env!("CARGO_PKG_VERSION")),
             )
             .env("PI_SESSION_WRAPPER_PID", pid.to_string())
             .env("PI_SESSION_LAUNCH_ID", &launch.nonce);
-        let code = match spawn_wait(&mut cmd, &signals) {
+        let ran = spawn_wait(&mut cmd, &signals);
+        // Relay removed the key file when it loaded; without Relay (or when Pi never started) it
+        // is removed here. The key stays in memory to verify the marker.
+        let _ = std::fs::remove_file(&launch.key_path);
+        let code = match ran {
             Ok(c) => c,
             Err(e) => return fail(format!("cannot run {}: {e}", cfg.pi.to_string_lossy())),
         };
@@ -352,7 +361,7 @@ fn decide(
             },
         );
     }
-    let m = match marker::read_valid(&launch.path, cwd) {
+    let m = match marker::read_valid(&launch.path, cwd, &launch.key) {
         Ok(m) => m,
         Err(why) => return Next::Exit(refuse(format!("invalid marker: {why}; {}", kept()), 0)),
     };

@@ -15,8 +15,8 @@
 use serde_json::{json, Value};
 
 use super::wire::{
-    ConfigSources, Continuation, Effect, GuardState, HookReply, HookResult, Moment, NotifyLevel,
-    HANDOFF_REQUEST_TYPE,
+    ConfigSources, Continuation, Effect, Event, GuardState, HookReply, HookResult, Moment,
+    NotifyLevel, Observation, HANDOFF_REQUEST_TYPE,
 };
 
 /// Why the budget policy is effectively off while the shared context guard is off (the footer
@@ -48,12 +48,21 @@ pub(super) struct ReadyHandoff {
     pub(super) launch_prompt: Option<String>,
 }
 
-/// A relaunch the armed fallback asked for, carried out at `agent_settled`.
+/// A relaunch the armed fallback asked for: its marker is written at the settle point that chose
+/// it, and Pi is asked to shut down at `agent_settled`.
 #[derive(Debug, Clone)]
 pub(super) struct RelaunchRequest {
     reason: policy::FallbackReason,
-    handoff: String,
-    launch_prompt: Option<String>,
+    /// The marker written for it.
+    path: String,
+}
+
+/// The warning when a relaunch the fallback chose cannot happen (snapshot-tested).
+pub fn render_relaunch_fallback(why: &str) -> String {
+    format!(
+        "relay: Pi is not relaunched in a fresh process: {why}. The window is reset in-process \
+         instead, as without pi-session."
+    )
 }
 
 /// A forced reset the policy asked for: the boot block's note and whether the run goes on.
@@ -95,6 +104,9 @@ pub(super) struct Budget {
     pub(super) hosted_subagent: bool,
     /// The relaunch the fallback asked for, until `agent_settled` carries it out.
     pub(super) relaunch: Option<RelaunchRequest>,
+    /// Why the binding could not write the last relaunch marker: no relaunch is tried again in
+    /// this window (the fallback resets in-process, as without the wrapper).
+    pub(super) relaunch_failed: Option<String>,
     /// The shared guard library said `isGuardOff("context")` at the latest moment (a fact,
     /// consulted live): the policy is effectively off and Pi's own compaction passes through.
     pub(super) guard_off: bool,
@@ -143,6 +155,7 @@ impl Budget {
             wrapper_facts: None,
             hosted_subagent: false,
             relaunch: None,
+            relaunch_failed: None,
             guard_off: false,
             guard_logged: [false; 2],
             watch_started: None,
@@ -324,7 +337,7 @@ impl Engine {
     /// ignored), else the newest committed one on the branch. `None`: no relaunch possible, the
     /// fallback stays in-process.
     fn relaunch_handoff(&self) -> Option<(String, Option<String>)> {
-        if !self.wrapper_ownership().owned {
+        if self.budget.relaunch_failed.is_some() || !self.wrapper_ownership().owned {
             return None;
         }
         if let Some(h) = &self.budget.stored_handoff {
@@ -335,8 +348,46 @@ impl Engine {
             .map(|(path, lp)| (path.to_string(), lp.map(str::to_string)))
     }
 
-    /// At `agent_settled`: the relaunch the fallback asked for writes the marker, then asks Pi
-    /// to shut down. An aborted run (the user interrupted) drops the request.
+    /// The relaunch the fallback chose at this settle point: the signed marker (the binding
+    /// checks the handoff and launch prompt files, then writes it), then `agent_settled` asks Pi
+    /// to shut down. `None` when no relaunch is possible after all.
+    fn request_relaunch(
+        &mut self,
+        reason: policy::FallbackReason,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) -> Option<RelaunchRequest> {
+        // `params.relaunch` was only set with a known handoff and an owned wrapper.
+        let (handoff, launch_prompt) = self.relaunch_handoff()?;
+        let ownership = self.wrapper_ownership();
+        let (path, key) = (ownership.marker?, ownership.key?);
+        let session_file = self
+            .budget
+            .wrapper_facts
+            .as_ref()
+            .and_then(|f| f.session_file.clone());
+        let marker = json!({
+            "cwd": moment.cwd,
+            "launchPrompt": launch_prompt,
+            "handoff": handoff,
+            "sessionFile": session_file,
+        });
+        let event = self.telemetry_event(
+            "relaunch_requested",
+            json!({"reason": reason.as_str(), "marker": path, "handoff": handoff}),
+            moment,
+        );
+        reply.effects.push(Effect::Telemetry { event });
+        reply.effects.push(Effect::WriteRelaunchMarker {
+            path: path.clone(),
+            marker,
+            key,
+        });
+        Some(RelaunchRequest { reason, path })
+    }
+
+    /// At `agent_settled`: the relaunch whose marker was written asks Pi to shut down. An aborted
+    /// run (the user interrupted) drops it, and its marker is removed.
     pub(super) fn settle_relaunch(
         &mut self,
         aborted: bool,
@@ -346,37 +397,58 @@ impl Engine {
         let Some(req) = self.budget.relaunch.take() else {
             return;
         };
-        let ownership = self.wrapper_ownership();
-        let (Some(path), false) = (ownership.marker, aborted) else {
+        if aborted {
             let event = self.telemetry_event(
                 "relaunch_dropped",
-                json!({"reason": req.reason.as_str(), "why": if aborted { "the run was aborted".to_string() } else { ownership.reason }}),
+                json!({"reason": req.reason.as_str(), "why": "the run was aborted"}),
                 moment,
             );
             reply.effects.push(Effect::Telemetry { event });
+            reply
+                .effects
+                .push(Effect::RemoveRelaunchMarker { path: req.path });
             return;
+        }
+        reply.effects.push(Effect::Shutdown);
+    }
+
+    /// The binding could not write the marker this observation asked for (`why`: a handoff or
+    /// launch prompt file is missing, the disk is full, …). No relaunch: the user is told, and at
+    /// the settle point that chose the relaunch the window is reset in-process instead, the
+    /// mechanical reset Relay does without the wrapper. No relaunch is tried again in this window.
+    pub fn relaunch_unwritten(&mut self, obs: &Observation, why: &str) -> HookReply {
+        let mut reply = HookReply::default();
+        let Some(req) = self.budget.relaunch.take() else {
+            return reply;
         };
-        let session_file = self
-            .budget
-            .wrapper_facts
-            .as_ref()
-            .and_then(|f| f.session_file.clone());
-        let marker = json!({
-            "cwd": moment.cwd,
-            "launchPrompt": req.launch_prompt,
-            "handoff": req.handoff,
-            "sessionFile": session_file,
-        });
+        let mut moment = obs.moment.clone();
+        moment.usage = self.mirror.usage(&obs.moment);
+        let moment = &moment;
+        self.budget.relaunch_failed = Some(why.to_string());
         let event = self.telemetry_event(
-            "relaunch_requested",
-            json!({"reason": req.reason.as_str(), "marker": path, "handoff": req.handoff}),
+            "relaunch_failed",
+            json!({"reason": req.reason.as_str(), "why": why}),
             moment,
         );
         reply.effects.push(Effect::Telemetry { event });
+        reply.effects.push(Effect::Notify {
+            text: render_relaunch_fallback(why),
+            level: NotifyLevel::Warning,
+        });
+        if let Event::AgentBeforeSettle { .. } = &obs.event {
+            // The fallback is still armed; without a relaunch its settle point resets.
+            let fx = self.policy_step(PolicyInput::BeforeSettle {
+                pending_work: moment.has_pending_messages || moment.pending_work > 0,
+            });
+            self.apply_policy(fx, moment, &mut reply);
+            let outs = self.scheduler.handle(SchedInput::BeforeSettle {
+                outcome: crate::scheduler::Outcome::Completed,
+                has_queued_user_messages: moment.has_pending_messages,
+            });
+            self.apply_sched(outs, moment, &mut reply);
+        }
+        self.write_status_if_changed(moment, &mut reply);
         reply
-            .effects
-            .push(Effect::WriteRelaunchMarker { path, marker });
-        reply.effects.push(Effect::Shutdown);
     }
 
     /// The policy's usage input at this moment: the figure the moment carries (Pi's or the
@@ -566,14 +638,7 @@ impl Engine {
                     self.apply_sched(outs, moment, reply);
                 }
                 PolicyEffect::Relaunch { reason } => {
-                    // `params.relaunch` was only set with a known handoff and an owned wrapper.
-                    if let Some((handoff, launch_prompt)) = self.relaunch_handoff() {
-                        self.budget.relaunch = Some(RelaunchRequest {
-                            reason,
-                            handoff,
-                            launch_prompt,
-                        });
-                    }
+                    self.budget.relaunch = self.request_relaunch(reason, moment, reply);
                 }
                 PolicyEffect::Continue { text } => {
                     if reply.result.is_none() {
@@ -616,6 +681,7 @@ impl Engine {
         self.budget.stored_handoff = None;
         self.budget.forced = None;
         self.budget.relaunch = None;
+        self.budget.relaunch_failed = None;
     }
 
     pub(super) fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {

@@ -948,6 +948,7 @@ impl Engine {
                     self.budget.handoff_ready = None;
                     self.budget.stored_handoff = None;
                     self.budget.forced = None;
+                    self.budget.relaunch_failed = None;
                 }
                 self.outstanding.reminder = None;
             }

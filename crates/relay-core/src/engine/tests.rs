@@ -2229,8 +2229,13 @@ fn started_by_wrapper() -> WrapperFacts {
         pid: 4242,
         ppid: 4200,
         session_file: Some("/agent/sessions/s.jsonl".into()),
+        relaunch_key_file: Some(format!("/agent/relaunch/4200-{NONCE}.key")),
+        relaunch_key: Some(RelaunchKey::new(KEY)),
+        relaunch_key_error: None,
     }
 }
+
+const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
 /// Hard limit, the model keeps calling tools and then stops twice: returns the replies of the
 /// tool call, the two settle points and `agent_settled`.
@@ -2276,7 +2281,7 @@ fn status_of(reply: &HookReply) -> serde_json::Value {
 }
 
 #[test]
-fn an_owned_wrapper_gets_the_marker_and_a_shutdown_only_at_agent_settled() {
+fn an_owned_wrapper_gets_the_signed_marker_at_the_settle_point_and_a_shutdown_at_agent_settled() {
     let mut e = wrapped_engine(Some(started_by_wrapper()), false);
     let replies = hard_fallback_to_settle(&mut e, false);
     let [blocked, first, second, settled] = &replies;
@@ -2288,25 +2293,26 @@ fn an_owned_wrapper_gets_the_marker_and_a_shutdown_only_at_agent_settled() {
         "{reason}"
     );
     assert!(matches!(first.result, Some(HookResult::Continue { .. })));
-    // The second settle point neither resets nor shuts down: it only asks for the relaunch.
+    // The second settle point neither resets nor shuts down: it chooses the relaunch and has its
+    // marker written (the binding checks the files and signs it with the launch's key).
     assert!(second.result.is_none(), "{:?}", second.result);
     assert_eq!(events_named(second, "fallback_relaunch").len(), 1);
     assert_eq!(shutdowns(&replies[..3]), 0);
-    let marker = settled
+    let markers: Vec<_> = replies
+        .iter()
+        .flat_map(|r| &r.effects)
+        .filter(|e| matches!(e, Effect::WriteRelaunchMarker { .. }))
+        .collect();
+    assert_eq!(markers.len(), 1);
+    let Some(Effect::WriteRelaunchMarker { path, marker, key }) = second
         .effects
         .iter()
-        .position(|e| matches!(e, Effect::WriteRelaunchMarker { .. }))
-        .expect("the marker is written at agent_settled");
-    let shutdown = settled
-        .effects
-        .iter()
-        .position(|e| matches!(e, Effect::Shutdown))
-        .expect("shutdown is requested at agent_settled");
-    assert!(marker < shutdown, "the marker before the shutdown");
-    let Some(Effect::WriteRelaunchMarker { path, marker }) = settled.effects.get(marker) else {
-        unreachable!()
+        .find(|e| matches!(e, Effect::WriteRelaunchMarker { .. }))
+    else {
+        panic!("the marker is written at the settle point that chose the relaunch")
     };
     assert_eq!(path, &format!("/agent/relaunch/4200-{NONCE}.json"));
+    assert_eq!(key.expose(), KEY);
     assert_eq!(
         marker,
         &json!({
@@ -2316,6 +2322,13 @@ fn an_owned_wrapper_gets_the_marker_and_a_shutdown_only_at_agent_settled() {
             "sessionFile": "/agent/sessions/s.jsonl",
         })
     );
+    // The key is in no serialized reply, status or event, and not in Debug output.
+    for r in &replies {
+        let text = serde_json::to_string(r).unwrap();
+        assert!(!text.contains(KEY), "{text}");
+        assert!(!format!("{r:?}").contains(KEY));
+    }
+    assert_eq!(shutdowns(std::slice::from_ref(settled)), 1);
     assert_eq!(
         status_of(settled)["wrapper"],
         json!({"owned": true, "reason": "started by pi-session (pid 4200)"})
@@ -2323,6 +2336,61 @@ fn an_owned_wrapper_gets_the_marker_and_a_shutdown_only_at_agent_settled() {
     // Once: a later settle does nothing more.
     let again = e.handle(&obs(Event::AgentSettled { aborted: false }, Some(70_000)));
     assert_eq!(shutdowns(&[again]), 0);
+}
+
+#[test]
+fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_point() {
+    let mut e = wrapped_engine(Some(started_by_wrapper()), false);
+    let at = |event: Event| obs(event, Some(70_000));
+    e.handle(&at(Event::ToolCall {
+        tool_name: "bash".into(),
+        tool_call_id: "c1".into(),
+    }));
+    let settle = at(Event::AgentBeforeSettle {
+        outcome: Some("completed".into()),
+        jobs: None,
+    });
+    e.handle(&settle);
+    let second = e.handle(&settle);
+    assert!(second
+        .effects
+        .iter()
+        .any(|e| matches!(e, Effect::WriteRelaunchMarker { .. })));
+    let why = "launchPrompt /work/launch.md is not an existing file";
+    let fallback = e.relaunch_unwritten(&settle, why);
+    // The mechanical reset Relay does without the wrapper, at this settle point.
+    let Some(HookResult::Reset { plan }) = &fallback.result else {
+        panic!("expected the in-process reset: {:?}", fallback.result)
+    };
+    assert_eq!(plan.details["source"], json!("forced"));
+    assert_eq!(events_named(&fallback, "forced_reset").len(), 1);
+    assert_eq!(
+        events_named(&fallback, "relaunch_failed")[0]["why"],
+        json!(why)
+    );
+    let notes: Vec<&str> = fallback
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Notify { text, level } => {
+                assert_eq!(*level, NotifyLevel::Warning);
+                Some(text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes, [budget::render_relaunch_fallback(why).as_str()]);
+    // No shutdown afterwards; a second report is a no-op.
+    let settled = e.handle(&at(Event::AgentSettled { aborted: false }));
+    assert_eq!(shutdowns(&[settled]), 0);
+    assert_eq!(e.relaunch_unwritten(&settle, why), HookReply::default());
+}
+
+#[test]
+fn relaunch_fallback_text() {
+    insta::assert_snapshot!(budget::render_relaunch_fallback(
+        "handoff /w/.ai-work/handoffs/S1-2.md is not an existing file"
+    ));
 }
 
 #[test]
@@ -2384,10 +2452,11 @@ fn an_aborted_settle_drops_the_relaunch() {
         }));
         let settled = e.handle(&at(Event::AgentSettled { aborted: true }));
         assert_eq!(shutdowns(std::slice::from_ref(&settled)), 0);
-        assert!(!settled
-            .effects
-            .iter()
-            .any(|x| matches!(x, Effect::WriteRelaunchMarker { .. })));
+        // The marker written at the settle point is removed again.
+        assert!(settled.effects.iter().any(|x| matches!(
+            x,
+            Effect::RemoveRelaunchMarker { path } if path == &format!("/agent/relaunch/4200-{NONCE}.json")
+        )));
         assert_eq!(
             events_named(&settled, "relaunch_dropped")[0]["why"],
             json!("the run was aborted")

@@ -333,6 +333,56 @@ pub struct WrapperFacts {
     pub ppid: u32,
     /// `getSessionFile()` (`null` in memory).
     pub session_file: Option<String>,
+    /// `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the extension removed the
+    /// file when it read it).
+    #[serde(default)]
+    pub relaunch_key_file: Option<String>,
+    /// The key that file held (64 hex digits), which signs the marker. Never shown.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "string | null"))]
+    pub relaunch_key: Option<RelaunchKey>,
+    /// Why the key file could not be read.
+    #[serde(default)]
+    pub relaunch_key_error: Option<String>,
+}
+
+/// The pi-session wrapper's relaunch key for this launch, as the extension read it. It is never
+/// shown: `Debug` and serialization give `[redacted]`, so neither the status file, an event, a
+/// log line nor an error can carry it.
+#[derive(Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(transparent)]
+pub struct RelaunchKey(String);
+
+impl RelaunchKey {
+    pub fn new(hex: impl Into<String>) -> Self {
+        RelaunchKey(hex.into())
+    }
+
+    /// The key's text, for the one place that signs with it (the binding).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Exactly 64 lowercase hex digits (32 bytes), as the wrapper writes it.
+    pub fn is_well_formed(&self) -> bool {
+        self.0.len() == 64
+            && self
+                .0
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
+}
+
+impl std::fmt::Debug for RelaunchKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl Serialize for RelaunchKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("[redacted]")
+    }
 }
 
 /// The budget policy file Relay reads.
@@ -441,13 +491,21 @@ pub enum Effect {
     /// `ctx.shutdown()`: the session ends so that the pi-session wrapper relaunches Pi (only
     /// after the relaunch marker was written, at `agent_settled`).
     Shutdown,
-    /// Write the pi-session relaunch marker at `path` (executed by the binding, atomically,
-    /// mode 0600; never reaches the extension).
+    /// Write the pi-session relaunch marker at `path`, signed with `key` (executed by the
+    /// binding: the handoff and launch prompt files checked first, then written atomically, mode
+    /// 0600; never reaches the extension). A failure is fed back
+    /// ([`super::Engine::relaunch_unwritten`]) and the window is reset in-process instead.
     WriteRelaunchMarker {
         path: String,
         #[cfg_attr(test, ts(type = "unknown"))]
         marker: Value,
+        #[serde(skip_serializing)]
+        #[cfg_attr(test, ts(skip))]
+        key: RelaunchKey,
     },
+    /// Remove the relaunch marker written at this settle point: the run was aborted before Pi
+    /// could be shut down (executed by the binding, never reaches the extension).
+    RemoveRelaunchMarker { path: String },
     /// An event for `events.jsonl` (executed by the binding, never reaches the extension).
     Telemetry {
         #[cfg_attr(test, ts(type = "unknown"))]

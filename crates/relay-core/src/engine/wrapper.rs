@@ -1,15 +1,19 @@
 //! Whether this runtime owns the pi-session wrapper, decided from the facts the extension
-//! collects ([`WrapperFacts`]: the wrapper's variables, `process.pid`, `process.ppid`) and the
-//! hosting rule (`Moment::subagent`).
+//! collects ([`WrapperFacts`]: the wrapper's variables as Pi started with them, the relaunch key
+//! read from `PI_RELAUNCH_KEY_FILE`, `process.pid`, `process.ppid`) and the hosting rule
+//! (`Moment::subagent`).
 //!
 //! **Owned only when all hold:**
 //! 1. `PI_RELAUNCH_MARKER` is an absolute path whose file name is exactly
 //!    `<pid>-<32 lowercase hex digits>.json`;
 //! 2. its pid part equals `PI_SESSION_WRAPPER_PID`, and that pid is this process's parent
-//!    (`process.ppid`): Pi is the wrapper's own child. A process Pi starts inherits the
-//!    variables, but its parent is Pi, so it never owns the marker;
+//!    (`process.ppid`): Pi is the wrapper's own child (a Pi started by a command Pi runs would
+//!    not be, and inherits none of the variables anyway: the extension removes them from
+//!    `process.env` when it loads);
 //! 3. its nonce equals `PI_SESSION_LAUNCH_ID` (the wrapper gives both for one launch);
-//! 4. this runtime is the primary one: an SDK child session (a subagent bound while the primary
+//! 4. the launch's relaunch key was read from `PI_RELAUNCH_KEY_FILE` (64 hex digits): the
+//!    wrapper relaunches only for a marker signed with it, so without it no marker could count;
+//! 5. this runtime is the primary one: an SDK child session (a subagent bound while the primary
 //!    runtime is alive in the same process) never owns it, never writes the marker and never
 //!    shuts Pi down.
 //!
@@ -17,15 +21,17 @@
 
 use serde_json::{json, Value};
 
-use super::wire::WrapperFacts;
+use super::wire::{RelaunchKey, WrapperFacts};
 
-/// The answer, as the status file shows it (`wrapper: {owned, reason}`).
+/// The answer, as the status file shows it (`wrapper: {owned, reason}`; never the key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ownership {
     pub owned: bool,
     pub reason: String,
     /// The marker path to write, when owned.
     pub marker: Option<String>,
+    /// The key that signs the marker, when owned.
+    pub key: Option<RelaunchKey>,
 }
 
 impl Ownership {
@@ -34,6 +40,7 @@ impl Ownership {
             owned: false,
             reason: reason.into(),
             marker: None,
+            key: None,
         }
     }
 
@@ -100,10 +107,26 @@ pub fn ownership(facts: Option<&WrapperFacts>, subagent: bool) -> Ownership {
     if f.launch_id.as_deref() != Some(nonce) {
         return Ownership::not("the marker's nonce is not PI_SESSION_LAUNCH_ID");
     }
+    let Some(key_file) = f.relaunch_key_file.as_deref().filter(|k| !k.is_empty()) else {
+        return Ownership::not(
+            "PI_RELAUNCH_KEY_FILE is unset: without the launch's key no marker would be accepted",
+        );
+    };
+    if let Some(error) = &f.relaunch_key_error {
+        return Ownership::not(format!(
+            "the relaunch key file {key_file} could not be read: {error}"
+        ));
+    }
+    let Some(key) = f.relaunch_key.as_ref().filter(|k| k.is_well_formed()) else {
+        return Ownership::not(format!(
+            "the relaunch key file {key_file} did not hold a key (64 hex digits)"
+        ));
+    };
     Ownership {
         owned: true,
         reason: format!("started by pi-session (pid {pid})"),
         marker: Some(marker.to_string()),
+        key: Some(key.clone()),
     }
 }
 
@@ -122,6 +145,9 @@ mod tests {
             pid: 701,
             ppid: 700,
             session_file: None,
+            relaunch_key_file: Some(format!("/m/relaunch/700-{NONCE}.key")),
+            relaunch_key: Some(RelaunchKey::new("ab".repeat(32))),
+            relaunch_key_error: None,
         }
     }
 
@@ -132,6 +158,13 @@ mod tests {
         assert_eq!(
             owned.marker.as_deref(),
             Some("/m/relaunch/700-0123456789abcdef0123456789abcdef.json")
+        );
+        assert_eq!(owned.key, Some(RelaunchKey::new("ab".repeat(32))));
+        // The key is never shown, not even by Debug.
+        assert!(!format!("{owned:?}").contains(&"ab".repeat(32)));
+        assert_eq!(
+            owned.status(),
+            json!({"owned": true, "reason": "started by pi-session (pid 700)"})
         );
         let cases: Vec<(&str, WrapperFacts, bool, &str)> = vec![
             (
@@ -204,12 +237,42 @@ mod tests {
                 false,
                 "not an absolute path",
             ),
+            (
+                "no key file",
+                WrapperFacts {
+                    relaunch_key_file: None,
+                    relaunch_key: None,
+                    ..facts()
+                },
+                false,
+                "PI_RELAUNCH_KEY_FILE is unset: without the launch's key no marker would be accepted",
+            ),
+            (
+                "key file unreadable",
+                WrapperFacts {
+                    relaunch_key: None,
+                    relaunch_key_error: Some("ENOENT: no such file or directory".into()),
+                    ..facts()
+                },
+                false,
+                "the relaunch key file /m/relaunch/700-0123456789abcdef0123456789abcdef.key could not be read: ENOENT: no such file or directory",
+            ),
+            (
+                "no key in it",
+                WrapperFacts {
+                    relaunch_key: Some(RelaunchKey::new("AB".repeat(32))),
+                    ..facts()
+                },
+                false,
+                "the relaunch key file /m/relaunch/700-0123456789abcdef0123456789abcdef.key did not hold a key (64 hex digits)",
+            ),
         ];
         for (name, f, subagent, why) in cases {
             let o = ownership(Some(&f), subagent);
             assert!(!o.owned, "{name}");
             assert!(o.reason.contains(why), "{name}: {}", o.reason);
             assert_eq!(o.marker, None, "{name}");
+            assert_eq!(o.key, None, "{name}");
         }
         assert!(!ownership(None, false).owned);
     }

@@ -1,0 +1,377 @@
+//! The pi-session relaunch marker as it is on disk, authenticated: the one place the wrapper
+//! (relay-cli, which verifies) and Relay's binding (relay-node, which signs) share.
+//!
+//! # Format
+//!
+//! The wrapper makes a fresh 32-byte key for every launch and writes it as 64 lowercase hex
+//! digits to a key file (mode 0600, in the 0700 marker directory); Pi's extension reads it once at
+//! load and removes the file. A marker is one JSON object:
+//!
+//! ```text
+//! {"marker":{"cwd":…,"launchPrompt":…,"handoff":…,"sessionFile":…},"mac":"<64 hex digits>"}
+//! ```
+//!
+//! `mac` is HMAC-SHA256 under the launch's key over [`DOMAIN`] followed by the exact bytes of the
+//! `marker` value as they stand in the file (no canonical form is needed: the verifier takes the
+//! bytes as written). The marker itself has exactly the four fields of [`Marker`].
+
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use hmac::{KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// Put before the marker's bytes in the MAC input, so that the key authenticates nothing else.
+pub const DOMAIN: &[u8] = b"relay pi-session relaunch marker v1\n";
+
+/// A marker file larger than this is not one Relay wrote.
+pub const MAX_MARKER_BYTES: u64 = 64 * 1024;
+
+/// One launch's relaunch key. Its `Debug` never shows the bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Key([u8; 32]);
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Key(..)")
+    }
+}
+
+impl Key {
+    pub fn from_bytes(bytes: [u8; 32]) -> Key {
+        Key(bytes)
+    }
+
+    /// A fresh key from the operating system's random source.
+    pub fn fresh() -> Result<Key, String> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| format!("no random source for the relaunch key: {e}"))?;
+        Ok(Key(bytes))
+    }
+
+    /// Exactly 64 lowercase hex digits (the key file's content); anything else is `None`.
+    pub fn from_hex(text: &str) -> Option<Key> {
+        let digits = text.as_bytes();
+        if digits.len() != 64 {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            let [hi, lo] = pair else { return None };
+            *byte = (hex_value(*hi)? << 4) | hex_value(*lo)?;
+        }
+        Some(Key(bytes))
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// HMAC-SHA256 keyed with these 32 bytes, [`DOMAIN`] already fed. HMAC pads a key shorter
+    /// than the hash's 64-byte block with zeros, so the padded block is the same key (and the
+    /// constructor cannot fail).
+    fn mac(&self) -> HmacSha256 {
+        let mut block = [0u8; 64];
+        for (b, k) in block.iter_mut().zip(self.0) {
+            *b = k;
+        }
+        let mut mac = <HmacSha256 as KeyInit>::new(&block.into());
+        mac.update(DOMAIN);
+        mac
+    }
+}
+
+fn hex_value(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        _ => None,
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Write `key` to a new file at `path` (mode 0600; an existing file or link is an error).
+pub fn write_key_file(path: &Path, key: &Key) -> std::io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(key.to_hex().as_bytes())?;
+    file.sync_all()
+}
+
+/// What Relay asks the wrapper to relaunch with (every field required, no other field).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Marker {
+    pub cwd: String,
+    pub launch_prompt: Option<String>,
+    pub handoff: String,
+    pub session_file: Option<String>,
+}
+
+/// A file a relaunch starts from that is not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProblem {
+    /// The marker field: `handoff` or `launchPrompt`.
+    pub field: &'static str,
+    pub path: String,
+    pub problem: &'static str,
+}
+
+impl fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.field, self.path, self.problem)
+    }
+}
+
+impl Marker {
+    /// The handoff, and the launch prompt when there is one, are absolute paths of existing files.
+    pub fn check_files(&self) -> Result<(), FileProblem> {
+        check_file("handoff", &self.handoff)?;
+        if let Some(lp) = &self.launch_prompt {
+            check_file("launchPrompt", lp)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_file(field: &'static str, value: &str) -> Result<(), FileProblem> {
+    let problem = |problem| FileProblem {
+        field,
+        path: value.to_string(),
+        problem,
+    };
+    let path = Path::new(value);
+    if !path.is_absolute() {
+        return Err(problem("is not an absolute path"));
+    }
+    if !path.is_file() {
+        return Err(problem("is not an existing file"));
+    }
+    Ok(())
+}
+
+/// The marker file's bytes: the marker and its MAC under `key`.
+pub fn seal(key: &Key, marker: &Marker) -> Vec<u8> {
+    // Serializing four strings cannot fail; an empty object would only fail verification.
+    let body = serde_json::to_string(marker).unwrap_or_default();
+    let mut mac = key.mac();
+    mac.update(body.as_bytes());
+    let tag = hex(&mac.finalize().into_bytes());
+    format!("{{\"marker\":{body},\"mac\":\"{tag}\"}}").into_bytes()
+}
+
+/// Why a marker file's content is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not JSON of the sealed shape (`{"marker": {…}, "mac": "…"}`), e.g. a bare marker.
+    Unsigned(String),
+    /// The MAC does not verify under this launch's key.
+    Forged,
+    /// Signed correctly, but the marker inside is not one Relay writes.
+    Malformed(String),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Unsigned(e) => write!(f, "it is not a signed marker ({e}) (unsigned marker)"),
+            Refusal::Forged => {
+                f.write_str("its signature does not verify with this launch's key (forged marker)")
+            }
+            Refusal::Malformed(e) => write!(f, "it is not a relaunch marker: {e}"),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Sealed<'a> {
+    #[serde(borrow)]
+    marker: &'a RawValue,
+    mac: &'a str,
+}
+
+/// Verify a marker file's content with this launch's key: only then is the marker read.
+pub fn open(key: &Key, bytes: &[u8]) -> Result<Marker, Refusal> {
+    let sealed: Sealed<'_> =
+        serde_json::from_slice(bytes).map_err(|e| Refusal::Unsigned(e.to_string()))?;
+    let tag = Key::from_hex(sealed.mac).ok_or(Refusal::Forged)?.0;
+    let mut mac = key.mac();
+    mac.update(sealed.marker.get().as_bytes());
+    mac.verify_slice(&tag).map_err(|_| Refusal::Forged)?;
+    serde_json::from_str(sealed.marker.get()).map_err(|e| Refusal::Malformed(e.to_string()))
+}
+
+/// Write the signed marker at `path` (atomically, mode 0600), after checking the files the
+/// relaunch would start from: a relaunch the wrapper would refuse is never asked for.
+pub fn write_marker(path: &Path, key: &Key, marker: &Marker) -> Result<(), String> {
+    marker.check_files().map_err(|p| p.to_string())?;
+    crate::fsx::write_atomic(path, &seal(key, marker), 0o600)
+        .map_err(|e| format!("cannot write the relaunch marker {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(byte: u8) -> Key {
+        Key::from_bytes([byte; 32])
+    }
+
+    fn marker(dir: &Path) -> Marker {
+        Marker {
+            cwd: "/w".into(),
+            launch_prompt: None,
+            handoff: dir.join("h.md").to_string_lossy().into_owned(),
+            session_file: Some("/s/1.jsonl".into()),
+        }
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("relay-relaunch-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn hex_round_trip_and_odd_texts_are_no_key() {
+        let k = Key::fresh().unwrap();
+        assert_ne!(k, Key::fresh().unwrap());
+        assert_eq!(Key::from_hex(&k.to_hex()), Some(k.clone()));
+        assert_eq!(format!("{k:?}"), "Key(..)");
+        let hex = k.to_hex();
+        for bad in [
+            String::new(),
+            hex[..63].to_string(),
+            format!("{hex}0"),
+            hex.to_uppercase(),
+            format!("{hex}\n"),
+            "g".repeat(64),
+        ] {
+            assert_eq!(Key::from_hex(&bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_sealed_marker_opens_with_its_key_only() {
+        let m = marker(Path::new("/h"));
+        let bytes = seal(&key(1), &m);
+        assert_eq!(open(&key(1), &bytes), Ok(m.clone()));
+        assert_eq!(open(&key(2), &bytes), Err(Refusal::Forged));
+        // Any change of the marker's bytes breaks the MAC.
+        let text = String::from_utf8(bytes).unwrap();
+        let edited = text.replace("\"cwd\":\"/w\"", "\"cwd\":\"/x\"");
+        assert_ne!(edited, text);
+        assert_eq!(open(&key(1), edited.as_bytes()), Err(Refusal::Forged));
+        let spaced = text.replace("{\"cwd\"", "{ \"cwd\"");
+        assert_eq!(open(&key(1), spaced.as_bytes()), Err(Refusal::Forged));
+    }
+
+    #[test]
+    fn the_mac_is_hmac_sha256_over_the_domain_and_the_marker_bytes() {
+        // RFC 4231-style check of the construction with an independent computation.
+        let k = key(7);
+        let m = marker(Path::new("/h"));
+        let text = String::from_utf8(seal(&k, &m)).unwrap();
+        let body = serde_json::to_string(&m).unwrap();
+        assert!(text.starts_with(&format!("{{\"marker\":{body},\"mac\":\"")));
+        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&[7u8; 32]).unwrap();
+        mac.update(format!("relay pi-session relaunch marker v1\n{body}").as_bytes());
+        let tag = hex(&mac.finalize().into_bytes());
+        assert!(text.ends_with(&format!("\"mac\":\"{tag}\"}}")), "{text}");
+    }
+
+    #[test]
+    fn unsigned_forged_and_malformed_markers_are_refused_with_their_reason() {
+        let k = key(3);
+        let bare = br#"{"cwd":"/w","launchPrompt":"/abs/evil.md","handoff":"/abs/evil.md","sessionFile":null}"#;
+        let refused = open(&k, bare).unwrap_err();
+        assert!(matches!(refused, Refusal::Unsigned(_)), "{refused:?}");
+        assert_eq!(
+            refused.to_string(),
+            "it is not a signed marker (unknown field `cwd`, expected `marker` or `mac` at line 1 column 6) (unsigned marker)"
+        );
+        let fake = br#"{"marker":{"cwd":"/w","launchPrompt":null,"handoff":"/h","sessionFile":null},"mac":"0000000000000000000000000000000000000000000000000000000000000000"}"#;
+        assert_eq!(open(&k, fake), Err(Refusal::Forged));
+        assert_eq!(
+            Refusal::Forged.to_string(),
+            "its signature does not verify with this launch's key (forged marker)"
+        );
+        let short = br#"{"marker":{},"mac":"00"}"#;
+        assert_eq!(open(&k, short), Err(Refusal::Forged));
+        // A correct MAC over something that is not a marker.
+        let body = r#"{"cwd":"/w","extra":1}"#;
+        let mut mac = k.mac();
+        mac.update(body.as_bytes());
+        let tag = hex(&mac.finalize().into_bytes());
+        let text = format!("{{\"marker\":{body},\"mac\":\"{tag}\"}}");
+        let refused = open(&k, text.as_bytes()).unwrap_err();
+        assert!(matches!(refused, Refusal::Malformed(_)), "{refused:?}");
+    }
+
+    #[test]
+    fn write_marker_checks_the_files_first_and_writes_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("write");
+        let k = key(5);
+        let mut m = marker(&dir);
+        let path = dir.join("1-m.json");
+        let missing = write_marker(&path, &k, &m).unwrap_err();
+        assert_eq!(
+            missing,
+            format!("handoff {} is not an existing file", m.handoff)
+        );
+        assert!(!path.exists());
+        fs::write(&m.handoff, "# Handoff\n").unwrap();
+        m.launch_prompt = Some("launch.md".into());
+        assert_eq!(
+            write_marker(&path, &k, &m).unwrap_err(),
+            "launchPrompt launch.md is not an absolute path"
+        );
+        m.launch_prompt = None;
+        write_marker(&path, &k, &m).unwrap();
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(open(&k, &fs::read(&path).unwrap()), Ok(m));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_key_file_is_new_0600_and_holds_the_hex_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("key");
+        let k = Key::fresh().unwrap();
+        let path = dir.join("1-k.key");
+        write_key_file(&path, &k).unwrap();
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            Key::from_hex(&fs::read_to_string(&path).unwrap()),
+            Some(k.clone())
+        );
+        assert_eq!(
+            write_key_file(&path, &k).unwrap_err().kind(),
+            std::io::ErrorKind::AlreadyExists
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
