@@ -39,8 +39,10 @@ pub const META_PHRASES: &[&str] = &[
     "how can i assist",
     "how may i help",
     "what can i do for you",
-    "let me know what you",
-    "tell me what you",
+    "let me know what you'd like",
+    "let me know what you want",
+    "tell me what you'd like",
+    "tell me what you want",
     "which task",
     "what task",
     "no context",
@@ -146,6 +148,7 @@ mod tests {
             "The loader now reads the manifest lazily; all tests pass.",
             "Continuing in the fresh window.",
             "Fixed the question mark in parse? no: the parser now accepts `?` tokens.",
+            "Done. Let me know what you think.",
         ] {
             assert_eq!(early_stop(reply), None, "{reply:?}");
         }
