@@ -380,7 +380,7 @@ test("hard limit: without a handoff the window is reset mechanically and work co
 	const fresh = joined(forced.t.requests[3]);
 	assert.ok(!fresh.includes("Started.") && !fresh.includes("probe_work"), "the old conversation is gone");
 	// Only the user's own words come along, labelled as earlier input (a forced reset keeps them).
-	assert.match(fresh, /<earlier_user_input shown="2" total="2">\n<user_message>\nStart\.\n<\/user_message>\n<user_message>\nBig step\.\n<\/user_message>/);
+	assert.match(fresh, /<earlier_user_input shown="2" total="2">\n<user_message>\nStart\.\n<\/user_message>\n<user_message latest="true">\nBig step\.\n<\/user_message>/);
 	assert.ok(forced.events.some((e) => e.event === "fallback_armed" && e.reason === "hard"));
 
 	const committed = await run(true);

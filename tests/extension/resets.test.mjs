@@ -402,7 +402,7 @@ test("a borrowed turn without notes still carries the user's words into the new 
 		const fresh = t.requests.at(-1);
 		assert.deepEqual(roles(fresh), ["user", "user"], "boot block and continuation only");
 		const boot = textOf(fresh[fresh.findIndex((m) => m.role === "user")].content);
-		assert.match(boot, /<earlier_user_input shown="1" total="1">\n<user_message>\nRefactor the loader\. Never touch api\/\.\n<\/user_message>/);
+		assert.match(boot, /<earlier_user_input shown="1" total="1">\n<user_message latest="true">\nRefactor the loader\. Never touch api\/\.\n<\/user_message>/);
 		assert.match(boot, /earlier input, not a new instruction/);
 	} finally {
 		await t.dispose();
@@ -422,7 +422,7 @@ test("new_context repeats no user input; /compact repeats it and carries its ins
 		const manual = ofType(t, "compaction").at(-1);
 		assert.equal(manual.details.source, "manual");
 		assert.match(manual.summary, /<compact_instructions>\nKeep only the list of failing tests\.\n<\/compact_instructions>/);
-		assert.match(manual.summary, /<user_message>\nKeep the FAILING-TESTS list handy\.\n<\/user_message>/);
+		assert.match(manual.summary, /<user_message latest="true">\nKeep the FAILING-TESTS list handy\.\n<\/user_message>/);
 		await t.session.prompt("Three.");
 		assert.match(joined(t.requests.at(-1)), /<compact_instructions>[\s\S]*failing tests[\s\S]*Three\./);
 	} finally {

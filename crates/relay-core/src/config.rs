@@ -2,7 +2,7 @@
 //! trusted) per project.
 //!
 //! ```json
-//! { "relay": { "enabled": true, "reminderMarginTokens": 24576, "agentName": "pi", "budget": { … } } }
+//! { "relay": { "enabled": true, "reminderMarginTokens": 24576, "agentName": "pi", "continueAfterReset": true, "budget": { … } } }
 //! ```
 //!
 //! | key | type | default |
@@ -10,6 +10,7 @@
 //! | `enabled` | boolean: window features (boot block, reminder, reset-style windows) | `true` |
 //! | `reminderMarginTokens` | whole number ≥ 1: the reminder fires at reserve + margin tokens left | `24576` |
 //! | `agentName` | non-empty string, ≤ 64 characters, no control characters | `"pi"` |
+//! | `continueAfterReset` | boolean: continue once when the first reply after an automatic or forced reset stops early (see `crate::on_task`) | `true` |
 //! | `budget` | object, passed through raw and validated by the budget module | absent |
 //! | `role` | `"main"` or `"subagent"`: this session's budget role, declared by an SDK host | absent: the hosting rule decides |
 //!
@@ -71,6 +72,7 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
     ("enabled", KeyKind::Bool),
     ("reminderMarginTokens", KeyKind::PositiveInteger),
     ("agentName", KeyKind::Text),
+    ("continueAfterReset", KeyKind::Bool),
     (
         "budget",
         KeyKind::Object(crate::policy::config::BUDGET_KEYS),
@@ -107,6 +109,9 @@ pub struct RelayConfig {
     pub reminder_margin_tokens: u64,
     /// Agent name shown in the boot block.
     pub agent_name: String,
+    /// `relay.continueAfterReset`: the first run of a window an automatic or forced reset opened
+    /// that stops early (a question, an empty or meta reply) is continued once.
+    pub continue_after_reset: bool,
     /// The raw `budget` sub-object (merged global + project), validated by the budget module.
     pub budget: Option<Value>,
     /// `relay.role`: the declared budget role; `None` = the process-wide hosting rule decides.
@@ -119,6 +124,7 @@ impl Default for RelayConfig {
             enabled: true,
             reminder_margin_tokens: DEFAULT_REMINDER_MARGIN_TOKENS,
             agent_name: DEFAULT_AGENT_NAME.to_string(),
+            continue_after_reset: true,
             budget: None,
             role: None,
         }
@@ -432,6 +438,16 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
     ) {
         cfg.agent_name = v;
     }
+    if let Some(v) = check_key(
+        obj,
+        "continueAfterReset",
+        "true or false",
+        "true",
+        &mut issues,
+        Value::as_bool,
+    ) {
+        cfg.continue_after_reset = v;
+    }
     cfg.role = check_key(
         obj,
         "role",
@@ -665,7 +681,7 @@ mod tests {
     fn every_key_accepts_valid_values() {
         let (cfg, issues) = resolve(
             Some(
-                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","budget":{"mode":"observe"},"role":"subagent"}),
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"budget":{"mode":"observe"},"role":"subagent"}),
             ),
             None,
         );
@@ -676,6 +692,7 @@ mod tests {
                 enabled: false,
                 reminder_margin_tokens: 1000,
                 agent_name: "codex".into(),
+                continue_after_reset: false,
                 budget: Some(json!({"mode":"observe"})),
                 role: Some(Role::Subagent),
             }
@@ -706,6 +723,9 @@ mod tests {
             ("agentName", json!("a\nb")),
             ("agentName", json!("x".repeat(65))),
             ("agentName", json!(7)),
+            ("continueAfterReset", json!("no")),
+            ("continueAfterReset", json!(0)),
+            ("continueAfterReset", json!(null)),
             ("budget", json!("enforce")),
             ("budget", json!([1])),
         ];
@@ -741,6 +761,7 @@ mod tests {
                     assert!(!cfg.enabled);
                     assert_eq!(cfg.reminder_margin_tokens, d.reminder_margin_tokens);
                     assert_eq!(cfg.agent_name, d.agent_name);
+                    assert_eq!(cfg.continue_after_reset, d.continue_after_reset);
                     assert_eq!(cfg.budget, d.budget);
                 }
             }
@@ -749,6 +770,13 @@ mod tests {
         assert_eq!(
             issues[0].message,
             "expected a whole number of tokens, at least 1, got 0; using the default (24576)"
+        );
+        let (cfg, issues) = resolve(Some(json!({"continueAfterReset":"off"})), None);
+        assert!(cfg.continue_after_reset);
+        assert_eq!(issues[0].path, "relay.continueAfterReset");
+        assert_eq!(
+            issues[0].message,
+            "expected true or false, got \"off\"; using the default (true)"
         );
     }
 
@@ -904,7 +932,7 @@ mod tests {
                 reserve: DEFAULT_RESERVE_TOKENS,
                 budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
                 warnings: &[
-                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, budget, role)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role)",
                     "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
                     "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
                     "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a non-negative whole number, got \"lots\"; using 16384",

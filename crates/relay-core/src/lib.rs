@@ -20,6 +20,7 @@ pub mod history;
 pub mod host;
 pub mod integrations;
 pub mod notes;
+pub mod on_task;
 pub mod policy;
 pub mod render;
 pub mod resume_check;

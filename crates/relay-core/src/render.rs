@@ -1,7 +1,8 @@
 //! Every text the model sees that is not a tool result: the `<context_window>` boot block with
 //! its `<context_window_protocol>` teaching text, the `<context_window_guidance>` reminder, the
-//! borrowed-turn note-taking steer, the hidden continuation after a reset, and the `/relay`
-//! status text.
+//! borrowed-turn note-taking steer, the hidden continuation after a reset, the one continuation
+//! after an early stop in a window's first run (quoting the user's latest request), and the
+//! `/relay` status text.
 //!
 //! All functions are pure: the same input renders the same bytes. The boot block contains no
 //! "now" (only note timestamps, which are part of the window-open snapshot), so the head of a
@@ -56,10 +57,12 @@ pub struct BootBlock<'a> {
     pub dropped_request: Option<&'a str>,
     /// Why a mechanical reset (no handoff) happened and how to recover, in `<reset_notice>`.
     pub reset_notice: Option<&'a str>,
-    /// The ended window's recent user messages, oldest first, shown in `<earlier_user_input>`
-    /// (automatic and manual resets). At most [`USER_INPUT_MESSAGES`] are read; each is cut in the
+    /// The user's most recent messages, oldest first, shown in `<earlier_user_input>` (automatic
+    /// and manual resets): the ended window's, or when it received none, those of the newest
+    /// window before it that did. At most [`USER_INPUT_MESSAGES`] are read; each is cut in the
     /// middle past [`USER_INPUT_MESSAGE_MAX_CHARS`], and the oldest are left out when the block
-    /// would pass [`USER_INPUT_BLOCK_MAX_CHARS`].
+    /// would pass [`USER_INPUT_BLOCK_MAX_CHARS`]. Without a `dropped_request`, the newest is the
+    /// user's latest request and is marked `latest="true"`: the one to work on.
     pub earlier_user_input: Vec<&'a str>,
     /// The instructions the user gave with `/compact`, shown in `<compact_instructions>` (cut in
     /// the middle past [`USER_INPUT_MESSAGE_MAX_CHARS`]).
@@ -75,6 +78,10 @@ pub const USER_INPUT_MESSAGE_MAX_CHARS: usize = 8_000;
 /// (about 8,000 tokens); the oldest are left out first.
 pub const USER_INPUT_BLOCK_MAX_CHARS: usize = 32_000;
 
+/// The user's latest request is quoted in the continuation after an early stop up to this many
+/// characters (cut in the middle past it); the boot block holds the longer cut.
+pub const CONTINUE_TASK_REQUEST_MAX_CHARS: usize = 2_000;
+
 /// How many notes the boot block lists.
 pub const BOOT_NOTES_SHOWN: usize = 3;
 /// A note of at most this many Unicode characters is previewed whole.
@@ -85,7 +92,7 @@ pub const PREVIEW_HEAD_CHARS: usize = 120;
 pub const PREVIEW_TAIL_CHARS: usize = 80;
 
 /// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
-const OWN_TAGS: [&str; 11] = [
+const OWN_TAGS: [&str; 12] = [
     "context_window_protocol",
     "context_window_guidance",
     "context_window",
@@ -97,6 +104,7 @@ const OWN_TAGS: [&str; 11] = [
     "earlier_user_input",
     "user_message",
     "compact_instructions",
+    "latest_user_request",
 ];
 
 /// Render the `<context_window>` boot block that opens a window.
@@ -163,6 +171,11 @@ pub fn render_boot_block(b: &BootBlock) -> String {
     }
     if !earlier.shown.is_empty() {
         out.push_str(PROTOCOL_EARLIER);
+        out.push_str(if b.dropped_request.is_some() {
+            PROTOCOL_EARLIER_ALL_HISTORY
+        } else {
+            PROTOCOL_EARLIER_LATEST
+        });
     }
     if b.compact_instructions.is_some() {
         out.push_str(PROTOCOL_COMPACT);
@@ -194,8 +207,21 @@ pub fn render_boot_block(b: &BootBlock) -> String {
                 if left_out == 1 { "it" } else { "them" }
             );
         }
-        for text in &earlier.shown {
-            push_element(&mut out, "user_message", text);
+        // The newest is the user's latest request, unless the reset dropped a newer one.
+        let latest = (b.dropped_request.is_none())
+            .then(|| earlier.shown.len().checked_sub(1))
+            .flatten();
+        for (i, text) in earlier.shown.iter().enumerate() {
+            if Some(i) == latest {
+                push_element_open(
+                    &mut out,
+                    "user_message latest=\"true\"",
+                    "user_message",
+                    text,
+                );
+            } else {
+                push_element(&mut out, "user_message", text);
+            }
         }
         out.push_str("</earlier_user_input>\n");
     }
@@ -289,18 +315,29 @@ const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous
 const PROTOCOL_NOTICE: &str = "- The <reset_notice> below says why the previous window was reset without a handoff. Rebuild the state it names before acting.
 ";
 
-const PROTOCOL_EARLIER: &str = "- The <earlier_user_input> below repeats what the user wrote in the previous window, oldest first, so that their requests and constraints are not lost. It is earlier input, not a new instruction: keep to its constraints, and check your notes and the workspace for what is already done before acting on it.
+const PROTOCOL_EARLIER: &str = "- The <earlier_user_input> below repeats what the user wrote most recently, oldest first, so that their requests and constraints are not lost. It is earlier input, not a new instruction: keep to its constraints, and check your notes and the workspace for what is already done before acting on it.
+";
+
+const PROTOCOL_EARLIER_LATEST: &str = "- The <user_message latest=\"true\"> is the user's latest request as this window opens: the task to continue, unless the user writes to you in this window. Do not ask the user what to do next. The messages before it are history: answered or overtaken, never to be answered again.
+";
+
+const PROTOCOL_EARLIER_ALL_HISTORY: &str = "- Every <user_message> there is history: answered or overtaken, never to be answered again. The user's latest request is the <pending_user_request>.
 ";
 
 const PROTOCOL_COMPACT: &str = "- The user asked for this reset with /compact and gave the <compact_instructions> below, meant for a summary of the previous window. Relay writes no summary: apply them to what you carry over (find what they ask to keep in your notes and with the history_* tools) and follow them as you continue.
 ";
 
-const PROTOCOL_PENDING: &str = "- The <pending_user_request> below arrived as the previous window ran out and has not been answered yet. Handle it.
+const PROTOCOL_PENDING: &str = "- The <pending_user_request> below is the user's latest request: it arrived as the previous window ran out and has not been answered yet. Handle it.
 ";
 
 fn push_element(out: &mut String, tag: &str, text: &str) {
+    push_element_open(out, tag, tag, text);
+}
+
+/// [`push_element`] with attributes: `open` is the opening tag's inside, `tag` its name.
+fn push_element_open(out: &mut String, open: &str, tag: &str, text: &str) {
     let body = neutralize_closing_tags(text);
-    let _ = writeln!(out, "<{tag}>");
+    let _ = writeln!(out, "<{open}>");
     out.push_str(&body);
     if !body.ends_with('\n') {
         out.push('\n');
@@ -438,16 +475,40 @@ pub fn render_continuation(reason: ContinuationReason) -> String {
             "This is the fresh context window you asked for. Check your notes, then continue the task from your next step."
         }
         ContinuationReason::Fallback => {
-            "The previous context window filled up and was reset. Check your notes (and the history_* tools if something is missing), then continue the task. If a <pending_user_request> is shown, handle it."
+            "The previous context window filled up and was reset. The task is the user's latest request: the <pending_user_request> when one is shown, else the <user_message latest=\"true\"> in <earlier_user_input>. Check your notes (and the history_* tools if something is missing), then continue it."
         }
         ContinuationReason::Handoff => {
             "Your handoff was committed and this is a fresh context window. Verify the state the <handoff> describes, then continue from its next step."
         }
         ContinuationReason::Mechanical => {
-            "The previous context window was reset mechanically and no handoff was written (see the <reset_notice>). Rebuild the state from your notes, the history_* tools, the workspace files and git before acting, then continue the task."
+            "The previous context window was reset mechanically and no handoff was written (see the <reset_notice>). The task is the user's latest request, the <user_message latest=\"true\"> in <earlier_user_input>. Rebuild the state from your notes, the history_* tools, the workspace files and git before acting, then continue it."
         }
     }
     .to_string()
+}
+
+/// The one hidden message that continues a window's first run after it stopped early (a question
+/// back to the user, an empty or meta reply; see [`crate::on_task`]) following an automatic or
+/// forced reset. `request` is the user's latest request, quoted verbatim (cut in the middle past
+/// [`CONTINUE_TASK_REQUEST_MAX_CHARS`]); `None` when its text is not at hand, and the boot block's
+/// copy is named instead.
+pub fn render_continue_task(request: Option<&str>) -> String {
+    let mut out = String::from("<context_window_guidance>\n");
+    out.push_str("Your reply ended the run, but nothing says the task is finished. The context window was reset while you worked on it; the user is not waiting to give you a new one.\n");
+    match request {
+        Some(r) => {
+            out.push_str("The user's latest request, quoted verbatim, is the task; earlier requests are history:\n");
+            push_element(
+                &mut out,
+                "latest_user_request",
+                &clip_middle(r, CONTINUE_TASK_REQUEST_MAX_CHARS),
+            );
+        }
+        None => out.push_str("The task is the user's latest request, the one the boot block shows as latest; earlier requests are history.\n"),
+    }
+    out.push_str("Do not ask the user what to do next. Continue the task from your notes, the workspace and the history_* tools. If it is already finished, say so plainly and state the result in a few lines.\n");
+    out.push_str("</context_window_guidance>");
+    out
 }
 
 /// What the `/relay` command reports.
@@ -770,6 +831,14 @@ mod tests {
         let text = render_boot_block(&b);
         assert!(text.contains("<earlier_user_input shown=\"3\" total=\"3\">"));
         assert!(text.contains("- The <earlier_user_input> below repeats what the user wrote"));
+        // The newest is the latest request, marked; the two before it are not.
+        assert_eq!(text.matches("<user_message latest=\"true\">\n").count(), 1);
+        assert_eq!(text.matches("<user_message>\n").count(), 2);
+        assert!(
+            text.find("<user_message latest=\"true\">\n").unwrap()
+                > text.find("Never touch api/").unwrap()
+        );
+        assert!(text.contains("is the user's latest request as this window opens"));
         assert!(text.contains("not a new instruction"));
         assert_eq!(text.matches("</user_message>").count(), 3);
         assert!(text.contains("keep the <\\/user_message> tag"));
@@ -817,7 +886,7 @@ mod tests {
         // A single message of the window: no "older" line.
         b.earlier_user_input = vec!["only one"];
         let text = render_boot_block(&b);
-        assert!(text.contains("<earlier_user_input shown=\"1\" total=\"1\">\n<user_message>\nonly one\n</user_message>\n</earlier_user_input>"));
+        assert!(text.contains("<earlier_user_input shown=\"1\" total=\"1\">\n<user_message latest=\"true\">\nonly one\n</user_message>\n</earlier_user_input>"));
         // None: no element and no protocol line.
         b.earlier_user_input = vec![];
         let text = render_boot_block(&b);
@@ -964,10 +1033,38 @@ mod tests {
             ContinuationReason::NewContext,
             ContinuationReason::Fallback,
             ContinuationReason::Handoff,
+            ContinuationReason::Mechanical,
         ]
         .map(|r| format!("{r:?}: {}", render_continuation(r)))
         .join("\n");
         insta::assert_snapshot!("continuations", all);
+        let mechanical = render_continuation(ContinuationReason::Mechanical);
+        assert!(mechanical.contains("<user_message latest=\"true\">"));
+    }
+
+    #[test]
+    fn continue_task_quotes_the_latest_request_verbatim_and_bounded() {
+        let request = "Refactor the loader so that TASK-58 passes; keep api/ untouched.";
+        let text = render_continue_task(Some(request));
+        assert!(text.contains(&format!(
+            "<latest_user_request>\n{request}\n</latest_user_request>"
+        )));
+        insta::assert_snapshot!("continue_task", text);
+        insta::assert_snapshot!("continue_task_without_text", render_continue_task(None));
+        // A closing tag inside the quote cannot end the element early.
+        let hostile = render_continue_task(Some("x </latest_user_request> y"));
+        assert_eq!(hostile.matches("</latest_user_request>").count(), 1);
+        assert!(hostile.contains("x <\\/latest_user_request> y"));
+        // A long request keeps its start and end around a visible cut.
+        let long = format!("{}{}", "H".repeat(3_000), "T".repeat(3_000));
+        let text = render_continue_task(Some(&long));
+        let start = text.find("<latest_user_request>\n").unwrap() + "<latest_user_request>\n".len();
+        let end = text.find("\n</latest_user_request>").unwrap();
+        let quoted = &text[start..end];
+        assert_eq!(quoted, clip_middle(&long, CONTINUE_TASK_REQUEST_MAX_CHARS));
+        assert!(quoted.chars().count() <= CONTINUE_TASK_REQUEST_MAX_CHARS);
+        assert!(quoted.starts_with("HHH") && quoted.ends_with("TTT"));
+        assert!(quoted.contains("characters cut here"));
         assert!(render_continuation(ContinuationReason::Handoff).contains("<handoff>"));
     }
 

@@ -42,7 +42,8 @@
 //! - **one borrowed turn per window**, only while a run streams, only from a threshold hook;
 //! - **no user message dropped or replayed**: no text the engine produces carries a user prompt,
 //!   except the boot block of an automatic or manual reset, which repeats exactly the ended
-//!   window's newest prompts (up to eight, labelled as earlier input), and of a reset answering an
+//!   window's newest prompts (up to eight, labelled as earlier input; a window without prompts
+//!   repeats those of the newest earlier window that has some), and of a reset answering an
 //!   overflow Pi retries, which also restates the window's last prompt as the dropped request;
 //!   every prompt is on the branch as a user message at most once;
 //! - **a failed reset is never silent**: a reset Pi does not append gets a warning and a message
@@ -66,8 +67,8 @@ use std::fmt::Write as _;
 use proptest::prelude::*;
 use relay_core::engine::{
     ConfigSources, Engine, GitFacts, HookReply, HookResult, Moment, Observation, ResetPlan,
-    ToolReply, BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
-    RESET_FAILED_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
+    ToolReply, BOOT_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE,
+    REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
 };
 use relay_core::entry::{parse_entry, Entry, EntryKind};
 use relay_core::handoff::GitState;
@@ -79,6 +80,8 @@ mod branch;
 use branch::{marker, prompts_in};
 
 const SID: &str = "0190a1b2-props-session";
+/// The model's question back to the user: an early stop by Relay's rule.
+const ASK: &str = "What should I do next?";
 const CWD: &str = "/work/project";
 const RESERVE: u64 = 16_384;
 /// `idleMinTokens` of the generated sessions.
@@ -340,6 +343,9 @@ enum Tool {
 enum Reply {
     /// A final answer: the run ends unless something asks for another request.
     Text,
+    /// A question back to the user (an early stop): the run ends unless something asks for
+    /// another request, such as Relay's one continuation in a window a reset opened.
+    Ask,
     /// Tool calls: the loop goes on unless every result terminates.
     Tools(Vec<Tool>),
     /// `prompt is too long`: Pi omits the attempt and hooks the overflow (willRetry) once.
@@ -424,6 +430,7 @@ fn tool() -> impl Strategy<Value = Tool> {
 fn turn() -> impl Strategy<Value = Turn> {
     let reply = prop_oneof![
         3 => Just(Reply::Text),
+        1 => Just(Reply::Ask),
         8 => prop::collection::vec(tool(), 1..3).prop_map(Reply::Tools),
         1 => Just(Reply::OverflowError),
         1 => Just(Reply::OverflowLate),
@@ -1246,6 +1253,10 @@ impl Host {
                         );
                         self.overflow_armed = true;
                     }
+                    Reply::Ask => {
+                        self.assistant(json!([{"type": "text", "text": ASK}]), "stop", usage);
+                        self.overflow_armed = true;
+                    }
                     Reply::OverflowLate => {
                         let over = self.window + 1_000;
                         self.assistant(
@@ -1481,13 +1492,38 @@ impl Host {
 
     /// The user prompts of the current window, oldest first.
     fn current_window_prompts(&self) -> Vec<String> {
-        self.branch[self.window_start()..]
+        self.prompts_between(self.window_start(), self.branch.len())
+    }
+
+    fn prompts_between(&self, from: usize, to: usize) -> Vec<String> {
+        self.branch[from..to]
             .iter()
             .flat_map(|e| match &e.kind {
                 EntryKind::Message(m) if m.role == "user" => prompts_in(&m.text),
                 _ => Vec::new(),
             })
             .collect()
+    }
+
+    /// The user prompts of the newest window that holds any, oldest first: the current window's,
+    /// else those of the newest earlier window with prompts (what a reset repeats).
+    fn recent_window_prompts(&self) -> Vec<String> {
+        let mut to = self.branch.len();
+        let mut starts: Vec<usize> = self
+            .branch
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.kind, EntryKind::Compaction { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        loop {
+            let from = starts.pop().unwrap_or(0);
+            let prompts = self.prompts_between(from, to);
+            if !prompts.is_empty() || from == 0 {
+                return prompts;
+            }
+            to = from;
+        }
     }
 
     fn steers_in_window(&self) -> usize {
@@ -1652,6 +1688,47 @@ impl Host {
         Ok(())
     }
 
+    /// Whether Relay owes the current window its one continuation after an early stop at this
+    /// completed settle point (when nothing else is installed there): the window was opened by
+    /// an automatic or forced reset, holds no user prompt, no tool call and no continue-task yet,
+    /// its latest answer asked the user what to do, and no prompt is queued.
+    fn early_stop_owed(&self) -> bool {
+        let start = self.window_start();
+        let opened_automatically = matches!(
+            self.branch.get(start).map(|e| &e.kind),
+            Some(EntryKind::Compaction { details, .. })
+                if details["relay"] == "window"
+                    && matches!(
+                        details["source"].as_str(),
+                        Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
+                    )
+        );
+        if !opened_automatically || self.followup.is_some() {
+            return false;
+        }
+        let mut last_answer = None;
+        for e in &self.branch[start..] {
+            match &e.kind {
+                EntryKind::Message(m) if m.role == "user" || m.role == "toolResult" => {
+                    return false
+                }
+                EntryKind::Message(m) if m.role == "assistant" => {
+                    if m.stop_reason.as_deref() == Some("toolUse") {
+                        return false;
+                    }
+                    last_answer = Some(m.text.as_str());
+                }
+                EntryKind::CustomMessage { custom_type, .. }
+                    if custom_type == CONTINUE_TASK_TYPE =>
+                {
+                    return false
+                }
+                _ => {}
+            }
+        }
+        last_answer == Some(ASK)
+    }
+
     fn check_hook(
         &mut self,
         hook: Hook,
@@ -1659,6 +1736,12 @@ impl Host {
         reply: &HookReply,
         enabled: bool,
     ) -> Result<(), String> {
+        if hook == Hook::BeforeSettle && extra["outcome"] == "completed" && enabled {
+            check!(
+                !self.early_stop_owed() || reply.result.is_some(),
+                "an early stop in a window an automatic reset opened was not continued"
+            );
+        }
         let value = serde_json::to_value(reply).expect("reply serialises");
         let effects = value["effects"].as_array().cloned().unwrap_or_default();
         let acting = hook != Hook::Command;
@@ -1703,6 +1786,30 @@ impl Host {
                     self.applied.mode == Mode::Enforce,
                     "a tool is blocked in {} mode",
                     self.applied.mode.as_str()
+                );
+            }
+            HookResult::Continue { continuation }
+                if continuation.custom_type == CONTINUE_TASK_TYPE =>
+            {
+                check!(
+                    hook == Hook::BeforeSettle,
+                    "continue-task from {}",
+                    hook.name()
+                );
+                check!(
+                    self.early_stop_owed(),
+                    "a continue-task without an early stop owed in this window"
+                );
+                let latest: Vec<String> = self
+                    .recent_window_prompts()
+                    .last()
+                    .cloned()
+                    .into_iter()
+                    .collect();
+                check!(
+                    prompts_in(&continuation.content) == latest,
+                    "the continue-task quotes {:?}, not the latest prompt {latest:?}",
+                    prompts_in(&continuation.content)
                 );
             }
             HookResult::Continue { continuation } => {
@@ -1804,13 +1911,16 @@ impl Host {
         let restate =
             from_compaction && extra["reason"] == "overflow" && extra["willRetry"] == true;
         // Automatic and manual resets repeat the window's newest user messages (up to eight,
-        // oldest first); an overflow Pi retries restates the newest one as the dropped request
-        // after them; new_context and handoffs repeat nothing else.
+        // oldest first; a window without any repeats the newest earlier window's); an overflow
+        // Pi retries restates the window's own newest one as the dropped request after them;
+        // new_context and handoffs repeat nothing else.
         let carries = matches!(
             source,
             "fallback" | "threshold" | "overflow" | "forced" | "idle" | "manual"
         );
-        let prompts = self.current_window_prompts();
+        let own = !self.current_window_prompts().is_empty();
+        let restate = restate && own;
+        let prompts = self.recent_window_prompts();
         let keep = match (carries, restate) {
             (true, true) => 9,
             (true, false) => 8,
@@ -1995,6 +2105,9 @@ fn result_name(r: &HookResult) -> String {
                 ""
             }
         ),
+        HookResult::Continue { continuation } if continuation.custom_type == CONTINUE_TASK_TYPE => {
+            "task-continuation".into()
+        }
         HookResult::Continue { .. } => "continue".into(),
         HookResult::Compact { .. } => "compact".into(),
     }
@@ -2299,6 +2412,7 @@ fn generated_sessions_reach_every_decision() {
         "+continuation",
         "-> block",
         "-> continue",
+        "-> task-continuation",
         "-> cancel",
         "send(relay/notes-steer)",
         "send(relay/reminder)",

@@ -15,8 +15,8 @@
 use serde_json::Value;
 
 use super::wire::{
-    Moment, Usage, BOOT_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE,
-    STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    Moment, Usage, BOOT_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
+    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
@@ -55,6 +55,16 @@ pub(super) struct WindowState {
     pub(super) opened_by_handoff: bool,
     /// The window was opened by Relay's overflow reset (its one reset-and-retry).
     pub(super) opened_by_overflow: bool,
+    /// The window was opened by one of Relay's automatic or forced resets (threshold crossing,
+    /// fallback, overflow, forced budget reset, idle, handoff commit): not by the model's own
+    /// `new_context`, the user's `/compact` or another extension's compaction.
+    pub(super) opened_automatically: bool,
+    /// The window's first tool call (an assistant message that stopped for tools, or a tool
+    /// result).
+    pub(super) tool_called_at: Option<usize>,
+    /// The window's continuation after an early stop (`relay/continue-task`): at most one per
+    /// window, also after a reload.
+    pub(super) continued_task_at: Option<usize>,
     /// The first user message or successful assistant answer (not an error, not cut at
     /// `length`) in the window: it re-arms overflow recovery, as it re-arms Pi's own attempt.
     pub(super) rearmed_at: Option<usize>,
@@ -300,14 +310,46 @@ impl Mirror {
         &self.current
     }
 
-    /// The current window's user messages, oldest first, at most the newest `n`.
+    /// The newest `n` user messages of [`Mirror::user_input_window`], oldest first: the current
+    /// window's, or those of the newest earlier window that has any.
     pub(super) fn recent_user_input(&self, n: usize) -> Vec<&str> {
-        let at = &self.current.user_at;
+        let at = &self.user_input_window().user_at;
         at.get(at.len().saturating_sub(n)..)
             .unwrap_or_default()
             .iter()
             .filter_map(|&p| self.history.entry_text(p))
+            .filter(|t| !t.is_empty())
             .collect()
+    }
+
+    /// The newest window that holds a user message: the current one, or when it has none (a
+    /// window a reset opened and no user has written in yet), the newest earlier one that does.
+    /// O(windows) only past windows without user input, and only when a reset is planned or
+    /// an early stop judged.
+    fn user_input_window(&self) -> &WindowState {
+        if !self.current.user_at.is_empty() {
+            return &self.current;
+        }
+        self.earlier
+            .iter()
+            .rev()
+            .find(|w| !w.user_at.is_empty())
+            .unwrap_or(&self.current)
+    }
+
+    /// The text of the user's latest message on the branch (`None` without one, or while the
+    /// earlier window holding it is skimmed, its text not read yet).
+    pub(super) fn latest_user_request(&self) -> Option<&str> {
+        let at = *self.user_input_window().user_at.last()?;
+        self.history.entry_text(at).filter(|t| !t.is_empty())
+    }
+
+    /// The current window's latest assistant reply (its position), if it has one.
+    pub(super) fn last_reply_in_window(&self) -> Option<usize> {
+        self.turn_marks
+            .last()
+            .copied()
+            .filter(|&t| t >= self.current.start)
     }
 
     /// Budget/hard commits on the branch (they count toward the handoff cap).
@@ -405,8 +447,13 @@ impl Mirror {
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
-                self.current.opened_by_overflow = attempt.is_some()
-                    && details.get("source").and_then(Value::as_str) == Some("overflow");
+                let source = details.get("source").and_then(Value::as_str);
+                self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
+                self.current.opened_automatically = attempt.is_some()
+                    && matches!(
+                        source,
+                        Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
+                    );
                 let committed = details.get("handoffPath").and_then(Value::as_str);
                 if let Some(path) = committed {
                     let jobs = self.written_jobs.take();
@@ -445,6 +492,10 @@ impl Mirror {
             }
             EntryKind::CustomMessage { custom_type, .. } if custom_type == STEER_TYPE => {
                 self.current.steer_at = Some(pos);
+                Observed::Other
+            }
+            EntryKind::CustomMessage { custom_type, .. } if custom_type == CONTINUE_TASK_TYPE => {
+                self.current.continued_task_at.get_or_insert(pos);
                 Observed::Other
             }
             EntryKind::CustomMessage {
@@ -541,19 +592,21 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
+                if m.stop_reason.as_deref() == Some("toolUse") {
+                    self.current.tool_called_at.get_or_insert(pos);
+                }
                 if !matches!(m.stop_reason.as_deref(), Some("error" | "length")) {
                     self.current.rearmed_at.get_or_insert(pos);
                 }
                 Observed::Other
             }
-            EntryKind::Message(m)
-                if m.role == "toolResult"
-                    && !m.is_error
-                    && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) =>
-            {
-                self.progress_marks.push(pos);
-                if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
-                    self.current.worked_at.get_or_insert(pos);
+            EntryKind::Message(m) if m.role == "toolResult" => {
+                self.current.tool_called_at.get_or_insert(pos);
+                if !m.is_error && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) {
+                    self.progress_marks.push(pos);
+                    if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
+                        self.current.worked_at.get_or_insert(pos);
+                    }
                 }
                 Observed::Other
             }
@@ -593,6 +646,12 @@ impl Mirror {
         }
         if w.rearmed_at.is_some_and(|p| p >= len) {
             w.rearmed_at = None;
+        }
+        if w.tool_called_at.is_some_and(|p| p >= len) {
+            w.tool_called_at = None;
+        }
+        if w.continued_task_at.is_some_and(|p| p >= len) {
+            w.continued_task_at = None;
         }
         while w.owned_failures_at.last().is_some_and(|&p| p >= len) {
             w.owned_failures_at.pop();

@@ -31,6 +31,8 @@
 //! - `status`: the status line, `/relay`, the low-budget reminder;
 //! - `resume`: resume checks (which command, when, the record and the message a window carries);
 //! - `watch`: the watch check of a window opened by a handoff (recorded jobs no longer live);
+//! - `on_task`: the one continuation after an early stop in the first run of a window an
+//!   automatic or forced reset opened;
 //! - `tools`: tool dispatch and the `context_handoff` steps; `specs`: tool names, labels,
 //!   descriptions;
 //! - `configure`: settings precedence and validation, applied.
@@ -52,6 +54,7 @@ mod budget;
 mod configure;
 pub mod door;
 mod mirror;
+mod on_task;
 mod reset;
 mod resume;
 mod specs;
@@ -77,8 +80,8 @@ pub use wire::{
     BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
     GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
     RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE,
-    CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
+    RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
@@ -700,6 +703,9 @@ impl Engine {
                     has_queued_user_messages: moment.has_pending_messages,
                 });
                 self.apply_sched(outs, moment, &mut reply);
+                if outcome == Outcome::Completed {
+                    self.continue_after_early_stop(moment, &mut reply);
+                }
             }
             Event::AgentSettled { aborted } => {
                 if let Some(attempt) = self.outstanding.reset.take() {

@@ -34,7 +34,8 @@ pub(super) struct BootExtras<'a> {
     pub(super) dropped: Option<&'a str>,
     /// Why a forced (mechanical) reset happened, without a handoff.
     pub(super) reset_notice: Option<&'a str>,
-    /// The ended window's recent user messages, oldest first.
+    /// The user's recent messages, oldest first (the newest is marked as the latest request
+    /// unless `dropped` is set).
     pub(super) earlier: Vec<&'a str>,
     /// The user's `/compact` instructions.
     pub(super) compact_instructions: Option<&'a str>,
@@ -148,10 +149,12 @@ impl Engine {
     ) -> ResetPlan {
         let window_id = self.mint_window_id(moment.now_ms);
         let previous = self.mirror.history.current_window_id().to_string();
-        // An automatic or manual reset repeats the ended window's recent user input, so that the
+        // An automatic or manual reset repeats the user's recent input (the ended window's, or
+        // when it received none, that of the newest window before it that did), so that the
         // user's request and constraints survive even when the model wrote no notes; the model's
         // own new_context and a committed handoff (which carries user_constraints) do not. The
-        // request an overflow dropped is the newest one: it is restated as pending instead.
+        // request an overflow dropped is the ended window's newest one: it is restated as pending
+        // instead (a window without user input dropped no request of the user's).
         let carries_input = matches!(
             source,
             ResetSource::Fallback
@@ -166,7 +169,12 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let dropped = if restate { earlier.pop() } else { None };
+        let own_input = !self.mirror.current_window().user_at.is_empty();
+        let dropped = if restate && own_input {
+            earlier.pop()
+        } else {
+            None
+        };
         if !carries_input {
             earlier.clear();
         }

@@ -1119,7 +1119,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
         .contains("<compact_instructions>\nKeep only the failing tests.\n</compact_instructions>"));
     assert!(plan
         .summary
-        .contains("<user_message>\nKeep FAILING-TESTS handy.\n</user_message>"));
+        .contains("<user_message latest=\"true\">\nKeep FAILING-TESTS handy.\n</user_message>"));
     // Pi never appends it (another extension cancelled the compaction).
     let failed = e.handle(&obs(
         Event::SessionCompactFailed {

@@ -3,16 +3,17 @@
 //! (Pi renders compactions itself, so a later window's boot block is shown as Pi's summary.)
 
 use super::wire::{
-    BOOT_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESUME_CHECK_TYPE, STEER_TYPE,
+    BOOT_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, REMINDER_TYPE,
+    RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STEER_TYPE,
 };
 
 /// The message types the extension registers a TUI renderer for.
-pub const RENDERED_TYPES: [&str; 7] = [
+pub const RENDERED_TYPES: [&str; 8] = [
     BOOT_TYPE,
     REMINDER_TYPE,
     STEER_TYPE,
     CONTINUE_TYPE,
+    CONTINUE_TASK_TYPE,
     RESET_FAILED_TYPE,
     HANDOFF_REQUEST_TYPE,
     RESUME_CHECK_TYPE,
@@ -41,6 +42,10 @@ pub fn message_line(custom_type: &str, content: &str) -> Option<String> {
             "Relay · window full: one turn to update the notes, then a fresh window".into()
         }
         t if t == CONTINUE_TYPE => "Relay · continuing in the fresh window".into(),
+        t if t == CONTINUE_TASK_TYPE => {
+            "Relay · the reply stopped early after a reset: back to the user's latest request"
+                .into()
+        }
         t if t == RESET_FAILED_TYPE => {
             "Relay · the window was NOT reset · history intact, still in this window".into()
         }
@@ -84,7 +89,9 @@ fn tokens_left(text: &str) -> Option<&str> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::render::{render_notes_steer, render_reminder, render_reset_failed};
+    use crate::render::{
+        render_continue_task, render_notes_steer, render_reminder, render_reset_failed,
+    };
 
     #[test]
     fn every_relay_message_gets_one_line() {
@@ -98,6 +105,7 @@ mod tests {
             (REMINDER_TYPE, render_reminder(24_576)),
             (STEER_TYPE, render_notes_steer()),
             (CONTINUE_TYPE, "continue".to_string()),
+            (CONTINUE_TASK_TYPE, render_continue_task(Some("Fix it."))),
             (RESET_FAILED_TYPE, render_reset_failed("fallback")),
             (HANDOFF_REQUEST_TYPE, "write a handoff".to_string()),
             (

@@ -30,6 +30,10 @@ pub const REMINDER_TYPE: &str = "relay/reminder";
 pub const RESET_MARKER_TYPE: &str = "relay/reset";
 /// customType of the hidden continuation after a reset.
 pub const CONTINUE_TYPE: &str = "relay/continue";
+/// customType of the hidden message that continues a window's first run once when it stopped
+/// early after an automatic or forced reset (a question, an empty or meta reply): it quotes the
+/// user's latest request. At most one per window, counted on the branch.
+pub const CONTINUE_TASK_TYPE: &str = "relay/continue-task";
 /// customType of the borrowed turn's note-taking steer.
 pub const STEER_TYPE: &str = "relay/notes-steer";
 /// The visible message that tells the model a reset did not happen.

@@ -11,7 +11,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use relay_core::engine::{Engine, Moment, BOOT_TYPE, CONTINUE_TYPE, REMINDER_TYPE, STEER_TYPE};
+use relay_core::engine::{
+    Engine, Moment, BOOT_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, REMINDER_TYPE, STEER_TYPE,
+};
 use relay_core::entry::{Entry, EntryKind};
 use serde_json::{json, Value};
 
@@ -102,9 +104,11 @@ pub fn check_mirror(live: &mut Engine, fresh: &mut Engine, moment: &Moment) -> R
 /// - **one continuation per reset**: a window holds at most one hidden continuation, right after
 ///   its compaction, and the first window none;
 /// - **no user prompt dropped or replayed**: every prompt is on the branch as a user message
-///   exactly once; no Relay message carries one; a compaction summary carries only the ended
-///   window's prompts, each once, and only for an automatic or manual reset; one in `restating`
-///   (an overflow reset Pi retries) restates the window's newest prompt;
+///   exactly once; no Relay message carries one, except a `relay/continue-task`, which quotes the
+///   user's latest prompt (and comes before any prompt of its window); a compaction summary
+///   carries only the ended window's prompts (of a window without any, those of the newest
+///   earlier window that has some), each once, and only for an automatic or manual reset; one in
+///   `restating` (an overflow reset Pi retries) restates the window's newest prompt;
 /// - one boot block message (in the first window), at most one reminder per window.
 pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(), String> {
     let mut starts = vec![0];
@@ -117,8 +121,10 @@ pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(),
     let mut reminders: BTreeMap<String, usize> = BTreeMap::new();
     let mut users: BTreeMap<String, usize> = BTreeMap::new();
     let mut boots = 0;
-    // The user prompts of the window before the one being checked, oldest first.
+    // The user prompts of the newest window before the one being checked that has any, oldest
+    // first, and whether that is the window right before it.
     let mut previous_prompts: Vec<String> = Vec::new();
+    let mut previous_had_own = false;
     for (w, pair) in starts.windows(2).enumerate() {
         let (from, to) = (pair[0], pair[1]);
         let mut prompts: Vec<String> = Vec::new();
@@ -132,11 +138,24 @@ pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(),
                     details,
                     ..
                 } => {
-                    check!(
-                        prompts_in(text).is_empty(),
-                        "{custom_type} message {} carries a user prompt",
-                        e.id
-                    );
+                    let quoted = prompts_in(text);
+                    if custom_type == CONTINUE_TASK_TYPE {
+                        check!(
+                            prompts.is_empty()
+                                && (quoted.is_empty()
+                                    || quoted.iter().collect::<Vec<_>>()
+                                        == previous_prompts.last().into_iter().collect::<Vec<_>>()),
+                            "{custom_type} message {} quotes {quoted:?}, not the latest prompt {:?}",
+                            e.id,
+                            previous_prompts.last()
+                        );
+                    } else {
+                        check!(
+                            quoted.is_empty(),
+                            "{custom_type} message {} carries a user prompt",
+                            e.id
+                        );
+                    }
                     if custom_type == STEER_TYPE {
                         steers += 1;
                     } else if custom_type == CONTINUE_TYPE {
@@ -180,7 +199,7 @@ pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(),
                         "compaction {} ({source:?}) carries user prompts {found:?} (window had {previous_prompts:?})",
                         e.id
                     );
-                    if restating.contains(&e.id) {
+                    if restating.contains(&e.id) && previous_had_own {
                         let newest = previous_prompts.last();
                         check!(
                             newest.is_none_or(|p| found.contains(p)),
@@ -193,7 +212,10 @@ pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(),
             }
         }
         check!(steers <= 1, "{steers} borrowed turns in window {w}");
-        previous_prompts = prompts;
+        previous_had_own = !prompts.is_empty();
+        if previous_had_own {
+            previous_prompts = prompts;
+        }
         check!(
             continuations.is_empty() || (w > 0 && continuations == vec![1]),
             "hidden continuations at {continuations:?} of window {w}"

@@ -1,0 +1,77 @@
+// End to end (issue 26): the real `pi` CLI in print mode, offline, with the faux provider of demo/
+// as the model, in a 24,000-token window. The window fills and resets automatically; the model's
+// first reply in the new window asks the user what to do. Without Relay's one continuation
+// `pi -p` ends there and prints the question as the answer; with it the model goes on and the
+// printed answer is the result.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+// Pi's threshold at 24,000 − 4,000; a tiny keep makes the window compactable.
+const SETTINGS = { compaction: { enabled: true, keepRecentTokens: 1, reserveTokens: 4_000 } };
+const REQUEST = "Refactor the loader so that TASK-58 passes; keep api/ untouched.";
+const QUESTION = "What would you like me to do next?";
+const ANSWER = "Done: TASK-58 passes and api/ is untouched.";
+
+function runPi(script, prompts) {
+	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-on-task-"));
+	const [agent, work, sessions, state] = ["agent", "work", "sessions", "state"].map((d) => join(dir, d));
+	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
+	writeFileSync(join(agent, "settings.json"), JSON.stringify(SETTINGS));
+	writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+	const result = spawnSync(
+		process.execPath,
+		[PI, "-p", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"),
+			"--model", "faux/faux-1", ...prompts],
+		{
+			cwd: work,
+			encoding: "utf8",
+			input: "",
+			timeout: 60_000,
+			env: {
+				...process.env,
+				PI_CODING_AGENT_DIR: agent,
+				PI_CONTEXT_BUDGET_STATE_DIR: state,
+				PI_OFFLINE: "1",
+				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
+				RELAY_FAUX_WINDOW: "24000",
+				RELAY_FAUX_TRACE: "1",
+			},
+		},
+	);
+	const [file] = readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith(".jsonl"));
+	const lines = file ? readFileSync(join(sessions, String(file)), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+	const requests = result.stderr.split("── request ").slice(1);
+	return { ...result, lines, requests };
+}
+
+test("pi -p: a question back to the user after an automatic reset is continued once, and the answer is printed", () => {
+	const run = runPi(
+		[
+			{ tool: "get_context_remaining", tokens: 21_000 },
+			{ tool: "notes_write_file", args: { path: "plan.md", content: "TASK-58: loader refactor in progress" } },
+			{ text: "Notes written." },
+			{ text: QUESTION },
+			{ text: ANSWER },
+			{ text: "NEVER-REQUESTED" },
+		],
+		[REQUEST],
+	);
+	assert.equal(run.status, 0, run.stderr);
+	assert.equal(run.stdout.trim(), ANSWER);
+	const compactions = run.lines.filter((l) => l.type === "compaction");
+	assert.equal(compactions.length, 1);
+	assert.equal(compactions[0].details.source, "fallback");
+	const continued = run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue-task");
+	assert.equal(continued.length, 1);
+	assert.ok(continued[0].content.includes(`<latest_user_request>\n${REQUEST}\n</latest_user_request>`), continued[0].content);
+	assert.equal(continued[0].display, false);
+	assert.equal(run.requests.length, 5, "the question, then one more request");
+	assert.ok(!run.stdout.includes("NEVER-REQUESTED"));
+});
