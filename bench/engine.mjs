@@ -7,8 +7,10 @@
 // default 2000), RELAY_BENCH_SEED (generator seed, default 1), RELAY_BENCH_DIR (where generated
 // sessions are cached, default <tmpdir>/relay-bench).
 //
-// The per-request path imports `sync`, `moment` and `run` from extension/src/adapter.ts directly
-// (Node 22.23 strips the types), so what is timed is the extension's own code, not a copy of it.
+// The per-request path imports `drive`, `reload` and `moment` from extension/src/adapter.ts
+// directly (Node 22.23 strips the types), so what is timed is the extension's own code, not a copy
+// of it: `drive` hands the engine the input with the feed of what Pi appended, then carries out
+// the output, as extension/src/index.ts does for every hook.
 // No timed assertions: the script prints figures, ratios and a verdict per requirement.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -34,8 +36,16 @@ const gc = () => {
 const rss = () => process.memoryUsage().rss;
 const mib = (b) => (b / 1048576).toFixed(1);
 
+/** One crossing of the addon's door: the output of `input` (and `feed`). */
+const step = (engine, input, feed = null) => JSON.parse(engine.handle(JSON.stringify(input), feed === null ? null : JSON.stringify(feed)));
+
+/** A moment for the inputs that carry one outside a hook (the load's `done`). */
+const fixedMoment = () => ({ nowMs: Date.now(), tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: "/", subagent: false });
+
 // ---------------------------------------------------------------------------------------------
 // Start-up child: one fresh process per measurement, so the RSS growth is the engine's alone.
+// `open` with background false loads the file at once (what a reload does); `needsBranch` in the
+// output means the file did not hold the leaf.
 // ---------------------------------------------------------------------------------------------
 if (process.argv[2] === "--startup-child") {
 	const [, , , file, sessionId, leafId] = process.argv;
@@ -45,41 +55,49 @@ if (process.argv[2] === "--startup-child") {
 	const before = rss();
 	const t0 = performance.now();
 	const engine = new Engine();
-	const ok = engine.loadSessionFile(sessionId, file, leafId);
+	const out = step(engine, { type: "open", sessionId, file, leaf: leafId, background: false });
 	const ms = performance.now() - t0;
 	gc();
 	const after = rss();
-	const tip = engine.tipId();
 	process.stdout.write(
-		JSON.stringify({ ok, ms, before, after, growth: after - before, peak: process.resourceUsage().maxRSS * 1024, tip }) + "\n",
+		JSON.stringify({ ok: !out.needsBranch && out.op === undefined, ms, before, after, growth: after - before, peak: process.resourceUsage().maxRSS * 1024, tip: out.tip, complete: out.historyComplete }) + "\n",
 	);
 	process.exit(0);
 }
 
-// Resume child: the extension's own path for a large file (adapter.ts openSession): the first pass
-// (the current window, the rest skimmed) and then the whole load, both on the libuv pool, each
-// installed by the engine. Its RSS is taken when the history is complete and at its peak.
+// Resume child: the extension's own path for a large file (adapter.ts openSession): `open` with
+// background true answers with an operation and one `load` job (the current window, the rest
+// skimmed); the job runs on the libuv pool (`runJob`) and its `done` installs it; the output then
+// asks for a second `load` job (the whole history), run and installed the same way. Its RSS is
+// taken after the first pass, when the history is complete and at its peak.
 if (process.argv[2] === "--resume-child") {
 	const [, , , file, sessionId, leafId] = process.argv;
 	const { native } = await import(NATIVE);
-	const { Engine } = native();
+	const { Engine, runJob } = native();
+	/** Run the load job of `out` on the pool and hand its result back: the next output. */
+	const pass = async (engine, out) => {
+		if (out.op === undefined || out.jobs.length !== 1 || out.jobs[0].work.kind !== "load") throw new Error(`expected one load job: ${JSON.stringify(out)}`);
+		const results = await Promise.all(out.jobs.map(async (job) => ({ id: job.id, outcome: JSON.parse(await runJob(JSON.stringify(job))) })));
+		return step(engine, { type: "done", op: out.op, results, moment: fixedMoment() });
+	};
 	gc();
 	const before = rss();
 	const engine = new Engine();
 	const t0 = performance.now();
-	const first = engine.loadSessionFileInBackground(sessionId, file, leafId);
-	if (!first || !(await first.run()) || !engine.finishLoad()) throw new Error("the first pass of the background load failed");
+	const opened = step(engine, { type: "open", sessionId, file, leaf: leafId, background: true });
+	const next = await pass(engine, opened);
+	if (next.needsBranch || next.tip !== leafId) throw new Error("the first pass of the background load failed");
 	const firstMs = performance.now() - t0;
 	gc();
 	const afterFirst = rss();
-	const whole = engine.beginCompleteLoad();
-	if (!whole || !(await whole.run()) || !engine.finishCompleteLoad()) throw new Error("the whole load did not complete the history");
+	const last = next.op === undefined ? next : await pass(engine, next);
+	if (last.needsBranch || last.op !== undefined || !last.historyComplete) throw new Error("the whole load did not complete the history");
 	const ms = performance.now() - t0;
 	gc();
 	const after = rss();
 	const peak = process.resourceUsage().maxRSS * 1024;
 	process.stdout.write(
-		JSON.stringify({ firstMs, ms, firstGrowth: afterFirst - before, growth: after - before, peakGrowth: peak - before, complete: engine.historyComplete(), tip: engine.tipId() }) + "\n",
+		JSON.stringify({ firstMs, ms, firstGrowth: afterFirst - before, growth: after - before, peakGrowth: peak - before, complete: last.historyComplete, tip: last.tip, twoPasses: next.op !== undefined }) + "\n",
 	);
 	process.exit(0);
 }
@@ -115,8 +133,12 @@ function makeCtx(sm) {
 	};
 }
 
-// The stub `pi` the effects run against (no UI: status effects are dropped, as in print mode).
-const piStub = { sendMessage() {}, appendEntry() {}, getSettings: () => ({}) };
+/**
+ * The stub `pi` the effects run against (no UI: status effects are dropped, as in print mode). Its
+ * `appendEntry` appends to the session as Pi's does (`appendCustomEntry`), so that the engine's
+ * markers come back to it in the next feed.
+ */
+const piStubFor = (sm) => ({ sendMessage() {}, appendEntry: (customType, data) => sm.appendCustomEntry(customType, data), getSettings: () => ({}) });
 
 /** What the straightforward TypeScript approach did per request: the whole branch, then a tail scan. */
 function baselinePerRequest(sm) {
@@ -192,7 +214,7 @@ process.env.PI_CODING_AGENT_DIR = join(scratch, "agent");
 process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(scratch, "context-budget");
 mkdirSync(process.env.PI_CODING_AGENT_DIR, { recursive: true });
 
-const { sync, fullSync, moment, observation, run } = await import(ADAPTER);
+const { drive, reload, moment, withMessages } = await import(ADAPTER);
 const { native } = await import(NATIVE);
 const { loadSettings } = await import(SETTINGS);
 const { SessionManager } = await import("@earendil-works/pi-coding-agent");
@@ -218,7 +240,7 @@ const startups = [];
 for (let i = 0; i < 3; i++) {
 	const out = execFileSync(process.execPath, ["--expose-gc", SELF, "--startup-child", bigWork, big.sessionId, big.leafId], { encoding: "utf8" });
 	const r = JSON.parse(out.trim().split("\n").pop());
-	if (!r.ok || r.tip !== big.leafId) throw new Error(`loadSessionFile failed: ${out}`);
+	if (!r.ok || r.tip !== big.leafId || !r.complete) throw new Error(`open (background: false) failed: ${out}`);
 	startups.push(r);
 	log(`start-up ${i + 1}: ${r.ms.toFixed(0)} ms, RSS +${mib(r.growth)} MiB (peak ${mib(r.peak)} MiB)`);
 }
@@ -231,7 +253,7 @@ for (let i = 0; i < 3; i++) {
 	const r = JSON.parse(out.trim().split("\n").pop());
 	if (!r.complete || r.tip !== big.leafId) throw new Error(`the background load did not complete: ${out}`);
 	resumes.push(r);
-	log(`resume ${i + 1}: first pass ${r.firstMs.toFixed(0)} ms, complete at ${r.ms.toFixed(0)} ms, RSS +${mib(r.firstGrowth)} MiB after the first pass, +${mib(r.growth)} MiB complete, peak +${mib(r.peakGrowth)} MiB`);
+	log(`resume ${i + 1}: first pass ${r.firstMs.toFixed(0)} ms, complete at ${r.ms.toFixed(0)} ms${r.twoPasses ? "" : " (one pass: the branch has no compaction)"}, RSS +${mib(r.firstGrowth)} MiB after the first pass, +${mib(r.growth)} MiB complete, peak +${mib(r.peakGrowth)} MiB`);
 }
 const resumeGrowth = stats(resumes.map((r) => r.growth)).median;
 const resumePeak = stats(resumes.map((r) => r.peakGrowth)).median;
@@ -242,29 +264,45 @@ let t0 = performance.now();
 const bigSm = SessionManager.open(bigWork);
 const piOpenMs = performance.now() - t0;
 if (bigSm.getLeafId() !== big.leafId) throw new Error("SessionManager did not open the generated leaf");
-/** What the extension's session_start hook does: fullSync, configure, handle(session_start). */
+/** `out` when it waits for nothing; a hook of the bench must not start an operation. */
+function settled(out, what) {
+	if (out instanceof Promise) throw new Error(`${what} started an operation that waits for jobs`);
+	return out;
+}
+
+/**
+ * What the extension's session_start path does, with the file loaded at once: `reload` (`open`
+ * with background false, the branch from Pi when the file does not hold the leaf), then
+ * `configure` and the `session_start` hook through `drive`.
+ */
 function bringUp(sm) {
 	const ctx = makeCtx(sm);
-	const engine = new Engine();
-	const state = {};
-	fullSync(engine, ctx, state);
-	run(piStub, ctx, JSON.parse(engine.configure(JSON.stringify(loadSettings(piStub, ctx)))).effects);
-	run(piStub, ctx, JSON.parse(engine.handle(observation(ctx, "session_start", {}))).effects);
-	return { ctx, engine, state };
+	const pi = piStubFor(sm);
+	const rt = { pi, engine: new Engine(), state: {}, subagent: false };
+	reload(rt, ctx);
+	settled(drive(rt, ctx, { type: "configure", sources: loadSettings(pi, ctx) }), "configure");
+	const out = settled(drive(rt, ctx, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type: "session_start" } } }), "session_start");
+	if (!out.historyComplete || out.needsBranch) throw new Error("the engine did not load the whole session");
+	return { ctx, rt };
 }
 const bigCtx = makeCtx(bigSm);
 gc();
 const rssBeforeEngine = rss();
 t0 = performance.now();
-const { engine: bigEngine, state: bigState } = bringUp(bigSm);
+const { rt: bigRt } = bringUp(bigSm);
 const sessionStartMs = performance.now() - t0;
 gc();
 const inProcessGrowth = rss() - rssBeforeEngine;
-log(`Pi SessionManager.open: ${piOpenMs.toFixed(0)} ms; session_start path (fullSync + configure + handle): ${sessionStartMs.toFixed(0)} ms, RSS +${mib(inProcessGrowth)} MiB`);
+log(`Pi SessionManager.open: ${piOpenMs.toFixed(0)} ms; session_start path (open + configure + session_start hook): ${sessionStartMs.toFixed(0)} ms, RSS +${mib(inProcessGrowth)} MiB`);
 
 // ---- search ----------------------------------------------------------------------------------
 const SEARCH_RUNS = 7;
-const relaySearch = (query) => () => JSON.parse(JSON.parse(bigEngine.tool("history_search_contents", JSON.stringify({ query, limit: SEARCH_LIMIT }), JSON.stringify(moment(bigCtx)))).text);
+const searchMoment = moment(bigCtx);
+const relaySearch = (query) => () => {
+	const out = step(bigRt.engine, { type: "tool", callId: "bench-search", name: "history_search_contents", args: { query, limit: SEARCH_LIMIT }, moment: searchMoment });
+	if (!out.reply || out.reply.isError) throw new Error(`history_search_contents failed: ${JSON.stringify(out)}`);
+	return JSON.parse(out.reply.text);
+};
 const search = {};
 for (const [label, query] of [["rare", RARE], ["common", COMMON]]) {
 	const relay = timeRuns(relaySearch(query), SEARCH_RUNS);
@@ -285,15 +323,17 @@ for (const [label, query] of [["rare", RARE], ["common", COMMON]]) {
  * One iteration = one model turn with a tool call, as Pi persists it: a user message before the
  * `context` hook, the assistant's tool call before `tool_call`, the tool result before `turn_end`.
  * Appending through Pi is Pi's work and is not timed; the hook path is timed exactly as
- * extension/src/index.ts runs it: sync, moment, handle, parse the reply, run its effects.
+ * extension/src/index.ts runs it: `drive(rt, ctx, {type: "hook", observation: {moment, event}})`
+ * (the feed of what Pi appended, the crossing, the output parsed, its appends and effects carried
+ * out), and for `context` the request's messages with the engine's inserted when it has any.
  */
-function perRequest(sm, engine, state, iters) {
+function perRequest(sm, rt, iters) {
 	const ctx = makeCtx(sm);
+	const messages = [{ role: "user", content: "…" }];
 	const hook = (type, extra) => {
-		sync(engine, ctx, state);
-		const reply = JSON.parse(engine.handle(observation(ctx, type, extra ?? {})));
-		run(piStub, ctx, reply.effects);
-		return reply;
+		const out = settled(drive(rt, ctx, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } } }), type);
+		if (type === "context" && out.messages.length > 0) withMessages(messages, out);
+		return out;
 	};
 	const samples = { context: [], tool_call: [], turn_end: [] };
 	const appendMs = [];
@@ -319,7 +359,7 @@ function perRequest(sm, engine, state, iters) {
 		if (keep) time("turn_end", () => hook("turn_end", { toolResults: 1 }));
 		else hook("turn_end", { toolResults: 1 });
 	}
-	if (engine.tipId() !== sm.getLeafId()) throw new Error("the mirror did not follow the leaf");
+	if (rt.state.tip !== sm.getLeafId() || step(rt.engine, { type: "known", ids: [sm.getLeafId()] }).value !== 0) throw new Error("the mirror did not follow the leaf");
 	const all = [...samples.context, ...samples.tool_call, ...samples.turn_end];
 	return { context: stats(samples.context), tool_call: stats(samples.tool_call), turn_end: stats(samples.turn_end), all: stats(all), appendMs: stats(appendMs) };
 }
@@ -328,26 +368,26 @@ function baselineRequests(sm, runs) {
 	return timeRuns(() => baselinePerRequest(sm), runs);
 }
 
-const bigReq = perRequest(bigSm, bigEngine, bigState, ITERS);
+const bigReq = perRequest(bigSm, bigRt, ITERS);
 const bigBase = baselineRequests(bigSm, Math.min(ITERS, 60));
 log(`per request @${big.entries}: relay median ${bigReq.all.median.toFixed(1)} µs; baseline ${bigBase.median.toFixed(2)} ms`);
 
 const smallSm = SessionManager.open(smallWork);
-const { engine: smallEngine, state: smallState } = bringUp(smallSm);
-const smallReq = perRequest(smallSm, smallEngine, smallState, ITERS);
+const { rt: smallRt } = bringUp(smallSm);
+const smallReq = perRequest(smallSm, smallRt, ITERS);
 const smallBase = baselineRequests(smallSm, ITERS);
 log(`per request @${small.entries}: relay median ${smallReq.all.median.toFixed(1)} µs; baseline ${smallBase.median.toFixed(3)} ms`);
 
 // ---- diagnostic: the same hooks without Relay's status-file write (stateDir unset) -------------
 const DIAG_ITERS = Math.min(ITERS, 500);
-const noStatus = (engine, sm) => {
+const noStatus = (rt, sm) => {
 	const ctx = makeCtx(sm);
-	run(piStub, ctx, JSON.parse(engine.configure(JSON.stringify({ ...loadSettings(piStub, ctx), stateDir: null }))).effects);
+	settled(drive(rt, ctx, { type: "configure", sources: { ...loadSettings(rt.pi, ctx), stateDir: null } }), "configure");
 };
-noStatus(bigEngine, bigSm);
-const bigNoStatus = perRequest(bigSm, bigEngine, bigState, DIAG_ITERS);
-noStatus(smallEngine, smallSm);
-const smallNoStatus = perRequest(smallSm, smallEngine, smallState, DIAG_ITERS);
+noStatus(bigRt, bigSm);
+const bigNoStatus = perRequest(bigSm, bigRt, DIAG_ITERS);
+noStatus(smallRt, smallSm);
+const smallNoStatus = perRequest(smallSm, smallRt, DIAG_ITERS);
 log(`without the status-file write: context/tool_call/turn_end @${big.entries} ${["context", "tool_call", "turn_end"].map((k) => bigNoStatus[k].median.toFixed(1)).join("/")} µs, @${small.entries} ${["context", "tool_call", "turn_end"].map((k) => smallNoStatus[k].median.toFixed(1)).join("/")} µs`);
 
 // ---- report ----------------------------------------------------------------------------------
@@ -360,9 +400,9 @@ const rssRatio = startGrowth / big.textBytes;
 const flat = bigReq.all.median / smallReq.all.median;
 row("Measure", "Relay", "TypeScript baseline", "Ratio", "Requirement", "Verdict");
 row("---", "---", "---", "---", "---", "---");
-row(`Start-up: \`new Engine()\` + \`loadSessionFile\` (median of 3 fresh processes)`, ms(startMs, 0), "—", "—", "≤ 500 ms", verdict(startMs <= 500));
+row(`Start-up: \`new Engine()\` + \`open\` (background: false; median of 3 fresh processes)`, ms(startMs, 0), "—", "—", "≤ 500 ms", verdict(startMs <= 500));
 row(`Start-up: engine RSS growth vs message text (${mib(big.textBytes)} MiB)`, `${mib(startGrowth)} MiB (peak RSS ${mib(startPeak)} MiB)`, "—", `${rssRatio.toFixed(2)}× text`, "≤ 1.5× text", verdict(rssRatio <= 1.5));
-row("Start-up: whole `session_start` path in the extension (fullSync + configure + handle)", ms(sessionStartMs, 0), "—", "—", "(info)", "");
+row("Start-up: whole `session_start` path in the extension, the file loaded at once (open + configure + session_start hook, through `drive`)", ms(sessionStartMs, 0), "—", "—", "(info)", "");
 row(`Resume as the extension loads a large file (two passes off Pi's thread): RSS growth once complete vs text (the one-pass load beside it)`, `${mib(resumeGrowth)} MiB (${mib(resumeFirst)} MiB after the first pass)`, `one pass: ${mib(startGrowth)} MiB`, `${(resumeGrowth / big.textBytes).toFixed(2)}× text (${(resumeGrowth / startGrowth).toFixed(2)}× the one pass)`, "≤ 1.5× text", verdict(resumeGrowth / big.textBytes <= 1.5));
 row(`Resume as the extension loads a large file: peak RSS growth during the load vs text`, `${mib(resumePeak)} MiB`, "—", `${(resumePeak / big.textBytes).toFixed(2)}× text`, "≤ 1.5× text", verdict(resumePeak / big.textBytes <= 1.5));
 for (const [label, r, b, entries] of [["1k", smallReq, smallBase, small.entries], ["full", bigReq, bigBase, big.entries]]) {

@@ -238,11 +238,18 @@ function memchrPass(textBytes) {
 async function engineSearch(meta) {
 	const { native } = await import(new URL("../extension/src/native.ts", import.meta.url).href);
 	const engine = new (native().Engine)();
-	if (!engine.loadSessionFile(meta.sessionId, meta.file, meta.leafId)) throw new Error("the engine could not load the session");
-	const moment = JSON.stringify({ nowMs: Date.now(), tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: "/", subagent: false });
+	// One crossing of the addon's door: `open` with background false loads the file at once.
+	const step = (input) => JSON.parse(engine.handle(JSON.stringify(input)));
+	const opened = step({ type: "open", sessionId: meta.sessionId, file: meta.file, leaf: meta.leafId, background: false });
+	if (opened.needsBranch || !opened.historyComplete || opened.tip !== meta.leafId) throw new Error("the engine could not load the session");
+	const moment = { nowMs: Date.now(), tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: "/", subagent: false };
 	const out = {};
 	for (const [label, query] of [["rare", RARE], ["common", COMMON]]) {
-		const call = () => JSON.parse(JSON.parse(engine.tool("history_search_contents", JSON.stringify({ query, limit: 20 }), moment)).text);
+		const call = () => {
+			const reply = step({ type: "tool", callId: "bench-search", name: "history_search_contents", args: { query, limit: 20 }, moment }).reply;
+			if (!reply || reply.isError) throw new Error(`history_search_contents failed: ${JSON.stringify(reply)}`);
+			return JSON.parse(reply.text);
+		};
 		const first = call();
 		if (label === "rare" && (first.items.length !== 1 || first.items[0].item_id !== meta.rareId)) throw new Error("the engine did not find the rare needle where it was planted");
 		const samples = [];

@@ -20,24 +20,36 @@ import { createAgentSession, DefaultResourceLoader, ModelRuntime, SessionManager
 const RELAY = fileURLToPath(new URL("../extension/src/index.ts", import.meta.url));
 const { native } = await import(new URL("../extension/src/native.ts", import.meta.url).href);
 
-// Instrumentation: time every call into the addon (the extension and this script share the one
-// loaded library, so wrapping the prototype sees the extension's calls). Used to split the reset
-// path into Relay's own time and Pi's.
+// Instrumentation: time every call through the addon's one door, `Engine.handle(input, feed)`
+// (the extension and this script share the one loaded library, so wrapping the prototype sees the
+// extension's calls; the time includes the feed of what Pi appended). Each call is labelled by its
+// input: `hook:<event>`, `tool:<name>`, else the input's type (`done`, `configure`, `open`, …).
+// Used to split the reset path into Relay's own time and Pi's. The jobs the engine asks for run
+// on the libuv pool (`runJob`), off this thread, and are not counted.
 const addonCalls = [];
 {
 	const proto = native().Engine.prototype;
-	for (const name of ["handle", "append", "tool", "loadSessionFile", "resync", "configure", "truncateAfter", "hasEntry", "tipId"]) {
-		const orig = proto[name];
-		proto[name] = function (...args) {
-			const a = performance.now();
-			try {
-				return orig.apply(this, args);
-			} finally {
-				const label = name === "handle" ? `handle:${JSON.parse(args[0]).type}` : name === "tool" ? `tool:${args[0]}` : name;
-				addonCalls.push({ t: a, label, ms: performance.now() - a });
-			}
-		};
-	}
+	const orig = proto.handle;
+	const labelOf = (json) => {
+		let input;
+		try {
+			input = JSON.parse(json);
+		} catch {
+			return "invalid input";
+		}
+		if (input?.type === "hook") return `hook:${input.observation?.event?.type}`;
+		if (input?.type === "tool") return `tool:${input.name}`;
+		return String(input?.type);
+	};
+	proto.handle = function (...args) {
+		const a = performance.now();
+		try {
+			return orig.apply(this, args);
+		} finally {
+			const ms = performance.now() - a;
+			addonCalls.push({ t: a, label: labelOf(args[0]), ms });
+		}
+	};
 }
 const addonBetween = (from, to) => {
 	const inside = addonCalls.filter((c) => c.t >= from && c.t < to);
@@ -170,7 +182,7 @@ const usageOf = (m) => m?.usage ?? { input: 0, output: 0, cacheRead: 0, cacheWri
 const t0 = performance.now();
 const mark = addonCalls.length;
 const relayBase = await build(true);
-const buildTurnEnd = addonCalls.slice(mark).filter((c) => c.label === "handle:turn_end").map((c) => c.ms);
+const buildTurnEnd = addonCalls.slice(mark).filter((c) => c.label === "hook:turn_end").map((c) => c.ms);
 const nativeBase = await build(false);
 console.error(`built: ${TURNS} turns of ${CHARS}-char texts, with Relay ${relayBase.file}, without ${nativeBase.file} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
 
@@ -267,7 +279,7 @@ console.log(
 		`Faux token counts are characters / 4. The Relay continuation request (normal work of the new window, not counted as reset cost) used ${JSON.stringify(r[0].continuationUsage && { input: r[0].continuationUsage.input, cacheRead: r[0].continuationUsage.cacheRead, cacheWrite: r[0].continuationUsage.cacheWrite, output: r[0].continuationUsage.output })}.`,
 		`Relay reset path, ms after the new_context result (first trial): ${JSON.stringify(Object.fromEntries(Object.entries(r[0].hooks).map(([k, v]) => [k, v === null ? null : Number(v.toFixed(2))])))}, first request of the new window at ${r[0].ms.toFixed(2)}.`,
 		`Time inside the Relay addon on that path (median of ${TRIALS}): ${median(r.map((x) => x.addon.total)).toFixed(2)} ms; first trial by call: ${JSON.stringify(Object.fromEntries(Object.entries(r[0].addon.by).map(([k, v]) => [k, Number(v.toFixed(2))])))}.`,
-		`While building the Relay session: handle(turn_end) median ${median(buildTurnEnd).toFixed(2)} ms, max ${Math.max(...buildTurnEnd).toFixed(2)} ms over ${buildTurnEnd.length} turns.`,
+		`While building the Relay session: handle(hook turn_end, with its feed) median ${median(buildTurnEnd).toFixed(2)} ms, max ${Math.max(...buildTurnEnd).toFixed(2)} ms over ${buildTurnEnd.length} turns.`,
 		`Pi's compaction prompt(s): ${n[0].promptChars} characters (≈ ${n[0].estPrompt} tokens at chars/4) for a scripted ${SUMMARY_CHARS}-character summary.`,
 		`Node ${process.version}; total bench time ${((performance.now() - t0) / 1000).toFixed(1)} s.`,
 		"",
