@@ -32,24 +32,6 @@ export function releaseRuntime(token: object): void {
 }
 
 /**
- * The user's last `/relay on|off` per session, process-wide: `/reload` re-evaluates this module
- * and re-creates the engine, and the new engine is handed the toggle again. A restart of Pi, or
- * another session, starts from the `relay.enabled` setting.
- */
-const TOGGLES = Symbol.for("relay.toggles");
-type Toggles = { [TOGGLES]?: Map<string, string> };
-
-export function rememberToggle(sessionId: string, args: string): void {
-	if (args !== "on" && args !== "off") return;
-	const host = globalThis as Toggles;
-	(host[TOGGLES] ??= new Map()).set(sessionId, args);
-}
-
-export function recallToggle(sessionId: string): string | undefined {
-	return (globalThis as Toggles)[TOGGLES]?.get(sessionId);
-}
-
-/**
  * Background work a host integration reports (jobs, watches, subagents): a process-wide function
  * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending. The engine judges
  * it (the idle handoff at the settle point); a missing or failing function counts as none.

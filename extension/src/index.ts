@@ -9,9 +9,7 @@ import {
 	drive,
 	moment,
 	openSession,
-	recallToggle,
 	releaseRuntime,
-	rememberToggle,
 	resetDrafts,
 	whenComplete,
 	whenLoaded,
@@ -154,10 +152,7 @@ export default function relay(pi: ExtensionAPI) {
 			ctx,
 			() => {
 				configure(ctx);
-				// `/relay on|off` outlives the engine that /reload re-creates: the user's last toggle of
-				// this session in this process is handed to the new engine before anything else.
-				const toggle = recallToggle(ctx.sessionManager.getSessionId());
-				if (toggle) handle(ctx, "command", { args: toggle });
+				// (The engine hands a /reload's new engine the session's last /relay on|off.)
 				handle(ctx, "session_start");
 			},
 			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: error instanceof Error ? error.message : String(error) }),
@@ -325,9 +320,7 @@ export default function relay(pi: ExtensionAPI) {
 			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
 			await whenLoaded(rt.state, () => undefined);
-			const trimmed = args.trim();
-			handle(ctx, "command", { args: trimmed });
-			rememberToggle(ctx.sessionManager.getSessionId(), trimmed);
+			handle(ctx, "command", { args: args.trim() });
 		},
 	});
 }

@@ -1,8 +1,7 @@
 // Tool calls Pi runs in parallel (one assistant message, several calls) on the real agent loop: a
 // tool whose work runs off the event loop (context_handoff's git and store collection) must not
-// hold the engine while it runs, or the hooks of the other calls fail. The addon's async work
-// runs in handles apart from the engine (collectGit and collectStores are module functions; the
-// checks and loads are jobs whose run() the engine does not borrow).
+// hold the engine while it runs, or the hooks of the other calls fail. The addon's async work is
+// `runJob`, a module function: the engine is not borrowed while a job runs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { budgetEnv, HANDOFF, newRoot } from "./budget-helpers.mjs";

@@ -680,9 +680,23 @@ impl Binding {
             }
             Input::Hook { observation } => {
                 self.ready()?;
+                let session = self.inner.history().session_id().to_string();
+                let mut recalled = Vec::new();
                 if let Event::Command { args } = &observation.event {
                     if args == "on" || args == "off" {
                         self.toggle = Some(args.clone());
+                        remember_toggle(&session, args);
+                    }
+                } else if observation.event == Event::SessionStart && self.toggle.is_none() {
+                    // `/relay on|off` outlives the engine a /reload re-creates: the user's last
+                    // toggle of this session in this process applies before the session starts.
+                    if let Some(args) = recall_toggle(&session) {
+                        self.toggle = Some(args.clone());
+                        let reply = self.inner.handle(&Observation {
+                            moment: observation.moment.clone(),
+                            event: Event::Command { args },
+                        });
+                        recalled = reply.effects;
                     }
                 }
                 let mut out = if observation.event == Event::Context {
@@ -700,6 +714,8 @@ impl Binding {
                         out.result = more.result;
                     }
                 }
+                recalled.append(&mut out.effects);
+                out.effects = recalled;
                 out
             }
             Input::Tool {
@@ -1018,6 +1034,31 @@ fn write_relaunch_marker(
     let marker: relay_io::relaunch::Marker = serde_json::from_value(marker.clone())
         .map_err(|e| format!("the relaunch marker has not the wrapper's shape: {e}"))?;
     relay_io::relaunch::write_marker(std::path::Path::new(path), &key, &marker)
+}
+
+/// The user's last `/relay on|off` per session, for this process: the addon outlives the
+/// engines a `/reload` re-creates (the library is loaded once), so the new engine is handed the
+/// toggle again. A restart of Pi, or another session, starts from the `relay.enabled` setting.
+fn toggles() -> &'static Mutex<std::collections::HashMap<String, String>> {
+    static TOGGLES: std::sync::OnceLock<Mutex<std::collections::HashMap<String, String>>> =
+        std::sync::OnceLock::new();
+    TOGGLES.get_or_init(|| Mutex::new(std::collections::HashMap::new()))
+}
+
+fn remember_toggle(session: &str, args: &str) {
+    let mut map = match toggles().lock() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    map.insert(session.to_string(), args.to_string());
+}
+
+fn recall_toggle(session: &str) -> Option<String> {
+    let map = match toggles().lock() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    map.get(session).cloned()
 }
 
 /// What a background load left in its slot (a worker that panicked holding the lock still left

@@ -355,7 +355,7 @@ export type ToolSpec = {
 	description: string,
 	parameters: object,
 	/**
-	 * The binding needs the handoff's git metadata (`collectGit`) before this tool runs.
+	 * The tool asks for the handoff's git metadata (a `git` job) before it answers.
 	 */
 	collectsGit: boolean,
 	/**

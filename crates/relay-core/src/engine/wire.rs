@@ -643,7 +643,7 @@ pub struct ToolSpec {
     pub description: &'static str,
     #[cfg_attr(test, ts(type = "object"))]
     pub parameters: Value,
-    /// The binding needs the handoff's git metadata (`collectGit`) before this tool runs.
+    /// The tool asks for the handoff's git metadata (a `git` job) before it answers.
     pub collects_git: bool,
     /// The tool's moment carries Pi's own usage (`getContextUsage()`, which walks the branch):
     /// only the tools that report the exact figure. Every other tool is judged by the engine's
