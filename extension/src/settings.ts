@@ -106,7 +106,7 @@ export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSou
 		globalFile: join(agentDir, "settings.json"),
 		budgetConfigEnv: process.env.PI_CONTEXT_BUDGET_CONFIG ?? null,
 		agentDir,
-		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR || join(agentDir, "context-budget"),
+		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR ?? null,
 		cwd: ctx.cwd,
 		wrapper: wrapperFacts(ctx),
 		resumeCheckEnv: process.env.PI_RESUME_CHECK,

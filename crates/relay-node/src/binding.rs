@@ -365,7 +365,7 @@ impl Binding {
                 Err(e) => sources.budget_file_error = Some(e.to_string()),
             }
         }
-        self.state_dir = sources.state_dir.as_deref().map(PathBuf::from);
+        self.state_dir = sources.resolved_state_dir().map(PathBuf::from);
         let reply = self.inner.configure_reply(&sources, &mut self.reported);
         self.last_sources = Some(sources);
         reply

@@ -20,9 +20,11 @@ pub fn state_dir(given: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(d) = given {
         return Ok(d);
     }
-    match std::env::var_os("PI_CONTEXT_BUDGET_STATE_DIR") {
-        Some(d) if !d.is_empty() => Ok(PathBuf::from(d)),
-        _ => Ok(super::agent_dir()?.join("context-budget")),
+    let env = std::env::var("PI_CONTEXT_BUDGET_STATE_DIR").ok();
+    let agent = super::agent_dir()?;
+    match relay_core::engine::wire::state_dir(env.as_deref(), agent.to_str()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => Ok(agent.join("context-budget")),
     }
 }
 

@@ -76,7 +76,7 @@ impl Engine {
         self.budget.configure(
             budget,
             sources.cwd.as_deref().unwrap_or(""),
-            sources.state_dir.is_some(),
+            sources.resolved_state_dir().is_some(),
         );
         let was_enabled = self.settings.toggle.unwrap_or(self.settings.config.enabled);
         let now_enabled = self.settings.toggle.unwrap_or(resolved.relay.enabled);

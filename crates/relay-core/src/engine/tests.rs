@@ -2696,3 +2696,18 @@ fn the_model_cannot_set_a_resume_check_or_write_the_relaunch_marker() {
     assert!(e.reset_resume_command(&m, &none).is_none());
     assert!(e.resume_context().is_none());
 }
+
+#[test]
+fn the_state_folder_is_the_environment_variable_else_under_the_agent_dir() {
+    use super::wire::state_dir;
+    assert_eq!(state_dir(Some("/s"), Some("/a")).as_deref(), Some("/s"));
+    assert_eq!(
+        state_dir(Some(""), Some("/a/")).as_deref(),
+        Some("/a/context-budget")
+    );
+    assert_eq!(
+        state_dir(None, Some("/a")).as_deref(),
+        Some("/a/context-budget")
+    );
+    assert_eq!(state_dir(None, None), None);
+}

@@ -296,7 +296,8 @@ pub struct ConfigSources {
     /// Pi's agent directory (`getAgentDir()`: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), home of
     /// the default budget policy file `context-budget.json`.
     pub agent_dir: Option<String>,
-    /// Where status and events go (the binding writes them).
+    /// `PI_CONTEXT_BUDGET_STATE_DIR` as the process has it: where status and events go; unset or
+    /// empty, `<agent dir>/context-budget` ([`ConfigSources::resolved_state_dir`]).
     pub state_dir: Option<String>,
     pub cwd: Option<String>,
     /// The pi-session wrapper's variables and this process's identity, for the engine to decide
@@ -398,7 +399,24 @@ pub struct BudgetFilePath {
     pub explicit: bool,
 }
 
+/// Where Relay's status files and events go: `env` (`PI_CONTEXT_BUDGET_STATE_DIR`) when set and
+/// not empty, else `<agent dir>/context-budget`; `None` without either. The one rule the
+/// extension and the CLI share.
+pub fn state_dir(env: Option<&str>, agent_dir: Option<&str>) -> Option<String> {
+    if let Some(dir) = env.filter(|d| !d.is_empty()) {
+        return Some(dir.to_string());
+    }
+    let dir = agent_dir.filter(|d| !d.is_empty())?;
+    let sep = if dir.ends_with('/') { "" } else { "/" };
+    Some(format!("{dir}{sep}context-budget"))
+}
+
 impl ConfigSources {
+    /// Where status and events go (see [`state_dir`]).
+    pub fn resolved_state_dir(&self) -> Option<String> {
+        state_dir(self.state_dir.as_deref(), self.agent_dir.as_deref())
+    }
+
     /// `PI_CONTEXT_BUDGET_CONFIG` when it is set and not empty, else `<agent dir>/context-budget.json`
     /// (seed 004), else none.
     pub fn budget_file_path(&self) -> Option<BudgetFilePath> {
