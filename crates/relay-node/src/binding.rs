@@ -769,6 +769,21 @@ impl Binding {
         }
         if !feed.append.is_empty() {
             let entries = self.entries_of_raw(feed.append);
+            // The entries must continue the mirror's branch, each from the one before: anything
+            // else (a walk that went wrong, entries out of order) would mirror a branch Pi does
+            // not have. The mirror is then reloaded in full from Pi before the next input.
+            let mut parent = self.inner.tip().map(str::to_string);
+            for entry in &entries {
+                if entry.parent_id != parent {
+                    self.needs_resync = true;
+                    return Err(Failure::Invalid(format!(
+                        "relay: entry {} does not follow the mirror's tip ({}); the session is reloaded from Pi",
+                        entry.id,
+                        parent.as_deref().unwrap_or("the root")
+                    )));
+                }
+                parent = Some(entry.id.clone());
+            }
             self.inner.append(&entries);
             if let Some(journal) = self.journal.as_mut() {
                 journal.push(Fed::Append(entries));
@@ -1621,6 +1636,36 @@ mod tests {
         assert!(b.needs_resync(), "a load that found nothing is no resync");
         b.resync("S", "[]").unwrap();
         assert!(!b.needs_resync());
+    }
+
+    #[test]
+    fn a_feed_that_does_not_follow_the_tip_asks_for_the_whole_branch() {
+        let mut b = Binding::new();
+        b.resync("S", &branch()).unwrap();
+        let stray = json!({"append": [entry("x1", Some("elsewhere"), "stray")]}).to_string();
+        let hook = json!({"type": "hook", "observation": serde_json::from_str::<Value>(
+            &observation("context", json!({}))).unwrap()})
+        .to_string();
+        let err = b.handle_input(&hook, Some(&stray)).unwrap_err();
+        assert_eq!(
+            err,
+            Failure::Invalid(
+                "relay: entry x1 does not follow the mirror's tip (a2); the session is reloaded from Pi"
+                    .into()
+            )
+        );
+        assert!(b.needs_resync());
+        assert_eq!(
+            b.tip_id().unwrap().as_deref(),
+            Some("a2"),
+            "nothing was appended"
+        );
+        let follows = json!({"append": [entry("a3", Some("a2"), "next")]}).to_string();
+        b.resync("S", &branch()).unwrap();
+        let out: Value =
+            serde_json::from_str(&b.handle_input(&hook, Some(&follows)).unwrap()).unwrap();
+        assert_eq!(out["tip"], "a3");
+        assert_eq!(out["needsBranch"], false);
     }
 
     #[test]
