@@ -85,6 +85,10 @@ fn stream_session_branch_with(
             return Ok(true);
         }
     }
+    if !sink.wanted() {
+        // Nobody waits for this branch any more: stop here rather than read the file again.
+        return Ok(false);
+    }
     let text = read_session_text(path)?;
     Ok(stream_branch_by_parents(&text, leaf_id, sink))
 }
@@ -616,6 +620,49 @@ mod tests {
         fn entry(&mut self, entry: Entry) {
             self.0.push(entry);
         }
+    }
+
+    /// A sink that stops wanting the branch after `keep` entries (a load nobody waits for).
+    struct StopAfter {
+        keep: usize,
+        got: usize,
+    }
+
+    impl BranchSink for StopAfter {
+        fn begin(&mut self) {
+            self.got = 0;
+        }
+        fn entry(&mut self, _entry: Entry) {
+            self.got += 1;
+        }
+        fn wanted(&self) -> bool {
+            self.got < self.keep
+        }
+    }
+
+    #[test]
+    fn a_load_nobody_wants_any_more_stops_without_reading_the_file_again() {
+        let dir = temp_dir("unwanted");
+        let file = dir.join("s.jsonl");
+        let mut text = String::from("{\"type\":\"session\",\"id\":\"S\"}\n");
+        let mut parent = "null".to_string();
+        for i in 0..5_000 {
+            text.push_str(&format!(
+                "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n"
+            ));
+            parent = format!("\"e{i}\"");
+        }
+        fs::write(&file, &text).unwrap();
+        for threads in [Threads::One, Threads::Two] {
+            let mut sink = StopAfter { keep: 10, got: 0 };
+            let found = stream_session_branch_with(&file, "e4999", &mut sink, threads).unwrap();
+            assert!(!found, "the branch is not reported as loaded");
+            assert_eq!(sink.got, 10, "no entry after the sink stopped wanting them");
+            let mut all = Collect::default();
+            assert!(stream_session_branch_with(&file, "e4999", &mut all, threads).unwrap());
+            assert_eq!(all.0.len(), 5_000);
+        }
+        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Skimming on two threads gives what one thread gives, wherever the middle of the file falls

@@ -80,6 +80,8 @@ pub struct Binding {
     journal: Option<Vec<Fed>>,
     /// The session load whose job runs now (its `Done` installs what it read).
     load_op: Option<LoadOp>,
+    /// Stops the load in flight when nobody waits for it any more.
+    load_cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Ids of the binding's own jobs (loads), apart from the engine's.
     next_load_id: u64,
 }
@@ -161,6 +163,9 @@ pub struct LoadJob {
     /// windows skimmed, to be completed by a whole load. A branch without a compaction is read
     /// whole at once.
     tail: bool,
+    /// Set when nobody waits for this load any more (Pi shuts down, another session or a
+    /// resync replaced it): the reader stops at its next entry and the load gives nothing.
+    cancel: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Read the session file of `job` and replay the branch ending at its leaf, apart from any engine
@@ -170,8 +175,12 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
     struct Sink<'a> {
         session_id: &'a str,
         branch: Option<engine::LoadedBranch>,
+        cancel: &'a std::sync::atomic::AtomicBool,
     }
     impl BranchSink for Sink<'_> {
+        fn wanted(&self) -> bool {
+            !self.cancel.load(std::sync::atomic::Ordering::Relaxed)
+        }
         fn begin(&mut self) {
             self.branch = Some(engine::LoadedBranch::new(self.session_id));
         }
@@ -191,6 +200,7 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
         let mut sink = Sink {
             session_id: &job.session_id,
             branch: None,
+            cancel: &job.cancel,
         };
         if job.tail {
             boundary::hold("TAIL");
@@ -265,6 +275,7 @@ impl Binding {
             pending_whole: None,
             journal: None,
             load_op: None,
+            load_cancel: None,
             next_load_id: 1 << 52,
         }
     }
@@ -460,12 +471,15 @@ impl Binding {
                 PathBuf::from(path),
                 leaf_id.to_string(),
             ));
+            let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            b.load_cancel = Some(Arc::clone(&cancel));
             Ok(Some(LoadJob {
                 session_id: session_id.to_string(),
                 path: PathBuf::from(path),
                 leaf_id: leaf_id.to_string(),
                 slot,
                 tail: true,
+                cancel,
             }))
         })
     }
@@ -515,12 +529,15 @@ impl Binding {
             };
             let slot = Arc::new(Mutex::new(None));
             b.pending_whole = Some(Arc::clone(&slot));
+            let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            b.load_cancel = Some(Arc::clone(&cancel));
             Ok(Some(LoadJob {
                 session_id,
                 path,
                 leaf_id,
                 slot,
                 tail: false,
+                cancel,
             }))
         })
     }
@@ -560,6 +577,12 @@ impl Binding {
 
     /// Forget every background load in flight (a resync or a newer load replaces them).
     fn drop_loads(&mut self) {
+        if let Some(cancel) = self.load_cancel.take() {
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Some(old) = self.load_op.take() {
+            jobs::forget_load(old.op);
+        }
         self.pending_load = None;
         self.pending_whole = None;
         self.skimmed_source = None;
@@ -687,6 +710,10 @@ impl Binding {
                         self.toggle = Some(args.clone());
                         remember_toggle(&session, args);
                     }
+                } else if observation.event == Event::SessionShutdown {
+                    // A load still running is for nobody now (`pi -p` ends, `/quit`, a switch):
+                    // it stops, and Pi does not wait for it to exit.
+                    self.drop_loads();
                 } else if observation.event == Event::SessionStart && self.toggle.is_none() {
                     // `/relay on|off` outlives the engine a /reload re-creates: the user's last
                     // toggle of this session in this process applies before the session starts.
@@ -808,9 +835,7 @@ impl Binding {
         background: bool,
     ) -> Result<Output, Failure> {
         self.inner.forget_operations();
-        if let Some(old) = self.load_op.take() {
-            jobs::forget_load(old.op);
-        }
+        self.drop_loads();
         let (Some(file), Some(leaf)) = (file, leaf) else {
             self.needs_resync = true;
             return Ok(Output::default());
@@ -1490,13 +1515,37 @@ mod tests {
         let job = b.begin_complete().unwrap().unwrap();
         b.resync("S", &branch()).unwrap();
         assert!(b.history_complete().unwrap(), "a resync is whole");
-        assert!(run_load(&job).unwrap());
+        assert!(
+            !run_load(&job).unwrap(),
+            "the superseded load stops and gives nothing"
+        );
         assert!(
             !b.finish_complete().unwrap(),
             "the superseded load is not swapped in"
         );
         assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
         assert!(b.begin_complete().unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn pi_shutting_down_stops_the_whole_load_nobody_waits_for() {
+        let dir = scratch("bg-shutdown");
+        let (path, leaf) = windowed_session(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path = path.display().to_string();
+        let mut b = Binding::new();
+        let job = b.begin_load("S", &path, &leaf).unwrap().unwrap();
+        assert!(run_load(&job).unwrap());
+        assert!(b.finish_load().unwrap());
+        let whole = b.begin_complete().unwrap().unwrap();
+        b.handle(&observation("session_shutdown", json!({})))
+            .unwrap();
+        assert!(!run_load(&whole).unwrap(), "the load stops at once");
+        assert!(!b.finish_complete().unwrap());
+        assert!(
+            !b.needs_resync(),
+            "nothing is reloaded for a session that ended"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -1516,16 +1565,16 @@ mod tests {
 
         let (path, leaf) = session_file(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
         let path = path.display().to_string();
-        // A resync while the load runs is newer than the load: the load is dropped.
+        // A resync while the load runs is newer than the load: the load stops and is dropped.
         let job = b.begin_load("S", &path, &leaf).unwrap().unwrap();
         b.resync("S", &branch()).unwrap();
-        assert!(run_load(&job).unwrap());
+        assert!(!run_load(&job).unwrap());
         assert!(!b.finish_load().unwrap());
         assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
         // A newer load supersedes an older one.
         let old = b.begin_load("S", &path, &leaf).unwrap().unwrap();
         let new = b.begin_load("S", &path, "m3").unwrap().unwrap();
-        assert!(run_load(&old).unwrap());
+        assert!(!run_load(&old).unwrap(), "the older load stops");
         assert!(run_load(&new).unwrap());
         assert!(b.finish_load().unwrap());
         assert_eq!(b.tip_id().unwrap().as_deref(), Some("m3"));

@@ -182,7 +182,8 @@ export type ConfigSources = {
 	 */
 	agentDir: string | null,
 	/**
-	 * Where status and events go (the binding writes them).
+	 * `PI_CONTEXT_BUDGET_STATE_DIR` as the process has it: where status and events go; unset or
+	 * empty, `<agent dir>/context-budget` ([`ConfigSources::resolved_state_dir`]).
 	 */
 	stateDir: string | null,
 	cwd: string | null,

@@ -76,6 +76,11 @@ pub trait BranchSink {
     fn entry_ref(&mut self, entry: &Entry) {
         self.entry(entry.clone());
     }
+    /// Whether the sink still wants the branch: a reader stops at the next entry once it does
+    /// not (a load nobody waits for any more, e.g. at Pi's shutdown).
+    fn wanted(&self) -> bool {
+        true
+    }
 }
 
 /// What the general path of [`stream_branch`] keeps of each entry line.
@@ -138,7 +143,7 @@ impl LinearFeed {
     /// [`LinearFeed::line`] for a line already decoded (with [`last_entry_of_line`], which may
     /// run on another thread): the entry of the next entry line of the file.
     pub fn entry(&mut self, entry: Entry, sink: &mut impl BranchSink) -> bool {
-        if !self.follows(&entry) {
+        if !sink.wanted() || !self.follows(&entry) {
             return false;
         }
         sink.entry(entry);
@@ -148,7 +153,7 @@ impl LinearFeed {
     /// [`LinearFeed::entry`] for an entry the caller keeps: the sink gets it through
     /// [`BranchSink::entry_ref`].
     pub fn entry_ref(&mut self, entry: &Entry, sink: &mut impl BranchSink) -> bool {
-        if !self.follows(entry) {
+        if !sink.wanted() || !self.follows(entry) {
             return false;
         }
         sink.entry_ref(entry);
