@@ -37,8 +37,9 @@ test("Esc while context_handoff waits for its resume check: Pi is idle at once, 
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const started = join(root, "check-started");
-	// The operator's check signals that it runs, then takes far longer than the user waits.
-	process.env.PI_RESUME_CHECK = `touch ${started}; sleep 4`;
+	// The operator's check says which process it is, signals that it runs, then takes far longer
+	// than the user waits.
+	process.env.PI_RESUME_CHECK = `echo $$ > ${started}.pid; touch ${started}; sleep 30`;
 	const t = await startSession({
 		root,
 		contextWindow: WINDOW,
@@ -53,8 +54,24 @@ test("Esc while context_handoff waits for its resume check: Pi is idle at once, 
 		await t.session.abort();
 		await run;
 		const idleAfterMs = Date.now() - abortedAt;
-		// The check sleeps 4 s: Pi did not wait for it.
+		// The check sleeps 30 s: Pi did not wait for it, and its process is killed.
 		assert.ok(idleAfterMs < 2_000, `Pi was idle ${idleAfterMs} ms after Esc`);
+		const pid = readFileSync(`${started}.pid`, "utf8").trim();
+		// Alive: /proc has it and it is not a zombie waiting to be reaped.
+		const alive = () => {
+			try {
+				return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+			} catch {
+				return false;
+			}
+		};
+		await within(
+			(async () => {
+				while (alive()) await new Promise((resolve) => setTimeout(resolve, 10));
+			})(),
+			5_000,
+			"the aborted resume check's process to be killed",
+		);
 		const [handoff] = resultsOf(t, "context_handoff");
 		assert.equal(handoff?.isError, true, JSON.stringify(handoff));
 		assert.match(handoff.text, /aborted before its handoff was written: nothing was written/);

@@ -44,6 +44,9 @@ pub struct Runner {
     pub timeout: Duration,
     pub drain: Duration,
     pub env: Vec<(OsString, OsString)>,
+    /// Set by whoever stopped waiting for the check (Pi's abort): the command's process group is
+    /// killed at once, as at the timeout.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for Runner {
@@ -53,6 +56,7 @@ impl Default for Runner {
             timeout: CHECK_TIMEOUT,
             drain: DRAIN_LIMIT,
             env: Vec::new(),
+            cancel: None,
         }
     }
 }
@@ -238,6 +242,15 @@ impl Runner {
             if exited_at.is_none() && has_exited(pid) {
                 exited_at = Some(now);
             }
+            if exited_at.is_none()
+                && self
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                // Nobody waits for the result any more: the group is killed below.
+                break;
+            }
             let until = match exited_at {
                 Some(at) => {
                     if eof || now >= at + self.drain {
@@ -302,6 +315,20 @@ fn kill_and_reap(child: &mut Child, pid: Pid) -> Option<std::process::ExitStatus
 /// Run the operator's `command` with the default limits (30 s, then 1 s to drain).
 pub fn run_resume_check(command: &str, source: &str, cwd: &Path) -> CheckResult {
     Runner::default().run(command, source, cwd)
+}
+
+/// [`run_resume_check`], killed as soon as `cancel` is set.
+pub fn run_resume_check_cancellable(
+    command: &str,
+    source: &str,
+    cwd: &Path,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> CheckResult {
+    Runner {
+        cancel: Some(cancel),
+        ..Runner::default()
+    }
+    .run(command, source, cwd)
 }
 
 #[cfg(test)]

@@ -771,6 +771,12 @@ impl Binding {
                 results,
                 moment,
             } => {
+                for result in &results {
+                    if result.outcome == JobOutcome::Aborted {
+                        // Pi's abort: the job's work stops too (a resume check's group is killed).
+                        jobs::cancel(result.id);
+                    }
+                }
                 if self.load_op.as_ref().is_some_and(|l| l.op == op) {
                     self.load_done(op, &results)?
                 } else {

@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use relay_core::engine::{GitWire, Job, JobOutcome, Work};
@@ -40,6 +41,34 @@ pub fn forget_load(id: u64) {
         Err(poisoned) => poisoned.into_inner(),
     };
     map.remove(&id);
+}
+
+/// The cancel flags of the jobs running now (keyed by job id): a job nobody waits for any more
+/// (Pi's abort) is stopped where its runner can stop (a resume check's process group is killed).
+fn cancels() -> &'static Mutex<HashMap<u64, Arc<AtomicBool>>> {
+    static CANCELS: OnceLock<Mutex<HashMap<u64, Arc<AtomicBool>>>> = OnceLock::new();
+    CANCELS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn cancel_flag(id: u64) -> Arc<AtomicBool> {
+    let mut map = match cancels().lock() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    Arc::clone(map.entry(id).or_default())
+}
+
+fn forget_cancel(id: u64) {
+    let mut map = match cancels().lock() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    map.remove(&id);
+}
+
+/// Stop job `id` where its runner can stop: nobody waits for its result any more.
+pub fn cancel(id: u64) {
+    cancel_flag(id).store(true, Ordering::Relaxed);
 }
 
 fn take_load(id: u64) -> Option<LoadJob> {
@@ -94,8 +123,9 @@ pub fn run(job_json: &str) -> Result<String, String> {
     let outcome = boundary::catch(|| {
         boundary::inject("job", &|| kind(&job.work).to_string());
         run_job(&job)
-    })
-    .unwrap_or_else(|text| {
+    });
+    forget_cancel(job.id);
+    let outcome = outcome.unwrap_or_else(|text| {
         failed(format!(
             "relay: internal error in the {} job: {text}",
             kind(&job.work)
@@ -141,10 +171,11 @@ fn run_job(job: &Job) -> JobOutcome {
             command,
             source,
             cwd,
-        } => to_value(&relay_io::resume_check::run_resume_check(
+        } => to_value(&relay_io::resume_check::run_resume_check_cancellable(
             command,
             source,
             Path::new(cwd),
+            cancel_flag(job.id),
         )),
         Work::StaleCheck { record } => {
             let now = relay_io::workspace::now_until(record, deadline(job));

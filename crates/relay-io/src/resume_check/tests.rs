@@ -190,3 +190,33 @@ fn capture_cuts_keep_characters_whole() {
         out.total_bytes
     );
 }
+
+#[test]
+fn a_cancelled_check_is_killed_with_its_group() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let runner = Runner {
+        cancel: Some(Arc::clone(&cancel)),
+        ..Runner::default()
+    };
+    let t = TempDir::new("resume-cancel");
+    let started_file = t.0.join("started");
+    let command = format!("echo $$; touch {}; sleep 30", started_file.display());
+    let waiter = {
+        let cancel = Arc::clone(&cancel);
+        let started_file = started_file.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(10);
+            while !started_file.exists() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    let r = runner.run(&command, "PI_RESUME_CHECK", &t.0);
+    waiter.join().unwrap();
+    assert_eq!(r.status, CheckStatus::Signaled { signal: 9 }, "{r:?}");
+    let pgid: i32 = r.output.head.lines().next().unwrap().parse().unwrap();
+    assert_group_gone(Pid::from_raw(pgid).unwrap());
+}
