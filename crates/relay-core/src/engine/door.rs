@@ -28,13 +28,16 @@ use serde_json::Value;
 
 use super::wire::{
     ConfigSources, ContextMessage, Effect, GitFacts, HookReply, HookResult, Marker, Moment,
-    NotifyLevel, Observation, ResumeFacts, ToolReply,
+    NotifyLevel, Observation, ToolReply,
 };
 use super::Engine;
 use crate::handoff::{GitState, HandoffArgs, HandoffFingerprint};
-use crate::integrations::{IntegrationFacts, StoreContents, StoreFacts, StorePaths};
+use crate::integrations::{StoreContents, StoreFacts, StorePaths};
 use crate::resume_check::CheckResult;
-use crate::staleness::{StaleReport, WorkspaceRecord};
+use crate::staleness::WorkspaceRecord;
+
+mod context;
+mod handoff;
 
 /// How long the host gives each kind of job (milliseconds from the input's `nowMs`). The runner
 /// in Rust has its own bounds as well (git's deadline, the resume check's timeout); the host's
@@ -444,7 +447,7 @@ impl Ops {
     }
 }
 
-fn git_unknown() -> GitFacts {
+pub(super) fn git_unknown() -> GitFacts {
     GitFacts {
         repo_root: None,
         branch: None,
@@ -456,7 +459,10 @@ fn git_unknown() -> GitFacts {
 
 /// The value of the result for `id`, decoded as `T`; `None` when the job failed, was aborted,
 /// is missing or gave something else.
-fn value_of<T: serde::de::DeserializeOwned>(results: &[JobResult], id: u64) -> Option<T> {
+pub(super) fn value_of<T: serde::de::DeserializeOwned>(
+    results: &[JobResult],
+    id: u64,
+) -> Option<T> {
     results
         .iter()
         .find(|r| r.id == id)
@@ -466,7 +472,7 @@ fn value_of<T: serde::de::DeserializeOwned>(results: &[JobResult], id: u64) -> O
         })
 }
 
-fn finished_at(results: &[JobResult], id: u64, otherwise: i64) -> i64 {
+pub(super) fn finished_at(results: &[JobResult], id: u64, otherwise: i64) -> i64 {
     results
         .iter()
         .find(|r| r.id == id)
@@ -477,11 +483,11 @@ fn finished_at(results: &[JobResult], id: u64, otherwise: i64) -> i64 {
         .unwrap_or(otherwise)
 }
 
-fn aborted(results: &[JobResult]) -> bool {
+pub(super) fn aborted(results: &[JobResult]) -> bool {
     results.iter().any(|r| r.outcome == JobOutcome::Aborted)
 }
 
-fn failure_of(results: &[JobResult], id: u64) -> Option<(String, bool)> {
+pub(super) fn failure_of(results: &[JobResult], id: u64) -> Option<(String, bool)> {
     results
         .iter()
         .find(|r| r.id == id)
@@ -492,7 +498,7 @@ fn failure_of(results: &[JobResult], id: u64) -> Option<(String, bool)> {
 }
 
 /// The tool reply of a handoff the user aborted: nothing written, no reset.
-fn aborted_reply() -> ToolReply {
+pub(super) fn aborted_reply() -> ToolReply {
     ToolReply {
         text: "context_handoff was aborted before its handoff was written: nothing was written and the context stays as it is.".into(),
         is_error: true,
@@ -501,7 +507,7 @@ fn aborted_reply() -> ToolReply {
 }
 
 impl Engine {
-    fn job(&mut self, now_ms: i64, budget_ms: i64, work: Work) -> Job {
+    pub(super) fn job(&mut self, now_ms: i64, budget_ms: i64, work: Work) -> Job {
         Job {
             id: self.ops.id(),
             deadline_ms: now_ms.saturating_add(budget_ms),
@@ -510,534 +516,17 @@ impl Engine {
     }
 
     /// A job whose failure the operation reports itself (not told to the user as a failure).
-    fn quiet_job(&mut self, now_ms: i64, budget_ms: i64, work: Work) -> Job {
+    pub(super) fn quiet_job(&mut self, now_ms: i64, budget_ms: i64, work: Work) -> Job {
         let job = self.job(now_ms, budget_ms, work);
         self.ops.quiet.insert(job.id);
         job
     }
 
-    fn wait(&mut self, op: Op, mut out: Output) -> Output {
+    pub(super) fn wait(&mut self, op: Op, mut out: Output) -> Output {
         let id = self.ops.id();
         self.ops.waiting.insert(id, op);
         out.op = Some(id);
         out
-    }
-
-    // ----- the `context` hook -----
-
-    /// A `context` hook: the observation, then the window's checks (each a job when due), then
-    /// the messages the request carries. Nothing due: one answer.
-    pub fn context_hook(&mut self, obs: &Observation) -> Output {
-        let reply = self.handle(obs);
-        let out = Output::from_hook(reply);
-        self.context_next(&obs.moment, out)
-    }
-
-    /// The next check that is due, or the messages when none is.
-    fn context_next(&mut self, moment: &Moment, mut out: Output) -> Output {
-        let window = self.mirror.history.current_window_id().to_string();
-        if self.resume_check_due() {
-            let env = self.settings.resume_check_env.clone();
-            let facts = ResumeFacts {
-                env: env.clone(),
-                session_name: None,
-            };
-            if env.as_deref().is_some_and(|e| !e.trim().is_empty())
-                || self.budget.resume_checks().is_empty()
-            {
-                return self.context_resume(moment, &facts, window, out);
-            }
-            let job = self.job(
-                moment.now_ms,
-                deadlines::FACTS_MS,
-                Work::Facts {
-                    session_name: true,
-                    registries: false,
-                    task_ids: None,
-                    store: false,
-                },
-            );
-            let op = ContextOp {
-                stage: ContextStage::ResumeName,
-                window,
-                jobs: vec![job.id],
-            };
-            out.jobs.push(job);
-            return self.wait(Op::Context(op), out);
-        }
-        if self.watch_check_due() {
-            let job = self.job(
-                moment.now_ms,
-                deadlines::FACTS_MS,
-                Work::Facts {
-                    session_name: false,
-                    registries: true,
-                    task_ids: None,
-                    store: false,
-                },
-            );
-            let op = ContextOp {
-                stage: ContextStage::Watch,
-                window,
-                jobs: vec![job.id],
-            };
-            out.jobs.push(job);
-            return self.wait(Op::Context(op), out);
-        }
-        if self.stale_check_due() {
-            if let Some((record, window)) = self.stale_check() {
-                let job = self.job(
-                    moment.now_ms,
-                    deadlines::STALE_MS,
-                    Work::StaleCheck { record },
-                );
-                let op = ContextOp {
-                    stage: ContextStage::Stale,
-                    window,
-                    jobs: vec![job.id],
-                };
-                out.jobs.push(job);
-                return self.wait(Op::Context(op), out);
-            }
-        }
-        out.messages = [
-            self.resume_context(),
-            self.watch_context(),
-            self.stale_context(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        out
-    }
-
-    fn context_resume(
-        &mut self,
-        moment: &Moment,
-        facts: &ResumeFacts,
-        window: String,
-        out: Output,
-    ) -> Output {
-        let Some((command, window)) = self.reset_resume_command(moment, facts) else {
-            // None runs (no command for this session): the check is spent for this window.
-            self.budget.resume_started = Some(window);
-            return self.context_next(moment, out);
-        };
-        let job = self.job(
-            moment.now_ms,
-            deadlines::RESUME_MS,
-            Work::ResumeCheck {
-                command: command.command,
-                source: command.source,
-                cwd: moment.cwd.clone(),
-            },
-        );
-        let op = ContextOp {
-            stage: ContextStage::Resume,
-            window,
-            jobs: vec![job.id],
-        };
-        let mut out = out;
-        out.jobs.push(job);
-        self.wait(Op::Context(op), out)
-    }
-
-    fn context_done(&mut self, op: ContextOp, results: &[JobResult], moment: &Moment) -> Output {
-        let out = Output::default();
-        if aborted(results) {
-            return out;
-        }
-        let first = op.jobs.first().copied().unwrap_or_default();
-        match op.stage {
-            ContextStage::ResumeName => {
-                let facts = ResumeFacts {
-                    env: self.settings.resume_check_env.clone(),
-                    session_name: value_of::<HostFacts>(results, first)
-                        .and_then(|f| f.session_name),
-                };
-                self.context_resume(moment, &facts, op.window, out)
-            }
-            ContextStage::Resume => {
-                let at = finished_at(results, first, moment.now_ms);
-                match value_of::<CheckResult>(results, first) {
-                    Some(result) => {
-                        let record = super::resume::resume_record(&op.window, at, &result);
-                        self.appended(op.window, record, out)
-                    }
-                    // The runner failed (its own bounds catch the command): no record, and the
-                    // failure was reported by the host.
-                    None => self.context_next(moment, out),
-                }
-            }
-            ContextStage::Watch => {
-                let live = value_of::<HostFacts>(results, first).and_then(|f| f.jobs);
-                match self.watch_check(live.as_deref(), moment.now_ms) {
-                    Some(record) => self.appended(op.window, record, out),
-                    None => self.context_next(moment, out),
-                }
-            }
-            ContextStage::Stale => {
-                let at = finished_at(results, first, moment.now_ms);
-                match value_of::<StaleReport>(results, first) {
-                    Some(report) => {
-                        let record = super::stale::stale_record(&op.window, at, &report);
-                        self.appended(op.window, record, out)
-                    }
-                    // Not collected (deadline, failure): nothing is claimed about the workspace.
-                    None => self.context_next(moment, out),
-                }
-            }
-            ContextStage::Appended => self.context_next(moment, out),
-        }
-    }
-
-    /// Ask the host to append `record` and come back once it is fed.
-    fn appended(&mut self, window: String, record: Marker, mut out: Output) -> Output {
-        out.appends.push(record);
-        let op = ContextOp {
-            stage: ContextStage::Appended,
-            window,
-            jobs: Vec::new(),
-        };
-        self.wait(Op::Context(op), out)
-    }
-
-    // ----- context_handoff -----
-
-    /// A tool call: `context_handoff` starts an operation with jobs; every other tool answers at
-    /// once.
-    pub fn tool_input(&mut self, name: &str, args: &Value, moment: &Moment) -> Output {
-        if name != "context_handoff" {
-            let mut reply = self.tool(name, args, moment);
-            let mut out = Output::default();
-            if let Some(persist) = reply.persist.take() {
-                out.appends.push(persist);
-            }
-            out.effects = std::mem::take(&mut reply.effects);
-            out.reply = Some(reply);
-            return out;
-        }
-        let parsed = match self.handoff_begin(args, moment) {
-            Ok(parsed) => parsed,
-            Err(reply) => return Self::tool_output(*reply),
-        };
-        let git = self.job(
-            moment.now_ms,
-            deadlines::GIT_MS,
-            Work::Git {
-                cwd: moment.cwd.clone(),
-                files: Some(parsed.files_to_read.clone()),
-            },
-        );
-        let needs_name = self
-            .settings
-            .resume_check_env
-            .as_deref()
-            .is_none_or(|e| e.trim().is_empty())
-            && !self.budget.resume_checks().is_empty();
-        let facts = self.job(
-            moment.now_ms,
-            deadlines::FACTS_MS,
-            Work::Facts {
-                session_name: needs_name,
-                registries: false,
-                task_ids: None,
-                store: true,
-            },
-        );
-        let op = HandoffOp {
-            stage: HandoffStage::Collect,
-            jobs: vec![git.id, facts.id],
-            args: parsed,
-            raw_args: args.clone(),
-            git: None,
-            store_paths: None,
-            stores: None,
-            session_name: None,
-            resume: None,
-            registries: None,
-            results_at_start: self.tool_results_seen,
-            recollected: false,
-            tries: 0,
-            rendered: None,
-        };
-        let out = Output {
-            jobs: vec![git, facts],
-            ..Output::default()
-        };
-        self.wait(Op::Handoff(Box::new(op)), out)
-    }
-
-    fn tool_output(mut reply: ToolReply) -> Output {
-        let mut out = Output::default();
-        if let Some(persist) = reply.persist.take() {
-            out.appends.push(persist);
-        }
-        out.effects = std::mem::take(&mut reply.effects);
-        out.reply = Some(reply);
-        out
-    }
-
-    fn handoff_done(
-        &mut self,
-        mut op: Box<HandoffOp>,
-        results: &[JobResult],
-        moment: &Moment,
-    ) -> Output {
-        if aborted(results) {
-            self.outstanding.handoff_launch_prompt = None;
-            return Self::tool_output(aborted_reply());
-        }
-        let jobs = std::mem::take(&mut op.jobs);
-        let first = jobs.first().copied().unwrap_or_default();
-        match op.stage {
-            HandoffStage::Collect => {
-                op.git = Some(
-                    value_of::<GitWire>(results, first)
-                        .map(GitFacts::from)
-                        .unwrap_or_else(git_unknown),
-                );
-                let facts = jobs
-                    .get(1)
-                    .and_then(|id| value_of::<HostFacts>(results, *id))
-                    .unwrap_or_default();
-                op.session_name = facts.session_name;
-                op.store_paths = facts.store.map(|s| s.paths());
-                let paths = op.store_paths.clone().unwrap_or_default();
-                let job = self.job(
-                    moment.now_ms,
-                    deadlines::STORES_MS,
-                    Work::Stores {
-                        questions_home: paths.questions_home,
-                        claims_file: paths.claims_file,
-                        task_dir: paths.task_dir,
-                    },
-                );
-                op.stage = HandoffStage::Stores;
-                op.jobs = vec![job.id];
-                let out = Output {
-                    jobs: vec![job],
-                    ..Output::default()
-                };
-                self.wait(Op::Handoff(op), out)
-            }
-            HandoffStage::Stores => {
-                op.stores = value_of::<StoreContents>(results, first);
-                let facts = ResumeFacts {
-                    env: self.settings.resume_check_env.clone(),
-                    session_name: op.session_name.clone(),
-                };
-                let head = op.git.as_ref().and_then(|g| g.head.clone());
-                match self.handoff_resume_command(&op.raw_args, moment, head.as_deref(), &facts) {
-                    Some(command) => {
-                        let job = self.job(
-                            moment.now_ms,
-                            deadlines::RESUME_MS,
-                            Work::ResumeCheck {
-                                command: command.command,
-                                source: command.source,
-                                cwd: moment.cwd.clone(),
-                            },
-                        );
-                        op.stage = HandoffStage::Resume;
-                        op.jobs = vec![job.id];
-                        let out = Output {
-                            jobs: vec![job],
-                            ..Output::default()
-                        };
-                        self.wait(Op::Handoff(op), out)
-                    }
-                    None => self.handoff_registries(op, moment),
-                }
-            }
-            HandoffStage::Resume => {
-                // A runner that failed leaves the handoff without the section.
-                op.resume = value_of::<CheckResult>(results, first);
-                self.handoff_registries(op, moment)
-            }
-            HandoffStage::Registries => {
-                op.registries = Some(value_of::<HostFacts>(results, first).unwrap_or_default());
-                if self.tool_results_seen != op.results_at_start && !op.recollected {
-                    // A sibling tool of the same message finished while the facts were being
-                    // collected (it may have committed, changed a file): collect git again.
-                    op.recollected = true;
-                    let job = self.job(
-                        moment.now_ms,
-                        deadlines::GIT_MS,
-                        Work::Git {
-                            cwd: moment.cwd.clone(),
-                            files: Some(op.args.files_to_read.clone()),
-                        },
-                    );
-                    op.stage = HandoffStage::Recollect;
-                    op.jobs = vec![job.id];
-                    let out = Output {
-                        jobs: vec![job],
-                        ..Output::default()
-                    };
-                    return self.wait(Op::Handoff(op), out);
-                }
-                self.handoff_number(op, moment)
-            }
-            HandoffStage::Recollect => {
-                if let Some(git) = value_of::<GitWire>(results, first) {
-                    op.git = Some(git.into());
-                }
-                self.handoff_number(op, moment)
-            }
-            HandoffStage::Number => match value_of::<u32>(results, first) {
-                Some(sequence) => self.handoff_write(op, sequence, moment),
-                None => {
-                    let error = failure_of(results, first)
-                        .map(|(e, _)| e)
-                        .unwrap_or_else(|| "no number".into());
-                    Self::tool_output(ToolReply {
-                        text: format!("context_handoff: cannot choose a handoff file name: {error}. Nothing was committed; the context stays as it is."),
-                        is_error: true,
-                        ..ToolReply::default()
-                    })
-                }
-            },
-            HandoffStage::Write => {
-                let Some(rendered) = op.rendered.take() else {
-                    return Self::tool_output(aborted_reply());
-                };
-                match failure_of(results, first) {
-                    None => {
-                        let path = value_of::<Value>(results, first)
-                            .and_then(|v| v.get("path").and_then(Value::as_str).map(String::from))
-                            .unwrap_or(rendered.path);
-                        let reply = self.handoff_written(
-                            &path,
-                            rendered.markdown,
-                            rendered.fingerprint,
-                            moment,
-                        );
-                        Self::tool_output(reply)
-                    }
-                    Some((_, true)) if op.tries < HANDOFF_FILE_TRIES => {
-                        // Another writer took the number: choose again.
-                        self.handoff_number(op, moment)
-                    }
-                    Some((_, true)) => Self::tool_output(ToolReply {
-                        text: "context_handoff: cannot find a free handoff file name: too many concurrent handoffs. Nothing was committed; the context stays as it is.".into(),
-                        is_error: true,
-                        ..ToolReply::default()
-                    }),
-                    Some((error, false)) => {
-                        // A full disk or a read-only folder: the handoff commits from memory
-                        // (the next window's boot block carries it) and the user is told.
-                        let mut reply = self.handoff_unsaved(
-                            &rendered.path,
-                            rendered.markdown,
-                            rendered.fingerprint,
-                            moment,
-                            &error,
-                        );
-                        reply.effects.push(Effect::WriteFailed {
-                            text: format!(
-                                "relay: cannot write the handoff file {}: {error}; the handoff is kept in the session and the next window starts from it",
-                                rendered.path
-                            ),
-                        });
-                        Self::tool_output(reply)
-                    }
-                }
-            }
-        }
-    }
-
-    fn handoff_registries(&mut self, mut op: Box<HandoffOp>, moment: &Moment) -> Output {
-        let job = self.job(
-            moment.now_ms,
-            deadlines::FACTS_MS,
-            Work::Facts {
-                session_name: false,
-                registries: true,
-                task_ids: op.stores.as_ref().and_then(|s| s.task_ids.clone()),
-                store: false,
-            },
-        );
-        op.stage = HandoffStage::Registries;
-        op.jobs = vec![job.id];
-        let out = Output {
-            jobs: vec![job],
-            ..Output::default()
-        };
-        self.wait(Op::Handoff(op), out)
-    }
-
-    fn handoff_root(&self, op: &HandoffOp, moment: &Moment) -> String {
-        op.git
-            .as_ref()
-            .and_then(|g| g.repo_root.clone())
-            .unwrap_or_else(|| moment.cwd.clone())
-    }
-
-    fn handoff_number(&mut self, mut op: Box<HandoffOp>, moment: &Moment) -> Output {
-        op.tries += 1;
-        let job = self.quiet_job(
-            moment.now_ms,
-            deadlines::FILE_MS,
-            Work::HandoffNumber {
-                root: self.handoff_root(&op, moment),
-                session_id: self.mirror.history.session_id().to_string(),
-            },
-        );
-        op.stage = HandoffStage::Number;
-        op.jobs = vec![job.id];
-        let out = Output {
-            jobs: vec![job],
-            ..Output::default()
-        };
-        self.wait(Op::Handoff(op), out)
-    }
-
-    fn handoff_write(&mut self, mut op: Box<HandoffOp>, sequence: u32, moment: &Moment) -> Output {
-        let root = self.handoff_root(&op, moment);
-        let session_id = self.mirror.history.session_id().to_string();
-        let path = crate::handoff::handoff_file_path(&root, &session_id, sequence);
-        let git = op.git.clone().unwrap_or_else(git_unknown);
-        let facts = op.registries.as_ref().map(|r| IntegrationFacts {
-            jobs: r.jobs.clone(),
-            subagents: r.subagents.clone(),
-            stores: op.stores.clone(),
-        });
-        let (markdown, sidecar, fingerprint) = match self.handoff_render(
-            &op.args,
-            &git,
-            op.resume.as_ref(),
-            facts.as_ref(),
-            &path,
-            sequence,
-            moment,
-        ) {
-            Ok(rendered) => rendered,
-            Err(reply) => return Self::tool_output(*reply),
-        };
-        let job = self.quiet_job(
-            moment.now_ms,
-            deadlines::FILE_MS,
-            Work::WriteHandoff {
-                root,
-                session_id,
-                sequence,
-                markdown: markdown.clone(),
-                sidecar,
-            },
-        );
-        op.rendered = Some(Rendered {
-            path,
-            markdown,
-            fingerprint,
-        });
-        op.stage = HandoffStage::Write;
-        op.jobs = vec![job.id];
-        let out = Output {
-            jobs: vec![job],
-            ..Output::default()
-        };
-        self.wait(Op::Handoff(op), out)
     }
 
     // ----- results and failures -----
@@ -1107,13 +596,5 @@ impl Engine {
             });
         }
         out
-    }
-}
-
-/// A job's result handed back by a test or the CLI.
-pub fn done_with(id: u64, value: Value, at_ms: i64) -> JobResult {
-    JobResult {
-        id,
-        outcome: JobOutcome::Done { value, at_ms },
     }
 }

@@ -2711,3 +2711,233 @@ fn the_state_folder_is_the_environment_variable_else_under_the_agent_dir() {
     );
     assert_eq!(state_dir(None, None), None);
 }
+
+// ----- the one door: context_handoff as an operation of jobs -----
+
+fn handoff_args() -> serde_json::Value {
+    json!({"goal": "GOAL-1: port the importer", "next_step": "NEXT-2: run the tests", "facts": "FACTS-3"})
+}
+
+fn git_done(id: u64, head: &str) -> JobResult {
+    JobResult {
+        id,
+        outcome: JobOutcome::Done {
+            value: json!({"repoRoot": "/work/project", "branch": "trunk", "head": head, "state": "clean"}),
+            at_ms: 1,
+        },
+    }
+}
+
+fn done_value(id: u64, value: serde_json::Value) -> JobResult {
+    JobResult {
+        id,
+        outcome: JobOutcome::Done { value, at_ms: 1 },
+    }
+}
+
+/// Answer every job of `out` the way a host with a clean repository and no stores would; the
+/// handoff's next output.
+fn answer(e: &mut Engine, out: &Output, head: &str) -> Output {
+    let results: Vec<JobResult> = out
+        .jobs
+        .iter()
+        .map(|job| match &job.work {
+            Work::Git { .. } => git_done(job.id, head),
+            Work::Facts { .. } => done_value(job.id, json!({})),
+            Work::Stores { .. } => done_value(
+                job.id,
+                json!({"questions": null, "claims": null, "taskIds": null}),
+            ),
+            Work::HandoffNumber { .. } => done_value(job.id, json!(1)),
+            Work::WriteHandoff {
+                root,
+                session_id,
+                sequence,
+                ..
+            } => done_value(
+                job.id,
+                json!({"path": crate::handoff::handoff_file_path(root, session_id, *sequence)}),
+            ),
+            other => panic!("unexpected job {other:?}"),
+        })
+        .collect();
+    e.done(
+        out.op.expect("an operation waits"),
+        &results,
+        &moment(Some(31_000)),
+    )
+}
+
+fn kinds(out: &Output) -> Vec<&'static str> {
+    out.jobs
+        .iter()
+        .map(|j| match j.work {
+            Work::Git { .. } => "git",
+            Work::Facts { .. } => "facts",
+            Work::Stores { .. } => "stores",
+            Work::ResumeCheck { .. } => "resumeCheck",
+            Work::StaleCheck { .. } => "staleCheck",
+            Work::HandoffNumber { .. } => "number",
+            Work::WriteHandoff { .. } => "write",
+            Work::Load { .. } => "load",
+        })
+        .collect()
+}
+
+#[test]
+fn a_handoff_asks_for_its_facts_in_order_and_commits_once_the_file_is_written() {
+    let (mut e, _b) = enforced_after_first_answer();
+    let m = moment(Some(31_000));
+    let mut out = e.tool_input("context_handoff", &handoff_args(), &m);
+    let mut seen = Vec::new();
+    while out.op.is_some() {
+        seen.push(kinds(&out));
+        assert!(
+            out.jobs.iter().all(|j| j.deadline_ms > m.now_ms),
+            "every job has a deadline"
+        );
+        out = answer(&mut e, &out, "abc123");
+    }
+    assert_eq!(
+        seen,
+        vec![
+            vec!["git", "facts"],
+            vec!["stores"],
+            vec!["facts"],
+            vec!["number"],
+            vec!["write"]
+        ]
+    );
+    let reply = out.reply.expect("the tool's answer");
+    assert!(!reply.is_error, "{}", reply.text);
+    assert!(reply.text.contains("\"written\":true"), "{}", reply.text);
+    assert_eq!(out.appends.len(), 1, "the handoff record");
+    assert_eq!(out.appends[0].custom_type, HANDOFF_TYPE);
+}
+
+#[test]
+fn an_aborted_handoff_writes_nothing_and_arms_nothing() {
+    let (mut e, _b) = enforced_after_first_answer();
+    let m = moment(Some(31_000));
+    let out = e.tool_input("context_handoff", &handoff_args(), &m);
+    let results: Vec<JobResult> = out
+        .jobs
+        .iter()
+        .map(|j| JobResult {
+            id: j.id,
+            outcome: JobOutcome::Aborted,
+        })
+        .collect();
+    let out = e.done(out.op.unwrap(), &results, &m);
+    assert!(
+        out.jobs.is_empty() && out.op.is_none(),
+        "no file is asked for"
+    );
+    let reply = out.reply.unwrap();
+    assert!(reply.is_error);
+    assert!(
+        reply.text.starts_with("context_handoff was aborted"),
+        "{}",
+        reply.text
+    );
+    assert!(out.appends.is_empty());
+    assert!(e.budget.handoff_ready.is_none(), "no commit is armed");
+}
+
+#[test]
+fn a_sibling_tool_that_finished_meanwhile_makes_the_handoff_collect_git_again() {
+    let (mut e, _b) = enforced_after_first_answer();
+    let m = moment(Some(31_000));
+    let out = e.tool_input("context_handoff", &handoff_args(), &m);
+    let out = answer(&mut e, &out, "before");
+    assert_eq!(kinds(&out), vec!["stores"]);
+    // A bash call of the same message finishes while the stores are read.
+    e.handle(&obs(
+        Event::ToolResult {
+            tool_name: "bash".into(),
+            tool_call_id: "sibling".into(),
+            is_error: false,
+        },
+        Some(31_000),
+    ));
+    let out = answer(&mut e, &out, "before");
+    assert_eq!(kinds(&out), vec!["facts"]);
+    let out = answer(&mut e, &out, "before");
+    assert_eq!(kinds(&out), vec!["git"], "git is collected again");
+    let mut out = answer(&mut e, &out, "after");
+    while out.op.is_some() {
+        assert_ne!(kinds(&out), vec!["git"], "only once");
+        out = answer(&mut e, &out, "after");
+    }
+    let reply = out.reply.unwrap();
+    assert!(!reply.is_error, "{}", reply.text);
+}
+
+#[test]
+fn a_taken_handoff_number_is_chosen_again_and_a_failed_write_commits_from_memory() {
+    let (mut e, _b) = enforced_after_first_answer();
+    let m = moment(Some(31_000));
+    let mut out = e.tool_input("context_handoff", &handoff_args(), &m);
+    while kinds(&out) != vec!["write"] {
+        out = answer(&mut e, &out, "abc");
+    }
+    let taken = JobResult {
+        id: out.jobs[0].id,
+        outcome: JobOutcome::Failed {
+            error: "File exists".into(),
+            exists: true,
+        },
+    };
+    let out = e.done(out.op.unwrap(), &[taken], &m);
+    assert_eq!(kinds(&out), vec!["number"], "another number");
+    assert!(
+        out.effects.is_empty(),
+        "a taken number is no failure to report"
+    );
+    let out = answer(&mut e, &out, "abc");
+    assert_eq!(kinds(&out), vec!["write"]);
+    let full = JobResult {
+        id: out.jobs[0].id,
+        outcome: JobOutcome::Failed {
+            error: "No space left on device (os error 28)".into(),
+            exists: false,
+        },
+    };
+    let out = e.done(out.op.unwrap(), &[full], &m);
+    let reply = out.reply.unwrap();
+    assert!(reply.text.contains("\"written\":false"), "{}", reply.text);
+    assert_eq!(
+        out.effects
+            .iter()
+            .filter(|fx| matches!(fx, Effect::WriteFailed { .. }))
+            .count(),
+        1,
+        "the user is told once, by the binding: {:?}",
+        out.effects
+    );
+    assert!(
+        !out.effects
+            .iter()
+            .any(|fx| matches!(fx, Effect::Notify { .. })),
+        "not also as a failed job"
+    );
+}
+
+#[test]
+fn a_failure_while_serving_a_compaction_hook_cancels_it_while_relay_is_on() {
+    let mut e = engine();
+    let mut reported = Vec::new();
+    let out = e.failed("session_before_compact", "boom", &mut reported);
+    assert_eq!(out.result, Some(HookResult::Cancel));
+    assert_eq!(out.effects.len(), 1, "told once");
+    let again = e.failed("session_before_compact", "boom", &mut reported);
+    assert!(again.effects.is_empty(), "not twice");
+    e.handle(&obs(Event::Command { args: "off".into() }, None));
+    let off = e.failed("session_before_compact", "boom", &mut reported);
+    assert_eq!(off.result, None, "Relay off: Pi's own compaction goes on");
+    let tool = e.failed("notes_read_file", "boom", &mut reported);
+    assert_eq!(
+        tool.reply.unwrap().text,
+        "notes_read_file failed inside Relay: boom"
+    );
+}

@@ -1,0 +1,198 @@
+//! The `context` hook's operation: the window's resume, watch and stale-handoff checks, each once
+//! and in that order, each a job when it is due, then the messages every request of the window
+//! carries. Nothing due: one answer.
+
+use super::super::wire::{Marker, Moment, Observation, ResumeFacts};
+use super::super::Engine;
+use super::{
+    aborted, deadlines, finished_at, value_of, ContextOp, ContextStage, HostFacts, JobResult, Op,
+    Output, Work,
+};
+use crate::resume_check::CheckResult;
+use crate::staleness::StaleReport;
+
+impl Engine {
+    // ----- the `context` hook -----
+
+    /// A `context` hook: the observation, then the window's checks (each a job when due), then
+    /// the messages the request carries. Nothing due: one answer.
+    pub fn context_hook(&mut self, obs: &Observation) -> Output {
+        let reply = self.handle(obs);
+        let out = Output::from_hook(reply);
+        self.context_next(&obs.moment, out)
+    }
+
+    /// The next check that is due, or the messages when none is.
+    fn context_next(&mut self, moment: &Moment, mut out: Output) -> Output {
+        let window = self.mirror.history.current_window_id().to_string();
+        if self.resume_check_due() {
+            let env = self.settings.resume_check_env.clone();
+            let facts = ResumeFacts {
+                env: env.clone(),
+                session_name: None,
+            };
+            if env.as_deref().is_some_and(|e| !e.trim().is_empty())
+                || self.budget.resume_checks().is_empty()
+            {
+                return self.context_resume(moment, &facts, window, out);
+            }
+            let job = self.job(
+                moment.now_ms,
+                deadlines::FACTS_MS,
+                Work::Facts {
+                    session_name: true,
+                    registries: false,
+                    task_ids: None,
+                    store: false,
+                },
+            );
+            let op = ContextOp {
+                stage: ContextStage::ResumeName,
+                window,
+                jobs: vec![job.id],
+            };
+            out.jobs.push(job);
+            return self.wait(Op::Context(op), out);
+        }
+        if self.watch_check_due() {
+            let job = self.job(
+                moment.now_ms,
+                deadlines::FACTS_MS,
+                Work::Facts {
+                    session_name: false,
+                    registries: true,
+                    task_ids: None,
+                    store: false,
+                },
+            );
+            let op = ContextOp {
+                stage: ContextStage::Watch,
+                window,
+                jobs: vec![job.id],
+            };
+            out.jobs.push(job);
+            return self.wait(Op::Context(op), out);
+        }
+        if self.stale_check_due() {
+            if let Some((record, window)) = self.stale_check() {
+                let job = self.job(
+                    moment.now_ms,
+                    deadlines::STALE_MS,
+                    Work::StaleCheck { record },
+                );
+                let op = ContextOp {
+                    stage: ContextStage::Stale,
+                    window,
+                    jobs: vec![job.id],
+                };
+                out.jobs.push(job);
+                return self.wait(Op::Context(op), out);
+            }
+        }
+        out.messages = [
+            self.resume_context(),
+            self.watch_context(),
+            self.stale_context(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        out
+    }
+
+    fn context_resume(
+        &mut self,
+        moment: &Moment,
+        facts: &ResumeFacts,
+        window: String,
+        out: Output,
+    ) -> Output {
+        let Some((command, window)) = self.reset_resume_command(moment, facts) else {
+            // None runs (no command for this session): the check is spent for this window.
+            self.budget.resume_started = Some(window);
+            return self.context_next(moment, out);
+        };
+        let job = self.job(
+            moment.now_ms,
+            deadlines::RESUME_MS,
+            Work::ResumeCheck {
+                command: command.command,
+                source: command.source,
+                cwd: moment.cwd.clone(),
+            },
+        );
+        let op = ContextOp {
+            stage: ContextStage::Resume,
+            window,
+            jobs: vec![job.id],
+        };
+        let mut out = out;
+        out.jobs.push(job);
+        self.wait(Op::Context(op), out)
+    }
+
+    pub(super) fn context_done(
+        &mut self,
+        op: ContextOp,
+        results: &[JobResult],
+        moment: &Moment,
+    ) -> Output {
+        let out = Output::default();
+        if aborted(results) {
+            return out;
+        }
+        let first = op.jobs.first().copied().unwrap_or_default();
+        match op.stage {
+            ContextStage::ResumeName => {
+                let facts = ResumeFacts {
+                    env: self.settings.resume_check_env.clone(),
+                    session_name: value_of::<HostFacts>(results, first)
+                        .and_then(|f| f.session_name),
+                };
+                self.context_resume(moment, &facts, op.window, out)
+            }
+            ContextStage::Resume => {
+                let at = finished_at(results, first, moment.now_ms);
+                match value_of::<CheckResult>(results, first) {
+                    Some(result) => {
+                        let record = super::super::resume::resume_record(&op.window, at, &result);
+                        self.appended(op.window, record, out)
+                    }
+                    // The runner failed (its own bounds catch the command): no record, and the
+                    // failure was reported by the host.
+                    None => self.context_next(moment, out),
+                }
+            }
+            ContextStage::Watch => {
+                let live = value_of::<HostFacts>(results, first).and_then(|f| f.jobs);
+                match self.watch_check(live.as_deref(), moment.now_ms) {
+                    Some(record) => self.appended(op.window, record, out),
+                    None => self.context_next(moment, out),
+                }
+            }
+            ContextStage::Stale => {
+                let at = finished_at(results, first, moment.now_ms);
+                match value_of::<StaleReport>(results, first) {
+                    Some(report) => {
+                        let record = super::super::stale::stale_record(&op.window, at, &report);
+                        self.appended(op.window, record, out)
+                    }
+                    // Not collected (deadline, failure): nothing is claimed about the workspace.
+                    None => self.context_next(moment, out),
+                }
+            }
+            ContextStage::Appended => self.context_next(moment, out),
+        }
+    }
+
+    /// Ask the host to append `record` and come back once it is fed.
+    fn appended(&mut self, window: String, record: Marker, mut out: Output) -> Output {
+        out.appends.push(record);
+        let op = ContextOp {
+            stage: ContextStage::Appended,
+            window,
+            jobs: Vec::new(),
+        };
+        self.wait(Op::Context(op), out)
+    }
+}
