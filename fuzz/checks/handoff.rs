@@ -129,7 +129,7 @@ pub fn check(data: &[u8]) {
         + meta.session_id.len()
         + meta.window_id.len();
     match render_markdown(&a, &meta) {
-        Err(HandoffError::Oversize { bytes, limit }) => {
+        Err(HandoffError::Oversize { bytes, limit, .. }) => {
             assert_eq!(limit, MAX_MARKDOWN_BYTES);
             assert!(bytes > limit);
             assert!(

@@ -50,12 +50,23 @@ pub enum HandoffError {
     InvalidArgument(String),
     #[error(
         "context_handoff: the handoff would be {bytes} UTF-8 bytes, over the limit of {limit} bytes \
-         (48 KiB). The narrative sections were already shortened to their 12 KiB budget; \
-         user_constraints and files_to_read are never cut. Shorten user_constraints to the \
-         constraints that still apply (keep their wording) or list fewer files_to_read, then call \
-         context_handoff again. Nothing was written."
+         (48 KiB). The narrative sections are already at their 12 KiB budget and Relay's own \
+         sections at their smallest ({relay} bytes, their details are in the JSON sidecar); what \
+         is left is user_constraints ({constraints} bytes) and files_to_read ({files} bytes), \
+         which are never cut. Quote only the constraints that still apply (keep their wording) or \
+         list fewer files_to_read, then call context_handoff again. Nothing was written."
     )]
-    Oversize { bytes: usize, limit: usize },
+    Oversize {
+        bytes: usize,
+        limit: usize,
+        /// Bytes of Relay's own sections (metadata, the compact integrations note, the resume
+        /// check's reserve) that remained.
+        relay: usize,
+        /// Bytes of `user_constraints` as the model gave them.
+        constraints: usize,
+        /// Bytes of the `files_to_read` list.
+        files: usize,
+    },
 }
 
 impl HandoffError {
@@ -431,23 +442,52 @@ pub fn render_markdown_with(
     if let Some(lp) = &args.launch_prompt {
         meta_lines.push(format!("- Launch prompt: {lp}"));
     }
-    section(
-        "Automatic metadata (recorded by Relay)",
-        &meta_lines.join("\n"),
+    const META_TITLE: &str = "Automatic metadata (recorded by Relay)";
+    let meta_body = meta_lines.join("\n");
+    // Relay's own part of the file: the heading, the note on what the agent wrote, the metadata.
+    let own_bytes = heading(meta).len()
+        + 4
+        + AGENT_PART_NOTE.len()
+        + 2
+        + META_TITLE.len()
+        + 7
+        + inert_lines(meta_body.trim_end()).len();
+    section(META_TITLE, &meta_body);
+    let head = format!("# {}\n\n", heading(meta));
+    let finish = |extra: &str| {
+        let mut body = md.clone();
+        if !extra.trim().is_empty() {
+            body.push_str(extra.trim_end());
+            body.push_str("\n\n");
+        }
+        format!("{head}{}\n", body.trim_end())
+    };
+    let out = finish(extra);
+    if out.len() + reserved <= MAX_MARKDOWN_BYTES {
+        return Ok(out);
+    }
+    // Relay's own sections give way first: the integrations shrink to one line (the sidecar
+    // keeps them whole), so that what the model wrote fits.
+    let compact = format!(
+        "## Pending work and integrations (recorded by Relay)\n\nOmitted here to keep the handoff within 48 KiB ({} bytes); the JSON sidecar beside this file keeps them.",
+        extra.len()
     );
-    if !extra.trim().is_empty() {
-        md.push_str(extra.trim_end());
-        md.push_str("\n\n");
+    let compact = if compact.len() < extra.trim_end().len() {
+        compact
+    } else {
+        extra.to_string()
+    };
+    let out = finish(&compact);
+    if out.len() + reserved <= MAX_MARKDOWN_BYTES {
+        return Ok(out);
     }
-    let out = format!("# {}\n\n{}", heading(meta), md.trim_end());
-    let out = format!("{out}\n");
-    if out.len() + reserved > MAX_MARKDOWN_BYTES {
-        return Err(HandoffError::Oversize {
-            bytes: out.len() + reserved,
-            limit: MAX_MARKDOWN_BYTES,
-        });
-    }
-    Ok(out)
+    Err(HandoffError::Oversize {
+        bytes: out.len() + reserved,
+        limit: MAX_MARKDOWN_BYTES,
+        relay: own_bytes + compact.len() + reserved,
+        constraints: args.user_constraints.as_ref().map_or(0, String::len),
+        files: args.files_to_read.iter().map(|f| f.len() + 3).sum(),
+    })
 }
 
 /// The JSON sidecar written next to the markdown. It keeps every argument in full (the markdown

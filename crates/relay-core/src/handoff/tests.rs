@@ -205,7 +205,7 @@ fn oversize_handoff_is_a_clear_tool_error() {
     }))
     .unwrap();
     let err = render_markdown(&a, &meta()).unwrap_err();
-    let HandoffError::Oversize { bytes, limit } = &err else {
+    let HandoffError::Oversize { bytes, limit, .. } = &err else {
         panic!("expected oversize, got {err:?}")
     };
     assert_eq!(*limit, MAX_MARKDOWN_BYTES);
@@ -239,13 +239,10 @@ fn markdown_just_under_the_cap_is_accepted() {
         &json!({"goal":"g","next_step":"n","facts":"f","user_constraints": "u".repeat(room + 1)}),
     )
     .unwrap();
-    assert_eq!(
-        render_markdown(&a, &meta()).unwrap_err(),
-        HandoffError::Oversize {
-            bytes: MAX_MARKDOWN_BYTES + 1,
-            limit: MAX_MARKDOWN_BYTES
-        }
-    );
+    let Err(HandoffError::Oversize { bytes, limit, .. }) = render_markdown(&a, &meta()) else {
+        panic!("one byte over")
+    };
+    assert_eq!((bytes, limit), (MAX_MARKDOWN_BYTES + 1, MAX_MARKDOWN_BYTES));
 }
 
 #[test]
@@ -467,13 +464,56 @@ fn later_sections_keep_their_allowance() {
         "after the metadata"
     );
     assert!(after.ends_with("none\n"));
-    let Err(HandoffError::Oversize { bytes, limit }) =
+    let Err(HandoffError::Oversize { bytes, limit, .. }) =
         render_markdown_with(&a, &meta(), extra, 4_096)
     else {
         panic!("the reserve must not be used by the constraints")
     };
-    assert_eq!(bytes, md.len() + 4_096);
+    assert!(bytes > MAX_MARKDOWN_BYTES);
     assert_eq!(limit, MAX_MARKDOWN_BYTES);
+}
+
+#[test]
+fn full_integration_sections_give_way_to_an_ordinary_handoff_and_an_oversize_names_the_parts() {
+    // Relay's own sections at their allowance (about 26 KiB) beside a handoff that fits alone.
+    let extra = format!(
+        "## Pending work and integrations (recorded by Relay)\n\n{}",
+        "j | job | running\n".repeat(26 * 1024 / 18)
+    );
+    let mut a = args("goal", "next", "facts");
+    a.user_constraints = Some("Keep the CLI flags unchanged. ".repeat(700));
+    let md = render_markdown_with(&a, &meta(), &extra, 4_096).unwrap();
+    assert!(md.len() + 4_096 <= MAX_MARKDOWN_BYTES);
+    assert!(
+        md.contains(a.user_constraints.as_deref().unwrap().trim_end()),
+        "verbatim"
+    );
+    assert!(md.contains(&format!(
+        "Omitted here to keep the handoff within 48 KiB ({} bytes)",
+        extra.len()
+    )));
+    // Too big even so: the error names what is left and how big each part is.
+    a.user_constraints = Some("c".repeat(46 * 1024));
+    a.files_to_read = vec!["/w/src/lib.rs".into()];
+    let err = render_markdown_with(&a, &meta(), &extra, 4_096).unwrap_err();
+    let HandoffError::Oversize {
+        constraints,
+        files,
+        relay,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*constraints, 46 * 1024);
+    assert_eq!(*files, "/w/src/lib.rs".len() + 3);
+    assert!(
+        *relay > 4_096 && *relay < 6 * 1024,
+        "the reserve and Relay's small sections: {relay}"
+    );
+    assert!(err
+        .to_string()
+        .contains(&format!("user_constraints ({} bytes)", 46 * 1024)));
 }
 
 /// Fuzzing finding (fuzz/README.md, finding 6): a line of `-` or `=` followed by a line
