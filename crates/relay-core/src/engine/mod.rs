@@ -444,6 +444,11 @@ impl Engine {
     ) {
         match &reply.result {
             Some(HookResult::Reset { plan }) => {
+                // An explicit `mode: "off"` recovers but writes no telemetry (a guard-off demotion
+                // logs as before).
+                if self.budget_mode().configured == crate::policy::Mode::Off {
+                    return;
+                }
                 let handoff =
                     plan.details.get("kind").and_then(serde_json::Value::as_str) == Some("handoff");
                 let event = self.telemetry_event(

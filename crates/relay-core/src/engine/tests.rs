@@ -1650,30 +1650,43 @@ fn overflow_recovery_resets_once_per_window_until_rearmed() {
     ));
 }
 
-/// Recovery off (`overflowRecovery: false`, or an explicit `mode: "off"`): the overflow hook is
-/// cancelled (Pi's summarizer never runs while Relay is on) with a warning; off writes no event.
+/// Recovery off (`overflowRecovery: false`): the overflow hook is cancelled (Pi's summarizer never
+/// runs while Relay is on) with a warning and an event.
 #[test]
 fn overflow_recovery_off_cancels_and_warns() {
-    for (budget, events) in [
-        (json!({"mode": "enforce", "overflowRecovery": false}), 1),
-        (json!({"mode": "off"}), 0),
-    ] {
-        let mut e = budget_engine(budget.clone());
-        let mut b = Branch::new();
-        e.append(&[b.user("big")]);
-        let reply = overflow_hook(&mut e, true);
-        assert_eq!(reply.result, Some(HookResult::Cancel), "{budget}");
-        assert_eq!(
-            events_named(&reply, "overflow_recovery_off").len(),
-            events,
-            "{budget}"
-        );
-        assert!(notify_texts(&reply).contains("Overflow recovery is off"));
-    }
+    let mut e = budget_engine(json!({"mode": "enforce", "overflowRecovery": false}));
+    let mut b = Branch::new();
+    e.append(&[b.user("big")]);
+    let reply = overflow_hook(&mut e, true);
+    assert_eq!(reply.result, Some(HookResult::Cancel));
+    assert_eq!(events_named(&reply, "overflow_recovery_off").len(), 1);
+    assert!(notify_texts(&reply).contains("Overflow recovery is off"));
     // With Relay off, Pi's own overflow handling applies.
     let mut e = budget_engine(json!({"mode": "enforce", "overflowRecovery": false}));
     e.handle(&obs(Event::Command { args: "off".into() }, None));
     assert!(overflow_hook(&mut e, true).result.is_none());
+}
+
+/// Issue 24, item 15: `mode: "off"` switches the budget policy off, not seed 000's overflow
+/// recovery: the overflow resets (no warning), and off writes no event.
+#[test]
+fn mode_off_still_recovers_from_an_overflow_without_telemetry() {
+    let mut e = budget_engine(json!({"mode": "off"}));
+    let mut b = Branch::new();
+    e.append(&[b.user("big")]);
+    let reply = overflow_hook(&mut e, true);
+    assert!(
+        matches!(reply.result, Some(HookResult::Reset { .. })),
+        "{reply:?}"
+    );
+    assert!(
+        !reply
+            .effects
+            .iter()
+            .any(|eff| matches!(eff, Effect::Telemetry { .. })),
+        "{reply:?}"
+    );
+    assert!(notify_texts(&reply).is_empty(), "{reply:?}");
 }
 
 /// The status file says `compacting` while an overflow reset is in flight, and the next
