@@ -656,3 +656,40 @@ test("a steering message sent during a run is delivered once, before the reset",
 		await t.dispose();
 	}
 });
+
+// Issue 24, item 12: the model was told a new window is coming; a provider error that ends the run
+// (here the request after the batch that called new_context) must not drop that reset. It is installed before the user's next input
+// runs (Pi's compaction started from `input`), so the next request is the new window.
+test("new_context whose run ends in a provider error resets before the next input runs", async () => {
+	const t = await startSession({
+		settings: COMPACTABLE,
+		steps: [
+			"Working on ERRORED-TOPIC.",
+			// A sibling that does not terminate: the run goes on in the old window and fails there.
+			{ tools: [tool("notes_write_file", { path: "plan.md", content: "next: step 2" }), tool("new_context")] },
+			{ error: "500 Internal Server Error: upstream connect error" },
+			"Answered in the fresh window.",
+		],
+	});
+	try {
+		await t.session.prompt("Start ERRORED-TOPIC.");
+		await t.session.prompt("Reset the window, then go on.");
+		assert.equal(ofType(t, "compaction").length, 0, "the failed run installs nothing");
+		assert.equal(t.requests.length, 3);
+		await t.session.prompt("NEXT-INPUT-5151: go on.");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "new_context");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 0, "the user's input is the continuation");
+		assert.equal(t.requests.length, 4, "no summarizer call, no extra continuation request");
+		const fresh = t.requests[3];
+		assert.match(textOf(fresh.find((m) => m.role === "user").content), /<context_window>/);
+		assert.match(joined(fresh), /NEXT-INPUT-5151/);
+		assert.ok(!joined(fresh).includes("ERRORED-TOPIC"), "the old window is out of the provider context");
+		assert.match(joined(fresh), /plan\.md/, "the notes index lists the note");
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Answered in the fresh window.");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+	}
+});

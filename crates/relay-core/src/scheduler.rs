@@ -49,7 +49,8 @@
 //! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
 //! | `agent_end` | fallback `Borrowed` → `Ready` |
 //! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
-//! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation |
+//! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation; a `new_context` of a run that failed (error) is owed instead of cleared |
+//! | idle input while a `new_context` is owed ([`SchedInput::InputResetRequested`]) | `[Compact]`; its `manual` hook resets (`NewContext`, no continuation: the input follows) |
 //! | `agent_settled` | the run is over; an attempt still unresolved is abandoned |
 //! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
 //! | reset rejected (matching attempt) | attempt done; a window-full reset (fallback, threshold, overflow) is retried at the next settle point or compaction hook, without borrowing; others are not retried |
@@ -74,8 +75,11 @@
 //!   and the next `turn_end` installs it (`Fallback`). The model never gets a second note-taking
 //!   turn, and the context cannot grow on until the provider overflows.
 //! - **Explicit requests** survive until the settle point of the run they were made in: served at
-//!   a completed `agent_before_settle`, cleared by an aborted or failed one, and cleared by
-//!   `agent_settled` if still pending then.
+//!   a completed `agent_before_settle`, cleared by an aborted one, and cleared by `agent_settled`
+//!   if still pending then. A run that fails (a provider error) leaves its `new_context` *owed*:
+//!   the model was told a new window is coming, so the next idle input resets before it runs
+//!   (the engine asks with [`SchedInput::InputResetRequested`]), else the next completed settle
+//!   point does; only an applied reset (or a window boundary: `Invalidate`, a toggle) ends it.
 //! - **Priority** when several requests are served by one reset: `Handoff` > `Idle` (an idle
 //!   handoff's commit) > `NewContext` > forced source > `Fallback`. A compaction hook reports its own reason (`Manual`, `Threshold`,
 //!   `Overflow`) unless a handoff is ready, in which case the reset is `Handoff` (the boot block
@@ -278,6 +282,9 @@ pub struct Scheduler {
     run_active: bool,
     /// `new_context` was called and not yet served or cleared.
     explicit: bool,
+    /// A `new_context` whose run failed before its settle point: still to be served, at the next
+    /// idle input (its compaction) or the next completed settle point.
+    owed: bool,
     /// A handoff waits for its `turn_end` commit.
     handoff: bool,
     /// Idle-input recovery asked for a compaction (the attempt id its reset will carry); its
@@ -310,6 +317,7 @@ impl Scheduler {
             enabled,
             run_active: false,
             explicit: false,
+            owed: false,
             handoff: false,
             input_reset: None,
             forced: None,
@@ -338,7 +346,7 @@ impl Scheduler {
         } else if let Some((ResetSource::Idle, _)) = self.forced {
             // An idle reset commits a written handoff: it ranks with a handoff.
             Some(ResetSource::Idle)
-        } else if self.explicit {
+        } else if self.explicit || self.owed {
             Some(ResetSource::NewContext)
         } else if let Some((source, _)) = self.forced {
             Some(source)
@@ -370,6 +378,11 @@ impl Scheduler {
     /// A rejected window-full reset waits for its retry.
     pub fn retry_pending(&self) -> bool {
         self.retry
+    }
+
+    /// A `new_context` of a run that failed is still to be served.
+    pub fn new_context_owed(&self) -> bool {
+        self.owed
     }
 
     /// A run is active (between `before_agent_start` and `agent_settled`).
@@ -410,7 +423,8 @@ impl Scheduler {
             }
             SchedInput::CompactHook { reason, idle } => self.handle_compact_hook(reason, idle),
             SchedInput::InputResetRequested => {
-                // A retry left by a rejected reset is served by this reset too.
+                // A retry left by a rejected reset is served by this reset too, and so is a
+                // `new_context` owed by a failed run (its reset is this one).
                 let other = self.handoff || self.explicit || self.forced.is_some();
                 if !self.accepts_requests()
                     || self.run_active
@@ -470,7 +484,14 @@ impl Scheduler {
                     }
                     _ => Vec::new(),
                 },
-                Outcome::Aborted | Outcome::Error => {
+                Outcome::Aborted => {
+                    self.drop_run_work(true);
+                    Vec::new()
+                }
+                Outcome::Error => {
+                    // The model was told a new window is coming: a provider error does not
+                    // cancel that (the user's Esc does).
+                    self.owed |= self.explicit && self.accepts_requests();
                     self.drop_run_work(true);
                     Vec::new()
                 }
@@ -526,6 +547,7 @@ impl Scheduler {
             NewContextAnswer::Disabled
         } else if self.in_flight.is_some()
             || self.explicit
+            || self.owed
             || self.handoff
             || self.input_reset.is_some()
             || self.forced.is_some()
@@ -596,6 +618,8 @@ impl Scheduler {
             if reason == CompactReason::Manual {
                 let source = if self.handoff {
                     ResetSource::Handoff
+                } else if self.owed {
+                    ResetSource::NewContext
                 } else {
                     ResetSource::Idle
                 };
@@ -620,7 +644,8 @@ impl Scheduler {
                 self.issue(hook_source(ResetSource::Threshold), false, false)
             }
             CompactReason::Threshold => {
-                let reset_coming = self.explicit || self.handoff || self.forced.is_some();
+                let reset_coming =
+                    self.explicit || self.owed || self.handoff || self.forced.is_some();
                 match self.allowance {
                     Allowance::Available if !reset_coming && !self.retry => {
                         self.allowance = Allowance::Borrowed;
@@ -663,6 +688,7 @@ impl Scheduler {
     ) -> Vec<SchedOutput> {
         self.input_reset = None;
         self.explicit = false;
+        self.owed = false;
         self.handoff = false;
         self.forced = None;
         self.overdue = false;
@@ -698,6 +724,7 @@ impl Scheduler {
     /// Drop every request and the in-flight attempt; the next window starts with a fresh allowance.
     fn forget_window(&mut self) {
         self.explicit = false;
+        self.owed = false;
         self.handoff = false;
         self.input_reset = None;
         self.forced = None;

@@ -590,6 +590,12 @@ impl Engine {
                     }));
                     self.apply_policy(fx, moment, &mut reply);
                 }
+                // A `new_context` whose run failed is still owed: the new window opens before
+                // this input runs (Pi's compaction, answered with the `new_context` reset).
+                if !self.run_active && reply.result.is_none() && self.scheduler.new_context_owed() {
+                    let outs = self.scheduler.handle(SchedInput::InputResetRequested);
+                    self.apply_sched(outs, moment, &mut reply);
+                }
             }
             Event::CompactError {
                 attempt,
