@@ -46,8 +46,8 @@
 //! | `session_before_compact` manual while an input reset is requested | reset at once with that attempt id (`Idle`, or `Handoff` when a handoff is ready), no continuation |
 //! | input reset failed before its hook (matching attempt), `before_agent_start`, `agent_settled` | the input reset request is gone |
 //! | `session_before_compact` overflow, recovery refused ([`Scheduler::allow_overflow_reset`]`(false)`: off, or the window's one retry is spent) | `[CancelCompaction]`; pending requests stay |
-//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
-//! | `agent_end` | fallback `Borrowed` → `Ready` |
+//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else the end of the borrowed turn (`Borrowed`) or an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
+//! | `agent_end` | fallback `Borrowed` → `Ready` (a borrowed turn whose `turn_end` was not seen) |
 //! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
 //! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation; a `new_context` of a run that failed (error) is owed instead of cleared |
 //! | idle input while a `new_context` is owed ([`SchedInput::InputResetRequested`]) | `[Compact]`; its `manual` hook resets (`NewContext`, no continuation: the input follows) |
@@ -70,10 +70,15 @@
 //!   tools, so the run goes on in the new window) or at the next completed
 //!   `agent_before_settle`. A compaction hook arriving first serves them too. A forced request
 //!   made while idle survives until the next run's settle point; an aborted or failed run clears it.
+//! - **The borrowed turn ends at its `turn_end`**: the steer is sent from the threshold hook
+//!   that Pi runs after a turn's end, so the next `turn_end` is the borrowed turn's, and it
+//!   installs the reset (`Fallback`), as the steer promises ("as soon as you finish this turn"),
+//!   whether the model wrote notes or went on working. A model that ignores the steer never gets
+//!   a turn in the full window after its borrowed one.
 //! - **Later crossings in a window** reset: a mid-run threshold hook after the window's borrowed
-//!   turn (allowance `Borrowed` past its turn, or `Spent` without a reset) marks the reset overdue,
-//!   and the next `turn_end` installs it (`Fallback`). The model never gets a second note-taking
-//!   turn, and the context cannot grow on until the provider overflows.
+//!   turn (allowance `Spent` without a reset) marks the reset overdue, and the next `turn_end`
+//!   installs it (`Fallback`). The model never gets a second note-taking turn, and the context
+//!   cannot grow on until the provider overflows.
 //! - **Explicit requests** survive until the settle point of the run they were made in: served at
 //!   a completed `agent_before_settle`, cleared by an aborted one, and cleared by `agent_settled`
 //!   if still pending then. A run that fails (a provider error) leaves its `new_context` *owed*:
@@ -202,7 +207,11 @@ pub enum SchedInput {
     /// `before_agent_start`: a genuinely new run starts (user prompt or idle-triggered message).
     BeforeAgentStart,
     /// `turn_end`. `has_queued_user_messages`: a steer or follow-up from the user is waiting.
-    TurnEnd { has_queued_user_messages: bool },
+    /// `completed`: Pi's outcome of the turn is `completed` (not aborted by the user, no error).
+    TurnEnd {
+        has_queued_user_messages: bool,
+        completed: bool,
+    },
     /// `agent_end` (may happen several times per run).
     AgentEnd,
     /// `agent_before_settle` (Pi skips it for aborted runs).
@@ -452,13 +461,20 @@ impl Scheduler {
             }
             SchedInput::TurnEnd {
                 has_queued_user_messages,
+                completed,
             } => {
                 if !self.accepts_requests() {
                     return Vec::new();
                 }
                 if self.handoff {
                     self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
-                } else if matches!(self.forced, Some((_, true))) || self.overdue {
+                } else if matches!(self.forced, Some((_, true)))
+                    || self.overdue
+                    || (completed && self.allowance == Allowance::Borrowed)
+                {
+                    // A borrowed turn ends here (the steer came after the previous turn's end):
+                    // the steer promised the reset as soon as this turn is finished. One the user
+                    // aborted (or that failed) resets nothing: its run's settle drops it.
                     // One reset serves every request; the source is the highest pending one.
                     match self.pending() {
                         Some(source) => self.issue(source, !has_queued_user_messages, false),

@@ -74,7 +74,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (source(), any::<bool>()).prop_map(|(source, at_turn_end)| Op::In(SchedInput::ForcedResetRequested { source, at_turn_end })),
         6 => (reason, any::<bool>()).prop_map(|(reason, idle)| Op::In(SchedInput::CompactHook { reason, idle })),
         4 => Just(Op::In(SchedInput::BeforeAgentStart)),
-        4 => any::<bool>().prop_map(|q| Op::In(SchedInput::TurnEnd { has_queued_user_messages: q })),
+        4 => (any::<bool>(), prop::bool::weighted(0.9)).prop_map(|(q, c)| Op::In(SchedInput::TurnEnd {
+            has_queued_user_messages: q,
+            completed: c,
+        })),
         4 => Just(Op::In(SchedInput::AgentEnd)),
         5 => (outcome, any::<bool>()).prop_map(|(outcome, q)| Op::In(SchedInput::BeforeSettle { outcome, has_queued_user_messages: q })),
         3 => any::<bool>().prop_map(|aborted| Op::In(SchedInput::Settled { aborted })),
@@ -382,6 +385,7 @@ impl Model {
             }
             I::TurnEnd {
                 has_queued_user_messages,
+                completed,
             } => {
                 let due = self
                     .wants
@@ -389,7 +393,9 @@ impl Model {
                     .any(|w| matches!(w, Want::Forced(_, true)));
                 if self.open() && self.has(Want::Handoff) {
                     self.fire(ResetSource::Handoff, !has_queued_user_messages, false)
-                } else if self.open() && (due || self.late) {
+                } else if self.open()
+                    && (due || self.late || (completed && self.phase == Phase::Steered))
+                {
                     let source = self.pending().unwrap_or(ResetSource::Fallback);
                     self.fire(source, !has_queued_user_messages, false)
                 } else {
@@ -618,6 +624,7 @@ impl Trace {
             match input {
                 I::TurnEnd {
                     has_queued_user_messages,
+                    ..
                 }
                 | I::BeforeSettle {
                     outcome: Outcome::Completed,

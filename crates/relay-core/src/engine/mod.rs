@@ -666,7 +666,10 @@ impl Engine {
                 });
                 self.apply_policy(fx, moment, &mut reply);
             }
-            Event::TurnEnd { tool_results } => {
+            Event::TurnEnd {
+                tool_results,
+                outcome,
+            } => {
                 let mut fx = self.policy_step(self.usage_input(moment));
                 fx.extend(self.policy_step(PolicyInput::TurnEnd {
                     continues: *tool_results > 0,
@@ -674,6 +677,7 @@ impl Engine {
                 self.apply_policy(fx, moment, &mut reply);
                 let outs = self.scheduler.handle(SchedInput::TurnEnd {
                     has_queued_user_messages: moment.has_pending_messages,
+                    completed: outcome.as_deref().unwrap_or("completed") == "completed",
                 });
                 self.apply_sched(outs, moment, &mut reply);
                 // The reminder goes in where the next request will read it: after a turn whose

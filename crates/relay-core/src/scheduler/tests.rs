@@ -108,6 +108,7 @@ fn settle_with(outcome: Outcome) -> SchedInput {
 fn turn_end(has_queued_user_messages: bool) -> SchedInput {
     I::TurnEnd {
         has_queued_user_messages,
+        completed: true,
     }
 }
 
@@ -588,18 +589,23 @@ fn rows() -> Vec<Row> {
             Step::Pending(None),
             on(settle(false), vec![]),
         ]),
-        row("a crossing after the borrowed turn resets at the next turn_end (no second borrow)", vec![
+        row("the borrowed turn's turn_end resets, as the steer promises (issue 24, item 9)", vec![
             quiet(START),
             on(hook(R::Threshold, false), borrow()),
-            quiet(turn_end(false)),
-            on(hook(R::Threshold, false), cancel()),
             Step::Pending(Some(S::Fallback)),
-            tool(AlreadyPending),
             on(turn_end(false), reset(1, S::Fallback, true)),
+            Step::Allow(A::Spent),
+            // Pi's check between turns while the reset is being installed: no second borrow.
+            on(hook(R::Threshold, false), cancel()),
             quiet(I::ResetApplied { attempt: 1 }),
             Step::Allow(A::Available),
             on(settle(false), vec![]),
             quiet(DONE),
+        ]),
+        row("the borrowed turn's turn_end with a prompt queued resets without a continuation", vec![
+            quiet(START),
+            on(hook(R::Threshold, false), borrow()),
+            on(turn_end(true), reset(1, S::Fallback, false)),
         ]),
         row("a crossing mid-run with the allowance spent (aborted borrow) resets at the next turn_end", vec![
             quiet(START),
