@@ -195,3 +195,41 @@ test('mode: "off": an overflow still gets its one reset-and-retry, with no telem
 		env.restore();
 	}
 });
+
+// Issue 24, item 14: an overflow in the middle of a run, after the model already worked on the
+// request, restates it as being worked on, not as unanswered.
+test("an overflow mid-run restates the request as in progress, not as unanswered", async () => {
+	const { t, env } = await overflowSession({ mode: "enforce" }, [
+		"First answer.",
+		tool("notes_write_file", { path: "progress.md", content: "step 1 of MIDRUN-REQ done" }),
+		OVERFLOW,
+		"Continued from progress.md.",
+	]);
+	try {
+		await t.session.prompt("First question.");
+		await t.session.prompt("MIDRUN-REQ-4545: migrate the three tables.");
+		const [reset] = ofType(t, "compaction");
+		assert.equal(reset.details.source, "overflow");
+		assert.match(reset.summary, /<pending_user_request>[\s\S]*MIDRUN-REQ-4545[\s\S]*<\/pending_user_request>/);
+		assert.ok(!reset.summary.includes("has not been answered yet"), reset.summary);
+		assert.match(reset.summary, /you were already working on it when the previous window ran out/);
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Continued from progress.md.");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("an overflow on a request's first call still restates it as not answered yet", async () => {
+	const { t, env } = await overflowSession({ mode: "enforce" }, ["First answer.", OVERFLOW, "Recovered."]);
+	try {
+		await t.session.prompt("First question.");
+		await t.session.prompt("FRESH-REQ-5656: do the thing.");
+		const [reset] = ofType(t, "compaction");
+		assert.match(reset.summary, /has not been answered yet\. Handle it\./);
+		assert.ok(!reset.summary.includes("already working on it"));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
