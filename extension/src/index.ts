@@ -235,7 +235,11 @@ export default function relay(pi: ExtensionAPI) {
 	);
 	pi.on("turn_end", (event, ctx) =>
 		whenLoaded(rt.state, () =>
-			then(handle(ctx, "turn_end", { toolResults: event.toolResults.length }), (out) => {
+			then(handle(ctx, "turn_end", {
+				toolResults: event.toolResults.length,
+				// A turn the user aborted while a tool ran still reports `completed`; the signal says it.
+				outcome: ctx.signal?.aborted ? "aborted" : event.outcome,
+			}), (out) => {
 				if (out.result?.kind !== "reset") return undefined;
 				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
 				return { entries: [...event.entries, ...drafts], continue: out.result.plan.continuation !== null || event.continue };

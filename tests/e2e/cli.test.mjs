@@ -147,8 +147,8 @@ test("pi -p: a threshold crossing mid-run borrows one note-taking turn, resets, 
 		settings: { compaction: { enabled: true, keepRecentTokens: 1 } },
 		script: [
 			{ tool: "notes_append_to_file", args: { path: "log.md", content: "step A done\n" }, tokens: 90000 },
+			// The borrowed turn: the window resets as it ends.
 			{ tool: "notes_write_file", args: { path: "state.md", content: "A done; next B" } },
-			{ text: "notes are up to date" },
 			{ text: "continued with B in the new window" },
 		],
 		prompts: ["Do A, then B."],
@@ -162,8 +162,8 @@ test("pi -p: a threshold crossing mid-run borrows one note-taking turn, resets, 
 	assert.equal(compactions[0].details.source, "fallback");
 	assert.match(compactions[0].summary, /state\.md/);
 	assert.equal(run.lines.filter((l) => l.type === "custom_message" && l.customType === "relay/continue").length, 1);
-	// The model saw four requests and Pi's summarizer none.
-	assert.equal((run.stderr.match(/── request \d+/g) ?? []).length, 4);
+	// The model saw three requests and Pi's summarizer none.
+	assert.equal((run.stderr.match(/── request \d+/g) ?? []).length, 3);
 });
 
 test("pi --mode json: the reset and its continuation appear in the event stream", () => {

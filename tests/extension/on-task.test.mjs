@@ -15,12 +15,11 @@ const QUESTION = "What would you like me to do next?";
 const QUOTE = `<latest_user_request>\n${REQUEST}\n</latest_user_request>`;
 
 /** The model works, the window fills mid-run, the borrowed turn writes a note, the window resets
- * automatically, and `after` are the replies in the new window. */
+ * automatically as that turn ends, and `after` are the replies in the new window. */
 function filling(...after) {
 	return [
 		{ ...tool("get_context_remaining"), tokens: 21_000 },
 		tool("notes_write_file", { path: "plan.md", content: "TASK-58: loader refactor in progress" }),
-		"Notes written.",
 		...after,
 	];
 }
@@ -38,10 +37,10 @@ test("a question back to the user after an automatic reset is continued once wit
 		await t.session.prompt(REQUEST);
 		const [compaction] = ofType(t, "compaction");
 		assert.equal(compaction.details.source, "fallback", "the window reset automatically");
-		assert.equal(t.requests.length, 5, "one extra request after the question, no more");
-		// Request 3 opened the new window; the model asked; request 4 carries the continuation.
-		assert.match(lastText(t.requests[3]), /filled up and was reset/);
-		const continuation = lastText(t.requests[4]);
+		assert.equal(t.requests.length, 4, "one extra request after the question, no more");
+		// Request 2 opened the new window; the model asked; request 3 carries the continuation.
+		assert.match(lastText(t.requests[2]), /filled up and was reset/);
+		const continuation = lastText(t.requests[3]);
 		assert.ok(continuation.includes(QUOTE), continuation);
 		assert.match(continuation, /Do not ask the user what to do next/);
 		assert.match(continuation, /If it is already finished, say so plainly/);
@@ -57,7 +56,7 @@ test("a second question in the same window is not continued", async () => {
 	const t = await startSession({ ...SMALL, steps: filling(QUESTION, "Which file should I start with?") });
 	try {
 		await t.session.prompt(REQUEST);
-		assert.equal(t.requests.length, 5, "the second question ends the run");
+		assert.equal(t.requests.length, 4, "the second question ends the run");
 		assert.equal(ofType(t, "custom_message", "relay/continue-task").length, 1);
 		assert.equal(assistantTexts(t).at(-1), "Which file should I start with?");
 	} finally {
@@ -71,8 +70,8 @@ test("a first reply after the reset that states results is the answer", async ()
 		await t.session.prompt(REQUEST);
 		assert.equal(ofType(t, "compaction").length, 1);
 		// The new window named the request as the one to work on, and the model answered it.
-		assert.ok(joined(t.requests[3]).includes(`<user_message latest="true">\n${REQUEST}\n</user_message>`));
-		assert.equal(t.requests.length, 4, "no request after the answer");
+		assert.ok(joined(t.requests[2]).includes(`<user_message latest="true">\n${REQUEST}\n</user_message>`));
+		assert.equal(t.requests.length, 3, "no request after the answer");
 		assert.equal(ofType(t, "custom_message", "relay/continue-task").length, 0);
 	} finally {
 		await t.dispose();
@@ -91,8 +90,8 @@ test("a question after the model's own new_context is not continued; after a lat
 		// continued, quoting the user's newer message.
 		await t.session.prompt("Carry on with TASK-58.");
 		assert.equal(ofType(t, "compaction")[1].details.source, "fallback");
-		assert.equal(t.requests.length, 7);
-		assert.match(lastText(t.requests[6]), /<latest_user_request>\nCarry on with TASK-58\.\n<\/latest_user_request>/);
+		assert.equal(t.requests.length, 6);
+		assert.match(lastText(t.requests[5]), /<latest_user_request>\nCarry on with TASK-58\.\n<\/latest_user_request>/);
 		assert.equal(ofType(t, "custom_message", "relay/continue-task").length, 1);
 		assert.equal(assistantTexts(t).at(-1), "Done.");
 	} finally {
@@ -114,7 +113,7 @@ test("relay.continueAfterReset false turns the continuation off", async () => {
 	try {
 		assert.deepEqual(stderr.filter((l) => l.startsWith("relay:")), [], "a known key: no configuration warning");
 		assert.equal(ofType(t, "compaction")[0].details.source, "fallback");
-		assert.equal(t.requests.length, 4, "the question ends the run");
+		assert.equal(t.requests.length, 3, "the question ends the run");
 		assert.equal(ofType(t, "custom_message", "relay/continue-task").length, 0);
 		assert.equal(assistantTexts(t).at(-1), QUESTION);
 	} finally {
@@ -127,7 +126,7 @@ test("two prompts, then a reset: the new window names the second as the request 
 	try {
 		await t.session.prompt("Write the CHANGELOG entry for 1.2.");
 		await t.session.prompt(REQUEST);
-		const fresh = t.requests[4];
+		const fresh = t.requests[3];
 		const text = joined(fresh);
 		assert.ok(
 			text.includes(
@@ -138,7 +137,7 @@ test("two prompts, then a reset: the new window names the second as the request 
 		assert.match(text, /The <user_message latest="true"> is the user's latest request as this window opens/);
 		assert.match(lastText(fresh), /The task is the user's latest request: the <pending_user_request> when one is shown, else the <user_message latest="true">/);
 		// The continuation after the early stop quotes the same (second) request.
-		const continuation = lastText(t.requests[5]);
+		const continuation = lastText(t.requests[4]);
 		assert.ok(continuation.includes(QUOTE), continuation);
 		assert.ok(!continuation.includes("CHANGELOG"));
 	} finally {

@@ -147,25 +147,89 @@ test("an overflow Pi does not retry (the reply came) resets once with no continu
 	}
 });
 
-// With mode "off" Relay writes no telemetry at all; the warning still says why the request failed.
-for (const [name, budget, offEvents] of [
-	["overflowRecovery: false", { mode: "enforce", overflowRecovery: false }, 1],
-	['mode: "off"', { mode: "off" }, 0],
-]) {
-	test(`${name}: Relay cancels the overflow compaction and warns; Pi's summarizer never runs`, async () => {
-		const { t, env } = await overflowSession(budget, ["First answer.", OVERFLOW, "summarizer would answer here"]);
-		try {
-			await t.session.prompt("First question.");
-			const said = await captureStderr(() => t.session.prompt("A request that cannot fit."));
-			assert.equal(ofType(t, "compaction").length, 0, "no reset, and no summary of Pi's");
-			assert.equal(t.requests.length, 2, "no summarizer call, no retry");
-			const warnings = said.filter((l) => /overflowRecovery/.test(l));
-			assert.equal(warnings.length, 1, said.join("\n"));
-			assert.equal(eventsNamed(env, "overflow_recovery_off").length, offEvents);
-			assert.equal(eventsNamed(env, "overflow_backstop").length, 0);
-		} finally {
-			await t.dispose();
-			env.restore();
-		}
-	});
-}
+test("overflowRecovery: false: Relay cancels the overflow compaction and warns; Pi's summarizer never runs", async () => {
+	const { t, env } = await overflowSession({ mode: "enforce", overflowRecovery: false }, [
+		"First answer.",
+		OVERFLOW,
+		"summarizer would answer here",
+	]);
+	try {
+		await t.session.prompt("First question.");
+		const said = await captureStderr(() => t.session.prompt("A request that cannot fit."));
+		assert.equal(ofType(t, "compaction").length, 0, "no reset, and no summary of Pi's");
+		assert.equal(t.requests.length, 2, "no summarizer call, no retry");
+		const warnings = said.filter((l) => /overflowRecovery/.test(l));
+		assert.equal(warnings.length, 1, said.join("\n"));
+		assert.equal(eventsNamed(env, "overflow_recovery_off").length, 1);
+		assert.equal(eventsNamed(env, "overflow_backstop").length, 0);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+// Issue 24, item 15: switching budgets off is not switching overflow recovery off. The reset is
+// seed 000's; mode "off" still writes no telemetry.
+test('mode: "off": an overflow still gets its one reset-and-retry, with no telemetry and no warning', async () => {
+	const { t, env } = await overflowSession({ mode: "off" }, [
+		"First answer.",
+		OVERFLOW,
+		"Recovered with budgets off.",
+	]);
+	try {
+		await t.session.prompt("OFF-EARLIER-1717: first question.");
+		const said = await captureStderr(() => t.session.prompt("OFF-PENDING-2828: a request that overflows."));
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "overflow");
+		assert.equal(compactions[0].details.kind, "reset");
+		assert.match(compactions[0].summary, /<pending_user_request>[\s\S]*OFF-PENDING-2828[\s\S]*<\/pending_user_request>/);
+		assert.equal(t.requests.length, 3, "first answer, the overflow, the retry: no summarizer call");
+		assert.match(joined(t.requests.at(-1)), /<context_window>/);
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Recovered with budgets off.");
+		assert.deepEqual(said.filter((l) => /overflow/i.test(l)), []);
+		assert.deepEqual(env.events(), [], "mode off writes no events");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+// Issue 24, item 14: an overflow in the middle of a run, after the model already worked on the
+// request, restates it as being worked on, not as unanswered.
+test("an overflow mid-run restates the request as in progress, not as unanswered", async () => {
+	const { t, env } = await overflowSession({ mode: "enforce" }, [
+		"First answer.",
+		tool("notes_write_file", { path: "progress.md", content: "step 1 of MIDRUN-REQ done" }),
+		OVERFLOW,
+		"Continued from progress.md.",
+	]);
+	try {
+		await t.session.prompt("First question.");
+		await t.session.prompt("MIDRUN-REQ-4545: migrate the three tables.");
+		const [reset] = ofType(t, "compaction");
+		assert.equal(reset.details.source, "overflow");
+		assert.match(reset.summary, /<pending_user_request>[\s\S]*MIDRUN-REQ-4545[\s\S]*<\/pending_user_request>/);
+		assert.ok(!reset.summary.includes("has not been answered yet"), reset.summary);
+		assert.match(reset.summary, /you were already working on it when the previous window ran out/);
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Continued from progress.md.");
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("an overflow on a request's first call still restates it as not answered yet", async () => {
+	const { t, env } = await overflowSession({ mode: "enforce" }, ["First answer.", OVERFLOW, "Recovered."]);
+	try {
+		await t.session.prompt("First question.");
+		await t.session.prompt("FRESH-REQ-5656: do the thing.");
+		const [reset] = ofType(t, "compaction");
+		assert.match(reset.summary, /has not been answered yet\. Handle it\./);
+		assert.ok(!reset.summary.includes("already working on it"));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});

@@ -216,7 +216,7 @@ test("the floor survives /tree: navigating back keeps the branch's floor, and th
 	}
 });
 
-test("a later threshold crossing in one window resets at the next turn end: a model that ignores its note-taking turn", async () => {
+test("a model that ignores its note-taking turn is reset when that turn ends (issue 24, item 9)", async () => {
 	const root = newRoot();
 	const probe = probeTool();
 	// Pi's own threshold (window - reserve) drives the window lifecycle here; the budget policy is off.
@@ -229,9 +229,8 @@ test("a later threshold crossing in one window resets at the next turn end: a mo
 			{ text: "Started.", tokens: 5_000 },
 			// Past 40000: Pi's threshold check borrows one note-taking turn ...
 			{ ...tool("probe_work"), tokens: 41_000 },
-			// ... which the model ignores, and it keeps working.
+			// ... which the model ignores, and it keeps working: the reset follows this turn.
 			{ ...tool("probe_work"), tokens: 43_000 },
-			{ ...tool("probe_work"), tokens: 45_000 },
 			{ ...tool("probe_work"), tokens: 1_000 },
 			{ text: "Done.", tokens: 1_200 },
 		],
@@ -243,13 +242,15 @@ test("a later threshold crossing in one window resets at the next turn end: a mo
 		const compactions = ofType(t, "compaction");
 		assert.equal(compactions.length, 1);
 		assert.equal(compactions[0].details.relay, "window");
-		// Installed at the turn end after the ignored turn: the third probe call's request is the new window.
+		// Installed at the end of the ignored turn: the request after it is the new window (the
+		// window that is "full" gets no further turn).
 		const s = shape(t);
 		const c = s.indexOf("compaction");
 		const results = s.map((x, i) => (x === "toolResult:probe_work" ? i : -1)).filter((i) => i >= 0);
-		assert.equal(results.length, 4, s.join(" "));
-		assert.ok(results[2] < c && c < results[3], s.join(" "));
-		const fresh = t.requests[4];
+		assert.equal(results.length, 3, s.join(" "));
+		assert.ok(results[1] < c && c < results[2], s.join(" "));
+		assert.equal(t.requests.length, 5, "Started, the crossing, the borrowed turn, the new window, Done");
+		const fresh = t.requests[3];
 		assert.ok(!joined(fresh).includes("[toolCall probe_work]"), "the request after the reset holds the new window only");
 		assert.match(joined(fresh), /<earlier_user_input[^>]*>[\s\S]*LONG-TASK-6671/);
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);

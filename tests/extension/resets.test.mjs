@@ -80,14 +80,14 @@ test("consecutive resets open distinct windows that name their predecessors", as
 	}
 });
 
-test("threshold crossing mid-run: one borrowed note-taking turn, no summarizer, then a reset and one continuation", async () => {
+test("threshold crossing mid-run: one borrowed note-taking turn, no summarizer, then a reset at its end and one continuation", async () => {
 	const t = await startSession({
 		contextWindow: 100_000,
 		settings: COMPACTABLE,
 		steps: [
 			{ ...tool("notes_append_to_file", { path: "log.md", content: "did step A\n" }), tokens: 90_000 },
+			// The borrowed turn: the reset follows as soon as it ends.
 			tool("notes_write_file", { path: "state.md", content: "A done; next B" }),
-			"Notes written.",
 			"Continuing with B from state.md.",
 		],
 	});
@@ -102,8 +102,8 @@ test("threshold crossing mid-run: one borrowed note-taking turn, no summarizer, 
 		assert.equal(compactions[0].details.source, "fallback");
 		assert.match(compactions[0].summary, /state\.md/);
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
-		assert.equal(t.requests.length, 4, "no summarizer call: four model requests in all");
-		assert.deepEqual(roles(t.requests[3]), ["user", "user"]);
+		assert.equal(t.requests.length, 3, "no summarizer call, no turn after the borrowed one in the old window");
+		assert.deepEqual(roles(t.requests[2]), ["user", "user"]);
 		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
 	} finally {
 		await t.dispose();
@@ -430,16 +430,19 @@ test("new_context repeats no user input; /compact repeats it and carries its ins
 	}
 });
 
-/** An extension loaded after Relay that makes Relay's boundary draft invalid once: Pi validates
- * the drafts on a preview session and appends none of them (an edit of an entry that does not exist). */
+/** An extension loaded after Relay that makes Relay's boundary draft invalid once (at a turn end
+ * or the settle point): Pi validates the drafts on a preview session and appends none of them (an
+ * edit of an entry that does not exist). */
 function draftBreaker() {
 	const state = { armed: true };
 	const factory = (pi) => {
-		pi.on("agent_before_settle", (event) => {
+		const breakOnce = (event) => {
 			if (!state.armed || !event.entries.some((e) => e.type === "compaction")) return undefined;
 			state.armed = false;
 			return { entries: [...event.entries, { type: "context_edit", targetId: "no-such-entry", replacement: null }] };
-		});
+		};
+		pi.on("turn_end", breakOnce);
+		pi.on("agent_before_settle", breakOnce);
 	};
 	return { factory, state };
 }
@@ -652,6 +655,78 @@ test("a steering message sent during a run is delivered once, before the reset",
 		assert.match(joined(t.requests[1]), /STEER-NOW/, "the model saw the steer in the old window");
 		assert.ok(!joined(t.requests.at(-1)).includes("STEER-NOW"), "the new window does not replay it");
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+	} finally {
+		await t.dispose();
+	}
+});
+
+// Issue 24, item 12: the model was told a new window is coming; a provider error that ends the run
+// (here the request after the batch that called new_context) must not drop that reset. It is installed before the user's next input
+// runs (Pi's compaction started from `input`), so the next request is the new window.
+test("new_context whose run ends in a provider error resets before the next input runs", async () => {
+	const t = await startSession({
+		settings: COMPACTABLE,
+		steps: [
+			"Working on ERRORED-TOPIC.",
+			// A sibling that does not terminate: the run goes on in the old window and fails there.
+			{ tools: [tool("notes_write_file", { path: "plan.md", content: "next: step 2" }), tool("new_context")] },
+			{ error: "500 Internal Server Error: upstream connect error" },
+			"Answered in the fresh window.",
+		],
+	});
+	try {
+		await t.session.prompt("Start ERRORED-TOPIC.");
+		await t.session.prompt("Reset the window, then go on.");
+		assert.equal(ofType(t, "compaction").length, 0, "the failed run installs nothing");
+		assert.equal(t.requests.length, 3);
+		await t.session.prompt("NEXT-INPUT-5151: go on.");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "new_context");
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 0, "the user's input is the continuation");
+		assert.equal(t.requests.length, 4, "no summarizer call, no extra continuation request");
+		const fresh = t.requests[3];
+		assert.match(textOf(fresh.find((m) => m.role === "user").content), /<context_window>/);
+		assert.match(joined(fresh), /NEXT-INPUT-5151/);
+		assert.ok(!joined(fresh).includes("ERRORED-TOPIC"), "the old window is out of the provider context");
+		assert.match(joined(fresh), /plan\.md/, "the notes index lists the note");
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Answered in the fresh window.");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+	}
+});
+
+// Issue 24, item 9: the steer says the window "will be reset as soon as you finish this turn". A
+// model that ignores it and calls another tool in its borrowed turn is reset when that turn ends:
+// the next request is the new window, not one more turn of the full old one.
+test("a borrowed turn spent on other work resets at its own turn end, not one turn later", async () => {
+	const t = await startSession({
+		contextWindow: 40_000,
+		settings: COMPACTABLE,
+		steps: [
+			{ ...tool("get_context_remaining"), tokens: 30_000 },
+			// The borrowed turn: no notes, more work.
+			{ ...tool("get_context_remaining"), tokens: 36_000 },
+			"Continued in the new window.",
+			"never requested",
+		],
+	});
+	try {
+		await t.session.prompt("Read everything about OLD-WINDOW-TOPIC.");
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 1, "one borrowed turn");
+		assert.match(joined(t.requests[1]), /will be reset as soon as you finish this turn/);
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1);
+		assert.equal(compactions[0].details.source, "fallback");
+		assert.equal(t.requests.length, 3, "the request after the borrowed turn is the new window's continuation");
+		assert.deepEqual(roles(t.requests[2]), ["user", "user"]);
+		assert.match(joined(t.requests[2]), /<context_window>/);
+		// The user's words travel in the boot block; the old window's turns do not.
+		assert.match(joined(t.requests[2]), /<earlier_user_input[\s\S]*OLD-WINDOW-TOPIC/);
+		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Continued in the new window.");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
 	} finally {
 		await t.dispose();
 	}

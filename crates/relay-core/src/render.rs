@@ -55,6 +55,9 @@ pub struct BootBlock<'a> {
     /// A user request the reset dropped, restated in `<pending_user_request>` (cut in the middle
     /// past [`USER_INPUT_MESSAGE_MAX_CHARS`]).
     pub dropped_request: Option<&'a str>,
+    /// The model had already worked on the `dropped_request` in the ended window (an overflow in
+    /// the middle of a run): the protocol says it is in progress, not unanswered.
+    pub dropped_request_in_progress: bool,
     /// Why a mechanical reset (no handoff) happened and how to recover, in `<reset_notice>`.
     pub reset_notice: Option<&'a str>,
     /// The user's most recent messages, oldest first, shown in `<earlier_user_input>` (automatic
@@ -181,7 +184,11 @@ pub fn render_boot_block(b: &BootBlock) -> String {
         out.push_str(PROTOCOL_COMPACT);
     }
     if b.dropped_request.is_some() {
-        out.push_str(PROTOCOL_PENDING);
+        out.push_str(if b.dropped_request_in_progress {
+            PROTOCOL_PENDING_IN_PROGRESS
+        } else {
+            PROTOCOL_PENDING
+        });
     }
     out.push_str("</context_window_protocol>\n");
 
@@ -328,6 +335,9 @@ const PROTOCOL_COMPACT: &str = "- The user asked for this reset with /compact an
 ";
 
 const PROTOCOL_PENDING: &str = "- The <pending_user_request> below is the user's latest request: it arrived as the previous window ran out and has not been answered yet. Handle it.
+";
+
+const PROTOCOL_PENDING_IN_PROGRESS: &str = "- The <pending_user_request> below is the user's latest request: you were already working on it when the previous window ran out, and it is not finished. Check your notes and the workspace for what is already done, then continue it; do not start it over.
 ";
 
 fn push_element(out: &mut String, tag: &str, text: &str) {
@@ -699,6 +709,7 @@ mod tests {
             tz_offset_minutes: 60,
             handoff: None,
             dropped_request: None,
+            dropped_request_in_progress: false,
             reset_notice: None,
             earlier_user_input: Vec::new(),
             compact_instructions: None,
@@ -805,6 +816,12 @@ mod tests {
         let text = render_boot_block(&b);
         assert!(text.contains("<reset_notice>") && text.contains("<pending_user_request>"));
         insta::assert_snapshot!("boot_block_overflow_mechanical", text);
+        // An overflow in the middle of a run (issue 24, item 14): the request was being worked on.
+        b.dropped_request_in_progress = true;
+        let text = render_boot_block(&b);
+        assert!(!text.contains("has not been answered yet"));
+        assert!(text.contains("you were already working on it"));
+        insta::assert_snapshot!("boot_block_overflow_mid_run", text);
         insta::assert_snapshot!("overflow_exhausted_warning", render_overflow_exhausted());
         insta::assert_snapshot!(
             "unimported_warning",

@@ -46,10 +46,11 @@
 //! | `session_before_compact` manual while an input reset is requested | reset at once with that attempt id (`Idle`, or `Handoff` when a handoff is ready), no continuation |
 //! | input reset failed before its hook (matching attempt), `before_agent_start`, `agent_settled` | the input reset request is gone |
 //! | `session_before_compact` overflow, recovery refused ([`Scheduler::allow_overflow_reset`]`(false)`: off, or the window's one retry is spent) | `[CancelCompaction]`; pending requests stay |
-//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
-//! | `agent_end` | fallback `Borrowed` → `Ready` |
+//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else the end of the borrowed turn (`Borrowed`) or an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
+//! | `agent_end` | fallback `Borrowed` → `Ready` (a borrowed turn whose `turn_end` was not seen) |
 //! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
-//! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation |
+//! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation; a `new_context` of a run that failed (error) is owed instead of cleared |
+//! | idle input while a `new_context` is owed ([`SchedInput::InputResetRequested`]) | `[Compact]`; its `manual` hook resets (`NewContext`, no continuation: the input follows) |
 //! | `agent_settled` | the run is over; an attempt still unresolved is abandoned |
 //! | reset applied (matching attempt) | attempt done; fallback re-armed for the new window |
 //! | reset rejected (matching attempt) | attempt done; a window-full reset (fallback, threshold, overflow) is retried at the next settle point or compaction hook, without borrowing; others are not retried |
@@ -69,13 +70,21 @@
 //!   tools, so the run goes on in the new window) or at the next completed
 //!   `agent_before_settle`. A compaction hook arriving first serves them too. A forced request
 //!   made while idle survives until the next run's settle point; an aborted or failed run clears it.
+//! - **The borrowed turn ends at its `turn_end`**: the steer is sent from the threshold hook
+//!   that Pi runs after a turn's end, so the next `turn_end` is the borrowed turn's, and it
+//!   installs the reset (`Fallback`), as the steer promises ("as soon as you finish this turn"),
+//!   whether the model wrote notes or went on working. A model that ignores the steer never gets
+//!   a turn in the full window after its borrowed one.
 //! - **Later crossings in a window** reset: a mid-run threshold hook after the window's borrowed
-//!   turn (allowance `Borrowed` past its turn, or `Spent` without a reset) marks the reset overdue,
-//!   and the next `turn_end` installs it (`Fallback`). The model never gets a second note-taking
-//!   turn, and the context cannot grow on until the provider overflows.
+//!   turn (allowance `Spent` without a reset) marks the reset overdue, and the next `turn_end`
+//!   installs it (`Fallback`). The model never gets a second note-taking turn, and the context
+//!   cannot grow on until the provider overflows.
 //! - **Explicit requests** survive until the settle point of the run they were made in: served at
-//!   a completed `agent_before_settle`, cleared by an aborted or failed one, and cleared by
-//!   `agent_settled` if still pending then.
+//!   a completed `agent_before_settle`, cleared by an aborted one, and cleared by `agent_settled`
+//!   if still pending then. A run that fails (a provider error) leaves its `new_context` *owed*:
+//!   the model was told a new window is coming, so the next idle input resets before it runs
+//!   (the engine asks with [`SchedInput::InputResetRequested`]), else the next completed settle
+//!   point does; only an applied reset (or a window boundary: `Invalidate`, a toggle) ends it.
 //! - **Priority** when several requests are served by one reset: `Handoff` > `Idle` (an idle
 //!   handoff's commit) > `NewContext` > forced source > `Fallback`. A compaction hook reports its own reason (`Manual`, `Threshold`,
 //!   `Overflow`) unless a handoff is ready, in which case the reset is `Handoff` (the boot block
@@ -198,7 +207,11 @@ pub enum SchedInput {
     /// `before_agent_start`: a genuinely new run starts (user prompt or idle-triggered message).
     BeforeAgentStart,
     /// `turn_end`. `has_queued_user_messages`: a steer or follow-up from the user is waiting.
-    TurnEnd { has_queued_user_messages: bool },
+    /// `completed`: Pi's outcome of the turn is `completed` (not aborted by the user, no error).
+    TurnEnd {
+        has_queued_user_messages: bool,
+        completed: bool,
+    },
     /// `agent_end` (may happen several times per run).
     AgentEnd,
     /// `agent_before_settle` (Pi skips it for aborted runs).
@@ -278,6 +291,9 @@ pub struct Scheduler {
     run_active: bool,
     /// `new_context` was called and not yet served or cleared.
     explicit: bool,
+    /// A `new_context` whose run failed before its settle point: still to be served, at the next
+    /// idle input (its compaction) or the next completed settle point.
+    owed: bool,
     /// A handoff waits for its `turn_end` commit.
     handoff: bool,
     /// Idle-input recovery asked for a compaction (the attempt id its reset will carry); its
@@ -310,6 +326,7 @@ impl Scheduler {
             enabled,
             run_active: false,
             explicit: false,
+            owed: false,
             handoff: false,
             input_reset: None,
             forced: None,
@@ -338,7 +355,7 @@ impl Scheduler {
         } else if let Some((ResetSource::Idle, _)) = self.forced {
             // An idle reset commits a written handoff: it ranks with a handoff.
             Some(ResetSource::Idle)
-        } else if self.explicit {
+        } else if self.explicit || self.owed {
             Some(ResetSource::NewContext)
         } else if let Some((source, _)) = self.forced {
             Some(source)
@@ -370,6 +387,11 @@ impl Scheduler {
     /// A rejected window-full reset waits for its retry.
     pub fn retry_pending(&self) -> bool {
         self.retry
+    }
+
+    /// A `new_context` of a run that failed is still to be served.
+    pub fn new_context_owed(&self) -> bool {
+        self.owed
     }
 
     /// A run is active (between `before_agent_start` and `agent_settled`).
@@ -410,7 +432,8 @@ impl Scheduler {
             }
             SchedInput::CompactHook { reason, idle } => self.handle_compact_hook(reason, idle),
             SchedInput::InputResetRequested => {
-                // A retry left by a rejected reset is served by this reset too.
+                // A retry left by a rejected reset is served by this reset too, and so is a
+                // `new_context` owed by a failed run (its reset is this one).
                 let other = self.handoff || self.explicit || self.forced.is_some();
                 if !self.accepts_requests()
                     || self.run_active
@@ -438,13 +461,20 @@ impl Scheduler {
             }
             SchedInput::TurnEnd {
                 has_queued_user_messages,
+                completed,
             } => {
                 if !self.accepts_requests() {
                     return Vec::new();
                 }
                 if self.handoff {
                     self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
-                } else if matches!(self.forced, Some((_, true))) || self.overdue {
+                } else if matches!(self.forced, Some((_, true)))
+                    || self.overdue
+                    || (completed && self.allowance == Allowance::Borrowed)
+                {
+                    // A borrowed turn ends here (the steer came after the previous turn's end):
+                    // the steer promised the reset as soon as this turn is finished. One the user
+                    // aborted (or that failed) resets nothing: its run's settle drops it.
                     // One reset serves every request; the source is the highest pending one.
                     match self.pending() {
                         Some(source) => self.issue(source, !has_queued_user_messages, false),
@@ -470,7 +500,14 @@ impl Scheduler {
                     }
                     _ => Vec::new(),
                 },
-                Outcome::Aborted | Outcome::Error => {
+                Outcome::Aborted => {
+                    self.drop_run_work(true);
+                    Vec::new()
+                }
+                Outcome::Error => {
+                    // The model was told a new window is coming: a provider error does not
+                    // cancel that (the user's Esc does).
+                    self.owed |= self.explicit && self.accepts_requests();
                     self.drop_run_work(true);
                     Vec::new()
                 }
@@ -526,6 +563,7 @@ impl Scheduler {
             NewContextAnswer::Disabled
         } else if self.in_flight.is_some()
             || self.explicit
+            || self.owed
             || self.handoff
             || self.input_reset.is_some()
             || self.forced.is_some()
@@ -596,6 +634,8 @@ impl Scheduler {
             if reason == CompactReason::Manual {
                 let source = if self.handoff {
                     ResetSource::Handoff
+                } else if self.owed {
+                    ResetSource::NewContext
                 } else {
                     ResetSource::Idle
                 };
@@ -620,7 +660,8 @@ impl Scheduler {
                 self.issue(hook_source(ResetSource::Threshold), false, false)
             }
             CompactReason::Threshold => {
-                let reset_coming = self.explicit || self.handoff || self.forced.is_some();
+                let reset_coming =
+                    self.explicit || self.owed || self.handoff || self.forced.is_some();
                 match self.allowance {
                     Allowance::Available if !reset_coming && !self.retry => {
                         self.allowance = Allowance::Borrowed;
@@ -663,6 +704,7 @@ impl Scheduler {
     ) -> Vec<SchedOutput> {
         self.input_reset = None;
         self.explicit = false;
+        self.owed = false;
         self.handoff = false;
         self.forced = None;
         self.overdue = false;
@@ -698,6 +740,7 @@ impl Scheduler {
     /// Drop every request and the in-flight attempt; the next window starts with a fresh allowance.
     fn forget_window(&mut self) {
         self.explicit = false;
+        self.owed = false;
         self.handoff = false;
         self.input_reset = None;
         self.forced = None;

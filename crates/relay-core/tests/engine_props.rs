@@ -879,11 +879,10 @@ impl Host {
         if let Value::Object(extra) = &extra {
             for (k, v) in extra {
                 // Pi reports these, but the engine's wire takes no reason for session start and
-                // shutdown and no outcome for turn_end (the trace keeps them for reading).
+                // shutdown (the trace keeps them for reading).
                 let dropped = matches!(
                     (hook, k.as_str()),
                     (Hook::SessionStart | Hook::SessionShutdown, "reason")
-                        | (Hook::TurnEnd, "outcome")
                 );
                 if !dropped {
                     event[k] = v.clone();

@@ -74,7 +74,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (source(), any::<bool>()).prop_map(|(source, at_turn_end)| Op::In(SchedInput::ForcedResetRequested { source, at_turn_end })),
         6 => (reason, any::<bool>()).prop_map(|(reason, idle)| Op::In(SchedInput::CompactHook { reason, idle })),
         4 => Just(Op::In(SchedInput::BeforeAgentStart)),
-        4 => any::<bool>().prop_map(|q| Op::In(SchedInput::TurnEnd { has_queued_user_messages: q })),
+        4 => (any::<bool>(), prop::bool::weighted(0.9)).prop_map(|(q, c)| Op::In(SchedInput::TurnEnd {
+            has_queued_user_messages: q,
+            completed: c,
+        })),
         4 => Just(Op::In(SchedInput::AgentEnd)),
         5 => (outcome, any::<bool>()).prop_map(|(outcome, q)| Op::In(SchedInput::BeforeSettle { outcome, has_queued_user_messages: q })),
         3 => any::<bool>().prop_map(|aborted| Op::In(SchedInput::Settled { aborted })),
@@ -121,6 +124,9 @@ struct Model {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Want {
     Explicit,
+    /// A `new_context` whose run failed (a provider error): still to be served, by the next idle
+    /// input's compaction or the next completed settle point.
+    Owed,
     Handoff,
     /// A forced request: its source and whether it is due at the next turn end.
     Forced(ResetSource, bool),
@@ -181,7 +187,7 @@ impl Model {
         if self.forced() == Some(ResetSource::Idle) {
             return Some(ResetSource::Idle);
         }
-        if self.has(Want::Explicit) {
+        if self.has(Want::Explicit) || self.has(Want::Owed) {
             return Some(ResetSource::NewContext);
         }
         if let Some(s) = self.forced() {
@@ -249,9 +255,10 @@ impl Model {
     }
 
     fn end_run_unserved(&mut self, keep_forced: bool) {
-        // A retry belongs to the window, not to the run: it survives.
-        self.wants
-            .retain(|w| matches!(w, Want::Retry) || (keep_forced && matches!(w, Want::Forced(..))));
+        // A retry and an owed `new_context` belong to the window, not to the run: they survive.
+        self.wants.retain(|w| {
+            matches!(w, Want::Retry | Want::Owed) || (keep_forced && matches!(w, Want::Forced(..)))
+        });
         self.late = false;
         if matches!(self.phase, Phase::Steered | Phase::TurnDone) {
             self.phase = Phase::UsedUp;
@@ -319,6 +326,8 @@ impl Model {
                     if reason == CompactReason::Manual {
                         let source = if handoff {
                             ResetSource::Handoff
+                        } else if self.has(Want::Owed) {
+                            ResetSource::NewContext
                         } else {
                             ResetSource::Idle
                         };
@@ -351,7 +360,11 @@ impl Model {
                 }
             }
             I::InputResetRequested => {
-                let other = self.wants.iter().any(|w| !matches!(w, Want::Retry));
+                // An owed `new_context` is what this compaction serves.
+                let other = self
+                    .wants
+                    .iter()
+                    .any(|w| !matches!(w, Want::Retry | Want::Owed));
                 if !self.open() || self.running || other {
                     return vec![];
                 }
@@ -372,6 +385,7 @@ impl Model {
             }
             I::TurnEnd {
                 has_queued_user_messages,
+                completed,
             } => {
                 let due = self
                     .wants
@@ -379,7 +393,9 @@ impl Model {
                     .any(|w| matches!(w, Want::Forced(_, true)));
                 if self.open() && self.has(Want::Handoff) {
                     self.fire(ResetSource::Handoff, !has_queued_user_messages, false)
-                } else if self.open() && (due || self.late) {
+                } else if self.open()
+                    && (due || self.late || (completed && self.phase == Phase::Steered))
+                {
                     let source = self.pending().unwrap_or(ResetSource::Fallback);
                     self.fire(source, !has_queued_user_messages, false)
                 } else {
@@ -399,7 +415,15 @@ impl Model {
                 Some(source) if self.open() => self.fire(source, !has_queued_user_messages, false),
                 _ => vec![],
             },
-            I::BeforeSettle { .. } => {
+            I::BeforeSettle { outcome, .. } => {
+                // The model was told a new window is coming: a provider error leaves it owed.
+                if outcome == Outcome::Error
+                    && self.open()
+                    && self.has(Want::Explicit)
+                    && !self.has(Want::Owed)
+                {
+                    self.wants.push(Want::Owed);
+                }
                 self.end_run_unserved(false);
                 vec![]
             }
@@ -600,6 +624,7 @@ impl Trace {
             match input {
                 I::TurnEnd {
                     has_queued_user_messages,
+                    ..
                 }
                 | I::BeforeSettle {
                     outcome: Outcome::Completed,

@@ -92,6 +92,10 @@ export type Event =
 		 * the model trying to stop; with some, the run goes on to another request.
 		 */
 		toolResults: number,
+		/**
+		 * Pi's `outcome` of the turn (`completed`, `aborted` or `error`); absent means completed.
+		 */
+		outcome?: string,
 	}
 	| { "type": "agent_end" }
 	| {

@@ -180,17 +180,12 @@ impl Budget {
         &self.config.resume_checks
     }
 
-    /// Why overflow recovery is off, or `None` when it is on (the default): `overflowRecovery:
-    /// false`, or an explicitly configured `mode: "off"` (observe, enforce and a guard-off
-    /// demotion still recover).
+    /// Why overflow recovery is off, or `None` when it is on (the default): only
+    /// `overflowRecovery: false`. The reset-and-retry is seed 000's, not the budget policy's, so
+    /// every mode recovers, `mode: "off"` included (`/relay off` hands the overflow to Pi before
+    /// this is asked).
     pub(super) fn overflow_recovery_off(&self) -> Option<&'static str> {
-        if !self.config.overflow_recovery {
-            Some("overflowRecovery is false")
-        } else if self.mode.configured == Mode::Off {
-            Some("the budget mode is off; overflowRecovery needs observe or enforce")
-        } else {
-            None
-        }
+        (!self.config.overflow_recovery).then_some("overflowRecovery is false")
     }
 
     /// Whether the resolved thresholds are the subagent role's.

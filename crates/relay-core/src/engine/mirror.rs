@@ -344,6 +344,15 @@ impl Mirror {
         self.history.entry_text(at).filter(|t| !t.is_empty())
     }
 
+    /// A tool ran successfully (other than `context_handoff`) since the current window's latest
+    /// user message: the model had begun working on that request.
+    pub(super) fn worked_since_latest_request(&self) -> bool {
+        let Some(&at) = self.current.user_at.last() else {
+            return false;
+        };
+        self.progress_marks.last().is_some_and(|&p| p > at)
+    }
+
     /// The current window's latest assistant reply (its position), if it has one.
     pub(super) fn last_reply_in_window(&self) -> Option<usize> {
         self.turn_marks

@@ -444,6 +444,11 @@ impl Engine {
     ) {
         match &reply.result {
             Some(HookResult::Reset { plan }) => {
+                // An explicit `mode: "off"` recovers but writes no telemetry (a guard-off demotion
+                // logs as before).
+                if self.budget_mode().configured == crate::policy::Mode::Off {
+                    return;
+                }
                 let handoff =
                     plan.details.get("kind").and_then(serde_json::Value::as_str) == Some("handoff");
                 let event = self.telemetry_event(
@@ -585,6 +590,12 @@ impl Engine {
                     }));
                     self.apply_policy(fx, moment, &mut reply);
                 }
+                // A `new_context` whose run failed is still owed: the new window opens before
+                // this input runs (Pi's compaction, answered with the `new_context` reset).
+                if !self.run_active && reply.result.is_none() && self.scheduler.new_context_owed() {
+                    let outs = self.scheduler.handle(SchedInput::InputResetRequested);
+                    self.apply_sched(outs, moment, &mut reply);
+                }
             }
             Event::CompactError {
                 attempt,
@@ -655,7 +666,10 @@ impl Engine {
                 });
                 self.apply_policy(fx, moment, &mut reply);
             }
-            Event::TurnEnd { tool_results } => {
+            Event::TurnEnd {
+                tool_results,
+                outcome,
+            } => {
                 let mut fx = self.policy_step(self.usage_input(moment));
                 fx.extend(self.policy_step(PolicyInput::TurnEnd {
                     continues: *tool_results > 0,
@@ -663,6 +677,7 @@ impl Engine {
                 self.apply_policy(fx, moment, &mut reply);
                 let outs = self.scheduler.handle(SchedInput::TurnEnd {
                     has_queued_user_messages: moment.has_pending_messages,
+                    completed: outcome.as_deref().unwrap_or("completed") == "completed",
                 });
                 self.apply_sched(outs, moment, &mut reply);
                 // The reminder goes in where the next request will read it: after a turn whose

@@ -32,6 +32,8 @@ pub(super) struct BootExtras<'a> {
     pub(super) handoff: Option<&'a str>,
     /// The user request the reset dropped (overflow Pi retries).
     pub(super) dropped: Option<&'a str>,
+    /// The model had worked on `dropped` in the ended window (a tool ran since it arrived).
+    pub(super) dropped_in_progress: bool,
     /// Why a forced (mechanical) reset happened, without a handoff.
     pub(super) reset_notice: Option<&'a str>,
     /// The user's recent messages, oldest first (the newest is marked as the latest request
@@ -132,6 +134,7 @@ impl Engine {
             tz_offset_minutes: self.tz_offset_minutes,
             handoff: extras.handoff,
             dropped_request: extras.dropped,
+            dropped_request_in_progress: extras.dropped_in_progress,
             reset_notice: extras.reset_notice,
             earlier_user_input: extras.earlier,
             compact_instructions: extras.compact_instructions,
@@ -175,6 +178,8 @@ impl Engine {
         } else {
             None
         };
+        // An overflow in the middle of a run: the model had already worked on the request.
+        let dropped_in_progress = dropped.is_some() && self.mirror.worked_since_latest_request();
         if !carries_input {
             earlier.clear();
         }
@@ -213,6 +218,7 @@ impl Engine {
             BootExtras {
                 handoff,
                 dropped,
+                dropped_in_progress,
                 reset_notice: notice,
                 earlier,
                 compact_instructions,

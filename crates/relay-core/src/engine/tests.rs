@@ -138,7 +138,10 @@ fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
 #[test]
 fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     let mut e = engine();
-    let go_on = || Event::TurnEnd { tool_results: 1 };
+    let go_on = || Event::TurnEnd {
+        tool_results: 1,
+        outcome: None,
+    };
     // 100k window, default reserve 16,384 + margin 24,576 = 40,960 physical remaining.
     let below = e.handle(&obs(go_on(), Some(59_000)));
     assert!(
@@ -146,7 +149,13 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
         "41,000 left: no reminder yet"
     );
     // Never after a final answer (it must stay the run's last message) nor per request.
-    let last = e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(59_040)));
+    let last = e.handle(&obs(
+        Event::TurnEnd {
+            tool_results: 0,
+            outcome: None,
+        },
+        Some(59_040),
+    ));
     assert!(
         sends(&last, REMINDER_TYPE).is_empty(),
         "not after a final answer"
@@ -476,9 +485,9 @@ fn observations_and_config_sources_reject_unknown_fields_by_name() {
         ),
         (
             format!(
-                r#"{{"moment":{moment},"event":{{"type":"turn_end","toolResults":0,"outcome":"completed"}}}}"#
+                r#"{{"moment":{moment},"event":{{"type":"turn_end","toolResults":0,"reason":"completed"}}}}"#
             ),
-            "unknown field `outcome`, expected `toolResults`",
+            "unknown field `reason`, expected `toolResults` or `outcome`",
         ),
         (
             format!(
@@ -562,7 +571,13 @@ fn enforced_after_first_answer() -> (Engine, Branch) {
     e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.answer("first", 5_000)]);
-    e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    e.handle(&obs(
+        Event::TurnEnd {
+            tool_results: 0,
+            outcome: None,
+        },
+        Some(5_000),
+    ));
     (e, b)
 }
 
@@ -605,7 +620,13 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     e.append(&[b.user("go")]);
     e.handle(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.answer("first", 5_000)]);
-    e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(5_000)));
+    e.handle(&obs(
+        Event::TurnEnd {
+            tool_results: 0,
+            outcome: None,
+        },
+        Some(5_000),
+    ));
     let reply = e.handle(&obs(
         Event::ToolCall {
             tool_name: "notes_write_file".into(),
@@ -1349,7 +1370,13 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     insta::assert_snapshot!("handoff_reply_shortened", reply.text);
 
     // The boot block of the next window carries the labels.
-    let reply = e.handle(&obs(Event::TurnEnd { tool_results: 1 }, Some(31_500)));
+    let reply = e.handle(&obs(
+        Event::TurnEnd {
+            tool_results: 1,
+            outcome: None,
+        },
+        Some(31_500),
+    ));
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected the handoff commit, got {:?}", reply.result)
     };
@@ -1401,7 +1428,13 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
     assert_eq!(v["written"], false);
     assert!(v["commit"].is_string(), "{}", reply.text);
     insta::assert_snapshot!("handoff_reply_unsaved", reply.text);
-    let reply = e.handle(&obs(Event::TurnEnd { tool_results: 1 }, Some(31_500)));
+    let reply = e.handle(&obs(
+        Event::TurnEnd {
+            tool_results: 1,
+            outcome: None,
+        },
+        Some(31_500),
+    ));
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected the handoff commit, got {:?}", reply.result)
     };
@@ -1650,30 +1683,43 @@ fn overflow_recovery_resets_once_per_window_until_rearmed() {
     ));
 }
 
-/// Recovery off (`overflowRecovery: false`, or an explicit `mode: "off"`): the overflow hook is
-/// cancelled (Pi's summarizer never runs while Relay is on) with a warning; off writes no event.
+/// Recovery off (`overflowRecovery: false`): the overflow hook is cancelled (Pi's summarizer never
+/// runs while Relay is on) with a warning and an event.
 #[test]
 fn overflow_recovery_off_cancels_and_warns() {
-    for (budget, events) in [
-        (json!({"mode": "enforce", "overflowRecovery": false}), 1),
-        (json!({"mode": "off"}), 0),
-    ] {
-        let mut e = budget_engine(budget.clone());
-        let mut b = Branch::new();
-        e.append(&[b.user("big")]);
-        let reply = overflow_hook(&mut e, true);
-        assert_eq!(reply.result, Some(HookResult::Cancel), "{budget}");
-        assert_eq!(
-            events_named(&reply, "overflow_recovery_off").len(),
-            events,
-            "{budget}"
-        );
-        assert!(notify_texts(&reply).contains("Overflow recovery is off"));
-    }
+    let mut e = budget_engine(json!({"mode": "enforce", "overflowRecovery": false}));
+    let mut b = Branch::new();
+    e.append(&[b.user("big")]);
+    let reply = overflow_hook(&mut e, true);
+    assert_eq!(reply.result, Some(HookResult::Cancel));
+    assert_eq!(events_named(&reply, "overflow_recovery_off").len(), 1);
+    assert!(notify_texts(&reply).contains("Overflow recovery is off"));
     // With Relay off, Pi's own overflow handling applies.
     let mut e = budget_engine(json!({"mode": "enforce", "overflowRecovery": false}));
     e.handle(&obs(Event::Command { args: "off".into() }, None));
     assert!(overflow_hook(&mut e, true).result.is_none());
+}
+
+/// Issue 24, item 15: `mode: "off"` switches the budget policy off, not seed 000's overflow
+/// recovery: the overflow resets (no warning), and off writes no event.
+#[test]
+fn mode_off_still_recovers_from_an_overflow_without_telemetry() {
+    let mut e = budget_engine(json!({"mode": "off"}));
+    let mut b = Branch::new();
+    e.append(&[b.user("big")]);
+    let reply = overflow_hook(&mut e, true);
+    assert!(
+        matches!(reply.result, Some(HookResult::Reset { .. })),
+        "{reply:?}"
+    );
+    assert!(
+        !reply
+            .effects
+            .iter()
+            .any(|eff| matches!(eff, Effect::Telemetry { .. })),
+        "{reply:?}"
+    );
+    assert!(notify_texts(&reply).is_empty(), "{reply:?}");
 }
 
 /// The status file says `compacting` while an overflow reset is in flight, and the next
@@ -1730,7 +1776,13 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         e.append(&[b.user("go")]);
         e.handle(&obs(Event::BeforeAgentStart, None));
         e.append(&[b.answer("waiting", 15_000)]);
-        e.handle(&obs(Event::TurnEnd { tool_results: 0 }, Some(15_000)));
+        e.handle(&obs(
+            Event::TurnEnd {
+                tool_results: 0,
+                outcome: None,
+            },
+            Some(15_000),
+        ));
         let mut o = obs(
             Event::AgentBeforeSettle {
                 outcome: outcome.map(str::to_string),
@@ -2549,7 +2601,13 @@ fn commit_handoff(e: &mut Engine, args: &serde_json::Value, m: &Moment) -> (Tool
         .unwrap();
     let reply = e.handoff_written(&path, markdown, fingerprint, m);
     assert!(!reply.is_error, "{}", reply.text);
-    let end = e.handle(&obs(Event::TurnEnd { tool_results: 1 }, Some(31_500)));
+    let end = e.handle(&obs(
+        Event::TurnEnd {
+            tool_results: 1,
+            outcome: None,
+        },
+        Some(31_500),
+    ));
     (reply, end)
 }
 

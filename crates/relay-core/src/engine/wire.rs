@@ -154,6 +154,10 @@ pub enum Event {
         /// How many tool results the turn produced (blocked calls included): a turn with none is
         /// the model trying to stop; with some, the run goes on to another request.
         tool_results: u32,
+        /// Pi's `outcome` of the turn (`completed`, `aborted` or `error`); absent means completed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        outcome: Option<String>,
     },
     AgentEnd,
     AgentBeforeSettle {

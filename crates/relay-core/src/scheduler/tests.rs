@@ -108,6 +108,7 @@ fn settle_with(outcome: Outcome) -> SchedInput {
 fn turn_end(has_queued_user_messages: bool) -> SchedInput {
     I::TurnEnd {
         has_queued_user_messages,
+        completed: true,
     }
 }
 
@@ -253,13 +254,37 @@ fn rows() -> Vec<Row> {
             // a reset that never landed: the next prompt's pre-prompt check retries at once
             on(hook(R::Threshold, false), reset(2, S::Threshold, false)),
         ]),
-        row("error outcome at agent_before_settle clears pending work: no reset, no continuation", vec![
+        row("error outcome at agent_before_settle: no reset now; the new_context is owed and the next idle input's compaction serves it (issue 24, item 12)", vec![
             quiet(START),
             tool(Scheduled),
             on(settle_with(Outcome::Error), vec![]),
             quiet(DONE),
+            Step::Pending(Some(S::NewContext)),
+            tool(AlreadyPending),
+            on(I::InputResetRequested, vec![O::Compact { attempt: 1 }]),
+            on(hook(R::Manual, true), reset_no_continuation(1, S::NewContext)),
+            quiet(I::ResetApplied { attempt: 1 }),
+            Step::Pending(None),
+        ]),
+        row("an owed new_context whose input compaction failed resets at the next completed settle point", vec![
             quiet(START),
-            on(settle(false), vec![]),
+            tool(Scheduled),
+            on(settle_with(Outcome::Error), vec![]),
+            quiet(DONE),
+            on(I::InputResetRequested, vec![O::Compact { attempt: 1 }]),
+            quiet(I::InputResetFailed { attempt: 1 }),
+            quiet(START),
+            on(hook(R::Threshold, false), cancel()),
+            Step::Allow(A::Available),
+            on(settle(false), reset(2, S::NewContext, true)),
+        ]),
+        row("an error outcome without a new_context clears the run's work", vec![
+            quiet(START),
+            on(hook(R::Threshold, false), borrow()),
+            on(settle_with(Outcome::Error), vec![]),
+            quiet(DONE),
+            Step::Pending(None),
+            Step::Allow(A::Spent),
         ]),
         row("aborted outcome at agent_before_settle behaves like an error", vec![
             quiet(START),
@@ -564,18 +589,23 @@ fn rows() -> Vec<Row> {
             Step::Pending(None),
             on(settle(false), vec![]),
         ]),
-        row("a crossing after the borrowed turn resets at the next turn_end (no second borrow)", vec![
+        row("the borrowed turn's turn_end resets, as the steer promises (issue 24, item 9)", vec![
             quiet(START),
             on(hook(R::Threshold, false), borrow()),
-            quiet(turn_end(false)),
-            on(hook(R::Threshold, false), cancel()),
             Step::Pending(Some(S::Fallback)),
-            tool(AlreadyPending),
             on(turn_end(false), reset(1, S::Fallback, true)),
+            Step::Allow(A::Spent),
+            // Pi's check between turns while the reset is being installed: no second borrow.
+            on(hook(R::Threshold, false), cancel()),
             quiet(I::ResetApplied { attempt: 1 }),
             Step::Allow(A::Available),
             on(settle(false), vec![]),
             quiet(DONE),
+        ]),
+        row("the borrowed turn's turn_end with a prompt queued resets without a continuation", vec![
+            quiet(START),
+            on(hook(R::Threshold, false), borrow()),
+            on(turn_end(true), reset(1, S::Fallback, false)),
         ]),
         row("a crossing mid-run with the allowance spent (aborted borrow) resets at the next turn_end", vec![
             quiet(START),

@@ -318,7 +318,10 @@ fn pending_jobs_ask_for_the_idle_handoff() {
             "content":[{"type":"text","text":"waiting"}],"stopReason":"stop","usage":{"totalTokens":15000}}}))]);
         handle(
             &mut e,
-            Event::TurnEnd { tool_results: 0 },
+            Event::TurnEnd {
+                tool_results: 0,
+                outcome: None,
+            },
             Some(15_000),
             GuardState::Unavailable,
         );
