@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package fuzz soak
+.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package fuzz soak
 
 all: build
 
@@ -121,6 +121,14 @@ soak: build
 
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
 test: lint build test-rust test-extension test-e2e
+
+# The quick tier while developing (README, "Developing"): lint, the Rust tests and the extension
+# tests on the workspace's Pi only, without CHECK_SLOW. `make test` stays the whole suite.
+CHECK_SLOW := tests/extension/soak.test.mjs tests/extension/huge-output.test.mjs
+CHECK_EXTENSION := $(filter-out $(CHECK_SLOW),$(wildcard tests/extension/*.test.mjs))
+
+check: lint build test-addon test-rust
+	RELAY_TEST_ADDON=$(CURDIR)/$(TEST_ADDON_DIR)/relay.node $(NODE) --test --test-concurrency=1 $(CHECK_EXTENSION)
 
 lint: typecheck
 	cargo fmt --all -- --check

@@ -15,7 +15,7 @@ const STAGE = join(ROOT, "target", "package");
 /** napi-rs's target name for this machine: `<platform>-<arch>[-<abi>]`. */
 export function triple() {
 	const abi =
-		process.platform === "linux" ? (process.report?.getReport()?.header?.glibcVersionRuntime ? "-gnu" : "-musl") : process.platform === "win32" ? "-msvc" : "";
+		process.platform === "linux" ? (process.report?.getReport()?.header?.glibcVersionRuntime ? "-gnu" : "-musl") : "";
 	return `${process.platform}-${process.arch}${abi}`;
 }
 
@@ -33,7 +33,7 @@ const TARGETS = {
 	"linux-arm64-gnu": { os: "linux", cpu: "arm64", libc: "glibc" },
 	"darwin-arm64": { os: "darwin", cpu: "arm64" },
 	"darwin-x64": { os: "darwin", cpu: "x64" },
-	"win32-x64-msvc": { os: "win32", cpu: "x64" },
+	// No Windows target: the core needs Unix (relay-io's compile_error! says so on Windows).
 };
 
 function pack(dir) {

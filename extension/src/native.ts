@@ -41,9 +41,13 @@ function triple(): string {
 /**
  * Where the addon is: `RELAY_ADDON` when set (an explicit choice wins), else the platform package
  * npm installed beside pi-relay (`pi-relay-<triple>`), else a local build in `native/`
- * (`make build`). None of them: an error naming the platform and how to build the core.
+ * (`make build`). None of them: an error naming the platform and how to build the core (on
+ * Windows, which Relay does not support, an error saying so).
  */
 function addonPath(): string {
+	if (process.platform === "win32") {
+		throw new Error("relay: Relay does not support Windows: its core needs Unix (process groups, file modes, O_NOFOLLOW) and does not build there. Pi runs without Relay.");
+	}
 	const fromEnv = process.env.RELAY_ADDON;
 	if (fromEnv) return fromEnv;
 	const name = triple();

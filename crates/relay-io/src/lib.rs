@@ -19,6 +19,13 @@
     )
 )]
 
+// Relay runs on Unix only: Linux, and macOS (type-checked, never run there). It uses Unix process
+// groups, file modes and O_NOFOLLOW (`std::os::unix`, rustix) with no Windows equivalent.
+#[cfg(not(unix))]
+compile_error!(
+    "Relay does not support Windows (or any non-Unix target): it needs Unix process groups, file modes and O_NOFOLLOW. Build it on Linux or macOS."
+);
+
 #[cfg(test)]
 mod fault_tests;
 pub mod fsx;
