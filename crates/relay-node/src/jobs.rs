@@ -19,6 +19,13 @@ use serde_json::{json, Value};
 use crate::binding::{self, LoadJob};
 use crate::boundary;
 
+/// `mutex` locked; a thread that panicked holding it left a usable table.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Loads prepared by a binding, waiting for their job to run (keyed by job id).
 fn loads() -> &'static Mutex<HashMap<u64, LoadJob>> {
     static LOADS: OnceLock<Mutex<HashMap<u64, LoadJob>>> = OnceLock::new();
@@ -27,19 +34,13 @@ fn loads() -> &'static Mutex<HashMap<u64, LoadJob>> {
 
 /// Hand a prepared load to the runner under job id `id`.
 pub fn register_load(id: u64, job: LoadJob) {
-    let mut map = match loads().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut map = lock(loads());
     map.insert(id, job);
 }
 
 /// Drop a prepared load that will not run (superseded).
 pub fn forget_load(id: u64) {
-    let mut map = match loads().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut map = lock(loads());
     map.remove(&id);
 }
 
@@ -51,18 +52,12 @@ fn cancels() -> &'static Mutex<HashMap<u64, Arc<AtomicBool>>> {
 }
 
 fn cancel_flag(id: u64) -> Arc<AtomicBool> {
-    let mut map = match cancels().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut map = lock(cancels());
     Arc::clone(map.entry(id).or_default())
 }
 
 fn forget_cancel(id: u64) {
-    let mut map = match cancels().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut map = lock(cancels());
     map.remove(&id);
 }
 
@@ -72,10 +67,7 @@ pub fn cancel(id: u64) {
 }
 
 fn take_load(id: u64) -> Option<LoadJob> {
-    let mut map = match loads().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut map = lock(loads());
     map.remove(&id)
 }
 

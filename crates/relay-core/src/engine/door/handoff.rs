@@ -9,7 +9,7 @@ use super::super::wire::{Effect, GitFacts, Moment, ResumeFacts, ToolReply};
 use super::super::Engine;
 use super::{
     aborted, aborted_reply, deadlines, failure_of, git_unknown, value_of, GitWire, HandoffOp,
-    HandoffStage, HostFacts, JobResult, Op, Output, Rendered, Work, HANDOFF_FILE_TRIES,
+    HandoffStage, HostFacts, Job, JobResult, Op, Output, Rendered, Work, HANDOFF_FILE_TRIES,
 };
 use crate::integrations::{IntegrationFacts, StoreContents};
 use crate::resume_check::CheckResult;
@@ -21,14 +21,7 @@ impl Engine {
     /// once.
     pub fn tool_input(&mut self, name: &str, args: &Value, moment: &Moment) -> Output {
         if name != "context_handoff" {
-            let mut reply = self.tool(name, args, moment);
-            let mut out = Output::default();
-            if let Some(persist) = reply.persist.take() {
-                out.appends.push(persist);
-            }
-            out.effects = std::mem::take(&mut reply.effects);
-            out.reply = Some(reply);
-            return out;
+            return Self::tool_output(self.tool(name, args, moment));
         }
         let parsed = match self.handoff_begin(args, moment) {
             Ok(parsed) => parsed,
@@ -179,13 +172,18 @@ impl Engine {
     /// Ask for one job and wait for it in `stage`.
     fn handoff_next(
         &mut self,
-        mut op: Box<HandoffOp>,
+        op: Box<HandoffOp>,
         stage: HandoffStage,
         deadline_ms: i64,
         work: Work,
         moment: &Moment,
     ) -> Output {
         let job = self.job(moment.now_ms, deadline_ms, work);
+        self.handoff_wait(op, stage, job)
+    }
+
+    /// Wait for `job` in `stage`.
+    fn handoff_wait(&mut self, mut op: Box<HandoffOp>, stage: HandoffStage, job: Job) -> Output {
         op.stage = stage;
         op.jobs = vec![job.id];
         let out = Output {
@@ -261,24 +259,20 @@ impl Engine {
         }
     }
 
-    fn handoff_registries(&mut self, mut op: Box<HandoffOp>, moment: &Moment) -> Output {
-        let job = self.job(
-            moment.now_ms,
-            deadlines::FACTS_MS,
-            Work::Facts {
-                session_name: false,
-                registries: true,
-                task_ids: op.stores.as_ref().and_then(|s| s.task_ids.clone()),
-                store: false,
-            },
-        );
-        op.stage = HandoffStage::Registries;
-        op.jobs = vec![job.id];
-        let out = Output {
-            jobs: vec![job],
-            ..Output::default()
+    fn handoff_registries(&mut self, op: Box<HandoffOp>, moment: &Moment) -> Output {
+        let work = Work::Facts {
+            session_name: false,
+            registries: true,
+            task_ids: op.stores.as_ref().and_then(|s| s.task_ids.clone()),
+            store: false,
         };
-        self.wait(Op::Handoff(op), out)
+        self.handoff_next(
+            op,
+            HandoffStage::Registries,
+            deadlines::FACTS_MS,
+            work,
+            moment,
+        )
     }
 
     fn handoff_root(&self, op: &HandoffOp, moment: &Moment) -> String {
@@ -298,13 +292,7 @@ impl Engine {
                 session_id: self.mirror.history.session_id().to_string(),
             },
         );
-        op.stage = HandoffStage::Number;
-        op.jobs = vec![job.id];
-        let out = Output {
-            jobs: vec![job],
-            ..Output::default()
-        };
-        self.wait(Op::Handoff(op), out)
+        self.handoff_wait(op, HandoffStage::Number, job)
     }
 
     fn handoff_write(&mut self, mut op: Box<HandoffOp>, sequence: u32, moment: &Moment) -> Output {
@@ -345,12 +333,6 @@ impl Engine {
             markdown,
             fingerprint,
         });
-        op.stage = HandoffStage::Write;
-        op.jobs = vec![job.id];
-        let out = Output {
-            jobs: vec![job],
-            ..Output::default()
-        };
-        self.wait(Op::Handoff(op), out)
+        self.handoff_wait(op, HandoffStage::Write, job)
     }
 }
