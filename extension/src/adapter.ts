@@ -308,6 +308,24 @@ function completeHistory(rt: Runtime, ctx: ExtensionContext, out: Output, token:
 	rt.state.completing = completing;
 }
 
+/**
+ * The session ends: a load in flight is dropped (its result, when it comes, is ignored). True when
+ * the session had started (its start-up load was done), so that the engine sees the end of it;
+ * false when it ends during that load, which the engine then stops (`close`) without anything else.
+ */
+export function closeSession(rt: Runtime): boolean {
+	rt.state.loadToken = undefined;
+	if (!rt.state.loading) return true;
+	rt.state.loading = undefined;
+	rt.state.completing = undefined;
+	try {
+		call(rt, { type: "close" });
+	} catch (error) {
+		console.error(`relay: stopping the session load failed: ${error instanceof Error ? error.message : String(error)}`);
+	}
+	return false;
+}
+
 /** Run `body` once the start-up load and the completion of the history are done ({@link openSession}). */
 export function whenComplete<R>(state: SyncState, body: () => R): R | Promise<Awaited<R>> {
 	const pending = state.loading ?? state.completing;

@@ -11,6 +11,7 @@ import {
 	openSession,
 	releaseRuntime,
 	resetDrafts,
+	closeSession,
 	whenComplete,
 	whenLoaded,
 	withMessages,
@@ -173,12 +174,13 @@ export default function relay(pi: ExtensionAPI) {
 			handle(ctx, "session_tree");
 		}),
 	);
-	pi.on("session_shutdown", (_event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "session_shutdown");
-			releaseRuntime(runtime);
-		}),
-	);
+	pi.on("session_shutdown", (_event, ctx) => {
+		// A load still in flight is for nobody now (`pi -p` ends, /quit, a switch or /reload): it
+		// stops, Pi does not wait for it, and its result never reaches this ctx, which Pi makes
+		// stale as the session ends.
+		if (closeSession(rt)) handle(ctx, "session_shutdown");
+		releaseRuntime(runtime);
+	});
 	pi.on("input", (_event, ctx) =>
 		whenLoaded(rt.state, async () => {
 			await loadGuards();

@@ -48,13 +48,16 @@ pub fn read_session_text(path: &Path) -> Result<String, SessionReadError> {
 }
 
 /// Reads a session file and feeds the branch that ends at the entry `leaf_id` to `sink`, root
-/// first, one entry at a time (see [`stream_branch`]). `Ok(false)`, with the sink untouched,
-/// when the file has no entry `leaf_id`.
+/// first, one entry at a time (see [`stream_branch`]). `Ok(false)` when the file has no entry
+/// `leaf_id`: the sink may then have begun a branch that is not the one asked for (the caller
+/// drops it, or begins again).
 ///
-/// When the file's last entry is the leaf (a session reopened where it was left), the file is
-/// read in chunks into one reused buffer and each complete line is decoded and handed over as
-/// it arrives ([`LinearFeed`]), so the whole file is never held in memory. A file with branches
-/// is read whole and its branch found from the entries' parents.
+/// When every entry up to the leaf follows the one before it (a session without branches, the
+/// leaf its last entry or not), the file is read in chunks into one reused buffer up to the leaf,
+/// and each complete line is decoded and handed over as it arrives ([`LinearFeed::until`]), so
+/// the whole file is never held in memory. A file with branches before the leaf is read whole
+/// and its branch found from the entries' parents. A sink that stops wanting the branch stops
+/// either reader at its next entry (`Ok(false)`).
 pub fn stream_session_branch(
     path: &Path,
     leaf_id: &str,
@@ -69,21 +72,14 @@ fn stream_session_branch_with(
     sink: &mut impl BranchSink,
     threads: Threads,
 ) -> Result<bool, SessionReadError> {
-    let mut file = fs::File::open(path).map_err(|e| SessionReadError::new(path, e))?;
-    if last_entry_id(&mut file)
-        .map_err(|e| SessionReadError::new(path, e))?
-        .as_deref()
-        == Some(leaf_id)
-    {
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| SessionReadError::new(path, e))?;
-        let mut feed = LinearFeed::new();
-        sink.begin();
-        let all_fed = feed_lines(file, &mut feed, sink, threads)
-            .map_err(|e| SessionReadError::new(path, e))?;
-        if all_fed && feed.finish(leaf_id) {
-            return Ok(true);
-        }
+    let file = fs::File::open(path).map_err(|e| SessionReadError::new(path, e))?;
+    // Read up to the leaf only: Pi may have written more since the leaf was taken (a `pi -p`
+    // run's prompt and answer land while its whole history loads).
+    let mut feed = LinearFeed::until(leaf_id);
+    sink.begin();
+    feed_lines(file, &mut feed, sink, threads).map_err(|e| SessionReadError::new(path, e))?;
+    if feed.finish(leaf_id) {
+        return Ok(true);
     }
     if !sink.wanted() {
         // Nobody waits for this branch any more: stop here rather than read the file again.
@@ -514,35 +510,6 @@ fn for_each_block_exact(
     }
 }
 
-/// The id of the last entry of a session file, as [`read_session`] would list it, found by
-/// reading the file backwards in growing blocks.
-fn last_entry_id(file: &mut fs::File) -> io::Result<Option<String>> {
-    let len = file.seek(SeekFrom::End(0))?;
-    let mut block: u64 = 64 << 10;
-    loop {
-        let from = len.saturating_sub(block);
-        file.seek(SeekFrom::Start(from))?;
-        let mut bytes = Vec::with_capacity(usize::try_from(len - from).unwrap_or(0));
-        file.by_ref().take(len - from).read_to_end(&mut bytes)?;
-        // The first line of the block may be cut, unless the block starts the file.
-        let whole = if from == 0 {
-            bytes.as_slice()
-        } else {
-            memchr::memchr(b'\n', &bytes)
-                .and_then(|i| bytes.get(i + 1..))
-                .unwrap_or_default()
-        };
-        let text = String::from_utf8_lossy(whole);
-        if let Some(entry) = text.rsplit('\n').find_map(last_entry_of_line) {
-            return Ok(Some(entry.id));
-        }
-        if from == 0 {
-            return Ok(None);
-        }
-        block *= 4;
-    }
-}
-
 /// The session files at `path`: a file is returned as is; a directory yields every `*.jsonl`
 /// file below it (recursively, symbolic links to directories not followed), sorted by path.
 pub fn find_sessions(path: &Path) -> Result<Vec<PathBuf>, SessionReadError> {
@@ -662,6 +629,68 @@ mod tests {
             assert!(stream_session_branch_with(&file, "e4999", &mut all, threads).unwrap());
             assert_eq!(all.0.len(), 5_000);
         }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A linear session file, `n` custom entries `e0`… each the child of the one before.
+    fn linear_session(n: usize) -> String {
+        let mut text = String::from("{\"type\":\"session\",\"id\":\"S\"}\n");
+        let mut parent = "null".to_string();
+        for i in 0..n {
+            text.push_str(&format!(
+                "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n"
+            ));
+            parent = format!("\"e{i}\"");
+        }
+        text
+    }
+
+    /// Pi goes on writing while a whole history loads (a `pi -p` run's prompt and answer): the
+    /// reader stops at the leaf it was given, in one pass, whatever follows it.
+    #[test]
+    fn a_leaf_before_the_end_of_the_file_is_read_up_to_it_in_one_pass() {
+        let dir = temp_dir("leaf-before-end");
+        let file = dir.join("s.jsonl");
+        let mut text = linear_session(5_000);
+        // After the leaf: more of the same branch, a line that is not JSON, and a sibling.
+        text.push_str("not json\n{\"type\":\"custom\",\"id\":\"x\",\"parentId\":\"e5\",\"timestamp\":\"T\",\"customType\":\"k\"}\n");
+        fs::write(&file, &text).unwrap();
+        for threads in [Threads::One, Threads::Two] {
+            for leaf in ["e2999", "e4999"] {
+                let mut sink = Collect::default();
+                assert!(stream_session_branch_with(&file, leaf, &mut sink, threads).unwrap());
+                let want: usize = leaf[1..].parse::<usize>().unwrap() + 1;
+                assert_eq!(sink.0.len(), want, "{leaf}");
+                assert_eq!(sink.0.last().map(|e| e.id.as_str()), Some(leaf));
+                assert_eq!(
+                    sink.1, 1,
+                    "one pass, no second read by parents ({leaf}, {threads:?})"
+                );
+            }
+            // The sibling written after the leaf is a branch: found from the parents.
+            let mut sink = Collect::default();
+            assert!(stream_session_branch_with(&file, "x", &mut sink, threads).unwrap());
+            let ids: Vec<&str> = sink.0.iter().map(|e| e.id.as_str()).collect();
+            assert_eq!(ids, ["e0", "e1", "e2", "e3", "e4", "e5", "x"]);
+        }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A file with branches is read whole and its branch found from the parents: a load nobody
+    /// waits for stops there too, without handing over the rest.
+    #[test]
+    fn a_load_by_parents_nobody_wants_any_more_stops() {
+        let dir = temp_dir("unwanted-parents");
+        let file = dir.join("s.jsonl");
+        let mut text = linear_session(5_000);
+        text.push_str("{\"type\":\"custom\",\"id\":\"x\",\"parentId\":\"e4000\",\"timestamp\":\"T\",\"customType\":\"k\"}\n");
+        fs::write(&file, &text).unwrap();
+        let mut sink = StopAfter { keep: 10, got: 0 };
+        assert!(!stream_session_branch_with(&file, "x", &mut sink, Threads::One).unwrap());
+        assert_eq!(sink.got, 10, "no entry after the sink stopped wanting them");
+        let mut all = Collect::default();
+        assert!(stream_session_branch_with(&file, "x", &mut all, Threads::One).unwrap());
+        assert_eq!(all.0.len(), 4_002);
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -889,10 +918,9 @@ mod tests {
                 assert_eq!(got.tip(), Some(leaf));
                 assert_eq!(history_view(&got), history_view(&expected), "{name} {leaf}");
             }
-            let mut untouched = relay_core::engine::Engine::new();
-            let mut replay = Replay(&mut untouched, false);
+            let mut engine = relay_core::engine::Engine::new();
+            let mut replay = Replay(&mut engine, false);
             assert!(!stream_session_branch(&file, "nope", &mut replay).unwrap());
-            assert!(!replay.1, "no replay starts for a missing leaf");
         }
         fs::remove_dir_all(dir).unwrap();
     }

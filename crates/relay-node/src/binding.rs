@@ -215,7 +215,7 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
                 Ok(TailLoad::NoTail) => {}
             }
         }
-        boundary::hold("LOAD");
+        boundary::hold_unless("LOAD", &job.cancel);
         let found = relay_io::session::stream_session_branch(&job.path, &job.leaf_id, &mut sink);
         match (found, sink.branch) {
             (Ok(true), Some(branch)) => Some(branch),
@@ -695,6 +695,10 @@ impl Binding {
             } => {
                 let json = serde_json::to_string(&entries).map_err(|e| invalid("branch", e))?;
                 self.resync_now(&session_id, &json)?;
+                Output::default()
+            }
+            Input::Close => {
+                self.drop_loads();
                 Output::default()
             }
             Input::Known { ids } => {

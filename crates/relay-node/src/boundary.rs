@@ -114,12 +114,21 @@ pub fn inject(method: &str, detail: &dyn Fn() -> String) {
 /// `<gate>.held` is created when the hold begins, so a test can wait for that moment.
 #[cfg(feature = "test-panic")]
 pub fn hold(point: &str) {
+    hold_unless(point, &std::sync::atomic::AtomicBool::new(false));
+}
+
+/// [`hold`], ended early once `cancelled` is set (a job nobody waits for any more).
+#[cfg(feature = "test-panic")]
+pub fn hold_unless(point: &str, cancelled: &std::sync::atomic::AtomicBool) {
     let Ok(gate) = std::env::var(format!("RELAY_TEST_HOLD_{point}")) else {
         return;
     };
     let _ = std::fs::write(format!("{gate}.held"), b"");
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::path::Path::new(&gate).exists() && std::time::Instant::now() < until {
+    while !std::path::Path::new(&gate).exists()
+        && std::time::Instant::now() < until
+        && !cancelled.load(std::sync::atomic::Ordering::Relaxed)
+    {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
@@ -127,6 +136,10 @@ pub fn hold(point: &str) {
 #[cfg(not(feature = "test-panic"))]
 #[inline(always)]
 pub fn hold(_point: &str) {}
+
+#[cfg(not(feature = "test-panic"))]
+#[inline(always)]
+pub fn hold_unless(_point: &str, _cancelled: &std::sync::atomic::AtomicBool) {}
 
 #[cfg(not(feature = "test-panic"))]
 #[inline(always)]

@@ -491,6 +491,7 @@ export type Input =
 		 */
 		background: boolean,
 	}
+	| { "type": "close" }
 	| { "type": "resync", sessionId: string, entries: unknown[] }
 	| { "type": "known", ids: Array<string> }
 	| { "type": "hook", observation: Observation }

@@ -93,6 +93,10 @@ pub enum Input {
         /// reload after a failure).
         background: bool,
     },
+    /// The session ends (Pi shuts down, reloads or switches) before its start-up load is done:
+    /// every load in flight stops and nothing else happens (the engine never started the
+    /// session, so it has nothing to end).
+    Close,
     /// The whole branch as Pi's `getBranch()` gives it (root first).
     Resync {
         session_id: String,

@@ -123,11 +123,23 @@ pub struct LinearFeed {
     /// sends the caller to the general path, which is right in both cases.
     seen: rustc_hash::FxHashSet<u64>,
     repeated: bool,
+    /// Stop once this entry is fed ([`LinearFeed::until`]).
+    stop_at: Option<String>,
 }
 
 impl LinearFeed {
     pub fn new() -> Self {
         LinearFeed::default()
+    }
+
+    /// A feed that stops (returns false) right after the entry `leaf_id`: the entries a file holds
+    /// after the leaf (Pi went on writing since the leaf was taken) are not read at all, and
+    /// [`LinearFeed::finish`] then holds when every entry up to the leaf followed the one before.
+    pub fn until(leaf_id: &str) -> Self {
+        LinearFeed {
+            stop_at: Some(leaf_id.to_string()),
+            ..LinearFeed::default()
+        }
     }
 
     /// Feeds the next line of the file (without its `\n`; a `\r` ending and blank lines are
@@ -147,7 +159,7 @@ impl LinearFeed {
             return false;
         }
         sink.entry(entry);
-        true
+        !self.stopped()
     }
 
     /// [`LinearFeed::entry`] for an entry the caller keeps: the sink gets it through
@@ -157,7 +169,12 @@ impl LinearFeed {
             return false;
         }
         sink.entry_ref(entry);
-        true
+        !self.stopped()
+    }
+
+    /// Whether the last entry fed is the one [`LinearFeed::until`] stops at.
+    fn stopped(&self) -> bool {
+        self.stop_at.is_some() && self.stop_at == self.prev_id
     }
 
     /// Whether `entry` follows the previous one; if so, it becomes the previous one.
@@ -180,8 +197,9 @@ impl LinearFeed {
         true
     }
 
-    /// After the last line: true when the sink now holds exactly the branch that ends at
-    /// `leaf_id` (the last entry fed is the leaf and no id was repeated).
+    /// After the last line fed (all of them, or up to the one that returned false): true when the
+    /// sink now holds exactly the branch that ends at `leaf_id` (the last entry fed is the leaf,
+    /// each entry fed followed the one before, and no id was repeated).
     pub fn finish(&self, leaf_id: &str) -> bool {
         !self.repeated && self.prev_id.as_deref() == Some(leaf_id)
     }
@@ -210,10 +228,15 @@ pub fn stream_branch(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> b
 }
 
 /// The general path of [`stream_branch`], same contract: the ids and parents of all lines are
-/// read first, then only the branch's lines are decoded again and handed over.
+/// read first, then only the branch's lines are decoded again and handed over. False also when
+/// the sink stops wanting the branch ([`BranchSink::wanted`]) before it has it all.
 pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> bool {
     let mut recs: Vec<LineRec> = Vec::new();
-    for (start, end, line) in lines_with_ranges(text) {
+    for (n, (start, end, line)) in lines_with_ranges(text).enumerate() {
+        // A load nobody waits for any more stops here (checked every 256 lines: a flag read).
+        if n % 256 == 0 && !sink.wanted() {
+            return false;
+        }
         if let Ok(Line::Entry(entry)) = parse_line(line) {
             recs.push(LineRec {
                 id: entry.id,
@@ -236,6 +259,9 @@ pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl Branc
     }
     sink.begin();
     for i in path {
+        if !sink.wanted() {
+            return false;
+        }
         let line = recs.get(i).and_then(|r| text.get(r.start..r.end));
         if let Some(Ok(Line::Entry(entry))) = line.map(parse_line) {
             sink.entry(entry);

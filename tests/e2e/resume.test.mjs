@@ -1,0 +1,62 @@
+// End to end (issue 25): resuming a large session with the real `pi` CLI in print mode, offline,
+// with the faux provider. `pi -p` ends as soon as its answer is printed: the whole-history load
+// that runs after the first request is stopped, Pi does not wait for it, and its late result
+// reaches no stale session. Runs the test-panic addon (`make test-addon`), whose test-only gate
+// `RELAY_TEST_HOLD_LOAD` holds the whole load until a file exists (or the load is cancelled).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { generate } from "../../bench/session-gen.mjs";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? join(ROOT, "target/test-addon/relay.node");
+assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
+
+test("pi -p on a large session with windows answers and exits while its whole history still loads, with nothing reported", () => {
+	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-resume-"));
+	const [agent, work] = ["agent", "work"].map((d) => join(dir, d));
+	for (const d of [agent, work]) mkdirSync(d, { recursive: true });
+	// Larger than the background threshold (8 MiB), with a compaction every 2,000 entries: the
+	// first request goes out from the current window, the earlier ones load after it.
+	const source = join(dir, "generated.jsonl");
+	generate(source, { targetBytes: 12 * 1048576, seed: 11, compactionEvery: 2000 });
+	const [head, ...rest] = readFileSync(source, "utf8").split("\n");
+	const session = join(dir, "session.jsonl");
+	writeFileSync(session, [JSON.stringify({ ...JSON.parse(head), cwd: work }), ...rest].join("\n"));
+	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false } }));
+	writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: "Answered from the current window." }]));
+	const gate = join(dir, "never-opened");
+	const result = spawnSync(
+		process.execPath,
+		[PI, "-p", "-ne", "-nbt", "--offline", "--session", session, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1", "go"],
+		{
+			cwd: work,
+			encoding: "utf8",
+			input: "",
+			// The gate holds the load for 60 s unless it is cancelled: a run that waited for it
+			// would take that long.
+			timeout: 30_000,
+			env: {
+				...process.env,
+				PI_CODING_AGENT_DIR: agent,
+				PI_CONTEXT_BUDGET_STATE_DIR: join(dir, "state"),
+				PI_OFFLINE: "1",
+				RELAY_ADDON: TEST_ADDON,
+				RELAY_TEST_HOLD_LOAD: gate,
+				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
+				RELAY_FAUX_WINDOW: "1000000000",
+			},
+		},
+	);
+	assert.equal(result.error, undefined, "pi ended before the test's timeout");
+	assert.equal(result.status, 0, result.stderr);
+	assert.equal(result.stdout.trim(), "Answered from the current window.");
+	assert.ok(existsSync(`${gate}.held`), "the whole-history load was in flight when the answer came");
+	assert.ok(!existsSync(gate));
+	assert.doesNotMatch(result.stderr, /relay/i, "nothing reported: the late load reached no stale session");
+});
