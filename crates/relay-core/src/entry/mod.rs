@@ -3,6 +3,7 @@
 //!
 //! - `types`: [`Entry`], [`EntryKind`], [`Message`], [`Header`], [`Line`] and the decoding errors;
 //! - `decode`: one JSON line or object → [`Line`] / [`Entry`]; a whole file → [`ParsedSession`];
+//! - `raw`: the borrowed serde shapes `decode` reads a line into (in full, or skimmed);
 //! - `branch`: the root→leaf path of a session's tree, from entries or streamed from a file;
 //! - `foreign`: pi-context's and pi-context-budget's entries read as Relay's ([`adopt`]);
 //! - `marker`: what opened a window ([`WindowMarker`], Relay's compaction `details` in every shape).
@@ -23,6 +24,7 @@ mod branch;
 mod decode;
 mod foreign;
 mod marker;
+mod raw;
 mod types;
 
 pub use branch::{branch_indices, stream_branch, stream_branch_by_parents, BranchSink, LinearFeed};
