@@ -185,7 +185,7 @@ test("the floor survives a reload: a resumed session past the handoff threshold 
 	}
 });
 
-test("the floor survives /tree: navigating back keeps the branch's floor, and the loop guard counts commits from the branch", async () => {
+test("the floor survives /tree: navigating back keeps the branch's floor", async () => {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const probe = probeTool();
@@ -210,6 +210,52 @@ test("the floor survives /tree: navigating back keeps the branch's floor, and th
 		assert.ok(blocked.isError, "35000 tokens over the branch's floor of 5000: blocked");
 		assert.match(blocked.text, /handoff threshold 30000/);
 		assert.equal(probe.runs, 0);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("the loop guard survives /tree: navigating back before the progress that cleared it counts the branch's commit again (issue 24, item 3)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		// One handoff without progress is the limit: the next crossing arms the loop guard.
+		settings: enforce({ loop: { maxHandoffsWithoutProgress: 1, withinTurns: 8 } }),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Past the handoff threshold: the call is blocked, the model hands off, the window resets.
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 35_200 },
+			{ text: "Continued from the handoff.", tokens: 2_000 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.");
+		assert.equal(ofType(t, "compaction")[0].details.source, "handoff", "one budget commit on the branch");
+		assert.equal(probe.runs, 0);
+		const afterCommit = t.sessionManager.getLeafId();
+
+		// A side line where real work succeeds: progress, so the commit no longer counts there.
+		t.script({ ...tool("probe_work"), tokens: 2_500 }, { text: "Side work done.", tokens: 2_600 });
+		await t.session.prompt("A side task.");
+		assert.equal(probe.runs, 1, "the side task's tool ran");
+
+		// Back before that progress: the branch holds one commit and no progress since.
+		await t.session.navigateTree(afterCommit);
+		t.script({ ...tool("probe_work"), tokens: 35_000 }, { text: "never requested: the blocked call ends the run", tokens: 35_100 });
+		await t.session.prompt("Back on the main line: big step again.");
+		const blocked = resultsOf(t, "probe_work").at(-1);
+		assert.equal(probe.runs, 1, "nothing ran after the navigation");
+		assert.ok(blocked.isError);
+		assert.match(blocked.text, /1 handoffs within 8 turns made no progress/, "the loop guard, not a plain handoff request");
+		const armed = env.events().filter((e) => e.event === "fallback_armed");
+		assert.deepEqual(armed.map((e) => e.reason), ["loop"]);
 	} finally {
 		await t.dispose();
 		env.restore();

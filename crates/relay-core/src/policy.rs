@@ -1063,9 +1063,29 @@ pub fn step(
     (s, fx)
 }
 
+/// The state rebuilt from a branch on which Relay gave up resetting the current window: the
+/// compaction-failure fallback is armed, as [`PolicyInput::CompactionFailed`] left it (no event:
+/// it was logged when it happened).
+pub fn armed_by_compaction_failure(state: PolicyState) -> PolicyState {
+    PolicyState {
+        phase: Phase::FallbackArmed,
+        fallback: Some(FallbackReason::CompactionFailure),
+        fallback_turns: 0,
+        soft_latched: true,
+        pending: None,
+        committing: None,
+        ..state
+    }
+}
+
 /// A mode change disarms the fallback a compaction failure armed (the user changed the
 /// situation; Relay's next reset is tried afresh). Other fallbacks stay.
-fn disarm_compaction_failure(s: &mut PolicyState) {
+pub fn disarm_compaction_failure(mut state: PolicyState) -> PolicyState {
+    disarm_compaction_failure_in(&mut state);
+    state
+}
+
+fn disarm_compaction_failure_in(s: &mut PolicyState) {
     if s.phase == Phase::FallbackArmed && s.fallback == Some(FallbackReason::CompactionFailure) {
         s.phase = Phase::Idle;
         s.fallback = None;
@@ -1092,7 +1112,7 @@ pub fn step_mode(
     match mode {
         Mode::Off => {
             let mut s = leave_projection(state);
-            disarm_compaction_failure(&mut s);
+            disarm_compaction_failure_in(&mut s);
             measure(&mut s, input);
             if matches!(input, PolicyInput::ResetApplied) {
                 s.phase = Phase::Idle;
@@ -1107,7 +1127,7 @@ pub fn step_mode(
             let mut base = state.clone();
             if !base.projected {
                 // Entering observe from enforce: a mode change disarms a compaction failure.
-                disarm_compaction_failure(&mut base);
+                disarm_compaction_failure_in(&mut base);
                 base.projected = true;
                 base.actual_commits =
                     Some((base.handoffs_committed, base.unproductive_commits.clone()));

@@ -570,11 +570,12 @@ impl Engine {
         if self.budget.policy.projected && mode != Mode::Observe {
             // An observe preview ends: its latches and preview-only commits (and the floor its
             // would-be resets moved) are dropped; the branch says what actually happened.
+            // Leaving observe is a mode change: it disarms a compaction failure the branch shows.
             let tokens = self.budget.policy.tokens;
-            self.budget.policy = PolicyState {
+            self.budget.policy = policy::disarm_compaction_failure(PolicyState {
                 tokens,
                 ..self.mirror.policy_state()
-            };
+            });
         }
         let (state, fx) = step_mode(mode, &self.budget.policy, &params, &input);
         self.budget.policy = state;

@@ -43,6 +43,10 @@ pub(super) struct WindowState {
     /// Every notice of a failed reset Relay owns in this window (not the user's `/compact`):
     /// the failure count is a projection of the branch.
     pub(super) owned_failures_at: Vec<usize>,
+    /// The failure notice at which Relay gave up resetting this window (the third owned failure,
+    /// or a persistent one): the compaction-failure fallback is armed from here on, also after a
+    /// reload or a new process (`Mirror::policy_state`).
+    pub(super) gave_up_at: Option<usize>,
     /// Positions of the window's user messages, oldest first: the boot block of an automatic
     /// reset repeats the newest of them (their texts are in the history arena), and an overflow
     /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
@@ -368,8 +372,9 @@ impl Mirror {
 
     /// The budget policy's state as the branch holds it: the floor (the current window's first
     /// assistant usage), the turn clock (assistant messages), the handoff count and the loop
-    /// guard's commits since the last successful non-handoff tool, each at the turn it was made.
-    /// Nothing pending: a reload, a navigation or leaving an observe preview starts from here.
+    /// guard's commits since the last successful non-handoff tool, each at the turn it was made,
+    /// and the compaction-failure fallback when Relay gave up resetting the current window.
+    /// Nothing else pending: a reload, a navigation or leaving an observe preview starts from here.
     pub(super) fn policy_state(&self) -> PolicyState {
         let turns_before = |pos: usize| self.turn_marks.partition_point(|&t| t < pos) as u64;
         let last_progress = self.progress_marks.last().copied();
@@ -380,13 +385,20 @@ impl Mirror {
             .map(|&c| turns_before(c))
             .collect();
         let floor = self.current.first_usage();
-        PolicyState {
+        let state = PolicyState {
             floor,
             awaiting_floor: floor.is_none(),
             turn: self.turn_marks.len() as u64,
             handoffs_committed: self.commits(),
             unproductive_commits,
             ..PolicyState::default()
+        };
+        // Relay gave up resetting this window: the compaction-failure fallback is armed until a
+        // reset opens a new window (or a mode change disarms it).
+        if self.current.gave_up_at.is_some() {
+            crate::policy::armed_by_compaction_failure(state)
+        } else {
+            state
         }
     }
 
@@ -517,6 +529,17 @@ impl Mirror {
                 }
                 if details.get("source").and_then(Value::as_str) != Some("manual") {
                     self.current.owned_failures_at.push(pos);
+                    // The same rule as `Engine::report_failure`: the third failure of Relay's own
+                    // reset in a window, or a persistent one, gives up.
+                    let persistent =
+                        details.get("failure").and_then(Value::as_str) == Some("persistent");
+                    if self.current.gave_up_at.is_none()
+                        && (persistent
+                            || self.current.owned_failures_at.len()
+                                >= super::MAX_OWNED_RESET_FAILURES)
+                    {
+                        self.current.gave_up_at = Some(pos);
+                    }
                 }
                 Observed::Other
             }
@@ -664,6 +687,9 @@ impl Mirror {
         }
         while w.owned_failures_at.last().is_some_and(|&p| p >= len) {
             w.owned_failures_at.pop();
+        }
+        if w.gave_up_at.is_some_and(|p| p >= len) {
+            w.gave_up_at = None;
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();

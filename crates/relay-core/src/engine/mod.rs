@@ -97,7 +97,7 @@ use crate::scheduler::{
 
 /// The failure of a reset Relay owns that arms the budget fallback ("compaction failure") in
 /// its window: the first two are retried at the next eligible boundary.
-const MAX_OWNED_RESET_FAILURES: usize = 3;
+pub(super) const MAX_OWNED_RESET_FAILURES: usize = 3;
 
 use budget::Budget;
 use configure::Settings;
