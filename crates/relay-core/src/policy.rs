@@ -280,6 +280,12 @@ pub enum PolicyInput {
     BeforeSettle {
         #[serde(default)]
         pending_work: bool,
+        /// The scheduler resets the window at this settle point anyway (a `new_context`, a
+        /// retry, a forced or borrowed-turn reset, or one already in flight): the policy asks
+        /// for nothing then (no handoff or idle request into a window being reset); a written
+        /// handoff still commits with that reset, and an armed fallback waits for it.
+        #[serde(default)]
+        reset_due: bool,
     },
     /// New external input (Pi's `input`) while no run is active, before the run it starts.
     /// `idle_ms`: time since the agent's last activity (`None`: unknown, e.g. right after a
@@ -736,6 +742,23 @@ fn block_reason(s: &PolicyState, p: &PolicyParams) -> Option<(String, bool)> {
     }
 }
 
+/// What the policy's blocks leave of the notes tools now (the same phases as `block_reason`):
+/// `None` when nothing is blocked, else what the borrowed turn's steer may ask for.
+pub fn notes_access(s: &PolicyState) -> Option<crate::render::BudgetSteer> {
+    use crate::render::BudgetSteer;
+    match s.phase {
+        Phase::Idle | Phase::SoftNotified => None,
+        Phase::HandoffRequired => Some(BudgetSteer::HandoffOnly),
+        Phase::FallbackArmed
+            if s.fallback.unwrap_or(FallbackReason::Hard) == FallbackReason::Hard =>
+        {
+            Some(BudgetSteer::HandoffOnly)
+        }
+        Phase::FallbackArmed | Phase::Compacting => Some(BudgetSteer::Closed),
+        Phase::HandoffPendingCommit => Some(BudgetSteer::HandoffWritten),
+    }
+}
+
 fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
     let Some(pending) = s.pending.take() else {
         return;
@@ -944,7 +967,19 @@ pub fn step(
                 _ => {}
             }
         }
-        PolicyInput::BeforeSettle { pending_work } => match s.phase {
+        PolicyInput::BeforeSettle {
+            pending_work,
+            reset_due,
+        } => match s.phase {
+            Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
+            // One settle answer: the reset already due wins; a handoff request would be sent into
+            // a window that is being replaced.
+            Phase::HandoffRequired | Phase::FallbackArmed if *reset_due => {
+                fx.push(event(
+                    "settle_reset_due",
+                    json!({"tokens": s.tokens, "phase": s.phase.as_str()}),
+                ));
+            }
             Phase::HandoffRequired if !s.settle_continued => {
                 s.settle_continued = true;
                 fx.push(event(
@@ -955,7 +990,6 @@ pub fn step(
                     text: render_settle_continuation(s.tokens, &params.thresholds),
                 });
             }
-            Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
             // At the hard limit a handoff can still commit: ask for it once per run.
             Phase::FallbackArmed
                 if s.fallback == Some(FallbackReason::Hard) && !s.settle_continued =>
@@ -988,6 +1022,7 @@ pub fn step(
             // work still pending, ask once for a handoff while the cache is warm.
             Phase::Idle | Phase::SoftNotified
                 if *pending_work
+                    && !*reset_due
                     && !s.idle_requested
                     && !s.settle_continued
                     && s.tokens.is_some_and(|t| t >= params.idle_min_tokens) =>

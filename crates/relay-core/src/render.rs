@@ -374,6 +374,34 @@ This context window is full and will be reset as soon as you finish this turn. U
         .to_string()
 }
 
+/// Which tools the context budget leaves the model in a borrowed note-taking turn (the policy's
+/// blocks, see `policy::notes_access`): the steer asks only for what can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetSteer {
+    /// Every tool but `context_handoff` is blocked: the turn is for the handoff.
+    HandoffOnly,
+    /// A handoff is written and commits at this turn's end: nothing else to do.
+    HandoffWritten,
+    /// Every tool is blocked and a handoff cannot help (a reset is under way, or the cap, the
+    /// loop guard or a compaction failure armed the fallback).
+    Closed,
+}
+
+/// The borrowed turn's steer while the context budget blocks the notes tools: the same promise
+/// as [`render_notes_steer`] (the reset follows this turn), asking only for what the budget allows.
+pub fn render_budget_steer(steer: BudgetSteer) -> String {
+    let ask = match steer {
+        BudgetSteer::HandoffOnly => "The context budget allows no tool but context_handoff right now, so the notes tools are blocked: spend this turn on one context_handoff call (goal, next_step, facts, and the user's constraints word for word). The next window starts from that handoff. Do not start new work now.",
+        BudgetSteer::HandoffWritten => "Your handoff is written and the next window starts from it. The context budget blocks every other tool, the notes tools included: end this turn without calling tools.",
+        BudgetSteer::Closed => "The context budget blocks every tool right now, the notes tools and context_handoff included: end this turn without calling tools. The next window opens with the notes you already have; earlier messages stay searchable with the history_* tools.",
+    };
+    format!(
+        "<context_window_guidance>
+This context window is full and will be reset as soon as you finish this turn. {ask}
+</context_window_guidance>"
+    )
+}
+
 /// What the model reads when a reset it was promised (or that Relay started) did not happen.
 /// `source` is the reset's source name (`new_context`, `fallback`, `manual`, …).
 pub fn render_reset_failed(source: &str) -> String {
@@ -1046,6 +1074,19 @@ mod tests {
         let steer = render_notes_steer();
         assert!(steer.contains("notes_write_file") && steer.contains("reset"));
         insta::assert_snapshot!("notes_steer", steer);
+        let budget = [
+            BudgetSteer::HandoffOnly,
+            BudgetSteer::HandoffWritten,
+            BudgetSteer::Closed,
+        ]
+        .map(|s| {
+            let text = render_budget_steer(s);
+            assert!(text.contains("reset as soon as you finish this turn"));
+            assert!(!text.contains("notes_write_file") && !text.contains("notes_append_to_file"));
+            format!("{s:?}: {text}")
+        })
+        .join("\n\n");
+        insta::assert_snapshot!("budget_steer", budget);
         let all = [
             ContinuationReason::NewContext,
             ContinuationReason::Fallback,

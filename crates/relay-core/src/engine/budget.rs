@@ -434,6 +434,7 @@ impl Engine {
             // The fallback is still armed; without a relaunch its settle point resets.
             let fx = self.policy_step(PolicyInput::BeforeSettle {
                 pending_work: moment.has_pending_messages || moment.pending_work > 0,
+                reset_due: self.scheduler.settle_reset_due(),
             });
             self.apply_policy(fx, moment, &mut reply);
             let outs = self.scheduler.handle(SchedInput::BeforeSettle {

@@ -705,6 +705,7 @@ impl Engine {
                         pending_work: moment.has_pending_messages
                             || moment.pending_work > 0
                             || jobs > 0,
+                        reset_due: self.scheduler.settle_reset_due(),
                     });
                     self.apply_policy(fx, moment, &mut reply);
                 }

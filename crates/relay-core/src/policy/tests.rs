@@ -162,12 +162,16 @@ fn transition_matrix() {
             "before_settle",
             PolicyInput::BeforeSettle {
                 pending_work: false,
+                reset_due: false,
             },
         ),
         ("reset_applied", PolicyInput::ResetApplied),
         (
             "before_settle pending",
-            PolicyInput::BeforeSettle { pending_work: true },
+            PolicyInput::BeforeSettle {
+                pending_work: true,
+                reset_due: false,
+            },
         ),
     ];
     const TC: &str = "event:threshold_crossed";
@@ -323,6 +327,7 @@ fn settle_continuation_once_per_external_run() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert!(kinds(&fx).contains(&"continue".to_string()));
@@ -332,6 +337,7 @@ fn settle_continuation_once_per_external_run() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert!(fx.is_empty());
@@ -341,6 +347,7 @@ fn settle_continuation_once_per_external_run() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert!(kinds(&fx).contains(&"continue".to_string()));
@@ -399,6 +406,7 @@ fn budget_commits_count_and_the_cap_falls_back_before_another() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     let reset = fx
@@ -543,6 +551,7 @@ fn off_mode_only_measures() {
         call("x", "bash"),
         PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
         usage(400_000),
     ] {
@@ -860,7 +869,10 @@ fn compaction_failure_arms_the_fallback_until_a_reset_applies() {
 }
 
 fn settle(pending_work: bool) -> PolicyInput {
-    PolicyInput::BeforeSettle { pending_work }
+    PolicyInput::BeforeSettle {
+        pending_work,
+        reset_due: false,
+    }
 }
 
 fn names(fx: &[PolicyEffect]) -> Vec<String> {
@@ -1261,6 +1273,7 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert_eq!(kinds(&fx), ["event:settle_continuation", "continue"]);
@@ -1269,6 +1282,7 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert_eq!(kinds(&fx), ["event:fallback_relaunch", "relaunch:hard"]);
@@ -1298,6 +1312,7 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
             &p,
             &PolicyInput::BeforeSettle {
                 pending_work: false,
+                reset_due: false,
             },
         );
         assert_eq!(
@@ -1320,6 +1335,7 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert_eq!(
@@ -1333,6 +1349,7 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &params(),
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
         },
     );
     assert_eq!(kinds(&fx), ["event:forced_reset", "reset:forced"]);
