@@ -163,3 +163,65 @@ test("the context guard off makes enforce effectively off: nothing is blocked, t
 		env.restore();
 	}
 });
+
+test("subagents named in tool results are looked up in the live registry: the handoff lists the running one without a task directory (issue 24, item 7)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const SUBAGENTS = Symbol.for("pi-subagents:manager");
+	const asked = [];
+	const records = {
+		"sa-42": { id: "sa-42", status: "running", description: "index the corpus" },
+		"sa-07": { id: "sa-07", status: "completed", description: "old finished work" },
+	};
+	// The registry answers getRecord only (no listAgents), like a pi-subagents without listing.
+	globalThis[SUBAGENTS] = {
+		getRecord(id) {
+			asked.push(id);
+			return records[id];
+		},
+	};
+	// A stand-in for pi-subagents' Agent tool: its result names the subagent it started.
+	const agentTool = (pi) => {
+		let n = 0;
+		pi.registerTool({
+			name: "Agent",
+			label: "Agent",
+			description: "starts a subagent",
+			parameters: { type: "object", properties: {} },
+			async execute() {
+				const id = ["sa-07", "sa-42"][n++];
+				return { content: [{ type: "text", text: `Agent started in background.\nAgent ID: ${id}\nUse get_subagent_result to check on it.` }], details: { agentId: id } };
+			},
+		});
+	};
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory, agentTool],
+		steps: [
+			{ ...tool("Agent"), tokens: 5_000 },
+			{ ...tool("Agent"), tokens: 5_100 },
+			{ text: "Two subagents started.", tokens: 5_200 },
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
+			"Resumed from the handoff.",
+		],
+	});
+	try {
+		await t.session.prompt("Start two subagents.");
+		await t.session.prompt("Keep going.");
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const md = readFileSync(JSON.parse(handoff.text).path, "utf8");
+		assert.match(md, /### Subagents \(pi-subagents\)\n\nid \| status \| description\nsa-42 \| running \| index the corpus/, md);
+		assert.ok(!md.includes("sa-07"), "finished work is not resurrected");
+		assert.deepEqual([...new Set(asked)].sort(), ["sa-07", "sa-42"], "each id from the tool results was asked for");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		delete globalThis[SUBAGENTS];
+		env.restore();
+	}
+});

@@ -278,6 +278,9 @@ pub(super) struct Mirror {
     /// duplicate back-off and the status file use the newest. A handoff that was invalidated or
     /// ignored never committed, so it sets no back-off.
     committed_handoffs: Vec<(usize, String, HandoffFingerprint, Option<String>)>,
+    /// Subagent ids the pi-subagents tools named in their results on the branch (position, id),
+    /// oldest first: a handoff asks the live registry about them besides the task directory's.
+    subagent_ids: Vec<(usize, String)>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
     /// The windows before the current one were skimmed (their messages without texts, see
@@ -301,6 +304,7 @@ impl Mirror {
             commit_marks: Vec::new(),
             turn_marks: Vec::new(),
             progress_marks: Vec::new(),
+            subagent_ids: Vec::new(),
             written_handoff: None,
             written_jobs: None,
             written_workspace: None,
@@ -400,6 +404,20 @@ impl Mirror {
         } else {
             state
         }
+    }
+
+    /// The newest subagent ids tool results named on the branch (at most
+    /// [`crate::integrations::MAX_KNOWN_SUBAGENT_IDS`]).
+    pub(super) fn known_subagent_ids(&self) -> Vec<String> {
+        let skip = self
+            .subagent_ids
+            .len()
+            .saturating_sub(crate::integrations::MAX_KNOWN_SUBAGENT_IDS);
+        self.subagent_ids
+            .iter()
+            .skip(skip)
+            .map(|(_, id)| id.clone())
+            .collect()
     }
 
     /// How many resets came before the current window on the branch (0: the root window).
@@ -634,6 +652,16 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "toolResult" => {
                 self.current.tool_called_at.get_or_insert(pos);
+                if m.tool_name
+                    .as_deref()
+                    .is_some_and(|n| crate::integrations::SUBAGENT_TOOLS.contains(&n))
+                {
+                    for id in crate::integrations::subagent_ids_in(&m.text) {
+                        if !self.subagent_ids.iter().any(|(_, known)| *known == id) {
+                            self.subagent_ids.push((pos, id));
+                        }
+                    }
+                }
                 if !m.is_error && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) {
                     self.progress_marks.push(pos);
                     if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
@@ -659,6 +687,9 @@ impl Mirror {
                 Some(w) => self.current = w,
                 None => break,
             }
+        }
+        while self.subagent_ids.last().is_some_and(|&(p, _)| p >= len) {
+            self.subagent_ids.pop();
         }
         let w = &mut self.current;
         if w.boot_at.is_some_and(|p| p >= len) {
