@@ -520,7 +520,9 @@ test("a window-full crossing while the policy wants a handoff: the borrowed turn
 		assert.equal(ofType(t, "compaction").length, 1);
 		// One answer at the settle point: no handoff request into a window that is being reset.
 		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0);
-		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
+		const [cont] = ofType(t, "custom_message", "relay/continue");
+		assert.match(cont.content, /confirm git HEAD/, "the continuation asks to verify HEAD before relying on the handoff");
+		assert.match(cont.content, /do not ask the user to repeat it/);
 		assert.equal(t.requests.length, 4, "start, crossing, borrowed turn, continuation");
 		const events = env.events().map((e) => e.event);
 		assert.ok(!events.includes("settle_continuation"), events.join(","));

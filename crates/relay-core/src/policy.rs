@@ -286,6 +286,10 @@ pub enum PolicyInput {
         /// handoff still commits with that reset, and an armed fallback waits for it.
         #[serde(default)]
         reset_due: bool,
+        /// A handoff written in this window is still valid (no real tool ran and no external
+        /// run started since): no idle handoff is asked for while one is at hand.
+        #[serde(default)]
+        stored_handoff: bool,
     },
     /// New external input (Pi's `input`) while no run is active, before the run it starts.
     /// `idle_ms`: time since the agent's last activity (`None`: unknown, e.g. right after a
@@ -970,6 +974,7 @@ pub fn step(
         PolicyInput::BeforeSettle {
             pending_work,
             reset_due,
+            stored_handoff,
         } => match s.phase {
             Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
             // One settle answer: the reset already due wins; a handoff request would be sent into
@@ -1023,6 +1028,7 @@ pub fn step(
             Phase::Idle | Phase::SoftNotified
                 if *pending_work
                     && !*reset_due
+                    && !*stored_handoff
                     && !s.idle_requested
                     && !s.settle_continued
                     && s.tokens.is_some_and(|t| t >= params.idle_min_tokens) =>

@@ -516,7 +516,7 @@ pub fn render_continuation(reason: ContinuationReason) -> String {
             "The previous context window filled up and was reset. The task is the user's latest request: the <pending_user_request> when one is shown, else the <user_message latest=\"true\"> in <earlier_user_input>. Check your notes (and the history_* tools if something is missing), then continue it."
         }
         ContinuationReason::Handoff => {
-            "Your handoff was committed and this is a fresh context window. Verify the state the <handoff> describes, then continue from its next step."
+            "Your handoff was committed and this is a fresh context window. Read the <handoff>, then check it against the real state before you rely on it: confirm git HEAD and any external state it mentions (CI runs, issues, jobs). Then continue from its next step. The task is already known, so do not ask the user to repeat it."
         }
         ContinuationReason::Mechanical => {
             "The previous context window was reset mechanically and no handoff was written (see the <reset_notice>). The task is the user's latest request, the <user_message latest=\"true\"> in <earlier_user_input>. Rebuild the state from your notes, the history_* tools, the workspace files and git before acting, then continue it."

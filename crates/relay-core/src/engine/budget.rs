@@ -435,6 +435,7 @@ impl Engine {
             let fx = self.policy_step(PolicyInput::BeforeSettle {
                 pending_work: moment.has_pending_messages || moment.pending_work > 0,
                 reset_due: self.scheduler.settle_reset_due(),
+                stored_handoff: self.budget.stored_handoff.is_some(),
             });
             self.apply_policy(fx, moment, &mut reply);
             let outs = self.scheduler.handle(SchedInput::BeforeSettle {

@@ -706,6 +706,7 @@ impl Engine {
                             || moment.pending_work > 0
                             || jobs > 0,
                         reset_due: self.scheduler.settle_reset_due(),
+                        stored_handoff: self.budget.stored_handoff.is_some(),
                     });
                     self.apply_policy(fx, moment, &mut reply);
                 }
