@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { captureStderr, joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
 import { budgetEnv, enforce, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
 
 const JOBS = Symbol.for("pi-jobs.liveManagers");
@@ -222,6 +222,66 @@ test("subagents named in tool results are looked up in the live registry: the ha
 	} finally {
 		await t.dispose();
 		delete globalThis[SUBAGENTS];
+		env.restore();
+	}
+});
+
+test("guard off: /compact runs Pi's own summarizer; when it fails, the window's next compaction is Relay's mechanical reset, once (issue 24, item 6)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	writeGuards(root);
+	globalThis[GUARD_FLAG] = true;
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		// A tiny keep makes the small session compactable by Pi's own summarizer.
+		settings: { ...enforce(), compaction: { enabled: false, keepRecentTokens: 1 } },
+		steps: [
+			{ text: "First answer.", tokens: 5_000 },
+			{ text: "Second answer.", tokens: 5_100 },
+		],
+	});
+	try {
+		await t.session.prompt("First.");
+		await t.session.prompt("Second.");
+		// Pass-through: Pi's summarizer writes the summary, not Relay.
+		const before = t.requests.length;
+		t.script("PI-SUMMARY-5150: the user asked twice.");
+		await t.session.compact();
+		assert.ok(t.requests.length > before, "Pi's summarizer called the model");
+		const [native] = ofType(t, "compaction");
+		assert.match(native.summary, /PI-SUMMARY-5150/);
+		assert.ok(!native.summary.includes("<context_window>"), "not Relay's reset");
+
+		// In the new window Pi's summarizer fails.
+		t.script({ text: "Third answer.", tokens: 5_200 }, { error: "SUMMARIZER-DOWN-77" });
+		await t.session.prompt("THIRD-REQUEST-6021.");
+		const stderr = await captureStderr(() => assert.rejects(() => t.session.compact(), /SUMMARIZER-DOWN-77|summar/i));
+		assert.ok(stderr.some((l) => /Pi's summarizer failed[\s\S]*mechanically/.test(l)), stderr.join("\n"));
+		assert.equal(ofType(t, "compaction").length, 1, "nothing was compacted yet");
+		assert.ok(env.events().some((e) => e.event === "native_compaction_failed"));
+
+		// The next /compact in that window: Relay's mechanical reset, no model call.
+		const calls = t.requests.length;
+		await t.session.compact();
+		assert.equal(t.requests.length, calls, "no summarizer call");
+		const resets = ofType(t, "compaction");
+		assert.equal(resets.length, 2);
+		const fallback = resets[1];
+		assert.equal(fallback.details.source, "manual");
+		assert.match(fallback.summary, /<earlier_user_input[\s\S]*THIRD-REQUEST-6021/, "the recent requests, bounded, not a summary");
+		assert.ok(env.events().some((e) => e.event === "native_compaction_fallback"));
+
+		// Once: the window it opened is Pi's to compact again.
+		t.script({ text: "Fourth answer.", tokens: 1_500 }, "PI-SUMMARY-2: later.");
+		await t.session.prompt("Fourth.");
+		const again = t.requests.length;
+		await t.session.compact();
+		assert.ok(t.requests.length > again, "Pi's summarizer runs again in the new window");
+		assert.match(ofType(t, "compaction")[2].summary, /PI-SUMMARY-2/);
+	} finally {
+		await t.dispose();
+		delete globalThis[GUARD_FLAG];
 		env.restore();
 	}
 });

@@ -485,6 +485,16 @@ pub fn render_tree_summary_refused(resets: u32) -> String {
     )
 }
 
+/// The warning the user gets when Pi's own summarizer failed while the shared context guard is
+/// off (it was let through): the window's one mechanical fallback comes at its next compaction.
+pub fn render_native_fallback_notice() -> String {
+    "relay: Pi's summarizer failed to compact this context window (the context guard is off, so \
+     Relay let it run). The next compaction in this window, /compact or Pi's own threshold, is \
+     done once by Relay instead, mechanically: the new window keeps your recent requests and \
+     notes, not a summary."
+        .to_string()
+}
+
 /// The warning shown (once per window) when Relay skips Pi's threshold compaction because the
 /// window's fresh start is already past it: a reset would open the same window again.
 pub fn render_futile_threshold(first_tokens: u64) -> String {
@@ -1153,6 +1163,7 @@ mod tests {
 
     #[test]
     fn futile_threshold_text() {
+        insta::assert_snapshot!("native_fallback_notice", render_native_fallback_notice());
         let text = render_futile_threshold(9_434);
         assert!(text.contains("began at 9434 tokens"));
         insta::assert_snapshot!("futile_threshold", text);
