@@ -513,3 +513,33 @@ test("a resumed, a forked and a new session of an AgentSessionRuntime stay main 
 		}
 	});
 });
+
+test("an invalid budget file that says mode \"off\" stays off: its errors are reported, nothing is observed or enforced (issue 24, item 8)", async () => {
+	const dirs = folder();
+	const file = join(dirs.agentDir, "context-budget.json");
+	writeFileSync(file, JSON.stringify({ mode: "off", main: { soft: 0 } }));
+	await withEnv(envOf(dirs), async () => {
+		const note = tool("notes_write_file", { path: "n.md", content: "x" });
+		let t;
+		const stderr = await captureStderr(async () => {
+			t = await session(dirs, {
+				settings: { compaction: { enabled: false } },
+				steps: [{ text: "Warm.", tokens: 2_000 }, { ...note, tokens: 900_000 }, { text: "Done.", tokens: 900_100 }],
+			});
+			await t.session.prompt("Warm up.");
+			await t.session.prompt("Write it.");
+		});
+		try {
+			assert.ok(stderr.some((l) => l.includes(file) && l.includes("main.soft")), `the error names the file and key: ${stderr.join("\n")}`);
+			const s = status(dirs, t.sessionId());
+			assert.equal(s.configuredMode, "off");
+			assert.equal(s.effectiveMode, "off", "the explicit off wins over the invalid value's observe");
+			assert.equal(results(t, "notes_write_file")[0].isError, false, "nothing is blocked");
+			const logged = events(dirs).map((e) => e.event);
+			assert.ok(logged.length > 0, "the event log is written");
+			assert.ok(!logged.some((e) => e.startsWith("would_")), `no observe preview either: ${logged.join(",")}`);
+		} finally {
+			await t.end();
+		}
+	});
+});

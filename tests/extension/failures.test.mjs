@@ -3,6 +3,8 @@
 // fallback's mechanical reset then names it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { ofType, resultsOf, startSession, textOf, tool } from "./harness.mjs";
 import { budgetEnv, enforce, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
 
@@ -93,6 +95,91 @@ test("a failure of the user's own /compact is not Relay's: no notice, no count, 
 		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Second answer.");
 	} finally {
 		await t.dispose();
+		env.restore();
+	}
+});
+
+/** Three rejected resets of Relay's own in one window; returns the live session, still armed. */
+async function armedByFailures(root, probe, extraSteps = []) {
+	const breaker = draftBreaker(3);
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory, breaker.factory],
+		steps: [
+			{ ...tool("new_context"), tokens: 5_000 },
+			{ ...tool("new_context"), tokens: 5_200 },
+			{ ...tool("new_context"), tokens: 5_400 },
+			...extraSteps,
+		],
+	});
+	await t.session.prompt("First.");
+	await t.session.prompt("Second.");
+	await t.session.prompt("Third.");
+	assert.equal(breaker.state.left, 0, "the breaker rejected three resets");
+	assert.deepEqual(
+		ofType(t, "custom_message", "relay/reset-failed").map((e) => e.details.failures),
+		[1, 2, 3],
+	);
+	return t;
+}
+
+test("the compaction-failure fallback survives /reload: it is rebuilt from the failures on the branch (issue 24, item 3)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const t = await armedByFailures(root, probe, [
+		{ ...tool("probe_work"), tokens: 5_600 },
+		{ text: "never requested: the blocked call ends the run", tokens: 5_700 },
+	]);
+	try {
+		// /reload: a new engine that knows only the branch.
+		await t.session.reload();
+		await t.session.prompt("Keep working.");
+		const [blocked] = resultsOf(t, "probe_work");
+		assert.equal(probe.runs, 0, "the rebuilt fallback blocks real work");
+		assert.equal(blocked.isError, true);
+		assert.match(blocked.text, /its reset failed three times/);
+		const [forced] = ofType(t, "compaction");
+		assert.equal(forced.details.source, "forced", "the rebuilt fallback resets mechanically");
+		assert.ok(env.events().some((e) => e.event === "forced_reset" && e.reason === "compaction_failure"));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("the compaction-failure fallback survives pi -c: a new process reopening the session is armed at once (issue 24, item 3)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const a = await armedByFailures(root, probeTool());
+	const file = a.sessionManager.getSessionFile();
+	const sid = a.sessionManager.getSessionId();
+	await a.dispose();
+
+	const probe = probeTool();
+	const b = await startSession({
+		root,
+		sessionFile: file,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ ...tool("probe_work"), tokens: 5_600 },
+			{ text: "never requested: the blocked call ends the run", tokens: 5_700 },
+		],
+	});
+	try {
+		const status = JSON.parse(readFileSync(join(env.stateDir, "status", `${sid}.json`), "utf8"));
+		assert.equal(status.phase, "fallback-armed", "the status file shows the armed fallback at once");
+		await b.session.prompt("Continue.");
+		const [blocked] = resultsOf(b, "probe_work");
+		assert.equal(probe.runs, 0);
+		assert.match(blocked.text, /its reset failed three times/);
+		assert.equal(ofType(b, "compaction")[0].details.source, "forced");
+	} finally {
+		await b.dispose();
 		env.restore();
 	}
 });

@@ -188,3 +188,41 @@ test("observe: the idle decision is logged as would_* events with requiresHandof
 		env.restore();
 	}
 });
+
+test("idle request from the pi-jobs registry: this session's running job is pending work at the settle point, another session's is not (issue 24)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const JOBS = Symbol.for("pi-jobs.liveManagers");
+	const jobs = [{ id: "other-1", label: "theirs", kind: "job", command: "make", status: "running", sessionId: "someone-else" }];
+	globalThis[JOBS] = new Set([{ list: () => jobs }]);
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce({ idleMinTokens: IDLE_MIN }),
+		steps: [
+			{ text: "Waiting on nothing of mine.", tokens: LARGE },
+			{ text: "Waiting for my build.", tokens: LARGE + 100 },
+			{ ...tool("context_handoff", HANDOFF), tokens: LARGE + 200 },
+			{ text: "Resumed from the handoff.", tokens: 2_000 },
+		],
+	});
+	try {
+		await t.session.prompt("Check on things.");
+		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0, "another session's job is not this session's pending work");
+		jobs.push({ id: "j1", label: "build", kind: "job", command: "cargo build --release", status: "running", sessionId: t.sessionManager.getSessionId() });
+		await t.session.prompt("Start the build and wait.");
+		const asks = ofType(t, "custom_message", "relay/handoff-request");
+		assert.equal(asks.length, 1, "the registry's pending job asks once for a handoff");
+		assert.match(asks[0].content, /work is still pending/);
+		const [c] = ofType(t, "compaction");
+		assert.equal(c.details.source, "idle");
+		assert.equal(c.details.commit, "idle");
+		assert.ok(c.summary.includes(GOAL));
+		assert.equal(t.requests.length, 4);
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		delete globalThis[JOBS];
+		await t.dispose();
+		env.restore();
+	}
+});

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { captureStderr, joined, ofType, resultsOf, startSession, tool } from "./harness.mjs";
 import { budgetEnv, enforce, HANDOFF, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
 
 const JOBS = Symbol.for("pi-jobs.liveManagers");
@@ -157,6 +157,128 @@ test("the context guard off makes enforce effectively off: nothing is blocked, t
 		assert.equal(last.isError, true);
 		assert.match(last.text, /context_handoff/);
 		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		delete globalThis[GUARD_FLAG];
+		env.restore();
+	}
+});
+
+test("subagents named in tool results are looked up in the live registry: the handoff lists the running one without a task directory (issue 24, item 7)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const SUBAGENTS = Symbol.for("pi-subagents:manager");
+	const asked = [];
+	const records = {
+		"sa-42": { id: "sa-42", status: "running", description: "index the corpus" },
+		"sa-07": { id: "sa-07", status: "completed", description: "old finished work" },
+	};
+	// The registry answers getRecord only (no listAgents), like a pi-subagents without listing.
+	globalThis[SUBAGENTS] = {
+		getRecord(id) {
+			asked.push(id);
+			return records[id];
+		},
+	};
+	// A stand-in for pi-subagents' Agent tool: its result names the subagent it started.
+	const agentTool = (pi) => {
+		let n = 0;
+		pi.registerTool({
+			name: "Agent",
+			label: "Agent",
+			description: "starts a subagent",
+			parameters: { type: "object", properties: {} },
+			async execute() {
+				const id = ["sa-07", "sa-42"][n++];
+				return { content: [{ type: "text", text: `Agent started in background.\nAgent ID: ${id}\nUse get_subagent_result to check on it.` }], details: { agentId: id } };
+			},
+		});
+	};
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory, agentTool],
+		steps: [
+			{ ...tool("Agent"), tokens: 5_000 },
+			{ ...tool("Agent"), tokens: 5_100 },
+			{ text: "Two subagents started.", tokens: 5_200 },
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
+			"Resumed from the handoff.",
+		],
+	});
+	try {
+		await t.session.prompt("Start two subagents.");
+		await t.session.prompt("Keep going.");
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const md = readFileSync(JSON.parse(handoff.text).path, "utf8");
+		assert.match(md, /### Subagents \(pi-subagents\)\n\nid \| status \| description\nsa-42 \| running \| index the corpus/, md);
+		assert.ok(!md.includes("sa-07"), "finished work is not resurrected");
+		assert.deepEqual([...new Set(asked)].sort(), ["sa-07", "sa-42"], "each id from the tool results was asked for");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		delete globalThis[SUBAGENTS];
+		env.restore();
+	}
+});
+
+test("guard off: /compact runs Pi's own summarizer; when it fails, the window's next compaction is Relay's mechanical reset, once (issue 24, item 6)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	writeGuards(root);
+	globalThis[GUARD_FLAG] = true;
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		// A tiny keep makes the small session compactable by Pi's own summarizer.
+		settings: { ...enforce(), compaction: { enabled: false, keepRecentTokens: 1 } },
+		steps: [
+			{ text: "First answer.", tokens: 5_000 },
+			{ text: "Second answer.", tokens: 5_100 },
+		],
+	});
+	try {
+		await t.session.prompt("First.");
+		await t.session.prompt("Second.");
+		// Pass-through: Pi's summarizer writes the summary, not Relay.
+		const before = t.requests.length;
+		t.script("PI-SUMMARY-5150: the user asked twice.");
+		await t.session.compact();
+		assert.ok(t.requests.length > before, "Pi's summarizer called the model");
+		const [native] = ofType(t, "compaction");
+		assert.match(native.summary, /PI-SUMMARY-5150/);
+		assert.ok(!native.summary.includes("<context_window>"), "not Relay's reset");
+
+		// In the new window Pi's summarizer fails.
+		t.script({ text: "Third answer.", tokens: 5_200 }, { error: "SUMMARIZER-DOWN-77" });
+		await t.session.prompt("THIRD-REQUEST-6021.");
+		const stderr = await captureStderr(() => assert.rejects(() => t.session.compact(), /SUMMARIZER-DOWN-77|summar/i));
+		assert.ok(stderr.some((l) => /Pi's summarizer failed[\s\S]*mechanically/.test(l)), stderr.join("\n"));
+		assert.equal(ofType(t, "compaction").length, 1, "nothing was compacted yet");
+		assert.ok(env.events().some((e) => e.event === "native_compaction_failed"));
+
+		// The next /compact in that window: Relay's mechanical reset, no model call.
+		const calls = t.requests.length;
+		await t.session.compact();
+		assert.equal(t.requests.length, calls, "no summarizer call");
+		const resets = ofType(t, "compaction");
+		assert.equal(resets.length, 2);
+		const fallback = resets[1];
+		assert.equal(fallback.details.source, "manual");
+		assert.match(fallback.summary, /<earlier_user_input[\s\S]*THIRD-REQUEST-6021/, "the recent requests, bounded, not a summary");
+		assert.ok(env.events().some((e) => e.event === "native_compaction_fallback"));
+
+		// Once: the window it opened is Pi's to compact again.
+		t.script({ text: "Fourth answer.", tokens: 1_500 }, "PI-SUMMARY-2: later.");
+		await t.session.prompt("Fourth.");
+		const again = t.requests.length;
+		await t.session.compact();
+		assert.ok(t.requests.length > again, "Pi's summarizer runs again in the new window");
+		assert.match(ofType(t, "compaction")[2].summary, /PI-SUMMARY-2/);
 	} finally {
 		await t.dispose();
 		delete globalThis[GUARD_FLAG];

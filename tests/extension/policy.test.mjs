@@ -185,7 +185,7 @@ test("the floor survives a reload: a resumed session past the handoff threshold 
 	}
 });
 
-test("the floor survives /tree: navigating back keeps the branch's floor, and the loop guard counts commits from the branch", async () => {
+test("the floor survives /tree: navigating back keeps the branch's floor", async () => {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const probe = probeTool();
@@ -210,6 +210,52 @@ test("the floor survives /tree: navigating back keeps the branch's floor, and th
 		assert.ok(blocked.isError, "35000 tokens over the branch's floor of 5000: blocked");
 		assert.match(blocked.text, /handoff threshold 30000/);
 		assert.equal(probe.runs, 0);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("the loop guard survives /tree: navigating back before the progress that cleared it counts the branch's commit again (issue 24, item 3)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		// One handoff without progress is the limit: the next crossing arms the loop guard.
+		settings: enforce({ loop: { maxHandoffsWithoutProgress: 1, withinTurns: 8 } }),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// Past the handoff threshold: the call is blocked, the model hands off, the window resets.
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 35_200 },
+			{ text: "Continued from the handoff.", tokens: 2_000 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.");
+		assert.equal(ofType(t, "compaction")[0].details.source, "handoff", "one budget commit on the branch");
+		assert.equal(probe.runs, 0);
+		const afterCommit = t.sessionManager.getLeafId();
+
+		// A side line where real work succeeds: progress, so the commit no longer counts there.
+		t.script({ ...tool("probe_work"), tokens: 2_500 }, { text: "Side work done.", tokens: 2_600 });
+		await t.session.prompt("A side task.");
+		assert.equal(probe.runs, 1, "the side task's tool ran");
+
+		// Back before that progress: the branch holds one commit and no progress since.
+		await t.session.navigateTree(afterCommit);
+		t.script({ ...tool("probe_work"), tokens: 35_000 }, { text: "never requested: the blocked call ends the run", tokens: 35_100 });
+		await t.session.prompt("Back on the main line: big step again.");
+		const blocked = resultsOf(t, "probe_work").at(-1);
+		assert.equal(probe.runs, 1, "nothing ran after the navigation");
+		assert.ok(blocked.isError);
+		assert.match(blocked.text, /1 handoffs within 8 turns made no progress/, "the loop guard, not a plain handoff request");
+		const armed = env.events().filter((e) => e.event === "fallback_armed");
+		assert.deepEqual(armed.map((e) => e.reason), ["loop"]);
 	} finally {
 		await t.dispose();
 		env.restore();
@@ -434,6 +480,128 @@ test("back-off only for what happened: an invalidated handoff sets none, a commi
 		const forced = resultsOf(t, "context_handoff")[3];
 		assert.equal(JSON.parse(forced.text).written, true, "a forced handoff bypasses the back-off");
 		assert.equal(ofType(t, "compaction").length, 2);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a window-full crossing while the policy wants a handoff: the borrowed turn asks for the handoff, not for blocked notes, and the settle point gives one answer (issue 24, item 4)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	// Pi's own threshold at 200000 - 160000 = 40000, between Relay's handoff (30000) and hard
+	// (60000) limits: the crossing turn both blocks tools and borrows Relay's note-taking turn.
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { ...enforce(), compaction: { enabled: true, keepRecentTokens: 1, reserveTokens: 160_000 } },
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("probe_work"), tokens: 45_000 },
+			// The borrowed turn: the model does what the steer says.
+			{ ...tool("context_handoff", HANDOFF), tokens: 45_300 },
+			{ text: "Continued from the handoff.", tokens: 2_000 },
+			{ text: "(never requested)", tokens: 2_100 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.");
+		assert.equal(probe.runs, 0, "the crossing call was blocked");
+		const [steer] = ofType(t, "custom_message", "relay/notes-steer");
+		assert.ok(steer, "one borrowed turn");
+		assert.match(steer.content, /context_handoff/, "the steer asks for what the policy allows");
+		assert.doesNotMatch(steer.content, /notes_write_file|notes_append_to_file/, "never for the notes tools the policy blocks");
+		const [c] = ofType(t, "compaction");
+		assert.equal(c.details.source, "handoff", "the handoff written in the borrowed turn commits");
+		assert.ok(c.summary.includes(GOAL));
+		assert.equal(ofType(t, "compaction").length, 1);
+		// One answer at the settle point: no handoff request into a window that is being reset.
+		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0);
+		const [cont] = ofType(t, "custom_message", "relay/continue");
+		assert.match(cont.content, /confirm git HEAD/, "the continuation asks to verify HEAD before relying on the handoff");
+		assert.match(cont.content, /do not ask the user to repeat it/);
+		assert.equal(t.requests.length, 4, "start, crossing, borrowed turn, continuation");
+		const events = env.events().map((e) => e.event);
+		assert.ok(!events.includes("settle_continuation"), events.join(","));
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a new_context reset due at a settle point where the policy wants a handoff: the reset is the one answer, and the events say so (issue 24, item 4)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			// new_context beside real work: the run goes on (not every result ends it).
+			{ tools: [{ tool: "new_context" }, { tool: "probe_work" }], tokens: 6_000 },
+			// The next answer crosses the handoff threshold and stops.
+			{ text: "STOP-3317: done for now.", tokens: 35_000 },
+			{ text: "Continued in the new window.", tokens: 2_000 },
+			{ text: "(never requested)", tokens: 2_100 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Work, then start fresh.");
+		assert.equal(probe.runs, 1);
+		const resets = ofType(t, "compaction");
+		assert.equal(resets.length, 1);
+		assert.equal(resets[0].details.source, "new_context", "the reset the model asked for");
+		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0, "no handoff request beside it");
+		const events = env.events().map((e) => e.event);
+		assert.ok(!events.includes("settle_continuation"), `no continuation is logged that was never sent: ${events.join(",")}`);
+		assert.ok(events.includes("settle_reset_due"), events.join(","));
+		assert.equal(t.requests.length, 4, "start, work, stop, the new window's continuation");
+		assert.ok(!joined(t.requests[3]).includes("STOP-3317"));
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a borrowed turn that stops while the policy wants a handoff: its reset is the one settle answer, no handoff request into the new window (issue 24, item 4)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { ...enforce(), compaction: { enabled: true, keepRecentTokens: 1, reserveTokens: 160_000 } },
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("probe_work"), tokens: 45_000 },
+			// The borrowed turn: the model stops without the handoff.
+			{ text: "STOP-3317: I will stop here.", tokens: 45_300 },
+			{ text: "Continued in the new window.", tokens: 2_000 },
+			{ text: "(never requested)", tokens: 2_100 },
+		],
+	});
+	try {
+		await t.session.prompt("Start.");
+		await t.session.prompt("Big step.");
+		const resets = ofType(t, "compaction");
+		assert.equal(resets.length, 1);
+		assert.equal(resets[0].details.source, "fallback", "the borrowed turn's reset");
+		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0, "no handoff request besides the reset");
+		const events = env.events().map((e) => e.event);
+		assert.ok(!events.includes("settle_continuation"), events.join(","));
+		assert.ok(t.requests.length <= 4, `at most one continuation request after the reset (got ${t.requests.length})`);
+		for (const request of t.requests.slice(3)) assert.ok(!joined(request).includes("STOP-3317"), "only the new window follows");
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
 	} finally {
 		await t.dispose();
 		env.restore();

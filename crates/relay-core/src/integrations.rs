@@ -43,6 +43,9 @@ pub const QUESTIONS_MAX_LINES: usize = 20;
 pub const QUESTION_LINE_MAX_CHARS: usize = 200;
 /// A job line longer than this many characters is cut and ends `…(cut, N chars)`.
 pub const JOB_LINE_MAX_CHARS: usize = 600;
+/// A watch-check line keeps its command whole up to this many characters (the model re-arms the
+/// work from it); only a longer line is cut (`…(cut, N chars)`), its record whole in the sidecar.
+pub const WATCH_LINE_MAX_CHARS: usize = 4_000;
 /// The watch check's allowance in the new window's requests.
 pub const WATCH_CHECK_BUDGET_BYTES: usize = 16_384;
 /// Only the newest this many question item directories (by modification time) are read.
@@ -68,6 +71,46 @@ const JOB_DONE: &[&str] = &[
     "stopped",
     "expired",
 ];
+/// The pi-subagents tools whose results name a subagent id (`Agent ID: <id>` lines): the
+/// `Agent` tool that starts one, and the tools that reach one by id.
+pub const SUBAGENT_TOOLS: &[&str] = &["Agent", "get_subagent_result", "steer_subagent"];
+
+/// The most subagent ids taken from tool results that a handoff asks the live registry about
+/// (the newest ones).
+pub const MAX_KNOWN_SUBAGENT_IDS: usize = 64;
+
+/// The subagent ids a pi-subagents tool result names: each line `Agent ID: <id>` whose id is 1 to
+/// 64 characters of ASCII letters, digits, `-` and `_` (anything else is not taken for an id).
+pub fn subagent_ids_in(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("Agent ID:"))
+        .map(str::trim)
+        .filter(|id| {
+            (1..=64).contains(&id.len())
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The ids to ask the live registry's `getRecord` about: the task directory's (`None` when it
+/// could not be read) and those tool results named, each once. `None` only when neither source
+/// has anything to offer, so an unreadable task directory and no known id stay `unavailable`.
+pub fn subagent_lookup_ids(task_ids: Option<&[String]>, known: &[String]) -> Option<Vec<String>> {
+    if task_ids.is_none() && known.is_empty() {
+        return None;
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for id in task_ids.unwrap_or_default().iter().chain(known) {
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    Some(ids)
+}
+
 /// Subagent states that are authoritative pending work.
 const SUBAGENT_PENDING: &[&str] = &["running", "queued"];
 /// Question states that are no longer open.
@@ -297,7 +340,7 @@ impl RecordedJob {
                 d(&self.label),
                 d(&self.command)
             ),
-            JOB_LINE_MAX_CHARS,
+            WATCH_LINE_MAX_CHARS,
         )
     }
 }

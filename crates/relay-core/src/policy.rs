@@ -280,6 +280,16 @@ pub enum PolicyInput {
     BeforeSettle {
         #[serde(default)]
         pending_work: bool,
+        /// The scheduler resets the window at this settle point anyway (a `new_context`, a
+        /// retry, a forced or borrowed-turn reset, or one already in flight): the policy asks
+        /// for nothing then (no handoff or idle request into a window being reset); a written
+        /// handoff still commits with that reset, and an armed fallback waits for it.
+        #[serde(default)]
+        reset_due: bool,
+        /// A handoff written in this window is still valid (no real tool ran and no external
+        /// run started since): no idle handoff is asked for while one is at hand.
+        #[serde(default)]
+        stored_handoff: bool,
     },
     /// New external input (Pi's `input`) while no run is active, before the run it starts.
     /// `idle_ms`: time since the agent's last activity (`None`: unknown, e.g. right after a
@@ -736,6 +746,23 @@ fn block_reason(s: &PolicyState, p: &PolicyParams) -> Option<(String, bool)> {
     }
 }
 
+/// What the policy's blocks leave of the notes tools now (the same phases as `block_reason`):
+/// `None` when nothing is blocked, else what the borrowed turn's steer may ask for.
+pub fn notes_access(s: &PolicyState) -> Option<crate::render::BudgetSteer> {
+    use crate::render::BudgetSteer;
+    match s.phase {
+        Phase::Idle | Phase::SoftNotified => None,
+        Phase::HandoffRequired => Some(BudgetSteer::HandoffOnly),
+        Phase::FallbackArmed
+            if s.fallback.unwrap_or(FallbackReason::Hard) == FallbackReason::Hard =>
+        {
+            Some(BudgetSteer::HandoffOnly)
+        }
+        Phase::FallbackArmed | Phase::Compacting => Some(BudgetSteer::Closed),
+        Phase::HandoffPendingCommit => Some(BudgetSteer::HandoffWritten),
+    }
+}
+
 fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
     let Some(pending) = s.pending.take() else {
         return;
@@ -944,7 +971,20 @@ pub fn step(
                 _ => {}
             }
         }
-        PolicyInput::BeforeSettle { pending_work } => match s.phase {
+        PolicyInput::BeforeSettle {
+            pending_work,
+            reset_due,
+            stored_handoff,
+        } => match s.phase {
+            Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
+            // One settle answer: the reset already due wins; a handoff request would be sent into
+            // a window that is being replaced.
+            Phase::HandoffRequired | Phase::FallbackArmed if *reset_due => {
+                fx.push(event(
+                    "settle_reset_due",
+                    json!({"tokens": s.tokens, "phase": s.phase.as_str()}),
+                ));
+            }
             Phase::HandoffRequired if !s.settle_continued => {
                 s.settle_continued = true;
                 fx.push(event(
@@ -955,7 +995,6 @@ pub fn step(
                     text: render_settle_continuation(s.tokens, &params.thresholds),
                 });
             }
-            Phase::HandoffPendingCommit => commit_pending(&mut s, &mut fx),
             // At the hard limit a handoff can still commit: ask for it once per run.
             Phase::FallbackArmed
                 if s.fallback == Some(FallbackReason::Hard) && !s.settle_continued =>
@@ -988,6 +1027,8 @@ pub fn step(
             // work still pending, ask once for a handoff while the cache is warm.
             Phase::Idle | Phase::SoftNotified
                 if *pending_work
+                    && !*reset_due
+                    && !*stored_handoff
                     && !s.idle_requested
                     && !s.settle_continued
                     && s.tokens.is_some_and(|t| t >= params.idle_min_tokens) =>
@@ -1063,9 +1104,29 @@ pub fn step(
     (s, fx)
 }
 
+/// The state rebuilt from a branch on which Relay gave up resetting the current window: the
+/// compaction-failure fallback is armed, as [`PolicyInput::CompactionFailed`] left it (no event:
+/// it was logged when it happened).
+pub fn armed_by_compaction_failure(state: PolicyState) -> PolicyState {
+    PolicyState {
+        phase: Phase::FallbackArmed,
+        fallback: Some(FallbackReason::CompactionFailure),
+        fallback_turns: 0,
+        soft_latched: true,
+        pending: None,
+        committing: None,
+        ..state
+    }
+}
+
 /// A mode change disarms the fallback a compaction failure armed (the user changed the
 /// situation; Relay's next reset is tried afresh). Other fallbacks stay.
-fn disarm_compaction_failure(s: &mut PolicyState) {
+pub fn disarm_compaction_failure(mut state: PolicyState) -> PolicyState {
+    disarm_compaction_failure_in(&mut state);
+    state
+}
+
+fn disarm_compaction_failure_in(s: &mut PolicyState) {
     if s.phase == Phase::FallbackArmed && s.fallback == Some(FallbackReason::CompactionFailure) {
         s.phase = Phase::Idle;
         s.fallback = None;
@@ -1092,7 +1153,7 @@ pub fn step_mode(
     match mode {
         Mode::Off => {
             let mut s = leave_projection(state);
-            disarm_compaction_failure(&mut s);
+            disarm_compaction_failure_in(&mut s);
             measure(&mut s, input);
             if matches!(input, PolicyInput::ResetApplied) {
                 s.phase = Phase::Idle;
@@ -1107,7 +1168,7 @@ pub fn step_mode(
             let mut base = state.clone();
             if !base.projected {
                 // Entering observe from enforce: a mode change disarms a compaction failure.
-                disarm_compaction_failure(&mut base);
+                disarm_compaction_failure_in(&mut base);
                 base.projected = true;
                 base.actual_commits =
                     Some((base.handoffs_committed, base.unproductive_commits.clone()));

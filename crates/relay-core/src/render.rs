@@ -374,6 +374,34 @@ This context window is full and will be reset as soon as you finish this turn. U
         .to_string()
 }
 
+/// Which tools the context budget leaves the model in a borrowed note-taking turn (the policy's
+/// blocks, see `policy::notes_access`): the steer asks only for what can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetSteer {
+    /// Every tool but `context_handoff` is blocked: the turn is for the handoff.
+    HandoffOnly,
+    /// A handoff is written and commits at this turn's end: nothing else to do.
+    HandoffWritten,
+    /// Every tool is blocked and a handoff cannot help (a reset is under way, or the cap, the
+    /// loop guard or a compaction failure armed the fallback).
+    Closed,
+}
+
+/// The borrowed turn's steer while the context budget blocks the notes tools: the same promise
+/// as [`render_notes_steer`] (the reset follows this turn), asking only for what the budget allows.
+pub fn render_budget_steer(steer: BudgetSteer) -> String {
+    let ask = match steer {
+        BudgetSteer::HandoffOnly => "The context budget allows no tool but context_handoff right now, so the notes tools are blocked: spend this turn on one context_handoff call (goal, next_step, facts, and the user's constraints word for word). The next window starts from that handoff. Do not start new work now.",
+        BudgetSteer::HandoffWritten => "Your handoff is written and the next window starts from it. The context budget blocks every other tool, the notes tools included: end this turn without calling tools.",
+        BudgetSteer::Closed => "The context budget blocks every tool right now, the notes tools and context_handoff included: end this turn without calling tools. The next window opens with the notes you already have; earlier messages stay searchable with the history_* tools.",
+    };
+    format!(
+        "<context_window_guidance>
+This context window is full and will be reset as soon as you finish this turn. {ask}
+</context_window_guidance>"
+    )
+}
+
 /// What the model reads when a reset it was promised (or that Relay started) did not happen.
 /// `source` is the reset's source name (`new_context`, `fallback`, `manual`, …).
 pub fn render_reset_failed(source: &str) -> String {
@@ -457,6 +485,16 @@ pub fn render_tree_summary_refused(resets: u32) -> String {
     )
 }
 
+/// The warning the user gets when Pi's own summarizer failed while the shared context guard is
+/// off (it was let through): the window's one mechanical fallback comes at its next compaction.
+pub fn render_native_fallback_notice() -> String {
+    "relay: Pi's summarizer failed to compact this context window (the context guard is off, so \
+     Relay let it run). The next compaction in this window, /compact or Pi's own threshold, is \
+     done once by Relay instead, mechanically: the new window keeps your recent requests and \
+     notes, not a summary."
+        .to_string()
+}
+
 /// The warning shown (once per window) when Relay skips Pi's threshold compaction because the
 /// window's fresh start is already past it: a reset would open the same window again.
 pub fn render_futile_threshold(first_tokens: u64) -> String {
@@ -488,7 +526,7 @@ pub fn render_continuation(reason: ContinuationReason) -> String {
             "The previous context window filled up and was reset. The task is the user's latest request: the <pending_user_request> when one is shown, else the <user_message latest=\"true\"> in <earlier_user_input>. Check your notes (and the history_* tools if something is missing), then continue it."
         }
         ContinuationReason::Handoff => {
-            "Your handoff was committed and this is a fresh context window. Verify the state the <handoff> describes, then continue from its next step."
+            "Your handoff was committed and this is a fresh context window. Read the <handoff>, then check it against the real state before you rely on it: confirm git HEAD and any external state it mentions (CI runs, issues, jobs). Then continue from its next step. The task is already known, so do not ask the user to repeat it."
         }
         ContinuationReason::Mechanical => {
             "The previous context window was reset mechanically and no handoff was written (see the <reset_notice>). The task is the user's latest request, the <user_message latest=\"true\"> in <earlier_user_input>. Rebuild the state from your notes, the history_* tools, the workspace files and git before acting, then continue it."
@@ -1046,6 +1084,19 @@ mod tests {
         let steer = render_notes_steer();
         assert!(steer.contains("notes_write_file") && steer.contains("reset"));
         insta::assert_snapshot!("notes_steer", steer);
+        let budget = [
+            BudgetSteer::HandoffOnly,
+            BudgetSteer::HandoffWritten,
+            BudgetSteer::Closed,
+        ]
+        .map(|s| {
+            let text = render_budget_steer(s);
+            assert!(text.contains("reset as soon as you finish this turn"));
+            assert!(!text.contains("notes_write_file") && !text.contains("notes_append_to_file"));
+            format!("{s:?}: {text}")
+        })
+        .join("\n\n");
+        insta::assert_snapshot!("budget_steer", budget);
         let all = [
             ContinuationReason::NewContext,
             ContinuationReason::Fallback,
@@ -1112,6 +1163,7 @@ mod tests {
 
     #[test]
     fn futile_threshold_text() {
+        insta::assert_snapshot!("native_fallback_notice", render_native_fallback_notice());
         let text = render_futile_threshold(9_434);
         assert!(text.contains("began at 9434 tokens"));
         insta::assert_snapshot!("futile_threshold", text);

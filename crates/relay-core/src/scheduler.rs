@@ -389,6 +389,13 @@ impl Scheduler {
         self.retry
     }
 
+    /// A completed settle point now would reset the window anyway: a request this scheduler
+    /// serves there (explicit, owed, forced, a retry, a borrowed or overdue window-full reset,
+    /// a ready handoff), or a reset already in flight. The budget policy asks for nothing then.
+    pub fn settle_reset_due(&self) -> bool {
+        self.in_flight.is_some() || (self.pending().is_some() && self.accepts_requests())
+    }
+
     /// A `new_context` of a run that failed is still to be served.
     pub fn new_context_owed(&self) -> bool {
         self.owed

@@ -32,7 +32,11 @@ fn input_strategy() -> impl Strategy<Value = PolicyInput> {
             success,
         }),
         Just(PolicyInput::TurnEnd { continues: true }),
-        prop::bool::ANY.prop_map(|pending_work| PolicyInput::BeforeSettle { pending_work }),
+        prop::bool::ANY.prop_map(|pending_work| PolicyInput::BeforeSettle {
+            pending_work,
+            reset_due: false,
+            stored_handoff: false,
+        }),
         (prop::option::of(0u64..6_000_000), prop::bool::ANY).prop_map(|(idle_ms, stored)| {
             PolicyInput::ExternalInput {
                 idle_ms,
@@ -113,7 +117,7 @@ proptest! {
                 let quiet = matches!(s.phase, Phase::Idle | Phase::SoftNotified);
                 prop_assert!(quiet, "asked in {:?}", s.phase);
                 prop_assert!(s.tokens.is_some_and(|t| t >= p.idle_min_tokens));
-                let asked = matches!(input, PolicyInput::BeforeSettle { pending_work: true });
+                let asked = matches!(input, PolicyInput::BeforeSettle { pending_work: true , reset_due: false, stored_handoff: false });
                 prop_assert!(asked, "asked at {:?}", input);
                 open = true;
             }

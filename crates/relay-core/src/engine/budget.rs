@@ -434,6 +434,8 @@ impl Engine {
             // The fallback is still armed; without a relaunch its settle point resets.
             let fx = self.policy_step(PolicyInput::BeforeSettle {
                 pending_work: moment.has_pending_messages || moment.pending_work > 0,
+                reset_due: self.scheduler.settle_reset_due(),
+                stored_handoff: self.budget.stored_handoff.is_some(),
             });
             self.apply_policy(fx, moment, &mut reply);
             let outs = self.scheduler.handle(SchedInput::BeforeSettle {
@@ -570,11 +572,12 @@ impl Engine {
         if self.budget.policy.projected && mode != Mode::Observe {
             // An observe preview ends: its latches and preview-only commits (and the floor its
             // would-be resets moved) are dropped; the branch says what actually happened.
+            // Leaving observe is a mode change: it disarms a compaction failure the branch shows.
             let tokens = self.budget.policy.tokens;
-            self.budget.policy = PolicyState {
+            self.budget.policy = policy::disarm_compaction_failure(PolicyState {
                 tokens,
                 ..self.mirror.policy_state()
-            };
+            });
         }
         let (state, fx) = step_mode(mode, &self.budget.policy, &params, &input);
         self.budget.policy = state;

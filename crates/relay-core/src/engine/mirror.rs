@@ -43,6 +43,10 @@ pub(super) struct WindowState {
     /// Every notice of a failed reset Relay owns in this window (not the user's `/compact`):
     /// the failure count is a projection of the branch.
     pub(super) owned_failures_at: Vec<usize>,
+    /// The failure notice at which Relay gave up resetting this window (the third owned failure,
+    /// or a persistent one): the compaction-failure fallback is armed from here on, also after a
+    /// reload or a new process (`Mirror::policy_state`).
+    pub(super) gave_up_at: Option<usize>,
     /// Positions of the window's user messages, oldest first: the boot block of an automatic
     /// reset repeats the newest of them (their texts are in the history arena), and an overflow
     /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
@@ -274,6 +278,9 @@ pub(super) struct Mirror {
     /// duplicate back-off and the status file use the newest. A handoff that was invalidated or
     /// ignored never committed, so it sets no back-off.
     committed_handoffs: Vec<(usize, String, HandoffFingerprint, Option<String>)>,
+    /// Subagent ids the pi-subagents tools named in their results on the branch (position, id),
+    /// oldest first: a handoff asks the live registry about them besides the task directory's.
+    subagent_ids: Vec<(usize, String)>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
     /// The windows before the current one were skimmed (their messages without texts, see
@@ -297,6 +304,7 @@ impl Mirror {
             commit_marks: Vec::new(),
             turn_marks: Vec::new(),
             progress_marks: Vec::new(),
+            subagent_ids: Vec::new(),
             written_handoff: None,
             written_jobs: None,
             written_workspace: None,
@@ -368,8 +376,9 @@ impl Mirror {
 
     /// The budget policy's state as the branch holds it: the floor (the current window's first
     /// assistant usage), the turn clock (assistant messages), the handoff count and the loop
-    /// guard's commits since the last successful non-handoff tool, each at the turn it was made.
-    /// Nothing pending: a reload, a navigation or leaving an observe preview starts from here.
+    /// guard's commits since the last successful non-handoff tool, each at the turn it was made,
+    /// and the compaction-failure fallback when Relay gave up resetting the current window.
+    /// Nothing else pending: a reload, a navigation or leaving an observe preview starts from here.
     pub(super) fn policy_state(&self) -> PolicyState {
         let turns_before = |pos: usize| self.turn_marks.partition_point(|&t| t < pos) as u64;
         let last_progress = self.progress_marks.last().copied();
@@ -380,14 +389,35 @@ impl Mirror {
             .map(|&c| turns_before(c))
             .collect();
         let floor = self.current.first_usage();
-        PolicyState {
+        let state = PolicyState {
             floor,
             awaiting_floor: floor.is_none(),
             turn: self.turn_marks.len() as u64,
             handoffs_committed: self.commits(),
             unproductive_commits,
             ..PolicyState::default()
+        };
+        // Relay gave up resetting this window: the compaction-failure fallback is armed until a
+        // reset opens a new window (or a mode change disarms it).
+        if self.current.gave_up_at.is_some() {
+            crate::policy::armed_by_compaction_failure(state)
+        } else {
+            state
         }
+    }
+
+    /// The newest subagent ids tool results named on the branch (at most
+    /// [`crate::integrations::MAX_KNOWN_SUBAGENT_IDS`]).
+    pub(super) fn known_subagent_ids(&self) -> Vec<String> {
+        let skip = self
+            .subagent_ids
+            .len()
+            .saturating_sub(crate::integrations::MAX_KNOWN_SUBAGENT_IDS);
+        self.subagent_ids
+            .iter()
+            .skip(skip)
+            .map(|(_, id)| id.clone())
+            .collect()
     }
 
     /// How many resets came before the current window on the branch (0: the root window).
@@ -517,6 +547,17 @@ impl Mirror {
                 }
                 if details.get("source").and_then(Value::as_str) != Some("manual") {
                     self.current.owned_failures_at.push(pos);
+                    // The same rule as `Engine::report_failure`: the third failure of Relay's own
+                    // reset in a window, or a persistent one, gives up.
+                    let persistent =
+                        details.get("failure").and_then(Value::as_str) == Some("persistent");
+                    if self.current.gave_up_at.is_none()
+                        && (persistent
+                            || self.current.owned_failures_at.len()
+                                >= super::MAX_OWNED_RESET_FAILURES)
+                    {
+                        self.current.gave_up_at = Some(pos);
+                    }
                 }
                 Observed::Other
             }
@@ -611,6 +652,16 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "toolResult" => {
                 self.current.tool_called_at.get_or_insert(pos);
+                if m.tool_name
+                    .as_deref()
+                    .is_some_and(|n| crate::integrations::SUBAGENT_TOOLS.contains(&n))
+                {
+                    for id in crate::integrations::subagent_ids_in(&m.text) {
+                        if !self.subagent_ids.iter().any(|(_, known)| *known == id) {
+                            self.subagent_ids.push((pos, id));
+                        }
+                    }
+                }
                 if !m.is_error && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) {
                     self.progress_marks.push(pos);
                     if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
@@ -636,6 +687,9 @@ impl Mirror {
                 Some(w) => self.current = w,
                 None => break,
             }
+        }
+        while self.subagent_ids.last().is_some_and(|&(p, _)| p >= len) {
+            self.subagent_ids.pop();
         }
         let w = &mut self.current;
         if w.boot_at.is_some_and(|p| p >= len) {
@@ -664,6 +718,9 @@ impl Mirror {
         }
         while w.owned_failures_at.last().is_some_and(|&p| p >= len) {
             w.owned_failures_at.pop();
+        }
+        if w.gave_up_at.is_some_and(|p| p >= len) {
+            w.gave_up_at = None;
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();

@@ -88,16 +88,29 @@ use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::{classify_compact_failure, FailureKind, PolicyInput};
 use crate::render::{
-    render_futile_threshold, render_overflow_exhausted, render_overflow_recovery_off,
-    render_reset_failed, render_reset_failed_notice, render_tree_summary_refused,
+    render_futile_threshold, render_native_fallback_notice, render_overflow_exhausted,
+    render_overflow_recovery_off, render_reset_failed, render_reset_failed_notice,
+    render_tree_summary_refused,
 };
 use crate::scheduler::{
     AttemptId, CompactReason, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
 };
 
+/// While the shared context guard is off, Pi's own summarizer runs for `/compact` and threshold
+/// compactions. When it fails, the window gets one bounded mechanical fallback: the next such
+/// compaction hook in that window is answered with Relay's reset (the earlier user input, no
+/// summarizer), once.
+#[derive(Debug, Clone, Default)]
+struct NativeFallback {
+    /// A manual or threshold compaction passed through to Pi's summarizer and not finished yet.
+    passed: bool,
+    /// The window whose native summarizer failed, and whether its fallback was used.
+    armed: Option<(usize, bool)>,
+}
+
 /// The failure of a reset Relay owns that arms the budget fallback ("compaction failure") in
 /// its window: the first two are retried at the next eligible boundary.
-const MAX_OWNED_RESET_FAILURES: usize = 3;
+pub(super) const MAX_OWNED_RESET_FAILURES: usize = 3;
 
 use budget::Budget;
 use configure::Settings;
@@ -170,6 +183,10 @@ pub struct Engine {
     /// The window (its start position) whose futile threshold compaction the user was told
     /// about: one warning per window (a UI courtesy, not state the branch must hold).
     futile_warned: Option<usize>,
+    /// The guard-off pass-through of Pi's own summarizer (seed 004): the reason of the manual or
+    /// threshold compaction Relay let through, until its outcome; and the window (its start
+    /// position) in which a failed one earned its one mechanical fallback, `true` once spent.
+    native: NativeFallback,
     /// The `nowMs` of the agent's latest activity (any observation of a run, from
     /// `before_agent_start` to `agent_settled`); `None` until this process saw one. New input
     /// measures its idleness from it.
@@ -214,6 +231,7 @@ impl Engine {
             tz_offset_minutes: 0,
             compact_instructions: None,
             futile_warned: None,
+            native: NativeFallback::default(),
             last_activity_ms: None,
             ops: door::Ops::default(),
             tool_results_seen: 0,
@@ -389,6 +407,31 @@ impl Engine {
             self.apply_policy(fx, moment, reply);
             self.budget.forced = None;
         }
+    }
+
+    /// Pi's summarizer failed while the guard let it run: arm this window's one mechanical
+    /// fallback (unless it was used already) and tell the user what comes next.
+    fn arm_native_fallback(
+        &mut self,
+        reason: Option<&str>,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        let window = self.mirror.current_window().start;
+        if self.native.armed.is_some_and(|(w, _)| w == window) {
+            return;
+        }
+        self.native.armed = Some((window, false));
+        let event = self.telemetry_event(
+            "native_compaction_failed",
+            serde_json::json!({ "reason": reason }),
+            moment,
+        );
+        reply.effects.push(Effect::Telemetry { event });
+        reply.effects.push(Effect::Notify {
+            text: render_native_fallback_notice(),
+            level: NotifyLevel::Warning,
+        });
     }
 
     /// Whether a threshold compaction Pi asks for in this window would be futile, and why. Only a
@@ -705,6 +748,8 @@ impl Engine {
                         pending_work: moment.has_pending_messages
                             || moment.pending_work > 0
                             || jobs > 0,
+                        reset_due: self.scheduler.settle_reset_due(),
+                        stored_handoff: self.budget.stored_handoff.is_some(),
                     });
                     self.apply_policy(fx, moment, &mut reply);
                 }
@@ -776,6 +821,16 @@ impl Engine {
                             self.input_compact_failed(attempt, failure, moment, &mut reply);
                         }
                     }
+                    // Pi's own summarizer, let through while the guard is off, failed: the
+                    // window earns one mechanical fallback at its next compaction.
+                    None if std::mem::take(&mut self.native.passed)
+                        && self.budget.guard_off
+                        && !*aborted
+                        && reason.as_deref() != Some("overflow")
+                        && failure.kind() != FailureKind::Benign =>
+                    {
+                        self.arm_native_fallback(reason.as_deref(), moment, &mut reply);
+                    }
                     // Pi gave up on an overflow without calling the hook: its one
                     // compact-and-retry (Relay's overflow reset) is spent and the retry overflowed.
                     None if self.enabled()
@@ -813,9 +868,28 @@ impl Engine {
                     return reply;
                 }
                 // The shared context guard is off: Pi's own manual and threshold compaction pass
-                // through unchanged; overflow recovery stays Relay's.
+                // through unchanged; overflow recovery stays Relay's. After Pi's summarizer failed
+                // in this window, the next one is Relay's mechanical reset instead, once.
+                let mut native_fallback = false;
                 if self.budget.guard_off && reason != "overflow" {
-                    return reply;
+                    let window = self.mirror.current_window().start;
+                    match self.native.armed {
+                        Some((w, false)) if w == window => {
+                            self.native.armed = Some((w, true));
+                            self.native.passed = false;
+                            native_fallback = true;
+                            let event = self.telemetry_event(
+                                "native_compaction_fallback",
+                                serde_json::json!({ "reason": reason }),
+                                moment,
+                            );
+                            reply.effects.push(Effect::Telemetry { event });
+                        }
+                        _ => {
+                            self.native.passed = true;
+                            return reply;
+                        }
+                    }
                 }
                 self.compact_instructions = custom_instructions
                     .as_deref()
@@ -845,7 +919,8 @@ impl Engine {
                     .scheduler
                     .handle(SchedInput::CompactHook {
                         reason,
-                        idle: !self.run_active,
+                        // The fallback resets at once: no borrowed turn (no summarizer either).
+                        idle: !self.run_active || native_fallback,
                     })
                     .into_iter()
                     .map(|out| match out {

@@ -20,8 +20,8 @@ use super::wire::{
 };
 use super::Engine;
 use crate::render::{
-    render_boot_block, render_continuation, render_notes_steer, render_overflow_notice, BootBlock,
-    ContinuationReason, NoteIndexEntry, USER_INPUT_MESSAGES,
+    render_boot_block, render_budget_steer, render_continuation, render_notes_steer,
+    render_overflow_notice, BootBlock, ContinuationReason, NoteIndexEntry, USER_INPUT_MESSAGES,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedOutput};
 
@@ -76,7 +76,7 @@ impl Engine {
                 }
                 SchedOutput::SteerNotes => reply.effects.push(Effect::Send {
                     custom_type: STEER_TYPE.into(),
-                    content: render_notes_steer(),
+                    content: self.steer_text(),
                     display: true,
                     trigger_turn: true,
                     deliver_as: Some(DeliverAs::Steer),
@@ -84,6 +84,19 @@ impl Engine {
                 }),
                 SchedOutput::PassThrough => {}
             }
+        }
+    }
+
+    /// The borrowed turn's steer: the notes steer, unless the enforced budget policy blocks the
+    /// notes tools now; then it asks only for what the policy allows (one answer, not a steer
+    /// the next tool call contradicts).
+    fn steer_text(&self) -> String {
+        let access = (self.policy_mode() == crate::policy::Mode::Enforce)
+            .then(|| crate::policy::notes_access(&self.budget.policy))
+            .flatten();
+        match access {
+            Some(steer) => render_budget_steer(steer),
+            None => render_notes_steer(),
         }
     }
 

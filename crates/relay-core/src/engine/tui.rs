@@ -38,6 +38,12 @@ pub fn message_line(custom_type: &str, content: &str) -> Option<String> {
             }
             None => "Relay · context running low · notes asked for".into(),
         },
+        t if t == STEER_TYPE && content.contains("spend this turn on one context_handoff") => {
+            "Relay · window full: one turn to write the handoff, then a fresh window".into()
+        }
+        t if t == STEER_TYPE && content.contains("end this turn without calling tools") => {
+            "Relay · window full: tools are blocked, a fresh window follows this turn".into()
+        }
         t if t == STEER_TYPE => {
             "Relay · window full: one turn to update the notes, then a fresh window".into()
         }
@@ -90,7 +96,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::render::{
-        render_continue_task, render_notes_steer, render_reminder, render_reset_failed,
+        render_budget_steer, render_continue_task, render_notes_steer, render_reminder,
+        render_reset_failed, BudgetSteer,
     };
 
     #[test]
@@ -104,6 +111,8 @@ mod tests {
             ),
             (REMINDER_TYPE, render_reminder(24_576)),
             (STEER_TYPE, render_notes_steer()),
+            (STEER_TYPE, render_budget_steer(BudgetSteer::HandoffOnly)),
+            (STEER_TYPE, render_budget_steer(BudgetSteer::Closed)),
             (CONTINUE_TYPE, "continue".to_string()),
             (CONTINUE_TASK_TYPE, render_continue_task(Some("Fix it."))),
             (RESET_FAILED_TYPE, render_reset_failed("fallback")),

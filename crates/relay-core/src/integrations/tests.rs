@@ -275,3 +275,49 @@ fn pending_jobs_count_only_this_sessions_unfinished_records() {
     assert_eq!(pending_jobs(Some(&list), SID), 2);
     assert_eq!(pending_jobs(None, SID), 0);
 }
+
+#[test]
+fn subagent_ids_are_taken_from_agent_id_lines_only() {
+    let text = "Agent started in background.\nAgent ID: sa-42\n  Agent ID:  b_7 \nAgent ID: not an id\nAgent ID: \nthe Agent ID: x1 in prose\nAgent ID: ../etc";
+    assert_eq!(subagent_ids_in(text), vec!["sa-42", "b_7"]);
+    let long = format!("Agent ID: {}", "a".repeat(65));
+    assert!(subagent_ids_in(&long).is_empty());
+}
+
+#[test]
+fn subagent_lookup_joins_the_task_directory_and_the_tool_results() {
+    let dir = vec!["a".to_string(), "b".to_string()];
+    let known = vec!["b".to_string(), "c".to_string()];
+    assert_eq!(
+        subagent_lookup_ids(Some(&dir), &known),
+        Some(vec!["a".into(), "b".into(), "c".into()])
+    );
+    // An unreadable task directory: the tool results' ids are still asked about.
+    assert_eq!(subagent_lookup_ids(None, &known), Some(known.clone()));
+    // Nothing from either source stays unavailable; an empty directory is an empty inventory.
+    assert_eq!(subagent_lookup_ids(None, &[]), None);
+    assert_eq!(subagent_lookup_ids(Some(&[]), &[]), Some(vec![]));
+}
+
+#[test]
+fn a_watch_check_keeps_a_long_command_whole_so_it_can_be_re_armed() {
+    let command = format!("gh run watch 77 --exit-status {}", "x".repeat(1_000));
+    let missing = [RecordedJob {
+        id: "w1".into(),
+        label: Some("ci".into()),
+        command: Some(command.clone()),
+    }];
+    let text = render_watch_check(&missing);
+    assert!(text.contains(&format!("w1 | ci | {command}")), "{text}");
+    assert!(!text.contains("(cut,"));
+    // Only a line past WATCH_LINE_MAX_CHARS is cut, naming its length.
+    let huge = [RecordedJob {
+        id: "w2".into(),
+        label: None,
+        command: Some("y".repeat(WATCH_LINE_MAX_CHARS + 10)),
+    }];
+    assert!(render_watch_check(&huge).contains(&format!(
+        "(cut, {} chars)",
+        WATCH_LINE_MAX_CHARS + 10 + "w2 | - | ".len()
+    )));
+}

@@ -1,7 +1,9 @@
 //! A small path glob matcher for `enforceCwds`: `*` (any run of characters within one path
 //! segment), `**` (a whole segment matching zero or more segments), `?` (one character other than
 //! `/`), `{a,b}` (alternatives, nestable) and `[...]` classes (`[abc]`, `[a-z]`, negated with `!` or
-//! `^`). The whole path must match.
+//! `^`). The whole path must match. Case-sensitive, and, as Node's `path.matchesGlob`, a path
+//! segment that starts with a dot is reached only by a pattern segment that starts with a literal
+//! dot (`.` and `..` only by themselves): `*`, `?`, classes and `**` never match into it.
 //!
 //! No recursion and no backtracking search: braces are parsed with an explicit stack and expanded
 //! bottom-up into at most [`MAX_ALTERNATIVES`] plain patterns (a pattern that would expand to more
@@ -274,8 +276,31 @@ impl Segment {
 
     fn matches(&self, s: &[char]) -> bool {
         match self {
-            Segment::GlobStar => true,
-            Segment::Chars(tokens) => match_chars(tokens, s),
+            Segment::GlobStar => !is_dot_segment(s),
+            Segment::Chars(tokens) => {
+                if is_dot_segment(s) {
+                    // As Node's `path.matchesGlob`: `.` and `..` only match themselves, and any
+                    // other segment starting with a dot only a pattern starting with a literal dot.
+                    if matches!(s, ['.'] | ['.', '.']) {
+                        return tokens.len() == s.len()
+                            && tokens
+                                .iter()
+                                .zip(s)
+                                .all(|(t, c)| matches!(t, Token::Lit(l) if l == c));
+                    }
+                    let literal_dot = match tokens.first() {
+                        Some(Token::Lit('.')) => true,
+                        Some(Token::Class { negated, ranges }) => {
+                            !*negated && ranges.as_slice() == [('.', '.')]
+                        }
+                        _ => false,
+                    };
+                    if !literal_dot {
+                        return false;
+                    }
+                }
+                match_chars(tokens, s)
+            }
         }
     }
 }
@@ -342,6 +367,11 @@ fn match_chars(tokens: &[Token], s: &[char]) -> bool {
         .all(|tok| matches!(tok, Token::Star))
 }
 
+/// A path segment that starts with a dot (hidden, `.`, `..`): wildcards do not reach into it.
+fn is_dot_segment(s: &[char]) -> bool {
+    s.first() == Some(&'.')
+}
+
 /// The same greedy loop one level up: `**` plays the star, every other segment takes exactly one
 /// path segment.
 fn match_segments(pat: &[Segment], path: &[Vec<char>]) -> bool {
@@ -362,12 +392,14 @@ fn match_segments(pat: &[Segment], path: &[Vec<char>]) -> bool {
             _ => {}
         }
         match star {
-            Some((sp, ss)) => {
+            // `**` takes one more segment, never one that starts with a dot (as Node's
+            // `path.matchesGlob`); a later star cannot get past it either.
+            Some((sp, ss)) if path.get(ss).is_some_and(|seg| !is_dot_segment(seg)) => {
                 star = Some((sp, ss + 1));
                 p = sp + 1;
                 s = ss + 1;
             }
-            None => return false,
+            _ => return false,
         }
     }
     pat.get(p..)
@@ -381,6 +413,39 @@ mod tests {
     // The old recursive matcher is kept here as the oracle of the proptest; it indexes freely.
     #![allow(clippy::indexing_slicing)]
     use super::*;
+
+    /// The answers of Node's `path.matchesGlob` (Node 22, Linux) for dot segments and case.
+    #[test]
+    fn dot_segments_and_case_as_node_matches_glob() {
+        let cases = [
+            ("/home/*/proj", "/home/.x/proj", false),
+            ("/a/**/b", "/a/.git/b", false),
+            ("/a/**", "/a/.git", false),
+            ("/a/*", "/a/.git", false),
+            ("/a/.*", "/a/.git", true),
+            ("/a/.*", "/a/.", false),
+            ("/a/.*", "/a/..", false),
+            ("/a/?", "/a/.", false),
+            ("/a/?b", "/a/.b", false),
+            ("/a/*b", "/a/.b", false),
+            ("/a/[.]b", "/a/.b", true),
+            ("/a/[.a]b", "/a/.b", false),
+            ("/a/[!x]b", "/a/.b", false),
+            ("/a/{.b,x}/c", "/a/.b/c", true),
+            ("/a/.b/**", "/a/.b/c", true),
+            ("/a/.b/*", "/a/.b/c", true),
+            ("/a/..", "/a/..", true),
+            ("/a/[.].", "/a/..", false),
+            ("/a/**/d", "/a/b/.c/d", false),
+            ("/a/*.b", "/a/x.b", true),
+            ("/a/*", "/A/b", false),
+            ("/a/[B]", "/a/b", false),
+            ("/A/B", "/a/b", false),
+        ];
+        for (pattern, path, want) in cases {
+            assert_eq!(matches(pattern, path), want, "{pattern} vs {path}");
+        }
+    }
 
     #[test]
     fn star_stays_in_one_segment() {
@@ -558,12 +623,21 @@ mod tests {
         fn match_segments(pat: &[&str], path: &[&str]) -> bool {
             match pat.split_first() {
                 None => path.is_empty(),
-                Some((&"**", rest)) => (0..=path.len()).any(|k| match_segments(rest, &path[k..])),
+                Some((&"**", rest)) => (0..=path.len())
+                    .take_while(|&k| k == 0 || !path[k - 1].starts_with('.'))
+                    .any(|k| match_segments(rest, &path[k..])),
                 Some((seg, rest)) => match path.split_first() {
                     Some((p, prest)) => {
                         let pc: Vec<char> = seg.chars().collect();
                         let sc: Vec<char> = p.chars().collect();
-                        match_segment(&pc, &sc) && match_segments(rest, prest)
+                        let dot_ok = if *p == "." || *p == ".." {
+                            seg == p
+                        } else if p.starts_with('.') {
+                            seg.starts_with('.') || seg.starts_with("[.]")
+                        } else {
+                            true
+                        };
+                        dot_ok && match_segment(&pc, &sc) && match_segments(rest, prest)
                     }
                     None => false,
                 },
@@ -632,6 +706,8 @@ mod tests {
                 Just("[ab]".to_string()),
                 Just("[!a]".to_string()),
                 Just("[a-b]".to_string()),
+                Just(".".to_string()),
+                Just("[.]".to_string()),
             ];
             let leaf = prop::collection::vec(atom, 0..5).prop_map(|v| v.concat());
             leaf.prop_recursive(3, 24, 3, |inner| {
@@ -645,7 +721,7 @@ mod tests {
 
         fn path() -> impl Strategy<Value = String> {
             prop::collection::vec(
-                prop_oneof![Just('a'), Just('b'), Just('c'), Just('/')],
+                prop_oneof![Just('a'), Just('b'), Just('c'), Just('/'), Just('.')],
                 0..10,
             )
             .prop_map(|v| format!("/{}", v.into_iter().collect::<String>()))

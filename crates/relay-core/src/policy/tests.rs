@@ -162,12 +162,18 @@ fn transition_matrix() {
             "before_settle",
             PolicyInput::BeforeSettle {
                 pending_work: false,
+                reset_due: false,
+                stored_handoff: false,
             },
         ),
         ("reset_applied", PolicyInput::ResetApplied),
         (
             "before_settle pending",
-            PolicyInput::BeforeSettle { pending_work: true },
+            PolicyInput::BeforeSettle {
+                pending_work: true,
+                reset_due: false,
+                stored_handoff: false,
+            },
         ),
     ];
     const TC: &str = "event:threshold_crossed";
@@ -323,6 +329,8 @@ fn settle_continuation_once_per_external_run() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert!(kinds(&fx).contains(&"continue".to_string()));
@@ -332,6 +340,8 @@ fn settle_continuation_once_per_external_run() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert!(fx.is_empty());
@@ -341,6 +351,8 @@ fn settle_continuation_once_per_external_run() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert!(kinds(&fx).contains(&"continue".to_string()));
@@ -399,6 +411,8 @@ fn budget_commits_count_and_the_cap_falls_back_before_another() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     let reset = fx
@@ -543,6 +557,8 @@ fn off_mode_only_measures() {
         call("x", "bash"),
         PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
         usage(400_000),
     ] {
@@ -860,7 +876,11 @@ fn compaction_failure_arms_the_fallback_until_a_reset_applies() {
 }
 
 fn settle(pending_work: bool) -> PolicyInput {
-    PolicyInput::BeforeSettle { pending_work }
+    PolicyInput::BeforeSettle {
+        pending_work,
+        reset_due: false,
+        stored_handoff: false,
+    }
 }
 
 fn names(fx: &[PolicyEffect]) -> Vec<String> {
@@ -1261,6 +1281,8 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert_eq!(kinds(&fx), ["event:settle_continuation", "continue"]);
@@ -1269,6 +1291,8 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert_eq!(kinds(&fx), ["event:fallback_relaunch", "relaunch:hard"]);
@@ -1298,6 +1322,8 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
             &p,
             &PolicyInput::BeforeSettle {
                 pending_work: false,
+                reset_due: false,
+                stored_handoff: false,
             },
         );
         assert_eq!(
@@ -1320,6 +1346,8 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &p,
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert_eq!(
@@ -1333,6 +1361,8 @@ fn fallback_with_a_wrapper_relaunches_at_the_settle_point() {
         &params(),
         &PolicyInput::BeforeSettle {
             pending_work: false,
+            reset_due: false,
+            stored_handoff: false,
         },
     );
     assert_eq!(kinds(&fx), ["event:forced_reset", "reset:forced"]);
@@ -1359,4 +1389,56 @@ fn fallback_texts_with_a_wrapper() {
         "hard_settle_continuation_relaunch",
         render_hard_settle_continuation_relaunch(Some(350_000), &TH)
     );
+}
+
+fn settle_with(reset_due: bool, stored_handoff: bool) -> PolicyInput {
+    PolicyInput::BeforeSettle {
+        pending_work: true,
+        reset_due,
+        stored_handoff,
+    }
+}
+
+#[test]
+fn a_reset_due_at_the_settle_point_is_the_one_answer() {
+    let p = params();
+    // Past the handoff threshold: without a due reset the settle point asks for the handoff.
+    let (s, _) = step(&PolicyState::default(), &p, &usage(100_000));
+    let (s, _) = step(&s, &p, &usage(250_000));
+    assert_eq!(s.phase, Phase::HandoffRequired);
+    let (_, fx) = step(&s, &p, &settle(false));
+    assert!(kinds(&fx).iter().any(|k| k == "continue"));
+    // With a reset due it asks nothing and logs why; the next settle point may still ask.
+    let (s2, fx) = step(&s, &p, &settle_with(true, false));
+    assert_eq!(kinds(&fx), ["event:settle_reset_due"]);
+    assert!(!s2.settle_continued);
+    // An armed hard fallback neither asks nor resets on its own while a reset is due.
+    let (h, _) = step(&PolicyState::default(), &p, &usage(100_000));
+    let (h, _) = step(&h, &p, &usage(350_000));
+    assert_eq!(h.phase, Phase::FallbackArmed);
+    let (_, fx) = step(&h, &p, &settle_with(true, false));
+    assert_eq!(kinds(&fx), ["event:settle_reset_due"]);
+    // A written handoff still commits with the due reset.
+    let (w, _) = step(&s, &p, &written());
+    let (_, fx) = step(&w, &p, &settle_with(true, false));
+    assert!(fx
+        .iter()
+        .any(|f| matches!(f, PolicyEffect::RequestReset { .. })));
+}
+
+#[test]
+fn no_idle_request_while_a_reset_is_due_or_a_stored_handoff_is_valid() {
+    let p = params();
+    let (s, _) = step(&PolicyState::default(), &p, &usage(100_000));
+    let (s, _) = step(&s, &p, &usage(160_000));
+    assert!(matches!(s.phase, Phase::Idle | Phase::SoftNotified));
+    let (_, fx) = step(&s, &p, &settle_with(false, false));
+    assert!(kinds(&fx)
+        .iter()
+        .any(|k| k == "event:idle_handoff_requested"));
+    for (due, stored) in [(true, false), (false, true)] {
+        let (s2, fx) = step(&s, &p, &settle_with(due, stored));
+        assert!(fx.is_empty(), "{due} {stored}: {:?}", kinds(&fx));
+        assert!(!s2.idle_requested);
+    }
 }

@@ -263,7 +263,11 @@ impl Engine {
         let work = Work::Facts {
             session_name: false,
             registries: true,
-            task_ids: op.stores.as_ref().and_then(|s| s.task_ids.clone()),
+            // The task directory's ids and those the subagent tools' results named.
+            task_ids: crate::integrations::subagent_lookup_ids(
+                op.stores.as_ref().and_then(|s| s.task_ids.as_deref()),
+                &self.mirror.known_subagent_ids(),
+            ),
             store: false,
         };
         self.handoff_next(
