@@ -319,9 +319,9 @@ export default function relay(pi: ExtensionAPI) {
 	registerRenderers(pi, description.renderedTypes);
 
 	pi.registerCommand("relay", {
-		description: "Relay context windows: /relay (status), /relay on, /relay off",
+		description: "Relay context windows: /relay (status), /relay config (every setting in force and where it came from), /relay on, /relay off",
 		getArgumentCompletions: (prefix: string) =>
-			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
+			["on", "off", "status", "config"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
 			await whenLoaded(rt.state, () => undefined);
 			handle(ctx, "command", { args: args.trim() });
