@@ -17,10 +17,12 @@ $(STAMP): package.json package-lock.json
 deps: $(STAMP)
 
 # The other Pi releases the tests run on (tests/pi-versions/<v>/package.json pins each): 1.3, the
-# oldest Relay supports, and 0.87, one it must refuse. Installed beside the workspace, no lockfile.
+# oldest Relay supports, 0.87, one it must refuse, and the oh-my-pi fork (omp), refused by name.
+# Installed beside the workspace, no lockfile.
 PI_OLD := tests/pi-versions/1.3
 PI_TOO_OLD := tests/pi-versions/0.87
-PI_VERSION_STAMPS := $(PI_OLD)/node_modules/.installed $(PI_TOO_OLD)/node_modules/.installed
+PI_FORK := tests/pi-versions/omp
+PI_VERSION_STAMPS := $(PI_OLD)/node_modules/.installed $(PI_TOO_OLD)/node_modules/.installed $(PI_FORK)/node_modules/.installed
 
 tests/pi-versions/%/node_modules/.installed: tests/pi-versions/%/package.json
 	cd $(dir $<) && npm install --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error
