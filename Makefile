@@ -124,7 +124,7 @@ soak: build
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
 test: lint build test-rust test-extension test-e2e
 
-# The quick tier while developing (README, "Developing"): lint, the Rust tests and the extension
+# The quick tier while developing (docs/development.md): lint, the Rust tests and the extension
 # tests on the workspace's Pi only, without CHECK_SLOW. `make test` stays the whole suite.
 CHECK_SLOW := tests/extension/soak.test.mjs tests/extension/huge-output.test.mjs
 CHECK_EXTENSION := $(filter-out $(CHECK_SLOW),$(wildcard tests/extension/*.test.mjs))

@@ -167,9 +167,9 @@ function results(t, name) {
 
 const bands = (s) => [s.thresholds.soft, s.thresholds.handoff, s.thresholds.hard];
 
-test("the README's per-model example (hard 150000 only) gives three bands, and the real loop crosses soft and handoff at the derived values", async () => {
+test("the settings reference's per-model example (docs/settings.md) (hard 150000 only) gives three bands, and the real loop crosses soft and handoff at the derived values", async () => {
 	const dirs = folder();
-	// The README's example, verbatim but for the model key.
+	// docs/settings.md's example, verbatim but for the model key.
 	writeFileSync(
 		join(dirs.agentDir, "context-budget.json"),
 		JSON.stringify({
