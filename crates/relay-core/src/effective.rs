@@ -35,8 +35,10 @@ pub struct ConfigQuery<'a> {
     pub model: Option<&'a str>,
     /// The model's context window in tokens, when known.
     pub context_window: Option<u64>,
-    /// Who reported the model and window (`Pi`, `--model`, …).
+    /// Who reported the model (`Pi (the current model)`, `--model`, …).
     pub model_origin: &'a str,
+    /// Who reported the window (`Pi (the current model)`, `--window`, …).
+    pub window_origin: &'a str,
     /// The hosting rule's answer (a nested Relay runtime is a subagent), when `relay.role` is unset.
     pub hosted_subagent: bool,
     /// Where the hosting rule's answer came from (`the hosting rule`, `--role`).
@@ -165,7 +167,7 @@ pub fn effective_config(sources: &ConfigSources, query: &ConfigQuery) -> Effecti
             Some(w) => format!("{} tokens", group_digits(w)),
             None => "unknown".into(),
         },
-        query.model_origin.to_string(),
+        query.window_origin.to_string(),
     );
     put(
         "role",
@@ -700,6 +702,7 @@ mod tests {
             model: Some(model),
             context_window: Some(window),
             model_origin: "Pi (the current model)",
+            window_origin: "Pi (the current model)",
             role_origin: "the hosting rule",
             ..ConfigQuery::default()
         }
@@ -804,6 +807,7 @@ mod tests {
         let s = sources(json!({}), None);
         let q = ConfigQuery {
             model_origin: "relay config (no --model)",
+            window_origin: "relay config (no --window)",
             role_origin: "--role (default main)",
             ..ConfigQuery::default()
         };

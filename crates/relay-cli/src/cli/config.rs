@@ -149,17 +149,23 @@ pub fn config(req: ConfigRequest, json: bool, out: &mut dyn Write) -> anyhow::Re
         Some(format!("{provider}/{model}"))
     });
     let (model, model_origin) = match (&req.model, &settings_model) {
-        (Some(m), _) => (Some(m.clone()), "--model / --window"),
+        (Some(m), _) => (Some(m.clone()), "--model"),
         (None, Some(m)) => (
             Some(m.clone()),
-            "Pi's settings (defaultProvider/defaultModel); the window from --window",
+            "Pi's settings (defaultProvider/defaultModel)",
         ),
-        (None, None) => (None, "--model / --window (not given)"),
+        (None, None) => (None, "--model (not given)"),
+    };
+    let window_origin = if req.window.is_some() {
+        "--window"
+    } else {
+        "--window (not given)"
     };
     let query = ConfigQuery {
         model: model.as_deref(),
         context_window: req.window,
         model_origin,
+        window_origin,
         hosted_subagent: req.subagent,
         role_origin: "--role (default main)",
         toggle: None,

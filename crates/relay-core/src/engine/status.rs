@@ -106,6 +106,7 @@ impl Engine {
                         model: moment.model.as_deref(),
                         context_window: window,
                         model_origin: "Pi (the current model)",
+                        window_origin: "Pi (the current model)",
                         hosted_subagent: moment.subagent,
                         role_origin: "the hosting rule (a nested Relay runtime is a subagent)",
                         toggle: self.settings.toggle,
