@@ -17,10 +17,12 @@ $(STAMP): package.json package-lock.json
 deps: $(STAMP)
 
 # The other Pi releases the tests run on (tests/pi-versions/<v>/package.json pins each): 1.3, the
-# oldest Relay supports, and 0.87, one it must refuse. Installed beside the workspace, no lockfile.
+# oldest Relay supports, 0.87, one it must refuse, and the oh-my-pi fork (omp), refused by name.
+# Installed beside the workspace, no lockfile.
 PI_OLD := tests/pi-versions/1.3
 PI_TOO_OLD := tests/pi-versions/0.87
-PI_VERSION_STAMPS := $(PI_OLD)/node_modules/.installed $(PI_TOO_OLD)/node_modules/.installed
+PI_FORK := tests/pi-versions/omp
+PI_VERSION_STAMPS := $(PI_OLD)/node_modules/.installed $(PI_TOO_OLD)/node_modules/.installed $(PI_FORK)/node_modules/.installed
 
 tests/pi-versions/%/node_modules/.installed: tests/pi-versions/%/package.json
 	cd $(dir $<) && npm install --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error
@@ -122,7 +124,7 @@ soak: build
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
 test: lint build test-rust test-extension test-e2e
 
-# The quick tier while developing (README, "Developing"): lint, the Rust tests and the extension
+# The quick tier while developing (docs/development.md): lint, the Rust tests and the extension
 # tests on the workspace's Pi only, without CHECK_SLOW. `make test` stays the whole suite.
 CHECK_SLOW := tests/extension/soak.test.mjs tests/extension/huge-output.test.mjs
 CHECK_EXTENSION := $(filter-out $(CHECK_SLOW),$(wildcard tests/extension/*.test.mjs))

@@ -1,6 +1,6 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
-import { VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { CONFIG_DIR_NAME, VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import {
@@ -24,6 +24,12 @@ import { loadSettings, takeWrapperHandover } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
 import { native } from "./native.ts";
 
+/** The JavaScript runtime this host runs on: `bun <version>` or `node <version>` (a fact for the engine's host check). */
+function runtimeName(): string {
+	const bun = (process.versions as Record<string, string | undefined>).bun;
+	return bun ? `bun ${bun}` : `node ${process.versions.node}`;
+}
+
 export default function relay(pi: ExtensionAPI) {
 	// First, before any tool can run and whatever follows: pi-session's relaunch key and variables
 	// leave Pi's environment (settings.ts).
@@ -34,7 +40,7 @@ export default function relay(pi: ExtensionAPI) {
 	let description: Description;
 	try {
 		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
-		description = ask(rt, { type: "describe", piVersion: String(VERSION) }) as Description;
+		description = ask(rt, { type: "describe", piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName() }) as Description;
 	} catch (error) {
 		// No core for this machine: the message names the platform and the command that builds it.
 		description = { refusal: error instanceof Error ? error.message : String(error), tools: [], renderedTypes: [] };
@@ -321,9 +327,9 @@ export default function relay(pi: ExtensionAPI) {
 	registerRenderers(pi, description.renderedTypes);
 
 	pi.registerCommand("relay", {
-		description: "Relay context windows: /relay (status), /relay on, /relay off",
+		description: "Relay context windows: /relay (status), /relay config (every setting in force and where it came from), /relay on, /relay off",
 		getArgumentCompletions: (prefix: string) =>
-			["on", "off", "status"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
+			["on", "off", "status", "config"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
 			await whenLoaded(rt.state, () => undefined);
 			handle(ctx, "command", { args: args.trim() });

@@ -167,9 +167,9 @@ function results(t, name) {
 
 const bands = (s) => [s.thresholds.soft, s.thresholds.handoff, s.thresholds.hard];
 
-test("the README's per-model example (hard 150000 only) gives three bands, and the real loop crosses soft and handoff at the derived values", async () => {
+test("the settings reference's per-model example (docs/settings.md) (hard 150000 only) gives three bands, and the real loop crosses soft and handoff at the derived values", async () => {
 	const dirs = folder();
-	// The README's example, verbatim but for the model key.
+	// docs/settings.md's example, verbatim but for the model key.
 	writeFileSync(
 		join(dirs.agentDir, "context-budget.json"),
 		JSON.stringify({
@@ -538,6 +538,49 @@ test("an invalid budget file that says mode \"off\" stays off: its errors are re
 			const logged = events(dirs).map((e) => e.event);
 			assert.ok(logged.length > 0, "the event log is written");
 			assert.ok(!logged.some((e) => e.startsWith("would_")), `no observe preview either: ${logged.join(",")}`);
+		} finally {
+			await t.end();
+		}
+	});
+});
+
+test("/relay config prints every setting in force for the current model with where it came from, and the warnings", async () => {
+	const dirs = folder();
+	const globalFile = join(dirs.agentDir, "settings.json");
+	writeFileSync(
+		globalFile,
+		JSON.stringify({
+			retry: { enabled: false },
+			compaction: { modelOverrides: { "faux/faux-1": { reserveTokens: 30_000 } } },
+			relay: { reminderMarginTokens: 8_000, budget: { mode: "enforce", idleMinutes: 20, loop: { withinTurns: "x" } } },
+		}),
+	);
+	mkdirSync(join(dirs.cwd, ".pi"), { recursive: true });
+	writeFileSync(join(dirs.cwd, ".pi", "settings.json"), JSON.stringify({ relay: { budget: { main: { hard: 120_000 } } } }));
+	await withEnv(envOf(dirs), async () => {
+		let t;
+		const stderr = await captureStderr(async () => {
+			t = await session(dirs, { trusted: true, steps: [{ text: "Hi.", tokens: 50_000 }] });
+			await t.session.prompt("Hello.");
+			await t.session.prompt("/relay config");
+		});
+		try {
+			const text = stderr.join("\n");
+			const row = (key) => {
+				const line = text.split("\n").find((l) => l.trimStart().startsWith(`${key} `));
+				assert.ok(line, `no ${key} row in:\n${text}`);
+				return line.replace(/\s+/g, " ").trim();
+			};
+			assert.ok(text.includes("relay config: model faux/faux-1, window 200,000 tokens, role main"), text);
+			assert.equal(row("reserve"), `reserve 30,000 tokens ← compaction.modelOverrides["faux/faux-1"].reserveTokens in global settings (${globalFile})`);
+			assert.equal(row("hard"), "hard 120,000 tokens ← relay.budget.main.hard in project settings (.pi/settings.json)");
+			assert.equal(row("soft"), "soft 72,000 tokens ← derived from the given values (soft 60 %, handoff 75 % of hard)");
+			assert.equal(row("mode"), `mode observe (configured enforce: invalid configuration (1 invalid value)) ← relay.budget.mode in global settings (${globalFile})`);
+			assert.equal(row("idleMinutes"), `idleMinutes 20 ← relay.budget.idleMinutes in global settings (${globalFile})`);
+			assert.equal(row("state folder"), `state folder ${dirs.stateDir} ← environment (PI_CONTEXT_BUDGET_STATE_DIR)`);
+			assert.match(row("wrapper"), /^wrapper not owned: not started by pi-session/);
+			assert.equal(row("relay.reminderMarginTokens"), `relay.reminderMarginTokens 8000 ← global settings (${globalFile})`);
+			assert.ok(text.includes(`Warnings (1):\n  - global settings (${globalFile}): relay.budget.loop.withinTurns: must be a positive integer, got "x"`), text);
 		} finally {
 			await t.end();
 		}

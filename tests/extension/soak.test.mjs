@@ -23,7 +23,7 @@ const SEED = Number(process.env.SOAK_SEED ?? 1);
 //   the heap at most FRESH_HEAP × what the session alone needs; the RSS at most FRESH_RSS × the
 //   fresh process's plus RELOAD_RSS × the session file. A /reload of a large session parses it on
 //   a libuv pool thread, and the allocator keeps each thread's freed memory for reuse, so RSS
-//   climbs over the first few reloads and then stays (README, Soak: about 4 × the file).
+//   climbs over the first few reloads and then stays (bench/NOTES.md, Soak: about 4 × the file).
 const HEAP_FACTOR = 1.5;
 const FRESH_HEAP = 1.25;
 // RSS is the allocator's as much as Relay's: the runtime's own pages after 300 turns already put it

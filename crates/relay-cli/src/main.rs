@@ -62,6 +62,12 @@ enum Role {
     System,
 }
 
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum SessionRole {
+    Main,
+    Subagent,
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum ColorChoice {
     /// Colour when stdout is a terminal (and NO_COLOR is unset).
@@ -177,6 +183,40 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = relay_core::config::DEFAULT_RESERVE_TOKENS)]
         reserve: u64,
     },
+    /// Every setting in force for a model and role, with where each value came from (default,
+    /// derived from the window, global or project settings file, budget file, environment), and
+    /// the warnings: the same text as `/relay config` in Pi.
+    Config {
+        /// The model, `provider/model-id` (default: Pi's defaultProvider/defaultModel setting).
+        #[arg(long, value_name = "PROVIDER/MODEL")]
+        model: Option<String>,
+        /// The model's context window in tokens (the thresholds and the reminder derive from it).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        window: Option<u64>,
+        /// The session's role when `relay.role` does not declare one.
+        #[arg(long = "role", value_enum, default_value_t = SessionRole::Main)]
+        session_role: SessionRole,
+        /// The project folder (default: the current folder).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Apply the project's settings as for a trusted project (default: Pi's trust.json, else
+        /// its defaultProjectTrust setting).
+        #[arg(long, conflicts_with = "untrusted")]
+        trusted: bool,
+        /// Ignore the project's settings, as for an untrusted project.
+        #[arg(long)]
+        untrusted: bool,
+    },
+    /// Check this install: Pi's version, Relay's core for this platform, the settings, the state
+    /// and handoff folders, pi-session on PATH; says what to fix (exit 1: a check failed).
+    Doctor {
+        /// The `pi` to check (default: the first on PATH).
+        #[arg(long, value_name = "FILE")]
+        pi: Option<PathBuf>,
+        /// The project folder (default: the current folder).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -288,6 +328,29 @@ fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Outcome> {
             window,
             reserve,
         } => cli::timeline::run(&file, output, window, reserve, json, out),
+        Command::Config {
+            model,
+            window,
+            session_role,
+            cwd,
+            trusted,
+            untrusted,
+        } => cli::config::config(
+            cli::config::ConfigRequest {
+                model,
+                window,
+                subagent: session_role == SessionRole::Subagent,
+                cwd,
+                trusted: match (trusted, untrusted) {
+                    (true, _) => Some(true),
+                    (_, true) => Some(false),
+                    _ => None,
+                },
+            },
+            json,
+            out,
+        ),
+        Command::Doctor { pi, cwd } => cli::config::doctor(pi, cwd, json, out),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "relay", &mut script);

@@ -247,6 +247,25 @@ impl SettingsLayers {
         }
     }
 
+    /// The file a `relay…` or `compaction…` key path's value came from (`project settings
+    /// (.pi/settings.json)` or `global settings (<file>)`), or `None` when no layer holds it.
+    pub fn source_of(&self, path: &str) -> Option<String> {
+        let mut merged = Map::new();
+        if let Some(r) = &self.relay {
+            merged.insert(SETTINGS_KEY.into(), r.clone());
+        }
+        if let Some(c) = &self.compaction {
+            merged.insert("compaction".into(), c.clone());
+        }
+        if self.project.as_ref().is_some_and(|p| holds(p, path)) {
+            Some(project_label())
+        } else if holds(&Value::Object(merged), path) {
+            Some(self.global_label.clone())
+        } else {
+            None
+        }
+    }
+
     /// Resolve Relay's settings and Pi's compaction reserve from the merged layers. Every issue
     /// names its file and key path.
     pub fn resolve(&self) -> (ResolvedSettings, Vec<ConfigIssue>) {

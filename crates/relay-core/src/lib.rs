@@ -13,6 +13,7 @@
 
 pub mod args;
 pub mod config;
+pub mod effective;
 pub mod engine;
 pub mod entry;
 pub mod handoff;

@@ -402,9 +402,13 @@ impl Binding {
             ..Output::default()
         };
         Ok(match input {
-            Input::Describe { pi_version } => {
+            Input::Describe {
+                pi_version,
+                config_dir,
+                runtime,
+            } => {
                 let description = Description {
-                    refusal: relay_core::host::pi_version_refusal(&pi_version),
+                    refusal: relay_core::host::host_refusal(&pi_version, &config_dir, &runtime),
                     tools: engine::tool_specs(),
                     rendered_types: engine::tui::RENDERED_TYPES
                         .iter()

@@ -478,7 +478,21 @@ export type StoreFacts = {
  * Everything the host hands the engine, tagged by `type`.
  */
 export type Input =
-	| { "type": "describe", piVersion: string }
+	| {
+		"type": "describe",
+		/**
+		 * The host package's `VERSION`.
+		 */
+		piVersion: string,
+		/**
+		 * The host package's `CONFIG_DIR_NAME` (Pi: `.pi`; the oh-my-pi fork: `.omp`).
+		 */
+		configDir: string,
+		/**
+		 * The JavaScript runtime and its version (`node 22.19.0`, `bun 1.4.5`).
+		 */
+		runtime: string,
+	}
 	| { "type": "configure", sources: ConfigSources }
 	| {
 		"type": "open",

@@ -1,6 +1,7 @@
 //! The commands of `relay`, one module each, and what they share: the exit outcome, the error
 //! type for bad input, where Pi keeps its files, colour, and a parallel map over files.
 
+pub mod config;
 pub mod handoffs;
 pub mod history;
 pub mod notes;

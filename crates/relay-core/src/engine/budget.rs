@@ -200,7 +200,7 @@ impl Budget {
 /// a warning naming it, never the settings' `budget` object; a missing default file
 /// (`<agent dir>/context-budget.json`) is normal and silent. Issues in the settings object carry
 /// the key path `relay.budget…`.
-pub(super) fn select_budget(
+pub(crate) fn select_budget(
     sources: &ConfigSources,
     from_settings: Option<&Value>,
 ) -> (BudgetConfig, Vec<ConfigIssue>) {

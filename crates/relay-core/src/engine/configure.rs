@@ -28,6 +28,8 @@ pub(super) struct Settings {
     pub(super) toggle: Option<bool>,
     /// `PI_RESUME_CHECK` as the host reported it with the configuration.
     pub(super) resume_check_env: Option<String>,
+    /// The sources of the last configuration, for `/relay config`.
+    pub(super) sources: Option<ConfigSources>,
 }
 
 impl Settings {
@@ -37,6 +39,7 @@ impl Settings {
             reserve: ReserveTokens::default(),
             toggle: None,
             resume_check_env: None,
+            sources: None,
         }
     }
 }
@@ -70,6 +73,7 @@ impl Engine {
         let (resolved, mut issues) = layers.resolve();
         self.budget.wrapper_facts = sources.wrapper.clone();
         self.settings.resume_check_env = sources.resume_check_env.clone();
+        self.settings.sources = Some(sources.clone());
         let (budget, budget_issues) = select_budget(sources, resolved.relay.budget.as_ref());
         issues.extend(budget_issues.into_iter().map(|i| layers.attribute(i)));
         self.settings.reserve = resolved.reserve_tokens;

@@ -78,8 +78,15 @@ const HANDOFF_FILE_TRIES: u8 = 5;
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Input {
     /// What the host registers: the tools, the message types with a TUI line, and whether this
-    /// Pi is supported (`value`: [`Description`]).
-    Describe { pi_version: String },
+    /// host is supported (`value`: [`Description`]; [`crate::host::host_refusal`] decides).
+    Describe {
+        /// The host package's `VERSION`.
+        pi_version: String,
+        /// The host package's `CONFIG_DIR_NAME` (Pi: `.pi`; the oh-my-pi fork: `.omp`).
+        config_dir: String,
+        /// The JavaScript runtime and its version (`node 22.19.0`, `bun 1.4.5`).
+        runtime: String,
+    },
     /// The raw configuration sources; warnings come back as effects.
     Configure { sources: Box<ConfigSources> },
     /// A session starts: load the branch that ends at `leaf` from `file`. A large file becomes a

@@ -51,6 +51,7 @@
 )]
 
 mod budget;
+pub(crate) use budget::select_budget;
 mod configure;
 pub mod door;
 mod mirror;

@@ -13,6 +13,7 @@ use serde_json::json;
 use super::wire::{Effect, HookReply, Moment, NotifyLevel, REMINDER_TYPE};
 use super::Engine;
 use crate::config::{remaining_tokens, reminder_threshold};
+use crate::effective::{effective_config, render_effective_config, ConfigQuery};
 use crate::policy::{self, Mode};
 use crate::render::{group_digits, render_reminder, render_status, StatusInfo};
 use crate::scheduler::{ResetSource, SchedInput};
@@ -50,7 +51,7 @@ impl Engine {
         }
     }
 
-    /// `/relay`, `/relay status`, `/relay on`, `/relay off`.
+    /// `/relay`, `/relay status`, `/relay config`, `/relay on`, `/relay off`.
     pub(super) fn command(&mut self, args: &str, moment: &Moment, reply: &mut HookReply) {
         let text = match args {
             "on" => {
@@ -93,8 +94,28 @@ impl Engine {
                     budget_reason: mode.reason.as_deref(),
                 })
             }
+            "config" => {
+                let sources = self.settings.sources.clone().unwrap_or_default();
+                let window = moment
+                    .usage
+                    .map(|u| u.context_window)
+                    .or(moment.context_window);
+                render_effective_config(&effective_config(
+                    &sources,
+                    &ConfigQuery {
+                        model: moment.model.as_deref(),
+                        context_window: window,
+                        model_origin: "Pi (the current model)",
+                        window_origin: "Pi (the current model)",
+                        hosted_subagent: moment.subagent,
+                        role_origin: "the hosting rule (a nested Relay runtime is a subagent)",
+                        toggle: self.settings.toggle,
+                        mode: Some(self.budget_mode()),
+                    },
+                ))
+            }
             other => {
-                format!("relay: unknown argument {other:?}; use /relay, /relay on or /relay off")
+                format!("relay: unknown argument {other:?}; use /relay, /relay config, /relay on or /relay off")
             }
         };
         reply.effects.push(Effect::Notify {

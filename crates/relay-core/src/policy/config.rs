@@ -874,28 +874,28 @@ mod tests {
         );
         let cases: &[Case] = &[
             (
-                "the README's example alone",
+                "docs/settings.md's example alone",
                 json!({"models": {"provider/model-id": {"main": {"hard": 150000}}}}),
                 "provider/model-id",
                 false,
                 (90_000, 112_500, 150_000, 12_500),
             ),
             (
-                "the README's whole example: the role's bands above the model's hard do not apply to it",
+                "docs/settings.md's whole example: the role's bands above the model's hard do not apply to it",
                 readme.clone(),
                 "provider/model-id",
                 false,
                 (90_000, 112_500, 150_000, 50_000),
             ),
             (
-                "the README's example, another model: the role's values",
+                "docs/settings.md's example, another model: the role's values",
                 readme.clone(),
                 "provider/other",
                 false,
                 (300_000, 400_000, 600_000, 50_000),
             ),
             (
-                "the README's example, subagent: the model override covers main only",
+                "docs/settings.md's example, subagent: the model override covers main only",
                 readme,
                 "provider/model-id",
                 true,

@@ -1,0 +1,218 @@
+//! `relay config` and `relay doctor` against real settings files, a real trust store and real
+//! executables on PATH, each in a fresh temporary folder.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_relay");
+
+/// A fresh folder: `agent/` (Pi's agent folder), `work/` (the project), `bin/` (PATH).
+fn temp(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "relay-config-{tag}-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    for sub in ["agent", "work/.pi", "bin"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    dir
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn executable(path: &Path, script: &str) {
+    write(path, script);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn relay(root: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(root.join("work"))
+        .env("PI_CODING_AGENT_DIR", root.join("agent"))
+        .env("PATH", root.join("bin"))
+        .env_remove("PI_CONTEXT_BUDGET_STATE_DIR")
+        .env_remove("PI_CONTEXT_BUDGET_CONFIG")
+        .env_remove("PI_RESUME_CHECK")
+        .env_remove("RELAY_ADDON")
+        .output()
+        .expect("relay runs")
+}
+
+/// napi-rs's name for this platform, as `relay doctor` looks for it (redacted in snapshots).
+fn triple() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let abi = if cfg!(target_env = "musl") {
+        "-musl"
+    } else {
+        "-gnu"
+    };
+    format!("{}-{arch}{abi}", std::env::consts::OS)
+}
+
+fn text(o: &Output, root: &Path) -> String {
+    String::from_utf8_lossy(&o.stdout)
+        .replace(&root.display().to_string(), "<tmp>")
+        .replace(&triple(), "<platform>")
+}
+
+fn settings(root: &Path) {
+    write(
+        &root.join("agent/settings.json"),
+        r#"{"defaultProvider": "openai", "defaultModel": "gpt",
+            "compaction": {"modelOverrides": {"openai/gpt": {"reserveTokens": 30000}}},
+            "relay": {"reminderMarginTokens": 8000,
+                      "budget": {"mode": "enforce", "enforceCwds": ["/nowhere"], "idleMinutes": 20}}}"#,
+    );
+    write(
+        &root.join("work/.pi/settings.json"),
+        r#"{"relay": {"budget": {"main": {"hard": 120000}}}}"#,
+    );
+}
+
+#[test]
+fn config_names_where_each_value_came_from_and_follows_pi_trust_store() {
+    let root = temp("trust");
+    settings(&root);
+    let work = root.join("work").display().to_string();
+    write(
+        &root.join("agent/trust.json"),
+        &format!("{{{}: true}}", serde_json::to_string(&work).unwrap()),
+    );
+    let o = relay(&root, &["config", "--window", "400000"]);
+    assert!(o.status.success(), "{o:?}");
+    insta::assert_snapshot!("config_trusted_project", text(&o, &root));
+
+    // Untrusted (by option, then by the store): the project's hard is not applied.
+    let o = relay(&root, &["config", "--window", "400000", "--untrusted"]);
+    let shown = text(&o, &root);
+    assert!(
+        shown.contains("hard              333,000 tokens  ← derived from the window"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("ignored: the project is not trusted (--untrusted)"),
+        "{shown}"
+    );
+    write(
+        &root.join("agent/trust.json"),
+        &format!("{{{}: false}}", serde_json::to_string(&work).unwrap()),
+    );
+    let shown = text(&relay(&root, &["config", "--window", "400000"]), &root);
+    assert!(
+        shown.contains("333,000 tokens  ← derived from the window"),
+        "{shown}"
+    );
+
+    // JSON: the same rows.
+    let o = relay(
+        &root,
+        &["--json", "config", "--model", "a/b", "--role", "subagent"],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["report"]["inForce"]
+        .as_array()
+        .or(doc["report"]["in_force"].as_array())
+        .unwrap();
+    let role = rows.iter().find(|r| r["key"] == "role").unwrap();
+    assert_eq!(role["value"], "subagent");
+    assert_eq!(role["origin"], "--role (default main)");
+}
+
+#[test]
+fn config_reports_files_it_cannot_read_and_invalid_keys_by_path() {
+    let root = temp("bad");
+    write(&root.join("agent/settings.json"), "{ not json");
+    write(
+        &root.join("work/.pi/settings.json"),
+        r#"{"relay": {"budget": {"idleMinutes": -1}}}"#,
+    );
+    let o = relay(&root, &["config", "--trusted"]);
+    assert!(o.status.success());
+    let shown = text(&o, &root);
+    assert!(
+        shown.contains("  - global settings (<tmp>/agent/settings.json): cannot be read (key must be a string at line 1 column 3); ignored"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  - project settings (.pi/settings.json): relay.budget.idleMinutes: must be a positive finite number, got -1"),
+        "{shown}"
+    );
+}
+
+/// A Pi with a supported version, Relay's core and pi-session: every check passes.
+fn healthy(root: &Path) {
+    executable(&root.join("bin/pi"), "#!/bin/sh\necho 1.6.0\n");
+    executable(&root.join("bin/pi-session"), "#!/bin/sh\nexit 0\n");
+    let ext = root.join("relay-extension");
+    write(&ext.join("package.json"), r#"{"name": "pi-relay"}"#);
+    write(&ext.join("native/relay.node"), "core");
+    write(
+        &root.join("agent/settings.json"),
+        &format!(
+            r#"{{"packages": [{}]}}"#,
+            serde_json::to_string(&ext).unwrap()
+        ),
+    );
+}
+
+#[test]
+fn doctor_passes_on_a_complete_install() {
+    let root = temp("doctor-ok");
+    healthy(&root);
+    let o = relay(&root, &["doctor"]);
+    let shown = text(&o, &root);
+    assert!(
+        o.status.success(),
+        "{shown}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    insta::assert_snapshot!("doctor_ok", shown);
+}
+
+#[test]
+fn doctor_says_what_to_fix_for_each_failing_check() {
+    let root = temp("doctor-bad");
+    healthy(&root);
+    // An old Pi, no core in the package, a bad setting, a state folder under a file, no wrapper.
+    executable(&root.join("bin/pi"), "#!/bin/sh\necho 0.87.1\n");
+    std::fs::remove_file(root.join("relay-extension/native/relay.node")).unwrap();
+    std::fs::remove_file(root.join("bin/pi-session")).unwrap();
+    let ext = root.join("relay-extension");
+    write(
+        &root.join("agent/settings.json"),
+        &format!(
+            r#"{{"packages": [{}], "relay": {{"enabled": "yes"}}}}"#,
+            serde_json::to_string(&ext).unwrap()
+        ),
+    );
+    write(&root.join("a-file"), "");
+    let o = Command::new(BIN)
+        .args(["doctor"])
+        .current_dir(root.join("work"))
+        .env("PI_CODING_AGENT_DIR", root.join("agent"))
+        .env("PATH", root.join("bin"))
+        .env("PI_CONTEXT_BUDGET_STATE_DIR", root.join("a-file/state"))
+        .env_remove("RELAY_ADDON")
+        .env_remove("PI_CONTEXT_BUDGET_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "relay: 5 checks failed\n"
+    );
+    insta::assert_snapshot!("doctor_failing", text(&o, &root));
+}
