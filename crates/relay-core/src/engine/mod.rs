@@ -51,6 +51,7 @@
 )]
 
 mod budget;
+mod clearing;
 mod configure;
 pub mod door;
 mod mirror;
@@ -684,7 +685,9 @@ impl Engine {
                 // tool results keep the run going (Pi appends it before that request), or before
                 // a run's first request. Never after a final answer, which must stay the last
                 // message (print mode prints only a final assistant message).
-                if *tool_results > 0 {
+                // Old tool results give way to stubs before the reminder would fire; a turn that
+                // clears is not reminded (the next one judges the smaller window).
+                if *tool_results > 0 && !self.maybe_clear(moment, &mut reply) {
                     self.maybe_remind(moment, &mut reply);
                 }
                 // The status file is written at session start, when a run settles and after a

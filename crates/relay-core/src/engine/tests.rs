@@ -738,6 +738,7 @@ fn generated_wire_ts_is_current() {
         decl::<ResetPlan>(&cfg),
         decl::<Marker>(&cfg),
         decl::<Continuation>(&cfg),
+        decl::<super::wire::ContextEdit>(&cfg),
         decl::<ToolReply>(&cfg),
         decl::<ToolSpec>(&cfg),
         decl::<ResumeFacts>(&cfg),
