@@ -44,10 +44,15 @@ impl Engine {
             return false;
         }
         let tokens = moment.usage.and_then(|u| u.tokens);
+        let trigger = self.clear_trigger(moment);
+        // Below the trigger nothing is read: the window's results are walked (O(window)) only
+        // at a turn end past it.
+        if tokens.zip(trigger).is_none_or(|(t, trigger)| t < trigger) {
+            return false;
+        }
         let window_id = self.mirror.history.current_window_id();
         let results = self.mirror.window_tool_results();
-        let Some(clearing) = decide(cfg, self.clear_trigger(moment), tokens, window_id, &results)
-        else {
+        let Some(clearing) = decide(cfg, trigger, tokens, window_id, &results) else {
             return false;
         };
         let data = json!({
@@ -56,8 +61,12 @@ impl Engine {
             "tokensFreed": clearing.tokens_freed,
             "tokensBefore": tokens,
         });
-        let event = self.telemetry_event("tool_results_cleared", data.clone(), moment);
-        reply.effects.push(Effect::Telemetry { event });
+        // events.jsonl is the budget policy's log: an event there only while it enforces (the
+        // branch's record is what the status line, `/relay` and `relay timeline` read).
+        if self.policy_mode() == crate::policy::Mode::Enforce {
+            let event = self.telemetry_event("tool_results_cleared", data.clone(), moment);
+            reply.effects.push(Effect::Telemetry { event });
+        }
         reply.result = Some(HookResult::Clear {
             edits: clearing
                 .items

@@ -78,11 +78,12 @@ pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use stale::stale_record;
 pub use wire::{
-    BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
-    GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
+    BudgetFilePath, ConfigSources, ContextEdit, ContextMessage, Continuation, DeliverAs, Effect,
+    Event, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
     RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE,
-    CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
-    RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE,
+    REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE,
+    WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
