@@ -86,6 +86,10 @@ test("old tool results become stubs; the newest, the excluded and Relay's own st
 		const [record] = ofType(t, "custom", "relay/clear-tool-results");
 		assert.equal(record.data.items, 2);
 		assert.ok(record.data.tokensFreed >= 5_000, JSON.stringify(record.data));
+		// /relay says what the clearing freed (the footer reads the same record).
+		const said = (await captureStderr(() => t.session.prompt("/relay"))).join("\n");
+		assert.match(said, /tool-result clearing: from 20,000 tokens, the newest 1 kept, at least 5,000 tokens at a time/);
+		assert.ok(said.includes(`; 1 clearing in this window freed ${record.data.tokensFreed.toLocaleString("en-US")} tokens (1 on this branch`), said);
 		// The session file still holds every result whole.
 		const file = readJsonl(t.sessionManager.getSessionFile());
 		const pages = file.filter((l) => l.type === "message" && l.message.toolName === "fetch_page").map((l) => textOf(l.message.content));
