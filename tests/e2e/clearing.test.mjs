@@ -65,7 +65,7 @@ function runPi(dir, script, prompts, extra = []) {
 /** Whether request `a`'s messages are, byte for byte, the first messages of request `b`. */
 const isPrefix = (a, b) => a.length <= b.length && a.every((m, i) => JSON.stringify(m) === JSON.stringify(b[i]));
 
-test("pi -p: thirteen 12k-token outputs in a 200k window are cleared without a reset, cache-friendly, and read back", () => {
+test("pi -p: thirteen 12k-token outputs in a 200k window are cleared without a reset, cache-friendly, and read back", (t) => {
 	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-clearing-"));
 	const fetches = Array.from({ length: PAGES }, (_, i) => ({ tool: "fetch_page", args: { n: i + 1 } }));
 	const run = runPi(dir, [...fetches, { text: "All pages fetched." }], ["Fetch the thirteen pages."]);
@@ -94,6 +94,7 @@ test("pi -p: thirteen 12k-token outputs in a 200k window are cleared without a r
 	assert.ok(clearings.length >= 1 && breaks <= 3, `${breaks} prefix breaks, ${clearings.length} clearings`);
 	assert.equal(breaks, clearings.length, "a prefix breaks only at a clearing");
 	for (const c of clearings) assert.ok(c.data.tokensFreed >= 50_000, JSON.stringify(c.data));
+	t.diagnostic(`${whole.length} of ${PAGES} outputs whole in the last request, ${breaks} prefix breaks, clearings freeing ${clearings.map((c) => c.data.tokensFreed).join(", ")} tokens`);
 
 	// Every output is still whole in the session file.
 	const saved = run.lines.filter((l) => l.type === "message" && l.message.toolName === "fetch_page").map((l) => textOf(l.message.content));
@@ -113,9 +114,9 @@ test("pi -p: thirteen 12k-token outputs in a 200k window are cleared without a r
 
 	// relay timeline shows the clearing.
 	if (existsSync(RELAY_CLI)) {
-		const t = spawnSync(RELAY_CLI, ["timeline", run.path, "-o", join(dir, "t.svg"), "--json"], { encoding: "utf8" });
-		assert.equal(t.status, 0, t.stderr);
-		const summary = JSON.parse(t.stdout);
+		const timeline = spawnSync(RELAY_CLI, ["timeline", run.path, "-o", join(dir, "t.svg"), "--json"], { encoding: "utf8" });
+		assert.equal(timeline.status, 0, timeline.stderr);
+		const summary = JSON.parse(timeline.stdout);
 		// Every clearing on the branch, the resumed run's included (its read-back may start one).
 		const all = resumed.lines.filter((l) => l.type === "custom" && l.customType === "relay/clear-tool-results");
 		assert.deepEqual(summary.clearings.map((c) => c.tokens_freed), all.map((c) => c.data.tokensFreed));
