@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host clean pi-versions package fuzz soak
+.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows clean pi-versions package fuzz soak
 
 all: build
 
@@ -151,6 +151,11 @@ bench: build
 bench-host: build
 	$(NODE) bench/host.mjs
 	$(NODE) bench/resume.mjs
+
+# Tool-result clearing off and on over one long scripted run through the real Pi loop (issue 26):
+# resets, request sizes, input tokens and the cache-priced bill side by side.
+bench-windows: build
+	$(NODE) bench/windows.mjs
 
 clean:
 	cargo clean

@@ -2,10 +2,13 @@
 // provider "faux" (model faux-1) and replies from the JSON script in $RELAY_FAUX_SCRIPT.
 // A step is {"text": "..."} or {"tool": "name", "args": {...}}; "tokens": N makes Pi record N total
 // tokens of usage for that reply (to cross budget thresholds); "error": "..." replies with an error.
-// With RELAY_FAUX_TRACE=1 every request is printed to stderr as the model saw it.
+// With RELAY_FAUX_TRACE=1 every request is printed to stderr as the model saw it; with
+// RELAY_FAUX_DUMP=<file> each request's whole message list is appended to that file as one JSON line.
+// {"followStub": true} calls history_read_item with the arguments the first cleared tool result of
+// the request names (as a model reading Relay's stub would), plus the step's "args".
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 
 interface Step {
 	text?: string;
@@ -13,6 +16,7 @@ interface Step {
 	args?: Record<string, unknown>;
 	tokens?: number;
 	error?: string;
+	followStub?: boolean;
 }
 
 function textOf(content: unknown): string {
@@ -27,6 +31,7 @@ export default function (pi: ExtensionAPI) {
 	const file = process.env.RELAY_FAUX_SCRIPT;
 	const script: Step[] = file ? JSON.parse(readFileSync(file, "utf8")) : [];
 	const trace = process.env.RELAY_FAUX_TRACE === "1";
+	const dump = process.env.RELAY_FAUX_DUMP;
 	const faux = fauxProvider({
 		provider: "faux",
 		models: [{ id: "faux-1", contextWindow: Number(process.env.RELAY_FAUX_WINDOW ?? 128000), maxTokens: 4096 }],
@@ -42,9 +47,18 @@ export default function (pi: ExtensionAPI) {
 			});
 			process.stderr.write(`\n── request ${n}: the model sees ${context.messages.length} messages\n${lines.join("\n")}\n`);
 		}
+		if (dump) appendFileSync(dump, `${JSON.stringify(context.messages)}\n`);
 		pendingTokens = item?.tokens;
 		if (!item) return fauxAssistantMessage("(the demo script has no more replies)");
 		if (item.error) return fauxAssistantMessage([], { stopReason: "error", errorMessage: item.error });
+		if (item.followStub) {
+			const stub = context.messages
+				.filter((m) => m.role === "toolResult")
+				.map((m) => textOf(m.content).match(/history_read_item (\{[^}]*\})\]$/))
+				.find(Boolean);
+			if (!stub) return fauxAssistantMessage("(no cleared tool result to read back)");
+			return fauxAssistantMessage([fauxToolCall("history_read_item", { ...JSON.parse(stub[1]), ...item.args } as any)], { stopReason: "toolUse" });
+		}
 		if (item.tool) return fauxAssistantMessage([fauxToolCall(item.tool, (item.args ?? {}) as any)], { stopReason: "toolUse" });
 		return fauxAssistantMessage(item.text ?? "");
 	};

@@ -8,7 +8,7 @@ import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@eare
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import type { Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { Effect, Event, HookResult, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
@@ -381,6 +381,14 @@ export function resetDrafts(pi: ExtensionAPI, ctx: ExtensionContext, plan: Reset
 		drafts.push({ type: "custom_message", customType: plan.continuation.customType, content: plan.continuation.content, display: false });
 	}
 	return { markerId, drafts };
+}
+
+/** The boundary drafts of a tool-result clearing: one `context_edit` per result (its stub as the replacement), then the record. */
+export function clearDrafts(clear: Extract<HookResult, { kind: "clear" }>): SessionBoundaryDraft[] {
+	return [
+		...clear.edits.map((e) => ({ type: "context_edit" as const, targetId: e.targetId, replacement: { content: [{ type: "text" as const, text: e.text }] } })),
+		{ type: "custom" as const, customType: clear.record.customType, data: clear.record.data },
+	];
 }
 
 /** The visible messages of a request with the engine's messages inserted where it says. */

@@ -5,6 +5,7 @@ import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import {
 	ask,
+	clearDrafts,
 	bindRuntime,
 	drive,
 	moment,
@@ -248,6 +249,7 @@ export default function relay(pi: ExtensionAPI) {
 				// A turn the user aborted while a tool ran still reports `completed`; the signal says it.
 				outcome: ctx.signal?.aborted ? "aborted" : event.outcome,
 			}), (out) => {
+				if (out.result?.kind === "clear") return { entries: [...event.entries, ...clearDrafts(out.result)], continue: event.continue };
 				if (out.result?.kind !== "reset") return undefined;
 				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
 				return { entries: [...event.entries, ...drafts], continue: out.result.plan.continuation !== null || event.continue };

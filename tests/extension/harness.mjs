@@ -87,7 +87,7 @@ export async function startSession({
 			return { message: { ...event.message, usage: { ...event.message.usage, ...fields } } };
 		});
 	};
-	faux.setResponses(Array.from({ length: 200 }, () => script));
+	faux.setResponses(Array.from({ length: Math.max(200, steps.length + 50) }, () => script));
 	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
 	modelRuntime.registerNativeProvider(faux.provider);
 	const model = modelRuntime.getModel("faux", "faux-1");

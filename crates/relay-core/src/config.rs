@@ -13,6 +13,13 @@
 //! | `continueAfterReset` | boolean: continue once when the first reply after an automatic or forced reset stops early (see `crate::on_task`) | `true` |
 //! | `budget` | object, passed through raw and validated by the budget module | absent |
 //! | `role` | `"main"` or `"subagent"`: this session's budget role, declared by an SDK host | absent: the hosting rule decides |
+//! | `clearToolResults` | object: tool-result clearing (see [`ClearToolResults`] and `crate::clearing`) | on, see below |
+//!
+//! `relay.clearToolResults` keys (each validated on its own, an invalid one falls back to its
+//! default): `enabled` (boolean, `true`), `triggerTokens` (whole number ≥ 1; absent: derived from
+//! the window, see `crate::clearing::trigger_tokens`), `keep` (whole number ≥ 0, `3`),
+//! `clearAtLeast` (whole number ≥ 0, `30000`), `excludeTools` (array of tool names, `[]`; Relay's
+//! own `notes_*` and `history_*` results are never cleared whatever it says).
 //!
 //! **Pi's compaction reserve** ([`ReserveTokens`]): `compaction.modelOverrides["provider/model"].reserveTokens`,
 //! else `compaction.reserveTokens`, else 16,384, read exactly as Pi's `SettingsManager` reads it
@@ -78,7 +85,49 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
         KeyKind::Object(crate::policy::config::BUDGET_KEYS),
     ),
     ("role", KeyKind::OneOf(&["main", "subagent"])),
+    ("clearToolResults", KeyKind::Object(CLEAR_KEYS)),
 ];
+
+/// The keys of `relay.clearToolResults`.
+pub const CLEAR_KEYS: &[(&str, KeyKind)] = &[
+    ("enabled", KeyKind::Bool),
+    ("triggerTokens", KeyKind::PositiveInteger),
+    ("keep", KeyKind::NonNegativeInteger),
+    ("clearAtLeast", KeyKind::NonNegativeInteger),
+    ("excludeTools", KeyKind::NameList),
+];
+
+/// Default `relay.clearToolResults.keep`: the newest tool results a clearing never touches.
+pub const DEFAULT_CLEAR_KEEP: u64 = 3;
+/// Default `relay.clearToolResults.clearAtLeast`: a clearing that frees fewer tokens does not
+/// happen (it would break the prompt cache for too little).
+pub const DEFAULT_CLEAR_AT_LEAST: u64 = 30_000;
+
+/// `relay.clearToolResults`: old tool results give way to a one-line stub (see `crate::clearing`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClearToolResults {
+    pub enabled: bool,
+    /// Context size (tokens) from which a clearing is considered; `None`: derived from the window.
+    pub trigger_tokens: Option<u64>,
+    /// The newest tool results of the window that are never cleared.
+    pub keep: u64,
+    /// The least a clearing must free (tokens), else none happens.
+    pub clear_at_least: u64,
+    /// Tools whose results are never cleared (besides Relay's notes and history tools).
+    pub exclude_tools: Vec<String>,
+}
+
+impl Default for ClearToolResults {
+    fn default() -> Self {
+        ClearToolResults {
+            enabled: true,
+            trigger_tokens: None,
+            keep: DEFAULT_CLEAR_KEEP,
+            clear_at_least: DEFAULT_CLEAR_AT_LEAST,
+            exclude_tools: Vec::new(),
+        }
+    }
+}
 
 /// The keys of Pi's `compaction` settings Relay reads (Pi owns the others: they are not
 /// reported). `null` is an absent value there, as in Pi.
@@ -116,6 +165,8 @@ pub struct RelayConfig {
     pub budget: Option<Value>,
     /// `relay.role`: the declared budget role; `None` = the process-wide hosting rule decides.
     pub role: Option<Role>,
+    /// `relay.clearToolResults`.
+    pub clear_tool_results: ClearToolResults,
 }
 
 impl Default for RelayConfig {
@@ -127,6 +178,7 @@ impl Default for RelayConfig {
             continue_after_reset: true,
             budget: None,
             role: None,
+            clear_tool_results: ClearToolResults::default(),
         }
     }
 }
@@ -479,6 +531,16 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
             _ => None,
         },
     );
+    if let Some(v) = check_key(
+        obj,
+        "clearToolResults",
+        "an object",
+        "on, with the defaults",
+        &mut issues,
+        |v| v.as_object().cloned(),
+    ) {
+        cfg.clear_tool_results = validate_clear(&v, &mut issues);
+    }
     cfg.budget = check_key(
         obj,
         "budget",
@@ -488,6 +550,86 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
         |v| v.is_object().then(|| v.clone()),
     );
     (cfg, issues)
+}
+
+/// `relay.clearToolResults`: every key on its own (an invalid one is reported and keeps its
+/// default), unknown keys reported and ignored.
+fn validate_clear(obj: &Map<String, Value>, issues: &mut Vec<ConfigIssue>) -> ClearToolResults {
+    const AT: &str = "clearToolResults";
+    let mut c = ClearToolResults::default();
+    for key in obj.keys().filter(|k| !known_key(CLEAR_KEYS, k)) {
+        issues.push(ConfigIssue {
+            path: format!("{SETTINGS_KEY}.{AT}.{key}"),
+            message: format!(
+                "unknown key; ignored (known keys: {})",
+                key_names(CLEAR_KEYS)
+            ),
+        });
+    }
+    if let Some(v) = check_key_at(
+        AT,
+        obj,
+        "enabled",
+        "true or false",
+        "true",
+        issues,
+        Value::as_bool,
+    ) {
+        c.enabled = v;
+    }
+    c.trigger_tokens = check_key_at(
+        AT,
+        obj,
+        "triggerTokens",
+        "a whole number of tokens, at least 1",
+        "derived from the window",
+        issues,
+        token_count,
+    );
+    if let Some(v) = check_key_at(
+        AT,
+        obj,
+        "keep",
+        "a whole number of tool results, 0 or more",
+        &DEFAULT_CLEAR_KEEP.to_string(),
+        issues,
+        reserve_count,
+    ) {
+        c.keep = v;
+    }
+    if let Some(v) = check_key_at(
+        AT,
+        obj,
+        "clearAtLeast",
+        "a whole number of tokens, 0 or more",
+        &DEFAULT_CLEAR_AT_LEAST.to_string(),
+        issues,
+        reserve_count,
+    ) {
+        c.clear_at_least = v;
+    }
+    if let Some(v) = check_key_at(
+        AT,
+        obj,
+        "excludeTools",
+        "an array of tool names (non-empty strings)",
+        "[]",
+        issues,
+        |v| {
+            v.as_array()?
+                .iter()
+                .map(|n| {
+                    n.as_str()
+                        .map(str::trim)
+                        .filter(|n| !n.is_empty())
+                        .map(str::to_string)
+                })
+                .collect::<Option<Vec<_>>>()
+        },
+    ) {
+        c.exclude_tools = v;
+    }
+    c
 }
 
 /// The value of `key` when it is present and valid; an invalid value is reported and gives `None`
@@ -500,9 +642,27 @@ fn check_key<T>(
     issues: &mut Vec<ConfigIssue>,
     parse: impl Fn(&Value) -> Option<T>,
 ) -> Option<T> {
+    check_key_at("", obj, key, expected, default, issues, parse)
+}
+
+/// [`check_key`] for a key of the sub-object `relay.<at>` (`at` empty: of `relay` itself).
+fn check_key_at<T>(
+    at: &str,
+    obj: &Map<String, Value>,
+    key: &str,
+    expected: &str,
+    default: &str,
+    issues: &mut Vec<ConfigIssue>,
+    parse: impl Fn(&Value) -> Option<T>,
+) -> Option<T> {
     let v = obj.get(key)?;
     let parsed = parse(v);
     if parsed.is_none() {
+        let key = if at.is_empty() {
+            key.to_string()
+        } else {
+            format!("{at}.{key}")
+        };
         issues.push(ConfigIssue {
             path: format!("{SETTINGS_KEY}.{key}"),
             message: format!(
@@ -700,7 +860,8 @@ mod tests {
     fn every_key_accepts_valid_values() {
         let (cfg, issues) = resolve(
             Some(
-                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"budget":{"mode":"observe"},"role":"subagent"}),
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"budget":{"mode":"observe"},"role":"subagent",
+                    "clearToolResults":{"enabled":true,"triggerTokens":90000,"keep":0,"clearAtLeast":0,"excludeTools":[" fetch_page "]}}),
             ),
             None,
         );
@@ -714,8 +875,33 @@ mod tests {
                 continue_after_reset: false,
                 budget: Some(json!({"mode":"observe"})),
                 role: Some(Role::Subagent),
+                clear_tool_results: ClearToolResults {
+                    enabled: true,
+                    trigger_tokens: Some(90_000),
+                    keep: 0,
+                    clear_at_least: 0,
+                    exclude_tools: vec!["fetch_page".into()],
+                },
             }
         );
+        // A bad key of the clearing names its whole path; the others still apply.
+        let (cfg, issues) = resolve(
+            Some(
+                json!({"clearToolResults":{"keep":-1,"clearAtLeast":5,"excludeTools":["a",""],"trigger":1}}),
+            ),
+            None,
+        );
+        let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "relay.clearToolResults.trigger: unknown key; ignored (known keys: enabled, triggerTokens, keep, clearAtLeast, excludeTools)",
+                "relay.clearToolResults.keep: expected a whole number of tool results, 0 or more, got -1; using the default (3)",
+                "relay.clearToolResults.excludeTools: expected an array of tool names (non-empty strings), got [\"a\",\"\"]; using the default ([])",
+            ]
+        );
+        assert_eq!(cfg.clear_tool_results.clear_at_least, 5);
+        assert_eq!(cfg.clear_tool_results.keep, DEFAULT_CLEAR_KEEP);
         let (cfg, issues) = resolve(Some(json!({"reminderMarginTokens":32768.0})), None);
         assert!(issues.is_empty());
         assert_eq!(cfg.reminder_margin_tokens, 32_768);
@@ -951,7 +1137,7 @@ mod tests {
                 reserve: DEFAULT_RESERVE_TOKENS,
                 budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
                 warnings: &[
-                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults)",
                     "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
                     "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
                     "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a non-negative whole number, got \"lots\"; using 16384",

@@ -12,6 +12,7 @@
 )]
 
 pub mod args;
+pub mod clearing;
 pub mod config;
 pub mod effective;
 pub mod engine;

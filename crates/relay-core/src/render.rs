@@ -581,6 +581,22 @@ pub struct StatusInfo<'a> {
     pub budget_mode: &'a str,
     pub budget_configured: &'a str,
     pub budget_reason: Option<&'a str>,
+    /// `relay.clearToolResults.enabled`.
+    pub clearing_enabled: bool,
+    /// Tool-result clearing: its settings in this window, `None` when it is off or the window is
+    /// too small for the default trigger.
+    pub clearing: Option<ClearingStatus>,
+    /// Clearings (count, tokens freed) in this window and on the whole branch.
+    pub cleared_window: (u32, u64),
+    pub cleared_branch: (u32, u64),
+}
+
+/// `relay.clearToolResults` as it applies in the current window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClearingStatus {
+    pub trigger_tokens: u64,
+    pub keep: u64,
+    pub clear_at_least: u64,
 }
 
 /// The `/relay` status text shown to the user.
@@ -625,6 +641,31 @@ pub fn render_status(s: &StatusInfo) -> String {
         }
         None => out.push_str("\nreset: none pending"),
     }
+    match s.clearing {
+        Some(c) => {
+            let _ = write!(
+                out,
+                "\ntool-result clearing: from {} tokens, the newest {} kept, at least {} tokens at a time",
+                group_digits(c.trigger_tokens),
+                c.keep,
+                group_digits(c.clear_at_least)
+            );
+        }
+        None if s.clearing_enabled => out.push_str(
+            "\ntool-result clearing: on, but this window is too small for the default trigger (relay.clearToolResults.triggerTokens sets one)",
+        ),
+        None => out.push_str("\ntool-result clearing: off"),
+    }
+    let plural = |n: u32| if n == 1 { "clearing" } else { "clearings" };
+    let _ = write!(
+        out,
+        "; {} {} in this window freed {} tokens ({} on this branch, {} tokens)",
+        s.cleared_window.0,
+        plural(s.cleared_window.0),
+        group_digits(s.cleared_window.1),
+        s.cleared_branch.0,
+        group_digits(s.cleared_branch.1)
+    );
     if s.budget_mode == s.budget_configured {
         let _ = write!(out, "\nbudget policy: {}", s.budget_mode);
     } else {
@@ -1184,8 +1225,18 @@ mod tests {
             budget_mode: "observe",
             budget_configured: "observe",
             budget_reason: None,
+            clearing_enabled: true,
+            clearing: Some(ClearingStatus {
+                trigger_tokens: 100_000,
+                keep: 3,
+                clear_at_least: 30_000,
+            }),
+            cleared_window: (1, 71_964),
+            cleared_branch: (3, 180_002),
         };
         let on = render_status(&s);
+        s.clearing = None;
+        s.clearing_enabled = false;
         s.enabled = false;
         s.remaining_tokens = None;
         s.reminder_sent = true;

@@ -67,8 +67,8 @@ use std::fmt::Write as _;
 use proptest::prelude::*;
 use relay_core::engine::{
     ConfigSources, Engine, GitFacts, HookReply, HookResult, Moment, Observation, ResetPlan,
-    ToolReply, BOOT_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE,
-    REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
+    ToolReply, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
+    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
 };
 use relay_core::entry::{parse_entry, Entry, EntryKind};
 use relay_core::handoff::GitState;
@@ -189,9 +189,28 @@ mod wire {
     #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
     pub enum HookResult {
         Cancel,
-        Block { reason: String, terminate: bool },
-        Reset { plan: ResetPlan },
-        Continue { continuation: Continuation },
+        Block {
+            reason: String,
+            terminate: bool,
+        },
+        Reset {
+            plan: ResetPlan,
+        },
+        Continue {
+            continuation: Continuation,
+        },
+        Clear {
+            edits: Vec<ContextEdit>,
+            record: Marker,
+        },
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ContextEdit {
+        #[serde(rename = "targetId")]
+        pub target_id: String,
+        pub text: String,
     }
 
     #[derive(Debug, Deserialize)]
@@ -302,6 +321,9 @@ impl Mode {
         }
     }
 }
+
+/// Lines of a `bash` result (12 characters each): about 1,000 tokens.
+const BASH_LINES: usize = 330;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Settings {
@@ -658,6 +680,8 @@ impl Host {
                         // handoff (the one handoff request of its run).
                         "idleMinTokens": IDLE_MIN_TOKENS,
                     },
+                    // Clearings happen in these sessions: a low trigger, little to free.
+                    "clearToolResults": { "triggerTokens": 8_000, "keep": 2, "clearAtLeast": 1_000 },
                 },
                 "compaction": { "reserveTokens": RESERVE },
             },
@@ -1319,8 +1343,16 @@ impl Host {
                                     );
                                     self.executed.insert(id.clone());
                                     if name == "bash" {
+                                        // Large enough that old results are worth a clearing.
                                         let fails = args["command"] == "false";
-                                        ("ok".to_string(), fails, false)
+                                        (
+                                            format!(
+                                                "ok {id}\n{}",
+                                                "output line\n".repeat(BASH_LINES)
+                                            ),
+                                            fails,
+                                            false,
+                                        )
                                     } else {
                                         let r = self.tool(name, args)?;
                                         (r.text, r.is_error, r.terminate)
@@ -1365,10 +1397,18 @@ impl Host {
                         end.result.as_ref().map(result_name)
                     );
                 }
-                if let Some(HookResult::Reset { plan }) = end.result {
+                if let Some(HookResult::Reset { plan }) = &end.result {
                     let continuation = plan.continuation.is_some();
-                    self.install(&plan, true, false);
+                    self.install(plan, true, false);
                     more |= continuation;
+                }
+                if let Some(HookResult::Clear { edits, record }) = &end.result {
+                    // Pi appends the drafts in order: the edits, then the record.
+                    for e in edits {
+                        self.entry(json!({"type": "context_edit", "targetId": e.target_id,
+                            "replacement": {"content": [{"type": "text", "text": e.text}]}}));
+                    }
+                    self.entry(json!({"type": "custom", "customType": record.custom_type, "data": record.data}));
                 }
                 more |= overflow_retry || !self.steers.is_empty() || self.followup.is_some();
                 if errored || !more {
@@ -1835,6 +1875,34 @@ impl Host {
                 );
             }
             HookResult::Reset { plan } => self.check_reset(hook, extra, plan)?,
+            HookResult::Clear { edits, record } => {
+                check!(hook == Hook::TurnEnd, "a clearing from {}", hook.name());
+                check!(!edits.is_empty(), "a clearing of nothing");
+                check!(
+                    record.custom_type == CLEARING_TYPE,
+                    "clearing record {}",
+                    record.custom_type
+                );
+                // Every target is a tool result of the current window that no edit replaced yet.
+                let start = self
+                    .branch
+                    .iter()
+                    .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
+                    .unwrap_or(0);
+                for e in edits {
+                    let target = self.branch.iter().skip(start).find(|b| b.id == e.target_id);
+                    check!(
+                        matches!(target.map(|t| &t.kind), Some(EntryKind::Message(m)) if m.role == "toolResult"),
+                        "a clearing edits {} (not a tool result of the current window)",
+                        e.target_id
+                    );
+                    check!(
+                        !self.branch.iter().any(|b| matches!(&b.kind, EntryKind::ContextEdit { target_id, .. } if *target_id == e.target_id)),
+                        "a clearing edits {} again",
+                        e.target_id
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -2109,6 +2177,7 @@ fn result_name(r: &HookResult) -> String {
         }
         HookResult::Continue { .. } => "continue".into(),
         HookResult::Compact { .. } => "compact".into(),
+        HookResult::Clear { edits, .. } => format!("clear({})", edits.len()),
     }
 }
 
@@ -2412,6 +2481,7 @@ fn generated_sessions_reach_every_decision() {
         "-> block",
         "-> continue",
         "-> task-continuation",
+        "-> clear(",
         "-> cancel",
         "send(relay/notes-steer)",
         "send(relay/reminder)",

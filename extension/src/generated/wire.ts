@@ -263,6 +263,7 @@ export type HookResult =
 	| { "kind": "block", reason: string, terminate: boolean }
 	| { "kind": "reset", plan: ResetPlan }
 	| { "kind": "continue", continuation: Continuation }
+	| { "kind": "clear", edits: Array<ContextEdit>, record: Marker }
 	| { "kind": "compact", attempt: number };
 
 /**
@@ -332,6 +333,12 @@ export type Marker = { customType: string, data: unknown };
  * A hidden `custom_message` boundary draft (`display: false`).
  */
 export type Continuation = { customType: string, content: string };
+
+/**
+ * A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",
+ * targetId, replacement: {content: [{type: "text", text}]}}`.
+ */
+export type ContextEdit = { targetId: string, text: string };
 
 /**
  * A tool's answer: the text the model reads, plus what the adapter must persist first.

@@ -17,6 +17,9 @@
 //!   source, and what it dropped: the compaction's `tokensBefore` and the messages of the old
 //!   window.
 //!
+//! - **Clearings**: every tool-result clearing (`relay/clear-tool-results`) is a short green tick
+//!   on the x axis after the request it followed, labelled with the tokens it freed (`−72k`).
+//!
 //! SVG elements carry classes and data attributes (`class="marker handoff"`,
 //! `data-window-id`, `data-x`) so the picture can be checked by machine. The PNG is the same SVG
 //! rasterised with resvg (system fonts for the labels).
@@ -27,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use relay_core::config::{reminder_threshold, DEFAULT_REMINDER_MARGIN_TOKENS};
+use relay_core::engine::wire::CLEARING_TYPE;
 use relay_core::entry::{EntryKind, WindowMarker};
 use relay_core::policy::derived_thresholds;
 use serde_json::{json, Value};
@@ -74,6 +78,20 @@ pub struct Marker {
     pub at: String,
 }
 
+/// One tool-result clearing (a `relay/clear-tool-results` record on the branch).
+#[derive(Debug, Clone)]
+pub struct Clearing {
+    /// Requests before it.
+    pub after: usize,
+    pub window_id: String,
+    pub items: u64,
+    pub tokens_freed: u64,
+    pub at: String,
+}
+
+/// The colour of a clearing's tick.
+pub const CLEARING_COLOR: &str = "#16a34a";
+
 /// A threshold line.
 #[derive(Debug, Clone)]
 pub struct Threshold {
@@ -88,6 +106,7 @@ pub struct Timeline {
     pub session_id: String,
     pub requests: Vec<Request>,
     pub markers: Vec<Marker>,
+    pub clearings: Vec<Clearing>,
     pub window: Option<u64>,
     pub thresholds: Vec<Threshold>,
 }
@@ -136,11 +155,13 @@ pub fn run(
     } else {
         writeln!(
             out,
-            "wrote {} ({} requests, {} windows, {} resets)",
+            "wrote {} ({} requests, {} windows, {} resets, {} tool-result clearings freeing {} tokens)",
             output.display(),
             timeline.requests.len(),
             timeline.markers.len() + 1,
-            timeline.markers.len()
+            timeline.markers.len(),
+            timeline.clearings.len(),
+            thousands(timeline.clearings.iter().map(|c| c.tokens_freed).sum())
         )?;
     }
     Ok(Outcome::Done)
@@ -151,6 +172,7 @@ pub fn collect(file: &Path, window: Option<u64>, reserve: u64) -> Result<Timelin
     let loaded = load_session(file)?;
     let mut requests = Vec::new();
     let mut markers = Vec::new();
+    let mut clearings = Vec::new();
     let mut messages_in_window = 0usize;
     for &i in &loaded.branch {
         let Some(entry) = loaded.parsed.entries.get(i) else {
@@ -191,6 +213,20 @@ pub fn collect(file: &Path, window: Option<u64>, reserve: u64) -> Result<Timelin
                     at: entry.timestamp.clone(),
                 });
                 messages_in_window = 0;
+            }
+            EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
+                let number = |k: &str| data.get(k).and_then(Value::as_u64).unwrap_or(0);
+                clearings.push(Clearing {
+                    after: requests.len(),
+                    window_id: data
+                        .get("windowId")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    items: number("items"),
+                    tokens_freed: number("tokensFreed"),
+                    at: entry.timestamp.clone(),
+                });
             }
             _ => {}
         }
@@ -237,6 +273,7 @@ pub fn collect(file: &Path, window: Option<u64>, reserve: u64) -> Result<Timelin
         session_id: loaded.history.session_id().to_string(),
         requests,
         markers,
+        clearings,
         window,
         thresholds,
     })
@@ -366,6 +403,15 @@ pub fn render_svg(t: &Timeline) -> String {
             t.markers.len() + 1
         ),
     };
+    let subtitle = if t.clearings.is_empty() {
+        subtitle
+    } else {
+        format!(
+            "{subtitle} · {} tool-result clearings freed {} tokens",
+            t.clearings.len(),
+            thousands(t.clearings.iter().map(|c| c.tokens_freed).sum())
+        )
+    };
     let _ = writeln!(
         s,
         r##"<text class="subtitle" x="{PLOT_LEFT}" y="48" fill="#4b5563">{}</text>"##,
@@ -494,6 +540,27 @@ pub fn render_svg(t: &Timeline) -> String {
             l2 = label_y + 13.0,
             first = esc(&first),
             second = esc(&second),
+        );
+    }
+    // Tool-result clearings: a tick on the x axis after the request they followed.
+    for c in &t.clearings {
+        let x = marker_x(c.after, n);
+        let _ = writeln!(
+            s,
+            r##"<g class="clearing" data-window-id="{wid}" data-x="{x}" data-after="{after}" data-tokens-freed="{freed}"><title>{title}</title><line x1="{x}" y1="{y1}" x2="{x}" y2="{PLOT_BOTTOM}" stroke="{CLEARING_COLOR}" stroke-width="2" stroke-dasharray="3 2"/><text x="{tx}" y="{ty}" fill="{CLEARING_COLOR}">−{label}</text></g>"##,
+            wid = esc(&c.window_id),
+            after = c.after,
+            freed = c.tokens_freed,
+            title = esc(&format!(
+                "tool-result clearing at {}: {} results, {} tokens freed",
+                clock(&c.at),
+                c.items,
+                thousands(c.tokens_freed)
+            )),
+            y1 = PLOT_BOTTOM - 40.0,
+            tx = x + 3.0,
+            ty = PLOT_BOTTOM - 30.0,
+            label = tokens_label(c.tokens_freed),
         );
     }
     // The tokens: one polyline per window, a dot per request.
@@ -653,6 +720,14 @@ fn summary(t: &Timeline, output: &Path) -> Value {
             "dropped_messages": m.dropped_messages,
             "handoff_path": m.handoff_path,
             "at": m.at,
+        })).collect::<Vec<_>>(),
+        "clearings": t.clearings.iter().map(|c| json!({
+            "after_request": c.after,
+            "x": marker_x(c.after, n),
+            "window_id": c.window_id,
+            "items": c.items,
+            "tokens_freed": c.tokens_freed,
+            "at": c.at,
         })).collect::<Vec<_>>(),
     })
 }

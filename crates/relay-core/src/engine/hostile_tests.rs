@@ -302,6 +302,7 @@ fn sample(kind: &KeyKind, key: &str) -> Value {
         KeyKind::Text => json!("true"),
         KeyKind::OneOf(options) => json!(options.last().unwrap()),
         KeyKind::PathList => json!(["/work"]),
+        KeyKind::NameList => json!(["fetch_page"]),
         KeyKind::Object(keys) => Value::Object(
             keys.iter()
                 .map(|(k, kind)| (k.to_string(), sample(kind, k)))
@@ -337,6 +338,10 @@ fn wrongs(kind: &KeyKind, null_is_absent: bool) -> Vec<Value> {
         KeyKind::PathList => v.as_array().is_some_and(|a| {
             a.iter()
                 .all(|p| p.as_str().is_some_and(|p| p.starts_with('/')))
+        }),
+        KeyKind::NameList => v.as_array().is_some_and(|a| {
+            a.iter()
+                .all(|n| n.as_str().is_some_and(|n| !n.trim().is_empty()))
         }),
         KeyKind::Object(_) | KeyKind::Map(_) => v.is_object(),
     };

@@ -15,8 +15,8 @@
 use serde_json::Value;
 
 use super::wire::{
-    Moment, Usage, BOOT_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
+    RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
@@ -209,6 +209,8 @@ enum Mark {
         current: u64,
         usage: Option<u64>,
         removed: bool,
+        /// A context edit replaced it (in the branch as mirrored).
+        edited: bool,
         editable: Editable,
         system: Option<Box<SystemDelta>>,
     },
@@ -281,6 +283,9 @@ pub(super) struct Mirror {
     /// Subagent ids the pi-subagents tools named in their results on the branch (position, id),
     /// oldest first: a handoff asks the live registry about them besides the task directory's.
     subagent_ids: Vec<(usize, String)>,
+    /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
+    /// first: position, window id, tokens freed.
+    pub(super) clearings: Vec<(usize, String, u64)>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
     /// The windows before the current one were skimmed (their messages without texts, see
@@ -306,6 +311,7 @@ impl Mirror {
             progress_marks: Vec::new(),
             subagent_ids: Vec::new(),
             written_handoff: None,
+            clearings: Vec::new(),
             written_jobs: None,
             written_workspace: None,
             committed_handoffs: Vec::new(),
@@ -610,6 +616,12 @@ impl Mirror {
                 }
                 Observed::Other
             }
+            EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
+                let window = data.get("windowId").and_then(Value::as_str).unwrap_or("");
+                let freed = data.get("tokensFreed").and_then(Value::as_u64).unwrap_or(0);
+                self.clearings.push((pos, window.to_string(), freed));
+                Observed::Other
+            }
             EntryKind::Custom { custom_type, data } if custom_type == STALE_CHECK_TYPE => {
                 if let Some(check) =
                     super::stale::window_check(data, self.history.current_window_id())
@@ -743,6 +755,9 @@ impl Mirror {
             self.written_jobs = None;
             self.written_workspace = None;
         }
+        while self.clearings.last().is_some_and(|(p, _, _)| *p >= len) {
+            self.clearings.pop();
+        }
         while self
             .committed_handoffs
             .last()
@@ -773,6 +788,7 @@ impl Mirror {
                         original,
                         current,
                         removed,
+                        edited,
                         ..
                     },
                 ..
@@ -780,6 +796,7 @@ impl Mirror {
             {
                 *current = *original;
                 *removed = false;
+                *edited = false;
             }
             apply_mark(&mut estimate, &mut self.usage_marks, from, i);
         }
@@ -793,6 +810,37 @@ impl Mirror {
             }
         }
         true
+    }
+
+    /// The current window's tool results, oldest first, for a clearing
+    /// ([`crate::clearing::decide`]). O(the window's entries).
+    pub(super) fn window_tool_results(&self) -> Vec<crate::clearing::ToolResultView<'_>> {
+        let from = self
+            .usage_marks
+            .partition_point(|m| m.pos < self.current.start);
+        let marks = self.usage_marks.get(from..).unwrap_or_default();
+        marks
+            .iter()
+            .filter_map(|m| match &m.mark {
+                Mark::Message {
+                    current,
+                    edited,
+                    editable: Editable::Content,
+                    system: None,
+                    ..
+                } => {
+                    let (tool, chars) = self.history.tool_result_at(m.pos)?;
+                    Some(crate::clearing::ToolResultView {
+                        entry_id: self.history.entry_id_at(m.pos),
+                        tool,
+                        chars,
+                        tokens: *current,
+                        edited: *edited,
+                    })
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Pi's context estimate, one entry at a time (see [`Estimate`]): messages count
@@ -817,6 +865,7 @@ impl Mirror {
                     current: estimate,
                     usage: if valid { m.usage_total } else { None },
                     removed: false,
+                    edited: false,
                     editable,
                     system: m.system.clone(),
                 }
@@ -828,6 +877,7 @@ impl Mirror {
                     current: estimate,
                     usage: None,
                     removed: false,
+                    edited: false,
                     editable: Editable::Content,
                     system: None,
                 }
@@ -839,6 +889,7 @@ impl Mirror {
                     current: estimate,
                     usage: None,
                     removed: false,
+                    edited: false,
                     editable: Editable::No,
                     system: None,
                 }
@@ -1139,6 +1190,7 @@ fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) 
                 current,
                 usage,
                 removed,
+                edited,
                 editable,
                 system: None,
                 ..
@@ -1148,6 +1200,7 @@ fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) 
     else {
         return;
     };
+    *edited = true;
     let new = match (replacement, *editable) {
         (_, Editable::No) => *current,
         (None, _) => 0,

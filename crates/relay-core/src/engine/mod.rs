@@ -52,6 +52,7 @@
 
 mod budget;
 pub(crate) use budget::select_budget;
+mod clearing;
 mod configure;
 pub mod door;
 mod mirror;
@@ -78,11 +79,12 @@ pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use stale::stale_record;
 pub use wire::{
-    BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event,
-    GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
+    BudgetFilePath, ConfigSources, ContextEdit, ContextMessage, Continuation, DeliverAs, Effect,
+    Event, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
     RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE,
-    CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
-    RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE,
+    REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE,
+    WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
@@ -728,7 +730,9 @@ impl Engine {
                 // tool results keep the run going (Pi appends it before that request), or before
                 // a run's first request. Never after a final answer, which must stay the last
                 // message (print mode prints only a final assistant message).
-                if *tool_results > 0 {
+                // Old tool results give way to stubs before the reminder would fire; a turn that
+                // clears is not reminded (the next one judges the smaller window).
+                if *tool_results > 0 && !self.maybe_clear(moment, &mut reply) {
                     self.maybe_remind(moment, &mut reply);
                 }
                 // The status file is written at session start, when a run settles and after a

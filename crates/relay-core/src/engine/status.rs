@@ -15,7 +15,7 @@ use super::Engine;
 use crate::config::{remaining_tokens, reminder_threshold};
 use crate::effective::{effective_config, render_effective_config, ConfigQuery};
 use crate::policy::{self, Mode};
-use crate::render::{group_digits, render_reminder, render_status, StatusInfo};
+use crate::render::{group_digits, render_reminder, render_status, ClearingStatus, StatusInfo};
 use crate::scheduler::{ResetSource, SchedInput};
 
 impl Engine {
@@ -34,6 +34,11 @@ impl Engine {
                 Some(r) => s.push_str(&format!(" · {} left", group_digits(r))),
                 None => s.push_str(" · fresh"),
             }
+        }
+        let ((n, freed), _) = self.clearing_totals();
+        if n > 0 {
+            let what = if n == 1 { "clearing" } else { "clearings" };
+            s.push_str(&format!(" · {n} {what} freed {}", group_digits(freed)));
         }
         if let Some(p) = self.scheduler.pending() {
             s.push_str(&format!(" · reset pending ({})", p.as_str()));
@@ -92,6 +97,17 @@ impl Engine {
                     budget_mode: mode.effective.as_str(),
                     budget_configured: mode.configured.as_str(),
                     budget_reason: mode.reason.as_deref(),
+                    clearing_enabled: self.settings.config.clear_tool_results.enabled,
+                    clearing: self
+                        .clear_trigger(moment)
+                        .filter(|_| self.settings.config.clear_tool_results.enabled)
+                        .map(|trigger_tokens| ClearingStatus {
+                            trigger_tokens,
+                            keep: self.settings.config.clear_tool_results.keep,
+                            clear_at_least: self.settings.config.clear_tool_results.clear_at_least,
+                        }),
+                    cleared_window: self.clearing_totals().0,
+                    cleared_branch: self.clearing_totals().1,
                 })
             }
             "config" => {

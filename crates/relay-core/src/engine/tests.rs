@@ -738,6 +738,7 @@ fn generated_wire_ts_is_current() {
         decl::<ResetPlan>(&cfg),
         decl::<Marker>(&cfg),
         decl::<Continuation>(&cfg),
+        decl::<super::wire::ContextEdit>(&cfg),
         decl::<ToolReply>(&cfg),
         decl::<ToolSpec>(&cfg),
         decl::<ResumeFacts>(&cfg),
@@ -2998,4 +2999,84 @@ fn a_failure_while_serving_a_compaction_hook_cancels_it_while_relay_is_on() {
         tool.reply.unwrap().text,
         "notes_read_file failed inside Relay: boom"
     );
+}
+
+/// Tool-result clearing through the door: a `turn_end` past the trigger answers with one
+/// `context_edit` per old result and the record; once the drafts are on the branch nothing is
+/// cleared twice (also in a fresh engine replaying the branch), and the footer counts it.
+#[test]
+fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
+    let configure = |e: &mut Engine| {
+        let issues = e.configure(&ConfigSources {
+            global: Some(json!({"relay": {"clearToolResults": {
+                "triggerTokens": 10_000, "keep": 1, "clearAtLeast": 4_000, "excludeTools": ["keep_me"]
+            }}})),
+            ..ConfigSources::default()
+        });
+        assert!(issues.is_empty(), "{issues:?}");
+    };
+    let mut e = engine();
+    configure(&mut e);
+    let mut b = Branch::new();
+    let mut entries = vec![b.user("fetch the pages"), b.answer("fetching", 500)];
+    let result = |b: &mut Branch, tool: &str, n: u32| {
+        b.entry(json!({"type":"message","message":{"role":"toolResult","toolCallId":format!("c{n}"),
+            "toolName":tool,"content":[{"type":"text","text":format!("R{n} {}", "x".repeat(12_000))}],"isError":false}}))
+    };
+    for (n, tool) in [
+        "fetch_page",
+        "keep_me",
+        "notes_read_file",
+        "fetch_page",
+        "fetch_page",
+    ]
+    .iter()
+    .enumerate()
+    {
+        entries.push(result(&mut b, tool, n as u32));
+    }
+    e.append(&entries);
+    let turn_end = Event::TurnEnd {
+        tool_results: 1,
+        outcome: None,
+    };
+    // Below the trigger: nothing.
+    assert_eq!(e.handle(&obs(turn_end.clone(), Some(9_999))).result, None);
+    let reply = e.handle(&obs(turn_end.clone(), Some(20_000)));
+    let Some(HookResult::Clear { edits, record }) = reply.result else {
+        panic!("expected a clearing, got {:?}", reply.result)
+    };
+    // The oldest fetch_page results (not keep_me, not the notes result, not the newest).
+    let targets: Vec<&str> = edits.iter().map(|e| e.target_id.as_str()).collect();
+    assert_eq!(targets, [entries[2].id.as_str(), entries[5].id.as_str()]);
+    assert!(edits[0].text.contains(&format!(
+        r#"history_read_item {{"window_id":"pcw:{SID}:root","item_id":"{}"}}"#,
+        entries[2].id
+    )));
+    assert_eq!(record.custom_type, CLEARING_TYPE);
+    assert_eq!(record.data["items"], 2);
+    // Pi appends the drafts; the next turn end clears nothing more, and the footer says it.
+    let mut appended: Vec<Entry> = edits
+        .iter()
+        .map(|c| b.entry(json!({"type":"context_edit","targetId":c.target_id,"replacement":{"content":[{"type":"text","text":c.text}]}})))
+        .collect();
+    appended.push(b.custom(CLEARING_TYPE, record.data.clone()));
+    e.append(&appended);
+    assert_eq!(e.handle(&obs(turn_end.clone(), Some(20_000))).result, None);
+    let Effect::Status { text: Some(footer) } = e.status_effect(&moment(Some(20_000))) else {
+        panic!("no footer")
+    };
+    let freed = record.data["tokensFreed"].as_u64().unwrap();
+    assert!(
+        footer.contains(&format!(
+            "1 clearing freed {}",
+            crate::render::group_digits(freed)
+        )),
+        "{footer}"
+    );
+    // A reload of the branch decides the same: nothing more to clear.
+    let mut fresh = engine();
+    configure(&mut fresh);
+    fresh.append(&[entries.clone(), appended].concat());
+    assert_eq!(fresh.handle(&obs(turn_end, Some(20_000))).result, None);
 }

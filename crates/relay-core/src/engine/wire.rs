@@ -48,6 +48,10 @@ pub const RESUME_CHECK_TYPE: &str = "relay/resume-check";
 /// customType of the record of a new window's watch check (the recorded jobs and watches the
 /// pi-jobs registry no longer lists), for the window it belongs to.
 pub const WATCH_CHECK_TYPE: &str = "relay/watch-check";
+/// customType of the record of a tool-result clearing (`{windowId, items, tokensFreed,
+/// tokensBefore}`), appended with its `context_edit` entries: the status line, `/relay` and
+/// `relay timeline` count clearings from it.
+pub const CLEARING_TYPE: &str = "relay/clear-tool-results";
 /// customType of the record of a new window's stale-handoff check (what differs between the
 /// workspace its handoff recorded and the workspace when the window started), for its window.
 pub const STALE_CHECK_TYPE: &str = "relay/stale-check";
@@ -583,6 +587,16 @@ pub struct Continuation {
     pub content: String,
 }
 
+/// A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",
+/// targetId, replacement: {content: [{type: "text", text}]}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ContextEdit {
+    pub target_id: String,
+    pub text: String,
+}
+
 /// What the current hook must return to Pi.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
@@ -597,6 +611,13 @@ pub enum HookResult {
     Reset { plan: ResetPlan },
     /// Keep the run going with one hidden message (boundary draft + `continue: true`).
     Continue { continuation: Continuation },
+    /// From `turn_end`: replace old tool results in future requests (boundary drafts: one
+    /// `context_edit` per result, its replacement the stub text, then `record` as a `custom`
+    /// entry; the run's `continue` unchanged).
+    Clear {
+        edits: Vec<ContextEdit>,
+        record: Marker,
+    },
     /// From `input`: start Pi's compaction (`ctx.compact()`) and wait for it before the input
     /// goes on unchanged; its `manual` hook is answered with the reset of `attempt`, and its
     /// error callback is reported as [`Event::CompactError`] with the same `attempt`.

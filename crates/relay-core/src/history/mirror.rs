@@ -254,6 +254,11 @@ impl History {
             .map(|&(p, _)| p)
     }
 
+    /// The id of the entry at `pos` (root first).
+    pub fn entry_id_at(&self, pos: usize) -> &str {
+        self.id_at(pos)
+    }
+
     /// The id of the entry at `pos`.
     pub(super) fn id_at(&self, pos: usize) -> &str {
         entry_id(&self.entries, &self.ids, pos as u32)
@@ -298,6 +303,18 @@ impl History {
             role,
         });
         index
+    }
+
+    /// The tool name and text length (characters) of the tool result at position `pos` (root
+    /// first), or `None` when that entry is not a tool's result. O(1).
+    pub fn tool_result_at(&self, pos: usize) -> Option<(&str, usize)> {
+        let rec = self.entries.get(pos)?;
+        let item = self.items.get(rec.item as usize)?;
+        if item.role != Role::Tool {
+            return None;
+        }
+        let name = self.tools.names.get(item.tool as usize)?;
+        Some((name.as_str(), item.chars))
     }
 
     /// The text the history holds for the entry at position `pos` (root first), or `None` for an

@@ -135,6 +135,8 @@ pub enum KeyKind {
     OneOf(&'static [&'static str]),
     /// An array of absolute paths or globs.
     PathList,
+    /// An array of non-empty names (tool names).
+    NameList,
     /// An object with these keys.
     Object(&'static [(&'static str, KeyKind)]),
     /// An object whose keys are names chosen by the user (models, session names), each holding

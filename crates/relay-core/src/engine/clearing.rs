@@ -1,0 +1,100 @@
+//! Tool-result clearing in the engine: at a `turn_end` whose tool results keep the run going and
+//! that installs nothing else, the current window's old tool results are replaced in every later
+//! request by a stub ([`crate::clearing`] decides which and renders the stubs). The answer is a
+//! [`HookResult::Clear`]: one `context_edit` boundary draft per result and a
+//! `relay/clear-tool-results` record, which the status line, `/relay` and `relay timeline` count.
+//!
+//! Everything the decision reads is a projection of the branch (the window's tool results, what
+//! earlier edits replaced, Pi's estimate of the window), and what it writes is persisted on the
+//! branch, so a reload, a `/tree` navigation or a resume builds the same requests. Drafts Pi
+//! refuses leave the branch as it was: the next turn end decides again.
+
+use serde_json::json;
+
+use super::wire::{ContextEdit, Effect, HookReply, HookResult, Marker, Moment, CLEARING_TYPE};
+use super::Engine;
+use crate::clearing::{decide, trigger_tokens};
+use crate::config::reminder_threshold;
+
+impl Engine {
+    /// The trigger in this moment's window (`None`: no clearing).
+    pub(super) fn clear_trigger(&self, moment: &Moment) -> Option<u64> {
+        let window = moment
+            .usage
+            .map(|u| u.context_window)
+            .or(moment.context_window)?;
+        let reminder = reminder_threshold(
+            window,
+            self.reserve_for(moment),
+            self.settings.config.reminder_margin_tokens,
+        );
+        trigger_tokens(
+            &self.settings.config.clear_tool_results,
+            window.saturating_sub(reminder),
+        )
+    }
+
+    /// See the module documentation. True when a clearing was asked for.
+    pub(super) fn maybe_clear(&self, moment: &Moment, reply: &mut HookReply) -> bool {
+        if reply.result.is_some() || !self.enabled() || self.mirror.skimmed {
+            return false;
+        }
+        let cfg = &self.settings.config.clear_tool_results;
+        if !cfg.enabled {
+            return false;
+        }
+        let tokens = moment.usage.and_then(|u| u.tokens);
+        let trigger = self.clear_trigger(moment);
+        // Below the trigger nothing is read: the window's results are walked (O(window)) only
+        // at a turn end past it.
+        if tokens.zip(trigger).is_none_or(|(t, trigger)| t < trigger) {
+            return false;
+        }
+        let window_id = self.mirror.history.current_window_id();
+        let results = self.mirror.window_tool_results();
+        let Some(clearing) = decide(cfg, trigger, tokens, window_id, &results) else {
+            return false;
+        };
+        let data = json!({
+            "windowId": window_id,
+            "items": clearing.items.len(),
+            "tokensFreed": clearing.tokens_freed,
+            "tokensBefore": tokens,
+        });
+        // events.jsonl is the budget policy's log: an event there only while it enforces (the
+        // branch's record is what the status line, `/relay` and `relay timeline` read).
+        if self.policy_mode() == crate::policy::Mode::Enforce {
+            let event = self.telemetry_event("tool_results_cleared", data.clone(), moment);
+            reply.effects.push(Effect::Telemetry { event });
+        }
+        reply.result = Some(HookResult::Clear {
+            edits: clearing
+                .items
+                .into_iter()
+                .map(|c| ContextEdit {
+                    target_id: c.entry_id,
+                    text: c.stub,
+                })
+                .collect(),
+            record: Marker {
+                custom_type: CLEARING_TYPE.into(),
+                data,
+            },
+        });
+        true
+    }
+
+    /// The clearings on the branch and the tokens they freed: (in this window, on the branch).
+    pub(super) fn clearing_totals(&self) -> ((u32, u64), (u32, u64)) {
+        let window = self.mirror.history.current_window_id();
+        let mut here = (0, 0);
+        let mut all = (0, 0);
+        for (_, w, freed) in &self.mirror.clearings {
+            all = (all.0 + 1, all.1 + freed);
+            if w == window {
+                here = (here.0 + 1, here.1 + freed);
+            }
+        }
+        (here, all)
+    }
+}
