@@ -595,6 +595,14 @@ pub fn default_text(path: &str) -> String {
         "budget.idleMinTokens" => DEFAULT_IDLE_MIN_TOKENS.to_string(),
         "budget.keepRecentTokens" => DEFAULT_KEEP_RECENT_TOKENS.to_string(),
         "compaction.reserveTokens" => DEFAULT_RESERVE_TOKENS.to_string(),
+        "clearToolResults" | "clearToolResults.enabled" => "true".into(),
+        "clearToolResults.triggerTokens" => format!(
+            "{} (at least clearAtLeast before the reminder; none in a smaller window)",
+            crate::clearing::DEFAULT_TRIGGER_TOKENS
+        ),
+        "clearToolResults.keep" => crate::config::DEFAULT_CLEAR_KEEP.to_string(),
+        "clearToolResults.clearAtLeast" => crate::config::DEFAULT_CLEAR_AT_LEAST.to_string(),
+        "clearToolResults.excludeTools" => "[] (Relay's notes and history results never)".into(),
         p if p.starts_with("budget.main.") || p.starts_with("budget.subagent.") => {
             "unset (derived from the window)".into()
         }
