@@ -4,8 +4,19 @@
 // against the workspace again when the workspace moved.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { VERSION } from "@earendil-works/pi-coding-agent";
-import { joined, ofType, roles, startSession, textOf, tool } from "./harness.mjs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
+import {
+	createAgentSessionFromServices,
+	createAgentSessionRuntime,
+	createAgentSessionServices,
+	ModelRuntime,
+	SessionManager,
+	VERSION,
+} from "@earendil-works/pi-coding-agent";
+import { joined, ofType, RELAY, reply, roles, startSession, textOf, tool } from "./harness.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
 // window compactable (pi-host-facts.md §5).
@@ -64,6 +75,146 @@ for (const at of [1, 2]) {
 			assert.equal(t.requests.length, 3, "no summarizer call, no turn after the borrowed one in the old window");
 			assert.deepEqual(roles(t.requests[2]), ["user", "user"]);
 			assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Continuing with B from state.md.");
+			assert.deepEqual(t.errors, []);
+		} finally {
+			await t.dispose();
+		}
+	});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 11: /fork and /clone of the root window
+
+/**
+ * An AgentSessionRuntime (what Pi's /fork, /clone and /resume replace the session in) with Relay
+ * and the faux provider; `steps` as in harness.mjs, a function step gets the request's context.
+ */
+async function runtimeSession({ contextWindow = 100_000, settings = {}, steps = [] } = {}) {
+	const root = mkdtempSync(join(tmpdir(), "relay-lifecycle-"));
+	const agentDir = join(root, "agent");
+	const cwd = join(root, "work");
+	mkdirSync(agentDir, { recursive: true });
+	mkdirSync(cwd, { recursive: true });
+	writeFileSync(join(agentDir, "settings.json"), JSON.stringify({ retry: { enabled: false }, ...settings }));
+	const saved = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, PI_CONTEXT_BUDGET_STATE_DIR: process.env.PI_CONTEXT_BUDGET_STATE_DIR, PI_CONTEXT_BUDGET_CONFIG: process.env.PI_CONTEXT_BUDGET_CONFIG };
+	process.env.PI_CODING_AGENT_DIR = agentDir;
+	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(root, "state");
+	delete process.env.PI_CONTEXT_BUDGET_CONFIG;
+	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }] });
+	const requests = [];
+	const queue = steps.map(reply);
+	let pendingTokens;
+	const script = async (context) => {
+		requests.push(structuredClone(context.messages));
+		let next = queue.shift();
+		if (!next) return fauxAssistantMessage("(script exhausted)");
+		if (typeof next === "function") next = reply(await next(context));
+		if (next.tokens !== undefined) {
+			pendingTokens = next.tokens;
+			return next.message;
+		}
+		return next;
+	};
+	faux.setResponses(Array.from({ length: 200 }, () => script));
+	const usagePatch = (pi) => {
+		pi.on("message_end", (event) => {
+			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
+			const totalTokens = pendingTokens;
+			pendingTokens = undefined;
+			return { message: { ...event.message, usage: { ...event.message.usage, totalTokens } } };
+		});
+	};
+	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
+	modelRuntime.registerNativeProvider(faux.provider);
+	const loaderOptions = {
+		additionalExtensionPaths: [RELAY],
+		extensionFactories: [usagePatch],
+		noSkills: true,
+		noPromptTemplates: true,
+		noThemes: true,
+		noContextFiles: true,
+	};
+	const errors = [];
+	const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
+		const services = await createAgentSessionServices({ cwd, agentDir, modelRuntime, resourceLoaderOptions: loaderOptions });
+		const result = await createAgentSessionFromServices({
+			services,
+			sessionManager,
+			model: modelRuntime.getModel("faux", "faux-1"),
+			thinkingLevel: "off",
+			noTools: "builtin",
+			sessionStartEvent,
+		});
+		return { ...result, services, diagnostics: services.diagnostics };
+	};
+	const runtime = await createAgentSessionRuntime(createRuntime, { cwd, agentDir, sessionManager: SessionManager.create(cwd, join(root, "sessions")) });
+	runtime.setRebindSession((next) => next.bindExtensions({ onError: (e) => errors.push(e) }));
+	await runtime.session.bindExtensions({ onError: (e) => errors.push(e) });
+	return {
+		runtime,
+		requests,
+		errors,
+		root,
+		cwd,
+		branch: () => runtime.session.sessionManager.getBranch(),
+		sessionId: () => runtime.session.sessionManager.getSessionId(),
+		async dispose() {
+			await runtime.dispose();
+			for (const [k, v] of Object.entries(saved)) {
+				if (v === undefined) delete process.env[k];
+				else process.env[k] = v;
+			}
+		},
+	};
+}
+
+const customOf = (branch, customType) => branch.filter((e) => e.type === "custom_message" && e.customType === customType);
+const toolResultsOf = (branch, name) =>
+	branch
+		.filter((e) => e.type === "message" && e.message.role === "toolResult" && e.message.toolName === name)
+		.map((e) => ({ text: textOf(e.message.content), isError: e.message.isError }));
+
+for (const how of ["clone", "fork"]) {
+	test(`/${how} in the root window keeps its id: the copied reminder stands, and history_* calls with the id the copied entries name work`, async () => {
+		let oldRoot;
+		const t = await runtimeSession({
+			contextWindow: 100_000,
+			settings: { compaction: { enabled: false } },
+			steps: [
+				{ text: "Big answer about ROOT-TOPIC-5150.", tokens: 70_000 },
+				{ text: "Reminded.", tokens: 71_000 },
+				{ text: "Third answer.", tokens: 71_500 },
+				// In the copy: the model looks the root window up by the id it was given, then answers.
+				() => tool("history_search_contents", { query: "ROOT-TOPIC-5150", window_id: oldRoot }),
+				{ text: "Found it.", tokens: 72_000 },
+				{ text: "Still here.", tokens: 73_000 },
+			],
+		});
+		try {
+			await t.runtime.session.prompt("One.");
+			await t.runtime.session.prompt("Two.");
+			await t.runtime.session.prompt("Three.");
+			const [reminder] = customOf(t.branch(), "relay/reminder");
+			assert.ok(reminder, "the root window was reminded");
+			oldRoot = reminder.details.windowId;
+			assert.equal(oldRoot, `pcw:${t.sessionId()}:root`);
+			const before = t.sessionId();
+			if (how === "clone") await t.runtime.fork(t.branch().at(-1).id, { position: "at" });
+			else {
+				const third = t.branch().find((e) => e.type === "message" && e.message.role === "user" && textOf(e.message.content) === "Three.");
+				await t.runtime.fork(third.id);
+			}
+			assert.notEqual(t.sessionId(), before, "a new session");
+			assert.equal(customOf(t.branch(), "relay/reminder").length, 1, "the reminder was copied");
+
+			await t.runtime.session.prompt("Four: find the root topic.");
+			await t.runtime.session.prompt("Five.");
+			const [search] = toolResultsOf(t.branch(), "history_search_contents");
+			assert.equal(search.isError, false, search.text);
+			assert.match(search.text, /ROOT-TOPIC-5150/);
+			assert.ok(search.text.includes(oldRoot), search.text);
+			assert.equal(customOf(t.branch(), "relay/reminder").length, 1, "no second reminder for the same window");
+			assert.equal(customOf(t.runtime.session.sessionManager.getEntries(), "relay/reminder").length, 1);
 			assert.deepEqual(t.errors, []);
 		} finally {
 			await t.dispose();

@@ -479,9 +479,15 @@ fn observations_and_config_sources_reject_unknown_fields_by_name() {
     let cases = [
         (
             format!(
+                r#"{{"moment":{moment},"event":{{"type":"session_tree","reason":"startup"}}}}"#
+            ),
+            "unknown field `reason` in a `session_tree` event",
+        ),
+        (
+            format!(
                 r#"{{"moment":{moment},"event":{{"type":"session_start","reason":"startup"}}}}"#
             ),
-            "unknown field `reason` in a `session_start` event",
+            "unknown field `reason`, expected `runActive`",
         ),
         (
             format!(
