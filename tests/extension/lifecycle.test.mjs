@@ -4,6 +4,7 @@
 // against the workspace again when the workspace moved.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -17,6 +18,7 @@ import {
 	VERSION,
 } from "@earendil-works/pi-coding-agent";
 import { joined, ofType, RELAY, reply, roles, startSession, textOf, tool } from "./harness.mjs";
+import { budgetEnv, enforce, HANDOFF, newRoot, WINDOW } from "./budget-helpers.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
 // window compactable (pi-host-facts.md §5).
@@ -221,3 +223,96 @@ for (const how of ["clone", "fork"]) {
 		}
 	});
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 10: a resumed handoff window is checked against the workspace again
+
+function git(cwd, ...args) {
+	return execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false", ...args], {
+		cwd,
+		encoding: "utf8",
+		env: { ...process.env, GIT_CEILING_DIRECTORIES: join(cwd, "..") },
+	}).trim();
+}
+
+const staleMessages = (request) => request.filter((m) => m.role === "user" && textOf(m.content).includes("<stale_handoff>"));
+
+/**
+ * A handoff window checked in a first process (nothing had changed), the process ends, `between`
+ * changes the workspace, and a second process resumes the session file and prompts once.
+ */
+async function resumedHandoffWindow(between) {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const first = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [
+			{ text: "Started.", tokens: 5_000 },
+			{ ...tool("context_handoff", { ...HANDOFF, files_to_read: ["parser.rs"] }), tokens: 6_000 },
+			{ text: "Resumed in window two.", tokens: 7_000 },
+		],
+	});
+	git(first.cwd, "init", "-q", "-b", "trunk");
+	writeFileSync(join(first.cwd, "parser.rs"), "fn parse() {}\n");
+	git(first.cwd, "add", "parser.rs");
+	git(first.cwd, "commit", "-q", "-m", "first");
+	await first.session.prompt("Start.");
+	await first.session.prompt("Hand off now.");
+	const file = first.sessionManager.getSessionFile();
+	const checks = ofType(first, "custom", "relay/stale-check");
+	assert.equal(checks.length, 1, "the first process checked the window");
+	assert.equal(staleMessages(first.requests[2]).length, 0, "nothing had changed then");
+	await first.dispose();
+
+	between(first.cwd);
+	const t = await startSession({
+		root,
+		sessionFile: file,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [{ text: "Working after the resume.", tokens: 7_500 }, { text: "And on.", tokens: 7_600 }],
+	});
+	await t.session.prompt("Go on.");
+	await t.session.prompt("Go on again.");
+	return { t, env, windowId: checks[0].data.windowId };
+}
+
+test("a handoff window resumed after commits landed is checked again: the resumed process's requests say what moved", async () => {
+	const { t, env, windowId } = await resumedHandoffWindow((cwd) => {
+		writeFileSync(join(cwd, "parser.rs"), "fn parse() { todo!() }\n");
+		git(cwd, "commit", "-q", "-am", "landed: RESUME-COMMIT-8841");
+	});
+	try {
+		const [first, second] = t.requests;
+		const [stale] = staleMessages(first);
+		assert.ok(stale, joined(first));
+		const text = textOf(stale.content);
+		assert.match(text, /checked again when this session was resumed/i);
+		assert.match(text, /1 commit\(s\) landed since the handoff, newest first:\n {2}- [0-9a-f]+ landed: RESUME-COMMIT-8841\n/);
+		assert.ok(text.includes("- Files to read that changed since the handoff (1):\n  - parser.rs"), text);
+		assert.equal(first.filter((m) => m.role !== "system").indexOf(stale), 1, "right after the boot block");
+		assert.deepEqual(second.slice(0, first.length), first, "the next request carries the same message at the same place");
+		const records = ofType(t, "custom", "relay/stale-check");
+		assert.equal(records.length, 2, "the re-check is recorded next to the first check");
+		assert.equal(records[1].data.windowId, windowId);
+		assert.equal(records[1].data.recheck, true);
+		assert.deepEqual(t.errors, []);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("a handoff window resumed with the workspace as it was at its last check records nothing and shows nothing", async () => {
+	const { t, env } = await resumedHandoffWindow(() => {});
+	try {
+		for (const request of t.requests) assert.equal(staleMessages(request).length, 0, joined(request));
+		assert.equal(ofType(t, "custom", "relay/stale-check").length, 1, "only the first process's check");
+		assert.deepEqual(t.errors, []);
+	} finally {
+		await t.dispose();
+		env.restore();
+	}
+});

@@ -531,6 +531,10 @@ impl Engine {
                 self.outstanding.reset = None;
                 self.outstanding.input_compact = None;
                 self.last_activity_ms = None;
+                // A window checked in an earlier process (or before a reload, a resume, a fork) is
+                // checked again: the workspace may have moved meanwhile.
+                self.budget.stale_recheck = true;
+                self.budget.stale_started = None;
                 // A /reload in the middle of a run (Pi 1.3 lets one through) starts this engine
                 // inside that run: its turn ends, crossings and settle point are the run's.
                 self.run_active = *run_active;
