@@ -368,7 +368,7 @@ fn argument_free_tools_reject_unknown_arguments_by_name() {
 fn every_tool_spec_carries_the_parameter_schema_of_its_argument_struct() {
     let schemas = crate::args::parameter_schemas();
     let specs = tool_specs();
-    assert_eq!(specs.len(), 12);
+    assert_eq!(specs.len(), 13);
     for spec in &specs {
         assert_eq!(
             Some(&spec.parameters),
