@@ -72,11 +72,12 @@ pub fn translate(notes: &Notes, raw: &Value) -> Result<NotesCall, ToolOutput> {
             let path = required(a.path.as_ref().map(|t| t.0.as_str()), "path")?;
             let target = note_path(path, "path")?;
             if !target.is_empty() && notes.get(target).is_some() {
-                let mut read = json!({ "path": target });
-                if let Some(range) = a.view_range {
-                    read["start_line"] = json!(range.0);
-                    read["end_line"] = json!(range.1);
-                }
+                let read = match a.view_range {
+                    Some(range) => {
+                        json!({ "path": target, "start_line": range.0, "end_line": range.1 })
+                    }
+                    None => json!({ "path": target }),
+                };
                 return call(TOOL_READ, read);
             }
             let prefix = if target.is_empty() {

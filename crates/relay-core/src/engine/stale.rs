@@ -112,8 +112,8 @@ impl Engine {
 /// start, see the module documentation).
 pub fn stale_record(window_id: &str, at_ms: i64, report: &StaleReport, recheck: bool) -> Marker {
     let mut data = json!({ "windowId": window_id, "atMs": at_ms, "report": report });
-    if recheck {
-        data["recheck"] = json!(true);
+    if let (true, Value::Object(fields)) = (recheck, &mut data) {
+        fields.insert("recheck".into(), json!(true));
     }
     Marker {
         custom_type: STALE_CHECK_TYPE.into(),
