@@ -161,7 +161,8 @@ export default function relay(pi: ExtensionAPI) {
 			() => {
 				configure(ctx);
 				// (The engine hands a /reload's new engine the session's last /relay on|off.)
-				handle(ctx, "session_start");
+				// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
+				handle(ctx, "session_start", { runActive: !ctx.isIdle() });
 			},
 			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: error instanceof Error ? error.message : String(error) }),
 		);

@@ -20,9 +20,9 @@
 use arbitrary::{Result, Unstructured};
 use relay_core::args::{
     self, decode, names_of, prepare, ContextHandoff, GetContextRemaining, HistoryListItems,
-    HistoryListWindows, HistoryReadItem, HistorySearchContents, NewContext, NotesAppendToFile,
-    NotesListFilesByPrefix, NotesReadFile, NotesSearchContents, NotesWriteFile, ALIASES,
-    TOOL_NAMES,
+    HistoryListWindows, HistoryReadItem, HistorySearchContents, Memory, NewContext,
+    NotesAppendToFile, NotesListFilesByPrefix, NotesReadFile, NotesSearchContents, NotesWriteFile,
+    ALIASES, TOOL_NAMES,
 };
 use relay_core::ToolOutput;
 use serde_json::{json, Map, Value};
@@ -70,6 +70,7 @@ fn decode_any(tool: &str, v: &Value) -> std::result::Result<String, ToolOutput> 
         args::NEW_CONTEXT => d::<NewContext>(tool, v),
         args::CONTEXT_HANDOFF => d::<ContextHandoff>(tool, v),
         args::GET_CONTEXT_REMAINING => d::<GetContextRemaining>(tool, v),
+        args::MEMORY => d::<Memory>(tool, v),
         other => panic!("no decoder for {other}"),
     }
 }

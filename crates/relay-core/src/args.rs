@@ -55,6 +55,7 @@ pub const NOTES_WRITE_FILE: &str = crate::notes::TOOL_WRITE;
 pub const NEW_CONTEXT: &str = "new_context";
 pub const CONTEXT_HANDOFF: &str = "context_handoff";
 pub const GET_CONTEXT_REMAINING: &str = "get_context_remaining";
+pub const MEMORY: &str = crate::memory_tool::TOOL;
 
 // ---------------------------------------------------------------------------------------------
 // The one error format
@@ -952,6 +953,124 @@ pub struct ContextHandoff {
     pub launch_prompt: Option<Text>,
 }
 
+/// A `memory` command (the commands of Anthropic's memory tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryCommand {
+    View,
+    Create,
+    StrReplace,
+    Insert,
+    Delete,
+    Rename,
+}
+
+impl MemoryCommand {
+    /// Every command, as the model writes it.
+    pub const NAMES: [&'static str; 6] = [
+        "view",
+        "create",
+        "str_replace",
+        "insert",
+        "delete",
+        "rename",
+    ];
+    const ALL: [MemoryCommand; 6] = [
+        MemoryCommand::View,
+        MemoryCommand::Create,
+        MemoryCommand::StrReplace,
+        MemoryCommand::Insert,
+        MemoryCommand::Delete,
+        MemoryCommand::Rename,
+    ];
+}
+
+impl JsonSchema for MemoryCommand {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "MemoryCommand".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "enum": MemoryCommand::NAMES})
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryCommand {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| {
+            let found = v.as_str().and_then(|s| {
+                MemoryCommand::NAMES
+                    .iter()
+                    .zip(MemoryCommand::ALL)
+                    .find(|(n, _)| **n == s)
+                    .map(|(_, c)| c)
+            });
+            found.ok_or_else(|| {
+                format!(
+                    "must be one of {}, got {}",
+                    MemoryCommand::NAMES.join(", "),
+                    quote(&v)
+                )
+            })
+        })
+    }
+}
+
+/// A line range `[first, last]`: 1-based, inclusive, -1 as last is the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LineRange(pub i64, pub i64);
+kind!(LineRange, {"type": "array", "items": {"type": "integer"}});
+
+impl<'de> Deserialize<'de> for LineRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| {
+            let pair = v.as_array().filter(|a| a.len() == 2).and_then(|a| {
+                let n = |i: usize| {
+                    a.get(i)
+                        .and_then(integer)
+                        .and_then(|n| i64::try_from(n).ok())
+                };
+                Some(LineRange(n(0)?, n(1)?))
+            });
+            pair.ok_or_else(|| {
+                format!(
+                    "must be two integers [first_line, last_line], got {}",
+                    quote(&v)
+                )
+            })
+        })
+    }
+}
+
+/// `memory`: Anthropic's memory tool over Relay's notes. Which arguments a command takes is
+/// checked by [`crate::memory_tool`].
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    /// view, create, str_replace, insert, delete or rename.
+    pub command: MemoryCommand,
+    /// A path under /memories (/memories itself is the folder of all notes).
+    pub path: Option<Text>,
+    /// view: the lines to show, [first, last], 1-based, inclusive; -1 as last is the end.
+    pub view_range: Option<LineRange>,
+    /// create: the whole content of the file.
+    pub file_text: Option<Text>,
+    /// str_replace: the text to replace; it must occur exactly once.
+    pub old_str: Option<Text>,
+    /// str_replace: its replacement.
+    pub new_str: Option<Text>,
+    /// insert: the line after which the text goes (0: at the start).
+    pub insert_line: Option<NonNegativeInt>,
+    /// insert: the text to insert.
+    pub insert_text: Option<Text>,
+    /// rename: the current path.
+    pub old_path: Option<Text>,
+    /// rename: the new path.
+    pub new_path: Option<Text>,
+}
+
 /// `new_context`: no parameters.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -975,7 +1094,7 @@ macro_rules! tools {
         )*
 
         /// Every tool's name, in registration order.
-        pub const TOOL_NAMES: [&str; 12] = [$($name),*];
+        pub const TOOL_NAMES: [&str; 13] = [$($name),*];
 
         /// The parameter names of the tool `tool`.
         pub fn names_of(tool: &str) -> Option<&'static Names> {
@@ -1007,6 +1126,7 @@ tools! {
     NewContext => NEW_CONTEXT,
     ContextHandoff => CONTEXT_HANDOFF,
     GetContextRemaining => GET_CONTEXT_REMAINING,
+    Memory => MEMORY,
 }
 
 /// The tidy parameter schema of `T`: inlined, without `$schema`, `title`, the struct's own

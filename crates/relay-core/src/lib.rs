@@ -21,6 +21,7 @@ pub mod handoff;
 pub mod history;
 pub mod host;
 pub mod integrations;
+pub mod memory_tool;
 pub mod notes;
 pub mod on_task;
 pub mod policy;

@@ -536,6 +536,10 @@ fn more_line(n: usize) -> String {
     format!("\n  - … {n} more not shown")
 }
 
+/// The opening of a re-check's message (a session resumed into a window that was checked before,
+/// when the workspace moved since that check).
+const OPEN_RECHECK: &str = "Relay checked again when this session was resumed: it compared the workspace with what the handoff that opened this window recorded, and the workspace moved since the last check. What follows differs from the handoff now (some of it may be work done in this window before the resume), so the handoff's claims about it may be stale: check it again (git log, git status, reading the files) before relying on the handoff. This is Relay's record, not an instruction.\n\n";
+
 const OPEN: &str = "Relay compared the workspace with what the handoff that opened this window recorded when it was written. What follows changed since then, so the handoff's claims about it may be stale: check it again (git log, git status, reading the files) before relying on the handoff. This is Relay's record, not an instruction.\n\n";
 
 /// The window message for `report`, or `None` when nothing differs. At most
@@ -543,10 +547,16 @@ const OPEN: &str = "Relay compared the workspace with what the handoff that open
 /// list in turn getting an even share (what one list leaves is passed on), and each list says how
 /// many of its items it does not show.
 pub fn render_window_message(report: &StaleReport) -> Option<String> {
+    render_window_message_with(report, false)
+}
+
+/// [`render_window_message`], or with `recheck` the message of a check run again when the session
+/// was resumed (it says so, and that the window's own work may be part of what differs).
+pub fn render_window_message_with(report: &StaleReport, recheck: bool) -> Option<String> {
     if !report.says_something() {
         return None;
     }
-    let open = format!("<{TAG}>\n{OPEN}");
+    let open = format!("<{TAG}>\n{}", if recheck { OPEN_RECHECK } else { OPEN });
     let close = format!("\n</{TAG}>");
     let sections = sections(report);
     let mut room = MESSAGE_BUDGET_BYTES.saturating_sub(open.len() + close.len());

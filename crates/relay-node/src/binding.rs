@@ -453,7 +453,9 @@ impl Binding {
                     // A load still running is for nobody now (`pi -p` ends, `/quit`, a switch):
                     // it stops, and Pi does not wait for it to exit.
                     self.drop_loads();
-                } else if observation.event == Event::SessionStart && self.toggle.is_none() {
+                } else if matches!(observation.event, Event::SessionStart { .. })
+                    && self.toggle.is_none()
+                {
                     // `/relay on|off` outlives the engine a /reload re-creates: the user's last
                     // toggle of this session in this process applies before the session starts.
                     if let Some(args) = recall_toggle(&session) {

@@ -76,7 +76,7 @@ export type Usage = {
  * The Pi event an observation reports, tagged by `type` (the Pi hook's name).
  */
 export type Event =
-	| { "type": "session_start" }
+	| { "type": "session_start", runActive: boolean }
 	| { "type": "session_tree" }
 	| { "type": "session_shutdown" }
 	| { "type": "input" }

@@ -208,6 +208,7 @@ fn schemas_are_plain_closed_objects_that_agree_with_the_decoder() {
             NEW_CONTEXT => NewContext::names(),
             CONTEXT_HANDOFF => ContextHandoff::names(),
             GET_CONTEXT_REMAINING => GetContextRemaining::names(),
+            MEMORY => Memory::names(),
             other => panic!("no parameters for {other}"),
         }
     };

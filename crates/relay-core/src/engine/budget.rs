@@ -117,8 +117,12 @@ pub(super) struct Budget {
     pub(super) watch_started: Option<String>,
     /// The jobs the handoff being written records for the next window's watch check.
     pub(super) recorded_jobs: Option<Vec<crate::integrations::RecordedJob>>,
-    /// The window whose stale-handoff check was handed out (it runs once per window).
+    /// The window whose stale-handoff check was handed out (it runs once per window, and once
+    /// more per session start into a window that was checked before).
     pub(super) stale_started: Option<String>,
+    /// A session started since the window's stale-handoff check ran: check it again (recorded
+    /// only when the workspace moved since that check).
+    pub(super) stale_recheck: bool,
     /// The workspace the handoff being written records for the next window's stale check.
     pub(super) recorded_workspace: Option<crate::staleness::WorkspaceRecord>,
 }
@@ -161,6 +165,7 @@ impl Budget {
             watch_started: None,
             recorded_jobs: None,
             stale_started: None,
+            stale_recheck: false,
             recorded_workspace: None,
         }
     }

@@ -71,6 +71,9 @@ fn valid(e: &Engine, name: &str, schema: &Value) -> Value {
     match name {
         "role" => json!("user"),
         "launch_prompt" => json!("/work/project/prompt.md"),
+        // The memory tool's view (every other argument is then one view does not take).
+        "command" => json!("view"),
+        "view_range" => json!([1, 2]),
         "window_id" => {
             let windows: Value =
                 serde_json::from_str(&e.mirror.history.list_windows(&json!({})).text).unwrap();

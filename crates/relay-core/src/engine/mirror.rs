@@ -88,10 +88,8 @@ pub(super) struct WindowState {
     /// The workspace the committed handoff that opened the window recorded (`None`: no handoff,
     /// or one written without it).
     pub(super) recorded_workspace: Option<Box<WorkspaceRecord>>,
-    /// The window's stale-handoff check (a `relay/stale-check` entry for this window): its
-    /// position, the message every request of the window carries (`None`: nothing differed),
-    /// and when it ran.
-    pub(super) stale_check: Option<(usize, Option<String>, i64)>,
+    /// The window's latest stale-handoff check (a `relay/stale-check` entry for this window).
+    pub(super) stale_check: Option<super::stale::WindowCheck>,
 }
 
 impl WindowState {
@@ -626,7 +624,7 @@ impl Mirror {
                 if let Some(check) =
                     super::stale::window_check(data, self.history.current_window_id())
                 {
-                    self.current.stale_check = Some((pos, check.0, check.1));
+                    self.current.stale_check = Some(check.at(pos));
                 }
                 Observed::Other
             }
@@ -743,7 +741,7 @@ impl Mirror {
         if w.watch_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
             w.watch_check = None;
         }
-        if w.stale_check.as_ref().is_some_and(|(p, _, _)| *p >= len) {
+        if w.stale_check.as_ref().is_some_and(|c| c.pos >= len) {
             w.stale_check = None;
         }
         if self

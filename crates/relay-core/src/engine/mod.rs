@@ -571,13 +571,23 @@ impl Engine {
         let mirrored = std::mem::take(&mut self.budget.pending_fx);
         self.apply_policy(mirrored, moment, &mut reply);
         match &obs.event {
-            Event::SessionStart => {
+            Event::SessionStart { run_active } => {
                 self.scheduler.handle(SchedInput::Invalidate);
                 self.restore_allowance();
                 self.outstanding.reset = None;
                 self.outstanding.input_compact = None;
                 self.last_activity_ms = None;
-                self.run_active = false;
+                // A window checked in an earlier process (or before a reload, a resume, a fork) is
+                // checked again: the workspace may have moved meanwhile.
+                self.budget.stale_recheck = true;
+                self.budget.stale_started = None;
+                // A /reload in the middle of a run (Pi 1.3 lets one through) starts this engine
+                // inside that run: its turn ends, crossings and settle point are the run's.
+                self.run_active = *run_active;
+                if *run_active {
+                    self.scheduler.handle(SchedInput::BeforeAgentStart);
+                    self.last_activity_ms = Some(moment.now_ms);
+                }
                 self.report_skipped_notes(&mut reply);
                 self.report_unimported(&mut reply);
                 // The policy's phase as the branch stands (shown in the status file at once).
@@ -975,7 +985,7 @@ impl Engine {
         self.log_mode_mismatch(moment, &mut reply);
         if !matches!(
             obs.event,
-            Event::SessionStart | Event::AgentSettled { .. } | Event::SessionShutdown
+            Event::SessionStart { .. } | Event::AgentSettled { .. } | Event::SessionShutdown
         ) {
             self.write_status_if_changed(moment, &mut reply);
         }

@@ -83,5 +83,10 @@ pub fn tool_specs() -> Vec<ToolSpec> {
             "Context remaining",
             "Report the estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null when Pi cannot estimate it (no reply with usage yet in this window).",
         ),
+        spec(
+            "memory",
+            "Memory",
+            "Anthropic's memory tool over your notes (the same files as the notes_* tools; they survive window resets). /memories is the folder of all notes: /memories/plan.md is the note plan.md. Commands: view (a note, optionally view_range [first, last]; or a folder: lists its notes), create (path, file_text: the whole note), str_replace (path, old_str occurring exactly once, new_str), insert (path, insert_line: after this line, 0 = at the start; insert_text), delete (path). rename is not supported: write the new note and delete the old one.",
+        ),
     ]
 }

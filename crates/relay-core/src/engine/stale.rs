@@ -12,6 +12,12 @@
 //!   never answered. A resumed window that already has its check keeps it: the branch is the
 //!   source of truth, and once the window has answered, the model has been working with the
 //!   workspace itself, so the handoff is no longer what it relies on.
+//! - A session start (a new process resuming the session, `/resume`, `/fork`, `/reload`) into a
+//!   window that was checked before runs the check once more, before the next request. When what
+//!   differs from the handoff is what the last check found, nothing is recorded or shown; when
+//!   the workspace moved since that check, the re-check is recorded (`recheck: true`) and its
+//!   message, which says it was checked again and that the window's own work may be part of it,
+//!   takes the place of the earlier one.
 //! - Its result is recorded on the branch (`relay/stale-check` for the window, also when nothing
 //!   differs, so a reload does not run it again); when something differs every request of the
 //!   window carries the same message at the same place (after the boot block, the resume check
@@ -22,17 +28,33 @@ use serde_json::{json, Value};
 
 use super::wire::{ContextMessage, Marker, STALE_CHECK_TYPE};
 use super::Engine;
-use crate::staleness::{render_window_message, StaleReport, WorkspaceRecord};
+use crate::staleness::{render_window_message_with, StaleReport, WorkspaceRecord};
+
+/// A `relay/stale-check` record of the current window, read back from the branch.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct WindowCheck {
+    /// Its position on the branch.
+    pub(super) pos: usize,
+    /// The message every request of the window carries (`None`: nothing differed).
+    pub(super) content: Option<String>,
+    /// When it ran.
+    pub(super) at_ms: i64,
+    /// What it found (`None`: a record that does not parse).
+    pub(super) report: Option<StaleReport>,
+}
 
 impl Engine {
     /// Whether the window's stale-handoff check is still to run. Cheap: the `context` hook asks
     /// before every request and collects facts only on `true`.
     pub fn stale_check_due(&self) -> bool {
         let w = self.mirror.current_window();
+        let first_or_again = match &w.stale_check {
+            None => !self.mirror.window_answered(),
+            Some(_) => self.budget.stale_recheck,
+        };
         w.opened_by_handoff
             && w.recorded_workspace.is_some()
-            && w.stale_check.is_none()
-            && !self.mirror.window_answered()
+            && first_or_again
             && self.budget.stale_started.as_deref() != Some(self.mirror.history.current_window_id())
     }
 
@@ -44,6 +66,7 @@ impl Engine {
         }
         let window = self.mirror.history.current_window_id().to_string();
         self.budget.stale_started = Some(window.clone());
+        self.budget.stale_recheck = false;
         let record = self.mirror.current_window().recorded_workspace.as_deref()?;
         Some((record.clone(), window))
     }
@@ -51,31 +74,57 @@ impl Engine {
     /// The message the current window's requests carry (after the boot block, the resume check
     /// and the watch check), the same text every time; `None` when nothing differed.
     pub fn stale_context(&self) -> Option<ContextMessage> {
-        let (_, content, at_ms) = self.mirror.current_window().stale_check.as_ref()?;
+        let check = self.mirror.current_window().stale_check.as_ref()?;
         let index = 1
             + u32::from(self.resume_context().is_some())
             + u32::from(self.watch_context().is_some());
         Some(ContextMessage {
             index,
             custom_type: STALE_CHECK_TYPE.into(),
-            content: content.clone()?,
-            timestamp: *at_ms,
+            content: check.content.clone()?,
+            timestamp: check.at_ms,
         })
+    }
+
+    /// The record of a finished check of `window_id`, or `None` when it is a re-check that found
+    /// what the window's last check found (the workspace did not move since).
+    pub(super) fn stale_result(
+        &self,
+        window_id: &str,
+        at_ms: i64,
+        report: &StaleReport,
+    ) -> Option<Marker> {
+        let last = self
+            .mirror
+            .current_window()
+            .stale_check
+            .as_ref()
+            .filter(|_| self.mirror.history.current_window_id() == window_id);
+        match last {
+            None => Some(stale_record(window_id, at_ms, report, false)),
+            Some(last) if last.report.as_ref() == Some(report) => None,
+            Some(_) => Some(stale_record(window_id, at_ms, report, true)),
+        }
     }
 }
 
-/// The branch record of a stale-handoff check for `window_id`.
-pub fn stale_record(window_id: &str, at_ms: i64, report: &StaleReport) -> Marker {
+/// The branch record of a stale-handoff check for `window_id` (`recheck`: run again at a session
+/// start, see the module documentation).
+pub fn stale_record(window_id: &str, at_ms: i64, report: &StaleReport, recheck: bool) -> Marker {
+    let mut data = json!({ "windowId": window_id, "atMs": at_ms, "report": report });
+    if let (true, Value::Object(fields)) = (recheck, &mut data) {
+        fields.insert("recheck".into(), json!(true));
+    }
     Marker {
         custom_type: STALE_CHECK_TYPE.into(),
-        data: json!({ "windowId": window_id, "atMs": at_ms, "report": report }),
+        data,
     }
 }
 
 /// A `relay/stale-check` record read back: the window message (`None`: nothing differed) and its
 /// time, when it belongs to `window_id` (a record of another window stands for nothing; one whose
 /// report does not parse counts as run, showing nothing).
-pub(super) fn window_check(data: &Value, window_id: &str) -> Option<(Option<String>, i64)> {
+pub(super) fn window_check(data: &Value, window_id: &str) -> Option<WindowCheck> {
     if data.get("windowId").and_then(Value::as_str) != Some(window_id) {
         return None;
     }
@@ -83,7 +132,22 @@ pub(super) fn window_check(data: &Value, window_id: &str) -> Option<(Option<Stri
         .get("report")
         .and_then(|r| serde_json::from_value(r.clone()).ok());
     let at_ms = data.get("atMs").and_then(Value::as_i64).unwrap_or(0);
-    Some((report.as_ref().and_then(render_window_message), at_ms))
+    let recheck = data.get("recheck").and_then(Value::as_bool) == Some(true);
+    Some(WindowCheck {
+        pos: 0,
+        content: report
+            .as_ref()
+            .and_then(|r| render_window_message_with(r, recheck)),
+        at_ms,
+        report,
+    })
+}
+
+impl WindowCheck {
+    /// The same check, at position `pos` of the branch.
+    pub(super) fn at(self, pos: usize) -> WindowCheck {
+        WindowCheck { pos, ..self }
+    }
 }
 
 #[cfg(test)]

@@ -119,19 +119,19 @@ fn tool_specs_are_what_the_model_reads() {
 #[test]
 fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
     let mut e = engine();
-    let first = e.handle(&obs(Event::SessionStart, None));
+    let first = e.handle(&obs(Event::SessionStart { run_active: false }, None));
     let boots = sends(&first, BOOT_TYPE);
     assert_eq!(boots.len(), 1);
     assert!(boots[0].contains(&format!("first_window_id: pcw:{SID}:root")));
     // A second session_start before the entry is mirrored (reload) does not send it again.
-    let again = e.handle(&obs(Event::SessionStart, None));
+    let again = e.handle(&obs(Event::SessionStart { run_active: false }, None));
     assert!(sends(&again, BOOT_TYPE).is_empty());
     // Once the entry is on the branch, a fresh engine (a reload of the JSONL) sees it.
     let mut b = Branch::new();
     let entries = vec![b.custom_message(BOOT_TYPE, &boots[0]), b.user("hello")];
     let mut reloaded = Engine::new();
     reloaded.resync(SID, &entries);
-    let reply = reloaded.handle(&obs(Event::SessionStart, None));
+    let reply = reloaded.handle(&obs(Event::SessionStart { run_active: false }, None));
     assert!(sends(&reply, BOOT_TYPE).is_empty());
 }
 
@@ -368,7 +368,7 @@ fn argument_free_tools_reject_unknown_arguments_by_name() {
 fn every_tool_spec_carries_the_parameter_schema_of_its_argument_struct() {
     let schemas = crate::args::parameter_schemas();
     let specs = tool_specs();
-    assert_eq!(specs.len(), 12);
+    assert_eq!(specs.len(), 13);
     for spec in &specs {
         assert_eq!(
             Some(&spec.parameters),
@@ -452,7 +452,7 @@ fn a_trusted_project_value_wins_and_an_untrusted_one_is_ignored() {
             ..ConfigSources::default()
         });
         assert!(issues.is_empty(), "{issues:?}");
-        let reply = e.handle(&obs(Event::SessionStart, None));
+        let reply = e.handle(&obs(Event::SessionStart { run_active: false }, None));
         let boot = sends(&reply, BOOT_TYPE);
         assert!(
             boot.first()
@@ -479,9 +479,15 @@ fn observations_and_config_sources_reject_unknown_fields_by_name() {
     let cases = [
         (
             format!(
+                r#"{{"moment":{moment},"event":{{"type":"session_tree","reason":"startup"}}}}"#
+            ),
+            "unknown field `reason` in a `session_tree` event",
+        ),
+        (
+            format!(
                 r#"{{"moment":{moment},"event":{{"type":"session_start","reason":"startup"}}}}"#
             ),
-            "unknown field `reason` in a `session_start` event",
+            "unknown field `reason`, expected `runActive`",
         ),
         (
             format!(
@@ -2119,7 +2125,7 @@ fn stale_failure_callbacks_are_ignored_after_each_invalidating_event() {
     for invalidate in [
         Event::Input,
         Event::BeforeAgentStart,
-        Event::SessionStart,
+        Event::SessionStart { run_active: false },
         Event::SessionTree,
         Event::SessionShutdown,
     ] {
@@ -2145,7 +2151,7 @@ fn stale_failure_callbacks_are_ignored_after_each_invalidating_event() {
         );
     }
     for invalidate in [
-        Event::SessionStart,
+        Event::SessionStart { run_active: false },
         Event::SessionTree,
         Event::SessionShutdown,
         Event::AgentSettled { aborted: true },
@@ -2553,7 +2559,7 @@ fn replaced_packages_entries_count_as_relays_and_the_rest_is_named_once() {
     // Their guidance is this window's reminder; their note is a Relay note.
     assert!(e.mirror.current_window().reminder_at.is_some());
     assert!(e.mirror.notes.get("a.md").is_some());
-    let start = e.handle(&obs(Event::SessionStart, None));
+    let start = e.handle(&obs(Event::SessionStart { run_active: false }, None));
     let warnings = notify_texts(&start);
     assert_eq!(
         warnings.matches("pi-context or pi-context-budget").count(),
@@ -2564,7 +2570,7 @@ fn replaced_packages_entries_count_as_relays_and_the_rest_is_named_once() {
         warnings.contains("1 entry") && warnings.contains("(pi-context/warning ×1)"),
         "{warnings}"
     );
-    let again = e.handle(&obs(Event::SessionStart, None));
+    let again = e.handle(&obs(Event::SessionStart { run_active: false }, None));
     assert!(!notify_texts(&again).contains("pi-context"), "said once");
 }
 
@@ -2577,7 +2583,7 @@ fn their_root_boot_block_is_the_root_boot_block() {
     ];
     let mut e = Engine::new();
     e.resync(SID, &entries);
-    let reply = e.handle(&obs(Event::SessionStart, None));
+    let reply = e.handle(&obs(Event::SessionStart { run_active: false }, None));
     assert!(sends(&reply, BOOT_TYPE).is_empty());
 }
 

@@ -63,6 +63,13 @@ impl Engine {
             ))
             .into();
         }
+        if name == crate::memory_tool::TOOL {
+            // Anthropic's memory tool: the notes call it means runs as if the model had made it.
+            return match crate::memory_tool::translate(&self.mirror.notes, args) {
+                Ok(call) => self.tool(call.tool, &call.args, moment),
+                Err(out) => out.into(),
+            };
+        }
         let history = &self.mirror.history;
         let notes = &self.mirror.notes;
         match name {

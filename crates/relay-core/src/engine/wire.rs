@@ -130,7 +130,12 @@ pub enum GuardState {
 )]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Event {
-    SessionStart,
+    /// Pi's `session_start`. `run_active` is `!ctx.isIdle()`: Pi 1.3 lets a `/reload` through in
+    /// the middle of a run, and the engine it re-creates starts inside that run (absent: idle).
+    SessionStart {
+        #[serde(default)]
+        run_active: bool,
+    },
     SessionTree,
     SessionShutdown,
     /// Pi's `input`: new user or extension input, before Pi starts (or queues) the run for it.
@@ -219,7 +224,7 @@ impl Event {
     /// The `type` tag, as the adapter sends it.
     fn tag(&self) -> &'static str {
         match self {
-            Event::SessionStart => "session_start",
+            Event::SessionStart { .. } => "session_start",
             Event::SessionTree => "session_tree",
             Event::SessionShutdown => "session_shutdown",
             Event::Input => "input",

@@ -13,6 +13,12 @@
 //! Contract: [`History::push`] appends in O(the entry's text) and ignores an id already present;
 //! [`History::truncate_after`] undoes pushes in O(removed); the mirror holds nothing a replay of
 //! the branch would not rebuild.
+//!
+//! **The root window's id comes from the branch.** It is `pcw:<session>:root` for the session
+//! that wrote the root window's first Relay entry naming it (its boot block's
+//! `current_window_id`, a Relay record's `windowId`, the first reset's `first_window_id`), so a
+//! `/fork` or `/clone`, which copies those entries into a session of another id, keeps the id the
+//! copied entries name. Before any such entry it is the current session's.
 
 #![deny(
     clippy::unwrap_used,
@@ -139,6 +145,9 @@ pub struct History {
     pub(super) entry_index: hashbrown::HashTable<(u32, IdKey)>,
     pub(super) windows: Vec<WindowRec>,
     pub(super) window_index: HashMap<String, u32>,
+    /// The position of the entry that named the root window's id (see the module documentation),
+    /// `None` while none did.
+    pub(super) root_named_at: Option<u32>,
     pub(super) tools: Interner,
     pub(super) namespaces: Interner,
     pub(super) roles: [Vec<u32>; 4],
@@ -166,6 +175,7 @@ impl History {
                 opened_by: None,
             }],
             window_index,
+            root_named_at: None,
             tools: Interner::default(),
             namespaces: Interner::default(),
             roles: Default::default(),
@@ -190,6 +200,12 @@ impl History {
             }
         }
         let pos = self.entries.len() as u32;
+        if self.root_named_at.is_none() && self.windows.len() == 1 {
+            if let Some(root) = root_id_named_by(&entry.kind) {
+                self.rename_root(root);
+                self.root_named_at = Some(pos);
+            }
+        }
         let mut opens_window = false;
         let mut item = NONE;
         match &entry.kind {
@@ -265,12 +281,20 @@ impl History {
     }
 
     fn compaction_window_id(&self, entry_id: &str, details: &Value) -> String {
+        // Another package's compaction: named after the session the root window's id names, so
+        // that a fork of the branch keeps it too.
+        let session = self
+            .windows
+            .first()
+            .and_then(|w| w.id.strip_prefix("pcw:"))
+            .and_then(|rest| rest.strip_suffix(":root"))
+            .unwrap_or(self.session_id.as_str());
         if details.get("relay").and_then(Value::as_str) == Some("window") {
             if let Some(id) = details.get("windowId").and_then(Value::as_str) {
                 return id.to_string();
             }
         }
-        format!("pcw:{}:{}", self.session_id, entry_id)
+        format!("pcw:{session}:{entry_id}")
     }
 
     fn add_item(&mut self, entry: u32, role: Role, text: &str, tool: Option<&str>) -> u32 {
@@ -384,7 +408,27 @@ impl History {
         if self.arena.len() < text_before {
             self.blocks.truncated(self.arena.as_bytes());
         }
+        if self.root_named_at.is_some_and(|at| at > pos) {
+            self.root_named_at = None;
+            let own = format!("pcw:{}:root", self.session_id);
+            self.rename_root(&own);
+        }
         true
+    }
+
+    /// Gives the root window the id `id`.
+    fn rename_root(&mut self, id: &str) {
+        let Some(root) = self.windows.first_mut() else {
+            return;
+        };
+        if root.id == id {
+            return;
+        }
+        if self.window_index.get(&root.id) == Some(&0) {
+            self.window_index.remove(&root.id);
+        }
+        root.id = id.to_string();
+        self.window_index.insert(id.to_string(), 0);
     }
 
     pub fn entry_count(&self) -> usize {
@@ -483,4 +527,45 @@ fn entry_id<'a>(entries: &[EntryRec], ids: &'a str, pos: u32) -> &'a str {
         .get(pos as usize)
         .and_then(|rec| ids.get(rec.id_start as usize..rec.id_end as usize))
         .unwrap_or_default()
+}
+
+/// The longest root window id adopted from the branch, in bytes (a session id is far shorter).
+const MAX_ROOT_ID_BYTES: usize = 256;
+
+/// The root window id that a Relay entry of the root window names, if it names one: the boot
+/// block's `current_window_id` line, a Relay record's `windowId` (only a root id counts), the
+/// first reset's `first_window_id` line.
+fn root_id_named_by(kind: &EntryKind) -> Option<&str> {
+    let named = match kind {
+        EntryKind::CustomMessage {
+            custom_type, text, ..
+        } if custom_type == crate::engine::BOOT_TYPE => line_value(text, "current_window_id: "),
+        EntryKind::CustomMessage {
+            custom_type,
+            details: fields,
+            ..
+        }
+        | EntryKind::Custom {
+            custom_type,
+            data: fields,
+        } if custom_type.starts_with("relay/") => fields.get("windowId").and_then(Value::as_str),
+        EntryKind::Compaction {
+            summary, details, ..
+        } if details.get("relay").and_then(Value::as_str) == Some("window") => {
+            line_value(summary, "first_window_id: ")
+        }
+        _ => None,
+    }?;
+    let session = named.strip_prefix("pcw:")?.strip_suffix(":root")?;
+    let plain = !session.is_empty()
+        && named.len() <= MAX_ROOT_ID_BYTES
+        && !session.chars().any(|c| c.is_whitespace() || c.is_control());
+    plain.then_some(named)
+}
+
+/// The rest of the first line of `text` that starts with `key`.
+fn line_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(str::trim_end)
 }

@@ -1218,3 +1218,78 @@ mod capped {
         assert!(rest.get("capped").is_none());
     }
 }
+
+/// A fork or clone copies the root window's entries into a session of another id: the root
+/// window keeps the id those entries name (the boot block's, a record's, the first reset's),
+/// a navigation back before the naming entry gives it the session's own id again, and another
+/// package's compaction is named after the same session.
+#[test]
+fn the_root_window_keeps_the_id_its_copied_entries_name() {
+    let boot = |id: &str, window: &str| {
+        entry(
+            id,
+            EntryKind::CustomMessage {
+                custom_type: "relay/boot".into(),
+                text: format!(
+                    "<context_window>\nagent: pi\ncurrent_window_id: {window}\n</context_window>"
+                ),
+                display: true,
+                details: Value::Null,
+                estimate_chars: 0,
+            },
+        )
+    };
+    let reminder = |id: &str, window: &str| {
+        entry(
+            id,
+            EntryKind::CustomMessage {
+                custom_type: "relay/reminder".into(),
+                text: "low".into(),
+                display: true,
+                details: json!({ "windowId": window }),
+                estimate_chars: 0,
+            },
+        )
+    };
+    // The boot block names the parent session's root.
+    let mut h = History::new("child");
+    h.push(&msg("01", "user", "hello"));
+    assert_eq!(h.window_ids(), ["pcw:child:root"]);
+    h.push(&boot("02", "pcw:parent:root"));
+    h.push(&reminder("03", "pcw:other:root"));
+    assert_eq!(
+        h.window_ids(),
+        ["pcw:parent:root"],
+        "the first naming entry decides"
+    );
+    h.push(&compaction("04", "foreign summary", json!({})));
+    assert_eq!(h.window_ids(), ["pcw:parent:root", "pcw:parent:04"]);
+    let listed = h.list_items(&json!({ "window_id": "pcw:parent:root" }));
+    assert!(!listed.is_error, "{}", listed.text);
+    assert!(
+        h.list_items(&json!({ "window_id": "pcw:child:root" }))
+            .is_error
+    );
+    assert!(h.truncate_after("01"));
+    assert_eq!(
+        h.window_ids(),
+        ["pcw:child:root"],
+        "the naming entry is gone"
+    );
+    assert!(
+        !h.list_items(&json!({ "window_id": "pcw:child:root" }))
+            .is_error
+    );
+
+    // A record's windowId counts only when it names a root; the first reset's boot block too.
+    let mut h = History::new("child");
+    h.push(&reminder("01", "pcw:parent:1a2b3c4d"));
+    h.push(&reminder("02", "pcw::root"));
+    assert_eq!(h.window_ids(), ["pcw:child:root"]);
+    h.push(&compaction(
+        "03",
+        "<context_window>\nfirst_window_id: pcw:parent:root\ncurrent_window_id: pcw:parent:5e6f7a8b\n</context_window>",
+        json!({ "relay": "window", "windowId": "pcw:parent:5e6f7a8b" }),
+    ));
+    assert_eq!(h.window_ids(), ["pcw:parent:root", "pcw:parent:5e6f7a8b"]);
+}

@@ -173,10 +173,11 @@ impl Engine {
             ContextStage::Stale => {
                 let at = finished_at(results, first, moment.now_ms);
                 match value_of::<StaleReport>(results, first) {
-                    Some(report) => {
-                        let record = super::super::stale::stale_record(&op.window, at, &report);
-                        self.appended(op.window, record, out)
-                    }
+                    Some(report) => match self.stale_result(&op.window, at, &report) {
+                        Some(record) => self.appended(op.window, record, out),
+                        // A re-check that found what the last check found: nothing moved.
+                        None => self.context_next(moment, out),
+                    },
                     // Not collected (deadline, failure): nothing is claimed about the workspace.
                     None => self.context_next(moment, out),
                 }

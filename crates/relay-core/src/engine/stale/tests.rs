@@ -11,7 +11,7 @@
 use serde_json::json;
 
 use super::super::wire::{
-    ConfigSources, GitFacts, GuardState, Moment, CONTINUE_TYPE, HANDOFF_TYPE,
+    ConfigSources, Event, GitFacts, GuardState, Moment, Observation, CONTINUE_TYPE, HANDOFF_TYPE,
 };
 use super::*;
 use crate::engine::tests::Branch;
@@ -170,7 +170,7 @@ fn due_once_before_the_first_answer_and_the_message_survives_a_reload() {
         "nothing until the record is on the branch"
     );
     let report = compare(&rec, &changed_now());
-    let marker = stale_record(&window, 7, &report);
+    let marker = stale_record(&window, 7, &report, false);
     let record = record_entry(&mut b, &marker);
     e.append(std::slice::from_ref(&record));
     let msg = e.stale_context().unwrap();
@@ -220,7 +220,7 @@ fn nothing_differed_records_the_check_and_shows_nothing() {
         dirty: rec.dirty.clone(),
         files: rec.files.clone(),
     };
-    let marker = stale_record(&window, 7, &compare(&rec, &same));
+    let marker = stale_record(&window, 7, &compare(&rec, &same), false);
     let mut all = entries.clone();
     all.push(record_entry(&mut b, &marker));
     let mut reloaded = enforcing();
@@ -241,6 +241,7 @@ fn no_check_without_a_recorded_workspace_or_for_another_windows_record() {
         "pcw:elsewhere:00000000",
         5,
         &compare(&workspace(), &changed_now()),
+        false,
     );
     entries.push(record_entry(&mut b, &other));
     let mut e = enforcing();
@@ -273,10 +274,68 @@ fn the_message_follows_the_resume_and_watch_checks() {
         },
     );
     entries.push(record_entry(&mut b, &resume));
-    let stale = stale_record(WIN2, 7, &compare(&workspace(), &changed_now()));
+    let stale = stale_record(WIN2, 7, &compare(&workspace(), &changed_now()), false);
     entries.push(record_entry(&mut b, &stale));
     let mut e = enforcing();
     e.resync(SID, &entries);
     assert_eq!(e.resume_context().unwrap().index, 1);
     assert_eq!(e.stale_context().unwrap().index, 2);
+}
+
+#[test]
+fn a_session_start_checks_a_checked_window_again_and_records_only_what_moved() {
+    let mut b = Branch::new();
+    let entries = handoff_branch(&mut b, Some(&workspace()));
+    let mut first = enforcing();
+    first.resync(SID, &entries);
+    let (rec, window) = first.stale_check().unwrap();
+    let then = compare(&rec, &changed_now());
+    let mut all = entries.clone();
+    all.push(record_entry(
+        &mut b,
+        &stale_record(&window, 7, &then, false),
+    ));
+    // The window answered, then the process ended.
+    all.push(b.entry(json!({"type":"message","message":{"role":"assistant",
+        "content":[{"type":"text","text":"on it"}],"stopReason":"stop","usage":{"totalTokens":6000}}})));
+    let start = |e: &mut Engine| {
+        e.handle(&Observation {
+            moment: moment(),
+            event: Event::SessionStart { run_active: false },
+        });
+    };
+
+    let mut resumed = enforcing();
+    resumed.resync(SID, &all);
+    assert!(!resumed.stale_check_due(), "not before a session start");
+    start(&mut resumed);
+    assert!(resumed.stale_check_due(), "a session start checks again");
+    let (again, same_window) = resumed.stale_check().unwrap();
+    assert_eq!((again, same_window.as_str()), (rec.clone(), WIN2));
+    assert!(!resumed.stale_check_due(), "once per session start");
+    // What differs is what the last check found: nothing is recorded, the message stays.
+    let before = resumed.stale_context();
+    assert!(before.is_some());
+    assert_eq!(resumed.stale_result(WIN2, 9, &then), None);
+
+    // The workspace moved since: recorded as a re-check, whose message replaces the first.
+    let mut moved_now = changed_now();
+    moved_now.head = Some("9999999999999999999999999999999999999999".into());
+    let moved = compare(&rec, &moved_now);
+    assert_ne!(moved, then);
+    let marker = resumed.stale_result(WIN2, 9, &moved).unwrap();
+    assert_eq!(marker.data["recheck"], json!(true));
+    resumed.append(&[record_entry(&mut b, &marker)]);
+    let msg = resumed.stale_context().unwrap();
+    assert_eq!(
+        (msg.index, msg.timestamp),
+        (1, 9),
+        "same place, the re-check's time"
+    );
+    assert_ne!(Some(&msg), before.as_ref());
+    insta::assert_snapshot!(msg.content);
+    // Another session start with nothing moved since the re-check records nothing.
+    start(&mut resumed);
+    assert!(resumed.stale_check().is_some());
+    assert_eq!(resumed.stale_result(WIN2, 11, &moved), None);
 }

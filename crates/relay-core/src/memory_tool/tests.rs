@@ -1,0 +1,143 @@
+//! The memory tool's translation into notes calls, and every error text it writes (snapshots).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::json;
+
+use super::*;
+use crate::notes::{NoteOp, NoteOpKind};
+
+fn notes() -> Notes {
+    let mut n = Notes::new();
+    for (path, content) in [
+        ("plan.md", "# Plan\nstep one\nstep two\n"),
+        ("task/progress.md", "done: parser"),
+    ] {
+        n.apply(&NoteOp {
+            kind: NoteOpKind::Write,
+            path: path.into(),
+            content: content.into(),
+            at_ms: 1,
+        })
+        .unwrap();
+    }
+    n
+}
+
+fn call(args: Value) -> NotesCall {
+    translate(&notes(), &args).unwrap_or_else(|e| panic!("{args}: {}", e.text))
+}
+
+fn error(args: Value) -> String {
+    let out = translate(&notes(), &args).expect_err(&args.to_string());
+    assert!(out.is_error);
+    out.text
+}
+
+#[test]
+fn each_command_with_a_notes_equivalent_becomes_that_notes_call() {
+    let write = |path: &str, content: &str| NotesCall {
+        tool: TOOL_WRITE,
+        args: json!({ "path": path, "content": content }),
+    };
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories"})),
+        NotesCall {
+            tool: TOOL_LIST,
+            args: json!({"prefix": ""})
+        }
+    );
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories/"})),
+        NotesCall {
+            tool: TOOL_LIST,
+            args: json!({"prefix": ""})
+        }
+    );
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories/task"})),
+        NotesCall {
+            tool: TOOL_LIST,
+            args: json!({"prefix": "task/"})
+        }
+    );
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories/plan.md"})),
+        NotesCall {
+            tool: TOOL_READ,
+            args: json!({"path": "plan.md"})
+        }
+    );
+    assert_eq!(
+        call(json!({"command": "view", "path": "/memories/plan.md", "view_range": [2, -1]})),
+        NotesCall {
+            tool: TOOL_READ,
+            args: json!({"path": "plan.md", "start_line": 2, "end_line": -1})
+        }
+    );
+    assert_eq!(
+        call(json!({"command": "create", "path": "/memories/new.md", "file_text": "hello\n"})),
+        write("new.md", "hello\n")
+    );
+    assert_eq!(
+        call(json!({"command": "delete", "path": "/memories/plan.md"})),
+        write("plan.md", "")
+    );
+    assert_eq!(
+        call(
+            json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "step two", "new_str": "step 2 (done)"})
+        ),
+        write("plan.md", "# Plan\nstep one\nstep 2 (done)\n")
+    );
+    assert_eq!(
+        call(
+            json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 1, "insert_text": "step zero"})
+        ),
+        write("plan.md", "# Plan\nstep zero\nstep one\nstep two\n")
+    );
+    assert_eq!(
+        call(
+            json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 0, "insert_text": "top\n"})
+        ),
+        write("plan.md", "top\n# Plan\nstep one\nstep two\n")
+    );
+    assert_eq!(
+        call(
+            json!({"command": "insert", "path": "/memories/task/progress.md", "insert_line": 1, "insert_text": "next: loader"})
+        ),
+        write("task/progress.md", "done: parser\nnext: loader")
+    );
+}
+
+#[test]
+fn errors_name_memory_the_argument_and_the_notes_tool_to_use() {
+    let cases = [
+        json!({"command": "rename", "old_path": "/memories/plan.md", "new_path": "/memories/old-plan.md"}),
+        json!({"command": "view", "path": "/notes/plan.md"}),
+        json!({"command": "view", "path": "/memoriesx/plan.md"}),
+        json!({"command": "view", "path": "/memories/nothing"}),
+        json!({"command": "view"}),
+        json!({"command": "create", "path": "/memories", "file_text": "x"}),
+        json!({"command": "create", "path": "/memories/a.md"}),
+        json!({"command": "delete", "path": "/memories/gone.md"}),
+        json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "step", "new_str": "s"}),
+        json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "absent", "new_str": "s"}),
+        json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "", "new_str": "s"}),
+        json!({"command": "str_replace", "path": "/memories/gone.md", "old_str": "a", "new_str": "b"}),
+        json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 9, "insert_text": "x"}),
+        json!({"command": "insert", "path": "/memories/plan.md", "insert_text": "x"}),
+        json!({"command": "view", "path": "/memories/plan.md", "view_range": [1]}),
+        json!({"command": "copy", "path": "/memories/plan.md"}),
+        json!({"command": "view", "path": "/memories", "file_path": "x"}),
+        json!({"command": "view", "path": "/memories/plan.md", "file_text": "x"}),
+    ];
+    let all: Vec<String> = cases
+        .iter()
+        .map(|c| format!("{c}\n  → {}", error(c.clone())))
+        .collect();
+    insta::assert_snapshot!(all.join("\n"));
+}
