@@ -10,12 +10,12 @@
 // RELAY_HOST_ROUNDS (rounds of [rare search, common search, note append] per run, default 5),
 // RELAY_BENCH_SEED, RELAY_BENCH_DIR (the generator's cache). No timed assertions: it prints.
 import { execFileSync } from "node:child_process";
-import { appendFileSync, closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
-import { COMMON, RARE, session } from "./session-gen.mjs";
+import { COMMON, RARE, copyWithCwd, session } from "./session-gen.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const NODE = process.execPath;
@@ -52,29 +52,6 @@ for (let i = 0; i < ROUNDS; i++) {
 steps.push({ text: "Done." });
 const scriptFile = join(scratch, "script.json");
 writeFileSync(scriptFile, JSON.stringify(steps));
-
-/** A private copy of the session file whose header names `cwd` (Pi refuses a missing cwd). */
-function copyWithCwd(src, dst, cwd) {
-	const input = openSync(src, "r");
-	const output = openSync(dst, "w");
-	const buf = Buffer.alloc(8 * 1048576);
-	let first = true;
-	for (;;) {
-		const n = readSync(input, buf, 0, buf.length, null);
-		if (n === 0) break;
-		let chunk = buf.subarray(0, n);
-		if (first) {
-			const end = chunk.indexOf(0x0a);
-			const header = { ...JSON.parse(chunk.subarray(0, end).toString("utf8")), cwd };
-			writeSync(output, JSON.stringify(header));
-			chunk = chunk.subarray(end);
-			first = false;
-		}
-		writeSync(output, chunk);
-	}
-	closeSync(input);
-	closeSync(output);
-}
 
 /**
  * A Pi compaction entry to append to the big session so that its window keeps only the newest

@@ -12,11 +12,11 @@
 // Env: RELAY_BENCH_MB (default 256), RELAY_RESUME_SMALL_MB (default 25), RELAY_RESUME_RUNS (runs per
 // variant and size, default 3), RELAY_BENCH_SEED, RELAY_BENCH_DIR (the generator's cache).
 import { spawn } from "node:child_process";
-import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { session } from "./session-gen.mjs";
+import { copyWithCwd, session } from "./session-gen.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const NODE = process.execPath;
@@ -51,28 +51,6 @@ const scratch = mkdtempSync(join(tmpdir(), "relay-resume-bench-"));
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
 const scriptFile = join(scratch, "script.json");
 writeFileSync(scriptFile, JSON.stringify([{ text: "Done." }]));
-
-/** A private copy of the session file whose header names `cwd` (Pi refuses a missing cwd). */
-function copyWithCwd(src, dst, cwd) {
-	const input = openSync(src, "r");
-	const output = openSync(dst, "w");
-	const buf = Buffer.alloc(8 * 1048576);
-	let first = true;
-	for (;;) {
-		const n = readSync(input, buf, 0, buf.length, null);
-		if (n === 0) break;
-		let chunk = buf.subarray(0, n);
-		if (first) {
-			const end = chunk.indexOf(0x0a);
-			writeSync(output, JSON.stringify({ ...JSON.parse(chunk.subarray(0, end).toString("utf8")), cwd }));
-			chunk = chunk.subarray(end);
-			first = false;
-		}
-		writeSync(output, chunk);
-	}
-	closeSync(input);
-	closeSync(output);
-}
 
 /** One `pi -p` resume of a private copy of `file` with `variant`; the probe's marks and the RSS samples. */
 async function runPi(variant, file, n) {

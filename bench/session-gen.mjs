@@ -1,7 +1,7 @@
 // The deterministic large-session generator shared by the benchmarks (bench/engine.mjs,
 // bench/host.mjs) and the start-up test: a Pi 1.6 session file of realistic entries, cached by
 // its parameters. See bench/README.md for what it writes.
-import { existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync, closeSync } from "node:fs";
+import { existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -230,3 +230,25 @@ export function session(name, params) {
 	return { file, ...meta, reused: false };
 }
 
+/** A private copy of the session file whose header names `cwd` (Pi refuses a missing cwd). */
+export function copyWithCwd(src, dst, cwd) {
+	const input = openSync(src, "r");
+	const output = openSync(dst, "w");
+	const buf = Buffer.alloc(8 * 1048576);
+	let first = true;
+	for (;;) {
+		const n = readSync(input, buf, 0, buf.length, null);
+		if (n === 0) break;
+		let chunk = buf.subarray(0, n);
+		if (first) {
+			const end = chunk.indexOf(0x0a);
+			const header = { ...JSON.parse(chunk.subarray(0, end).toString("utf8")), cwd };
+			writeSync(output, JSON.stringify(header));
+			chunk = chunk.subarray(end);
+			first = false;
+		}
+		writeSync(output, chunk);
+	}
+	closeSync(input);
+	closeSync(output);
+}
