@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readJsonl, within } from "./harness.mjs";
+import { ofType, readJsonl, startSession, within } from "./harness.mjs";
 
 // Small explicit thresholds so scripted usage can cross them; Pi's own compaction stays off so only
 // the budget policy acts. The window is large enough that Relay's low-budget reminder stays quiet.
@@ -99,4 +99,40 @@ export function gitRepo(root) {
 	git("add", "README");
 	git("commit", "-q", "-m", "init");
 	return git("rev-parse", "HEAD");
+}
+
+/**
+ * The budget tests' session: a fresh root (or `root`), a private budget environment (`config`
+ * names a budget file), the test window, `enforce()` unless `settings` says otherwise, and with
+ * `probe` (true, or probeTool's options) a probe tool loaded before `extraFactories`. Runs
+ * `body({ t, env, probe, root })`, then disposes the session and restores the environment,
+ * whatever happened.
+ */
+export async function budgetSession(
+	{ root = newRoot(), config, probe, contextWindow = WINDOW, settings = enforce(), extraFactories = [], ...options },
+	body,
+) {
+	const env = budgetEnv(root, config);
+	const probed = probe ? probeTool(probe === true ? {} : probe) : undefined;
+	let t;
+	try {
+		const factories = probed ? [probed.factory, ...extraFactories] : extraFactories;
+		t = await startSession({ root, contextWindow, settings, extraFactories: factories, ...options });
+		return await body({ t, env, probe: probed, root });
+	} finally {
+		await t?.dispose();
+		env.restore();
+	}
+}
+
+/**
+ * A settle point that gave one answer: no handoff request was queued beside it, no continuation
+ * was logged that was never sent, and the session reported no error. Returns the logged events.
+ */
+export function assertOneSettleAnswer(t, env) {
+	assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0, "no handoff request beside the settle answer");
+	const events = env.events().map((e) => e.event);
+	assert.ok(!events.includes("settle_continuation"), `no continuation is logged that was never sent: ${events.join(",")}`);
+	assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	return events;
 }

@@ -7,18 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
-import {
-	createAgentSession,
-	createAgentSessionFromServices,
-	createAgentSessionRuntime,
-	createAgentSessionServices,
-	DefaultResourceLoader,
-	ModelRuntime,
-	SessionManager,
-	SettingsManager,
-} from "@earendil-works/pi-coding-agent";
-import { captureStderr, readJsonl, RELAY, reply, textOf, tool } from "./harness.mjs";
+import { createAgentSession, DefaultResourceLoader, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
+import { captureStderr, fauxRuntime, readJsonl, scriptedModel, startRuntime, textOf, tool } from "./harness.mjs";
 
 /**
  * Run `body` with these environment variables (`undefined` unsets one) and restore them after.
@@ -58,49 +48,8 @@ const envOf = (dirs, extra = {}) => ({
 	...extra,
 });
 
-/**
- * The pieces one Pi session needs: a faux provider with `models`, scripted replies (`steps`, as in
- * harness.mjs: a step's `tokens` sets the usage Pi records for that reply), the exact provider
- * requests, and the resource loader options that load Relay.
- */
-function scripted({ models = [{ id: "faux-1", contextWindow: 200_000 }], steps = [] } = {}) {
-	const faux = fauxProvider({ provider: "faux", models: models.map((m) => ({ maxTokens: 4096, ...m })) });
-	const requests = [];
-	const queue = steps.map(reply);
-	let pendingTokens;
-	const script = async (context) => {
-		requests.push(structuredClone(context.messages));
-		const next = queue.shift();
-		if (!next) return fauxAssistantMessage("(script exhausted)");
-		if (next.tokens !== undefined) {
-			pendingTokens = next.tokens;
-			return next.message;
-		}
-		return next;
-	};
-	faux.setResponses(Array.from({ length: 200 }, () => script));
-	const usagePatch = (pi) => {
-		pi.on("message_end", (event) => {
-			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
-			const totalTokens = pendingTokens;
-			pendingTokens = undefined;
-			return { message: { ...event.message, usage: { ...event.message.usage, totalTokens } } };
-		});
-	};
-	return {
-		faux,
-		requests,
-		script: (...more) => queue.push(...more.map(reply)),
-		loaderOptions: {
-			additionalExtensionPaths: [RELAY],
-			extensionFactories: [usagePatch],
-			noSkills: true,
-			noPromptTemplates: true,
-			noThemes: true,
-			noContextFiles: true,
-		},
-	};
-}
+/** The faux model and script of one session (harness.mjs's scriptedModel), a 200k window unless `models` says otherwise. */
+const scripted = (script = {}) => scriptedModel({ contextWindow: 200_000, ...script });
 
 /**
  * One SDK session. `settings` (an object) gives Pi an in-memory SettingsManager; without it Pi's
@@ -108,8 +57,7 @@ function scripted({ models = [{ id: "faux-1", contextWindow: 200_000 }], steps =
  */
 async function session(dirs, { settings, trusted = false, persist = false, ...script } = {}) {
 	const s = scripted(script);
-	const modelRuntime = await ModelRuntime.create({ authPath: join(dirs.agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
-	modelRuntime.registerNativeProvider(s.faux.provider);
+	const modelRuntime = await fauxRuntime(dirs.agentDir, s.faux);
 	const settingsManager = settings
 		? SettingsManager.inMemory({ retry: { enabled: false }, ...settings })
 		: SettingsManager.create(dirs.cwd, dirs.agentDir, { projectTrusted: trusted });
@@ -466,24 +414,9 @@ test("a resumed, a forked and a new session of an AgentSessionRuntime stay main 
 	writeFileSync(join(dirs.agentDir, "settings.json"), JSON.stringify({ retry: { enabled: false }, relay: { budget: { main: { hard: 90_000 }, subagent: { hard: 30_000 } } } }));
 	await withEnv(envOf(dirs), async () => {
 		const s = scripted({ steps: ["First answer.", "After resume.", "After fork.", "After new."] });
-		const modelRuntime = await ModelRuntime.create({ authPath: join(dirs.agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
-		modelRuntime.registerNativeProvider(s.faux.provider);
+		const modelRuntime = await fauxRuntime(dirs.agentDir, s.faux);
 		const errors = [];
-		const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
-			const services = await createAgentSessionServices({ cwd, agentDir, modelRuntime, resourceLoaderOptions: s.loaderOptions });
-			const result = await createAgentSessionFromServices({
-				services,
-				sessionManager,
-				model: modelRuntime.getModel("faux", "faux-1"),
-				thinkingLevel: "off",
-				noTools: "builtin",
-				sessionStartEvent,
-			});
-			return { ...result, services, diagnostics: services.diagnostics };
-		};
-		const runtime = await createAgentSessionRuntime(createRuntime, { cwd: dirs.cwd, agentDir: dirs.agentDir, sessionManager: SessionManager.create(dirs.cwd, dirs.sessions) });
-		runtime.setRebindSession((next) => next.bindExtensions({ onError: (e) => errors.push(e) }));
-		await runtime.session.bindExtensions({ onError: (e) => errors.push(e) });
+		const runtime = await startRuntime({ cwd: dirs.cwd, agentDir: dirs.agentDir, sessionDir: dirs.sessions, modelRuntime, loaderOptions: s.loaderOptions, errors });
 		const role = () => {
 			const st = status(dirs, runtime.session.sessionManager.getSessionId());
 			return [st.role, st.thresholds.hard];

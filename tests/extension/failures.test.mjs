@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ofType, resultsOf, startSession, textOf, tool } from "./harness.mjs";
-import { budgetEnv, enforce, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
+import { budgetEnv, budgetSession, enforce, newRoot, probeTool, WINDOW } from "./budget-helpers.mjs";
 
 /** An extension loaded after Relay that makes Relay's boundary draft invalid `times` times: Pi
  * validates the drafts on a preview session and appends none of them (an edit of an entry that
@@ -23,10 +23,12 @@ function draftBreaker(times) {
 	return { factory, state };
 }
 
-test("a reset Relay owns that Pi rejects three times arms the compaction-failure fallback; its mechanical reset names it", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	const probe = probeTool();
+/**
+ * A session in which Pi rejects Relay's first three resets (`draftBreaker(3)`): the model calls
+ * new_context once in each of the first three prompts (it ends its run: each prompt asks for one
+ * reset at its settle point), then follows `extraSteps`.
+ */
+async function failingSession(root, probe, extraSteps) {
 	const breaker = draftBreaker(3);
 	const t = await startSession({
 		root,
@@ -34,14 +36,23 @@ test("a reset Relay owns that Pi rejects three times arms the compaction-failure
 		settings: enforce(),
 		extraFactories: [probe.factory, breaker.factory],
 		steps: [
-			// new_context ends its run: each prompt asks for one reset at its settle point.
 			{ ...tool("new_context"), tokens: 5_000 },
 			{ ...tool("new_context"), tokens: 5_200 },
 			{ ...tool("new_context"), tokens: 5_400 },
-			{ ...tool("probe_work"), tokens: 5_600 },
-			{ text: "never requested: the blocked call ends the run", tokens: 5_700 },
+			...extraSteps,
 		],
 	});
+	return { t, breaker };
+}
+
+test("a reset Relay owns that Pi rejects three times arms the compaction-failure fallback; its mechanical reset names it", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const { t, breaker } = await failingSession(root, probe, [
+		{ ...tool("probe_work"), tokens: 5_600 },
+		{ text: "never requested: the blocked call ends the run", tokens: 5_700 },
+	]);
 	try {
 		await t.session.prompt("First.");
 		await t.session.prompt("Second.");
@@ -73,17 +84,12 @@ test("a reset Relay owns that Pi rejects three times arms the compaction-failure
 });
 
 test("a failure of the user's own /compact is not Relay's: no notice, no count, no fallback", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
 	// Pi's default keepRecentTokens: this small session has nothing to compact, so Pi refuses the
 	// user's compaction before any hook, reporting the failure to session_compact_failed.
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
+	await budgetSession({
 		settings: { compaction: { enabled: false }, relay: { budget: { mode: "enforce" } } },
 		steps: [{ text: "First answer.", tokens: 5_000 }, { text: "Second answer.", tokens: 5_200 }],
-	});
-	try {
+	}, async ({ t, env }) => {
 		await t.session.prompt("First.");
 		for (let i = 0; i < 3; i++) {
 			await assert.rejects(() => t.session.compact(), /Nothing to compact/);
@@ -93,27 +99,12 @@ test("a failure of the user's own /compact is not Relay's: no notice, no count, 
 		await t.session.prompt("Second.");
 		assert.equal(t.requests.length, 2, "the next prompt runs normally");
 		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Second answer.");
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 /** Three rejected resets of Relay's own in one window; returns the live session, still armed. */
 async function armedByFailures(root, probe, extraSteps = []) {
-	const breaker = draftBreaker(3);
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
-		settings: enforce(),
-		extraFactories: [probe.factory, breaker.factory],
-		steps: [
-			{ ...tool("new_context"), tokens: 5_000 },
-			{ ...tool("new_context"), tokens: 5_200 },
-			{ ...tool("new_context"), tokens: 5_400 },
-			...extraSteps,
-		],
-	});
+	const { t, breaker } = await failingSession(root, probe, extraSteps);
 	await t.session.prompt("First.");
 	await t.session.prompt("Second.");
 	await t.session.prompt("Third.");

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool, within } from "./harness.mjs";
-import { budgetEnv, CONSTRAINT, enforce, FACTS, GOAL, gitRepo, HANDOFF, NEXT, newRoot, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
+import { budgetEnv, budgetSession, CONSTRAINT, enforce, FACTS, gitRepo, GOAL, HANDOFF, newRoot, NEXT, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
 
 const modeOf = (path) => statSync(path).mode & 0o777;
 
@@ -151,15 +151,9 @@ test("enforce: a sibling tool that finishes after the handoff invalidates it (no
 });
 
 test("enforce: a voluntary handoff alone commits (control for the sibling case)", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
-		settings: enforce(),
+	await budgetSession({
 		steps: [{ text: "Started.", tokens: 5_000 }, { ...tool("context_handoff", HANDOFF), tokens: 8_000 }, "Resumed."],
-	});
-	try {
+	}, async ({ t }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Hand off now.");
 		const compactions = ofType(t, "compaction");
@@ -167,26 +161,17 @@ test("enforce: a voluntary handoff alone commits (control for the sibling case)"
 		assert.equal(compactions[0].details.source, "handoff");
 		assert.equal(t.requests.length, 3);
 		assert.match(joined(t.requests[2]), /<handoff>[\s\S]*GOAL-7731/);
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("enforce: stopping while a handoff is required gets exactly one hidden continuation per run", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
-		settings: enforce(),
+	await budgetSession({
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
 			{ text: "All done, stopping here.", tokens: 35_000 },
 			{ text: "Still stopping without a handoff.", tokens: 35_500 },
 		],
-	});
-	try {
+	}, async ({ t }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Finish up.");
 		assert.equal(t.requests.length, 3, "one continuation, not two");
@@ -198,21 +183,13 @@ test("enforce: stopping while a handoff is required gets exactly one hidden cont
 		assert.match(textOf(last.content), /context_handoff/);
 		assert.equal(textOf(last.content), textOf(requests[0].content));
 		assert.equal(ofType(t, "compaction").length, 0, "no reset without a handoff below the hard limit");
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("cap: after maxHandoffsPerSession commits the next crossing arms the fallback, not a handoff", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	const probe = probeTool();
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
+	await budgetSession({
+		probe: true,
 		settings: enforce({ maxHandoffsPerSession: 1 }),
-		extraFactories: [probe.factory],
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
 			{ ...tool("probe_work"), tokens: 35_000 },
@@ -221,8 +198,7 @@ test("cap: after maxHandoffsPerSession commits the next crossing arms the fallba
 			{ ...tool("probe_work"), tokens: 40_000 },
 			{ text: "never requested: the cap's blocked call ends the run", tokens: 40_500 },
 		],
-	});
-	try {
+	}, async ({ t, env, probe }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Work until the budget runs out.");
 		assert.equal(ofType(t, "compaction").length, 1, "the first crossing commits the handoff");
@@ -248,10 +224,7 @@ test("cap: after maxHandoffsPerSession commits the next crossing arms the fallba
 		const events = env.events();
 		assert.ok(events.some((e) => e.event === "fallback_armed" && e.reason === "cap"), JSON.stringify(events.map((e) => e.event)));
 		assert.ok(events.some((e) => e.event === "forced_reset" && e.reason === "cap"));
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("cap: budget commits still count after the session is reloaded", async () => {
@@ -303,14 +276,9 @@ test("cap: budget commits still count after the session is reloaded", async () =
 });
 
 test("cap: a handoff written while the cap fallback is armed does not bypass it", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	const probe = probeTool();
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
+	await budgetSession({
+		probe: true,
 		settings: enforce({ maxHandoffsPerSession: 1 }),
-		extraFactories: [probe.factory],
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
 			{ ...tool("context_handoff", HANDOFF), tokens: 35_000 },
@@ -319,8 +287,7 @@ test("cap: a handoff written while the cap fallback is armed does not bypass it"
 			{ ...tool("context_handoff", { ...HANDOFF, goal: "SECOND-GOAL-6120: write the docs", facts: "docs half done" }), tokens: 40_000 },
 			{ text: "Ending my turn.", tokens: 40_500 },
 		],
-	});
-	try {
+	}, async ({ t, env }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Work until the budget runs out.");
 		await t.session.prompt("Keep working.");
@@ -331,10 +298,7 @@ test("cap: a handoff written while the cap fallback is armed does not bypass it"
 		assert.match(compactions[1].summary, /limit of 1 automatic handoffs/, "the boot block says why");
 		assert.equal(t.requests.length, 5, "no automatic continuation after the cap");
 		assert.ok(env.events().some((e) => e.event === "handoff_ignored"));
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("hard limit: without a handoff the window is reset mechanically and work continues; a handoff at hard commits", async () => {
@@ -450,23 +414,17 @@ test("loop guard: a successful tool between commits keeps the normal handoff pat
 });
 
 test("observe (the default mode) changes nothing in the session but logs would_* events", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	const probe = probeTool();
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
+	await budgetSession({
+		probe: true,
 		// Thresholds only, no mode: observe is the default.
 		settings: { compaction: { enabled: false }, relay: { budget: { main: THRESHOLDS } } },
-		extraFactories: [probe.factory],
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
 			{ ...tool("probe_work"), tokens: 35_000 },
 			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
 			{ text: "Done.", tokens: 36_500 },
 		],
-	});
-	try {
+	}, async ({ t, env, probe }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Keep going.");
 		assert.equal(probe.runs, 1, "not blocked");
@@ -488,10 +446,7 @@ test("observe (the default mode) changes nothing in the session but logs would_*
 		assert.deepEqual(acting, [], "observe logs only would_* events");
 		const wouldBlock = env.events().find((e) => e.event === "would_block");
 		assert.match(wouldBlock.reason, /context_handoff/);
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("a corrupt budget config file selects observe mode and warns with its path", async () => {

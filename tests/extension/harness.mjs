@@ -7,6 +7,9 @@ import { fileURLToPath } from "node:url";
 import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
 import {
 	createAgentSession,
+	createAgentSessionFromServices,
+	createAgentSessionRuntime,
+	createAgentSessionServices,
 	DefaultResourceLoader,
 	ModelRuntime,
 	SessionManager,
@@ -27,6 +30,100 @@ export function reply(step) {
 	else if (typeof step.text === "string") message = fauxAssistantMessage(step.text);
 	if (step.tokens !== undefined) return { message, tokens: step.tokens };
 	return message;
+}
+
+/**
+ * The faux model Pi talks to and its script: `steps` are scripted replies (see `reply`; a function
+ * step gets the request's context and returns a step), each provider request is recorded in
+ * `requests` (the exact message list Pi sent), and a step's `tokens` overrides the usage Pi
+ * records for that reply (a number sets the total; an object sets usage fields, e.g.
+ * {input, totalTokens}). `models` defaults to one faux-1 of `contextWindow`. `loaderOptions` are
+ * the resource loader options that load Relay and the usage patch.
+ */
+export function scriptedModel({ models, contextWindow = 128000, steps = [], tokenSize } = {}) {
+	const faux = fauxProvider({
+		provider: "faux",
+		models: (models ?? [{ id: "faux-1", contextWindow }]).map((m) => ({ maxTokens: 4096, ...m })),
+		tokenSize,
+	});
+	const requests = [];
+	const queue = steps.map(reply);
+	let pendingTokens;
+	const script = async (context) => {
+		requests.push(structuredClone(context.messages));
+		let next = queue.shift();
+		if (!next) return fauxAssistantMessage("(script exhausted)");
+		if (typeof next === "function") next = reply(await next(context));
+		if (next.tokens !== undefined) {
+			pendingTokens = next.tokens;
+			return next.message;
+		}
+		return next;
+	};
+	// Pi recomputes faux usage from characters; a step's `tokens` overrides what Pi records.
+	const usagePatch = (pi) => {
+		pi.on("message_end", (event) => {
+			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
+			const tokens = pendingTokens;
+			pendingTokens = undefined;
+			const fields = typeof tokens === "number" ? { totalTokens: tokens } : tokens;
+			return { message: { ...event.message, usage: { ...event.message.usage, ...fields } } };
+		});
+	};
+	faux.setResponses(Array.from({ length: Math.max(200, steps.length + 50) }, () => script));
+	return {
+		faux,
+		requests,
+		/** Drop the scripted replies not used yet and queue these instead. */
+		rescript(...more) {
+			queue.length = 0;
+			queue.push(...more.map(reply));
+		},
+		/** Queue more scripted replies. */
+		script(...more) {
+			queue.push(...more.map(reply));
+		},
+		loaderOptions: {
+			additionalExtensionPaths: [RELAY],
+			extensionFactories: [usagePatch],
+			noSkills: true,
+			noPromptTemplates: true,
+			noThemes: true,
+			noContextFiles: true,
+		},
+	};
+}
+
+/** Pi's ModelRuntime with the faux provider registered (no models file, no refresh). */
+export async function fauxRuntime(agentDir, faux) {
+	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
+	modelRuntime.registerNativeProvider(faux.provider);
+	return modelRuntime;
+}
+
+/**
+ * An AgentSessionRuntime (what Pi's /fork, /clone, /resume and /new replace the session in) on the
+ * faux model `faux-1` of `modelRuntime`, with the resource loader options of a `scriptedModel`,
+ * starting a new persisted session in `sessionDir`. Extension errors of every session it binds
+ * go to `errors`.
+ */
+export async function startRuntime({ cwd, agentDir, sessionDir, modelRuntime, loaderOptions, errors }) {
+	const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
+		const services = await createAgentSessionServices({ cwd, agentDir, modelRuntime, resourceLoaderOptions: loaderOptions });
+		const result = await createAgentSessionFromServices({
+			services,
+			sessionManager,
+			model: modelRuntime.getModel("faux", "faux-1"),
+			thinkingLevel: "off",
+			noTools: "builtin",
+			sessionStartEvent,
+		});
+		return { ...result, services, diagnostics: services.diagnostics };
+	};
+	const runtime = await createAgentSessionRuntime(createRuntime, { cwd, agentDir, sessionManager: SessionManager.create(cwd, sessionDir) });
+	runtime.setRebindSession((next) => next.bindExtensions({ onError: (e) => errors.push(e) }));
+	await runtime.session.bindExtensions({ onError: (e) => errors.push(e) });
+	return runtime;
 }
 
 /**
@@ -61,47 +158,17 @@ export async function startSession({
 			ownedEnv.push(key);
 		}
 	}
-	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }], tokenSize });
-	const requests = [];
-	const queue = steps.map(reply);
-	let pendingTokens;
-	const script = async (context) => {
-		requests.push(structuredClone(context.messages));
-		let next = queue.shift();
-		if (!next) return fauxAssistantMessage("(script exhausted)");
-		if (typeof next === "function") next = reply(await next(context));
-		if (next.tokens !== undefined) {
-			pendingTokens = next.tokens;
-			return next.message;
-		}
-		return next;
-	};
-	// Pi recomputes faux usage from characters; a step's `tokens` overrides the total Pi records.
-	const usagePatch = (pi) => {
-		pi.on("message_end", (event) => {
-			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
-			const totalTokens = pendingTokens;
-			pendingTokens = undefined;
-			// A number sets the total; an object sets usage fields (e.g. {input, totalTokens}).
-			const fields = typeof totalTokens === "number" ? { totalTokens } : totalTokens;
-			return { message: { ...event.message, usage: { ...event.message.usage, ...fields } } };
-		});
-	};
-	faux.setResponses(Array.from({ length: Math.max(200, steps.length + 50) }, () => script));
-	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
-	modelRuntime.registerNativeProvider(faux.provider);
+	const scripted = scriptedModel({ contextWindow, steps, tokenSize });
+	const { faux, requests } = scripted;
+	const modelRuntime = await fauxRuntime(agentDir, faux);
 	const model = modelRuntime.getModel("faux", "faux-1");
 	const settingsManager = SettingsManager.inMemory({ retry: { enabled: false }, ...settings });
 	const resourceLoader = new DefaultResourceLoader({
 		cwd,
 		agentDir,
 		settingsManager,
-		additionalExtensionPaths: [RELAY],
-		extensionFactories: [usagePatch, ...extraFactories],
-		noSkills: true,
-		noPromptTemplates: true,
-		noThemes: true,
-		noContextFiles: true,
+		...scripted.loaderOptions,
+		extensionFactories: [...scripted.loaderOptions.extensionFactories, ...extraFactories],
 	});
 	await resourceLoader.reload();
 	const sessionDir = join(root, "sessions");
@@ -133,15 +200,8 @@ export async function startSession({
 		root,
 		cwd,
 		agentDir,
-		/** Drop the scripted replies not used yet and queue these instead. */
-		rescript(...steps) {
-			queue.length = 0;
-			queue.push(...steps.map(reply));
-		},
-		/** Queue more scripted replies. */
-		script(...more) {
-			queue.push(...more.map(reply));
-		},
+		rescript: scripted.rescript,
+		script: scripted.script,
 		/** The tool results the model received, in order, as {toolName, text, isError}. */
 		toolResults() {
 			return sessionManager

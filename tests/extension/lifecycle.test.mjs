@@ -8,16 +8,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
-import {
-	createAgentSessionFromServices,
-	createAgentSessionRuntime,
-	createAgentSessionServices,
-	ModelRuntime,
-	SessionManager,
-	VERSION,
-} from "@earendil-works/pi-coding-agent";
-import { joined, ofType, RELAY, reply, roles, startSession, textOf, tool } from "./harness.mjs";
+import { VERSION } from "@earendil-works/pi-coding-agent";
+import { fauxRuntime, joined, ofType, roles, scriptedModel, startRuntime, startSession, textOf, tool } from "./harness.mjs";
 import { budgetEnv, enforce, HANDOFF, newRoot, WINDOW } from "./budget-helpers.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
@@ -102,56 +94,10 @@ async function runtimeSession({ contextWindow = 100_000, settings = {}, steps = 
 	process.env.PI_CODING_AGENT_DIR = agentDir;
 	process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(root, "state");
 	delete process.env.PI_CONTEXT_BUDGET_CONFIG;
-	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow, maxTokens: 4096 }] });
-	const requests = [];
-	const queue = steps.map(reply);
-	let pendingTokens;
-	const script = async (context) => {
-		requests.push(structuredClone(context.messages));
-		let next = queue.shift();
-		if (!next) return fauxAssistantMessage("(script exhausted)");
-		if (typeof next === "function") next = reply(await next(context));
-		if (next.tokens !== undefined) {
-			pendingTokens = next.tokens;
-			return next.message;
-		}
-		return next;
-	};
-	faux.setResponses(Array.from({ length: 200 }, () => script));
-	const usagePatch = (pi) => {
-		pi.on("message_end", (event) => {
-			if (event.message.role !== "assistant" || pendingTokens === undefined) return undefined;
-			const totalTokens = pendingTokens;
-			pendingTokens = undefined;
-			return { message: { ...event.message, usage: { ...event.message.usage, totalTokens } } };
-		});
-	};
-	const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null, refreshOnCreate: false });
-	modelRuntime.registerNativeProvider(faux.provider);
-	const loaderOptions = {
-		additionalExtensionPaths: [RELAY],
-		extensionFactories: [usagePatch],
-		noSkills: true,
-		noPromptTemplates: true,
-		noThemes: true,
-		noContextFiles: true,
-	};
+	const { requests, faux, loaderOptions } = scriptedModel({ contextWindow, steps });
+	const modelRuntime = await fauxRuntime(agentDir, faux);
 	const errors = [];
-	const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
-		const services = await createAgentSessionServices({ cwd, agentDir, modelRuntime, resourceLoaderOptions: loaderOptions });
-		const result = await createAgentSessionFromServices({
-			services,
-			sessionManager,
-			model: modelRuntime.getModel("faux", "faux-1"),
-			thinkingLevel: "off",
-			noTools: "builtin",
-			sessionStartEvent,
-		});
-		return { ...result, services, diagnostics: services.diagnostics };
-	};
-	const runtime = await createAgentSessionRuntime(createRuntime, { cwd, agentDir, sessionManager: SessionManager.create(cwd, join(root, "sessions")) });
-	runtime.setRebindSession((next) => next.bindExtensions({ onError: (e) => errors.push(e) }));
-	await runtime.session.bindExtensions({ onError: (e) => errors.push(e) });
+	const runtime = await startRuntime({ cwd, agentDir, sessionDir: join(root, "sessions"), modelRuntime, loaderOptions, errors });
 	return {
 		runtime,
 		requests,
