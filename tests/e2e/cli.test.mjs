@@ -6,50 +6,10 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { fileURLToPath } from "node:url";
+import { PI, ROOT, runPi } from "./pi-print.mjs";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const NODE = process.execPath;
-// RELAY_PI_CLI: another Pi release's cli.js (the Makefile runs these tests on each supported Pi).
-const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
 const RELAY = join(ROOT, "target/release/relay");
-
-/** Run `pi -p` with a scripted model; returns {stdout, stderr, status, file, lines}. */
-/** `env`: extra environment, an object or a function of the run's folder. */
-export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [], env = {} }) {
-	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-"));
-	const agent = join(dir, "agent");
-	const work = join(dir, "work");
-	const sessions = join(dir, "sessions");
-	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
-	writeFileSync(join(agent, "settings.json"), JSON.stringify(settings));
-	const scriptFile = join(dir, "script.json");
-	writeFileSync(scriptFile, JSON.stringify(script));
-	const result = spawnSync(
-		NODE,
-		[PI, "-p", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"),
-			"--model", "faux/faux-1", ...extraArgs, ...prompts],
-		{
-			cwd: work,
-			encoding: "utf8",
-			input: "",
-			timeout: 60_000,
-			env: {
-				...process.env,
-				PI_CODING_AGENT_DIR: agent,
-				PI_OFFLINE: "1",
-				RELAY_FAUX_SCRIPT: scriptFile,
-				RELAY_FAUX_WINDOW: String(window),
-				RELAY_FAUX_TRACE: "1",
-				...(typeof env === "function" ? env(dir) : env),
-			},
-		},
-	);
-	const files = readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith(".jsonl"));
-	const file = files.length ? join(sessions, String(files[0])) : undefined;
-	const lines = file ? readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
-	return { ...result, dir, sessions, file, lines };
-}
 
 const textOfMessage = (message) => (message?.content ?? []).filter((b) => b.type === "text").map((b) => b.text).join("");
 

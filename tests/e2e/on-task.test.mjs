@@ -5,55 +5,21 @@
 // printed answer is the result.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { tmpdir } from "node:os";
-import { fileURLToPath } from "node:url";
+import { runPi } from "./pi-print.mjs";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
 // Pi's threshold at 24,000 − 4,000; a tiny keep makes the window compactable.
 const SETTINGS = { compaction: { enabled: true, keepRecentTokens: 1, reserveTokens: 4_000 } };
 const REQUEST = "Refactor the loader so that TASK-58 passes; keep api/ untouched.";
 const QUESTION = "What would you like me to do next?";
 const ANSWER = "Done: TASK-58 passes and api/ is untouched.";
 
-function runPi(script, prompts) {
-	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-on-task-"));
-	const [agent, work, sessions, state] = ["agent", "work", "sessions", "state"].map((d) => join(dir, d));
-	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
-	writeFileSync(join(agent, "settings.json"), JSON.stringify(SETTINGS));
-	writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-	const result = spawnSync(
-		process.execPath,
-		[PI, "-p", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"),
-			"--model", "faux/faux-1", ...prompts],
-		{
-			cwd: work,
-			encoding: "utf8",
-			input: "",
-			timeout: 60_000,
-			env: {
-				...process.env,
-				PI_CODING_AGENT_DIR: agent,
-				PI_CONTEXT_BUDGET_STATE_DIR: state,
-				PI_OFFLINE: "1",
-				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
-				RELAY_FAUX_WINDOW: "24000",
-				RELAY_FAUX_TRACE: "1",
-			},
-		},
-	);
-	const [file] = readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith(".jsonl"));
-	const lines = file ? readFileSync(join(sessions, String(file)), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
-	const requests = result.stderr.split("── request ").slice(1);
-	return { ...result, lines, requests };
-}
+/** `pi -p` in this file's settings and window. */
+const RUN = { settings: SETTINGS, window: 24_000, prefix: "relay-e2e-on-task-" };
 
 test("pi -p: a question back to the user after an automatic reset is continued once, and the answer is printed", () => {
-	const run = runPi(
-		[
+	const run = runPi({
+		...RUN,
+		script: [
 			{ tool: "get_context_remaining", tokens: 21_000 },
 			// The borrowed turn: the window resets as it ends.
 			{ tool: "notes_write_file", args: { path: "plan.md", content: "TASK-58: loader refactor in progress" } },
@@ -61,8 +27,8 @@ test("pi -p: a question back to the user after an automatic reset is continued o
 			{ text: ANSWER },
 			{ text: "NEVER-REQUESTED" },
 		],
-		[REQUEST],
-	);
+		prompts: [REQUEST],
+	});
 	assert.equal(run.status, 0, run.stderr);
 	assert.equal(run.stdout.trim(), ANSWER);
 	const compactions = run.lines.filter((l) => l.type === "compaction");

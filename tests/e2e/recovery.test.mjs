@@ -3,14 +3,8 @@
 // the new window's first request is covered end to end in cli.test.mjs.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { tmpdir } from "node:os";
-import { fileURLToPath } from "node:url";
+import { runPi } from "./pi-print.mjs";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
 const OVERFLOW = { error: "prompt is too long: 250000 tokens > 128000 maximum" };
 // Pi's compaction on, so Pi runs its overflow recovery (and calls Relay's hook); a tiny keep makes
 // the window compactable. Relay's budget policy enforces.
@@ -19,48 +13,17 @@ const SETTINGS = {
 	relay: { budget: { mode: "enforce" } },
 };
 
-/** `pi -p` with a scripted model; the session file's lines, the events Relay logged, the requests. */
-function runPi(script, prompts) {
-	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-recovery-"));
-	const [agent, work, sessions, state] = ["agent", "work", "sessions", "state"].map((d) => join(dir, d));
-	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
-	writeFileSync(join(agent, "settings.json"), JSON.stringify(SETTINGS));
-	writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-	const result = spawnSync(
-		process.execPath,
-		[PI, "-p", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"),
-			"--model", "faux/faux-1", ...prompts],
-		{
-			cwd: work,
-			encoding: "utf8",
-			input: "",
-			timeout: 60_000,
-			env: {
-				...process.env,
-				PI_CODING_AGENT_DIR: agent,
-				PI_CONTEXT_BUDGET_STATE_DIR: state,
-				PI_OFFLINE: "1",
-				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
-				RELAY_FAUX_WINDOW: "128000",
-				RELAY_FAUX_TRACE: "1",
-			},
-		},
-	);
-	const [file] = readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith(".jsonl"));
-	const lines = file ? readFileSync(join(sessions, String(file)), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
-	const eventsFile = join(state, "events.jsonl");
-	const events = existsSync(eventsFile) ? readFileSync(eventsFile, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
-	const requests = result.stderr.split("── request ").slice(1);
-	return { ...result, lines, events, requests };
-}
+/** `pi -p` in this file's settings and window. */
+const RUN = { settings: SETTINGS, window: 128_000, prefix: "relay-e2e-recovery-" };
 
 const named = (run, name) => run.events.filter((e) => e.event === name);
 
 test("pi -p, enforce: a provider overflow is recovered by one reset-and-retry with the mechanical summary", () => {
-	const run = runPi(
-		[{ text: "First answer." }, OVERFLOW, { text: "Recovered in a fresh window." }],
-		["EARLIER-REQ-1212: set up the parser.", "PENDING-REQ-3434: refactor the MODULE-X loader."],
-	);
+	const run = runPi({
+		...RUN,
+		script: [{ text: "First answer." }, OVERFLOW, { text: "Recovered in a fresh window." }],
+		prompts: ["EARLIER-REQ-1212: set up the parser.", "PENDING-REQ-3434: refactor the MODULE-X loader."],
+	});
 	assert.equal(run.status, 0, run.stderr);
 	assert.equal(run.stdout.trim(), "Recovered in a fresh window.");
 	const compactions = run.lines.filter((l) => l.type === "compaction");
@@ -81,10 +44,11 @@ test("pi -p, enforce: a provider overflow is recovered by one reset-and-retry wi
 });
 
 test("pi -p, enforce: a second overflow after the retry is exhausted, reported and ends the run (no loop)", () => {
-	const run = runPi(
-		[{ text: "First answer." }, OVERFLOW, OVERFLOW, { text: "NEVER-REQUESTED" }],
-		["First question.", "A request that cannot fit."],
-	);
+	const run = runPi({
+		...RUN,
+		script: [{ text: "First answer." }, OVERFLOW, OVERFLOW, { text: "NEVER-REQUESTED" }],
+		prompts: ["First question.", "A request that cannot fit."],
+	});
 	assert.equal(run.requests.length, 3, "the overflow, one retry, nothing more");
 	assert.equal(run.lines.filter((l) => l.type === "compaction").length, 1, "one reset, no second one");
 	assert.ok(!run.stdout.includes("NEVER-REQUESTED"));
