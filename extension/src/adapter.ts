@@ -360,6 +360,14 @@ export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] |
 			case "log":
 				console.error(effect.text);
 				break;
+			case "activeTools": {
+				// The tools the engine withholds leave the set declared to the model; those it
+				// declares again rejoin it. Pi is not asked when nothing changes.
+				const active = pi.getActiveTools();
+				const next = [...active.filter((name) => !effect.withhold.includes(name)), ...effect.restore.filter((name) => !active.includes(name))];
+				if (next.length !== active.length || next.some((name, i) => name !== active[i])) pi.setActiveTools(next);
+				break;
+			}
 			case "shutdown":
 				// The relaunch marker is written: end this process so pi-session starts a fresh one.
 				// Interactive Pi quits at once when idle (this runs at agent_settled); print mode

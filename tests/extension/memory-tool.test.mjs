@@ -99,3 +99,73 @@ test("memory: a path outside /memories and an argument the command does not take
 		await t.dispose();
 	}
 });
+
+/** The tools a request declares to the model: its system messages' toolsAdded and toolsRemoved, replayed in order. */
+function declared(messages) {
+	const names = new Set();
+	for (const m of messages.filter((m) => m.role === "system")) {
+		for (const t of m.toolsAdded ?? []) names.add(t.name);
+		for (const t of m.toolsRemoved ?? []) names.delete(typeof t === "string" ? t : t.name);
+	}
+	return [...names];
+}
+
+/** A step that records the names of the tools its request declared, then answers `step`. */
+const offering = (offered, step) => (context) => {
+	offered.push(declared(context.messages));
+	return step;
+};
+
+test("relay.memoryTool false: the model is not offered memory and a call to it fails as an unknown tool; true offers it again in the resumed session", async () => {
+	const offered = [];
+	const a = await startSession({
+		settings: { relay: { memoryTool: false } },
+		steps: [offering(offered, memory({ command: "create", path: "/memories/plan.md", file_text: "PLAN-2718" })), offering(offered, "Done.")],
+	});
+	let file;
+	try {
+		await a.session.prompt("Keep your plan in memory.");
+		assert.equal(offered.length, 2);
+		for (const names of offered) {
+			assert.ok(!names.includes("memory"), `memory withheld: ${names.join(",")}`);
+			assert.ok(names.includes("notes_write_file") && names.includes("notes_read_file"), "the notes tools stay");
+		}
+		const [call] = resultsOf(a, "memory");
+		assert.equal(call.isError, true);
+		assert.match(call.text, /Tool memory not found/);
+		assert.equal(ofType(a, "custom", "relay/note").length, 0, "nothing was written");
+		assert.deepEqual(a.errors, []);
+		file = a.sessionManager.getSessionFile();
+	} finally {
+		await a.dispose();
+	}
+
+	// The same session resumed with the default (true): memory is declared again.
+	const again = [];
+	const b = await startSession({
+		sessionFile: file,
+		steps: [offering(again, memory({ command: "create", path: "/memories/plan.md", file_text: "PLAN-2718" })), "Saved."],
+	});
+	try {
+		await b.session.prompt("Now keep it.");
+		assert.ok(again[0].includes("memory"), `memory declared again: ${again[0].join(",")}`);
+		const [, call] = resultsOf(b, "memory");
+		assert.equal(call.isError, false, call.text);
+		assert.equal(ofType(b, "custom", "relay/note").at(-1).data.content, "PLAN-2718");
+		assert.deepEqual(b.errors, []);
+	} finally {
+		await b.dispose();
+	}
+});
+
+test("relay.memoryTool by default: memory is declared with the notes tools", async () => {
+	const offered = [];
+	const t = await startSession({ steps: [offering(offered, "Hello.")] });
+	try {
+		await t.session.prompt("Hi.");
+		assert.ok(offered[0].includes("memory"), offered[0].join(","));
+		assert.ok(offered[0].includes("notes_write_file"));
+	} finally {
+		await t.dispose();
+	}
+});

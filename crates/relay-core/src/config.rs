@@ -86,6 +86,7 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
     ),
     ("role", KeyKind::OneOf(&["main", "subagent"])),
     ("clearToolResults", KeyKind::Object(CLEAR_KEYS)),
+    ("memoryTool", KeyKind::Bool),
 ];
 
 /// The keys of `relay.clearToolResults`.
@@ -167,6 +168,8 @@ pub struct RelayConfig {
     pub role: Option<Role>,
     /// `relay.clearToolResults`.
     pub clear_tool_results: ClearToolResults,
+    /// `relay.memoryTool`: the `memory` tool is declared to the model (`false` withholds it).
+    pub memory_tool: bool,
 }
 
 impl Default for RelayConfig {
@@ -179,6 +182,7 @@ impl Default for RelayConfig {
             budget: None,
             role: None,
             clear_tool_results: ClearToolResults::default(),
+            memory_tool: true,
         }
     }
 }
@@ -518,6 +522,16 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
         Value::as_bool,
     ) {
         cfg.continue_after_reset = v;
+    }
+    if let Some(v) = check_key(
+        obj,
+        "memoryTool",
+        "true or false",
+        "true",
+        &mut issues,
+        Value::as_bool,
+    ) {
+        cfg.memory_tool = v;
     }
     cfg.role = check_key(
         obj,
@@ -860,7 +874,7 @@ mod tests {
     fn every_key_accepts_valid_values() {
         let (cfg, issues) = resolve(
             Some(
-                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"budget":{"mode":"observe"},"role":"subagent",
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"memoryTool":false,"budget":{"mode":"observe"},"role":"subagent",
                     "clearToolResults":{"enabled":true,"triggerTokens":90000,"keep":0,"clearAtLeast":0,"excludeTools":[" fetch_page "]}}),
             ),
             None,
@@ -882,6 +896,7 @@ mod tests {
                     clear_at_least: 0,
                     exclude_tools: vec!["fetch_page".into()],
                 },
+                memory_tool: false,
             }
         );
         // A bad key of the clearing names its whole path; the others still apply.
@@ -975,6 +990,13 @@ mod tests {
         assert_eq!(
             issues[0].message,
             "expected a whole number of tokens, at least 1, got 0; using the default (24576)"
+        );
+        let (cfg, issues) = resolve(Some(json!({"memoryTool":"no"})), None);
+        assert!(cfg.memory_tool);
+        assert_eq!(issues[0].path, "relay.memoryTool");
+        assert_eq!(
+            issues[0].message,
+            "expected true or false, got \"no\"; using the default (true)"
         );
         let (cfg, issues) = resolve(Some(json!({"continueAfterReset":"off"})), None);
         assert!(cfg.continue_after_reset);
@@ -1137,7 +1159,7 @@ mod tests {
                 reserve: DEFAULT_RESERVE_TOKENS,
                 budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
                 warnings: &[
-                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults, memoryTool)",
                     "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
                     "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
                     "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a non-negative whole number, got \"lots\"; using 16384",

@@ -578,7 +578,7 @@ fn walk(
 pub fn default_text(path: &str) -> String {
     let d = BudgetConfig::default();
     match path {
-        "enabled" | "continueAfterReset" => "true".into(),
+        "enabled" | "continueAfterReset" | "memoryTool" => "true".into(),
         "reminderMarginTokens" => DEFAULT_REMINDER_MARGIN_TOKENS.to_string(),
         "agentName" => format!("\"{DEFAULT_AGENT_NAME}\""),
         "role" => "unset (the hosting rule decides)".into(),

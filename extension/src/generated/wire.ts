@@ -290,7 +290,8 @@ export type Effect =
 	| { "kind": "removeRelaunchMarker", path: string }
 	| { "kind": "telemetry", event: unknown }
 	| { "kind": "writeStatus", status: unknown }
-	| { "kind": "writeFailed", text: string };
+	| { "kind": "writeFailed", text: string }
+	| { "kind": "activeTools", withhold: Array<string>, restore: Array<string> };
 
 /**
  * `ctx.ui.notify` level.

@@ -30,6 +30,9 @@ pub(super) struct Settings {
     pub(super) resume_check_env: Option<String>,
     /// The sources of the last configuration, for `/relay config`.
     pub(super) sources: Option<ConfigSources>,
+    /// Whether the `memory` tool was last declared (`Some(true)`) or withheld (`Some(false)`);
+    /// `None` before the first configuration.
+    pub(super) memory_declared: Option<bool>,
 }
 
 impl Settings {
@@ -40,6 +43,7 @@ impl Settings {
             toggle: None,
             resume_check_env: None,
             sources: None,
+            memory_declared: None,
         }
     }
 }
@@ -92,6 +96,29 @@ impl Engine {
         issues
     }
 
+    /// Relay's tools as the settings declare them, when that changed since the last
+    /// configuration (the first one always says it: a resumed session's recorded tool loadout may
+    /// lack a tool the settings now declare). `relay.memoryTool: false` withholds `memory`.
+    fn declared_tools(&mut self) -> Option<Effect> {
+        let memory = self.settings.config.memory_tool;
+        if self.settings.memory_declared == Some(memory) {
+            return None;
+        }
+        self.settings.memory_declared = Some(memory);
+        let names = vec![crate::memory_tool::TOOL.to_string()];
+        Some(if memory {
+            Effect::ActiveTools {
+                withhold: Vec::new(),
+                restore: names,
+            }
+        } else {
+            Effect::ActiveTools {
+                withhold: names,
+                restore: Vec::new(),
+            }
+        })
+    }
+
     /// The same, answering with a reply whose effects report each issue once (`seen` holds what
     /// this runtime already reported).
     pub fn configure_reply(
@@ -101,6 +128,7 @@ impl Engine {
     ) -> HookReply {
         let issues = self.configure(sources);
         let mut reply = HookReply::default();
+        reply.effects.extend(self.declared_tools());
         for issue in issues {
             let text = format!("relay: {issue}");
             if !seen.contains(&text) {

@@ -442,6 +442,53 @@ fn invalid_settings_are_reported_once_each_with_their_file_and_key_path() {
 }
 
 #[test]
+fn the_memory_tool_is_declared_as_the_setting_says_and_only_changes_are_sent() {
+    let mut e = engine();
+    let with = |memory: Option<bool>| ConfigSources {
+        global: Some(match memory {
+            Some(m) => json!({"relay": {"memoryTool": m}}),
+            None => json!({}),
+        }),
+        ..ConfigSources::default()
+    };
+    let tools = |reply: &HookReply| -> Vec<(Vec<String>, Vec<String>)> {
+        reply
+            .effects
+            .iter()
+            .filter_map(|fx| match fx {
+                Effect::ActiveTools { withhold, restore } => {
+                    Some((withhold.clone(), restore.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let memory = || vec!["memory".to_string()];
+    let mut seen = Vec::new();
+    // The first configuration says it either way (a resumed loadout may lack the tool).
+    assert_eq!(
+        tools(&e.configure_reply(&with(None), &mut seen)),
+        [(vec![], memory())]
+    );
+    assert_eq!(tools(&e.configure_reply(&with(Some(true)), &mut seen)), []);
+    assert_eq!(
+        tools(&e.configure_reply(&with(Some(false)), &mut seen)),
+        [(memory(), vec![])]
+    );
+    assert_eq!(tools(&e.configure_reply(&with(Some(false)), &mut seen)), []);
+    assert_eq!(
+        tools(&e.configure_reply(&with(None), &mut seen)),
+        [(vec![], memory())]
+    );
+    // A fresh engine (a /reload) with the setting off withholds it at once.
+    let mut fresh = engine();
+    assert_eq!(
+        tools(&fresh.configure_reply(&with(Some(false)), &mut Vec::new())),
+        [(memory(), vec![])]
+    );
+}
+
+#[test]
 fn a_trusted_project_value_wins_and_an_untrusted_one_is_ignored() {
     for (trusted, name) in [(true, "proj-agent"), (false, "glob-agent")] {
         let mut e = engine();

@@ -555,6 +555,13 @@ pub enum Effect {
     /// A file of Relay's could not be written (`text` says which and why): the binding tells
     /// the user once per engine, with every other failed write.
     WriteFailed { text: String },
+    /// Which of Relay's registered tools are declared to the model: `pi.setActiveTools` with Pi's
+    /// active tools less `withhold`, plus each of `restore` not active yet (left as they are
+    /// when that changes nothing). A withheld tool stays registered; the model does not know it.
+    ActiveTools {
+        withhold: Vec<String>,
+        restore: Vec<String>,
+    },
 }
 
 /// A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
