@@ -186,7 +186,8 @@ fn doctor_passes_on_a_complete_install() {
 fn doctor_says_what_to_fix_for_each_failing_check() {
     let root = temp("doctor-bad");
     healthy(&root);
-    // An old Pi, no core in the package, a bad setting, a state folder under a file, no wrapper.
+    // An old Pi, no core in the package, a bad setting, a state folder under a file, no wrapper
+    // (optional).
     executable(&root.join("bin/pi"), "#!/bin/sh\necho 0.87.1\n");
     std::fs::remove_file(root.join("relay-extension/native/relay.node")).unwrap();
     std::fs::remove_file(root.join("bin/pi-session")).unwrap();
@@ -212,7 +213,144 @@ fn doctor_says_what_to_fix_for_each_failing_check() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "relay: 5 checks failed\n"
+        "relay: 4 checks failed\n",
+        "the missing pi-session is reported, not counted"
     );
     insta::assert_snapshot!("doctor_failing", text(&o, &root));
+}
+
+#[test]
+fn doctor_without_pi_session_says_so_and_exits_healthy() {
+    let root = temp("doctor-no-wrapper");
+    healthy(&root);
+    std::fs::remove_file(root.join("bin/pi-session")).unwrap();
+    let o = relay(&root, &["doctor"]);
+    let shown = text(&o, &root);
+    assert!(o.status.success(), "{shown}");
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+    assert!(
+        shown.contains("note pi-session     no `pi-session` on PATH (optional: needed only for a relaunch in a fresh process)\n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("FAIL"), "{shown}");
+    let o = relay(&root, &["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["failed"], 0);
+    let wrapper = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "pi-session")
+        .unwrap();
+    assert_eq!(
+        (wrapper["ok"].as_bool(), wrapper["optional"].as_bool()),
+        (Some(false), Some(true))
+    );
+}
+
+/// Relay's package (with its core) at `dir`.
+fn relay_package(dir: &Path) {
+    write(
+        &dir.join("package.json"),
+        r#"{"name": "pi-relay", "pi": {"extensions": ["./src/index.ts"]}}"#,
+    );
+    write(
+        &dir.join("src/index.ts"),
+        "export default function relay() {}\n",
+    );
+    write(&dir.join("native/relay.node"), "core");
+}
+
+/// `relay doctor`'s core line in `root`, with HOME at `root/home` and Pi's trust store deciding.
+fn core_line(root: &Path) -> String {
+    let o = Command::new(BIN)
+        .args(["doctor"])
+        .current_dir(root.join("work"))
+        .env("PI_CODING_AGENT_DIR", root.join("agent"))
+        .env("HOME", root.join("home"))
+        .env("PATH", root.join("bin"))
+        .env_remove("PI_CONTEXT_BUDGET_STATE_DIR")
+        .env_remove("PI_CONTEXT_BUDGET_CONFIG")
+        .env_remove("RELAY_ADDON")
+        .output()
+        .unwrap();
+    let shown = text(&o, root);
+    let line = shown
+        .lines()
+        .skip_while(|l| !l.contains(" core "))
+        .take_while(|l| l.contains(" core ") || l.trim_start().starts_with("fix:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(o.status.success(), line.starts_with("ok"), "{shown}");
+    line
+}
+
+fn trust(root: &Path, trusted: bool) {
+    write(
+        &root.join("agent/trust.json"),
+        &serde_json::json!({ root.join("work").display().to_string(): trusted }).to_string(),
+    );
+}
+
+/// One lookup of `doctor_finds_relay_wherever_pi_would_load_it`: (case, global settings, project
+/// settings, package folder, project trust, core line).
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<bool>,
+    &'static str,
+);
+
+/// Every way Pi finds a package (docs/packages.md and its package manager): `pi install` into
+/// the agent folder or a trusted project (`-l`: `.pi/npm`, `.pi/git`), local paths relative to
+/// the settings file's scope, `~`, a file that is an extension's entry, and the scope's
+/// `extensions/` folder; an untrusted project's packages are named but not used.
+#[test]
+fn doctor_finds_relay_wherever_pi_would_load_it() {
+    let cases: &[Case] = &[
+        // (case, global settings, project settings, package folder, project trust, core line)
+        ("npm, global", r#"{"packages": ["npm:pi-relay@0.1.0"]}"#, "", "agent/npm/node_modules/pi-relay", None,
+         "ok   core           <tmp>/agent/npm/node_modules/pi-relay/native/relay.node (for <platform>)"),
+        ("npm, project", "{}", r#"{"packages": [{"source": "npm:pi-relay"}]}"#, "work/.pi/npm/node_modules/pi-relay", Some(true),
+         "ok   core           <tmp>/work/.pi/npm/node_modules/pi-relay/native/relay.node (for <platform>)"),
+        ("git, global", r#"{"packages": ["git:github.com/example/pi-relay@v1"]}"#, "", "agent/git/github.com/example/pi-relay", None,
+         "ok   core           <tmp>/agent/git/github.com/example/pi-relay/native/relay.node (for <platform>)"),
+        ("git URL, project", "{}", r#"{"packages": ["https://github.com/example/pi-relay"]}"#, "work/.pi/git/github.com/example/pi-relay", Some(true),
+         "ok   core           <tmp>/work/.pi/git/github.com/example/pi-relay/native/relay.node (for <platform>)"),
+        ("relative path, project", "{}", r#"{"packages": ["../vendor/relay"]}"#, "work/vendor/relay", Some(true),
+         "ok   core           <tmp>/work/vendor/relay/native/relay.node (for <platform>)"),
+        ("relative path, global", r#"{"packages": ["../relay"]}"#, "", "relay", None,
+         "ok   core           <tmp>/relay/native/relay.node (for <platform>)"),
+        ("home path", r#"{"packages": ["~/src/relay"]}"#, "", "home/src/relay", None,
+         "ok   core           <tmp>/home/src/relay/native/relay.node (for <platform>)"),
+        ("extension entry file", r#"{"extensions": ["~/src/relay/src/index.ts"]}"#, "", "home/src/relay", None,
+         "ok   core           <tmp>/home/src/relay/native/relay.node (for <platform>)"),
+        ("extensions folder", "{}", "", "agent/extensions/relay", None,
+         "ok   core           <tmp>/agent/extensions/relay/native/relay.node (for <platform>)"),
+        ("untrusted project", "{}", r#"{"packages": ["npm:pi-relay"]}"#, "work/.pi/npm/node_modules/pi-relay", Some(false),
+         "FAIL core           Pi's settings (<tmp>/agent/settings.json, and a trusted project's .pi/settings.json) name no pi-relay package or extension; <tmp>/work/.pi/settings.json names packages, but the project is not trusted: Pi loads them only after trust is granted\n                    fix: install Relay into Pi: `pi install npm:pi-relay`, or `pi install /path/to/relay/extension` after `make build`"),
+        ("another package", r#"{"packages": ["npm:pi-other"]}"#, "", "agent/npm/node_modules/pi-other", None,
+         "FAIL core           Pi's settings (<tmp>/agent/settings.json, and a trusted project's .pi/settings.json) name no pi-relay package or extension\n                    fix: install Relay into Pi: `pi install npm:pi-relay`, or `pi install /path/to/relay/extension` after `make build`"),
+    ];
+    for (i, (case, global, project, folder, trusted, want)) in cases.iter().enumerate() {
+        let root = temp(&format!("doctor-find-{i}"));
+        healthy(&root);
+        write(&root.join("agent/settings.json"), global);
+        if !project.is_empty() {
+            write(&root.join("work/.pi/settings.json"), project);
+        }
+        if let Some(t) = trusted {
+            trust(&root, *t);
+        }
+        relay_package(&root.join(folder));
+        if *case == "another package" {
+            write(
+                &root.join(folder).join("package.json"),
+                r#"{"name": "pi-other"}"#,
+            );
+        }
+        assert_eq!(core_line(&root), *want, "{case}");
+    }
 }

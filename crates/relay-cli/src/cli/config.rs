@@ -188,6 +188,8 @@ pub fn config(req: ConfigRequest, json: bool, out: &mut dyn Write) -> anyhow::Re
 struct Check {
     name: &'static str,
     ok: bool,
+    /// A check that does not pass but is not needed to run Relay: reported, not counted.
+    optional: bool,
     /// What was found.
     found: String,
     /// What to do, when it failed.
@@ -223,6 +225,7 @@ fn check_pi(pi: Option<PathBuf>) -> Check {
         return Check {
             name: "pi",
             ok: false,
+            optional: false,
             found: "no `pi` on PATH".into(),
             fix: Some(format!(
                 "install Pi {} or newer and put `pi` on PATH (or name it with --pi)",
@@ -245,6 +248,7 @@ fn check_pi(pi: Option<PathBuf>) -> Check {
             return Check {
                 name: "pi",
                 ok: false,
+                optional: false,
                 found: format!(
                     "{} --version failed ({}): {}",
                     pi.display(),
@@ -258,6 +262,7 @@ fn check_pi(pi: Option<PathBuf>) -> Check {
             return Check {
                 name: "pi",
                 ok: false,
+                optional: false,
                 found: format!("{} cannot run: {e}", pi.display()),
                 fix: Some("repair or reinstall Pi".into()),
             }
@@ -267,65 +272,184 @@ fn check_pi(pi: Option<PathBuf>) -> Check {
         None => Check {
             name: "pi",
             ok: true,
+            optional: false,
             found: format!("Pi {version} ({})", pi.display()),
             fix: None,
         },
         Some(refusal) => Check {
             name: "pi",
             ok: false,
+            optional: false,
             found: format!("{} reports {version:?}", pi.display()),
             fix: Some(refusal.trim_start_matches("relay: ").to_string()),
         },
     }
 }
 
-/// Where Pi would find Relay: its packages and extensions settings (`npm:pi-relay` in the agent
-/// folder's npm tree, or a local path).
-fn relay_package_dirs(agent: &Path, global: Option<&Value>, cwd: &Path) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    let entries = ["packages", "extensions"].iter().flat_map(|key| {
-        global
-            .and_then(|g| g.get(*key))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    });
-    for entry in entries {
-        let source = match &entry {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => match o.get("source").and_then(Value::as_str) {
-                Some(s) => s.to_string(),
-                None => continue,
-            },
-            _ => continue,
-        };
-        if let Some(name) = source.strip_prefix("npm:") {
-            let name = name.rsplit_once('@').map_or(name, |(n, _)| n);
-            if name.is_empty() {
-                continue;
-            }
-            dirs.push(agent.join("npm/node_modules").join(name));
-        } else if !source.contains(':') {
-            let p = PathBuf::from(&source);
-            dirs.push(if p.is_absolute() { p } else { agent.join(p) });
-        }
-    }
-    dirs.push(cwd.join(".pi/npm/node_modules/pi-relay"));
-    dirs.retain(|d| {
-        read_json(&d.join("package.json"))
-            .ok()
-            .flatten()
-            .and_then(|p| {
-                p.get("name")
-                    .and_then(Value::as_str)
-                    .map(|n| n == "pi-relay")
-            })
-            .unwrap_or(false)
-    });
-    dirs
+/// The package name of an npm spec (`npm:` taken off): `name`, `name@range`, `@scope/name`,
+/// `@scope/name@range`.
+fn npm_name(spec: &str) -> &str {
+    let spec = spec.trim();
+    let cut = match spec.strip_prefix('@') {
+        Some(rest) => rest.find('@').map(|i| i + 1),
+        None => spec.find('@'),
+    };
+    cut.map_or(spec, |i| &spec[..i])
 }
 
-fn check_core(agent: &Path, global: Option<&Value>, cwd: &Path) -> Check {
+/// Whether Pi reads `source` as a git source (`git:…`, or an `https://`, `http://`, `ssh://` or
+/// `git://` URL).
+fn is_git_source(source: &str) -> bool {
+    let lower = source.to_ascii_lowercase();
+    lower.starts_with("git:")
+        || ["https://", "http://", "ssh://", "git://"]
+            .iter()
+            .any(|p| lower.starts_with(p))
+}
+
+/// A local source as Pi resolves it: `~` is the home folder, a `file://` URL its path, a relative
+/// path is relative to `base` (the folder of the scope's settings).
+fn local_path(source: &str, base: &Path) -> PathBuf {
+    let source = source.trim();
+    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    let path = if source == "~" {
+        home().unwrap_or_else(|| PathBuf::from(source))
+    } else if let (Some(rest), Some(home)) = (source.strip_prefix("~/"), home()) {
+        home.join(rest)
+    } else if let Some(rest) = source.strip_prefix("file://") {
+        PathBuf::from(rest)
+    } else {
+        PathBuf::from(source)
+    };
+    let path = if path.is_absolute() {
+        path
+    } else {
+        base.join(path)
+    };
+    // As Node's path.resolve: `.` and `..` taken lexically.
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The folders one level below `dir` (none when it cannot be read).
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Whether `dir` holds Relay's package (its package.json names `pi-relay`).
+fn is_relay_package(dir: &Path) -> bool {
+    read_json(&dir.join("package.json"))
+        .ok()
+        .flatten()
+        .and_then(|p| {
+            p.get("name")
+                .and_then(Value::as_str)
+                .map(|n| n == "pi-relay")
+        })
+        .unwrap_or(false)
+}
+
+/// Where Pi would find Relay, as Pi resolves packages: the `packages` and `extensions` entries of
+/// the global settings (scope folder: the agent folder) and, when the project is trusted, of the
+/// project's `.pi/settings.json` (scope folder: `<project>/.pi`). An `npm:` source is installed in
+/// the scope's npm tree (`<scope>/npm/node_modules/<name>`), a git source in the scope's git
+/// folder (`<scope>/git/<host>/<owner>/<repo>`), anything else is a local path (a file is an
+/// extension's entry: its package is the nearest folder above it that is one); the scope's
+/// `extensions/` folder is searched as Pi discovers extensions there. Only Relay's own package
+/// counts. Returns the folders found, in the order Pi's settings name them, and a note when an
+/// untrusted project's settings name packages Pi will not load.
+fn relay_package_dirs(
+    agent: &Path,
+    sources: &ConfigSources,
+    cwd: &Path,
+) -> (Vec<PathBuf>, Option<String>) {
+    let project_base = cwd.join(".pi");
+    let mut scopes = vec![(sources.global.as_ref(), agent.to_path_buf())];
+    let mut note = None;
+    if let Some(project) = sources.project.as_ref() {
+        if sources.project_trusted {
+            scopes.insert(0, (Some(project), project_base.clone()));
+        } else if ["packages", "extensions"].iter().any(|k| {
+            project
+                .get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
+        }) {
+            note = Some(format!(
+                "{} names packages, but the project is not trusted: Pi loads them only after trust is granted",
+                project_base.join("settings.json").display()
+            ));
+        }
+    }
+    let mut dirs = Vec::new();
+    for (settings, base) in scopes {
+        let entries = ["packages", "extensions"].iter().flat_map(|key| {
+            settings
+                .and_then(|g| g.get(*key))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        });
+        for entry in entries {
+            let source = match &entry {
+                Value::String(s) => s.clone(),
+                Value::Object(o) => match o.get("source").and_then(Value::as_str) {
+                    Some(s) => s.to_string(),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let source = source.trim();
+            if let Some(spec) = source.strip_prefix("npm:") {
+                let name = npm_name(spec);
+                if !name.is_empty() {
+                    dirs.push(base.join("npm/node_modules").join(name));
+                }
+            } else if is_git_source(source) {
+                for host in subdirs(&base.join("git")) {
+                    for owner in subdirs(&host) {
+                        dirs.extend(subdirs(&owner));
+                    }
+                }
+            } else {
+                let path = local_path(source, &base);
+                if path.is_file() {
+                    dirs.extend(path.ancestors().skip(1).take(4).map(Path::to_path_buf));
+                } else {
+                    dirs.push(path);
+                }
+            }
+        }
+        dirs.extend(subdirs(&base.join("extensions")));
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        if is_relay_package(&d) && !found.contains(&d) {
+            found.push(d);
+        }
+    }
+    (found, note)
+}
+
+fn check_core(agent: &Path, sources: &ConfigSources, cwd: &Path) -> Check {
     let name = triple();
     if let Some(addon) = std::env::var_os("RELAY_ADDON").filter(|a| !a.is_empty()) {
         let addon = PathBuf::from(addon);
@@ -333,6 +457,7 @@ fn check_core(agent: &Path, global: Option<&Value>, cwd: &Path) -> Check {
             Check {
                 name: "core",
                 ok: true,
+                optional: false,
                 found: format!("RELAY_ADDON={}", addon.display()),
                 fix: None,
             }
@@ -340,19 +465,22 @@ fn check_core(agent: &Path, global: Option<&Value>, cwd: &Path) -> Check {
             Check {
                 name: "core",
                 ok: false,
+                optional: false,
                 found: format!("RELAY_ADDON={} is not a file", addon.display()),
                 fix: Some("unset RELAY_ADDON or point it at a built relay.node".into()),
             }
         };
     }
-    let dirs = relay_package_dirs(agent, global, cwd);
+    let (dirs, untrusted) = relay_package_dirs(agent, sources, cwd);
     if dirs.is_empty() {
         return Check {
             name: "core",
             ok: false,
+            optional: false,
             found: format!(
-                "Pi's settings ({}) list no pi-relay package or extension",
-                agent.join("settings.json").display()
+                "Pi's settings ({}, and a trusted project's .pi/settings.json) name no pi-relay package or extension{}",
+                agent.join("settings.json").display(),
+                untrusted.map(|n| format!("; {n}")).unwrap_or_default()
             ),
             fix: Some(
                 "install Relay into Pi: `pi install npm:pi-relay`, or `pi install /path/to/relay/extension` after `make build`"
@@ -377,6 +505,7 @@ fn check_core(agent: &Path, global: Option<&Value>, cwd: &Path) -> Check {
             return Check {
                 name: "core",
                 ok: true,
+                optional: false,
                 found: format!("{} (for {name})", found.display()),
                 fix: None,
             };
@@ -386,6 +515,7 @@ fn check_core(agent: &Path, global: Option<&Value>, cwd: &Path) -> Check {
     Check {
         name: "core",
         ok: false,
+        optional: false,
         found: format!(
             "no Relay core for {name}; looked at {}",
             looked
@@ -423,7 +553,7 @@ fn writable(dir: &Path) -> Result<String, String> {
     Err(format!("no folder of {} exists", dir.display()))
 }
 
-/// `relay doctor`: exit 0 when every check passes, 1 otherwise.
+/// `relay doctor`: exit 0 when every check passes but the optional ones, 1 otherwise.
 pub fn doctor(
     pi: Option<PathBuf>,
     cwd: Option<PathBuf>,
@@ -433,16 +563,14 @@ pub fn doctor(
     let cwd = current_dir(cwd)?;
     let agent = agent_dir()?;
     let (sources, notes, _) = sources_on_disk(&cwd, None)?;
-    let mut checks = vec![
-        check_pi(pi),
-        check_core(&agent, sources.global.as_ref(), &cwd),
-    ];
+    let mut checks = vec![check_pi(pi), check_core(&agent, &sources, &cwd)];
     let report = effective_config(&sources, &ConfigQuery::default());
     let warnings: Vec<String> = notes.into_iter().chain(report.warnings).collect();
     checks.push(if warnings.is_empty() {
         Check {
             name: "settings",
             ok: true,
+            optional: false,
             found: "every setting parses (`relay config` shows them)".into(),
             fix: None,
         }
@@ -450,6 +578,7 @@ pub fn doctor(
         Check {
             name: "settings",
             ok: false,
+            optional: false,
             found: warnings.join("; "),
             fix: Some("correct or remove each key named (the default applies meanwhile)".into()),
         }
@@ -470,12 +599,14 @@ pub fn doctor(
             Ok(found) => Check {
                 name,
                 ok: true,
+                optional: false,
                 found,
                 fix: None,
             },
             Err(found) => Check {
                 name,
                 ok: false,
+                optional: false,
                 found,
                 fix: Some(format!(
                     "make it writable for this user (or choose another with {what})"
@@ -487,20 +618,22 @@ pub fn doctor(
         Some(p) => Check {
             name: "pi-session",
             ok: true,
+            optional: false,
             found: p.display().to_string(),
             fix: None,
         },
         None => Check {
             name: "pi-session",
             ok: false,
-            found: "no `pi-session` on PATH (needed only for a relaunch in a fresh process)".into(),
+            optional: true,
+            found: "no `pi-session` on PATH (optional: needed only for a relaunch in a fresh process)".into(),
             fix: Some(
                 "`cargo install --path crates/relay-cli` in a Relay checkout installs relay and pi-session"
                     .into(),
             ),
         },
     });
-    let failed = checks.iter().filter(|c| !c.ok).count();
+    let failed = checks.iter().filter(|c| !c.ok && !c.optional).count();
     if json {
         writeln!(out, "{}", json!({ "checks": checks, "failed": failed }))?;
     } else {
@@ -508,7 +641,11 @@ pub fn doctor(
             writeln!(
                 out,
                 "{} {:<14} {}",
-                if c.ok { "ok  " } else { "FAIL" },
+                match (c.ok, c.optional) {
+                    (true, _) => "ok  ",
+                    (false, true) => "note",
+                    (false, false) => "FAIL",
+                },
                 c.name,
                 c.found
             )?;
