@@ -116,23 +116,16 @@ test("enforce: the handoff's turn end resets the window and the automatic contin
 });
 
 test("enforce: a sibling tool that finishes after the handoff invalidates it (no reset)", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
 	// The sibling finishes only after the handoff's result was delivered.
-	const probe = probeTool({ after: "context_handoff" });
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
-		settings: enforce(),
-		extraFactories: [probe.factory],
+	await budgetSession({
+		probe: { after: "context_handoff" },
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
 			// Below the handoff threshold: a voluntary handoff, so the sibling is not blocked.
 			{ tools: [tool("context_handoff", HANDOFF), tool("probe_work")], tokens: 8_000 },
 			{ text: "Both done.", tokens: 8_500 },
 		],
-	});
-	try {
+	}, async ({ t, env, probe }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Hand off and probe.");
 		assert.equal(JSON.parse(resultsOf(t, "context_handoff")[0].text).written, true);
@@ -144,10 +137,7 @@ test("enforce: a sibling tool that finishes after the handoff invalidates it (no
 		const names = env.events().map((e) => e.event);
 		assert.ok(names.includes("handoff_invalidated"), names.join(","));
 		assert.ok(!names.includes("handoff_committed"), names.join(","));
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("enforce: a voluntary handoff alone commits (control for the sibling case)", async () => {

@@ -402,15 +402,11 @@ test("status and events: the status file is rewritten at a transition with pid a
 
 test("back-off only for what happened: an invalidated handoff sets none, a committed one does", async () => {
 	const root = newRoot();
-	const env = budgetEnv(root);
 	// An unchanged repository HEAD is what lets the back-off apply at all.
 	gitRepo(root);
-	const probe = probeTool({ after: "context_handoff" });
-	const t = await startSession({
+	await budgetSession({
+		probe: { after: "context_handoff" },
 		root,
-		contextWindow: WINDOW,
-		settings: enforce(),
-		extraFactories: [probe.factory],
 		steps: [
 			{ text: "Started.", tokens: 5_000 },
 			// A voluntary handoff invalidated by a sibling that finishes after it.
@@ -427,8 +423,7 @@ test("back-off only for what happened: an invalidated handoff sets none, a commi
 			{ ...tool("context_handoff", HANDOFF), tokens: 35_500 },
 			"Window three.",
 		],
-	});
-	try {
+	}, async ({ t, probe }) => {
 		await t.session.prompt("Start.");
 		await t.session.prompt("Hand off and probe.");
 		assert.equal(ofType(t, "compaction").length, 0);
@@ -445,10 +440,7 @@ test("back-off only for what happened: an invalidated handoff sets none, a commi
 		const forced = resultsOf(t, "context_handoff")[3];
 		assert.equal(JSON.parse(forced.text).written, true, "a forced handoff bypasses the back-off");
 		assert.equal(ofType(t, "compaction").length, 2);
-	} finally {
-		await t.dispose();
-		env.restore();
-	}
+	});
 });
 
 test("a window-full crossing while the policy wants a handoff: the borrowed turn asks for the handoff, not for blocked notes, and the settle point gives one answer (issue 24, item 4)", async () => {
