@@ -3,12 +3,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { PI, ROOT, runPi } from "./pi-print.mjs";
+import { ROOT, runPi, spawnRpc } from "./pi-print.mjs";
 
-const NODE = process.execPath;
 const RELAY = join(ROOT, "target/release/relay");
 
 const textOfMessage = (message) => (message?.content ?? []).filter((b) => b.type === "text").map((b) => b.text).join("");
@@ -148,20 +147,7 @@ test("pi --mode json: the reset and its continuation appear in the event stream"
 });
 
 test("pi --mode rpc: new_context resets and continues inside one prompt command", async () => {
-	const { spawn } = await import("node:child_process");
-	const dir = mkdtempSync(join(tmpdir(), "relay-rpc-"));
-	const agent = join(dir, "agent");
-	const work = join(dir, "work");
-	const sessions = join(dir, "sessions");
-	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
-	writeFileSync(join(agent, "settings.json"), "{}");
-	const scriptFile = join(dir, "script.json");
-	writeFileSync(scriptFile, JSON.stringify([{ tool: "new_context" }, { text: "rpc mode continued" }]));
-	const child = spawn(
-		NODE,
-		[PI, "--mode", "rpc", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1"],
-		{ cwd: work, env: { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: scriptFile } },
-	);
+	const { child, sessions } = spawnRpc({ script: [{ tool: "new_context" }, { text: "rpc mode continued" }], prefix: "relay-rpc-" });
 	const events = [];
 	let buffer = "";
 	const settled = new Promise((resolve, reject) => {
@@ -380,20 +366,7 @@ test("relay sessions: the title is Pi's session name when the session has one", 
 });
 
 test("relay status: a running pi is running by its pid, and gone once it exits", async () => {
-	const { spawn } = await import("node:child_process");
-	const dir = mkdtempSync(join(tmpdir(), "relay-status-"));
-	const agent = join(dir, "agent");
-	const work = join(dir, "work");
-	const sessions = join(dir, "sessions");
-	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
-	writeFileSync(join(agent, "settings.json"), "{}");
-	const scriptFile = join(dir, "script.json");
-	writeFileSync(scriptFile, JSON.stringify([{ tool: "new_context" }, { text: "status continued" }]));
-	const child = spawn(
-		NODE,
-		[PI, "--mode", "rpc", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1"],
-		{ cwd: work, env: { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: scriptFile } },
-	);
+	const { child, agent, work } = spawnRpc({ script: [{ tool: "new_context" }, { text: "status continued" }], prefix: "relay-status-" });
 	const exited = new Promise((resolve) => child.on("exit", resolve));
 	let buffer = "";
 	const settled = new Promise((resolve, reject) => {

@@ -1,7 +1,7 @@
 // The real `pi` CLI in print mode for the e2e tests: offline, with demo/'s faux provider as the
 // model and Relay loaded from extension/, in a fresh folder (agent dir, cwd, sessions, Relay's
 // state) per run.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -10,6 +10,34 @@ import { fileURLToPath } from "node:url";
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 // RELAY_PI_CLI: another Pi release's cli.js (the Makefile runs these tests on each supported Pi).
 export const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+
+/**
+ * A fresh folder for one Pi run: `agent` (Pi's agent folder, its settings.json holding
+ * `settings`), `work` (the cwd), `sessions`, `state` (not created: Relay creates it) and
+ * `scriptFile` (demo/faux-provider.ts's steps).
+ */
+export function piFolder({ prefix, settings = {}, script }) {
+	const dir = mkdtempSync(join(tmpdir(), prefix));
+	const [agent, work, sessions, state] = ["agent", "work", "sessions", "state"].map((d) => join(dir, d));
+	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
+	writeFileSync(join(agent, "settings.json"), JSON.stringify(settings));
+	const scriptFile = join(dir, "script.json");
+	writeFileSync(scriptFile, JSON.stringify(script));
+	return { dir, agent, work, sessions, state, scriptFile };
+}
+
+/** Pi's arguments for a scripted model and Relay, sessions in `sessions`. */
+const piArgs = (sessions) => ["-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1"];
+
+/** `pi --mode rpc` in a fresh folder with a scripted model; the child and the folder's paths. */
+export function spawnRpc({ script, prefix = "relay-rpc-" }) {
+	const folder = piFolder({ prefix, script });
+	const child = spawn(process.execPath, [PI, "--mode", "rpc", ...piArgs(folder.sessions)], {
+		cwd: folder.work,
+		env: { ...process.env, PI_CODING_AGENT_DIR: folder.agent, PI_OFFLINE: "1", RELAY_FAUX_SCRIPT: folder.scriptFile },
+	});
+	return { ...folder, child };
+}
 
 const jsonl = (file) => readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
 
@@ -21,16 +49,10 @@ const jsonl = (file) => readFileSync(file, "utf8").split("\n").filter(Boolean).m
  * provider `requests` as the faux provider traced them on stderr.
  */
 export function runPi({ script, prompts, window = 128000, settings = {}, extraArgs = [], env = {}, prefix = "relay-e2e-" }) {
-	const dir = mkdtempSync(join(tmpdir(), prefix));
-	const [agent, work, sessions, state] = ["agent", "work", "sessions", "state"].map((d) => join(dir, d));
-	for (const d of [agent, work, sessions]) mkdirSync(d, { recursive: true });
-	writeFileSync(join(agent, "settings.json"), JSON.stringify(settings));
-	const scriptFile = join(dir, "script.json");
-	writeFileSync(scriptFile, JSON.stringify(script));
+	const { dir, agent, work, sessions, state, scriptFile } = piFolder({ prefix, settings, script });
 	const result = spawnSync(
 		process.execPath,
-		[PI, "-p", "-ne", "-nbt", "--session-dir", sessions, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"),
-			"--model", "faux/faux-1", ...extraArgs, ...prompts],
+		[PI, "-p", ...piArgs(sessions), ...extraArgs, ...prompts],
 		{
 			cwd: work,
 			encoding: "utf8",
