@@ -158,6 +158,11 @@ mod wire {
         WriteStatus {
             status: serde_json::Map<String, Value>,
         },
+        // Which of Relay's tools Pi declares to the model (from the configuration).
+        ActiveTools {
+            withhold: Vec<String>,
+            restore: Vec<String>,
+        },
     }
 
     #[derive(Debug, Deserialize)]
@@ -699,8 +704,14 @@ impl Host {
             .engine
             .configure_reply(&Self::sources(self.settings), &mut self.seen_issues);
         wire_hook(&reply)?;
+        // Valid settings change nothing but which tools are declared (the memory tool, said at
+        // the first configuration).
         check!(
-            reply.result.is_none() && reply.effects.is_empty(),
+            reply.result.is_none()
+                && reply
+                    .effects
+                    .iter()
+                    .all(|fx| matches!(fx, relay_core::engine::Effect::ActiveTools { .. })),
             "valid settings produced {:?}",
             reply
         );
@@ -1720,7 +1731,7 @@ impl Host {
                         self.reset_owed = false;
                     }
                 }
-                "status" | "writeStatus" | "log" => {}
+                "status" | "writeStatus" | "log" | "activeTools" => {}
                 other => return Err(format!("{}: unknown effect {other}", hook.name())),
             }
         }
