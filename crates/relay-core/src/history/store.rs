@@ -171,6 +171,9 @@ pub struct History {
     pub(super) text_len: usize,
     /// The session file the texts not in the arena are read back from.
     pub(super) lines: Option<Arc<dyn LineSource>>,
+    /// A text could not be read back (the file changed under the history): the host loads the
+    /// session again ([`History::unreadable`]).
+    pub(super) unreadable: std::cell::Cell<bool>,
     pub(super) items: Vec<ItemMeta>,
     pub(super) entries: Vec<EntryRec>,
     /// Every entry id, one after the other (see [`EntryRec`]).
@@ -230,6 +233,7 @@ impl History {
             arena: String::new(),
             text_len: 0,
             lines: None,
+            unreadable: std::cell::Cell::new(false),
             items: Vec::new(),
             entries: Vec::new(),
             ids: String::new(),
@@ -529,6 +533,12 @@ impl History {
     /// All window ids, root first.
     pub fn window_ids(&self) -> Vec<&str> {
         self.windows.iter().map(|w| w.id.as_str()).collect()
+    }
+
+    /// Whether a text could not be read back from the session file since this history was
+    /// built: it no longer matches the file, which must be loaded again.
+    pub fn unreadable(&self) -> bool {
+        self.unreadable.get()
     }
 
     /// Total bytes of item text, in memory or in the session file.

@@ -1479,6 +1479,7 @@ mod file_backed {
         let read =
             |id: &str| indexed.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": id}));
         assert_eq!(ok(read("e1"))["content"], "an answer with needle");
+        assert!(!indexed.unreadable());
         {
             let mut bytes = file.0.write().unwrap();
             let text = String::from_utf8(bytes.clone())
@@ -1488,6 +1489,10 @@ mod file_backed {
         }
         let e = err(read("e1"));
         assert!(e.contains("the line of entry e1 no longer holds it"), "{e}");
+        assert!(
+            indexed.unreadable(),
+            "the host is asked to load the session again"
+        );
         let e = err(indexed.search_contents(&json!({"query": "needle"})));
         assert!(
             e.contains("history_search_contents: the history's text could not be read back"),

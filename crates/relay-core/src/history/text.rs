@@ -143,6 +143,16 @@ impl History {
 
     /// Reads `len` bytes of the file from line `at` on into `out`.
     fn read_lines(&self, at: LineAt, len: u64, out: &mut Vec<u8>) -> Result<(), TextUnavailable> {
+        self.read_lines_unchecked(at, len, out)
+            .inspect_err(|_| self.unreadable.set(true))
+    }
+
+    fn read_lines_unchecked(
+        &self,
+        at: LineAt,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), TextUnavailable> {
         let Some(source) = self.lines.as_ref() else {
             return Err(TextUnavailable(
                 "the history has no session file to read the text from".into(),
@@ -162,6 +172,11 @@ impl History {
 
     /// The text of item `m` from its line, checked to be the item's.
     fn text_of_line(&self, m: &ItemMeta, line: &[u8]) -> Result<String, TextUnavailable> {
+        self.text_of_line_unchecked(m, line)
+            .inspect_err(|_| self.unreadable.set(true))
+    }
+
+    fn text_of_line_unchecked(&self, m: &ItemMeta, line: &[u8]) -> Result<String, TextUnavailable> {
         let changed = || {
             TextUnavailable(format!(
                 "the session file changed since it was loaded: the line of entry {} no longer holds it",
