@@ -180,7 +180,7 @@ impl History {
             // small (a common needle stops early) and doubles after every chunk that did not
             // finish the search, up to a few MiB, so that a rare needle scans at forward speed.
             let max_chunk = self.tuning.max_chunk;
-            let mut chunk = (1usize << 16).max(4 * n);
+            let mut chunk = self.tuning.first_chunk.max(4 * n);
             let mut end = hi;
             let mut positions = Vec::new();
             while end > lo && hits.len() < want {

@@ -171,6 +171,8 @@ pub struct History {
     pub(super) text_len: usize,
     /// The session file the texts not in the arena are read back from.
     pub(super) lines: Option<Arc<dyn LineSource>>,
+    /// The newest texts of the items kept in the file, also held in memory (see [`Recent`]).
+    pub(super) recent: Recent,
     /// A text could not be read back (the file changed under the history): the host loads the
     /// session again ([`History::unreadable`]).
     pub(super) unreadable: std::cell::Cell<bool>,
@@ -200,19 +202,36 @@ pub struct History {
 pub(super) struct Tuning {
     /// Bytes per block of the block filter.
     pub(super) block: usize,
+    /// The first chunk a newest-first search reads (it doubles up to `max_chunk`).
+    pub(super) first_chunk: usize,
     /// The largest chunk a newest-first search reads at once.
     pub(super) max_chunk: usize,
     /// A newest-first search that has not finished after the largest chunk scans the rest at
     /// once when at least this much is left.
     pub(super) bulk_scan_min: usize,
+    /// Bytes of the newest texts of a loaded history kept in memory as well ([`Recent`]).
+    pub(super) recent: usize,
+}
+
+/// The newest texts of the items whose texts are in the file, held in memory too: what a search
+/// that stops early (a common needle, newest first) and the tools' reads of the last windows
+/// need, without reading the file back. At most about [`Tuning::recent`] bytes: the texts of the
+/// items kept in the file from position `base` of the history's text on. Only the whole load adds
+/// such items, one after another, so their texts are contiguous.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Recent {
+    pub(super) base: usize,
+    pub(super) text: Vec<u8>,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             block: super::blocks::Blocks::DEFAULT_BLOCK,
+            first_chunk: 1 << 16,
             max_chunk: 4 << 20,
             bulk_scan_min: 16 << 20,
+            recent: 8 << 20,
         }
     }
 }
@@ -233,6 +252,7 @@ impl History {
             arena: String::new(),
             text_len: 0,
             lines: None,
+            recent: Recent::default(),
             unreadable: std::cell::Cell::new(false),
             items: Vec::new(),
             entries: Vec::new(),
@@ -369,7 +389,10 @@ impl History {
         self.text_len += text.len();
         self.blocks.add(start, text.as_bytes());
         let (held, line_len, check) = match at {
-            Some(at) if at.len != IN_ARENA => (at.offset, at.len, text_check(text.as_bytes())),
+            Some(at) if at.len != IN_ARENA => {
+                self.keep_recent(start, text.as_bytes());
+                (at.offset, at.len, text_check(text.as_bytes()))
+            }
             _ => {
                 let held = self.arena.len() as u64;
                 self.arena.push_str(text);
@@ -404,6 +427,43 @@ impl History {
             role,
         });
         index
+    }
+
+    /// Holds the text of the item kept in the file that starts at `start` among the recent ones,
+    /// dropping the oldest past [`Tuning::recent`] bytes (whole items, a fifth at a time).
+    fn keep_recent(&mut self, start: usize, text: &[u8]) {
+        let cap = self.tuning.recent;
+        if cap == 0 {
+            return;
+        }
+        let recent = &mut self.recent;
+        if recent.base + recent.text.len() != start {
+            // After a truncation below the recent texts, or live items between: start again.
+            recent.base = start;
+            recent.text.clear();
+        }
+        recent.text.extend_from_slice(text);
+        if recent.text.len() > cap + cap / 4 {
+            let keep_from = recent.base + recent.text.len() - cap;
+            // The first earlier item that starts at or after `keep_from`, else this one.
+            let cut = self
+                .items
+                .get(self.items.partition_point(|m| m.start < keep_from))
+                .map_or(start, |m| m.start)
+                .clamp(recent.base, start);
+            recent.text.drain(..cut - recent.base);
+            recent.base = cut;
+        }
+    }
+
+    /// The recent text of item `m` (see [`Recent`]), if held: the recent texts are the texts
+    /// of the items kept in the file from position `base` on, one after another.
+    pub(super) fn recent_text(&self, m: &ItemMeta) -> Option<&[u8]> {
+        let r = &self.recent;
+        if m.line_len == IN_ARENA || m.start < r.base {
+            return None;
+        }
+        r.text.get(m.start - r.base..m.end - r.base)
     }
 
     /// The tool name and text length (characters) of the tool result at position `pos` (root
@@ -471,8 +531,16 @@ impl History {
                 pop(&mut self.tools.postings, meta.tool);
                 pop(&mut self.namespaces.postings, meta.namespace);
                 self.text_len = meta.start;
-                if let Place::Arena(held) = meta.place() {
-                    self.arena.truncate(held);
+                match meta.place() {
+                    Place::Arena(held) => self.arena.truncate(held),
+                    Place::Line(_) => {
+                        let r = &mut self.recent;
+                        if meta.start >= r.base {
+                            r.text.truncate(meta.start - r.base);
+                        } else {
+                            r.text.clear();
+                        }
+                    }
                 }
             }
             if let Some(window) = rec.opens_window.then(|| self.windows.pop()).flatten() {
@@ -556,6 +624,7 @@ impl History {
         use std::mem::size_of;
         self.arena.capacity()
             + self.blocks.heap_bytes()
+            + self.recent.text.capacity()
             + self.items.capacity() * size_of::<ItemMeta>()
             + self.entries.capacity() * size_of::<EntryRec>()
             + self.ids.capacity()

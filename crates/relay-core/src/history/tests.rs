@@ -27,8 +27,10 @@ const S: &str = "sess1";
 /// Search sizes small enough that the tests' histories span many blocks and chunks.
 pub(super) const SMALL: super::store::Tuning = super::store::Tuning {
     block: 256,
+    first_chunk: 256,
     max_chunk: 1 << 17,
     bulk_scan_min: 1 << 12,
+    recent: 600,
 };
 
 /// An empty history with [`SMALL`] sizes.
@@ -1313,16 +1315,18 @@ fn the_root_window_keeps_the_id_its_copied_entries_name() {
 mod file_backed {
     use super::*;
     use crate::entry::{last_entry_of_line, LineAt};
+    use crate::history::store::Tuning;
     use crate::history::LineSource;
     use proptest::prelude::*;
     use std::sync::{Arc, RwLock};
 
-    /// A session file in memory, read as the host reads one (bytes at an offset).
+    /// A session file in memory, read as the host reads one (bytes at an offset), counting reads.
     #[derive(Debug, Default)]
-    struct MemFile(RwLock<Vec<u8>>);
+    struct MemFile(RwLock<Vec<u8>>, std::sync::atomic::AtomicUsize);
 
     impl LineSource for MemFile {
         fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<(), String> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let file = self.0.read().unwrap();
             let from = (offset as usize).min(file.len());
             let to = from.saturating_add(len).min(file.len());
@@ -1356,8 +1360,13 @@ mod file_backed {
 
     /// The same session mirrored twice: texts in memory, and texts left in the file.
     fn both(items: &[Item]) -> (History, History, Arc<MemFile>) {
+        both_with(items, SMALL)
+    }
+
+    /// [`both`], the second with `tuning`.
+    fn both_with(items: &[Item], tuning: Tuning) -> (History, History, Arc<MemFile>) {
         let file = Arc::new(MemFile::default());
-        let (mut held, mut indexed) = (small(S), small(S));
+        let (mut held, mut indexed) = (small(S), History::with_tuning(S, tuning));
         indexed.read_texts_from(file.clone());
         let mut bytes = b"{\"type\":\"session\",\"id\":\"sess1\"}\n".to_vec();
         for (i, item) in items.iter().enumerate() {
@@ -1466,6 +1475,33 @@ mod file_backed {
         assert_eq!(ids(&found), vec!["e638", "e427", "e216", "e5"]);
     }
 
+    /// The newest texts of a loaded history stay in memory (about `Tuning::recent` bytes): a
+    /// search that stops among them and a read of one of them read nothing back.
+    #[test]
+    fn the_newest_texts_are_answered_from_memory() {
+        let items: Vec<Item> = (0..300)
+            .map(|i| (i as u8 % 3, format!("item {i} {}", "w".repeat(40))))
+            .collect();
+        let (held, indexed, file) = both(&items);
+        let reads = || file.1.load(std::sync::atomic::Ordering::Relaxed);
+        let recent = indexed.recent.text.len();
+        assert!(
+            recent > SMALL.recent / 2 && recent <= SMALL.recent + SMALL.recent / 4,
+            "{recent}"
+        );
+        let newest = json!({"query": "item 29", "recent_first": true, "limit": 3});
+        assert_eq!(
+            ok(indexed.search_contents(&newest)),
+            ok(held.search_contents(&newest))
+        );
+        let read = json!({"window_id": "pcw:sess1:root", "item_id": "e298"});
+        assert_eq!(ok(indexed.read_item(&read)), ok(held.read_item(&read)));
+        assert_eq!(reads(), 0, "answered from the recent texts");
+        let oldest = json!({"window_id": "pcw:sess1:root", "item_id": "e1"});
+        assert_eq!(ok(indexed.read_item(&oldest)), ok(held.read_item(&oldest)));
+        assert_eq!(reads(), 1, "an old text is read back");
+    }
+
     /// A line rewritten in place (same entry id and length, another text) or a file cut short is
     /// an error naming the entry or the offset; nothing else is read as the item's text.
     #[test]
@@ -1475,7 +1511,8 @@ mod file_backed {
             (1, "an answer with needle".into()),
             (2, "tool output".into()),
         ];
-        let (_held, indexed, file) = both(&items);
+        // Nothing held among the recent texts: every text is read back.
+        let (_held, indexed, file) = both_with(&items, Tuning { recent: 0, ..SMALL });
         let read =
             |id: &str| indexed.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": id}));
         assert_eq!(ok(read("e1"))["content"], "an answer with needle");

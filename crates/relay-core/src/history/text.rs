@@ -59,6 +59,9 @@ impl History {
                 self.arena.get(a..a + (m.end - m.start)).unwrap_or_default(),
             )),
             Place::Line(at) => {
+                if let Some(text) = self.recent_text(m) {
+                    return Ok(String::from_utf8_lossy(text));
+                }
                 let mut buf = Vec::new();
                 self.read_lines(at, u64::from(at.len), &mut buf)?;
                 self.text_of_line(m, buf.get(..at.len as usize).unwrap_or_default())
@@ -88,6 +91,9 @@ impl History {
                         .get(x..x + (m.end - m.start))
                         .unwrap_or_default(),
                 ),
+                Place::Line(_) if self.recent_text(m).is_some() => {
+                    Cow::Borrowed(self.recent_text(m).unwrap_or_default())
+                }
                 Place::Line(at) => {
                     let end = at.offset + u64::from(at.len);
                     let held = at.offset >= lines_from && end <= lines_from + lines.len() as u64;
@@ -120,10 +126,15 @@ impl History {
         Ok(Cow::Owned(out))
     }
 
-    /// Bytes `[lo, hi)` of the history's text when they are in the arena in one piece.
+    /// Bytes `[lo, hi)` of the history's text when they are in memory in one piece: in the
+    /// arena, or among the recent texts of a loaded history.
     pub(super) fn arena_span(&self, lo: usize, hi: usize) -> Option<&[u8]> {
         if lo >= hi {
             return Some(&[]);
+        }
+        let r = &self.recent;
+        if lo >= r.base && hi <= r.base + r.text.len() {
+            return r.text.get(lo - r.base..hi - r.base);
         }
         let a = self.items.partition_point(|m| m.end <= lo);
         let b = self.items.partition_point(|m| m.start < hi);
