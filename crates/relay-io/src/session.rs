@@ -5,8 +5,9 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use relay_core::entry::{
-    branch_indices, last_entry_of_line, parse_session, push_entries_of_lines, skim_entry_of_line,
-    stream_branch_by_parents, BranchSink, Entry, EntryKind, LinearFeed, ParsedSession,
+    branch_indices, last_entry_of_line, parse_session, push_entries_of_lines,
+    push_located_entries_of_lines, skim_entry_of_line, stream_branch_by_parents_at, BranchSink,
+    Entry, EntryKind, LineAt, LinearFeed, ParsedSession,
 };
 
 /// A session file or folder that could not be read: the path and the operating system's reason.
@@ -85,8 +86,57 @@ fn stream_session_branch_with(
         // Nobody waits for this branch any more: stop here rather than read the file again.
         return Ok(false);
     }
-    let text = read_session_text(path)?;
-    Ok(stream_branch_by_parents(&text, leaf_id, sink))
+    let bytes = fs::read(path).map_err(|e| SessionReadError::new(path, e))?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => stream_branch_by_parents_at(&text, leaf_id, sink, true),
+        Err(e) => {
+            let text = String::from_utf8_lossy(e.as_bytes());
+            stream_branch_by_parents_at(&text, leaf_id, sink, false)
+        }
+    })
+}
+
+/// The lines of one session file, read back by offset ([`relay_core::history::LineSource`]) for
+/// a history that keeps its items' places rather than their texts. The file stays open, so a
+/// file renamed or deleted meanwhile still reads as it was; one rewritten in place or cut is
+/// caught by the history's check of each line it reads back.
+#[derive(Debug)]
+pub struct SessionLines {
+    path: PathBuf,
+    file: fs::File,
+}
+
+impl SessionLines {
+    pub fn open(path: &Path) -> Result<SessionLines, SessionReadError> {
+        let file = fs::File::open(path).map_err(|e| SessionReadError::new(path, e))?;
+        Ok(SessionLines {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+}
+
+impl relay_core::history::LineSource for SessionLines {
+    fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<(), String> {
+        use std::os::unix::fs::FileExt;
+        let from = out.len();
+        out.resize(from + len, 0);
+        let mut got = 0;
+        while got < len {
+            let buf = out.get_mut(from + got..).unwrap_or_default();
+            match self.file.read_at(buf, offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    out.truncate(from);
+                    return Err(format!("{}: {e}", self.path.display()));
+                }
+            }
+        }
+        out.truncate(from + got);
+        Ok(())
+    }
 }
 
 /// What [`stream_session_tail`] fed to its sink.
@@ -283,10 +333,11 @@ const BATCH: usize = 256;
 /// otherwise), so that the two threads share the decoding whatever their other work costs.
 const CALLER_DECODES_ONE_IN: usize = 8;
 
-/// What the reading thread sends: entries it decoded, or lines for the caller to decode.
+/// What the reading thread sends: entries it decoded (with their lines' places when the file's
+/// offsets are known), or lines for the caller to decode (with the offset of the first).
 enum Batch {
-    Entries(Vec<Entry>),
-    Lines(String),
+    Entries(Vec<Entry>, Vec<LineAt>),
+    Lines(String, Option<u64>),
 }
 
 /// How [`feed_lines`] shares the work.
@@ -326,19 +377,39 @@ fn feed_lines_sequential(
     sink: &mut impl BranchSink,
 ) -> io::Result<bool> {
     let mut entries = Vec::with_capacity(BATCH);
+    let mut places = Vec::with_capacity(BATCH);
     let mut all_fed = true;
-    for_each_block(file, |block| {
+    for_each_block_at(file, |block, at| {
         entries.clear();
-        push_entries_of_lines(block, &mut entries);
-        for entry in &entries {
-            if !feed.entry_ref(entry, sink) {
-                all_fed = false;
-                return false;
-            }
+        places.clear();
+        match at {
+            Some(base) => push_located_entries_of_lines(block, base, &mut entries, &mut places),
+            None => push_entries_of_lines(block, &mut entries),
+        }
+        if !feed_entries(feed, sink, &entries, &places) {
+            all_fed = false;
+            return false;
         }
         true
     })?;
     Ok(all_fed)
+}
+
+/// Feeds `entries` in order, each with its line's place when `places` has them (one per entry).
+fn feed_entries(
+    feed: &mut LinearFeed,
+    sink: &mut impl BranchSink,
+    entries: &[Entry],
+    places: &[LineAt],
+) -> bool {
+    if places.len() == entries.len() {
+        entries
+            .iter()
+            .zip(places)
+            .all(|(entry, &at)| feed.entry_at(entry, at, sink))
+    } else {
+        entries.iter().all(|entry| feed.entry_ref(entry, sink))
+    }
 }
 
 /// The two-thread form of [`feed_lines`]; `None` (with nothing read) when the second thread
@@ -362,24 +433,27 @@ fn feed_lines_parallel(
             .name("relay-session-reader".into())
             .spawn_scoped(scope, move || {
                 let mut entries = Vec::with_capacity(BATCH);
-                let mut spare_entries: Vec<Vec<Entry>> = Vec::new();
+                let mut places = Vec::with_capacity(BATCH);
+                let mut spare_entries: Vec<(Vec<Entry>, Vec<LineAt>)> = Vec::new();
                 let mut spare_lines: Vec<String> = Vec::new();
                 let mut batches = 0usize;
-                for_each_block(file, |block| {
+                for_each_block_at(file, |block, block_at| {
                     let mut ends = memchr::memchr_iter(b'\n', block.as_bytes());
                     let mut start = 0;
                     while start <= block.len() {
                         let end = ends.nth(BATCH - 1).unwrap_or(block.len());
                         // `start` and `end` are 0, a line end + 1 or the block's end: char boundaries.
                         let text = block.get(start..end).unwrap_or_default();
+                        let text_at = block_at.map(|b| b + start as u64);
                         start = end + 1;
                         for spent in back_rx.try_iter() {
                             match spent {
-                                Batch::Entries(mut v) => {
+                                Batch::Entries(mut v, mut p) => {
                                     v.clear();
-                                    spare_entries.push(v);
+                                    p.clear();
+                                    spare_entries.push((v, p));
                                 }
-                                Batch::Lines(mut l) => {
+                                Batch::Lines(mut l, _) => {
                                     l.clear();
                                     spare_lines.push(l);
                                 }
@@ -393,13 +467,24 @@ fn feed_lines_parallel(
                         let batch = if raw {
                             let mut lines = spare_lines.pop().unwrap_or_default();
                             lines.push_str(text);
-                            Batch::Lines(lines)
+                            Batch::Lines(lines, text_at)
                         } else {
-                            push_entries_of_lines(text, &mut entries);
-                            let next = spare_entries
-                                .pop()
-                                .unwrap_or_else(|| Vec::with_capacity(BATCH));
-                            Batch::Entries(std::mem::replace(&mut entries, next))
+                            match text_at {
+                                Some(base) => push_located_entries_of_lines(
+                                    text,
+                                    base,
+                                    &mut entries,
+                                    &mut places,
+                                ),
+                                None => push_entries_of_lines(text, &mut entries),
+                            }
+                            let (next, next_places) = spare_entries.pop().unwrap_or_else(|| {
+                                (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH))
+                            });
+                            Batch::Entries(
+                                std::mem::replace(&mut entries, next),
+                                std::mem::replace(&mut places, next_places),
+                            )
                         };
                         pending.fetch_add(1, Ordering::Relaxed);
                         // The receiver is gone only when the caller stopped feeding.
@@ -418,29 +503,42 @@ fn feed_lines_parallel(
         };
         let mut all_fed = true;
         let mut decoded = Vec::with_capacity(BATCH);
-        'batches: for batch in rx {
-            let (entries, spent) = match batch {
-                Batch::Entries(entries) => (entries, None),
-                Batch::Lines(lines) => {
-                    push_entries_of_lines(&lines, &mut decoded);
-                    (std::mem::take(&mut decoded), Some(lines))
+        let mut decoded_at = Vec::with_capacity(BATCH);
+        for batch in rx {
+            let (entries, places, spent) = match batch {
+                Batch::Entries(entries, places) => (entries, places, None),
+                Batch::Lines(lines, at) => {
+                    match at {
+                        Some(base) => push_located_entries_of_lines(
+                            &lines,
+                            base,
+                            &mut decoded,
+                            &mut decoded_at,
+                        ),
+                        None => push_entries_of_lines(&lines, &mut decoded),
+                    }
+                    (
+                        std::mem::take(&mut decoded),
+                        std::mem::take(&mut decoded_at),
+                        Some(lines),
+                    )
                 }
             };
-            for entry in &entries {
-                if !feed.entry_ref(entry, sink) {
-                    all_fed = false;
-                    break 'batches; // dropping the receiver stops the reader
-                }
+            if !feed_entries(feed, sink, &entries, &places) {
+                all_fed = false;
+                break; // dropping the receiver stops the reader
             }
             match spent {
-                // Decoded here: freed here, and the vector kept for the next batch of lines.
+                // Decoded here: freed here, and the vectors kept for the next batch of lines.
                 Some(lines) => {
                     decoded = entries;
                     decoded.clear();
-                    let _ = back_tx.send(Batch::Lines(lines));
+                    decoded_at = places;
+                    decoded_at.clear();
+                    let _ = back_tx.send(Batch::Lines(lines, None));
                 }
                 None => {
-                    let _ = back_tx.send(Batch::Entries(entries));
+                    let _ = back_tx.send(Batch::Entries(entries, places));
                 }
             }
             pending.fetch_sub(1, Ordering::Relaxed);
@@ -452,7 +550,7 @@ fn feed_lines_parallel(
     })
 }
 
-/// Size of the buffer [`for_each_block`] reads into (it grows only for a longer line). Small
+/// Size of the buffer [`for_each_block_at`] reads into (it grows only for a longer line). Small
 /// enough that what one read copies in is still in the CPU cache when it is decoded (measured:
 /// 1 MiB loads a large session about a tenth faster than 8 MiB).
 const CHUNK: usize = 1 << 20;
@@ -463,11 +561,27 @@ const CHUNK: usize = 1 << 20;
 /// `Ok(false)`). Bytes that are not valid UTF-8 are replaced (U+FFFD), as [`read_session_text`]
 /// does for the whole text (a `\n` never belongs to an invalid sequence, so the lines are
 /// the same).
-fn for_each_block(file: &mut fs::File, mut f: impl FnMut(&str) -> bool) -> io::Result<bool> {
-    for_each_block_exact(file, |block, _| f(block))
+///
+/// `f` also gets the file offset of each block's first byte, while it is known: a block that had
+/// to be repaired (bytes that are not UTF-8 replaced) is not the file's bytes, so from it on the
+/// offset is `None`.
+fn for_each_block_at(
+    file: &mut fs::File,
+    mut f: impl FnMut(&str, Option<u64>) -> bool,
+) -> io::Result<bool> {
+    let mut at = Some(0u64);
+    for_each_block_exact(file, |block, lossy| {
+        if lossy {
+            at = None;
+        }
+        let here = at;
+        // Each block but the last is followed by one `\n`, which the block leaves out.
+        at = at.map(|a| a + block.len() as u64 + 1);
+        f(block, here)
+    })
 }
 
-/// [`for_each_block`] for a reader that counts bytes: `f` also hears whether the block had to be
+/// [`for_each_block_at`] for any reader: `f` also hears whether the block had to be
 /// repaired (bytes that are not UTF-8 replaced), when the block's length is no longer the file's.
 fn for_each_block_exact(
     file: &mut impl Read,
@@ -851,6 +965,49 @@ mod tests {
         }
     }
 
+    /// Loads a branch as the addon's whole load does: into a `LoadedBranch` that keeps each
+    /// item's line in the file (read back through [`SessionLines`]), not its text.
+    struct Located {
+        lines: std::sync::Arc<SessionLines>,
+        branch: Option<relay_core::engine::LoadedBranch>,
+    }
+
+    impl BranchSink for Located {
+        fn begin(&mut self) {
+            let mut branch = relay_core::engine::LoadedBranch::new("S");
+            branch.read_texts_from(self.lines.clone());
+            self.branch = Some(branch);
+        }
+        fn entry(&mut self, entry: Entry) {
+            self.entry_ref(&entry);
+        }
+        fn entry_ref(&mut self, entry: &Entry) {
+            self.branch.as_mut().unwrap().push(entry);
+        }
+        fn entry_at(&mut self, entry: &Entry, at: LineAt) {
+            self.branch.as_mut().unwrap().push_at(entry, at);
+        }
+    }
+
+    /// The engine a located load of `leaf` installs, and the history's bytes of text held in
+    /// memory.
+    fn located_load(
+        file: &Path,
+        leaf: &str,
+        threads: Threads,
+    ) -> (relay_core::engine::Engine, usize) {
+        let lines = std::sync::Arc::new(SessionLines::open(file).unwrap());
+        let mut sink = Located {
+            lines,
+            branch: None,
+        };
+        assert!(stream_session_branch_with(file, leaf, &mut sink, threads).unwrap());
+        let mut engine = relay_core::engine::Engine::new();
+        engine.install(sink.branch.unwrap());
+        let held = engine.history().held_text_bytes();
+        (engine, held)
+    }
+
     fn history_view(engine: &relay_core::engine::Engine) -> Vec<String> {
         use serde_json::json;
         let h = engine.history();
@@ -887,7 +1044,7 @@ mod tests {
                 ));
             } else {
                 let role = ["user", "assistant", "toolResult"][i % 3];
-                linear.push(msg(&id, &prev, role, &format!("body {i} line\\nnext")));
+                linear.push(msg(&id, &prev, role, &format!("body {i} line\\nnext é😀")));
             }
             prev = format!("\"{id}\"");
         }
@@ -917,6 +1074,14 @@ mod tests {
                 got.end_resync();
                 assert_eq!(got.tip(), Some(leaf));
                 assert_eq!(history_view(&got), history_view(&expected), "{name} {leaf}");
+                // The same, with the texts left in the file and read back by offset.
+                let (located, held) = located_load(&file, leaf, Threads::Two);
+                assert_eq!(held, 0, "{name} {leaf}: no text held in memory");
+                assert_eq!(
+                    history_view(&located),
+                    history_view(&expected),
+                    "{name} {leaf}"
+                );
             }
             let mut engine = relay_core::engine::Engine::new();
             let mut replay = Replay(&mut engine, false);
@@ -973,6 +1138,13 @@ mod tests {
                     history_view(&got),
                     history_view(&expected),
                     "{name} {threads:?}"
+                );
+                let (located, held) = located_load(&file, &leaf, threads);
+                assert_eq!(held, 0, "{name} {threads:?}: no text held in memory");
+                assert_eq!(
+                    history_view(&located),
+                    history_view(&expected),
+                    "{name} {threads:?}, texts read back"
                 );
             }
         }

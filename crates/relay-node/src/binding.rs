@@ -390,6 +390,10 @@ impl Binding {
             Err(other) => return Err(other),
         };
         self.execute(&mut out.effects);
+        // A history text that no longer matches the session file: load the session again.
+        if self.inner.history().unreadable() {
+            self.needs_resync = true;
+        }
         out.tip = self.inner.tip().map(str::to_string);
         out.needs_branch = self.needs_resync;
         out.history_complete = self.inner.history_complete();
@@ -929,6 +933,69 @@ mod tests {
                 "{name}"
             );
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The whole load keeps the items' places in the file, not their texts; a file rewritten in
+    /// place afterwards is caught when a text is read back: the tool says so and the binding asks
+    /// for the branch again, after which the history reads the file as it is now.
+    #[test]
+    fn a_background_load_reads_texts_back_and_a_rewritten_file_is_loaded_again() {
+        let dir = scratch("bg-lines");
+        let (path, leaf) = session_file(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path_text = path.display().to_string();
+        let mut b = Binding::new();
+        b.resync("S", &branch()).unwrap();
+        let job = b.begin_load("S", &path_text, &leaf).unwrap().unwrap();
+        assert!(run_load(&job).unwrap());
+        assert!(b.finish_load().unwrap());
+        let history = b.inner.history();
+        assert!(history.text_bytes() > BACKGROUND_LOAD_BYTES as usize / 2);
+        assert_eq!(history.held_text_bytes(), 0, "no text held in memory");
+        let search = |b: &mut Binding, q: &str| {
+            let args = json!({"query": q}).to_string();
+            let out = b.tool(
+                "history_search_contents",
+                &args,
+                &tool_moment(),
+                None,
+                None,
+                None,
+            );
+            serde_json::from_str::<Value>(&out.unwrap()).unwrap()
+        };
+        let found = search(&mut b, "NEEDLE-FIRST");
+        assert_eq!(found["isError"], false, "{found}");
+        assert!(
+            found["text"]
+                .as_str()
+                .unwrap()
+                .contains("\"item_id\":\"m0\""),
+            "{found}"
+        );
+        assert!(!b.needs_resync());
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("NEEDLE-FIRST", "NEEDLE-FIXED", 1)).unwrap();
+        let failed = search(&mut b, "NEEDLE-FIRST");
+        assert_eq!(failed["isError"], true, "{failed}");
+        assert!(
+            failed["text"]
+                .as_str()
+                .unwrap()
+                .contains("the session file changed since it was loaded: the line of entry m0"),
+            "{failed}"
+        );
+        assert!(b.needs_resync(), "the branch is asked for again");
+        assert!(b.load_session_file("S", &path_text, &leaf).unwrap());
+        let again = search(&mut b, "NEEDLE-FIXED");
+        assert!(
+            again["text"]
+                .as_str()
+                .unwrap()
+                .contains("\"item_id\":\"m0\""),
+            "{again}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -324,7 +324,7 @@ impl Mirror {
 
     /// The newest `n` user messages of [`Mirror::user_input_window`], oldest first: the current
     /// window's, or those of the newest earlier window that has any.
-    pub(super) fn recent_user_input(&self, n: usize) -> Vec<&str> {
+    pub(super) fn recent_user_input(&self, n: usize) -> Vec<std::borrow::Cow<'_, str>> {
         let at = &self.user_input_window().user_at;
         at.get(at.len().saturating_sub(n)..)
             .unwrap_or_default()
@@ -351,7 +351,7 @@ impl Mirror {
 
     /// The text of the user's latest message on the branch (`None` without one, or while the
     /// earlier window holding it is skimmed, its text not read yet).
-    pub(super) fn latest_user_request(&self) -> Option<&str> {
+    pub(super) fn latest_user_request(&self) -> Option<std::borrow::Cow<'_, str>> {
         let at = *self.user_input_window().user_at.last()?;
         self.history.entry_text(at).filter(|t| !t.is_empty())
     }
@@ -469,11 +469,17 @@ impl Mirror {
 
     /// Mirror the next entry of the branch.
     pub(super) fn push(&mut self, entry: &Entry) -> Observed {
+        self.push_at(entry, None)
+    }
+
+    /// [`Mirror::push`] for an entry whose line is at `at` in the session file the history reads
+    /// texts back from (see [`LoadedBranch::read_texts_from`]).
+    fn push_at(&mut self, entry: &Entry, at: Option<crate::entry::LineAt>) -> Observed {
         let pos = self.history.entry_count();
         if let Some(t) = crate::entry::unimported(&entry.kind) {
             *self.unimported.entry(t.to_string()).or_default() += 1;
         }
-        self.history.push(entry);
+        self.history.push_at(entry, at);
         let observed = match &entry.kind {
             EntryKind::Compaction { details, .. } => {
                 let previous = std::mem::replace(
@@ -966,6 +972,18 @@ impl LoadedBranch {
     /// The next entry of the branch.
     pub fn push(&mut self, entry: &Entry) {
         let _ = self.mirror.push(entry);
+    }
+
+    /// The next entry of the branch, whose line is at `at` in the file given to
+    /// [`LoadedBranch::read_texts_from`]: the history keeps where its text is, not the text.
+    pub fn push_at(&mut self, entry: &Entry, at: crate::entry::LineAt) {
+        let _ = self.mirror.push_at(entry, Some(at));
+    }
+
+    /// The session file this branch is read from, to read item texts back from (give it before
+    /// the first [`LoadedBranch::push_at`]).
+    pub fn read_texts_from(&mut self, lines: std::sync::Arc<dyn crate::history::LineSource>) {
+        self.mirror.history.read_texts_from(lines);
     }
 
     /// Marks a branch whose earlier windows were fed skimmed (messages without their texts, the

@@ -46,10 +46,11 @@ impl Engine {
             return;
         };
         // Whichever kind of early stop it was, one message serves them all.
-        if early_stop(self.mirror.history.entry_text(last).unwrap_or_default()).is_none() {
+        let reply_text = self.mirror.history.entry_text(last).unwrap_or_default();
+        if early_stop(&reply_text).is_none() {
             return;
         }
-        let content = render_continue_task(self.mirror.latest_user_request());
+        let content = render_continue_task(self.mirror.latest_user_request().as_deref());
         reply.result = Some(HookResult::Continue {
             continuation: Continuation {
                 custom_type: CONTINUE_TASK_TYPE.into(),

@@ -230,10 +230,10 @@ impl Engine {
             Some(&previous),
             BootExtras {
                 handoff,
-                dropped,
+                dropped: dropped.as_deref(),
                 dropped_in_progress,
                 reset_notice: notice,
-                earlier,
+                earlier: earlier.iter().map(|t| t.as_ref()).collect(),
                 compact_instructions,
             },
         );

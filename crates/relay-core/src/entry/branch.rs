@@ -65,6 +65,15 @@ fn branch_path<'a>(
 }
 
 /// Receives the entries of a branch from [`stream_branch`].
+/// Where an entry's line is in its session file: the offset of its first byte and its length in
+/// bytes (without the line break). A sink that keeps it can read the line again later instead of
+/// holding its text (see `History`'s line source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineAt {
+    pub offset: u64,
+    pub len: u32,
+}
+
 pub trait BranchSink {
     /// Starts (or starts over): forget every entry received since the previous `begin`.
     fn begin(&mut self);
@@ -75,6 +84,12 @@ pub trait BranchSink {
     /// as is.
     fn entry_ref(&mut self, entry: &Entry) {
         self.entry(entry.clone());
+    }
+    /// [`BranchSink::entry_ref`] for an entry whose line is at `at` in the file (the line reads
+    /// back as the same entry). By default the place is not kept.
+    fn entry_at(&mut self, entry: &Entry, at: LineAt) {
+        let _ = at;
+        self.entry_ref(entry);
     }
     /// Whether the sink still wants the branch: a reader stops at the next entry once it does
     /// not (a load nobody waits for any more, e.g. at Pi's shutdown).
@@ -172,6 +187,16 @@ impl LinearFeed {
         !self.stopped()
     }
 
+    /// [`LinearFeed::entry_ref`] for an entry whose line is at `at`: the sink gets it through
+    /// [`BranchSink::entry_at`].
+    pub fn entry_at(&mut self, entry: &Entry, at: LineAt, sink: &mut impl BranchSink) -> bool {
+        if !sink.wanted() || !self.follows(entry) {
+            return false;
+        }
+        sink.entry_at(entry, at);
+        !self.stopped()
+    }
+
     /// Whether the last entry fed is the one [`LinearFeed::until`] stops at.
     fn stopped(&self) -> bool {
         self.stop_at.is_some() && self.stop_at == self.prev_id
@@ -231,6 +256,18 @@ pub fn stream_branch(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> b
 /// read first, then only the branch's lines are decoded again and handed over. False also when
 /// the sink stops wanting the branch ([`BranchSink::wanted`]) before it has it all.
 pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl BranchSink) -> bool {
+    stream_branch_by_parents_at(text, leaf_id, sink, false)
+}
+
+/// [`stream_branch_by_parents`] for the text of a whole session file read as it is (`exact`: no
+/// bytes were replaced, so an offset in `text` is one in the file): each entry goes to the sink
+/// with its line's place ([`BranchSink::entry_at`]).
+pub fn stream_branch_by_parents_at(
+    text: &str,
+    leaf_id: &str,
+    sink: &mut impl BranchSink,
+    exact: bool,
+) -> bool {
     let mut recs: Vec<LineRec> = Vec::new();
     for (n, (start, end, line)) in lines_with_ranges(text).enumerate() {
         // A load nobody waits for any more stops here (checked every 256 lines: a flag read).
@@ -262,9 +299,19 @@ pub fn stream_branch_by_parents(text: &str, leaf_id: &str, sink: &mut impl Branc
         if !sink.wanted() {
             return false;
         }
-        let line = recs.get(i).and_then(|r| text.get(r.start..r.end));
+        let Some(rec) = recs.get(i) else { continue };
+        let line = text.get(rec.start..rec.end);
         if let Some(Ok(Line::Entry(entry))) = line.map(parse_line) {
-            sink.entry(entry);
+            match u32::try_from(rec.end - rec.start) {
+                Ok(len) if exact => {
+                    let at = LineAt {
+                        offset: rec.start as u64,
+                        len,
+                    };
+                    sink.entry_at(&entry, at);
+                }
+                _ => sink.entry(entry),
+            }
         }
     }
     true

@@ -505,6 +505,31 @@ pub fn skim_entry_of_line(raw: &str) -> Option<Entry> {
 /// trailing garbage, a value spread over lines) is decoded on its own, as
 /// [`last_entry_of_line`] does, and the reader starts again on the next line.
 pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
+    push_lines(text, |entry, _, _| out.push(entry));
+}
+
+/// [`push_entries_of_lines`] for a `text` that starts at byte `base` of its file: with each
+/// entry pushed to `out`, the place of its line is pushed to `at` (the line reads back as the
+/// same entry with [`last_entry_of_line`]).
+pub fn push_located_entries_of_lines(
+    text: &str,
+    base: u64,
+    out: &mut Vec<Entry>,
+    at: &mut Vec<super::LineAt>,
+) {
+    push_lines(text, |entry, start, end| {
+        let len = u32::try_from(end - start).unwrap_or(u32::MAX);
+        out.push(entry);
+        at.push(super::LineAt {
+            offset: base + start as u64,
+            len,
+        });
+    });
+}
+
+/// The entries of the lines of `text`, each with the byte range of its line (from its first
+/// non-blank byte to its line break).
+fn push_lines(text: &str, mut push: impl FnMut(Entry, usize, usize)) {
     let bytes = text.as_bytes();
     let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
     let mut pos = 0;
@@ -536,7 +561,7 @@ pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
             match alone {
                 Some(raw) => {
                     if let Ok(Line::Entry(e)) = convert(raw) {
-                        out.push(e);
+                        push(e, start, line_end);
                     }
                     if pos > bytes.len() {
                         return;
@@ -546,7 +571,9 @@ pub fn push_entries_of_lines(text: &str, out: &mut Vec<Entry>) {
                     let before = bytes.get(..start).unwrap_or_default();
                     let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
                     let line = text.get(line_start..line_end).unwrap_or_default();
-                    out.extend(last_entry_of_line(line));
+                    if let Some(e) = last_entry_of_line(line) {
+                        push(e, line_start, line_end);
+                    }
                     break; // start a new reader on the next line
                 }
             }

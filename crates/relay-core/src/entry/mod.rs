@@ -27,11 +27,14 @@ mod marker;
 mod raw;
 mod types;
 
-pub use branch::{branch_indices, stream_branch, stream_branch_by_parents, BranchSink, LinearFeed};
+pub use branch::{
+    branch_indices, stream_branch, stream_branch_by_parents, stream_branch_by_parents_at,
+    BranchSink, LineAt, LinearFeed,
+};
 pub use decode::ESTIMATED_IMAGE_CHARS;
 pub use decode::{
     last_entry_of_line, parse_entries, parse_entry, parse_line, parse_session,
-    push_entries_of_lines, skim_entry_of_line,
+    push_entries_of_lines, push_located_entries_of_lines, skim_entry_of_line,
 };
 pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};

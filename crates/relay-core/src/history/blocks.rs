@@ -1,25 +1,24 @@
-//! A block filter over the text arena, so that a rare needle does not have to be scanned for in
-//! all of it. The arena is cut into blocks of [`BLOCK`] bytes; each block keeps a bitmap of the
-//! hashes of the 3-byte sequences (trigrams) that start at an even position in it. A match at
-//! `p` has its trigrams at `p + k` for every `k` up to its length − 3; those at even positions are
-//! the needle's trigrams at even `k` when `p` is even, at odd `k` when it is odd, and they all lie
-//! in `p`'s block or the next (a needle of at most [`MAX_NEEDLE`] bytes). So only the blocks where
-//! the union of those two bitmaps holds every even-`k` trigram, or every odd-`k` one, of the
-//! needle can hold a match: the search scans just those (see `search.rs`). A bit set by another
-//! trigram only costs a block scanned in vain, never a match missed. Hashing every other position
-//! halves the cost of building the filter.
+//! A block filter over the history's text, so that a rare needle does not have to be scanned for
+//! in all of it. The text (every item's, one after another: positions as `History` numbers them,
+//! whether the text is held in memory or read back from the session file) is cut into blocks of
+//! `block` bytes ([`Blocks::DEFAULT_BLOCK`]); each block keeps a bitmap of the hashes of the
+//! 3-byte sequences (trigrams) of an item that start at an even position in the block. A match
+//! at `p` lies inside one item and has its trigrams at `p + k` for every `k` up to its length − 3;
+//! those at even positions are the needle's trigrams at even `k` when `p` is even, at odd `k` when
+//! it is odd, and they all lie in `p`'s block or the next (a needle of at most one block's bytes).
+//! So only the blocks where the union of those two bitmaps holds every even-`k` trigram, or every
+//! odd-`k` one, of the needle can hold a match: the search reads and scans just those (see
+//! `search.rs`). A bit set by another trigram only costs a block scanned in vain, never a match
+//! missed. Hashing every other position halves the cost of building the filter.
 //!
-//! Memory: [`BITS`] / 8 bytes per block, 1/16 of the text. Kept in step with the arena: an
-//! append hashes only the new trigrams; a truncation drops the blocks past the new end and
-//! rehashes the one block it cuts.
+//! Memory: [`BITS`] / 8 bytes per block, 1/16 of the text with the default block. Kept in step
+//! with the items: an item's trigrams are hashed when it is added (it needs only its own text,
+//! so the text need not be kept); a truncation drops the blocks past the new end and leaves the
+//! bits of the block it cuts (they can only make that block a candidate in vain).
 
-/// Bytes per block (small in unit tests, so that their histories span many blocks).
-pub(super) const BLOCK: usize = if cfg!(test) { 1 << 8 } else { 1 << 16 };
 /// Bits per block bitmap.
-const BITS: usize = if cfg!(test) { 1 << 9 } else { 1 << 15 };
+const BITS: usize = 1 << 15;
 const WORDS: usize = BITS / 64;
-/// Longer needles are found by the plain scan (their trigrams may span more than two blocks).
-pub(crate) const MAX_NEEDLE: usize = BLOCK;
 
 /// A needle's trigram bits ([`Blocks::needle`]): those at even offsets in it, and at odd ones.
 #[derive(Debug, Clone)]
@@ -28,10 +27,19 @@ pub(super) struct Needle {
     odd: Vec<(usize, u64)>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(super) struct Blocks {
     /// One bitmap of `WORDS` words per block, block after block.
     bits: Vec<u64>,
+    /// Bytes per block: [`Blocks::DEFAULT_BLOCK`] (the unit tests use smaller blocks so that
+    /// their histories span many).
+    block: usize,
+}
+
+impl Default for Blocks {
+    fn default() -> Self {
+        Blocks::with_block(Blocks::DEFAULT_BLOCK)
+    }
 }
 
 #[inline]
@@ -85,44 +93,57 @@ fn hash(v: u32) -> usize {
 }
 
 impl Blocks {
-    /// Hash the trigrams of `arena` that start at an even position from `from` on (and end
-    /// inside it).
-    fn hash_from(&mut self, arena: &[u8], from: usize) {
-        let blocks = arena.len().div_ceil(BLOCK);
+    /// Bytes per block unless told otherwise: 64 KiB.
+    pub(super) const DEFAULT_BLOCK: usize = 1 << 16;
+
+    /// An empty filter with blocks of `block` bytes (even, at least 4).
+    pub(super) fn with_block(block: usize) -> Self {
+        Blocks {
+            bits: Vec::new(),
+            block: block.max(4) & !1,
+        }
+    }
+
+    /// Bytes per block.
+    pub(super) fn block(&self) -> usize {
+        self.block
+    }
+
+    /// The longest needle the filter can judge (longer ones are found by the plain scan: their
+    /// trigrams may span more than two blocks).
+    pub(super) fn max_needle(&self) -> usize {
+        self.block
+    }
+
+    /// Hash the trigrams of an item whose text `text` starts at position `at`: those that start
+    /// at an even position and end inside it.
+    pub(super) fn add(&mut self, at: usize, text: &[u8]) {
+        let end = at + text.len();
+        let blocks = end.div_ceil(self.block);
         if self.bits.len() < blocks * WORDS {
             self.bits.resize(blocks * WORDS, 0);
         }
-        let mut p = from + (from & 1);
-        // Block by block (BLOCK is even, so every block starts at an even position).
-        while p + 3 <= arena.len() {
-            let b = p / BLOCK;
-            let end = ((b + 1) * BLOCK).min(arena.len() - 2);
+        let mut p = at + (at & 1);
+        // Block by block (a block is even, so every block starts at an even position).
+        while p + 3 <= end {
+            let b = p / self.block;
+            let stop = ((b + 1) * self.block).min(end - 2);
             let (Some(bitmap), Some(bytes)) = (
                 self.bits
                     .get_mut(b * WORDS..(b + 1) * WORDS)
                     .and_then(|w| <&mut [u64; WORDS]>::try_from(w).ok()),
-                arena.get(p..end + 2),
+                text.get(p - at..stop + 2 - at),
             ) else {
                 return;
             };
             hash_even(bitmap, bytes);
-            p = (b + 1) * BLOCK;
+            p = (b + 1) * self.block;
         }
     }
 
-    /// The arena grew from `old_len` bytes to `arena.len()`.
-    pub(super) fn appended(&mut self, arena: &[u8], old_len: usize) {
-        // The trigrams that start up to two bytes before the old end are complete only now.
-        self.hash_from(arena, old_len.saturating_sub(2));
-    }
-
-    /// The arena was cut to `arena.len()` bytes.
-    pub(super) fn truncated(&mut self, arena: &[u8]) {
-        // The block holding the last trigram start that may have lost bytes is rebuilt.
-        let cut = arena.len().saturating_sub(2);
-        let first = cut / BLOCK;
-        self.bits.truncate(first * WORDS);
-        self.hash_from(arena, first * BLOCK);
+    /// The text was cut to `len` bytes: the blocks wholly past it go.
+    pub(super) fn truncated(&mut self, len: usize) {
+        self.bits.truncate(len.div_ceil(self.block) * WORDS);
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
@@ -134,9 +155,9 @@ impl Blocks {
     }
 
     /// The bits a needle must find, or `None` when the filter cannot judge it (shorter than
-    /// 4 bytes or longer than [`MAX_NEEDLE`]).
-    pub(super) fn needle(needle: &[u8]) -> Option<Needle> {
-        if needle.len() < 4 || needle.len() > MAX_NEEDLE {
+    /// 4 bytes or longer than [`Blocks::max_needle`]).
+    pub(super) fn needle(&self, needle: &[u8]) -> Option<Needle> {
+        if needle.len() < 4 || needle.len() > self.max_needle() {
             return None;
         }
         let mut sets: [Vec<(usize, u64)>; 2] = [Vec::new(), Vec::new()];
@@ -185,28 +206,38 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The bits of the definition: every trigram that starts at an even position from `from` on.
-    fn reference(arena: &[u8], from: usize) -> Vec<u64> {
-        let mut bits = vec![0u64; arena.len().div_ceil(BLOCK) * WORDS];
-        let mut p = from + (from & 1);
-        while p + 3 <= arena.len() {
-            let h = bit(&arena[p..p + 3]);
-            bits[(p / BLOCK) * WORDS + h / 64] |= 1 << (h % 64);
-            p += 2;
+    const SMALL: usize = 256;
+
+    /// The bits of the definition: every trigram of an item that starts at an even position.
+    fn reference(items: &[Vec<u8>]) -> Vec<u64> {
+        let total: usize = items.iter().map(Vec::len).sum();
+        let mut bits = vec![0u64; total.div_ceil(SMALL) * WORDS];
+        let mut at = 0;
+        for item in items {
+            for k in 0..item.len().saturating_sub(2) {
+                let p = at + k;
+                if p % 2 == 0 {
+                    let h = bit(&item[k..k + 3]);
+                    bits[(p / SMALL) * WORDS + h / 64] |= 1 << (h % 64);
+                }
+            }
+            at += item.len();
         }
         bits
     }
 
     proptest! {
         #[test]
-        fn the_filter_holds_the_bits_of_every_even_trigram(
-            arena in proptest::collection::vec(any::<u8>(), 0..3 * BLOCK + 17),
-            from in 0usize..(3 * BLOCK + 17),
+        fn the_filter_holds_the_bits_of_every_even_trigram_of_each_item(
+            items in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..3 * SMALL + 17), 0..6),
         ) {
-            let from = from.min(arena.len());
-            let mut blocks = Blocks::default();
-            blocks.hash_from(&arena, from);
-            let mut want = reference(&arena, from);
+            let mut blocks = Blocks::with_block(SMALL);
+            let mut at = 0;
+            for item in &items {
+                blocks.add(at, item);
+                at += item.len();
+            }
+            let mut want = reference(&items);
             want.resize(blocks.bits.len().max(want.len()), 0);
             let mut got = blocks.bits.clone();
             got.resize(want.len(), 0);

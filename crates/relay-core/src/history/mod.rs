@@ -1,7 +1,9 @@
 //! Durable session history: an incremental mirror of the current Pi branch, split into context
 //! windows at every compaction, and the four `history_*` tools the model uses to browse it.
 //!
-//! - `mirror`: [`History`] itself: windows, items in one text arena, push and truncate;
+//! - `store`: [`History`] itself: windows, items and where their texts are, push and truncate;
+//! - `text`: reading texts back: from the arena, or from the session file's lines
+//!   ([`LineSource`], which the host provides);
 //! - `search`: filters, candidate walks and the literal substring search over the arena;
 //! - `blocks`: the block filter (trigram bitmaps per 64 KiB of arena) that lets a search skip
 //!   the blocks where its needle cannot start;
@@ -20,13 +22,15 @@
 )]
 
 pub(crate) mod blocks;
-mod mirror;
 mod search;
+mod store;
+mod text;
 mod tools;
 
 /// Re-exported for the engine's usage estimate (which counts what JavaScript's `length` counts).
 pub use crate::text::utf16_len;
-pub use mirror::{History, ROLE_NAMES};
+pub use store::{History, ROLE_NAMES};
+pub use text::{LineSource, TextUnavailable};
 
 /// `history_list_items` returns at most this many items unless `limit` says otherwise.
 pub const DEFAULT_LIST_ITEMS_LIMIT: usize = 50;

@@ -3,11 +3,13 @@
 //!
 //! Contract: a search reports each matching item once, with the byte offset of its FIRST match;
 //! a match never spans two items; results come newest first or oldest first as asked and agree
-//! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the arena
-//! (or the window's slice of it), only in the blocks where the block filter (`blocks.rs`) says
-//! the needle may start, and maps a hit back to its item by binary search; without a filter
+//! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the text
+//! (or the window's range of it), only in the blocks where the block filter (`blocks.rs`) says
+//! the needle may start, and maps a hit back to its item by binary search; only those ranges are
+//! read back from the session file when the text is not in memory (`text.rs`). Without a filter
 //! verdict (a needle under 4 or over a block's bytes) or with many candidate blocks, a
-//! newest-first search of a rare needle scans the rest of a large arena on two scoped threads.
+//! newest-first search of a rare needle scans the rest of a large arena on two scoped threads,
+//! or the rest of the text read back chunk by chunk.
 
 #![deny(
     clippy::unwrap_used,
@@ -18,8 +20,9 @@
 
 use memchr::memmem;
 
-use super::blocks::{Blocks, Needle, BLOCK};
-use super::mirror::{History, Role};
+use super::blocks::Needle;
+use super::store::{History, ItemMeta, Role};
+use super::text::TextUnavailable;
 
 /// A resolved filter: an item index range (a window, or everything) and optional exact matches.
 #[derive(Debug, Clone, Copy)]
@@ -113,92 +116,99 @@ impl History {
         }
     }
 
-    /// Up to `want` matching items with the byte offset of the first match inside each.
+    /// Up to `want` matching items with the byte offset of the first match inside each; an
+    /// error when a text the search needed could not be read back from the session file.
     pub(super) fn search(
         &self,
         query: &str,
         f: &Filter,
         recent_first: bool,
         want: usize,
-    ) -> Vec<(usize, usize)> {
+    ) -> Result<Vec<(usize, usize)>, TextUnavailable> {
         let mut hits = Vec::new();
         if f.impossible || f.lo >= f.hi {
-            return hits;
+            return Ok(hits);
         }
         let needle = query.as_bytes();
+        let n = needle.len();
         let forward = memmem::Finder::new(needle);
-        let first_in = |i: usize| {
-            let text = self.items.get(i).map(|m| self.item_text(m))?;
-            forward.find(text.as_bytes())
+        // The blocks where the needle may start (None: the block filter cannot judge it).
+        let trigrams = self.blocks.needle(needle);
+        let trigrams = trigrams.as_ref();
+        let first_in = |i: usize| -> Result<Option<usize>, TextUnavailable> {
+            let Some(m) = self.items.get(i) else {
+                return Ok(None);
+            };
+            if trigrams.is_some_and(|w| !self.may_hold(m, w, n)) {
+                return Ok(None);
+            }
+            Ok(forward.find(self.item_text(m)?.as_bytes()))
         };
 
         // A selective filter: search only the candidate items.
         if let Some(list) = self.narrowest_list(f) {
             if list.len().saturating_mul(8) < f.hi - f.lo {
-                self.for_each_candidate(f, recent_first, |i| {
-                    if let Some(at) = first_in(i) {
-                        hits.push((i, at));
+                let mut failed = None;
+                self.for_each_candidate(f, recent_first, |i| match first_in(i) {
+                    Ok(found) => {
+                        if let Some(at) = found {
+                            hits.push((i, at));
+                        }
+                        hits.len() < want
                     }
-                    hits.len() < want
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
                 });
-                return hits;
+                return match failed {
+                    Some(e) => Err(e),
+                    None => Ok(hits),
+                };
             }
         }
 
-        let hay = self.arena.as_bytes();
-        // The arena range of the filter's items (`lo < hi <= items.len()` in every filter).
+        // The text range of the filter's items (`lo < hi <= items.len()` in every filter).
         let (Some(first), Some(last)) = (self.items.get(f.lo), self.items.get(f.hi - 1)) else {
-            return hits;
+            return Ok(hits);
         };
         let (lo, hi) = (first.start, last.end);
-        let n = needle.len();
         let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
-        // The blocks where the needle may start (None: the block filter cannot judge it).
-        let trigrams = Blocks::needle(needle);
-        let trigrams = trigrams.as_ref();
         if recent_first {
             // memmem's reverse finder has no SIMD prefilter; instead scan chunks from the end
             // with the forward finder and walk each chunk's matches backwards. The chunk starts
             // small (a common needle stops early) and doubles after every chunk that did not
             // finish the search, up to a few MiB, so that a rare needle scans at forward speed.
-            // Smaller in tests, so that the bulk path below runs on test-sized histories too.
-            const MAX_CHUNK: usize = if cfg!(test) { 1 << 17 } else { 4 << 20 };
-            let mut chunk = (1usize << 16).max(4 * n);
+            let max_chunk = self.tuning.max_chunk;
+            let mut chunk = self.tuning.first_chunk.max(4 * n);
             let mut end = hi;
             let mut positions = Vec::new();
             while end > lo && hits.len() < want {
                 let mut cstart = end.saturating_sub(chunk).max(lo);
                 positions.clear();
-                if chunk >= MAX_CHUNK && end - lo >= BULK_SCAN_MIN {
+                if chunk >= max_chunk && end - lo >= self.tuning.bulk_scan_min {
                     // Still searching after the largest chunk: the needle is rare here. Collect
                     // the matches of everything that is left at once: in the blocks where it may
-                    // start when they are few, else on two threads (a scan this long is bound by
-                    // memory bandwidth, which one core does not fill).
+                    // start when they are few, else all of it.
                     cstart = lo;
                     let runs = trigrams.map(|w| self.candidate_runs(w, lo, end, n));
-                    positions = match runs {
+                    match runs {
                         Some(runs)
                             if runs.iter().map(|(a, b)| b - a).sum::<usize>() * 4 < end - lo =>
                         {
-                            let mut out = Vec::new();
                             for (a, b) in runs {
-                                collect_all(&forward, hay, a, b, &mut out);
+                                self.collect_all(&forward, a, b, &mut positions)?;
                             }
-                            out
                         }
-                        _ => all_matches_parallel(&forward, hay, lo, end, n),
-                    };
+                        _ => self.all_matches(&forward, lo, end, n, &mut positions)?,
+                    }
                 } else if let Some(w) = trigrams {
                     for (a, b) in self.candidate_runs(w, cstart, end, n) {
-                        collect_all(&forward, hay, a, b, &mut positions);
+                        self.collect_all(&forward, a, b, &mut positions)?;
                     }
                 } else {
                     // Overlapping matches too: a later overlapping one may be the valid one.
-                    let mut from = cstart;
-                    while let Some(r) = hay.get(from..end).and_then(|h| forward.find(h)) {
-                        positions.push(from + r);
-                        from += r + 1;
-                    }
+                    self.collect_all(&forward, cstart, end, &mut positions)?;
                 }
                 let mut bound = end;
                 for &p in positions.iter().rev() {
@@ -215,7 +225,7 @@ impl History {
                     }
                     if self.matches(i, f) {
                         // There is a match inside the item (at `p`), so its first one exists.
-                        if let Some(at) = first_in(i) {
+                        if let Some(at) = first_in(i)? {
                             hits.push((i, at));
                             if hits.len() >= want {
                                 break;
@@ -229,12 +239,12 @@ impl History {
                 }
                 // Matches starting before the chunk but ending inside it come next.
                 end = bound.min(cstart + n - 1);
-                chunk = (chunk * 2).min(MAX_CHUNK.max(4 * n));
+                chunk = (chunk * 2).min(max_chunk.max(4 * n));
             }
         } else {
             let mut start = lo;
             while start < hi && hits.len() < want {
-                let Some(p) = self.next_match(&forward, trigrams, start, hi, n) else {
+                let Some(p) = self.next_match(&forward, trigrams, start, hi, n)? else {
                     break;
                 };
                 let i = item_at(p);
@@ -247,13 +257,22 @@ impl History {
                 start = m.end;
             }
         }
-        hits
+        Ok(hits)
     }
 }
 
 impl History {
-    /// The arena ranges to scan for every match of a needle of `n` bytes (`trigrams`, from
-    /// [`Blocks::needle`]) that lies wholly inside `[from, to)`: runs of consecutive blocks
+    /// Whether the block filter lets item `m` hold a match of a needle of `n` bytes.
+    fn may_hold(&self, m: &ItemMeta, trigrams: &Needle, n: usize) -> bool {
+        if m.end < m.start + n {
+            return false;
+        }
+        let block = self.blocks.block();
+        (m.start / block..=(m.end - n) / block).any(|b| self.blocks.may_start_in(b, trigrams))
+    }
+
+    /// The text ranges to scan for every match of a needle of `n` bytes (`trigrams`, from
+    /// [`super::blocks::Blocks::needle`]) that lies wholly inside `[from, to)`: runs of consecutive blocks
     /// where a match may start, each range reaching `n - 1` bytes past its run. Ascending,
     /// disjoint in where their matches start.
     fn candidate_runs(
@@ -267,14 +286,15 @@ impl History {
         if to < from + n {
             return runs;
         }
+        let block = self.blocks.block();
         // Blocks where a match inside [from, to) may start: its start is at most `to - n`.
-        let (first, last) = (from / BLOCK, (to - n) / BLOCK);
+        let (first, last) = (from / block, (to - n) / block);
         for b in first..=last {
             if !self.blocks.may_start_in(b, trigrams) {
                 continue;
             }
-            let a = (b * BLOCK).max(from);
-            let e = ((b + 1) * BLOCK + n - 1).min(to);
+            let a = (b * block).max(from);
+            let e = ((b + 1) * block + n - 1).min(to);
             match runs.last_mut() {
                 Some(run) if run.1 + 1 >= a + n => run.1 = e,
                 _ => runs.push((a, e)),
@@ -292,19 +312,16 @@ impl History {
         start: usize,
         hi: usize,
         n: usize,
-    ) -> Option<usize> {
-        let hay = self.arena.as_bytes();
+    ) -> Result<Option<usize>, TextUnavailable> {
         let Some(trigrams) = trigrams else {
-            return hay
-                .get(start..hi)
-                .and_then(|h| finder.find(h))
-                .map(|r| start + r);
+            return self.find_first(finder, start, hi, n);
         };
         if hi < start + n {
-            return None;
+            return Ok(None);
         }
-        let last = (hi - n) / BLOCK;
-        let mut b = start / BLOCK;
+        let block = self.blocks.block();
+        let last = (hi - n) / block;
+        let mut b = start / block;
         while b <= last {
             if !self.blocks.may_start_in(b, trigrams) {
                 b += 1;
@@ -315,35 +332,90 @@ impl History {
             while e < last && self.blocks.may_start_in(e + 1, trigrams) {
                 e += 1;
             }
-            let a = (b * BLOCK).max(start);
-            let z = ((e + 1) * BLOCK + n - 1).min(hi);
-            if let Some(r) = hay.get(a..z).and_then(|h| finder.find(h)) {
-                return Some(a + r);
+            let a = (b * block).max(start);
+            let z = ((e + 1) * block + n - 1).min(hi);
+            if let Some(p) = self.find_first(finder, a, z, n)? {
+                return Ok(Some(p));
             }
             b = e + 1;
         }
-        None
+        Ok(None)
+    }
+
+    /// The first match wholly inside `[from, to)`: one scan of the arena, or chunk by chunk of
+    /// text read back.
+    fn find_first(
+        &self,
+        finder: &memmem::Finder<'_>,
+        from: usize,
+        to: usize,
+        n: usize,
+    ) -> Result<Option<usize>, TextUnavailable> {
+        if let Some(hay) = self.arena_span(from, to) {
+            return Ok(finder.find(hay).map(|r| from + r));
+        }
+        let mut at = from;
+        while at + n <= to {
+            let stop = (at + self.tuning.max_chunk + n - 1).min(to);
+            let hay = self.text_span(at, stop)?;
+            if let Some(r) = finder.find(&hay) {
+                return Ok(Some(at + r));
+            }
+            at = stop + 1 - n.max(1);
+        }
+        Ok(None)
+    }
+
+    /// Every (also overlapping) match wholly inside `[from, to)`, appended in ascending order.
+    fn collect_all(
+        &self,
+        finder: &memmem::Finder<'_>,
+        from: usize,
+        to: usize,
+        out: &mut Vec<usize>,
+    ) -> Result<(), TextUnavailable> {
+        let hay = self.text_span(from, to)?;
+        let mut at = 0;
+        while let Some(r) = hay.get(at..).and_then(|h| finder.find(h)) {
+            out.push(from + at + r);
+            at += r + 1;
+        }
+        Ok(())
+    }
+
+    /// [`History::collect_all`] over `[lo, end)` when it may be long: on two threads when the
+    /// text is in the arena (a scan this long is bound by memory bandwidth, which one core does
+    /// not fill), else chunk by chunk of text read back, so that no more than a chunk is held.
+    fn all_matches(
+        &self,
+        finder: &memmem::Finder<'_>,
+        lo: usize,
+        end: usize,
+        n: usize,
+        out: &mut Vec<usize>,
+    ) -> Result<(), TextUnavailable> {
+        if let Some(hay) = self.arena_span(lo, end) {
+            out.extend(
+                all_matches_parallel(finder, hay, 0, hay.len(), n)
+                    .into_iter()
+                    .map(|p| lo + p),
+            );
+            return Ok(());
+        }
+        let chunk = self.tuning.max_chunk.max(n);
+        let mut at = lo;
+        while at < end {
+            // Matches that start in [at, at + chunk), reading n - 1 bytes on for their ends.
+            let starts_before = (at + chunk).min(end);
+            let stop = (starts_before + n - 1).min(end);
+            let mut found = Vec::new();
+            self.collect_all(finder, at, stop, &mut found)?;
+            out.extend(found.into_iter().filter(|&p| p < starts_before));
+            at = starts_before;
+        }
+        Ok(())
     }
 }
-
-/// Every (also overlapping) match wholly inside `hay[from..to]`, appended in ascending order.
-fn collect_all(
-    finder: &memmem::Finder<'_>,
-    hay: &[u8],
-    from: usize,
-    to: usize,
-    out: &mut Vec<usize>,
-) {
-    let mut at = from;
-    while let Some(r) = hay.get(at..to).and_then(|h| finder.find(h)) {
-        out.push(at + r);
-        at += r + 1;
-    }
-}
-
-/// A newest-first search that has not finished after the largest chunk scans the rest at once
-/// when at least this much is left (small in tests, so they exercise it).
-const BULK_SCAN_MIN: usize = if cfg!(test) { 1 << 12 } else { 16 << 20 };
 
 /// Start positions of every (also overlapping) match of the needle that lies wholly inside
 /// `hay[lo..end]`, ascending, collected on two threads: the newer half on a scoped helper

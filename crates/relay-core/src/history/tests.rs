@@ -24,6 +24,20 @@ macro_rules! snap {
 
 const S: &str = "sess1";
 
+/// Search sizes small enough that the tests' histories span many blocks and chunks.
+pub(super) const SMALL: super::store::Tuning = super::store::Tuning {
+    block: 256,
+    first_chunk: 256,
+    max_chunk: 1 << 17,
+    bulk_scan_min: 1 << 12,
+    recent: 600,
+};
+
+/// An empty history with [`SMALL`] sizes.
+fn small(session_id: &str) -> History {
+    History::with_tuning(session_id, SMALL)
+}
+
 fn entry(id: &str, kind: EntryKind) -> Entry {
     Entry {
         id: id.into(),
@@ -71,7 +85,7 @@ fn compaction(id: &str, summary: &str, details: Value) -> Entry {
 }
 
 fn build(entries: &[Entry]) -> History {
-    let mut h = History::new(S);
+    let mut h = small(S);
     for e in entries {
         h.push(e);
     }
@@ -175,7 +189,7 @@ fn windows_split_at_compactions() {
     assert_eq!(ids(&v), ["c2"]);
     assert_eq!(v["items"][0]["role"], "system");
     assert_eq!(v["items"][0]["content"], "s2");
-    let empty = History::new("x");
+    let empty = small("x");
     assert_eq!(empty.window_ids(), ["pcw:x:root"]);
     assert_eq!(empty.tip(), None);
 }
@@ -298,7 +312,7 @@ fn role_mapping_and_tools() {
 
 #[test]
 fn every_item_reachable_after_many_compactions() {
-    let mut h = History::new(S);
+    let mut h = small(S);
     let mut expected = Vec::new();
     for w in 0..6 {
         if w > 0 {
@@ -777,7 +791,7 @@ fn parsed_lines_feed_history() {
         r#"{"type":"message","id":"a1","parentId":null,"timestamp":"T","message":{"role":"user","content":[{"type":"text","text":"find me"}]}}"#,
         r#"{"type":"compaction","id":"c1","parentId":"a1","timestamp":"T","summary":"S","firstKeptEntryId":"a1","tokensBefore":5,"details":{"relay":"window","windowId":"pcw:sess1:12345678"}}"#,
     ];
-    let mut h = History::new(S);
+    let mut h = small(S);
     for l in lines {
         let Line::Entry(e) = parse_line(l).unwrap() else {
             panic!()
@@ -795,7 +809,11 @@ fn memory_stays_close_to_text_size() {
     let entries: Vec<Entry> = (0..2000)
         .map(|i| msg(&format!("{i:08x}"), "user", &big))
         .collect();
-    let mut h = build(&entries);
+    // The production sizes (the small test blocks cost more bitmap than text).
+    let mut h = History::new(S);
+    for e in &entries {
+        h.push(e);
+    }
     h.shrink_to_fit();
     assert_eq!(h.text_bytes(), 8_000_000);
     assert!(
@@ -857,7 +875,7 @@ mod props {
             recent_first in any::<bool>(),
             only_tool in any::<bool>(),
         ) {
-            let mut h = History::new(S);
+            let mut h = small(S);
             let mut expected = Vec::new();
             for (i, t) in texts.iter().enumerate() {
                 let id = format!("e{i}");
@@ -886,7 +904,7 @@ mod props {
             plant in proptest::collection::vec(any::<bool>(), 50),
             recent_first in any::<bool>(),
         ) {
-            let mut h = History::new(S);
+            let mut h = small(S);
             let mut kept: Vec<(String, String)> = Vec::new();
             let with = |i: usize, t: &str| if plant[i % plant.len()] && i.is_multiple_of(3) { format!("{t}{query}{t}") } else { t.to_string() };
             for (i, t) in texts.iter().enumerate() {
@@ -925,12 +943,9 @@ mod props {
     #[test]
     fn rare_needle_scan_falls_back_to_one_thread_when_spawning_fails() {
         use crate::history::search::fallback;
-        let long = format!(
-            "RARE-NEEDLE{}",
-            "#".repeat(crate::history::blocks::MAX_NEEDLE)
-        );
+        let long = format!("RARE-NEEDLE{}", "#".repeat(SMALL.block));
         let (head, tail) = long.split_at(8);
-        let mut h = History::new(S);
+        let mut h = small(S);
         let mut expected = Vec::new();
         for i in 0..600 {
             let mut t = format!("{i:04} ").repeat(400);
@@ -976,8 +991,8 @@ mod props {
     /// them) and never one where it does start.
     #[test]
     fn the_block_filter_skips_blocks_without_the_needle() {
-        use crate::history::blocks::{Blocks, BLOCK};
-        let mut h = History::new(S);
+        let block = SMALL.block;
+        let mut h = small(S);
         let mut seed = 11u64;
         let mut texts = Vec::new();
         for i in 0..200 {
@@ -997,14 +1012,14 @@ mod props {
             h.push(&msg(&format!("e{i}"), "user", &t));
             texts.push(t);
         }
-        let blocks = h.text_bytes().div_ceil(BLOCK);
-        let want = Blocks::needle(b"StaleLease 5e1f").unwrap();
+        let blocks = h.text_bytes().div_ceil(block);
+        let want = h.blocks.needle(b"StaleLease 5e1f").unwrap();
         let candidates: Vec<usize> = (0..blocks)
             .filter(|&b| h.blocks.may_start_in(b, &want))
             .collect();
         let at = h.arena.find("StaleLease 5e1f").unwrap();
         assert!(
-            candidates.contains(&(at / BLOCK)),
+            candidates.contains(&(at / block)),
             "the block where it starts"
         );
         assert!(
@@ -1013,7 +1028,7 @@ mod props {
             candidates.len()
         );
         assert!(
-            Blocks::needle(b"ab").is_none(),
+            h.blocks.needle(b"ab").is_none(),
             "shorter than a trigram: a plain scan"
         );
         let v = ok(h.search_contents(&json!({"query": "StaleLease 5e1f"})));
@@ -1024,7 +1039,7 @@ mod props {
     /// back) finds the same items as a naive scan, including matches across chunk edges.
     #[test]
     fn newest_first_search_over_a_large_arena() {
-        let mut h = History::new(S);
+        let mut h = small(S);
         let mut texts = Vec::new();
         let mut seed = 7u64;
         for i in 0..3000 {
@@ -1252,7 +1267,7 @@ fn the_root_window_keeps_the_id_its_copied_entries_name() {
         )
     };
     // The boot block names the parent session's root.
-    let mut h = History::new("child");
+    let mut h = small("child");
     h.push(&msg("01", "user", "hello"));
     assert_eq!(h.window_ids(), ["pcw:child:root"]);
     h.push(&boot("02", "pcw:parent:root"));
@@ -1282,7 +1297,7 @@ fn the_root_window_keeps_the_id_its_copied_entries_name() {
     );
 
     // A record's windowId counts only when it names a root; the first reset's boot block too.
-    let mut h = History::new("child");
+    let mut h = small("child");
     h.push(&reminder("01", "pcw:parent:1a2b3c4d"));
     h.push(&reminder("02", "pcw::root"));
     assert_eq!(h.window_ids(), ["pcw:child:root"]);
@@ -1292,4 +1307,241 @@ fn the_root_window_keeps_the_id_its_copied_entries_name() {
         json!({ "relay": "window", "windowId": "pcw:parent:5e6f7a8b" }),
     ));
     assert_eq!(h.window_ids(), ["pcw:parent:root", "pcw:parent:5e6f7a8b"]);
+}
+
+/// A history loaded from a session file keeps each item's line, not its text, and reads texts
+/// back when a tool needs them: every tool answers exactly as with the texts in memory, and a
+/// file that changed under it is an error, never another text.
+mod file_backed {
+    use super::*;
+    use crate::entry::{last_entry_of_line, LineAt};
+    use crate::history::store::Tuning;
+    use crate::history::LineSource;
+    use proptest::prelude::*;
+    use std::sync::{Arc, RwLock};
+
+    /// A session file in memory, read as the host reads one (bytes at an offset), counting reads.
+    #[derive(Debug, Default)]
+    struct MemFile(RwLock<Vec<u8>>, std::sync::atomic::AtomicUsize);
+
+    impl LineSource for MemFile {
+        fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<(), String> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let file = self.0.read().unwrap();
+            let from = (offset as usize).min(file.len());
+            let to = from.saturating_add(len).min(file.len());
+            out.extend_from_slice(&file[from..to]);
+            Ok(())
+        }
+    }
+
+    /// One item of a generated session: 0 user, 1 assistant, 2 tool result, 3 compaction.
+    type Item = (u8, String);
+
+    fn line(i: usize, (kind, text): &Item) -> String {
+        let id = format!("e{i}");
+        let parent = if i == 0 {
+            Value::Null
+        } else {
+            Value::from(format!("e{}", i - 1))
+        };
+        let ts = "2025-01-01T00:00:00.000Z";
+        let message = |m: Value| json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts, "message": m});
+        match kind % 4 {
+            0 => message(json!({"role": "user", "content": text})),
+            1 => message(json!({"role": "assistant", "content": [{"type": "text", "text": text}]})),
+            2 => message(json!({"role": "toolResult", "toolCallId": "c", "toolName": if i.is_multiple_of(2) { "bash" } else { "mcp_fetch" },
+                "content": [{"type": "text", "text": text}], "isError": false})),
+            _ => json!({"type": "compaction", "id": id, "parentId": parent, "timestamp": ts, "summary": text,
+                "firstKeptEntryId": id, "tokensBefore": 1}),
+        }
+        .to_string()
+    }
+
+    /// The same session mirrored twice: texts in memory, and texts left in the file.
+    fn both(items: &[Item]) -> (History, History, Arc<MemFile>) {
+        both_with(items, SMALL)
+    }
+
+    /// [`both`], the second with `tuning`.
+    fn both_with(items: &[Item], tuning: Tuning) -> (History, History, Arc<MemFile>) {
+        let file = Arc::new(MemFile::default());
+        let (mut held, mut indexed) = (small(S), History::with_tuning(S, tuning));
+        indexed.read_texts_from(file.clone());
+        let mut bytes = b"{\"type\":\"session\",\"id\":\"sess1\"}\n".to_vec();
+        for (i, item) in items.iter().enumerate() {
+            let text = line(i, item);
+            let entry = last_entry_of_line(&text).unwrap();
+            let at = LineAt {
+                offset: bytes.len() as u64,
+                len: text.len() as u32,
+            };
+            held.push(&entry);
+            indexed.push_at(&entry, Some(at));
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.push(b'\n');
+        }
+        *file.0.write().unwrap() = bytes;
+        (held, indexed, file)
+    }
+
+    /// Every tool's answer to a set of calls.
+    fn answers(h: &History, queries: &[String]) -> Vec<String> {
+        let mut out = vec![h.list_windows(&json!({})).text];
+        for recent in [false, true] {
+            out.push(
+                h.list_items(
+                    &json!({"recent_first": recent, "limit": 500, "max_chars_per_item": 70}),
+                )
+                .text,
+            );
+            for q in queries {
+                out.push(
+                    h.search_contents(&json!({"query": q, "recent_first": recent, "limit": 7}))
+                        .text,
+                );
+                out.push(
+                    h.search_contents(&json!({"query": q, "recent_first": recent, "role": "tool"}))
+                        .text,
+                );
+                out.push(
+                    h.search_contents(
+                        &json!({"query": q, "recent_first": recent, "tool_name": "bash"}),
+                    )
+                    .text,
+                );
+            }
+        }
+        let listed = ok(h.list_items(&json!({"limit": 500, "max_chars_per_item": 1})));
+        for item in listed["items"].as_array().unwrap() {
+            let args = json!({"window_id": item["window_id"], "item_id": item["item_id"], "offset_chars": 3, "limit_chars": 50});
+            out.push(h.read_item(&args).text);
+        }
+        out
+    }
+
+    fn item() -> impl Strategy<Value = Item> {
+        (0u8..4, "(needle|abc|é|😀|\"|\\\\| |\n|x{40}|\t){0,120}")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn every_tool_answers_as_with_the_texts_in_memory(
+            items in proptest::collection::vec(item(), 1..40),
+            picks in proptest::collection::vec((0usize..40, 0usize..200, 1usize..12), 0..4),
+        ) {
+            let (held, indexed, _file) = both(&items);
+            prop_assert_eq!(indexed.held_text_bytes(), 0);
+            prop_assert_eq!(indexed.text_bytes(), held.text_bytes());
+            let mut queries: Vec<String> = ["needle", "abc", "é😀", "x\n", "\"\\", "nope-nope", "ab"]
+                .map(String::from)
+                .to_vec();
+            for (i, from, len) in picks {
+                let text = &items[i % items.len()].1;
+                let chars: Vec<char> = text.chars().collect();
+                if chars.is_empty() {
+                    continue;
+                }
+                let from = from % chars.len();
+                queries.push(chars[from..(from + len).min(chars.len())].iter().collect());
+            }
+            prop_assert_eq!(answers(&indexed, &queries), answers(&held, &queries));
+        }
+    }
+
+    /// A history of more than the largest chunk, searched newest first for a rare needle, reads
+    /// the rest back chunk by chunk and finds what the in-memory one finds.
+    #[test]
+    fn a_long_scan_reads_the_file_back_in_chunks() {
+        let items: Vec<Item> = (0..700)
+            .map(|i| {
+                (
+                    i as u8 % 3,
+                    if i % 211 == 5 {
+                        format!("{} ab {}", "y".repeat(300), "z".repeat(300))
+                    } else {
+                        format!("{i:04} ").repeat(60)
+                    },
+                )
+            })
+            .collect();
+        let (held, indexed, _file) = both(&items);
+        assert!(indexed.text_bytes() > SMALL.bulk_scan_min);
+        // "ab" is under a trigram's length: no block filter, a scan of everything.
+        let queries = vec!["ab".to_string(), "0650 0650".to_string()];
+        assert_eq!(answers(&indexed, &queries), answers(&held, &queries));
+        let found = ok(indexed.search_contents(&json!({"query": "ab", "limit": 50})));
+        assert_eq!(ids(&found), vec!["e638", "e427", "e216", "e5"]);
+    }
+
+    /// The newest texts of a loaded history stay in memory (about `Tuning::recent` bytes): a
+    /// search that stops among them and a read of one of them read nothing back.
+    #[test]
+    fn the_newest_texts_are_answered_from_memory() {
+        let items: Vec<Item> = (0..300)
+            .map(|i| (i as u8 % 3, format!("item {i} {}", "w".repeat(40))))
+            .collect();
+        let (held, indexed, file) = both(&items);
+        let reads = || file.1.load(std::sync::atomic::Ordering::Relaxed);
+        let recent = indexed.recent.text.len();
+        assert!(
+            recent > SMALL.recent / 2 && recent <= SMALL.recent + SMALL.recent / 4,
+            "{recent}"
+        );
+        let newest = json!({"query": "item 29", "recent_first": true, "limit": 3});
+        assert_eq!(
+            ok(indexed.search_contents(&newest)),
+            ok(held.search_contents(&newest))
+        );
+        let read = json!({"window_id": "pcw:sess1:root", "item_id": "e298"});
+        assert_eq!(ok(indexed.read_item(&read)), ok(held.read_item(&read)));
+        assert_eq!(reads(), 0, "answered from the recent texts");
+        let oldest = json!({"window_id": "pcw:sess1:root", "item_id": "e1"});
+        assert_eq!(ok(indexed.read_item(&oldest)), ok(held.read_item(&oldest)));
+        assert_eq!(reads(), 1, "an old text is read back");
+    }
+
+    /// A line rewritten in place (same entry id and length, another text) or a file cut short is
+    /// an error naming the entry or the offset; nothing else is read as the item's text.
+    #[test]
+    fn a_file_that_changed_is_an_error_not_another_text() {
+        let items: Vec<Item> = vec![
+            (0, "the first request".into()),
+            (1, "an answer with needle".into()),
+            (2, "tool output".into()),
+        ];
+        // Nothing held among the recent texts: every text is read back.
+        let (_held, indexed, file) = both_with(&items, Tuning { recent: 0, ..SMALL });
+        let read =
+            |id: &str| indexed.read_item(&json!({"window_id": "pcw:sess1:root", "item_id": id}));
+        assert_eq!(ok(read("e1"))["content"], "an answer with needle");
+        assert!(!indexed.unreadable());
+        {
+            let mut bytes = file.0.write().unwrap();
+            let text = String::from_utf8(bytes.clone())
+                .unwrap()
+                .replace("with needle", "with noodle");
+            *bytes = text.into_bytes();
+        }
+        let e = err(read("e1"));
+        assert!(e.contains("the line of entry e1 no longer holds it"), "{e}");
+        assert!(
+            indexed.unreadable(),
+            "the host is asked to load the session again"
+        );
+        let e = err(indexed.search_contents(&json!({"query": "needle"})));
+        assert!(
+            e.contains("history_search_contents: the history's text could not be read back"),
+            "{e}"
+        );
+        assert_eq!(
+            ok(read("e0"))["content"],
+            "the first request",
+            "the lines that did not change still read"
+        );
+        file.0.write().unwrap().truncate(40);
+        let e = err(read("e2"));
+        assert!(e.contains("the session file ends before byte"), "{e}");
+    }
 }

@@ -15,8 +15,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::mirror::{History, IdKey, Interner, Role, NONE};
 use super::search::Filter;
+use super::store::{History, IdKey, Interner, ItemMeta, Role, NONE};
+use super::text::TextUnavailable;
 use super::SNIPPET_CONTEXT_CHARS;
 use crate::args;
 use crate::text::{byte_at_char, byte_before_chars, char_count};
@@ -126,9 +127,12 @@ impl History {
         let mut items: Vec<Value> = Vec::new();
         for i in found.iter().copied() {
             let Some(m) = self.items.get(i) else { continue };
-            let text = self.item_text(m);
+            let text = match self.item_text(m) {
+                Ok(text) => text,
+                Err(e) => return unreadable(TOOL, &e),
+            };
             let wanted = text
-                .get(..byte_at_char(text, max_chars))
+                .get(..byte_at_char(&text, max_chars))
                 .unwrap_or_default();
             let mut v = self.item_head(i);
             v.insert("total_chars".into(), m.chars.into());
@@ -216,13 +220,16 @@ impl History {
                 ),
             );
         }
-        let text = self.item_text(m);
+        let text = match self.item_text(m) {
+            Ok(text) => text,
+            Err(e) => return unreadable(TOOL, &e),
+        };
         // An all-ASCII item (the usual case): characters are bytes.
         let ascii = m.chars == text.len();
         let from = if ascii {
             offset
         } else {
-            byte_at_char(text, offset)
+            byte_at_char(&text, offset)
         };
         let rest = text.get(from..).unwrap_or_default();
         let content = if ascii {
@@ -290,15 +297,22 @@ impl History {
         };
         let (query, limit, offset) = (a.query.0.as_str(), a.limit.0, a.offset.0);
         let want = offset.saturating_add(limit).saturating_add(1);
-        let hits = self.search(query, &filter, a.recent_first.0, want);
+        let hits = match self.search(query, &filter, a.recent_first.0, want) {
+            Ok(hits) => hits,
+            Err(e) => return unreadable(TOOL, &e),
+        };
         let mut has_more = hits.len() > offset.saturating_add(limit);
         let mut budget = args::ResultBudget::default();
         let mut capped = false;
         let mut items: Vec<Value> = Vec::new();
         for (i, at) in hits.into_iter().skip(offset).take(limit) {
-            let Some(v) = self.hit_json(i, at, query, &budget) else {
-                capped = true;
-                break;
+            let v = match self.hit_json(i, at, query, &budget) {
+                Ok(Some(v)) => v,
+                Ok(None) => {
+                    capped = true;
+                    break;
+                }
+                Err(e) => return unreadable(TOOL, &e),
             };
             if !budget.take(&v) {
                 capped = true;
@@ -399,9 +413,24 @@ impl History {
         at: usize,
         query: &str,
         budget: &args::ResultBudget,
+    ) -> Result<Option<Value>, TextUnavailable> {
+        let Some(m) = self.items.get(i) else {
+            return Ok(None);
+        };
+        let text = self.item_text(m)?;
+        Ok(self.hit_in(i, m, &text, at, query, budget))
+    }
+
+    /// [`History::hit_json`] for the item's text.
+    fn hit_in(
+        &self,
+        i: usize,
+        m: &ItemMeta,
+        text: &str,
+        at: usize,
+        query: &str,
+        budget: &args::ResultBudget,
     ) -> Option<Value> {
-        let m = self.items.get(i)?;
-        let text = self.item_text(m);
         let before = text.get(..at)?;
         let after = text.get(at + query.len()..)?;
         let match_chars = char_count(before);
@@ -423,6 +452,14 @@ impl History {
         v.insert("snippet".into(), shown.into());
         Some(Value::Object(v))
     }
+}
+
+/// What a tool answers when a text it needs could not be read back from the session file.
+fn unreadable(tool: &str, e: &TextUnavailable) -> ToolOutput {
+    ToolOutput::error(format!(
+        "{tool}: the history's text could not be read back from the session file: {e}. \
+         Relay loads the session's history again; call the tool again in a moment"
+    ))
 }
 
 /// What an unknown `window_id` reads as.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use relay_core::engine::{self, Job, JobOutcome, JobResult, Output, Work};
-use relay_core::entry::{BranchSink, Entry};
+use relay_core::entry::{BranchSink, Entry, LineAt};
 use relay_io::session::TailLoad;
 
 use super::{Binding, Failure, Fed, LoadOp};
@@ -41,13 +41,20 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
         session_id: &'a str,
         branch: Option<engine::LoadedBranch>,
         cancel: &'a std::sync::atomic::AtomicBool,
+        /// The file the whole load's history reads its texts back from (none for the first
+        /// pass, whose current window is read whole and whose earlier windows are skimmed).
+        lines: Option<Arc<dyn relay_core::history::LineSource>>,
     }
     impl BranchSink for Sink<'_> {
         fn wanted(&self) -> bool {
             !self.cancel.load(std::sync::atomic::Ordering::Relaxed)
         }
         fn begin(&mut self) {
-            self.branch = Some(engine::LoadedBranch::new(self.session_id));
+            let mut branch = engine::LoadedBranch::new(self.session_id);
+            if let Some(lines) = &self.lines {
+                branch.read_texts_from(lines.clone());
+            }
+            self.branch = Some(branch);
         }
         fn entry(&mut self, entry: Entry) {
             self.entry_ref(&entry);
@@ -55,6 +62,11 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
         fn entry_ref(&mut self, entry: &Entry) {
             if let Some(branch) = self.branch.as_mut() {
                 branch.push(entry);
+            }
+        }
+        fn entry_at(&mut self, entry: &Entry, at: LineAt) {
+            if let Some(branch) = self.branch.as_mut() {
+                branch.push_at(entry, at);
             }
         }
     }
@@ -66,6 +78,7 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
             session_id: &job.session_id,
             branch: None,
             cancel: &job.cancel,
+            lines: None,
         };
         if job.tail {
             boundary::hold("TAIL");
@@ -81,6 +94,11 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
             }
         }
         boundary::hold_unless("LOAD", &job.cancel);
+        // The whole history keeps where each text is in the file, not the text (a file that
+        // cannot be opened again is read whole into memory, as before).
+        sink.lines = relay_io::session::SessionLines::open(&job.path)
+            .ok()
+            .map(|l| Arc::new(l) as Arc<dyn relay_core::history::LineSource>);
         let found = relay_io::session::stream_session_branch(&job.path, &job.leaf_id, &mut sink);
         match (found, sink.branch) {
             (Ok(true), Some(branch)) => Some(branch),

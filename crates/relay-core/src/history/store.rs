@@ -1,9 +1,12 @@
 //! The branch mirror: an incremental copy of the current Pi branch, split into context windows at
-//! every compaction, with every item's text in one arena.
+//! every compaction, with every item's place in one text.
 //!
 //! Layout (chosen so that per-request work never depends on session length):
-//! - all item text lives in ONE contiguous arena `String`; each item keeps `(start, end)` byte
-//!   offsets into it plus compact metadata, so items are contiguous and ordered root→leaf;
+//! - the items' texts, one after another, make one text; each item keeps its `(start, end)` byte
+//!   positions in it plus compact metadata, so items are contiguous and ordered root→leaf; the
+//!   bytes are in the arena (items fed live, or loaded without a file) or only in the session
+//!   file, whose line for the item is kept and read back when a tool needs it (`text.rs`): a
+//!   history loaded from a large file holds an index of it, not a copy;
 //! - entry ids map to their position in O(1) (`contains`, `read_item`);
 //! - windows are a small vector of `(id, first item)`; a window's items are a contiguous range;
 //! - per-role, per-tool-name and per-tool-namespace posting lists (item indices, ascending) let
@@ -30,7 +33,10 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
-use crate::entry::{Entry, EntryKind, WindowMarker};
+use std::sync::Arc;
+
+use super::text::{LineSource, Place};
+use crate::entry::{Entry, EntryKind, LineAt, WindowMarker};
 use crate::text::char_count;
 
 pub(super) const NONE: u32 = u32::MAX;
@@ -71,14 +77,37 @@ impl Role {
 
 #[derive(Debug, Clone)]
 pub(super) struct ItemMeta {
+    /// Byte positions in the history's text.
     pub(super) start: usize,
     pub(super) end: usize,
     pub(super) chars: usize,
+    /// Where the bytes are: at `held` in the arena when `line_len` is [`IN_ARENA`], else the
+    /// session file's line at offset `held` of `line_len` bytes.
+    pub(super) held: u64,
+    pub(super) line_len: u32,
+    /// For a text in the file: 32 bits of its hash ([`text_check`]), compared when it is read back.
+    pub(super) check: u32,
     pub(super) entry: u32,
     pub(super) window: u32,
     pub(super) tool: u32,
     pub(super) namespace: u32,
     pub(super) role: Role,
+}
+
+/// [`ItemMeta::line_len`] of an item whose text is in the arena.
+const IN_ARENA: u32 = u32::MAX;
+
+impl ItemMeta {
+    pub(super) fn place(&self) -> Place {
+        if self.line_len == IN_ARENA {
+            Place::Arena(self.held as usize)
+        } else {
+            Place::Line(LineAt {
+                offset: self.held,
+                len: self.line_len,
+            })
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -136,7 +165,17 @@ impl Interner {
 #[derive(Debug, Clone)]
 pub struct History {
     pub(super) session_id: String,
+    /// The texts held in memory (see [`ItemMeta::held`]).
     pub(super) arena: String,
+    /// Bytes of the history's text (the end of the last item).
+    pub(super) text_len: usize,
+    /// The session file the texts not in the arena are read back from.
+    pub(super) lines: Option<Arc<dyn LineSource>>,
+    /// The newest texts of the items kept in the file, also held in memory (see [`Recent`]).
+    pub(super) recent: Recent,
+    /// A text could not be read back (the file changed under the history): the host loads the
+    /// session again ([`History::unreadable`]).
+    pub(super) unreadable: std::cell::Cell<bool>,
     pub(super) items: Vec<ItemMeta>,
     pub(super) entries: Vec<EntryRec>,
     /// Every entry id, one after the other (see [`EntryRec`]).
@@ -151,19 +190,70 @@ pub struct History {
     pub(super) tools: Interner,
     pub(super) namespaces: Interner,
     pub(super) roles: [Vec<u32>; 4],
-    /// Which blocks of the arena may hold a needle (see `blocks.rs`), in step with the arena.
+    /// Which blocks of the text may hold a needle (see `blocks.rs`), in step with the items.
     pub(super) blocks: super::blocks::Blocks,
+    /// How the search reads the text (chunk sizes).
+    pub(super) tuning: Tuning,
+}
+
+/// Sizes that shape the search (the unit tests make them small, so that their histories span
+/// many blocks and chunks).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tuning {
+    /// Bytes per block of the block filter.
+    pub(super) block: usize,
+    /// The first chunk a newest-first search reads (it doubles up to `max_chunk`).
+    pub(super) first_chunk: usize,
+    /// The largest chunk a newest-first search reads at once.
+    pub(super) max_chunk: usize,
+    /// A newest-first search that has not finished after the largest chunk scans the rest at
+    /// once when at least this much is left.
+    pub(super) bulk_scan_min: usize,
+    /// Bytes of the newest texts of a loaded history kept in memory as well ([`Recent`]).
+    pub(super) recent: usize,
+}
+
+/// The newest texts of the items whose texts are in the file, held in memory too: what a search
+/// that stops early (a common needle, newest first) and the tools' reads of the last windows
+/// need, without reading the file back. At most about [`Tuning::recent`] bytes: the texts of the
+/// items kept in the file from position `base` of the history's text on. Only the whole load adds
+/// such items, one after another, so their texts are contiguous.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Recent {
+    pub(super) base: usize,
+    pub(super) text: Vec<u8>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            block: super::blocks::Blocks::DEFAULT_BLOCK,
+            first_chunk: 1 << 16,
+            max_chunk: 4 << 20,
+            bulk_scan_min: 16 << 20,
+            recent: 8 << 20,
+        }
+    }
 }
 
 impl History {
     /// An empty history for the session `session_id`, holding only the root window.
     pub fn new(session_id: &str) -> Self {
+        History::with_tuning(session_id, Tuning::default())
+    }
+
+    /// [`History::new`] with other search sizes.
+    pub(super) fn with_tuning(session_id: &str, tuning: Tuning) -> Self {
         let root = format!("pcw:{session_id}:root");
         let mut window_index = HashMap::default();
         window_index.insert(root.clone(), 0);
         History {
             session_id: session_id.to_string(),
             arena: String::new(),
+            text_len: 0,
+            lines: None,
+            recent: Recent::default(),
+            unreadable: std::cell::Cell::new(false),
             items: Vec::new(),
             entries: Vec::new(),
             ids: String::new(),
@@ -179,8 +269,15 @@ impl History {
             tools: Interner::default(),
             namespaces: Interner::default(),
             roles: Default::default(),
-            blocks: Default::default(),
+            blocks: super::blocks::Blocks::with_block(tuning.block),
+            tuning,
         }
+    }
+
+    /// The session file the entries pushed with their line's place ([`History::push_at`]) are
+    /// read back from.
+    pub fn read_texts_from(&mut self, lines: Arc<dyn LineSource>) {
+        self.lines = Some(lines);
     }
 
     pub fn session_id(&self) -> &str {
@@ -190,6 +287,13 @@ impl History {
     /// Appends the next entry of the branch (root→leaf order). An entry already present is
     /// ignored. Cost: proportional to the entry's text.
     pub fn push(&mut self, entry: &Entry) {
+        self.push_at(entry, None);
+    }
+
+    /// [`History::push`] for an entry whose line is at `at` in the file given to
+    /// [`History::read_texts_from`]: its text is hashed for the block filter and measured, not
+    /// kept (without a file, or without `at`, it is kept in the arena).
+    pub fn push_at(&mut self, entry: &Entry, at: Option<LineAt>) {
         let key = IdKey::of(&entry.id);
         if self.position(key, &entry.id).is_some() {
             return;
@@ -207,48 +311,23 @@ impl History {
             }
         }
         let mut opens_window = false;
-        let mut item = NONE;
-        match &entry.kind {
-            EntryKind::Compaction {
-                summary, details, ..
-            } => {
-                let id = self.compaction_window_id(&entry.id, details);
-                let index = self.windows.len() as u32;
-                self.window_index.insert(id.clone(), index);
-                self.windows.push(WindowRec {
-                    id,
-                    first_item: self.items.len(),
-                    created_at: Some(entry.timestamp.clone()),
-                    opened_by: Some(WindowMarker::of(details)),
-                });
-                opens_window = true;
-                item = self.add_item(pos, Role::System, summary, None);
-            }
-            EntryKind::Message(m) => {
-                let role = match m.role.as_str() {
-                    "user" | "custom" => Some(Role::User),
-                    "assistant" => Some(Role::Assistant),
-                    "toolResult" | "bashExecution" => Some(Role::Tool),
-                    "compactionSummary" | "branchSummary" => Some(Role::System),
-                    _ => None,
-                };
-                if let Some(role) = role {
-                    let tool = match m.role.as_str() {
-                        "bashExecution" => Some("bash"),
-                        "toolResult" => m.tool_name.as_deref(),
-                        _ => None,
-                    };
-                    item = self.add_item(pos, role, &m.text, tool);
-                }
-            }
-            EntryKind::CustomMessage { text, .. } => {
-                item = self.add_item(pos, Role::User, text, None);
-            }
-            EntryKind::BranchSummary { summary, .. } => {
-                item = self.add_item(pos, Role::System, summary, None);
-            }
-            _ => {}
+        if let EntryKind::Compaction { details, .. } = &entry.kind {
+            let id = self.compaction_window_id(&entry.id, details);
+            let index = self.windows.len() as u32;
+            self.window_index.insert(id.clone(), index);
+            self.windows.push(WindowRec {
+                id,
+                first_item: self.items.len(),
+                created_at: Some(entry.timestamp.clone()),
+                opened_by: Some(WindowMarker::of(details)),
+            });
+            opens_window = true;
         }
+        let at = at.filter(|_| self.lines.is_some());
+        let item = match item_parts(&entry.kind) {
+            Some((role, text, tool)) => self.add_item(pos, role, text, tool, at),
+            None => NONE,
+        };
         let id_start = self.ids.len() as u32;
         self.ids.push_str(&entry.id);
         self.entry_index
@@ -297,11 +376,29 @@ impl History {
         format!("pcw:{session}:{entry_id}")
     }
 
-    fn add_item(&mut self, entry: u32, role: Role, text: &str, tool: Option<&str>) -> u32 {
+    fn add_item(
+        &mut self,
+        entry: u32,
+        role: Role,
+        text: &str,
+        tool: Option<&str>,
+        at: Option<LineAt>,
+    ) -> u32 {
         let index = self.items.len() as u32;
-        let start = self.arena.len();
-        self.arena.push_str(text);
-        self.blocks.appended(self.arena.as_bytes(), start);
+        let start = self.text_len;
+        self.text_len += text.len();
+        self.blocks.add(start, text.as_bytes());
+        let (held, line_len, check) = match at {
+            Some(at) if at.len != IN_ARENA => {
+                self.keep_recent(start, text.as_bytes());
+                (at.offset, at.len, text_check(text.as_bytes()))
+            }
+            _ => {
+                let held = self.arena.len() as u64;
+                self.arena.push_str(text);
+                (held, IN_ARENA, 0)
+            }
+        };
         let (tool_id, ns_id) = match tool {
             Some(name) => {
                 let t = self.tools.add(name, index);
@@ -318,8 +415,11 @@ impl History {
         }
         self.items.push(ItemMeta {
             start,
-            end: self.arena.len(),
+            end: self.text_len,
             chars: char_count(text),
+            held,
+            line_len,
+            check,
             entry,
             window: (self.windows.len() - 1) as u32,
             tool: tool_id,
@@ -327,6 +427,43 @@ impl History {
             role,
         });
         index
+    }
+
+    /// Holds the text of the item kept in the file that starts at `start` among the recent ones,
+    /// dropping the oldest past [`Tuning::recent`] bytes (whole items, a fifth at a time).
+    fn keep_recent(&mut self, start: usize, text: &[u8]) {
+        let cap = self.tuning.recent;
+        if cap == 0 {
+            return;
+        }
+        let recent = &mut self.recent;
+        if recent.base + recent.text.len() != start {
+            // After a truncation below the recent texts, or live items between: start again.
+            recent.base = start;
+            recent.text.clear();
+        }
+        recent.text.extend_from_slice(text);
+        if recent.text.len() > cap + cap / 4 {
+            let keep_from = recent.base + recent.text.len() - cap;
+            // The first earlier item that starts at or after `keep_from`, else this one.
+            let cut = self
+                .items
+                .get(self.items.partition_point(|m| m.start < keep_from))
+                .map_or(start, |m| m.start)
+                .clamp(recent.base, start);
+            recent.text.drain(..cut - recent.base);
+            recent.base = cut;
+        }
+    }
+
+    /// The recent text of item `m` (see [`Recent`]), if held: the recent texts are the texts
+    /// of the items kept in the file from position `base` on, one after another.
+    pub(super) fn recent_text(&self, m: &ItemMeta) -> Option<&[u8]> {
+        let r = &self.recent;
+        if m.line_len == IN_ARENA || m.start < r.base {
+            return None;
+        }
+        r.text.get(m.start - r.base..m.end - r.base)
     }
 
     /// The tool name and text length (characters) of the tool result at position `pos` (root
@@ -342,11 +479,12 @@ impl History {
     }
 
     /// The text the history holds for the entry at position `pos` (root first), or `None` for an
-    /// entry that carries no item (a marker, a note operation, …). O(1).
-    pub fn entry_text(&self, pos: usize) -> Option<&str> {
+    /// entry that carries no item (a marker, a note operation, …) or whose text could not be
+    /// read back from the session file. O(1) (one line read when the text is in the file).
+    pub fn entry_text(&self, pos: usize) -> Option<std::borrow::Cow<'_, str>> {
         let rec = self.entries.get(pos)?;
         let item = self.items.get(rec.item as usize)?;
-        self.arena.get(item.start..item.end)
+        self.item_text(item).ok()
     }
 
     /// Whether an entry with this id has been pushed. O(1).
@@ -371,7 +509,7 @@ impl History {
         let Some(pos) = self.position(IdKey::of(entry_id), entry_id) else {
             return false;
         };
-        let text_before = self.arena.len();
+        let text_before = self.text_len;
         while self.entries.len() > pos as usize + 1 {
             let last = self.entries.len() as u32 - 1;
             let key = IdKey::of(self.id_at(last as usize));
@@ -392,7 +530,18 @@ impl History {
                 pop(&mut self.roles, meta.role as u32);
                 pop(&mut self.tools.postings, meta.tool);
                 pop(&mut self.namespaces.postings, meta.namespace);
-                self.arena.truncate(meta.start);
+                self.text_len = meta.start;
+                match meta.place() {
+                    Place::Arena(held) => self.arena.truncate(held),
+                    Place::Line(_) => {
+                        let r = &mut self.recent;
+                        if meta.start >= r.base {
+                            r.text.truncate(meta.start - r.base);
+                        } else {
+                            r.text.clear();
+                        }
+                    }
+                }
             }
             if let Some(window) = rec.opens_window.then(|| self.windows.pop()).flatten() {
                 let index = self.windows.len() as u32;
@@ -405,8 +554,8 @@ impl History {
                 }
             }
         }
-        if self.arena.len() < text_before {
-            self.blocks.truncated(self.arena.as_bytes());
+        if self.text_len < text_before {
+            self.blocks.truncated(self.text_len);
         }
         if self.root_named_at.is_some_and(|at| at > pos) {
             self.root_named_at = None;
@@ -454,8 +603,19 @@ impl History {
         self.windows.iter().map(|w| w.id.as_str()).collect()
     }
 
-    /// Total bytes of item text held.
+    /// Whether a text could not be read back from the session file since this history was
+    /// built: it no longer matches the file, which must be loaded again.
+    pub fn unreadable(&self) -> bool {
+        self.unreadable.get()
+    }
+
+    /// Total bytes of item text, in memory or in the session file.
     pub fn text_bytes(&self) -> usize {
+        self.text_len
+    }
+
+    /// Bytes of item text held in memory (the rest is read back from the session file).
+    pub fn held_text_bytes(&self) -> usize {
         self.arena.len()
     }
 
@@ -464,6 +624,7 @@ impl History {
         use std::mem::size_of;
         self.arena.capacity()
             + self.blocks.heap_bytes()
+            + self.recent.text.capacity()
             + self.items.capacity() * size_of::<ItemMeta>()
             + self.entries.capacity() * size_of::<EntryRec>()
             + self.ids.capacity()
@@ -498,9 +659,41 @@ impl History {
             .get(w + 1)
             .map_or(self.items.len(), |n| n.first_item)
     }
+}
 
-    pub(super) fn item_text(&self, m: &ItemMeta) -> &str {
-        self.arena.get(m.start..m.end).unwrap_or_default()
+/// 32 bits of a hash of an item's text, kept for a text read back from the file: a line that
+/// still has the entry's id and the text's length but another text is told apart.
+pub(super) fn text_check(text: &[u8]) -> u32 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(text);
+    (h.finish() >> 32) as u32
+}
+
+/// What a history item is made of an entry: its role, its text and the tool it is a result of;
+/// `None` for an entry that is no item (a marker, a note operation, …).
+pub(super) fn item_parts(kind: &EntryKind) -> Option<(Role, &str, Option<&str>)> {
+    match kind {
+        EntryKind::Compaction { summary, .. } | EntryKind::BranchSummary { summary, .. } => {
+            Some((Role::System, summary, None))
+        }
+        EntryKind::Message(m) => {
+            let role = match m.role.as_str() {
+                "user" | "custom" => Role::User,
+                "assistant" => Role::Assistant,
+                "toolResult" | "bashExecution" => Role::Tool,
+                "compactionSummary" | "branchSummary" => Role::System,
+                _ => return None,
+            };
+            let tool = match m.role.as_str() {
+                "bashExecution" => Some("bash"),
+                "toolResult" => m.tool_name.as_deref(),
+                _ => None,
+            };
+            Some((role, &m.text, tool))
+        }
+        EntryKind::CustomMessage { text, .. } => Some((Role::User, text, None)),
+        _ => None,
     }
 }
 
