@@ -231,7 +231,7 @@ impl Default for Tuning {
             first_chunk: 1 << 16,
             max_chunk: 4 << 20,
             bulk_scan_min: 16 << 20,
-            recent: 8 << 20,
+            recent: 4 << 20,
         }
     }
 }
