@@ -1071,6 +1071,31 @@ mod probe {
     fn tail_probe() {
         let file = PathBuf::from(std::env::var("RELAY_PROBE_FILE").unwrap());
         let leaf = std::env::var("RELAY_PROBE_LEAF").unwrap();
+        if std::env::var("RELAY_PROBE_ONLY").is_ok_and(|v| v == "tail") {
+            // CPU time of the whole process (all threads), from /proc/self/stat, in ms.
+            let cpu = || {
+                let stat = fs::read_to_string("/proc/self/stat").unwrap();
+                let fields: Vec<&str> = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap()
+                    .split_whitespace()
+                    .collect();
+                (fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()) * 10
+            };
+            for _ in 0..5 {
+                let (t, c) = (std::time::Instant::now(), cpu());
+                let mut sink = Count(0);
+                let r = stream_session_tail(&file, &leaf, &mut sink).unwrap();
+                eprintln!(
+                    "tail {:?} wall, {} ms CPU, {r:?} {} entries",
+                    t.elapsed(),
+                    cpu() - c,
+                    sink.0
+                );
+            }
+            return;
+        }
         if std::env::var("RELAY_PROBE_ONLY").is_ok_and(|v| v == "skim1") {
             for _ in 0..3 {
                 let t = std::time::Instant::now();
