@@ -99,6 +99,8 @@ async function runPi(variant, file, n) {
 		wallMs,
 		toFirstRequest: marks.firstRequest - marks.sessionStart,
 		firstRequestAt: marks.firstRequest - t0,
+		sessionStartAt: marks.sessionStart - t0,
+		shutdownAt: (marks.shutdown ?? marks.exit) - t0,
 		afterShutdown: marks.exit - (marks.shutdown ?? marks.exit),
 		peakRss: marks.peakRss,
 		peakSampled: Math.max(...sampled),
@@ -113,11 +115,11 @@ async function bench(label, file) {
 		for (const variant of Object.keys(VARIANTS)) {
 			const r = await runPi(variant, file, i);
 			runs[variant].push(r);
-			log(`${label} ${variant} run ${i + 1}: whole run ${(r.wallMs / 1000).toFixed(2)} s, first request ${(r.firstRequestAt / 1000).toFixed(2)} s (${r.toFirstRequest} ms after session_start), exit ${r.afterShutdown} ms after session_shutdown, peak RSS ${mib(r.peakRss)} MiB (sampled ${mib(r.peakSampled)}), RSS at the first request ${mib(r.rssAtFirstRequest)} MiB; load ${load()}`);
+			log(`${label} ${variant} run ${i + 1}: whole run ${(r.wallMs / 1000).toFixed(2)} s, session_start at ${(r.sessionStartAt / 1000).toFixed(2)} s, first request ${(r.firstRequestAt / 1000).toFixed(2)} s (${r.toFirstRequest} ms after session_start), session_shutdown at ${(r.shutdownAt / 1000).toFixed(2)} s, exit ${r.afterShutdown} ms after session_shutdown, peak RSS ${mib(r.peakRss)} MiB (sampled ${mib(r.peakSampled)}), RSS at the first request ${mib(r.rssAtFirstRequest)} MiB; load ${load()}`);
 		}
 	}
 	return Object.fromEntries(
-		Object.entries(runs).map(([v, rs]) => [v, Object.fromEntries(["wallMs", "toFirstRequest", "firstRequestAt", "afterShutdown", "peakRss", "peakSampled", "rssAtFirstRequest"].map((k) => [k, median(rs.map((r) => r[k]))]))]),
+		Object.entries(runs).map(([v, rs]) => [v, Object.fromEntries(["wallMs", "toFirstRequest", "firstRequestAt", "sessionStartAt", "shutdownAt", "afterShutdown", "peakRss", "peakSampled", "rssAtFirstRequest"].map((k) => [k, median(rs.map((r) => r[k]))]))]),
 	);
 }
 

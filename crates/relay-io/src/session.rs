@@ -209,6 +209,61 @@ fn stream_session_tail_with(
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(fail)?;
     let text = String::from_utf8_lossy(&bytes);
+    let read = |part: &[usize]| read_window(&text, from, &starts, &entries, part);
+    // A large window is read in full on two threads, one half (by bytes) each.
+    let half = from.saturating_add(text.len() as u64 / 2);
+    let split = if text.len() as u64 >= parallel_from.min(PARALLEL_WINDOW_BYTES) {
+        window.partition_point(|&i| starts.get(i).is_some_and(|&s| s < half))
+    } else {
+        0
+    };
+    let tail = match window.split_at(split) {
+        ([], _) | (_, []) => read(window),
+        (first, second) => std::thread::scope(|scope| {
+            let spawned = std::thread::Builder::new()
+                .name("relay-session-window".into())
+                .spawn_scoped(scope, || read(second));
+            let Ok(handle) = spawned else {
+                return read(window);
+            };
+            let mut tail = read(first);
+            match (&mut tail, handle.join()) {
+                (Some(tail), Ok(Some(rest))) => tail.extend(rest),
+                _ => return None,
+            }
+            tail
+        }),
+    };
+    // `None`: the file changed under the reader, no tail to trust.
+    let Some(tail) = tail else {
+        return Ok(TailLoad::NoTail);
+    };
+    sink.begin();
+    for &i in before {
+        if let Some(entry) = entries.get(i) {
+            sink.entry_ref(entry);
+        }
+    }
+    for entry in tail {
+        sink.entry(entry);
+    }
+    Ok(TailLoad::Tail)
+}
+
+/// A current window at least this large (in bytes) is read in full on two threads (a file at
+/// least `parallel_from` large when that is smaller: the tests).
+const PARALLEL_WINDOW_BYTES: u64 = 4 << 20;
+
+/// The entries `window` names (indices into the skimmed `entries`, whose lines start at
+/// `starts`), read in full from `text`, the file from byte `from` on; `None` when a line no
+/// longer holds its skimmed entry (the file changed under the reader).
+fn read_window(
+    text: &str,
+    from: u64,
+    starts: &[u64],
+    entries: &[Entry],
+    window: &[usize],
+) -> Option<Vec<Entry>> {
     let mut tail = Vec::with_capacity(window.len());
     for &i in window {
         let line = starts
@@ -220,20 +275,10 @@ fn stream_session_tail_with(
         match line.and_then(last_entry_of_line) {
             // The same line read in full: the same entry, with its texts.
             Some(entry) if entries.get(i).is_some_and(|e| e.id == entry.id) => tail.push(entry),
-            // The file changed under the reader: no tail to trust.
-            _ => return Ok(TailLoad::NoTail),
+            _ => return None,
         }
     }
-    sink.begin();
-    for &i in before {
-        if let Some(entry) = entries.get(i) {
-            sink.entry_ref(entry);
-        }
-    }
-    for entry in tail {
-        sink.entry(entry);
-    }
-    Ok(TailLoad::Tail)
+    Some(tail)
 }
 
 /// The skimmed entries of a file (or part of one), the byte offset of each one's line, and
@@ -1170,5 +1215,97 @@ mod tests {
         );
         assert!(find_sessions(&dir.join("missing")).is_err());
         fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod probe {
+    use super::*;
+    use relay_core::entry::Entry;
+
+    struct Count(usize);
+    impl BranchSink for Count {
+        fn begin(&mut self) {
+            self.0 = 0;
+        }
+        fn entry(&mut self, _e: Entry) {
+            self.0 += 1;
+        }
+        fn entry_ref(&mut self, _e: &Entry) {
+            self.0 += 1;
+        }
+    }
+
+    /// `RELAY_PROBE_FILE=<session> RELAY_PROBE_LEAF=<id> cargo test --profile bench -p relay-io
+    /// tail_probe -- --ignored --nocapture`: the first pass's parts, timed.
+    #[test]
+    #[ignore = "a timing probe on a given session file"]
+    fn tail_probe() {
+        let file = PathBuf::from(std::env::var("RELAY_PROBE_FILE").unwrap());
+        let leaf = std::env::var("RELAY_PROBE_LEAF").unwrap();
+        if std::env::var("RELAY_PROBE_ONLY").is_ok_and(|v| v == "tail") {
+            // CPU time of the whole process (all threads), from /proc/self/stat, in ms.
+            let cpu = || {
+                let stat = fs::read_to_string("/proc/self/stat").unwrap();
+                let fields: Vec<&str> = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap()
+                    .split_whitespace()
+                    .collect();
+                (fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()) * 10
+            };
+            for _ in 0..5 {
+                let (t, c) = (std::time::Instant::now(), cpu());
+                let mut sink = Count(0);
+                let r = stream_session_tail(&file, &leaf, &mut sink).unwrap();
+                eprintln!(
+                    "tail {:?} wall, {} ms CPU, {r:?} {} entries",
+                    t.elapsed(),
+                    cpu() - c,
+                    sink.0
+                );
+            }
+            return;
+        }
+        if std::env::var("RELAY_PROBE_ONLY").is_ok_and(|v| v == "skim1") {
+            for _ in 0..3 {
+                let t = std::time::Instant::now();
+                let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
+                eprintln!(
+                    "skim 1 thread {:?} ({} entries)",
+                    t.elapsed(),
+                    one.entries.len()
+                );
+            }
+            return;
+        }
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let mut f = fs::File::open(&file).unwrap();
+            let mut n = 0usize;
+            for_each_block_exact(&mut f, |b, _| {
+                n += b.len();
+                true
+            })
+            .unwrap();
+            let read = t.elapsed();
+            let t = std::time::Instant::now();
+            let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
+            let skim1 = t.elapsed();
+            let t = std::time::Instant::now();
+            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0).unwrap();
+            let skim2 = t.elapsed();
+            let t = std::time::Instant::now();
+            let mut sink = Count(0);
+            let r = stream_session_tail(&file, &leaf, &mut sink).unwrap();
+            let tail = t.elapsed();
+            eprintln!(
+                "read+utf8 {read:?} ({n} B) | skim 1 thread {skim1:?} | skim 2 threads {skim2:?} ({} entries) | tail {tail:?} {r:?} {} entries",
+                one.entries.len(),
+                sink.0
+            );
+            assert_eq!(one.entries.len(), two.entries.len());
+        }
     }
 }

@@ -491,6 +491,24 @@ pub fn skim_entry_of_line(raw: &str) -> Option<Entry> {
     if line.trim().is_empty() {
         return None;
     }
+    // A message line in Pi's shape is read by the fast path, any other by serde: the same entry.
+    let raw = match super::skim::message_line(line) {
+        Some(raw) => raw,
+        None => serde_json::from_str::<RawLine<'_, SkimMessage<'_>>>(line).ok()?,
+    };
+    match convert(raw) {
+        Ok(Line::Entry(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// [`skim_entry_of_line`] read by serde alone (the fast path's oracle in the tests).
+#[cfg(test)]
+pub(super) fn skim_entry_of_line_by_serde(raw: &str) -> Option<Entry> {
+    let line = raw.strip_suffix('\r').unwrap_or(raw);
+    if line.trim().is_empty() {
+        return None;
+    }
     let raw: RawLine<'_, SkimMessage<'_>> = serde_json::from_str(line).ok()?;
     match convert(raw) {
         Ok(Line::Entry(e)) => Some(e),

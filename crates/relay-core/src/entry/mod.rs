@@ -4,6 +4,7 @@
 //! - `types`: [`Entry`], [`EntryKind`], [`Message`], [`Header`], [`Line`] and the decoding errors;
 //! - `decode`: one JSON line or object → [`Line`] / [`Entry`]; a whole file → [`ParsedSession`];
 //! - `raw`: the borrowed serde shapes `decode` reads a line into (in full, or skimmed);
+//! - `skim`: the byte-level fast path of the skim for `message` lines (serde's result or "not sure");
 //! - `branch`: the root→leaf path of a session's tree, from entries or streamed from a file;
 //! - `foreign`: pi-context's and pi-context-budget's entries read as Relay's ([`adopt`]);
 //! - `marker`: what opened a window ([`WindowMarker`], Relay's compaction `details` in every shape).
@@ -25,6 +26,7 @@ mod decode;
 mod foreign;
 mod marker;
 mod raw;
+mod skim;
 mod types;
 
 pub use branch::{
@@ -43,5 +45,7 @@ pub use types::{
     SystemDelta,
 };
 
+#[cfg(test)]
+mod skim_tests;
 #[cfg(test)]
 mod tests;

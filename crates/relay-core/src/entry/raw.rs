@@ -80,6 +80,40 @@ pub(super) struct RawLine<'a, M = RawMessage<'a>> {
     pub(super) name: Option<Str<'a>>,
 }
 
+impl<'a, M> RawLine<'a, M> {
+    /// A line with none of its fields (what the fast path of the skim fills in).
+    pub(super) fn empty() -> Self {
+        RawLine {
+            kind: None,
+            id: None,
+            parent_id: None,
+            timestamp: None,
+            version: None,
+            cwd: None,
+            parent_session: None,
+            message: None,
+            provider: None,
+            model_id: None,
+            thinking_level: None,
+            summary: None,
+            first_kept_entry_id: None,
+            tokens_before: None,
+            details: None,
+            from_hook: None,
+            from_id: None,
+            custom_type: None,
+            data: None,
+            content: None,
+            display: None,
+            system_message: None,
+            replacement: None,
+            target_id: None,
+            label: None,
+            name: None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 pub(super) struct RawMessage<'a> {
     #[serde(borrow)]
