@@ -238,10 +238,21 @@ fn stream_session_tail_with(
     let Some(tail) = tail else {
         return Ok(TailLoad::NoTail);
     };
+    drop(text);
+    drop(bytes);
+    // Each skimmed entry is handed over by value, so that what it holds is freed as the branch
+    // grows (the first pass's peak is the skimmed entries and the branch built from them).
+    let mut entries = entries;
     sink.begin();
     for &i in before {
-        if let Some(entry) = entries.get(i) {
-            sink.entry_ref(entry);
+        if let Some(entry) = entries.get_mut(i) {
+            let placeholder = Entry {
+                id: String::new(),
+                parent_id: None,
+                timestamp: String::new(),
+                kind: EntryKind::Usage,
+            };
+            sink.entry(std::mem::replace(entry, placeholder));
         }
     }
     for entry in tail {
