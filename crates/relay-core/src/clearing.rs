@@ -25,8 +25,8 @@
     clippy::indexing_slicing
 )]
 
-use crate::config::ClearToolResults;
 use crate::render::group_digits;
+use crate::settings::ClearToolResults;
 
 /// The trigger when none is configured, in a window large enough for it.
 pub const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;

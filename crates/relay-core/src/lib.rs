@@ -13,7 +13,6 @@
 
 pub mod args;
 pub mod clearing;
-pub mod config;
 pub mod effective;
 pub mod engine;
 pub mod entry;
@@ -28,6 +27,7 @@ pub mod policy;
 pub mod render;
 pub mod resume_check;
 pub mod scheduler;
+pub mod settings;
 pub mod staleness;
 pub mod text;
 pub mod time;

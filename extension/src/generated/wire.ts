@@ -151,7 +151,7 @@ export type Event =
 
 /**
  * The raw configuration sources the adapter collects. Which value wins is decided here, the way
- * Pi merges its own settings (`config::SettingsLayers` in relay-core).
+ * Pi merges its own settings (`settings::SettingsLayers` in relay-core).
  */
 export type ConfigSources = {
 	/**

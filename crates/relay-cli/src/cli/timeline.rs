@@ -29,10 +29,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use relay_core::config::{reminder_threshold, DEFAULT_REMINDER_MARGIN_TOKENS};
 use relay_core::engine::wire::CLEARING_TYPE;
 use relay_core::entry::{EntryKind, WindowMarker};
 use relay_core::policy::derived_thresholds;
+use relay_core::settings::{reminder_threshold, DEFAULT_REMINDER_MARGIN_TOKENS};
 use serde_json::{json, Value};
 
 use super::history::load_session;

@@ -317,7 +317,7 @@ impl Engine {
                 "",
                 0,
                 self.settings.reserve.default,
-                self.settings.config.role == Some(crate::config::Role::Subagent),
+                self.settings.config.role == Some(crate::settings::Role::Subagent),
             ),
         };
         params.relaunch = self.relaunch_handoff().is_some();

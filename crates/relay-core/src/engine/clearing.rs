@@ -14,7 +14,7 @@ use serde_json::json;
 use super::wire::{ContextEdit, Effect, HookReply, HookResult, Marker, Moment, CLEARING_TYPE};
 use super::Engine;
 use crate::clearing::{decide, trigger_tokens};
-use crate::config::reminder_threshold;
+use crate::settings::reminder_threshold;
 
 impl Engine {
     /// The trigger in this moment's window (`None`: no clearing).

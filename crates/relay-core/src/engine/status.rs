@@ -12,11 +12,11 @@ use serde_json::json;
 
 use super::wire::{Effect, HookReply, Moment, NotifyLevel, REMINDER_TYPE};
 use super::Engine;
-use crate::config::{remaining_tokens, reminder_threshold};
 use crate::effective::{effective_config, render_effective_config, ConfigQuery};
 use crate::policy::{self, Mode};
 use crate::render::{group_digits, render_reminder, render_status, ClearingStatus, StatusInfo};
 use crate::scheduler::{ResetSource, SchedInput};
+use crate::settings::{remaining_tokens, reminder_threshold};
 
 impl Engine {
     /// The footer: `relay w<n> · <left> · reset pending (…) · <budget mode>`.

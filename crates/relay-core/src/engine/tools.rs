@@ -18,7 +18,6 @@ use super::budget::ReadyHandoff;
 use super::wire::{GitFacts, HookReply, Marker, Moment, ToolReply, HANDOFF_TYPE};
 use super::Engine;
 use crate::args;
-use crate::config::remaining_tokens;
 use crate::handoff::{
     duplicate_check, narrative_cuts, render_markdown_with, shortened_reply, sidecar_json,
     HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta,
@@ -28,6 +27,7 @@ use crate::notes::{NoteOp, NOTE_CUSTOM_TYPE};
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
 use crate::resume_check::CheckResult;
 use crate::scheduler::NewContextAnswer;
+use crate::settings::remaining_tokens;
 use crate::ToolOutput;
 
 /// The reset guard's refusal of `new_context` in a window opened by a reset that holds no work

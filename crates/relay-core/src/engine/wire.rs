@@ -285,7 +285,7 @@ impl TryFrom<ObservationJson> for Observation {
 }
 
 /// The raw configuration sources the adapter collects. Which value wins is decided here, the way
-/// Pi merges its own settings (`config::SettingsLayers` in relay-core).
+/// Pi merges its own settings (`settings::SettingsLayers` in relay-core).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -116,7 +116,7 @@ impl Default for BudgetConfig {
 }
 
 /// What a configuration key holds. The parsers' key tables ([`BUDGET_KEYS`],
-/// [`crate::config::RELAY_KEYS`], [`crate::config::COMPACTION_KEYS`]) are the one list of the keys
+/// [`crate::settings::RELAY_KEYS`], [`crate::settings::COMPACTION_KEYS`]) are the one list of the keys
 /// Relay reads: a key missing from its table is reported as unknown, and the hostile-input tests
 /// derive a value of every wrong JSON type for every key from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
