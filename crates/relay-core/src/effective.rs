@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::engine::wire::ConfigSources;
 use crate::engine::wrapper::ownership;
-use crate::policy::config::{
+use crate::policy::budget_file::{
     effective_mode, quoted_key, resolve_thresholds, BudgetConfig, EffectiveMode, KeyKind, Mode,
     BUDGET_KEYS, DEFAULT_IDLE_MINUTES, DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS,
 };

@@ -1,4 +1,4 @@
-//! The token-budget policy: configuration ([`config`]), threshold resolution, modes and a pure,
+//! The token-budget policy: configuration ([`budget_file`]), threshold resolution, modes and a pure,
 //! immutable transition function.
 //!
 //! # Shape
@@ -52,13 +52,13 @@
     clippy::indexing_slicing
 )]
 
-pub mod config;
+pub mod budget_file;
 mod failure;
 pub mod glob;
 mod texts;
 mod transition;
 
-pub use config::{
+pub use budget_file::{
     cwd_matches, derived_thresholds, effective_mode, invalid_file_config, parse_budget_config,
     resolve_thresholds, BudgetConfig, EffectiveMode, LoopGuard, Mode, ModelOverride, PolicyParams,
     ThresholdOverrides, Thresholds, SEED_MAIN, SEED_SUBAGENT,

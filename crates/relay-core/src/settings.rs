@@ -56,7 +56,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::policy::config::{key_names, known_key, KeyKind};
+use crate::policy::budget_file::{key_names, known_key, KeyKind};
 use crate::ConfigIssue;
 
 /// The settings key holding Relay's object.
@@ -82,7 +82,7 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
     ("continueAfterReset", KeyKind::Bool),
     (
         "budget",
-        KeyKind::Object(crate::policy::config::BUDGET_KEYS),
+        KeyKind::Object(crate::policy::budget_file::BUDGET_KEYS),
     ),
     ("role", KeyKind::OneOf(&["main", "subagent"])),
     ("clearToolResults", KeyKind::Object(CLEAR_KEYS)),
