@@ -18,9 +18,10 @@ use serde_json::Value;
 
 use crate::engine::wire::ConfigSources;
 use crate::engine::wrapper::ownership;
-use crate::policy::budget_file::{
-    effective_mode, quoted_key, resolve_thresholds, BudgetConfig, EffectiveMode, KeyKind, Mode,
-    BUDGET_KEYS, DEFAULT_IDLE_MINUTES, DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS,
+use crate::policy::budget_file::{quoted_key, KeyKind, BUDGET_KEYS};
+use crate::policy::{
+    effective_mode, resolve_thresholds, BudgetConfig, EffectiveMode, Mode, DEFAULT_IDLE_MINUTES,
+    DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS,
 };
 use crate::render::group_digits;
 use crate::settings::{

@@ -55,13 +55,19 @@
 pub mod budget_file;
 mod failure;
 pub mod glob;
+mod modes;
 mod texts;
+mod thresholds;
 mod transition;
 
 pub use budget_file::{
-    cwd_matches, derived_thresholds, effective_mode, invalid_file_config, parse_budget_config,
-    resolve_thresholds, BudgetConfig, EffectiveMode, LoopGuard, Mode, ModelOverride, PolicyParams,
-    ThresholdOverrides, Thresholds, SEED_MAIN, SEED_SUBAGENT,
+    invalid_file_config, parse_budget_config, BudgetConfig, LoopGuard, Mode, ModelOverride,
+    ThresholdOverrides,
+};
+pub use modes::{cwd_matches, effective_mode, EffectiveMode};
+pub use thresholds::{
+    derived_thresholds, resolve_thresholds, PolicyParams, Thresholds, DEFAULT_IDLE_MINUTES,
+    DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS, SEED_MAIN, SEED_SUBAGENT,
 };
 
 pub use failure::{classify_compact_failure, FailureKind};
