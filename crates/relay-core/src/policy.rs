@@ -25,13 +25,13 @@
 //! ([`PolicyInput::BeforeSettle`]`{ pending_work }`) and at least `idleMinTokens`, one
 //! continuation asks for a handoff (`idle_requested`; it also spends the run's settle
 //! continuation). A handoff written then is pending as [`CommitKind::Idle`] (other tools blocked)
-//! and its turn end requests [`ResetSource::Idle`]; an idle commit never counts. Only
+//! and its turn end requests [`PolicyReset::Idle`]; an idle commit never counts. Only
 //! [`PolicyInput::BeforeAgentStart`] (a new external run) or an applied reset ends the request.
 //!
 //! **Idle-input recovery.** New input while no run is active ([`PolicyInput::ExternalInput`]),
 //! after at least `idleMinutes` since the agent's last activity (the engine measures it from the
 //! `nowMs` of its observations), with a stored handoff still valid and a window larger than
-//! `keepRecentTokens`, requests [`ResetSource::IdleInput`]: an uncounted idle commit of that
+//! `keepRecentTokens`, requests [`PolicyReset::IdleInput`]: an uncounted idle commit of that
 //! handoff, installed before the input runs and continuing nothing (the input is the new window's
 //! first request). Not in `Compacting`/`HandoffPendingCommit`, nor under a cap, loop-guard or
 //! compaction-failure fallback. **One reset per boundary:** this reset is installed from Pi's
@@ -346,10 +346,11 @@ pub enum NotifyLevel {
     Warning,
 }
 
-/// What a requested reset is.
+/// What a reset the policy requests is (the scheduler's `ResetSource` is why a reset happens,
+/// of every kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum ResetSource {
+pub enum PolicyReset {
     /// Commit of a written handoff: the boot block carries it.
     Handoff,
     /// Mechanical fallback reset: the boot block carries `note` instead of a handoff.
@@ -375,7 +376,7 @@ pub enum PolicyEffect {
     /// continuation. `at_turn_end`: install it at this `turn_end` (else at the settle point).
     /// `note`: the boot block's notice of a forced (mechanical) reset.
     RequestReset {
-        source: ResetSource,
+        source: PolicyReset,
         kind: CommitKind,
         handoff_path: Option<String>,
         continue_run: bool,

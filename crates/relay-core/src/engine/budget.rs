@@ -616,17 +616,17 @@ impl Engine {
                     ..
                 } => {
                     let input = match source {
-                        policy::ResetSource::Handoff => SchedInput::HandoffCommitReady,
+                        policy::PolicyReset::Handoff => SchedInput::HandoffCommitReady,
                         // An idle handoff commits as the scheduler's idle reset at this boundary
                         // (the boot block carries the written handoff).
-                        policy::ResetSource::Idle => SchedInput::ForcedResetRequested {
+                        policy::PolicyReset::Idle => SchedInput::ForcedResetRequested {
                             source: ResetSource::Idle,
                             at_turn_end,
                         },
                         // Idle-input recovery: Pi's compaction is started from `input`, and its
                         // hook is answered with the idle reset carrying the stored handoff.
-                        policy::ResetSource::IdleInput => SchedInput::InputResetRequested,
-                        policy::ResetSource::Forced => {
+                        policy::PolicyReset::IdleInput => SchedInput::InputResetRequested,
+                        policy::PolicyReset::Forced => {
                             self.budget.forced = Some(ForcedReset {
                                 note: note.unwrap_or_default(),
                                 continue_run,

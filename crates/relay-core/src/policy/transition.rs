@@ -14,7 +14,7 @@ use serde_json::json;
 use super::texts::*;
 use super::{
     event, CommitKind, FallbackReason, Floor, Mode, NotifyLevel, PendingHandoff, Phase,
-    PolicyEffect, PolicyInput, PolicyParams, PolicyState, ResetSource, HANDOFF_TOOL,
+    PolicyEffect, PolicyInput, PolicyParams, PolicyReset, PolicyState, HANDOFF_TOOL,
 };
 
 /// Whether a handoff written now is forced by the policy (handoff threshold or fallback): forced
@@ -223,9 +223,9 @@ fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
     let idle = pending.kind == CommitKind::Idle;
     fx.push(PolicyEffect::RequestReset {
         source: if idle {
-            ResetSource::Idle
+            PolicyReset::Idle
         } else {
-            ResetSource::Handoff
+            PolicyReset::Handoff
         },
         kind: pending.kind,
         handoff_path: Some(pending.path),
@@ -262,7 +262,7 @@ fn forced_reset(
         json!({"reason": reason.as_str(), "tokens": s.tokens, "atTurnEnd": at_turn_end, "continues": continue_run}),
     ));
     fx.push(PolicyEffect::RequestReset {
-        source: ResetSource::Forced,
+        source: PolicyReset::Forced,
         kind,
         handoff_path: None,
         continue_run,
@@ -312,7 +312,7 @@ fn idle_input_reset(
         }),
     ));
     fx.push(PolicyEffect::RequestReset {
-        source: ResetSource::IdleInput,
+        source: PolicyReset::IdleInput,
         kind: CommitKind::Idle,
         handoff_path: Some(path.to_string()),
         continue_run: false,
