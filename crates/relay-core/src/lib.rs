@@ -31,6 +31,7 @@ pub mod settings;
 pub mod staleness;
 pub mod text;
 pub mod time;
+pub mod tool_name;
 
 use serde::Serialize;
 

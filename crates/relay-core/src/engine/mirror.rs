@@ -19,7 +19,7 @@ use super::wire::{
     RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
-use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
+use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
 use crate::handoff::HandoffFingerprint;
 use crate::history::History;
 use crate::integrations::RecordedJob;
@@ -27,6 +27,7 @@ use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
+use crate::tool_name::ToolName;
 
 /// Per-window facts derived from the mirror (positions are indices into the mirrored branch).
 #[derive(Debug, Clone, Default)]
@@ -652,10 +653,10 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
-                if m.stop_reason.as_deref() == Some("toolUse") {
+                if m.stop() == Some(StopReason::ToolUse) {
                     self.current.tool_called_at.get_or_insert(pos);
                 }
-                if !matches!(m.stop_reason.as_deref(), Some("error" | "length")) {
+                if !m.stop().is_some_and(|r| r.failed_or_cut()) {
                     self.current.rearmed_at.get_or_insert(pos);
                 }
                 Observed::Other
@@ -672,9 +673,11 @@ impl Mirror {
                         }
                     }
                 }
-                if !m.is_error && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) {
+                if !m.is_error
+                    && m.tool_name.as_deref().map(ToolName::of) != Some(ToolName::ContextHandoff)
+                {
                     self.progress_marks.push(pos);
-                    if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
+                    if m.tool_name.as_deref().map(ToolName::of) != Some(ToolName::NewContext) {
                         self.current.worked_at.get_or_insert(pos);
                     }
                 }
@@ -850,7 +853,7 @@ impl Mirror {
         let mark = match &entry.kind {
             EntryKind::Message(m) => {
                 let valid = m.role == "assistant"
-                    && !matches!(m.stop_reason.as_deref(), Some("aborted" | "error"))
+                    && !m.stop().is_some_and(|r| r.aborted_or_failed())
                     && m.usage_total.unwrap_or(0) > 0;
                 let editable = match m.role.as_str() {
                     "user" | "toolResult" | "custom" => Editable::Content,

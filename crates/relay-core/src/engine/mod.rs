@@ -81,10 +81,10 @@ pub use stale::stale_record;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextEdit, ContextMessage, Continuation, DeliverAs, Effect,
     Event, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
-    RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE,
-    CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE,
-    REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE,
-    WATCH_CHECK_TYPE,
+    PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts,
+    BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
+    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE,
+    STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
@@ -98,6 +98,7 @@ use crate::render::{
 use crate::scheduler::{
     AttemptId, CompactReason, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
 };
+use crate::tool_name::ToolName;
 
 /// While the shared context guard is off, Pi's own summarizer runs for `/compact` and threshold
 /// compactions. When it fails, the window gets one bounded mechanical fallback: the next such
@@ -708,7 +709,7 @@ impl Engine {
             } => {
                 // A tool that really ran (a blocked call did not) invalidates a handoff written
                 // before it: it neither commits nor travels into an overflow reset.
-                if tool_name != crate::policy::HANDOFF_TOOL
+                if ToolName::of(tool_name) != ToolName::ContextHandoff
                     && !self.budget.policy.blocked_calls.contains(tool_call_id)
                 {
                     self.tool_results_seen += 1;
@@ -733,7 +734,7 @@ impl Engine {
                 self.apply_policy(fx, moment, &mut reply);
                 let outs = self.scheduler.handle(SchedInput::TurnEnd {
                     has_queued_user_messages: moment.has_pending_messages,
-                    completed: outcome.as_deref().unwrap_or("completed") == "completed",
+                    completed: PiOutcome::completed(outcome.as_ref()),
                 });
                 self.apply_sched(outs, moment, &mut reply);
                 // The reminder goes in where the next request will read it: after a turn whose
@@ -752,7 +753,7 @@ impl Engine {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
             Event::AgentBeforeSettle { outcome, jobs } => {
-                if outcome.as_deref().unwrap_or("completed") == "completed" {
+                if PiOutcome::completed(outcome.as_ref()) {
                     // Pending work: a queued user follow-up, background work the host reports
                     // (`Moment::pending_work`), or this session's pending pi-jobs jobs/watches.
                     let jobs = crate::integrations::pending_jobs(
@@ -768,10 +769,12 @@ impl Engine {
                     });
                     self.apply_policy(fx, moment, &mut reply);
                 }
-                let outcome = match outcome.as_deref() {
-                    Some("aborted") => Outcome::Aborted,
-                    Some("error") => Outcome::Error,
-                    _ => Outcome::Completed,
+                // An outcome this Relay does not know is not a completed one: the scheduler keeps
+                // what the run owes, as after an error.
+                let outcome = match outcome {
+                    None | Some(PiOutcome::Completed) => Outcome::Completed,
+                    Some(PiOutcome::Aborted) => Outcome::Aborted,
+                    Some(PiOutcome::Error | PiOutcome::Other(_)) => Outcome::Error,
                 };
                 let outs = self.scheduler.handle(SchedInput::BeforeSettle {
                     outcome,

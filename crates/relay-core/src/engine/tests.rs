@@ -1792,7 +1792,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         ));
         let mut o = obs(
             Event::AgentBeforeSettle {
-                outcome: outcome.map(str::to_string),
+                outcome: outcome.map(PiOutcome::from),
                 jobs: None,
             },
             Some(15_000),
@@ -3085,4 +3085,30 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     configure(&mut fresh);
     fresh.append(&[entries.clone(), appended].concat());
     assert_eq!(fresh.handle(&obs(turn_end, Some(20_000))).result, None);
+}
+
+#[test]
+fn pi_outcome_keeps_an_unknown_value_and_counts_it_as_not_completed() {
+    let turn: Event =
+        serde_json::from_value(json!({"type": "turn_end", "toolResults": 0, "outcome": "paused"}))
+            .unwrap();
+    let Event::TurnEnd { outcome, .. } = &turn else {
+        panic!("{turn:?}");
+    };
+    assert_eq!(outcome, &Some(PiOutcome::Other("paused".into())));
+    assert!(!PiOutcome::completed(outcome.as_ref()));
+    assert!(PiOutcome::completed(None));
+    assert!(PiOutcome::completed(Some(&PiOutcome::Completed)));
+    assert!(!PiOutcome::completed(Some(&PiOutcome::Aborted)));
+    // The wire form is the string Pi sent, known or not.
+    assert_eq!(
+        serde_json::to_value(&turn).unwrap()["outcome"],
+        json!("paused")
+    );
+    let settle: Event =
+        serde_json::from_value(json!({"type": "agent_before_settle", "outcome": "error"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&settle).unwrap()["outcome"],
+        json!("error")
+    );
 }

@@ -28,6 +28,7 @@ use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
 use crate::resume_check::CheckResult;
 use crate::scheduler::NewContextAnswer;
 use crate::settings::remaining_tokens;
+use crate::tool_name::ToolName;
 use crate::ToolOutput;
 
 /// The reset guard's refusal of `new_context` in a window opened by a reset that holds no work
@@ -55,7 +56,7 @@ impl Engine {
             };
             &estimated
         };
-        if name.starts_with("history_") && self.mirror.skimmed {
+        if ToolName::of(name).is_history() && self.mirror.skimmed {
             // The extension waits for the whole history first (`needs_history`); never answer
             // from the part that is loaded as if it were all of it.
             return ToolOutput::error(format!(
@@ -63,7 +64,7 @@ impl Engine {
             ))
             .into();
         }
-        if name == crate::memory_tool::TOOL {
+        if ToolName::of(name) == ToolName::Memory {
             // Anthropic's memory tool: the notes call it means runs as if the model had made it.
             return match crate::memory_tool::translate(&self.mirror.notes, args) {
                 Ok(call) => self.tool(call.tool, &call.args, moment),

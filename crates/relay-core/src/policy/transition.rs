@@ -14,8 +14,9 @@ use serde_json::json;
 use super::texts::*;
 use super::{
     event, CommitKind, FallbackReason, Floor, Mode, NotifyLevel, PendingHandoff, Phase,
-    PolicyEffect, PolicyInput, PolicyParams, PolicyReset, PolicyState, HANDOFF_TOOL,
+    PolicyEffect, PolicyInput, PolicyParams, PolicyReset, PolicyState,
 };
+use crate::tool_name::ToolName;
 
 /// Whether a handoff written now is forced by the policy (handoff threshold or fallback): forced
 /// handoffs bypass the duplicate back-off.
@@ -378,7 +379,7 @@ fn on_tool_call(
     name: &str,
     fx: &mut Vec<PolicyEffect>,
 ) {
-    if name == HANDOFF_TOOL {
+    if ToolName::of(name) == ToolName::ContextHandoff {
         return;
     }
     if let Some((reason, terminate)) = block_reason(s, p) {
@@ -437,7 +438,7 @@ fn on_tool_finished(
     success: bool,
     fx: &mut Vec<PolicyEffect>,
 ) {
-    if name == HANDOFF_TOOL || s.blocked_calls.iter().any(|b| b == id) {
+    if ToolName::of(name) == ToolName::ContextHandoff || s.blocked_calls.iter().any(|b| b == id) {
         return;
     }
     if success {
