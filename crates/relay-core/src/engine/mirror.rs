@@ -1085,11 +1085,27 @@ impl Engine {
         self.outstanding.reminder = None;
     }
 
-    /// Append entries that follow the current tip on the branch.
-    pub fn append(&mut self, entries: &[Entry]) {
+    /// Append entries that follow the current tip on the branch: the first one's parent is the
+    /// tip (the root's `None` when the mirror is empty) and each later one's parent the one before
+    /// it. Anything else (a walk that went wrong, entries out of order, a branch Pi left) would
+    /// mirror a branch Pi does not have: nothing is appended and the answer says so; the host then
+    /// reloads the whole branch ([`Input::Resync`](super::door::Input), asked for by the output's
+    /// `needs_branch`).
+    pub fn append(&mut self, entries: &[Entry]) -> Appended {
+        let mut parent = self.tip().map(str::to_string);
+        for entry in entries {
+            if entry.parent_id != parent {
+                return Appended::NotDescending {
+                    entry: entry.id.clone(),
+                    tip: parent,
+                };
+            }
+            parent = Some(entry.id.clone());
+        }
         for entry in entries {
             self.push(entry);
         }
+        Appended::Mirrored
     }
 
     /// Drop every entry after `id` (all entries when `id` is None), as after a tree navigation.
@@ -1132,6 +1148,29 @@ impl Engine {
             Observed::Boot => self.outstanding.boot = false,
             Observed::Reminder => self.outstanding.reminder = None,
             Observed::Other => {}
+        }
+    }
+}
+
+/// What [`Engine::append`] did with new entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    /// They continue the tip and are mirrored.
+    Mirrored,
+    /// `entry` does not follow the one before it (`tip`, the mirror's tip for the first entry;
+    /// `None`: the root): nothing was mirrored; the whole branch must be reloaded.
+    NotDescending { entry: String, tip: Option<String> },
+}
+
+impl Appended {
+    /// The warning for entries that do not descend from the tip.
+    pub fn warning(&self) -> Option<String> {
+        match self {
+            Appended::Mirrored => None,
+            Appended::NotDescending { entry, tip } => Some(format!(
+                "relay: entry {entry} does not follow the mirror's tip ({}); the session is reloaded from Pi",
+                tip.as_deref().unwrap_or("the root")
+            )),
         }
     }
 }

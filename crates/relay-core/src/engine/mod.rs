@@ -74,7 +74,7 @@ mod hostile_tests;
 mod tests;
 
 pub use door::{Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, Output, Work};
-pub use mirror::LoadedBranch;
+pub use mirror::{Appended, LoadedBranch};
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use stale::stale_record;

@@ -1499,6 +1499,7 @@ fn the_usage_estimate_combines_messages_as_pi_does() {
     // A navigation back before the edit restores the usage-based figure.
     let before_edit = format!("{:08x}", 9);
     e.truncate_after(Some(&before_edit));
+    b.last = Some(before_edit.clone());
     assert_eq!(est(&e), Some(1_000 + trailing));
     // After a reset: unknown until an answer in the new window reports usage.
     e.append(&[b.compaction(
@@ -3111,4 +3112,59 @@ fn pi_outcome_keeps_an_unknown_value_and_counts_it_as_not_completed() {
         serde_json::to_value(&settle).unwrap()["outcome"],
         json!("error")
     );
+}
+
+/// New entries are mirrored only when they descend from the mirror's tip; otherwise nothing is
+/// mirrored and the answer asks for the whole branch (the binding then sets `needsBranch`).
+#[test]
+fn append_mirrors_only_entries_that_descend_from_the_tip() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let first = b.user("one");
+    let second = b.answer("two", 1_000);
+    assert_eq!(e.append(std::slice::from_ref(&first)), Appended::Mirrored);
+    assert_eq!(e.tip(), Some(first.id.as_str()));
+    // A gap: the third entry's parent is the second, which the mirror does not hold.
+    let third = b.user("three");
+    let gap = e.append(std::slice::from_ref(&third));
+    assert_eq!(
+        gap,
+        Appended::NotDescending {
+            entry: third.id.clone(),
+            tip: Some(first.id.clone()),
+        }
+    );
+    assert_eq!(e.tip(), Some(first.id.as_str()), "nothing was mirrored");
+    assert!(!e.contains(&third.id));
+    assert_eq!(
+        gap.warning().unwrap(),
+        format!(
+            "relay: entry {} does not follow the mirror's tip ({}); the session is reloaded from Pi",
+            third.id, first.id
+        )
+    );
+    // Out of order within one batch: nothing of it is mirrored.
+    let out_of_order = e.append(&[third.clone(), second.clone()]);
+    assert!(
+        matches!(out_of_order, Appended::NotDescending { ref entry, .. } if *entry == third.id)
+    );
+    assert!(!e.contains(&second.id));
+    // In order, the same entries are mirrored.
+    assert_eq!(
+        e.append(&[second.clone(), third.clone()]),
+        Appended::Mirrored
+    );
+    assert_eq!(e.tip(), Some(third.id.as_str()));
+    // An empty mirror takes only a branch that starts at the root.
+    let mut fresh = engine();
+    let mut root = Branch::new();
+    let r1 = root.user("root");
+    let r2 = root.user("next");
+    assert!(matches!(
+        fresh.append(std::slice::from_ref(&r2)),
+        Appended::NotDescending { tip: None, .. }
+    ));
+    assert_eq!(fresh.tip(), None);
+    assert_eq!(fresh.append(&[r1, r2.clone()]), Appended::Mirrored);
+    assert_eq!(fresh.tip(), Some(r2.id.as_str()));
 }
