@@ -31,10 +31,11 @@
 //! # Persisted shape
 //!
 //! ```json
-//! {"kind":"write","path":"plan.md","content":"…","atMs":1764453907000}
+//! {"v":1,"kind":"write","path":"plan.md","content":"…","atMs":1764453907000}
 //! ```
-//! `kind` is `"write"` or `"append"`. Unknown extra keys are ignored (forward compatibility); a
-//! missing or mistyped known key makes the whole operation invalid.
+//! [`crate::records::NoteRecord`]: `kind` is `"write"` or `"append"`; `v` is absent in an earlier
+//! Relay's operations. Unknown extra keys are ignored (forward compatibility); a missing or
+//! mistyped known key makes the whole operation invalid, and the error names it.
 
 #![deny(
     clippy::unwrap_used,
@@ -50,6 +51,7 @@ use memchr::memmem;
 use serde_json::{json, Map, Value};
 
 use crate::args;
+use crate::records::{NoteRecord, Record};
 use crate::ToolOutput;
 
 /// The `customType` of the custom session entry carrying one note operation in its `data`.
@@ -126,53 +128,46 @@ pub struct NoteOp {
 }
 
 impl NoteOp {
-    /// Parse an operation persisted in a custom entry's `data`, validating its shape, path and
-    /// timestamp. (Size depends on the current note and is checked by [`Notes::apply`].)
+    /// Parse an operation persisted in a custom entry's `data` ([`NoteRecord`], any version),
+    /// validating its shape, path and timestamp. (Size depends on the current note and is
+    /// checked by [`Notes::apply`].)
     pub fn from_data(data: &Value) -> Result<NoteOp, NoteError> {
-        let obj = data.as_object().ok_or_else(|| {
-            NoteError::Malformed(format!(
+        if !data.is_object() {
+            return Err(NoteError::Malformed(format!(
                 "expected an object, got {}",
                 crate::json_kind(data)
-            ))
-        })?;
-        let field = |key: &str| -> Result<&str, NoteError> {
-            match obj.get(key) {
-                Some(Value::String(s)) => Ok(s.as_str()),
-                Some(other) => Err(NoteError::Malformed(format!(
-                    "`{key}` must be a string, got {}",
-                    crate::json_kind(other)
-                ))),
-                None => Err(NoteError::Malformed(format!("missing `{key}`"))),
-            }
-        };
-        let kind = match field("kind")? {
+            )));
+        }
+        let record = NoteRecord::parse(data).map_err(NoteError::Malformed)?;
+        let kind = match record.kind.as_str() {
             "write" => NoteOpKind::Write,
             "append" => NoteOpKind::Append,
-            other => return Err(NoteError::UnknownKind(other.to_string())),
+            _ => return Err(NoteError::UnknownKind(record.kind)),
         };
-        let path = field("path")?;
-        validate_replayed_path(path)?;
-        let content = field("content")?;
-        let at_ms = match obj.get("atMs") {
-            Some(v) => timestamp_from_json(v)?,
-            None => return Err(NoteError::Malformed("missing `atMs`".into())),
-        };
+        validate_replayed_path(&record.path)?;
+        let at_ms = timestamp_from_json(&record.at_ms)?;
         Ok(NoteOp {
             kind,
-            path: path.to_string(),
-            content: content.to_string(),
+            path: record.path,
+            content: record.content,
             at_ms,
         })
     }
 
-    /// The `data` the extension persists with `appendEntry(NOTE_CUSTOM_TYPE, data)`.
+    /// The record the extension persists with `appendEntry(NOTE_CUSTOM_TYPE, data)`.
+    pub fn record(&self) -> NoteRecord {
+        NoteRecord {
+            v: crate::records::VERSION,
+            kind: self.kind.as_str().into(),
+            path: self.path.clone(),
+            content: self.content.clone(),
+            at_ms: self.at_ms.into(),
+        }
+    }
+
+    /// [`NoteOp::record`] as JSON.
     pub fn to_data(&self) -> Value {
-        json!({
-            "kind": self.kind.as_str(),
-            "path": self.path,
-            "content": self.content,
-            "atMs": self.at_ms,
-        })
+        self.record().to_value()
     }
 }
 

@@ -12,8 +12,6 @@
 //!   reacting to it (a reset applied, a boot block or reminder that arrived) is the engine's part,
 //!   in the `impl Engine` block below.
 
-use serde_json::Value;
-
 use super::wire::{
     Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
     RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
@@ -25,6 +23,9 @@ use crate::history::History;
 use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
+use crate::records::{
+    ClearingRecord, HandoffRecord, Record, ReminderDetails, ResetFailedDetails, WindowRecord,
+};
 use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
 
@@ -467,6 +468,33 @@ impl Mirror {
         std::mem::take(&mut self.unimported).into_iter().collect()
     }
 
+    /// A window marker that names a handoff file: the handoff written on the branch just before
+    /// (`relay/handoff` with the same path) opens this window, or pi-context-budget's committed
+    /// handoff does with its own fingerprint.
+    fn commit_handoff(&mut self, pos: usize, record: &WindowRecord) {
+        let Some(path) = record.handoff_path.as_deref() else {
+            return;
+        };
+        let jobs = self.written_jobs.take();
+        let workspace = self.written_workspace.take();
+        if let Some((_, written, fp, lp)) = self.written_handoff.take() {
+            if written == path {
+                self.committed_handoffs.push((pos, written, fp, lp));
+                self.current.opened_by_handoff = true;
+                self.current.recorded_jobs = jobs;
+                self.current.recorded_workspace = workspace;
+            }
+        } else if let Some(fp) = record
+            .fingerprint
+            .clone()
+            .filter(|_| record.imported_from.is_some())
+        {
+            self.committed_handoffs
+                .push((pos, path.to_string(), fp, None));
+            self.current.opened_by_handoff = true;
+        }
+    }
+
     /// Mirror the next entry of the branch.
     pub(super) fn push(&mut self, entry: &Entry) -> Observed {
         let pos = self.history.entry_count();
@@ -484,47 +512,27 @@ impl Mirror {
                     },
                 );
                 self.earlier.push(previous);
-                let attempt = (details.get("relay").and_then(Value::as_str) == Some("window"))
-                    .then(|| details.get("attempt").and_then(Value::as_u64))
-                    .flatten();
+                let record = WindowRecord::read(details);
+                let attempt = record.as_ref().and_then(|r| r.attempt);
                 if let Some(a) = attempt {
                     self.max_attempt_seen = self.max_attempt_seen.max(a);
                 }
-                let source = details.get("source").and_then(Value::as_str);
+                let source = record.as_ref().and_then(|r| r.source.as_deref());
                 self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
                 self.current.opened_automatically = attempt.is_some()
                     && matches!(
                         source,
                         Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
                     );
-                let committed = details.get("handoffPath").and_then(Value::as_str);
-                if let Some(path) = committed {
-                    let jobs = self.written_jobs.take();
-                    let workspace = self.written_workspace.take();
-                    if let Some((_, written, fp, lp)) = self.written_handoff.take() {
-                        if written == path {
-                            self.committed_handoffs.push((pos, written, fp, lp));
-                            self.current.opened_by_handoff = true;
-                            self.current.recorded_jobs = jobs;
-                            self.current.recorded_workspace = workspace;
-                        }
-                    } else if let Some(fp) = details
-                        .get("fingerprint")
-                        .and_then(HandoffFingerprint::from_value)
-                        .filter(|_| details.get("importedFrom").is_some())
-                    {
-                        // pi-context-budget's committed handoff carries its own fingerprint.
-                        self.committed_handoffs
-                            .push((pos, path.to_string(), fp, None));
-                        self.current.opened_by_handoff = true;
-                    }
+                if let Some(record) = &record {
+                    self.commit_handoff(pos, record);
                 }
                 self.written_handoff = None;
                 self.written_jobs = None;
                 self.written_workspace = None;
                 // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
                 // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
-                if WindowMarker::of(details).counts() {
+                if WindowMarker::of_record(record.as_ref()).counts() {
                     self.commit_marks.push(pos);
                 }
                 Observed::Window { attempt }
@@ -546,15 +554,16 @@ impl Mirror {
                 details,
                 ..
             } if custom_type == RESET_FAILED_TYPE => {
-                if details.get("retry").and_then(Value::as_bool) == Some(true) {
+                // Every field is optional: a notice that says nothing is Relay's own, not retried.
+                let notice = ResetFailedDetails::read(details).unwrap_or_default();
+                if notice.retry {
                     self.current.reset_failed_at = Some(pos);
                 }
-                if details.get("source").and_then(Value::as_str) != Some("manual") {
+                if notice.owned() {
                     self.current.owned_failures_at.push(pos);
                     // The same rule as `Engine::report_failure`: the third failure of Relay's own
                     // reset in a window, or a persistent one, gives up.
-                    let persistent =
-                        details.get("failure").and_then(Value::as_str) == Some("persistent");
+                    let persistent = notice.persistent();
                     if self.current.gave_up_at.is_none()
                         && (persistent
                             || self.current.owned_failures_at.len()
@@ -572,7 +581,7 @@ impl Mirror {
             } if custom_type == REMINDER_TYPE => {
                 // A reminder written for an earlier window (queued just before a reset) does not
                 // stand for this window's.
-                let for_window = details.get("windowId").and_then(Value::as_str);
+                let for_window = ReminderDetails::read(details).and_then(|d| d.window_id);
                 if for_window.is_none_or(|w| w == self.history.current_window_id()) {
                     self.current.reminder_at = Some(pos);
                     Observed::Reminder
@@ -595,29 +604,19 @@ impl Mirror {
                 Observed::Other
             }
             EntryKind::Custom { custom_type, data } if custom_type == HANDOFF_TYPE => {
-                let fingerprint = data
-                    .get("fingerprint")
-                    .and_then(HandoffFingerprint::from_value);
-                let path = data.get("path").and_then(Value::as_str);
-                let launch_prompt = data
-                    .get("launchPrompt")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                if let (Some(fp), Some(path)) = (fingerprint, path) {
-                    self.written_handoff = Some((pos, path.to_string(), fp, launch_prompt));
-                    self.written_jobs = data
-                        .get("jobs")
-                        .and_then(|j| serde_json::from_value(j.clone()).ok());
-                    self.written_workspace = data
-                        .get("workspace")
-                        .and_then(|w| serde_json::from_value(w.clone()).ok());
+                if let Some(record) = HandoffRecord::read(data) {
+                    self.written_handoff =
+                        Some((pos, record.path, record.fingerprint, record.launch_prompt));
+                    self.written_jobs = record.jobs;
+                    self.written_workspace = record.workspace.map(Box::new);
                 }
                 Observed::Other
             }
             EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
-                let window = data.get("windowId").and_then(Value::as_str).unwrap_or("");
-                let freed = data.get("tokensFreed").and_then(Value::as_u64).unwrap_or(0);
-                self.clearings.push((pos, window.to_string(), freed));
+                // Every field is optional: a record that says nothing freed nothing.
+                let record = ClearingRecord::read(data).unwrap_or_default();
+                self.clearings
+                    .push((pos, record.window_id, record.tokens_freed));
                 Observed::Other
             }
             EntryKind::Custom { custom_type, data } if custom_type == STALE_CHECK_TYPE => {
