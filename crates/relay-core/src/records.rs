@@ -117,7 +117,7 @@ fn is_false(b: &bool) -> bool {
 /// there was no `commit`): [`crate::entry::WindowMarker::of`] reads both. `importedFrom` and
 /// `fingerprint` appear only on another package's compaction that `entry::adopt` read as
 /// Relay's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WindowRecord {
     /// Always [`WINDOW_TAG`]; a compaction with another tag (or none) is not Relay's.
