@@ -24,6 +24,7 @@ pub mod memory_tool;
 pub mod notes;
 pub mod on_task;
 pub mod policy;
+pub mod records;
 pub mod render;
 pub mod resume_check;
 pub mod scheduler;

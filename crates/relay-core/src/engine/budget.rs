@@ -649,6 +649,7 @@ impl Engine {
                             continuation: Continuation {
                                 custom_type: HANDOFF_REQUEST_TYPE.into(),
                                 content: text,
+                                details: crate::records::MessageDetails::current(),
                             },
                         });
                     }

@@ -25,6 +25,9 @@ use crate::history::History;
 use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
+use crate::records::{
+    ClearingRecord, HandoffRecord, Record, ReminderDetails, ResetFailedDetails, WindowRecord,
+};
 use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
@@ -468,6 +471,33 @@ impl Mirror {
         std::mem::take(&mut self.unimported).into_iter().collect()
     }
 
+    /// A window marker that names a handoff file: the handoff written on the branch just before
+    /// (`relay/handoff` with the same path) opens this window, or pi-context-budget's committed
+    /// handoff does with its own fingerprint.
+    fn commit_handoff(&mut self, pos: usize, record: &WindowRecord) {
+        let Some(path) = record.handoff_path.as_deref() else {
+            return;
+        };
+        let jobs = self.written_jobs.take();
+        let workspace = self.written_workspace.take();
+        if let Some((_, written, fp, lp)) = self.written_handoff.take() {
+            if written == path {
+                self.committed_handoffs.push((pos, written, fp, lp));
+                self.current.opened_by_handoff = true;
+                self.current.recorded_jobs = jobs;
+                self.current.recorded_workspace = workspace;
+            }
+        } else if let Some(fp) = record
+            .fingerprint
+            .clone()
+            .filter(|_| record.imported_from.is_some())
+        {
+            self.committed_handoffs
+                .push((pos, path.to_string(), fp, None));
+            self.current.opened_by_handoff = true;
+        }
+    }
+
     /// Mirror the next entry of the branch.
     pub(super) fn push(&mut self, entry: &Entry) -> Observed {
         let pos = self.history.entry_count();
@@ -476,173 +506,14 @@ impl Mirror {
         }
         self.history.push(entry);
         let observed = match &entry.kind {
-            EntryKind::Compaction { details, .. } => {
-                let previous = std::mem::replace(
-                    &mut self.current,
-                    WindowState {
-                        start: pos,
-                        ..WindowState::default()
-                    },
-                );
-                self.earlier.push(previous);
-                let attempt = (details.get("relay").and_then(Value::as_str) == Some("window"))
-                    .then(|| details.get("attempt").and_then(Value::as_u64))
-                    .flatten();
-                if let Some(a) = attempt {
-                    self.max_attempt_seen = self.max_attempt_seen.max(a);
-                }
-                let source = details.get("source").and_then(Value::as_str);
-                self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
-                self.current.opened_automatically = attempt.is_some()
-                    && matches!(
-                        source,
-                        Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
-                    );
-                let committed = details.get("handoffPath").and_then(Value::as_str);
-                if let Some(path) = committed {
-                    let jobs = self.written_jobs.take();
-                    let workspace = self.written_workspace.take();
-                    if let Some((_, written, fp, lp)) = self.written_handoff.take() {
-                        if written == path {
-                            self.committed_handoffs.push((pos, written, fp, lp));
-                            self.current.opened_by_handoff = true;
-                            self.current.recorded_jobs = jobs;
-                            self.current.recorded_workspace = workspace;
-                        }
-                    } else if let Some(fp) = details
-                        .get("fingerprint")
-                        .and_then(HandoffFingerprint::from_value)
-                        .filter(|_| details.get("importedFrom").is_some())
-                    {
-                        // pi-context-budget's committed handoff carries its own fingerprint.
-                        self.committed_handoffs
-                            .push((pos, path.to_string(), fp, None));
-                        self.current.opened_by_handoff = true;
-                    }
-                }
-                self.written_handoff = None;
-                self.written_jobs = None;
-                self.written_workspace = None;
-                // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
-                // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
-                if WindowMarker::of(details).counts() {
-                    self.commit_marks.push(pos);
-                }
-                Observed::Window { attempt }
-            }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == BOOT_TYPE => {
-                self.current.boot_at = Some(pos);
-                Observed::Boot
-            }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == STEER_TYPE => {
-                self.current.steer_at = Some(pos);
-                Observed::Other
-            }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == CONTINUE_TASK_TYPE => {
-                self.current.continued_task_at.get_or_insert(pos);
-                Observed::Other
-            }
+            EntryKind::Compaction { details, .. } => self.push_window(pos, details),
             EntryKind::CustomMessage {
                 custom_type,
                 details,
                 ..
-            } if custom_type == RESET_FAILED_TYPE => {
-                if details.get("retry").and_then(Value::as_bool) == Some(true) {
-                    self.current.reset_failed_at = Some(pos);
-                }
-                if details.get("source").and_then(Value::as_str) != Some("manual") {
-                    self.current.owned_failures_at.push(pos);
-                    // The same rule as `Engine::report_failure`: the third failure of Relay's own
-                    // reset in a window, or a persistent one, gives up.
-                    let persistent =
-                        details.get("failure").and_then(Value::as_str) == Some("persistent");
-                    if self.current.gave_up_at.is_none()
-                        && (persistent
-                            || self.current.owned_failures_at.len()
-                                >= super::MAX_OWNED_RESET_FAILURES)
-                    {
-                        self.current.gave_up_at = Some(pos);
-                    }
-                }
-                Observed::Other
-            }
-            EntryKind::CustomMessage {
-                custom_type,
-                details,
-                ..
-            } if custom_type == REMINDER_TYPE => {
-                // A reminder written for an earlier window (queued just before a reset) does not
-                // stand for this window's.
-                let for_window = details.get("windowId").and_then(Value::as_str);
-                if for_window.is_none_or(|w| w == self.history.current_window_id()) {
-                    self.current.reminder_at = Some(pos);
-                    Observed::Reminder
-                } else {
-                    Observed::Other
-                }
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == NOTE_CUSTOM_TYPE => {
-                match NoteOp::from_data(data)
-                    .map_err(|e| e.to_string())
-                    .and_then(|op| {
-                        self.notes.apply(&op).map_err(|e| e.to_string())?;
-                        Ok(op)
-                    }) {
-                    Ok(op) => self.note_ops.push((pos, op)),
-                    Err(message) => self
-                        .skipped_notes
-                        .push(format!("entry {}: {message}", entry.id)),
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == HANDOFF_TYPE => {
-                let fingerprint = data
-                    .get("fingerprint")
-                    .and_then(HandoffFingerprint::from_value);
-                let path = data.get("path").and_then(Value::as_str);
-                let launch_prompt = data
-                    .get("launchPrompt")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                if let (Some(fp), Some(path)) = (fingerprint, path) {
-                    self.written_handoff = Some((pos, path.to_string(), fp, launch_prompt));
-                    self.written_jobs = data
-                        .get("jobs")
-                        .and_then(|j| serde_json::from_value(j.clone()).ok());
-                    self.written_workspace = data
-                        .get("workspace")
-                        .and_then(|w| serde_json::from_value(w.clone()).ok());
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
-                let window = data.get("windowId").and_then(Value::as_str).unwrap_or("");
-                let freed = data.get("tokensFreed").and_then(Value::as_u64).unwrap_or(0);
-                self.clearings.push((pos, window.to_string(), freed));
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == STALE_CHECK_TYPE => {
-                if let Some(check) =
-                    super::stale::window_check(data, self.history.current_window_id())
-                {
-                    self.current.stale_check = Some(check.at(pos));
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == WATCH_CHECK_TYPE => {
-                if let Some(check) =
-                    super::watch::window_check(data, self.history.current_window_id())
-                {
-                    self.current.watch_check = Some((pos, check.0, check.1));
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == RESUME_CHECK_TYPE => {
-                if let Some(check) =
-                    super::resume::window_check(data, self.history.current_window_id())
-                {
-                    self.current.resume_check = Some((pos, check.0, check.1));
-                }
+            } => self.push_message(pos, custom_type, details),
+            EntryKind::Custom { custom_type, data } => {
+                self.push_custom(pos, &entry.id, custom_type, data);
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "user" => {
@@ -687,6 +558,146 @@ impl Mirror {
         };
         self.account_usage(pos, entry);
         observed
+    }
+
+    /// A compaction opens a window: what its window marker says (Relay's reset, or not Relay's).
+    fn push_window(&mut self, pos: usize, details: &Value) -> Observed {
+        let previous = std::mem::replace(
+            &mut self.current,
+            WindowState {
+                start: pos,
+                ..WindowState::default()
+            },
+        );
+        self.earlier.push(previous);
+        let record = WindowRecord::read(details);
+        let attempt = record.as_ref().and_then(|r| r.attempt);
+        if let Some(a) = attempt {
+            self.max_attempt_seen = self.max_attempt_seen.max(a);
+        }
+        let source = record.as_ref().and_then(|r| r.source.as_deref());
+        self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
+        self.current.opened_automatically = attempt.is_some()
+            && matches!(
+                source,
+                Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
+            );
+        if let Some(record) = &record {
+            self.commit_handoff(pos, record);
+        }
+        self.written_handoff = None;
+        self.written_jobs = None;
+        self.written_workspace = None;
+        // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
+        // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
+        if WindowMarker::of_record(record.as_ref()).counts() {
+            self.commit_marks.push(pos);
+        }
+        Observed::Window { attempt }
+    }
+
+    /// One of Relay's custom messages (any other is passed over).
+    fn push_message(&mut self, pos: usize, custom_type: &str, details: &Value) -> Observed {
+        match custom_type {
+            t if t == BOOT_TYPE => {
+                self.current.boot_at = Some(pos);
+                Observed::Boot
+            }
+            t if t == STEER_TYPE => {
+                self.current.steer_at = Some(pos);
+                Observed::Other
+            }
+            t if t == CONTINUE_TASK_TYPE => {
+                self.current.continued_task_at.get_or_insert(pos);
+                Observed::Other
+            }
+            t if t == RESET_FAILED_TYPE => {
+                // Every field is optional: a notice that says nothing is Relay's own, not retried.
+                let notice = ResetFailedDetails::read(details).unwrap_or_default();
+                if notice.retry {
+                    self.current.reset_failed_at = Some(pos);
+                }
+                if notice.owned() {
+                    self.current.owned_failures_at.push(pos);
+                    // The same rule as `Engine::report_failure`: the third failure of Relay's own
+                    // reset in a window, or a persistent one, gives up.
+                    let persistent = notice.persistent();
+                    if self.current.gave_up_at.is_none()
+                        && (persistent
+                            || self.current.owned_failures_at.len()
+                                >= super::MAX_OWNED_RESET_FAILURES)
+                    {
+                        self.current.gave_up_at = Some(pos);
+                    }
+                }
+                Observed::Other
+            }
+            t if t == REMINDER_TYPE => {
+                // A reminder written for an earlier window (queued just before a reset) does not
+                // stand for this window's.
+                let for_window = ReminderDetails::read(details).and_then(|d| d.window_id);
+                if for_window.is_none_or(|w| w == self.history.current_window_id()) {
+                    self.current.reminder_at = Some(pos);
+                    Observed::Reminder
+                } else {
+                    Observed::Other
+                }
+            }
+            _ => Observed::Other,
+        }
+    }
+
+    /// One of Relay's custom entries (any other is passed over).
+    fn push_custom(&mut self, pos: usize, id: &str, custom_type: &str, data: &Value) {
+        match custom_type {
+            t if t == NOTE_CUSTOM_TYPE => {
+                match NoteOp::from_data(data)
+                    .map_err(|e| e.to_string())
+                    .and_then(|op| {
+                        self.notes.apply(&op).map_err(|e| e.to_string())?;
+                        Ok(op)
+                    }) {
+                    Ok(op) => self.note_ops.push((pos, op)),
+                    Err(message) => self.skipped_notes.push(format!("entry {id}: {message}")),
+                }
+            }
+            t if t == HANDOFF_TYPE => {
+                if let Some(record) = HandoffRecord::read(data) {
+                    self.written_handoff =
+                        Some((pos, record.path, record.fingerprint, record.launch_prompt));
+                    self.written_jobs = record.jobs;
+                    self.written_workspace = record.workspace.map(Box::new);
+                }
+            }
+            t if t == CLEARING_TYPE => {
+                // Every field is optional: a record that says nothing freed nothing.
+                let record = ClearingRecord::read(data).unwrap_or_default();
+                self.clearings
+                    .push((pos, record.window_id, record.tokens_freed));
+            }
+            t if t == STALE_CHECK_TYPE => {
+                if let Some(check) =
+                    super::stale::window_check(data, self.history.current_window_id())
+                {
+                    self.current.stale_check = Some(check.at(pos));
+                }
+            }
+            t if t == WATCH_CHECK_TYPE => {
+                if let Some(check) =
+                    super::watch::window_check(data, self.history.current_window_id())
+                {
+                    self.current.watch_check = Some((pos, check.0, check.1));
+                }
+            }
+            t if t == RESUME_CHECK_TYPE => {
+                if let Some(check) =
+                    super::resume::window_check(data, self.history.current_window_id())
+                {
+                    self.current.resume_check = Some((pos, check.0, check.1));
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Drop every entry after `id`. False when `id` is not mirrored (nothing changes).

@@ -90,6 +90,7 @@ pub use wire::{
 use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::{classify_compact_failure, FailureKind, PolicyInput};
+use crate::records::Record;
 use crate::render::{
     render_futile_threshold, render_native_fallback_notice, render_overflow_exhausted,
     render_overflow_recovery_off, render_reset_failed, render_reset_failed_notice,
@@ -394,17 +395,21 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
-            details: Some(serde_json::json!({
-                "attempt": attempt,
-                "source": source.as_str(),
-                "retry": retry,
-                "failures": failures,
-                "failure": kind.as_str(),
-                "error": match failure {
-                    Failure::Reported { message, .. } => message,
-                    Failure::Rejected => None,
-                },
-            })),
+            details: Some(
+                crate::records::ResetFailedDetails {
+                    v: crate::records::VERSION,
+                    attempt,
+                    source: Some(source.as_str().into()),
+                    retry,
+                    failures: failures as u64,
+                    failure: Some(kind.as_str().into()),
+                    error: match failure {
+                        Failure::Reported { message, .. } => message.map(str::to_string),
+                        Failure::Rejected => None,
+                    },
+                }
+                .to_value(),
+            ),
         });
         if give_up {
             let fx = self.policy_step(PolicyInput::CompactionFailed);
@@ -496,14 +501,13 @@ impl Engine {
                 if self.budget_mode().configured == crate::policy::Mode::Off {
                     return;
                 }
-                let handoff =
-                    plan.details.get("kind").and_then(serde_json::Value::as_str) == Some("handoff");
+                let handoff = plan.details.kind.as_deref() == Some("handoff");
                 let event = self.telemetry_event(
                     "overflow_backstop",
                     serde_json::json!({
                         "handoff": handoff,
                         "willRetry": will_retry,
-                        "attempt": plan.details.get("attempt"),
+                        "attempt": plan.details.attempt,
                     }),
                     moment,
                 );
@@ -607,7 +611,7 @@ impl Engine {
                         display: true,
                         trigger_turn: false,
                         deliver_as: None,
-                        details: None,
+                        details: Some(crate::records::MessageDetails::current()),
                     });
                 }
                 reply.effects.push(self.status_effect(moment));

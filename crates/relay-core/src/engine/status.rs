@@ -8,7 +8,7 @@
 //! - `/relay on|off` lasts for this runtime and wins over the `enabled` setting.
 //! - All texts come from `crate::render` and `crate::policy` (snapshot-tested there).
 
-use serde_json::json;
+use crate::records::Record;
 
 use super::wire::{Effect, HookReply, Moment, NotifyLevel, REMINDER_TYPE};
 use super::Engine;
@@ -189,7 +189,13 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
-            details: Some(json!({ "windowId": window })),
+            details: Some(
+                crate::records::ReminderDetails {
+                    v: crate::records::VERSION,
+                    window_id: Some(window),
+                }
+                .to_value(),
+            ),
         });
     }
 

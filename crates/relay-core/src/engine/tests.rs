@@ -217,13 +217,16 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
-    assert_eq!(plan.details["relay"], "window");
-    assert_eq!(plan.details["source"], "new_context");
+    assert_eq!(plan.details.to_value()["relay"], "window");
+    assert_eq!(plan.details.to_value()["source"], "new_context");
     assert_eq!(
-        plan.details["previousWindowId"],
+        plan.details.to_value()["previousWindowId"],
         json!(format!("pcw:{SID}:root"))
     );
-    let window_id = plan.details["windowId"].as_str().unwrap().to_string();
+    let window_id = plan.details.to_value()["windowId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
         window_id.starts_with(&format!("pcw:{SID}:"))
             && window_id.len() == format!("pcw:{SID}:").len() + 8
@@ -236,7 +239,7 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     // The adapter installs it; the mirror sees the compaction: the window changes, nothing is pending.
     e.append(&[
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     assert_eq!(e.history().current_window_id(), window_id);
     let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
@@ -1338,9 +1341,9 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
-    assert_eq!(plan.details["kind"], "reset");
-    assert_eq!(plan.details["commit"], serde_json::Value::Null);
-    assert_eq!(plan.details["source"], "new_context");
+    assert_eq!(plan.details.to_value()["kind"], "reset");
+    assert_eq!(plan.details.to_value()["commit"], serde_json::Value::Null);
+    assert_eq!(plan.details.to_value()["source"], "new_context");
 }
 
 /// No silent cut: a narrative over its 12 KiB budget commits, and the reply names every
@@ -1396,7 +1399,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     assert!(plan
         .summary
         .contains("## Automatic metadata (recorded by Relay)"));
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
 
     // A handoff that fits says nothing about cuts.
     let (mut e2, _) = enforced_after_first_answer();
@@ -1445,7 +1448,7 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected the handoff commit, got {:?}", reply.result)
     };
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
     assert!(plan.summary.contains("Ship the importer"));
     assert!(plan.summary.contains("Run the tests"));
 }
@@ -1589,7 +1592,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
     };
     assert!(plan.summary.contains("STORED-MARKDOWN"), "{}", plan.summary);
     assert!(!plan.summary.contains("<reset_notice>"));
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
     let backstop = events_named(&reply, "overflow_backstop");
     assert_eq!(backstop.len(), 1);
     assert_eq!(backstop[0]["handoff"], true);
@@ -1615,7 +1618,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
         };
         assert!(!plan.summary.contains("STALE-MARKDOWN"), "{invalidate:?}");
         assert!(plan.summary.contains("<reset_notice>"));
-        assert_eq!(plan.details["kind"], "reset");
+        assert_eq!(plan.details.to_value()["kind"], "reset");
         assert_eq!(
             events_named(&reply, "overflow_backstop")[0]["handoff"],
             false
@@ -1758,7 +1761,7 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
     assert_eq!(phase(&reply), Some(json!("compacting")));
     e.append(&[
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     let after = e.handle(&obs(Event::Context, None));
     assert_eq!(phase(&after), Some(json!("idle")));
@@ -1883,10 +1886,10 @@ fn idle_input_resets_with_the_stored_handoff_before_the_input() {
     let Some(HookResult::Reset { plan }) = &hook.result else {
         panic!("{:?}", hook.result)
     };
-    assert_eq!(plan.details["attempt"], attempt);
-    assert_eq!(plan.details["source"], "idle");
-    assert_eq!(plan.details["commit"], "idle");
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["attempt"], attempt);
+    assert_eq!(plan.details.to_value()["source"], "idle");
+    assert_eq!(plan.details.to_value()["commit"], "idle");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
     assert!(
         plan.summary.contains("STORED-IDLE-MARKDOWN"),
         "{}",
@@ -2226,7 +2229,7 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
     };
     e.append(&[
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     // No answer in the new window yet: Pi judged a figure from before it. Cancelled silently.
     let stale = hook(&mut e);
@@ -2422,7 +2425,7 @@ fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_poi
     let Some(HookResult::Reset { plan }) = &fallback.result else {
         panic!("expected the in-process reset: {:?}", fallback.result)
     };
-    assert_eq!(plan.details["source"], json!("forced"));
+    assert_eq!(plan.details.to_value()["source"], json!("forced"));
     assert_eq!(events_named(&fallback, "forced_reset").len(), 1);
     assert_eq!(
         events_named(&fallback, "relaunch_failed")[0]["why"],
@@ -2753,7 +2756,7 @@ fn the_model_cannot_set_a_resume_check_or_write_the_relaunch_marker() {
     // Pi applies the reset: the marker and the compaction on the branch, then the settle point.
     e.append(&[
         b.custom(&plan.marker.custom_type, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
     let all = format!("{:?}\n{:?}", end.effects, settled.effects);

@@ -622,14 +622,16 @@ pub struct ResetPlan {
     pub marker: Marker,
     /// The compaction's summary: the next window's boot block.
     pub summary: String,
-    /// The compaction's `details` (`{relay: "window", windowId, attempt, source, …}`).
+    /// The compaction's `details`: the window marker (`{relay: "window", v, windowId, attempt,
+    /// source, …}`, [`crate::records::WindowRecord`]).
     #[cfg_attr(test, ts(type = "unknown"))]
-    pub details: Value,
+    pub details: Box<crate::records::WindowRecord>,
     /// The hidden message that keeps the run going, or `null`.
     pub continuation: Option<Continuation>,
 }
 
-/// A `custom` entry for `pi.appendEntry(customType, data)`.
+/// A `custom` entry for `pi.appendEntry(customType, data)`; `data` is one of the typed records
+/// of [`crate::records`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -646,6 +648,9 @@ pub struct Marker {
 pub struct Continuation {
     pub custom_type: String,
     pub content: String,
+    /// The message's `details` (`{v}`, [`crate::records::MessageDetails`]).
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub details: Value,
 }
 
 /// A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",
