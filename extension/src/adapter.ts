@@ -386,7 +386,8 @@ export function resetDrafts(pi: ExtensionAPI, ctx: ExtensionContext, plan: Reset
 		{ type: "compaction", summary: plan.summary, firstKeptEntryId: markerId, details: plan.details },
 	];
 	if (plan.continuation) {
-		drafts.push({ type: "custom_message", customType: plan.continuation.customType, content: plan.continuation.content, display: false });
+		const { customType, content, details } = plan.continuation;
+		drafts.push({ type: "custom_message", customType, content, display: false, details });
 	}
 	return { markerId, drafts };
 }

@@ -266,8 +266,8 @@ export default function relay(pi: ExtensionAPI) {
 		whenLoaded(rt.state, () =>
 			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, ...jobsOf() }), (out) => {
 				if (out.result?.kind === "continue") {
-					const { customType, content } = out.result.continuation;
-					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false }], continue: true };
+					const { customType, content, details } = out.result.continuation;
+					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false, details }], continue: true };
 				}
 				if (out.result?.kind !== "reset") return undefined;
 				const { drafts } = resetDrafts(pi, ctx, out.result.plan);

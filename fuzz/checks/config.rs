@@ -17,11 +17,11 @@
 //!   the model has none); with nothing explicit the result is `derived_thresholds`.
 
 use arbitrary::{Result, Unstructured};
-use relay_core::config::{
-    resolve_config, DEFAULT_RESERVE_TOKENS, MAX_AGENT_NAME_CHARS, MAX_TOKENS,
-};
 use relay_core::policy::{
     derived_thresholds, parse_budget_config, resolve_thresholds, BudgetConfig, ThresholdOverrides,
+};
+use relay_core::settings::{
+    resolve_config, DEFAULT_RESERVE_TOKENS, MAX_AGENT_NAME_CHARS, MAX_TOKENS,
 };
 use relay_core::ConfigIssue;
 use serde_json::{json, Map, Value};

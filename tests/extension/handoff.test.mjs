@@ -109,6 +109,19 @@ test("enforce: the handoff's turn end resets the window and the automatic contin
 		assert.equal(ofType(t, "custom_message", "relay/handoff-request").length, 0, "no settle continuation was needed");
 		// The new window works normally: the last entry is the continuation's reply.
 		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Resumed from the handoff.");
+		// Every record Relay wrote carries its version (crates/relay-core/src/records.rs): the
+		// window marker, the reset marker and the handoff record, the boot block, the steer and
+		// the continuation (a boundary draft) included.
+		const records = t.sessionManager.getBranch().flatMap((e) => {
+			if (e.type === "compaction") return [["compaction", e.details]];
+			if (e.type === "custom" && e.customType.startsWith("relay/")) return [[e.customType, e.data]];
+			if (e.type === "custom_message" && e.customType.startsWith("relay/")) return [[e.customType, e.details]];
+			return [];
+		});
+		for (const kind of ["compaction", "relay/reset", "relay/handoff", "relay/boot", "relay/continue"]) {
+			assert.ok(records.some(([k]) => k === kind), `a ${kind} record: ${JSON.stringify(records.map(([k]) => k))}`);
+		}
+		for (const [kind, record] of records) assert.equal(record?.v, 1, `${kind}: ${JSON.stringify(record)}`);
 	} finally {
 		await t.dispose();
 		env.restore();

@@ -180,7 +180,7 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         window: Option<u64>,
         /// Pi's compaction reserve (used with --window).
-        #[arg(long, value_name = "N", default_value_t = relay_core::config::DEFAULT_RESERVE_TOKENS)]
+        #[arg(long, value_name = "N", default_value_t = relay_core::settings::DEFAULT_RESERVE_TOKENS)]
         reserve: u64,
     },
     /// Every setting in force for a model and role, with where each value came from (default,

@@ -25,8 +25,9 @@
     clippy::indexing_slicing
 )]
 
-use crate::config::ClearToolResults;
 use crate::render::group_digits;
+use crate::settings::ClearToolResults;
+use crate::tool_name::ToolName;
 
 /// The trigger when none is configured, in a window large enough for it.
 pub const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;
@@ -34,7 +35,8 @@ pub const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;
 /// Relay's own tools whose results a clearing never touches: the notes and the history (a
 /// result read back through `history_read_item` must stay readable).
 pub fn never_cleared(tool: &str) -> bool {
-    tool.starts_with("notes_") || tool.starts_with("history_")
+    let name = ToolName::of(tool);
+    name.is_notes() || name.is_history()
 }
 
 /// The context size (tokens) from which a clearing is considered: `triggerTokens` when set; else

@@ -16,17 +16,18 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{
+use crate::engine::wire::ConfigSources;
+use crate::engine::wrapper::ownership;
+use crate::policy::budget_file::{quoted_key, KeyKind, BUDGET_KEYS};
+use crate::policy::{
+    effective_mode, resolve_thresholds, BudgetConfig, EffectiveMode, Mode, DEFAULT_IDLE_MINUTES,
+    DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS,
+};
+use crate::render::group_digits;
+use crate::settings::{
     reminder_threshold, Role, SettingsLayers, COMPACTION_KEYS, DEFAULT_AGENT_NAME,
     DEFAULT_REMINDER_MARGIN_TOKENS, DEFAULT_RESERVE_TOKENS, PROJECT_SETTINGS_FILE, RELAY_KEYS,
 };
-use crate::engine::wire::ConfigSources;
-use crate::engine::wrapper::ownership;
-use crate::policy::config::{
-    effective_mode, quoted_key, resolve_thresholds, BudgetConfig, EffectiveMode, KeyKind, Mode,
-    BUDGET_KEYS, DEFAULT_IDLE_MINUTES, DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS,
-};
-use crate::render::group_digits;
 
 /// What the report is computed for, besides the settings sources.
 #[derive(Debug, Clone, Default)]
@@ -600,8 +601,8 @@ pub fn default_text(path: &str) -> String {
             "{} (at least clearAtLeast before the reminder; none in a smaller window)",
             crate::clearing::DEFAULT_TRIGGER_TOKENS
         ),
-        "clearToolResults.keep" => crate::config::DEFAULT_CLEAR_KEEP.to_string(),
-        "clearToolResults.clearAtLeast" => crate::config::DEFAULT_CLEAR_AT_LEAST.to_string(),
+        "clearToolResults.keep" => crate::settings::DEFAULT_CLEAR_KEEP.to_string(),
+        "clearToolResults.clearAtLeast" => crate::settings::DEFAULT_CLEAR_AT_LEAST.to_string(),
         "clearToolResults.excludeTools" => "[] (Relay's notes and history results never)".into(),
         p if p.starts_with("budget.main.") || p.starts_with("budget.subagent.") => {
             "unset (derived from the window)".into()

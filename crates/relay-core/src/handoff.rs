@@ -584,6 +584,7 @@ pub fn jaccard(a: &str, b: &str) -> f64 {
 /// The comparison data of a handoff, kept in the tool result's `details` so that it survives a
 /// session reload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HandoffFingerprint {
     pub at_ms: i64,
     pub head: Option<String>,
@@ -600,20 +601,14 @@ impl HandoffFingerprint {
         }
     }
 
+    /// `{atMs, head, text}` (in the sidecar and in the `relay/handoff` record).
     pub fn to_value(&self) -> Value {
-        json!({"atMs": self.at_ms, "head": self.head, "text": self.text})
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Read back from [`HandoffFingerprint::to_value`]; `None` when the value is not a fingerprint.
     pub fn from_value(v: &Value) -> Option<Self> {
-        let at_ms = v.get("atMs")?.as_i64()?;
-        let head = match v.get("head") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return None,
-        };
-        let text = v.get("text")?.as_str()?.to_string();
-        Some(HandoffFingerprint { at_ms, head, text })
+        Self::deserialize(v).ok()
     }
 }
 

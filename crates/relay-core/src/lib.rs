@@ -13,7 +13,6 @@
 
 pub mod args;
 pub mod clearing;
-pub mod config;
 pub mod effective;
 pub mod engine;
 pub mod entry;
@@ -25,12 +24,15 @@ pub mod memory_tool;
 pub mod notes;
 pub mod on_task;
 pub mod policy;
+pub mod records;
 pub mod render;
 pub mod resume_check;
 pub mod scheduler;
+pub mod settings;
 pub mod staleness;
 pub mod text;
 pub mod time;
+pub mod tool_name;
 
 use serde::Serialize;
 

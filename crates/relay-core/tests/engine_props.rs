@@ -55,6 +55,8 @@
 //! - **a blocked tool never runs**, and `context_handoff` is never blocked;
 //! - **every reply is what the wire contract says**: each reply is serialised to JSON and read back
 //!   into the types `extension/src/adapter.ts` declares (unknown fields are an error);
+//! - **every record is versioned**: each entry Relay writes (window marker, `relay/*` custom entry
+//!   or custom message) carries `v` = `relay_core::records::VERSION`;
 //! - **the mirror is a projection of the branch**: after every action the engine's windows, notes,
 //!   tool outputs and usage estimate equal those of a fresh engine resynced from the branch.
 //!
@@ -179,6 +181,7 @@ mod wire {
         #[serde(rename = "customType")]
         pub custom_type: String,
         pub content: String,
+        pub details: Value,
     }
 
     #[derive(Debug, Deserialize)]
@@ -566,7 +569,7 @@ struct Host {
     // ----- the run -----
     streaming: bool,
     /// Steers waiting for the next request of this run.
-    steers: Vec<String>,
+    steers: Vec<(String, Value)>,
     /// `triggerTurn: false` messages held until the turn ends: (customType, content, details).
     held: Vec<(String, String, Value)>,
     /// The user's queued follow-up.
@@ -983,7 +986,7 @@ impl Host {
                             "{}: a triggering message while idle: {value}",
                             hook.name()
                         );
-                        self.steers.push(content);
+                        self.steers.push((content, details));
                     } else if self.streaming {
                         self.held.push((custom_type, content, details));
                     } else {
@@ -1072,14 +1075,15 @@ impl Host {
         // An applied reset ends the idle request.
         self.idle_requested = false;
         let marker_id = self.custom(&plan.marker.custom_type, &plan.marker.data);
-        let id = self.compaction(&plan.summary, &marker_id, &plan.details);
-        self.relay_retry_spent = plan.details["source"] == "overflow";
+        let details = serde_json::to_value(&plan.details).expect("the window marker serialises");
+        let id = self.compaction(&plan.summary, &marker_id, &details);
+        self.relay_retry_spent = plan.details.source.as_deref() == Some("overflow");
         if restates {
             self.restating.insert(id);
         }
         if continuation {
             if let Some(c) = &plan.continuation {
-                self.custom_message(&c.custom_type, &c.content, false, &Value::Null);
+                self.custom_message(&c.custom_type, &c.content, false, &c.details);
             }
         }
     }
@@ -1132,7 +1136,7 @@ impl Host {
                     );
                     if owed_before
                         || matches!(
-                            plan.details["source"].as_str(),
+                            plan.details.source.as_deref(),
                             Some("fallback" | "threshold" | "overflow")
                         )
                     {
@@ -1164,8 +1168,8 @@ impl Host {
 
     /// Deliver what waits for the next request: steers and the queued follow-up.
     fn deliver(&mut self) {
-        for steer in std::mem::take(&mut self.steers) {
-            self.custom_message(STEER_TYPE, &steer, true, &Value::Null);
+        for (steer, details) in std::mem::take(&mut self.steers) {
+            self.custom_message(STEER_TYPE, &steer, true, &details);
         }
         if let Some(text) = self.followup.take() {
             self.user(&text);
@@ -1393,9 +1397,7 @@ impl Host {
                 if std::mem::take(&mut self.promised_commit) {
                     // context_handoff told the model the context resets at the end of this turn.
                     let source = match &end.result {
-                        Some(HookResult::Reset { plan }) => {
-                            plan.details["source"].as_str().map(str::to_string)
-                        }
+                        Some(HookResult::Reset { plan }) => plan.details.source.clone(),
                         _ => None,
                     };
                     // A handoff commits as a handoff reset, or as the idle reset when it was
@@ -1452,7 +1454,7 @@ impl Host {
                         &continuation.custom_type,
                         &continuation.content,
                         false,
-                        &Value::Null,
+                        &continuation.details,
                     );
                     errored = false;
                     continue 'run;
@@ -1919,7 +1921,8 @@ impl Host {
     }
 
     fn check_reset(&mut self, hook: Hook, extra: &Value, plan: &ResetPlan) -> Result<(), String> {
-        let source = plan.details["source"].as_str().unwrap_or_default();
+        let details = serde_json::to_value(&plan.details).expect("the window marker serialises");
+        let source = details["source"].as_str().unwrap_or_default();
         let from_compaction = hook == Hook::BeforeCompact;
         check!(
             matches!(
@@ -1949,18 +1952,14 @@ impl Host {
             "marker {}",
             plan.marker.custom_type
         );
-        check!(
-            plan.details["relay"] == "window",
-            "reset details {}",
-            plan.details
-        );
-        let attempt = plan.details["attempt"].as_u64().unwrap_or(0);
+        check!(details["relay"] == "window", "reset details {details}");
+        let attempt = details["attempt"].as_u64().unwrap_or(0);
         check!(
             attempt > self.max_attempt_on_branch(),
             "attempt {attempt} is not fresh (branch has {})",
             self.max_attempt_on_branch()
         );
-        let window_id = plan.details["windowId"].as_str().unwrap_or_default();
+        let window_id = details["windowId"].as_str().unwrap_or_default();
         check!(
             window_id.starts_with(&format!("pcw:{SID}:")),
             "window id {window_id}"
@@ -2128,6 +2127,28 @@ impl Host {
     /// After every action: the mirror is a projection of the branch, and the branch itself holds
     /// what the invariants allow.
     fn check_state(&mut self) -> Result<(), String> {
+        // Every record Relay wrote carries today's version: the window marker in a compaction's
+        // `details`, a `relay/*` custom entry's `data`, a `relay/*` custom message's `details`.
+        for entry in &self.branch {
+            let record = match &entry.kind {
+                EntryKind::Compaction { details, .. } if details["relay"] == "window" => details,
+                EntryKind::Custom { custom_type, data } if custom_type.starts_with("relay/") => {
+                    data
+                }
+                EntryKind::CustomMessage {
+                    custom_type,
+                    details,
+                    ..
+                } if custom_type.starts_with("relay/") => details,
+                _ => continue,
+            };
+            check!(
+                record["v"] == relay_core::records::VERSION,
+                "entry {} is a record without version {}: {record}",
+                entry.id,
+                relay_core::records::VERSION
+            );
+        }
         // No sync here: like the adapter, the host hands entries over only inside hooks and tools,
         // so the mirror is compared with the part of the branch it has been given.
         let tip = self
@@ -2176,7 +2197,7 @@ fn result_name(r: &HookResult) -> String {
         HookResult::Block { .. } => "block".into(),
         HookResult::Reset { plan } => format!(
             "reset({}{})",
-            plan.details["source"].as_str().unwrap_or("?"),
+            plan.details.source.as_deref().unwrap_or("?"),
             if plan.continuation.is_some() {
                 "+continuation"
             } else {
@@ -2327,7 +2348,10 @@ fn the_checker_rejects_a_second_borrowed_turn_in_one_window() {
     )
     .unwrap();
     host.streaming = true;
-    host.steers.push("take notes".into());
+    host.steers.push((
+        "take notes".into(),
+        json!({ "v": relay_core::records::VERSION }),
+    ));
     let steer = json!({ "kind": "send", "customType": STEER_TYPE, "content": "take notes", "display": true, "triggerTurn": true, "deliverAs": "steer" });
     let err = host
         .check_effects(Hook::BeforeCompact, &[steer], true)

@@ -4,13 +4,17 @@
 //! `new_context`, a committed handoff with its continuation, and an overflow recovered by a
 //! mechanical reset. Today's reader must read every one of them as the Relay that wrote it
 //! meant: every line parses, the windows and what opened each, the notes, the handoff's record,
-//! the user's requests, and the branch invariants the property test holds (`support/branch.rs`).
+//! the user's requests, every record through its typed struct (`relay_core::records`), and the
+//! branch invariants the property test holds (`support/branch.rs`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
 use relay_core::engine::Engine;
-use relay_core::entry::{branch_indices, parse_session, Entry};
+use relay_core::entry::{branch_indices, parse_session, Entry, EntryKind};
+use relay_core::records::{
+    HandoffRecord, NoteRecord, Record, ResetMarkerRecord, StaleCheckRecord, WindowRecord, VERSION,
+};
 use serde_json::{json, Value};
 
 #[path = "support/branch.rs"]
@@ -128,6 +132,35 @@ fn every_golden_session_reads_as_the_relay_that_wrote_it_meant() {
                 "{name}: {needle} in {want}: {hits}"
             );
         }
+
+        // Every record of Relay's reads through its typed struct (`relay_core::records`), as
+        // the version that wrote it (no `v`: before records were versioned).
+        let mut records = 0;
+        for entry in &branch {
+            let (kind, value) = match &entry.kind {
+                EntryKind::Compaction { details, .. } if details.get("relay").is_some() => {
+                    ("window", details)
+                }
+                EntryKind::Custom { custom_type, data } => (custom_type.as_str(), data),
+                _ => continue,
+            };
+            let version = match kind {
+                "window" => WindowRecord::read(value).map(|r| r.v),
+                "relay/reset" => ResetMarkerRecord::read(value).map(|r| r.v),
+                "relay/note" => NoteRecord::parse(value).ok().map(|r| r.v),
+                "relay/handoff" => HandoffRecord::read(value).map(|r| r.v),
+                "relay/stale-check" => StaleCheckRecord::read(value)
+                    .filter(|r| r.report.is_some())
+                    .map(|r| r.v),
+                other => panic!("{name}: a record this test does not know: {other}"),
+            };
+            let version =
+                version.unwrap_or_else(|| panic!("{name}: {kind} does not read: {value}"));
+            assert!(version <= VERSION, "{name}: {kind} {value}");
+            assert_eq!(version, value.get("v").and_then(Value::as_u64).unwrap_or(0));
+            records += 1;
+        }
+        assert!(records >= 9, "{name}: {records} records");
 
         // The branch invariants of the property test; the overflow reset restates the newest
         // prompt of its window.

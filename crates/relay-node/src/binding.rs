@@ -348,7 +348,10 @@ impl Binding {
             let entries = b
                 .entries_of(entries_json)
                 .map_err(|e| invalid("new entries", e))?;
-            b.inner.append(&entries);
+            if let Some(warning) = b.inner.append(&entries).warning() {
+                b.needs_resync = true;
+                return Err(Failure::Invalid(warning));
+            }
             if let Some(journal) = b.journal.as_mut() {
                 journal.push(Fed::Append(entries));
             }
@@ -547,22 +550,12 @@ impl Binding {
         }
         if !feed.append.is_empty() {
             let entries = self.entries_of_raw(feed.append);
-            // The entries must continue the mirror's branch, each from the one before: anything
-            // else (a walk that went wrong, entries out of order) would mirror a branch Pi does
-            // not have. The mirror is then reloaded in full from Pi before the next input.
-            let mut parent = self.inner.tip().map(str::to_string);
-            for entry in &entries {
-                if entry.parent_id != parent {
-                    self.needs_resync = true;
-                    return Err(Failure::Invalid(format!(
-                        "relay: entry {} does not follow the mirror's tip ({}); the session is reloaded from Pi",
-                        entry.id,
-                        parent.as_deref().unwrap_or("the root")
-                    )));
-                }
-                parent = Some(entry.id.clone());
+            // Entries that do not continue the mirror's branch are not mirrored (the engine
+            // decides): the mirror is then reloaded in full from Pi before the next input.
+            if let Some(warning) = self.inner.append(&entries).warning() {
+                self.needs_resync = true;
+                return Err(Failure::Invalid(warning));
             }
-            self.inner.append(&entries);
             if let Some(journal) = self.journal.as_mut() {
                 journal.push(Fed::Append(entries));
             }

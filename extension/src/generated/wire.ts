@@ -151,7 +151,7 @@ export type Event =
 
 /**
  * The raw configuration sources the adapter collects. Which value wins is decided here, the way
- * Pi merges its own settings (`config::SettingsLayers` in relay-core).
+ * Pi merges its own settings (`settings::SettingsLayers` in relay-core).
  */
 export type ConfigSources = {
 	/**
@@ -316,7 +316,8 @@ export type ResetPlan = {
 	 */
 	summary: string,
 	/**
-	 * The compaction's `details` (`{relay: "window", windowId, attempt, source, …}`).
+	 * The compaction's `details`: the window marker (`{relay: "window", v, windowId, attempt,
+	 * source, …}`, [`crate::records::WindowRecord`]).
 	 */
 	details: unknown,
 	/**
@@ -326,14 +327,22 @@ export type ResetPlan = {
 };
 
 /**
- * A `custom` entry for `pi.appendEntry(customType, data)`.
+ * A `custom` entry for `pi.appendEntry(customType, data)`; `data` is one of the typed records
+ * of [`crate::records`].
  */
 export type Marker = { customType: string, data: unknown };
 
 /**
  * A hidden `custom_message` boundary draft (`display: false`).
  */
-export type Continuation = { customType: string, content: string };
+export type Continuation = {
+	customType: string,
+	content: string,
+	/**
+	 * The message's `details` (`{v}`, [`crate::records::MessageDetails`]).
+	 */
+	details: unknown,
+};
 
 /**
  * A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",

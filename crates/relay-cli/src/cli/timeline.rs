@@ -29,10 +29,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use relay_core::config::{reminder_threshold, DEFAULT_REMINDER_MARGIN_TOKENS};
 use relay_core::engine::wire::CLEARING_TYPE;
 use relay_core::entry::{EntryKind, WindowMarker};
 use relay_core::policy::derived_thresholds;
+use relay_core::records::{ClearingRecord, Record, WindowRecord};
+use relay_core::settings::{reminder_threshold, DEFAULT_REMINDER_MARGIN_TOKENS};
 use serde_json::{json, Value};
 
 use super::history::load_session;
@@ -197,34 +198,33 @@ pub fn collect(file: &Path, window: Option<u64>, reserve: u64) -> Result<Timelin
                 details,
                 ..
             } => {
-                let marker = WindowMarker::of(details);
-                let text = |k: &str| details.get(k).and_then(Value::as_str).map(str::to_string);
+                let record = WindowRecord::read(details);
+                let marker = WindowMarker::of_record(record.as_ref());
+                // Pi's own compaction (or another package's): no window marker to show.
+                let record = record.unwrap_or_default();
                 markers.push(Marker {
                     after: requests.len(),
-                    window_id: text("windowId")
+                    window_id: record
+                        .window_id
                         .unwrap_or_else(|| format!("compaction {}", entry.id)),
-                    previous_window_id: text("previousWindowId"),
+                    previous_window_id: record.previous_window_id,
                     kind: marker.kind,
                     commit: marker.commit,
-                    source: text("source"),
+                    source: record.source,
                     tokens_before: *tokens_before,
                     dropped_messages: messages_in_window,
-                    handoff_path: text("handoffPath"),
+                    handoff_path: record.handoff_path,
                     at: entry.timestamp.clone(),
                 });
                 messages_in_window = 0;
             }
             EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
-                let number = |k: &str| data.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let record = ClearingRecord::read(data).unwrap_or_default();
                 clearings.push(Clearing {
                     after: requests.len(),
-                    window_id: data
-                        .get("windowId")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    items: number("items"),
-                    tokens_freed: number("tokensFreed"),
+                    window_id: record.window_id,
+                    items: record.items,
+                    tokens_freed: record.tokens_freed,
                     at: entry.timestamp.clone(),
                 });
             }

@@ -317,7 +317,7 @@ impl Engine {
                 "",
                 0,
                 self.settings.reserve.default,
-                self.settings.config.role == Some(crate::config::Role::Subagent),
+                self.settings.config.role == Some(crate::settings::Role::Subagent),
             ),
         };
         params.relaunch = self.relaunch_handoff().is_some();
@@ -616,17 +616,17 @@ impl Engine {
                     ..
                 } => {
                     let input = match source {
-                        policy::ResetSource::Handoff => SchedInput::HandoffCommitReady,
+                        policy::PolicyReset::Handoff => SchedInput::HandoffCommitReady,
                         // An idle handoff commits as the scheduler's idle reset at this boundary
                         // (the boot block carries the written handoff).
-                        policy::ResetSource::Idle => SchedInput::ForcedResetRequested {
+                        policy::PolicyReset::Idle => SchedInput::ForcedResetRequested {
                             source: ResetSource::Idle,
                             at_turn_end,
                         },
                         // Idle-input recovery: Pi's compaction is started from `input`, and its
                         // hook is answered with the idle reset carrying the stored handoff.
-                        policy::ResetSource::IdleInput => SchedInput::InputResetRequested,
-                        policy::ResetSource::Forced => {
+                        policy::PolicyReset::IdleInput => SchedInput::InputResetRequested,
+                        policy::PolicyReset::Forced => {
                             self.budget.forced = Some(ForcedReset {
                                 note: note.unwrap_or_default(),
                                 continue_run,
@@ -649,6 +649,7 @@ impl Engine {
                             continuation: Continuation {
                                 custom_type: HANDOFF_REQUEST_TYPE.into(),
                                 content: text,
+                                details: crate::records::MessageDetails::current(),
                             },
                         });
                     }

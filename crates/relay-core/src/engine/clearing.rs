@@ -11,10 +11,11 @@
 
 use serde_json::json;
 
-use super::wire::{ContextEdit, Effect, HookReply, HookResult, Marker, Moment, CLEARING_TYPE};
+use super::wire::{ContextEdit, Effect, HookReply, HookResult, Moment};
 use super::Engine;
 use crate::clearing::{decide, trigger_tokens};
-use crate::config::reminder_threshold;
+use crate::records::{ClearingRecord, CustomRecord};
+use crate::settings::reminder_threshold;
 
 impl Engine {
     /// The trigger in this moment's window (`None`: no clearing).
@@ -55,16 +56,23 @@ impl Engine {
         let Some(clearing) = decide(cfg, trigger, tokens, window_id, &results) else {
             return false;
         };
-        let data = json!({
-            "windowId": window_id,
-            "items": clearing.items.len(),
-            "tokensFreed": clearing.tokens_freed,
-            "tokensBefore": tokens,
-        });
+        let record = ClearingRecord {
+            v: crate::records::VERSION,
+            window_id: window_id.to_string(),
+            items: clearing.items.len() as u64,
+            tokens_freed: clearing.tokens_freed,
+            tokens_before: tokens,
+        };
         // events.jsonl is the budget policy's log: an event there only while it enforces (the
         // branch's record is what the status line, `/relay` and `relay timeline` read).
         if self.policy_mode() == crate::policy::Mode::Enforce {
-            let event = self.telemetry_event("tool_results_cleared", data.clone(), moment);
+            let data = json!({
+                "windowId": record.window_id,
+                "items": record.items,
+                "tokensFreed": record.tokens_freed,
+                "tokensBefore": record.tokens_before,
+            });
+            let event = self.telemetry_event("tool_results_cleared", data, moment);
             reply.effects.push(Effect::Telemetry { event });
         }
         reply.result = Some(HookResult::Clear {
@@ -76,10 +84,7 @@ impl Engine {
                     text: c.stub,
                 })
                 .collect(),
-            record: Marker {
-                custom_type: CLEARING_TYPE.into(),
-                data,
-            },
+            record: record.marker(),
         });
         true
     }

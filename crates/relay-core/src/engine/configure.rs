@@ -1,7 +1,7 @@
 //! Configuration: the raw sources the adapter collects become Relay's settings, Pi's compaction
 //! reserve and the budget policy configuration.
 //!
-//! **Contract.** Precedence is decided in Rust ([`crate::config::SettingsLayers`]: Pi's own merge,
+//! **Contract.** Precedence is decided in Rust ([`crate::settings::SettingsLayers`]: Pi's own merge,
 //! the project only when trusted); the budget policy file, when there is one, wins over
 //! `relay.budget` (a file named by `PI_CONTEXT_BUDGET_CONFIG` that does not exist gives the
 //! defaults and a warning, never `relay.budget`). Every problem is reported at once, naming the
@@ -15,8 +15,8 @@
 use super::budget::select_budget;
 use super::wire::{ConfigSources, Effect, HookReply, NotifyLevel};
 use super::Engine;
-use crate::config::{RelayConfig, ReserveTokens, Role, SettingsLayers};
 use crate::scheduler::SchedInput;
+use crate::settings::{RelayConfig, ReserveTokens, Role, SettingsLayers};
 use crate::ConfigIssue;
 
 /// Relay's settings in the engine.

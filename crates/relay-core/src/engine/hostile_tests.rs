@@ -287,8 +287,8 @@ fn a_huge_string_in_any_argument_is_answered_quickly_and_boundedly() {
 // ---------------------------------------------------------------------------------------------
 // Every configuration value of every wrong type
 
-use crate::config::{SettingsLayers, COMPACTION_KEYS, RELAY_KEYS};
-use crate::policy::config::{quoted_key, KeyKind, BUDGET_KEYS};
+use crate::policy::budget_file::{quoted_key, KeyKind, BUDGET_KEYS};
+use crate::settings::{SettingsLayers, COMPACTION_KEYS, RELAY_KEYS};
 
 const MODEL: &str = "faux/faux-1";
 const BUDGET_FILE: &str = "/work/cfg/context-budget.json";

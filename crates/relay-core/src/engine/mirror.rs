@@ -19,14 +19,24 @@ use super::wire::{
     RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
-use crate::entry::{Entry, EntryKind, Replacement, SystemDelta, WindowMarker};
+use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
 use crate::handoff::HandoffFingerprint;
 use crate::history::History;
 use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
+use crate::records::{
+    ClearingRecord, HandoffRecord, Record, ReminderDetails, ResetFailedDetails, WindowRecord,
+};
 use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
+use crate::tool_name::ToolName;
+
+mod load;
+mod usage;
+
+pub use load::{Appended, LoadedBranch};
+use usage::*;
 
 /// Per-window facts derived from the mirror (positions are indices into the mirrored branch).
 #[derive(Debug, Clone, Default)]
@@ -111,123 +121,6 @@ impl WindowState {
     pub(super) fn first_usage(&self) -> Option<u64> {
         self.estimate.first_usage
     }
-}
-
-/// Pi's `getContextUsage()` of one window, kept incrementally (Pi's compaction code:
-/// `estimateTokens`, `estimateContextTokens`, `estimateProjectedContextTokens`).
-#[derive(Debug, Clone, Default)]
-struct Estimate {
-    /// The last valid assistant usage (neither aborted nor an error, total > 0).
-    last_usage: Option<u64>,
-    /// ceil(chars/4) of every message after it, system messages included.
-    trailing: u64,
-    /// ceil(chars/4) of every non-system message of the window (the compaction summary
-    /// included), with context edits applied: Pi's estimate when no usage can be trusted.
-    all: u64,
-    /// A context edit came after the last usage: the usage no longer stands for the context.
-    invalidated: bool,
-    /// Valid assistant usages in the window that no context edit removed.
-    usages: u32,
-    /// The window's first valid assistant usage: the budget policy's floor.
-    first_usage: Option<u64>,
-    /// The window's current system message, replayed from its system messages.
-    system: SystemReplay,
-}
-
-/// Pi's `getCurrentSystemMessage`: text contents joined by a blank line, sections patched by
-/// name, tools added and removed by name.
-#[derive(Debug, Clone, Default)]
-struct SystemReplay {
-    any: bool,
-    texts: Vec<u64>,
-    sections: std::collections::BTreeMap<String, u64>,
-    tools: std::collections::BTreeMap<String, u64>,
-}
-
-impl SystemReplay {
-    fn apply(&mut self, d: &SystemDelta) {
-        self.any = true;
-        if d.content_chars > 0 {
-            self.texts.push(d.content_chars);
-        }
-        for (name, chars) in &d.sections {
-            match chars {
-                Some(c) => {
-                    self.sections.insert(name.clone(), *c);
-                }
-                None => {
-                    self.sections.remove(name);
-                }
-            }
-        }
-        for name in &d.tools_removed {
-            self.tools.remove(name);
-        }
-        for (name, chars) in &d.tools_added {
-            self.tools.insert(name.clone(), *chars);
-        }
-    }
-
-    /// `estimateTokens` of the replayed message (0 when there is none).
-    fn tokens(&self) -> u64 {
-        if !self.any && self.tools.is_empty() {
-            return 0;
-        }
-        let n = self.texts.len() as u64;
-        let content: u64 = self.texts.iter().sum::<u64>() + 2 * n.saturating_sub(1);
-        let sections: u64 = self.sections.values().sum();
-        let k = self.tools.len() as u64;
-        let tools = if k == 0 {
-            0
-        } else {
-            self.tools.values().sum::<u64>() + (k - 1) + 2
-        };
-        (content + sections + tools).div_ceil(4)
-    }
-}
-
-/// How a context edit's replacement is measured for a message of this kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Editable {
-    /// user, toolResult, custom: text and images.
-    Content,
-    Assistant,
-    /// Other roles keep their content under an edit.
-    No,
-}
-
-/// One entry's part in the usage estimate, kept so a navigation can rebuild the estimate of the
-/// window it lands in.
-#[derive(Debug, Clone)]
-enum Mark {
-    /// A message of the context: its estimate as written and with edits applied, its valid
-    /// usage, and for a system message its delta.
-    Message {
-        original: u64,
-        current: u64,
-        usage: Option<u64>,
-        removed: bool,
-        /// A context edit replaced it (in the branch as mirrored).
-        edited: bool,
-        editable: Editable,
-        system: Option<Box<SystemDelta>>,
-    },
-    /// The compaction that opens the window: its summary message and its system snapshot.
-    Opening {
-        summary: u64,
-        system: Option<Box<SystemDelta>>,
-    },
-    /// A context edit of the entry at `target` (`None`: not on the mirrored branch).
-    Edit {
-        target: Option<usize>,
-        replacement: Option<Replacement>,
-    },
-}
-
-#[derive(Debug, Clone)]
-struct UsageMark {
-    pos: usize,
-    mark: Mark,
 }
 
 /// What a mirrored entry means for the rest of the engine.
@@ -467,6 +360,33 @@ impl Mirror {
         std::mem::take(&mut self.unimported).into_iter().collect()
     }
 
+    /// A window marker that names a handoff file: the handoff written on the branch just before
+    /// (`relay/handoff` with the same path) opens this window, or pi-context-budget's committed
+    /// handoff does with its own fingerprint.
+    fn commit_handoff(&mut self, pos: usize, record: &WindowRecord) {
+        let Some(path) = record.handoff_path.as_deref() else {
+            return;
+        };
+        let jobs = self.written_jobs.take();
+        let workspace = self.written_workspace.take();
+        if let Some((_, written, fp, lp)) = self.written_handoff.take() {
+            if written == path {
+                self.committed_handoffs.push((pos, written, fp, lp));
+                self.current.opened_by_handoff = true;
+                self.current.recorded_jobs = jobs;
+                self.current.recorded_workspace = workspace;
+            }
+        } else if let Some(fp) = record
+            .fingerprint
+            .clone()
+            .filter(|_| record.imported_from.is_some())
+        {
+            self.committed_handoffs
+                .push((pos, path.to_string(), fp, None));
+            self.current.opened_by_handoff = true;
+        }
+    }
+
     /// Mirror the next entry of the branch.
     pub(super) fn push(&mut self, entry: &Entry) -> Observed {
         self.push_at(entry, None)
@@ -474,180 +394,21 @@ impl Mirror {
 
     /// [`Mirror::push`] for an entry whose line is at `at` in the session file the history reads
     /// texts back from (see [`LoadedBranch::read_texts_from`]).
-    fn push_at(&mut self, entry: &Entry, at: Option<crate::entry::LineAt>) -> Observed {
+    pub(super) fn push_at(&mut self, entry: &Entry, at: Option<crate::entry::LineAt>) -> Observed {
         let pos = self.history.entry_count();
         if let Some(t) = crate::entry::unimported(&entry.kind) {
             *self.unimported.entry(t.to_string()).or_default() += 1;
         }
         self.history.push_at(entry, at);
         let observed = match &entry.kind {
-            EntryKind::Compaction { details, .. } => {
-                let previous = std::mem::replace(
-                    &mut self.current,
-                    WindowState {
-                        start: pos,
-                        ..WindowState::default()
-                    },
-                );
-                self.earlier.push(previous);
-                let attempt = (details.get("relay").and_then(Value::as_str) == Some("window"))
-                    .then(|| details.get("attempt").and_then(Value::as_u64))
-                    .flatten();
-                if let Some(a) = attempt {
-                    self.max_attempt_seen = self.max_attempt_seen.max(a);
-                }
-                let source = details.get("source").and_then(Value::as_str);
-                self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
-                self.current.opened_automatically = attempt.is_some()
-                    && matches!(
-                        source,
-                        Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
-                    );
-                let committed = details.get("handoffPath").and_then(Value::as_str);
-                if let Some(path) = committed {
-                    let jobs = self.written_jobs.take();
-                    let workspace = self.written_workspace.take();
-                    if let Some((_, written, fp, lp)) = self.written_handoff.take() {
-                        if written == path {
-                            self.committed_handoffs.push((pos, written, fp, lp));
-                            self.current.opened_by_handoff = true;
-                            self.current.recorded_jobs = jobs;
-                            self.current.recorded_workspace = workspace;
-                        }
-                    } else if let Some(fp) = details
-                        .get("fingerprint")
-                        .and_then(HandoffFingerprint::from_value)
-                        .filter(|_| details.get("importedFrom").is_some())
-                    {
-                        // pi-context-budget's committed handoff carries its own fingerprint.
-                        self.committed_handoffs
-                            .push((pos, path.to_string(), fp, None));
-                        self.current.opened_by_handoff = true;
-                    }
-                }
-                self.written_handoff = None;
-                self.written_jobs = None;
-                self.written_workspace = None;
-                // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
-                // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
-                if WindowMarker::of(details).counts() {
-                    self.commit_marks.push(pos);
-                }
-                Observed::Window { attempt }
-            }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == BOOT_TYPE => {
-                self.current.boot_at = Some(pos);
-                Observed::Boot
-            }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == STEER_TYPE => {
-                self.current.steer_at = Some(pos);
-                Observed::Other
-            }
-            EntryKind::CustomMessage { custom_type, .. } if custom_type == CONTINUE_TASK_TYPE => {
-                self.current.continued_task_at.get_or_insert(pos);
-                Observed::Other
-            }
+            EntryKind::Compaction { details, .. } => self.push_window(pos, details),
             EntryKind::CustomMessage {
                 custom_type,
                 details,
                 ..
-            } if custom_type == RESET_FAILED_TYPE => {
-                if details.get("retry").and_then(Value::as_bool) == Some(true) {
-                    self.current.reset_failed_at = Some(pos);
-                }
-                if details.get("source").and_then(Value::as_str) != Some("manual") {
-                    self.current.owned_failures_at.push(pos);
-                    // The same rule as `Engine::report_failure`: the third failure of Relay's own
-                    // reset in a window, or a persistent one, gives up.
-                    let persistent =
-                        details.get("failure").and_then(Value::as_str) == Some("persistent");
-                    if self.current.gave_up_at.is_none()
-                        && (persistent
-                            || self.current.owned_failures_at.len()
-                                >= super::MAX_OWNED_RESET_FAILURES)
-                    {
-                        self.current.gave_up_at = Some(pos);
-                    }
-                }
-                Observed::Other
-            }
-            EntryKind::CustomMessage {
-                custom_type,
-                details,
-                ..
-            } if custom_type == REMINDER_TYPE => {
-                // A reminder written for an earlier window (queued just before a reset) does not
-                // stand for this window's.
-                let for_window = details.get("windowId").and_then(Value::as_str);
-                if for_window.is_none_or(|w| w == self.history.current_window_id()) {
-                    self.current.reminder_at = Some(pos);
-                    Observed::Reminder
-                } else {
-                    Observed::Other
-                }
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == NOTE_CUSTOM_TYPE => {
-                match NoteOp::from_data(data)
-                    .map_err(|e| e.to_string())
-                    .and_then(|op| {
-                        self.notes.apply(&op).map_err(|e| e.to_string())?;
-                        Ok(op)
-                    }) {
-                    Ok(op) => self.note_ops.push((pos, op)),
-                    Err(message) => self
-                        .skipped_notes
-                        .push(format!("entry {}: {message}", entry.id)),
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == HANDOFF_TYPE => {
-                let fingerprint = data
-                    .get("fingerprint")
-                    .and_then(HandoffFingerprint::from_value);
-                let path = data.get("path").and_then(Value::as_str);
-                let launch_prompt = data
-                    .get("launchPrompt")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                if let (Some(fp), Some(path)) = (fingerprint, path) {
-                    self.written_handoff = Some((pos, path.to_string(), fp, launch_prompt));
-                    self.written_jobs = data
-                        .get("jobs")
-                        .and_then(|j| serde_json::from_value(j.clone()).ok());
-                    self.written_workspace = data
-                        .get("workspace")
-                        .and_then(|w| serde_json::from_value(w.clone()).ok());
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
-                let window = data.get("windowId").and_then(Value::as_str).unwrap_or("");
-                let freed = data.get("tokensFreed").and_then(Value::as_u64).unwrap_or(0);
-                self.clearings.push((pos, window.to_string(), freed));
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == STALE_CHECK_TYPE => {
-                if let Some(check) =
-                    super::stale::window_check(data, self.history.current_window_id())
-                {
-                    self.current.stale_check = Some(check.at(pos));
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == WATCH_CHECK_TYPE => {
-                if let Some(check) =
-                    super::watch::window_check(data, self.history.current_window_id())
-                {
-                    self.current.watch_check = Some((pos, check.0, check.1));
-                }
-                Observed::Other
-            }
-            EntryKind::Custom { custom_type, data } if custom_type == RESUME_CHECK_TYPE => {
-                if let Some(check) =
-                    super::resume::window_check(data, self.history.current_window_id())
-                {
-                    self.current.resume_check = Some((pos, check.0, check.1));
-                }
+            } => self.push_message(pos, custom_type, details),
+            EntryKind::Custom { custom_type, data } => {
+                self.push_custom(pos, &entry.id, custom_type, data);
                 Observed::Other
             }
             EntryKind::Message(m) if m.role == "user" => {
@@ -658,10 +419,10 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
-                if m.stop_reason.as_deref() == Some("toolUse") {
+                if m.stop() == Some(StopReason::ToolUse) {
                     self.current.tool_called_at.get_or_insert(pos);
                 }
-                if !matches!(m.stop_reason.as_deref(), Some("error" | "length")) {
+                if !m.stop().is_some_and(|r| r.failed_or_cut()) {
                     self.current.rearmed_at.get_or_insert(pos);
                 }
                 Observed::Other
@@ -678,9 +439,11 @@ impl Mirror {
                         }
                     }
                 }
-                if !m.is_error && m.tool_name.as_deref() != Some(crate::policy::HANDOFF_TOOL) {
+                if !m.is_error
+                    && m.tool_name.as_deref().map(ToolName::of) != Some(ToolName::ContextHandoff)
+                {
                     self.progress_marks.push(pos);
-                    if m.tool_name.as_deref() != Some(crate::args::NEW_CONTEXT) {
+                    if m.tool_name.as_deref().map(ToolName::of) != Some(ToolName::NewContext) {
                         self.current.worked_at.get_or_insert(pos);
                     }
                 }
@@ -690,6 +453,146 @@ impl Mirror {
         };
         self.account_usage(pos, entry);
         observed
+    }
+
+    /// A compaction opens a window: what its window marker says (Relay's reset, or not Relay's).
+    fn push_window(&mut self, pos: usize, details: &Value) -> Observed {
+        let previous = std::mem::replace(
+            &mut self.current,
+            WindowState {
+                start: pos,
+                ..WindowState::default()
+            },
+        );
+        self.earlier.push(previous);
+        let record = WindowRecord::read(details);
+        let attempt = record.as_ref().and_then(|r| r.attempt);
+        if let Some(a) = attempt {
+            self.max_attempt_seen = self.max_attempt_seen.max(a);
+        }
+        let source = record.as_ref().and_then(|r| r.source.as_deref());
+        self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
+        self.current.opened_automatically = attempt.is_some()
+            && matches!(
+                source,
+                Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
+            );
+        if let Some(record) = &record {
+            self.commit_handoff(pos, record);
+        }
+        self.written_handoff = None;
+        self.written_jobs = None;
+        self.written_workspace = None;
+        // Both marker shapes (commit type in `commit`, or in `kind` before); commit types
+        // that never count (voluntary, forcedGuard, idle, unknown ones) are passed over.
+        if WindowMarker::of_record(record.as_ref()).counts() {
+            self.commit_marks.push(pos);
+        }
+        Observed::Window { attempt }
+    }
+
+    /// One of Relay's custom messages (any other is passed over).
+    fn push_message(&mut self, pos: usize, custom_type: &str, details: &Value) -> Observed {
+        match custom_type {
+            t if t == BOOT_TYPE => {
+                self.current.boot_at = Some(pos);
+                Observed::Boot
+            }
+            t if t == STEER_TYPE => {
+                self.current.steer_at = Some(pos);
+                Observed::Other
+            }
+            t if t == CONTINUE_TASK_TYPE => {
+                self.current.continued_task_at.get_or_insert(pos);
+                Observed::Other
+            }
+            t if t == RESET_FAILED_TYPE => {
+                // Every field is optional: a notice that says nothing is Relay's own, not retried.
+                let notice = ResetFailedDetails::read(details).unwrap_or_default();
+                if notice.retry {
+                    self.current.reset_failed_at = Some(pos);
+                }
+                if notice.owned() {
+                    self.current.owned_failures_at.push(pos);
+                    // The same rule as `Engine::report_failure`: the third failure of Relay's own
+                    // reset in a window, or a persistent one, gives up.
+                    let persistent = notice.persistent();
+                    if self.current.gave_up_at.is_none()
+                        && (persistent
+                            || self.current.owned_failures_at.len()
+                                >= super::MAX_OWNED_RESET_FAILURES)
+                    {
+                        self.current.gave_up_at = Some(pos);
+                    }
+                }
+                Observed::Other
+            }
+            t if t == REMINDER_TYPE => {
+                // A reminder written for an earlier window (queued just before a reset) does not
+                // stand for this window's.
+                let for_window = ReminderDetails::read(details).and_then(|d| d.window_id);
+                if for_window.is_none_or(|w| w == self.history.current_window_id()) {
+                    self.current.reminder_at = Some(pos);
+                    Observed::Reminder
+                } else {
+                    Observed::Other
+                }
+            }
+            _ => Observed::Other,
+        }
+    }
+
+    /// One of Relay's custom entries (any other is passed over).
+    fn push_custom(&mut self, pos: usize, id: &str, custom_type: &str, data: &Value) {
+        match custom_type {
+            t if t == NOTE_CUSTOM_TYPE => {
+                match NoteOp::from_data(data)
+                    .map_err(|e| e.to_string())
+                    .and_then(|op| {
+                        self.notes.apply(&op).map_err(|e| e.to_string())?;
+                        Ok(op)
+                    }) {
+                    Ok(op) => self.note_ops.push((pos, op)),
+                    Err(message) => self.skipped_notes.push(format!("entry {id}: {message}")),
+                }
+            }
+            t if t == HANDOFF_TYPE => {
+                if let Some(record) = HandoffRecord::read(data) {
+                    self.written_handoff =
+                        Some((pos, record.path, record.fingerprint, record.launch_prompt));
+                    self.written_jobs = record.jobs;
+                    self.written_workspace = record.workspace.map(Box::new);
+                }
+            }
+            t if t == CLEARING_TYPE => {
+                // Every field is optional: a record that says nothing freed nothing.
+                let record = ClearingRecord::read(data).unwrap_or_default();
+                self.clearings
+                    .push((pos, record.window_id, record.tokens_freed));
+            }
+            t if t == STALE_CHECK_TYPE => {
+                if let Some(check) =
+                    super::stale::window_check(data, self.history.current_window_id())
+                {
+                    self.current.stale_check = Some(check.at(pos));
+                }
+            }
+            t if t == WATCH_CHECK_TYPE => {
+                if let Some(check) =
+                    super::watch::window_check(data, self.history.current_window_id())
+                {
+                    self.current.watch_check = Some((pos, check.0, check.1));
+                }
+            }
+            t if t == RESUME_CHECK_TYPE => {
+                if let Some(check) =
+                    super::resume::window_check(data, self.history.current_window_id())
+                {
+                    self.current.resume_check = Some((pos, check.0, check.1));
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Drop every entry after `id`. False when `id` is not mirrored (nothing changes).
@@ -846,388 +749,4 @@ impl Mirror {
             })
             .collect()
     }
-
-    /// Pi's context estimate, one entry at a time (see [`Estimate`]): messages count
-    /// ceil(chars/4) each as Pi counts them ([`crate::entry::Message::estimate_chars`]); a valid
-    /// assistant usage replaces everything before it; a compaction opens a window (its summary
-    /// and system snapshot); a context edit changes its target and distrusts earlier usage.
-    fn account_usage(&mut self, pos: usize, entry: &Entry) {
-        let tokens = |chars: u64| chars.div_ceil(4);
-        let mark = match &entry.kind {
-            EntryKind::Message(m) => {
-                let valid = m.role == "assistant"
-                    && !matches!(m.stop_reason.as_deref(), Some("aborted" | "error"))
-                    && m.usage_total.unwrap_or(0) > 0;
-                let editable = match m.role.as_str() {
-                    "user" | "toolResult" | "custom" => Editable::Content,
-                    "assistant" => Editable::Assistant,
-                    _ => Editable::No,
-                };
-                let estimate = tokens(m.estimate_chars);
-                Mark::Message {
-                    original: estimate,
-                    current: estimate,
-                    usage: if valid { m.usage_total } else { None },
-                    removed: false,
-                    edited: false,
-                    editable,
-                    system: m.system.clone(),
-                }
-            }
-            EntryKind::CustomMessage { estimate_chars, .. } => {
-                let estimate = tokens(*estimate_chars);
-                Mark::Message {
-                    original: estimate,
-                    current: estimate,
-                    usage: None,
-                    removed: false,
-                    edited: false,
-                    editable: Editable::Content,
-                    system: None,
-                }
-            }
-            EntryKind::BranchSummary { summary, .. } => {
-                let estimate = tokens(crate::history::utf16_len(summary) as u64);
-                Mark::Message {
-                    original: estimate,
-                    current: estimate,
-                    usage: None,
-                    removed: false,
-                    edited: false,
-                    editable: Editable::No,
-                    system: None,
-                }
-            }
-            EntryKind::Compaction {
-                summary,
-                system_message,
-                ..
-            } => Mark::Opening {
-                summary: tokens(crate::history::utf16_len(summary) as u64),
-                system: system_message.clone(),
-            },
-            EntryKind::ContextEdit {
-                target_id,
-                replacement,
-            } => Mark::Edit {
-                target: self.history.position_of(target_id),
-                replacement: *replacement,
-            },
-            _ => return,
-        };
-        self.usage_marks.push(UsageMark { pos, mark });
-        let start = self.current.start;
-        let from = self.usage_marks.partition_point(|m| m.pos < start);
-        let last = self.usage_marks.len() - 1;
-        apply_mark(
-            &mut self.current.estimate,
-            &mut self.usage_marks,
-            from,
-            last,
-        );
-    }
-
-    /// The usage figure the policy and the reminder judge: Pi's own when the moment carries it
-    /// (tools), else the incremental estimate. `None` while unknown (a window whose reset has no
-    /// assistant usage yet).
-    pub(super) fn usage(&self, moment: &Moment) -> Option<Usage> {
-        if moment.usage.is_some() {
-            return moment.usage;
-        }
-        let context_window = moment.context_window?;
-        let e = &self.current.estimate;
-        let tokens = if !self.earlier.is_empty() && e.usages == 0 {
-            // After a compaction, nothing is known until an answer in this window reports usage.
-            None
-        } else {
-            match e.last_usage {
-                Some(u) if !e.invalidated => Some(u + e.trailing),
-                // No usage to trust: every message of the window, and the current system message.
-                _ => Some(e.system.tokens() + e.all),
-            }
-        };
-        Some(Usage {
-            tokens,
-            context_window,
-        })
-    }
-}
-
-/// A branch replayed apart from any engine, e.g. on a worker thread while the engine keeps
-/// answering: [`Engine::install`] then gives exactly the state [`Engine::resync`] gives for the
-/// same entries. Replaying touches nothing but the mirror, so building it elsewhere changes
-/// nothing about the result.
-pub struct LoadedBranch {
-    mirror: Mirror,
-}
-
-impl LoadedBranch {
-    /// An empty branch of session `session_id`; feed it root first with [`LoadedBranch::push`].
-    pub fn new(session_id: &str) -> Self {
-        let mut mirror = Mirror::new(session_id);
-        mirror.replaying = true;
-        LoadedBranch { mirror }
-    }
-
-    /// The next entry of the branch.
-    pub fn push(&mut self, entry: &Entry) {
-        let _ = self.mirror.push(entry);
-    }
-
-    /// The next entry of the branch, whose line is at `at` in the file given to
-    /// [`LoadedBranch::read_texts_from`]: the history keeps where its text is, not the text.
-    pub fn push_at(&mut self, entry: &Entry, at: crate::entry::LineAt) {
-        let _ = self.mirror.push_at(entry, Some(at));
-    }
-
-    /// The session file this branch is read from, to read item texts back from (give it before
-    /// the first [`LoadedBranch::push_at`]).
-    pub fn read_texts_from(&mut self, lines: std::sync::Arc<dyn crate::history::LineSource>) {
-        self.mirror.history.read_texts_from(lines);
-    }
-
-    /// Marks a branch whose earlier windows were fed skimmed (messages without their texts, the
-    /// current window in full): once installed, every hook sees the branch's state, and
-    /// [`Engine::history_complete`] is false until [`Engine::complete`] swaps in the whole one.
-    pub fn skimmed(&mut self) {
-        self.mirror.skimmed = true;
-    }
-
-    /// Drop every entry after `id` (all when `None`), as [`Engine::truncate_after`] does.
-    pub fn truncate_after(&mut self, id: Option<&str>) {
-        match id {
-            None => {
-                let sid = self.mirror.history.session_id().to_string();
-                let skimmed = self.mirror.skimmed;
-                self.mirror = Mirror::new(&sid);
-                self.mirror.replaying = true;
-                self.mirror.skimmed = skimmed;
-            }
-            Some(id) => {
-                let _ = self.mirror.truncate_after(id);
-            }
-        }
-    }
-
-    /// The id of the newest entry pushed.
-    pub fn tip(&self) -> Option<&str> {
-        self.mirror.history.tip()
-    }
-}
-
-/// Feeding the mirror: the engine's inputs that keep it equal to Pi's branch.
-impl Engine {
-    /// Replace the mirror with a branch replayed elsewhere ([`LoadedBranch`]); the same as
-    /// `begin_resync`, `push_replayed` for each of its entries, then `end_resync`.
-    pub fn install(&mut self, loaded: LoadedBranch) {
-        let session_id = loaded.mirror.history.session_id().to_string();
-        self.begin_resync(&session_id);
-        self.mirror = loaded.mirror;
-        self.end_resync();
-    }
-
-    /// Whether the history holds every window's texts: false between installing a skimmed
-    /// branch ([`LoadedBranch::skimmed`]) and [`Engine::complete`].
-    pub fn history_complete(&self) -> bool {
-        !self.mirror.skimmed
-    }
-
-    /// Swap the whole branch, read apart from the engine, for the skimmed one installed before:
-    /// `loaded` must end where the mirror ends now (the caller replays on it what the engine was
-    /// given since). Only the mirror changes: the engine's own state (outstanding resets, the
-    /// stored handoff, the scheduler) stays, as it was already the branch's. False, with nothing
-    /// changed, when the two disagree on the branch (its entries, windows, notes, turns or
-    /// commits) or the mirror is not skimmed.
-    pub fn complete(&mut self, loaded: LoadedBranch) -> bool {
-        let (old, mut new) = (&mut self.mirror, loaded.mirror);
-        let same = old.skimmed
-            && !new.skimmed
-            && old.history.tip() == new.history.tip()
-            && old.history.entry_count() == new.history.entry_count()
-            && old.history.window_ids() == new.history.window_ids()
-            && old.earlier.len() == new.earlier.len()
-            && old.note_ops.len() == new.note_ops.len()
-            && old.turn_marks == new.turn_marks
-            && old.commit_marks == new.commit_marks
-            && old.progress_marks == new.progress_marks
-            && old.current.user_at == new.current.user_at
-            && old.current.first_usage() == new.current.first_usage();
-        if !same {
-            return false;
-        }
-        // What the skimmed mirror already reported is not reported again.
-        new.skipped_notes = std::mem::take(&mut old.skipped_notes);
-        new.unimported = std::mem::take(&mut old.unimported);
-        new.replaying = false;
-        self.mirror = new;
-        true
-    }
-
-    /// Replace the mirror with a whole branch, root first.
-    pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
-        self.begin_resync(session_id);
-        for entry in entries {
-            self.push_replayed(entry);
-        }
-        self.end_resync();
-    }
-
-    /// Streaming form of [`Engine::resync`]: `begin_resync`, then `push_replayed` for each entry
-    /// of the branch (root first), then `end_resync` gives exactly the state `resync` gives for
-    /// the same entries, without holding the whole branch in memory at once.
-    pub fn begin_resync(&mut self, session_id: &str) {
-        self.mirror = Mirror::new(session_id);
-        self.mirror.replaying = true;
-        self.budget.handoff_ready = None;
-        self.budget.stored_handoff = None;
-        self.budget.forced = None;
-    }
-
-    /// The next entry of a branch being replayed after [`Engine::begin_resync`].
-    pub fn push_replayed(&mut self, entry: &Entry) {
-        self.push(entry);
-    }
-
-    /// Ends a replay started by [`Engine::begin_resync`].
-    pub fn end_resync(&mut self) {
-        self.mirror.replaying = false;
-        // Attempt ids recorded on the branch are history: new attempts must never match them.
-        self.scheduler
-            .set_next_attempt_floor(self.mirror.max_attempt_seen.saturating_add(1));
-        // The policy starts from what the branch holds: floor, turn clock, commits, loop guard.
-        self.budget.policy = self.mirror.policy_state();
-        self.outstanding.boot = false;
-        self.outstanding.reminder = None;
-    }
-
-    /// Append entries that follow the current tip on the branch.
-    pub fn append(&mut self, entries: &[Entry]) {
-        for entry in entries {
-            self.push(entry);
-        }
-    }
-
-    /// Drop every entry after `id` (all entries when `id` is None), as after a tree navigation.
-    pub fn truncate_after(&mut self, id: Option<&str>) {
-        match id {
-            None => {
-                let sid = self.mirror.history.session_id().to_string();
-                self.resync(&sid, &[]);
-            }
-            Some(id) => {
-                self.mirror.truncate_after(id);
-            }
-        }
-    }
-
-    /// Mirror one entry and react to it: a compaction ends the window (and may be the reset this
-    /// engine handed out), a boot block or reminder that arrives is no longer outstanding.
-    fn push(&mut self, entry: &Entry) {
-        match self.mirror.push(entry) {
-            Observed::Window { attempt } => {
-                if !self.mirror.replaying {
-                    if let (Some(a), Some(outstanding)) = (attempt, self.outstanding.reset) {
-                        if a == outstanding {
-                            self.outstanding.reset = None;
-                            self.outstanding.hook_reset = None;
-                            self.scheduler
-                                .handle(SchedInput::ResetApplied { attempt: a });
-                        }
-                    }
-                    // Any new window (Relay's or Pi's own compaction) starts the budget afresh.
-                    let fx = self.policy_step(PolicyInput::ResetApplied);
-                    self.budget.pending_fx.extend(fx);
-                    self.budget.handoff_ready = None;
-                    self.budget.stored_handoff = None;
-                    self.budget.forced = None;
-                    self.budget.relaunch_failed = None;
-                }
-                self.outstanding.reminder = None;
-            }
-            Observed::Boot => self.outstanding.boot = false,
-            Observed::Reminder => self.outstanding.reminder = None,
-            Observed::Other => {}
-        }
-    }
-}
-
-/// Apply the mark at `i` (of the window whose marks start at `from`) to `e`. An edit changes the
-/// mark it targets (found by id among the window's earlier marks).
-fn apply_mark(e: &mut Estimate, marks: &mut [UsageMark], from: usize, i: usize) {
-    let edit = match marks.get(i).map(|m| &m.mark) {
-        None => return,
-        Some(Mark::Opening { summary, system }) => {
-            e.all += summary;
-            if let Some(d) = system {
-                e.system.apply(d);
-            }
-            return;
-        }
-        Some(Mark::Message {
-            current,
-            usage,
-            system,
-            ..
-        }) => {
-            if let Some(d) = system {
-                // A system message counts in the trailing part; in a pure estimate it is part of
-                // the current system message instead.
-                e.system.apply(d);
-                e.trailing += current;
-            } else if let Some(u) = usage {
-                e.last_usage = Some(*u);
-                e.first_usage.get_or_insert(*u);
-                e.trailing = 0;
-                e.invalidated = false;
-                e.usages += 1;
-                e.all += current;
-            } else {
-                e.trailing += current;
-                e.all += current;
-            }
-            return;
-        }
-        Some(Mark::Edit {
-            target,
-            replacement,
-        }) => (*target, *replacement),
-    };
-    let (target, replacement) = edit;
-    e.invalidated = true;
-    // The edited message, if it is a message of this window (an earlier mark).
-    let Some(target) = target else { return };
-    let window = marks.get_mut(from..i).unwrap_or_default();
-    let Ok(at) = window.binary_search_by_key(&target, |m| m.pos) else {
-        return;
-    };
-    let Some(UsageMark {
-        mark:
-            Mark::Message {
-                current,
-                usage,
-                removed,
-                edited,
-                editable,
-                system: None,
-                ..
-            },
-        ..
-    }) = window.get_mut(at)
-    else {
-        return;
-    };
-    *edited = true;
-    let new = match (replacement, *editable) {
-        (_, Editable::No) => *current,
-        (None, _) => 0,
-        (Some(r), Editable::Content) => r.content_chars.div_ceil(4),
-        (Some(r), Editable::Assistant) => r.assistant_chars.div_ceil(4),
-    };
-    e.all = e.all - *current + new;
-    *current = new;
-    let gone = replacement.is_none() && *editable != Editable::No;
-    if gone && usage.is_some() && !*removed {
-        e.usages = e.usages.saturating_sub(1);
-    }
-    *removed |= gone;
 }

@@ -74,22 +74,23 @@ mod hostile_tests;
 mod tests;
 
 pub use door::{Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, Output, Work};
-pub use mirror::LoadedBranch;
+pub use mirror::{Appended, LoadedBranch};
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use stale::stale_record;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextEdit, ContextMessage, Continuation, DeliverAs, Effect,
     Event, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
-    RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts, BOOT_TYPE,
-    CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE, HANDOFF_TYPE,
-    REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE,
-    WATCH_CHECK_TYPE,
+    PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts,
+    BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
+    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE,
+    STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::{classify_compact_failure, FailureKind, PolicyInput};
+use crate::records::Record;
 use crate::render::{
     render_futile_threshold, render_native_fallback_notice, render_overflow_exhausted,
     render_overflow_recovery_off, render_reset_failed, render_reset_failed_notice,
@@ -98,6 +99,7 @@ use crate::render::{
 use crate::scheduler::{
     AttemptId, CompactReason, Outcome, ResetSource, SchedInput, SchedOutput, Scheduler,
 };
+use crate::tool_name::ToolName;
 
 /// While the shared context guard is off, Pi's own summarizer runs for `/compact` and threshold
 /// compactions. When it fails, the window gets one bounded mechanical fallback: the next such
@@ -393,17 +395,21 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
-            details: Some(serde_json::json!({
-                "attempt": attempt,
-                "source": source.as_str(),
-                "retry": retry,
-                "failures": failures,
-                "failure": kind.as_str(),
-                "error": match failure {
-                    Failure::Reported { message, .. } => message,
-                    Failure::Rejected => None,
-                },
-            })),
+            details: Some(
+                crate::records::ResetFailedDetails {
+                    v: crate::records::VERSION,
+                    attempt,
+                    source: Some(source.as_str().into()),
+                    retry,
+                    failures: failures as u64,
+                    failure: Some(kind.as_str().into()),
+                    error: match failure {
+                        Failure::Reported { message, .. } => message.map(str::to_string),
+                        Failure::Rejected => None,
+                    },
+                }
+                .to_value(),
+            ),
         });
         if give_up {
             let fx = self.policy_step(PolicyInput::CompactionFailed);
@@ -495,14 +501,13 @@ impl Engine {
                 if self.budget_mode().configured == crate::policy::Mode::Off {
                     return;
                 }
-                let handoff =
-                    plan.details.get("kind").and_then(serde_json::Value::as_str) == Some("handoff");
+                let handoff = plan.details.kind.as_deref() == Some("handoff");
                 let event = self.telemetry_event(
                     "overflow_backstop",
                     serde_json::json!({
                         "handoff": handoff,
                         "willRetry": will_retry,
-                        "attempt": plan.details.get("attempt"),
+                        "attempt": plan.details.attempt,
                     }),
                     moment,
                 );
@@ -570,7 +575,36 @@ impl Engine {
         let mut reply = HookReply::default();
         let mirrored = std::mem::take(&mut self.budget.pending_fx);
         self.apply_policy(mirrored, moment, &mut reply);
-        match &obs.event {
+        self.on_event(&obs.event, moment, &mut reply);
+        if matches!(
+            obs.event,
+            Event::BeforeAgentStart
+                | Event::Context
+                | Event::ToolCall { .. }
+                | Event::ToolResult { .. }
+                | Event::TurnEnd { .. }
+                | Event::AgentEnd
+                | Event::AgentBeforeSettle { .. }
+                | Event::AgentSettled { .. }
+        ) {
+            self.last_activity_ms = Some(moment.now_ms);
+        }
+        self.log_guard_thresholds(moment, &mut reply);
+        self.check_dropped_reset(moment, &mut reply);
+        self.log_mode_mismatch(moment, &mut reply);
+        if !matches!(
+            obs.event,
+            Event::SessionStart { .. } | Event::AgentSettled { .. } | Event::SessionShutdown
+        ) {
+            self.write_status_if_changed(moment, &mut reply);
+        }
+        reply
+    }
+
+    /// The event's own step of [`Engine::handle`]; the common steps before and after it run for
+    /// every event (an arm that is done early returns here, never past them).
+    fn on_event(&mut self, event: &Event, moment: &Moment, reply: &mut HookReply) {
+        match event {
             Event::SessionStart { run_active } => {
                 self.scheduler.handle(SchedInput::Invalidate);
                 self.restore_allowance();
@@ -588,11 +622,11 @@ impl Engine {
                     self.scheduler.handle(SchedInput::BeforeAgentStart);
                     self.last_activity_ms = Some(moment.now_ms);
                 }
-                self.report_skipped_notes(&mut reply);
-                self.report_unimported(&mut reply);
+                self.report_skipped_notes(reply);
+                self.report_unimported(reply);
                 // The policy's phase as the branch stands (shown in the status file at once).
                 let fx = self.policy_step(self.usage_input(moment));
-                self.apply_policy(fx, moment, &mut reply);
+                self.apply_policy(fx, moment, reply);
                 if self.enabled()
                     && self.window_count() == 1
                     && self.mirror.current_window().boot_at.is_none()
@@ -606,14 +640,14 @@ impl Engine {
                         display: true,
                         trigger_turn: false,
                         deliver_as: None,
-                        details: None,
+                        details: Some(crate::records::MessageDetails::current()),
                     });
                 }
                 reply.effects.push(self.status_effect(moment));
-                self.write_status(moment, &mut reply);
+                self.write_status(moment, reply);
             }
             Event::SessionTree | Event::SessionShutdown => {
-                if matches!(obs.event, Event::SessionShutdown) {
+                if matches!(event, Event::SessionShutdown) {
                     self.run_active = false;
                 }
                 self.scheduler.handle(SchedInput::Invalidate);
@@ -622,7 +656,7 @@ impl Engine {
                 self.outstanding.input_compact = None;
                 self.outstanding.reminder = None;
                 self.outstanding.boot = false;
-                if matches!(obs.event, Event::SessionTree) {
+                if matches!(event, Event::SessionTree) {
                     // The policy's state belongs to the branch that was left: start over from what
                     // the new branch holds, as a reload of it would.
                     self.restart_policy();
@@ -644,13 +678,13 @@ impl Engine {
                         idle_ms,
                         stored_handoff,
                     }));
-                    self.apply_policy(fx, moment, &mut reply);
+                    self.apply_policy(fx, moment, reply);
                 }
                 // A `new_context` whose run failed is still owed: the new window opens before
                 // this input runs (Pi's compaction, answered with the `new_context` reset).
                 if !self.run_active && reply.result.is_none() && self.scheduler.new_context_owed() {
                     let outs = self.scheduler.handle(SchedInput::InputResetRequested);
-                    self.apply_sched(outs, moment, &mut reply);
+                    self.apply_sched(outs, moment, reply);
                 }
             }
             Event::CompactError {
@@ -664,13 +698,13 @@ impl Engine {
                     message: Some(error_message.as_str()),
                 };
                 if self.outstanding.input_compact == Some(*attempt) {
-                    self.input_compact_failed(*attempt, failure, moment, &mut reply);
+                    self.input_compact_failed(*attempt, failure, moment, reply);
                 } else if self.outstanding.hook_reset == Some(*attempt)
                     && self.outstanding.reset == Some(*attempt)
                 {
                     self.outstanding.hook_reset = None;
                     self.outstanding.reset = None;
-                    self.reject_reset(*attempt, failure, moment, &mut reply);
+                    self.reject_reset(*attempt, failure, moment, reply);
                 }
             }
             Event::BeforeAgentStart => {
@@ -684,8 +718,8 @@ impl Engine {
                 // past the handoff or hard limit is enforced at once.
                 let mut fx = self.policy_step(self.usage_input(moment));
                 fx.extend(self.policy_step(PolicyInput::BeforeAgentStart));
-                self.apply_policy(fx, moment, &mut reply);
-                self.maybe_remind(moment, &mut reply);
+                self.apply_policy(fx, moment, reply);
+                self.maybe_remind(moment, reply);
             }
             Event::Context => {
                 reply.effects.push(self.status_effect(moment));
@@ -699,7 +733,7 @@ impl Engine {
                     id: tool_call_id.clone(),
                     name: tool_name.clone(),
                 }));
-                self.apply_policy(fx, moment, &mut reply);
+                self.apply_policy(fx, moment, reply);
             }
             Event::ToolResult {
                 tool_name,
@@ -708,7 +742,7 @@ impl Engine {
             } => {
                 // A tool that really ran (a blocked call did not) invalidates a handoff written
                 // before it: it neither commits nor travels into an overflow reset.
-                if tool_name != crate::policy::HANDOFF_TOOL
+                if ToolName::of(tool_name) != ToolName::ContextHandoff
                     && !self.budget.policy.blocked_calls.contains(tool_call_id)
                 {
                     self.tool_results_seen += 1;
@@ -720,7 +754,7 @@ impl Engine {
                     name: tool_name.clone(),
                     success: !is_error,
                 });
-                self.apply_policy(fx, moment, &mut reply);
+                self.apply_policy(fx, moment, reply);
             }
             Event::TurnEnd {
                 tool_results,
@@ -730,20 +764,20 @@ impl Engine {
                 fx.extend(self.policy_step(PolicyInput::TurnEnd {
                     continues: *tool_results > 0,
                 }));
-                self.apply_policy(fx, moment, &mut reply);
+                self.apply_policy(fx, moment, reply);
                 let outs = self.scheduler.handle(SchedInput::TurnEnd {
                     has_queued_user_messages: moment.has_pending_messages,
-                    completed: outcome.as_deref().unwrap_or("completed") == "completed",
+                    completed: PiOutcome::completed(outcome.as_ref()),
                 });
-                self.apply_sched(outs, moment, &mut reply);
+                self.apply_sched(outs, moment, reply);
                 // The reminder goes in where the next request will read it: after a turn whose
                 // tool results keep the run going (Pi appends it before that request), or before
                 // a run's first request. Never after a final answer, which must stay the last
                 // message (print mode prints only a final assistant message).
                 // Old tool results give way to stubs before the reminder would fire; a turn that
                 // clears is not reminded (the next one judges the smaller window).
-                if *tool_results > 0 && !self.maybe_clear(moment, &mut reply) {
-                    self.maybe_remind(moment, &mut reply);
+                if *tool_results > 0 && !self.maybe_clear(moment, reply) {
+                    self.maybe_remind(moment, reply);
                 }
                 // The status file is written at session start, when a run settles and after a
                 // reset or handoff, never per turn: an atomic write costs fsyncs on the hot path.
@@ -752,7 +786,7 @@ impl Engine {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
             Event::AgentBeforeSettle { outcome, jobs } => {
-                if outcome.as_deref().unwrap_or("completed") == "completed" {
+                if PiOutcome::completed(outcome.as_ref()) {
                     // Pending work: a queued user follow-up, background work the host reports
                     // (`Moment::pending_work`), or this session's pending pi-jobs jobs/watches.
                     let jobs = crate::integrations::pending_jobs(
@@ -766,20 +800,22 @@ impl Engine {
                         reset_due: self.scheduler.settle_reset_due(),
                         stored_handoff: self.budget.stored_handoff.is_some(),
                     });
-                    self.apply_policy(fx, moment, &mut reply);
+                    self.apply_policy(fx, moment, reply);
                 }
-                let outcome = match outcome.as_deref() {
-                    Some("aborted") => Outcome::Aborted,
-                    Some("error") => Outcome::Error,
-                    _ => Outcome::Completed,
+                // An outcome this Relay does not know is not a completed one: the scheduler keeps
+                // what the run owes, as after an error.
+                let outcome = match outcome {
+                    None | Some(PiOutcome::Completed) => Outcome::Completed,
+                    Some(PiOutcome::Aborted) => Outcome::Aborted,
+                    Some(PiOutcome::Error | PiOutcome::Other(_)) => Outcome::Error,
                 };
                 let outs = self.scheduler.handle(SchedInput::BeforeSettle {
                     outcome,
                     has_queued_user_messages: moment.has_pending_messages,
                 });
-                self.apply_sched(outs, moment, &mut reply);
+                self.apply_sched(outs, moment, reply);
                 if outcome == Outcome::Completed {
-                    self.continue_after_early_stop(moment, &mut reply);
+                    self.continue_after_early_stop(moment, reply);
                 }
             }
             Event::AgentSettled { aborted } => {
@@ -795,15 +831,15 @@ impl Engine {
                     } else {
                         Failure::Rejected
                     };
-                    self.reject_reset(attempt, failure, moment, &mut reply);
+                    self.reject_reset(attempt, failure, moment, reply);
                 }
                 self.run_active = false;
                 self.scheduler
                     .handle(SchedInput::Settled { aborted: *aborted });
                 // An armed fallback with an owned wrapper: the marker, then Pi's shutdown.
-                self.settle_relaunch(*aborted, moment, &mut reply);
+                self.settle_relaunch(*aborted, moment, reply);
                 reply.effects.push(self.status_effect(moment));
-                self.write_status(moment, &mut reply);
+                self.write_status(moment, reply);
             }
             Event::SessionCompactFailed {
                 reason,
@@ -825,7 +861,7 @@ impl Engine {
                 match answered {
                     Some(attempt) => {
                         self.outstanding.reset = None;
-                        self.reject_reset(attempt, failure, moment, &mut reply);
+                        self.reject_reset(attempt, failure, moment, reply);
                     }
                     // The idle-input compaction failed before its hook ("Nothing to compact",
                     // "Already compacted"): Pi calls no hook then, so this is its only trace.
@@ -833,7 +869,7 @@ impl Engine {
                         && self.outstanding.input_compact.is_some() =>
                     {
                         if let Some(attempt) = self.outstanding.input_compact {
-                            self.input_compact_failed(attempt, failure, moment, &mut reply);
+                            self.input_compact_failed(attempt, failure, moment, reply);
                         }
                     }
                     // Pi's own summarizer, let through while the guard is off, failed: the
@@ -844,7 +880,7 @@ impl Engine {
                         && reason.as_deref() != Some("overflow")
                         && failure.kind() != FailureKind::Benign =>
                     {
-                        self.arm_native_fallback(reason.as_deref(), moment, &mut reply);
+                        self.arm_native_fallback(reason.as_deref(), moment, reply);
                     }
                     // Pi gave up on an overflow without calling the hook: its one
                     // compact-and-retry (Relay's overflow reset) is spent and the retry overflowed.
@@ -852,7 +888,7 @@ impl Engine {
                         && !*aborted
                         && reason.as_deref() == Some("overflow") =>
                     {
-                        self.overflow_exhausted("retry_overflowed", moment, &mut reply);
+                        self.overflow_exhausted("retry_overflowed", moment, reply);
                     }
                     None => {}
                 }
@@ -880,7 +916,7 @@ impl Engine {
                 // failure of the reset answered here.
                 self.outstanding.input_compact = None;
                 if !self.enabled() {
-                    return reply;
+                    return;
                 }
                 // The shared context guard is off: Pi's own manual and threshold compaction pass
                 // through unchanged; overflow recovery stays Relay's. After Pi's summarizer failed
@@ -902,7 +938,7 @@ impl Engine {
                         }
                         _ => {
                             self.native.passed = true;
-                            return reply;
+                            return;
                         }
                     }
                 }
@@ -924,9 +960,9 @@ impl Engine {
                 if reason == CompactReason::Threshold {
                     if let Some(futile) = self.futile_threshold(moment) {
                         reply.result = Some(HookResult::Cancel);
-                        self.warn_futile(futile, &mut reply);
+                        self.warn_futile(futile, reply);
                         self.compact_instructions = None;
-                        return reply;
+                        return;
                     }
                 }
                 self.scheduler.allow_overflow_reset(off.is_none() && !spent);
@@ -955,40 +991,17 @@ impl Engine {
                     })
                     .collect();
                 self.scheduler.allow_overflow_reset(true);
-                self.apply_sched(outs, moment, &mut reply);
+                self.apply_sched(outs, moment, reply);
                 self.outstanding.hook_reset = match reply.result {
                     Some(HookResult::Reset { .. }) => self.outstanding.reset,
                     _ => None,
                 };
                 self.compact_instructions = None;
                 if reason == CompactReason::Overflow {
-                    self.report_overflow(off, spent, will_retry, moment, &mut reply);
+                    self.report_overflow(off, spent, will_retry, moment, reply);
                 }
             }
-            Event::Command { args } => self.command(args, moment, &mut reply),
+            Event::Command { args } => self.command(args, moment, reply),
         }
-        if matches!(
-            obs.event,
-            Event::BeforeAgentStart
-                | Event::Context
-                | Event::ToolCall { .. }
-                | Event::ToolResult { .. }
-                | Event::TurnEnd { .. }
-                | Event::AgentEnd
-                | Event::AgentBeforeSettle { .. }
-                | Event::AgentSettled { .. }
-        ) {
-            self.last_activity_ms = Some(moment.now_ms);
-        }
-        self.log_guard_thresholds(moment, &mut reply);
-        self.check_dropped_reset(moment, &mut reply);
-        self.log_mode_mismatch(moment, &mut reply);
-        if !matches!(
-            obs.event,
-            Event::SessionStart { .. } | Event::AgentSettled { .. } | Event::SessionShutdown
-        ) {
-            self.write_status_if_changed(moment, &mut reply);
-        }
-        reply
     }
 }

@@ -55,6 +55,7 @@ impl Engine {
             continuation: Continuation {
                 custom_type: CONTINUE_TASK_TYPE.into(),
                 content,
+                details: crate::records::MessageDetails::current(),
             },
         });
     }

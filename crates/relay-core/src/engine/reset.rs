@@ -12,13 +12,12 @@
 //! - Window ids are `pcw:<session>:<8 hex>`, unique on the branch, derived from the session, the
 //!   time and the branch length: no random source.
 
-use serde_json::json;
-
 use super::wire::{
-    Continuation, DeliverAs, Effect, HookReply, HookResult, Marker, Moment, ResetPlan,
-    CONTINUE_TYPE, RESET_MARKER_TYPE, STEER_TYPE,
+    Continuation, DeliverAs, Effect, HookReply, HookResult, Moment, ResetPlan, CONTINUE_TYPE,
+    STEER_TYPE,
 };
 use super::Engine;
+use crate::records::{CustomRecord, MessageDetails, ResetMarkerRecord, WindowRecord};
 use crate::render::{
     render_boot_block, render_budget_steer, render_continuation, render_notes_steer,
     render_overflow_notice, BootBlock, ContinuationReason, NoteIndexEntry, USER_INPUT_MESSAGES,
@@ -80,7 +79,7 @@ impl Engine {
                     display: true,
                     trigger_turn: true,
                     deliver_as: Some(DeliverAs::Steer),
-                    details: None,
+                    details: Some(MessageDetails::current()),
                 }),
                 SchedOutput::PassThrough => {}
             }
@@ -254,24 +253,21 @@ impl Engine {
             _ => ContinuationReason::NewContext,
         };
         ResetPlan {
-            marker: Marker {
-                custom_type: RESET_MARKER_TYPE.into(),
-                data: json!({ "windowId": window_id, "attempt": attempt, "source": source_name }),
-            },
+            marker: ResetMarkerRecord::new(&window_id, attempt, source_name).marker(),
             summary,
-            details: json!({
-                "relay": "window",
-                "windowId": window_id,
-                "previousWindowId": previous,
-                "attempt": attempt,
-                "source": source_name,
-                "kind": kind,
-                "commit": commit,
-                "handoffPath": ready.map(|r| r.path.clone()),
-            }),
+            details: Box::new(WindowRecord::new(
+                &window_id,
+                &previous,
+                attempt,
+                source_name,
+                kind,
+                commit,
+                ready.map(|r| r.path.as_str()),
+            )),
             continuation: continuation.then(|| Continuation {
                 custom_type: CONTINUE_TYPE.into(),
                 content: render_continuation(reason),
+                details: MessageDetails::current(),
             }),
         }
     }

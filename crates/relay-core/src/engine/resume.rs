@@ -15,12 +15,13 @@
 //!   the branch (`relay/resume-check`) and every request of the window carries it at the same
 //!   place ([`Engine::resume_context`]) until the next reset.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::wire::{ContextMessage, Marker, Moment, ResumeFacts, RESUME_CHECK_TYPE};
 use super::Engine;
 use crate::handoff::{duplicate_check, HandoffArgs, MAX_MARKDOWN_BYTES};
 use crate::policy::{handoff_is_forced, Mode};
+use crate::records::{CustomRecord, Record, ResumeCheckRecord};
 use crate::resume_check::{render_handoff_section, render_window_message, CheckResult};
 
 /// The operator's command and where it came from (the label the model reads).
@@ -136,21 +137,20 @@ impl Engine {
 
 /// The branch record of an after-reset check for `window_id`.
 pub fn resume_record(window_id: &str, at_ms: i64, result: &CheckResult) -> Marker {
-    Marker {
-        custom_type: RESUME_CHECK_TYPE.into(),
-        data: json!({ "windowId": window_id, "atMs": at_ms, "result": result }),
+    ResumeCheckRecord {
+        v: crate::records::VERSION,
+        window_id: window_id.into(),
+        at_ms,
+        result: result.clone(),
     }
+    .marker()
 }
 
 /// A `relay/resume-check` record read back: the window message and its time, when it belongs to
 /// `window_id` (a record of another window, or one that does not parse, stands for nothing).
 pub(super) fn window_check(data: &Value, window_id: &str) -> Option<(String, i64)> {
-    if data.get("windowId").and_then(Value::as_str) != Some(window_id) {
-        return None;
-    }
-    let result: CheckResult = serde_json::from_value(data.get("result")?.clone()).ok()?;
-    let at_ms = data.get("atMs").and_then(Value::as_i64).unwrap_or(0);
-    Some((render_window_message(&result), at_ms))
+    let record = ResumeCheckRecord::read(data).filter(|r| r.window_id == window_id)?;
+    Some((render_window_message(&record.result), record.at_ms))
 }
 
 /// `markdown` with its `## Resume check` section, within the handoff's 48 KiB (the section takes

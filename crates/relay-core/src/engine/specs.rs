@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::wire::ToolSpec;
 use crate::args;
+use crate::tool_name::ToolName;
 
 /// Every tool Relay registers, in registration order.
 pub fn tool_specs() -> Vec<ToolSpec> {
@@ -20,7 +21,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         parameters: schemas.get(name).cloned().unwrap_or(Value::Null),
         collects_git: name == args::CONTEXT_HANDOFF,
         uses_pi_usage: name == args::CONTEXT_HANDOFF || name == args::GET_CONTEXT_REMAINING,
-        needs_history: name.starts_with("history_"),
+        needs_history: ToolName::of(name).is_history(),
     };
     vec![
         spec(

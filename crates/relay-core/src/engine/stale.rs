@@ -24,10 +24,11 @@
 //!   and the watch check), so a reload shows the model the same text and the prompt cache holds.
 //!   When nothing differs, nothing is shown.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::wire::{ContextMessage, Marker, STALE_CHECK_TYPE};
 use super::Engine;
+use crate::records::{CustomRecord, Record, StaleCheckRecord};
 use crate::staleness::{render_window_message_with, StaleReport, WorkspaceRecord};
 
 /// A `relay/stale-check` record of the current window, read back from the branch.
@@ -111,35 +112,29 @@ impl Engine {
 /// The branch record of a stale-handoff check for `window_id` (`recheck`: run again at a session
 /// start, see the module documentation).
 pub fn stale_record(window_id: &str, at_ms: i64, report: &StaleReport, recheck: bool) -> Marker {
-    let mut data = json!({ "windowId": window_id, "atMs": at_ms, "report": report });
-    if let (true, Value::Object(fields)) = (recheck, &mut data) {
-        fields.insert("recheck".into(), json!(true));
+    StaleCheckRecord {
+        v: crate::records::VERSION,
+        window_id: window_id.into(),
+        at_ms,
+        report: Some(report.clone()),
+        recheck,
     }
-    Marker {
-        custom_type: STALE_CHECK_TYPE.into(),
-        data,
-    }
+    .marker()
 }
 
 /// A `relay/stale-check` record read back: the window message (`None`: nothing differed) and its
 /// time, when it belongs to `window_id` (a record of another window stands for nothing; one whose
 /// report does not parse counts as run, showing nothing).
 pub(super) fn window_check(data: &Value, window_id: &str) -> Option<WindowCheck> {
-    if data.get("windowId").and_then(Value::as_str) != Some(window_id) {
-        return None;
-    }
-    let report: Option<StaleReport> = data
-        .get("report")
-        .and_then(|r| serde_json::from_value(r.clone()).ok());
-    let at_ms = data.get("atMs").and_then(Value::as_i64).unwrap_or(0);
-    let recheck = data.get("recheck").and_then(Value::as_bool) == Some(true);
+    let record = StaleCheckRecord::read(data).filter(|r| r.window_id == window_id)?;
     Some(WindowCheck {
         pos: 0,
-        content: report
+        content: record
+            .report
             .as_ref()
-            .and_then(|r| render_window_message_with(r, recheck)),
-        at_ms,
-        report,
+            .and_then(|r| render_window_message_with(r, record.recheck)),
+        at_ms: record.at_ms,
+        report: record.report,
     })
 }
 

@@ -8,15 +8,15 @@
 //! - `/relay on|off` lasts for this runtime and wins over the `enabled` setting.
 //! - All texts come from `crate::render` and `crate::policy` (snapshot-tested there).
 
-use serde_json::json;
+use crate::records::Record;
 
 use super::wire::{Effect, HookReply, Moment, NotifyLevel, REMINDER_TYPE};
 use super::Engine;
-use crate::config::{remaining_tokens, reminder_threshold};
 use crate::effective::{effective_config, render_effective_config, ConfigQuery};
 use crate::policy::{self, Mode};
 use crate::render::{group_digits, render_reminder, render_status, ClearingStatus, StatusInfo};
 use crate::scheduler::{ResetSource, SchedInput};
+use crate::settings::{remaining_tokens, reminder_threshold};
 
 impl Engine {
     /// The footer: `relay w<n> · <left> · reset pending (…) · <budget mode>`.
@@ -189,7 +189,13 @@ impl Engine {
             display: true,
             trigger_turn: false,
             deliver_as: None,
-            details: Some(json!({ "windowId": window })),
+            details: Some(
+                crate::records::ReminderDetails {
+                    v: crate::records::VERSION,
+                    window_id: Some(window),
+                }
+                .to_value(),
+            ),
         });
     }
 

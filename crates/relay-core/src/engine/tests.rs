@@ -217,13 +217,16 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
-    assert_eq!(plan.details["relay"], "window");
-    assert_eq!(plan.details["source"], "new_context");
+    assert_eq!(plan.details.to_value()["relay"], "window");
+    assert_eq!(plan.details.to_value()["source"], "new_context");
     assert_eq!(
-        plan.details["previousWindowId"],
+        plan.details.to_value()["previousWindowId"],
         json!(format!("pcw:{SID}:root"))
     );
-    let window_id = plan.details["windowId"].as_str().unwrap().to_string();
+    let window_id = plan.details.to_value()["windowId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
         window_id.starts_with(&format!("pcw:{SID}:"))
             && window_id.len() == format!("pcw:{SID}:").len() + 8
@@ -236,7 +239,7 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     // The adapter installs it; the mirror sees the compaction: the window changes, nothing is pending.
     e.append(&[
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     assert_eq!(e.history().current_window_id(), window_id);
     let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
@@ -1385,9 +1388,9 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
-    assert_eq!(plan.details["kind"], "reset");
-    assert_eq!(plan.details["commit"], serde_json::Value::Null);
-    assert_eq!(plan.details["source"], "new_context");
+    assert_eq!(plan.details.to_value()["kind"], "reset");
+    assert_eq!(plan.details.to_value()["commit"], serde_json::Value::Null);
+    assert_eq!(plan.details.to_value()["source"], "new_context");
 }
 
 /// No silent cut: a narrative over its 12 KiB budget commits, and the reply names every
@@ -1443,7 +1446,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     assert!(plan
         .summary
         .contains("## Automatic metadata (recorded by Relay)"));
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
 
     // A handoff that fits says nothing about cuts.
     let (mut e2, _) = enforced_after_first_answer();
@@ -1492,7 +1495,7 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected the handoff commit, got {:?}", reply.result)
     };
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
     assert!(plan.summary.contains("Ship the importer"));
     assert!(plan.summary.contains("Run the tests"));
 }
@@ -1546,6 +1549,7 @@ fn the_usage_estimate_combines_messages_as_pi_does() {
     // A navigation back before the edit restores the usage-based figure.
     let before_edit = format!("{:08x}", 9);
     e.truncate_after(Some(&before_edit));
+    b.last = Some(before_edit.clone());
     assert_eq!(est(&e), Some(1_000 + trailing));
     // After a reset: unknown until an answer in the new window reports usage.
     e.append(&[b.compaction(
@@ -1635,7 +1639,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
     };
     assert!(plan.summary.contains("STORED-MARKDOWN"), "{}", plan.summary);
     assert!(!plan.summary.contains("<reset_notice>"));
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
     let backstop = events_named(&reply, "overflow_backstop");
     assert_eq!(backstop.len(), 1);
     assert_eq!(backstop[0]["handoff"], true);
@@ -1661,7 +1665,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
         };
         assert!(!plan.summary.contains("STALE-MARKDOWN"), "{invalidate:?}");
         assert!(plan.summary.contains("<reset_notice>"));
-        assert_eq!(plan.details["kind"], "reset");
+        assert_eq!(plan.details.to_value()["kind"], "reset");
         assert_eq!(
             events_named(&reply, "overflow_backstop")[0]["handoff"],
             false
@@ -1804,7 +1808,7 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
     assert_eq!(phase(&reply), Some(json!("compacting")));
     e.append(&[
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     let after = e.handle(&obs(Event::Context, None));
     assert_eq!(phase(&after), Some(json!("idle")));
@@ -1839,7 +1843,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         ));
         let mut o = obs(
             Event::AgentBeforeSettle {
-                outcome: outcome.map(str::to_string),
+                outcome: outcome.map(PiOutcome::from),
                 jobs: None,
             },
             Some(15_000),
@@ -1929,10 +1933,10 @@ fn idle_input_resets_with_the_stored_handoff_before_the_input() {
     let Some(HookResult::Reset { plan }) = &hook.result else {
         panic!("{:?}", hook.result)
     };
-    assert_eq!(plan.details["attempt"], attempt);
-    assert_eq!(plan.details["source"], "idle");
-    assert_eq!(plan.details["commit"], "idle");
-    assert_eq!(plan.details["kind"], "handoff");
+    assert_eq!(plan.details.to_value()["attempt"], attempt);
+    assert_eq!(plan.details.to_value()["source"], "idle");
+    assert_eq!(plan.details.to_value()["commit"], "idle");
+    assert_eq!(plan.details.to_value()["kind"], "handoff");
     assert!(
         plan.summary.contains("STORED-IDLE-MARKDOWN"),
         "{}",
@@ -2272,7 +2276,7 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
     };
     e.append(&[
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     // No answer in the new window yet: Pi judged a figure from before it. Cancelled silently.
     let stale = hook(&mut e);
@@ -2468,7 +2472,7 @@ fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_poi
     let Some(HookResult::Reset { plan }) = &fallback.result else {
         panic!("expected the in-process reset: {:?}", fallback.result)
     };
-    assert_eq!(plan.details["source"], json!("forced"));
+    assert_eq!(plan.details.to_value()["source"], json!("forced"));
     assert_eq!(events_named(&fallback, "forced_reset").len(), 1);
     assert_eq!(
         events_named(&fallback, "relaunch_failed")[0]["why"],
@@ -2799,7 +2803,7 @@ fn the_model_cannot_set_a_resume_check_or_write_the_relaunch_marker() {
     // Pi applies the reset: the marker and the compaction on the branch, then the settle point.
     e.append(&[
         b.custom(&plan.marker.custom_type, plan.marker.data.clone()),
-        b.compaction(&plan.summary, plan.details.clone()),
+        b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
     let all = format!("{:?}\n{:?}", end.effects, settled.effects);
@@ -3132,4 +3136,85 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     configure(&mut fresh);
     fresh.append(&[entries.clone(), appended].concat());
     assert_eq!(fresh.handle(&obs(turn_end, Some(20_000))).result, None);
+}
+
+#[test]
+fn pi_outcome_keeps_an_unknown_value_and_counts_it_as_not_completed() {
+    let turn: Event =
+        serde_json::from_value(json!({"type": "turn_end", "toolResults": 0, "outcome": "paused"}))
+            .unwrap();
+    let Event::TurnEnd { outcome, .. } = &turn else {
+        panic!("{turn:?}");
+    };
+    assert_eq!(outcome, &Some(PiOutcome::Other("paused".into())));
+    assert!(!PiOutcome::completed(outcome.as_ref()));
+    assert!(PiOutcome::completed(None));
+    assert!(PiOutcome::completed(Some(&PiOutcome::Completed)));
+    assert!(!PiOutcome::completed(Some(&PiOutcome::Aborted)));
+    // The wire form is the string Pi sent, known or not.
+    assert_eq!(
+        serde_json::to_value(&turn).unwrap()["outcome"],
+        json!("paused")
+    );
+    let settle: Event =
+        serde_json::from_value(json!({"type": "agent_before_settle", "outcome": "error"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&settle).unwrap()["outcome"],
+        json!("error")
+    );
+}
+
+/// New entries are mirrored only when they descend from the mirror's tip; otherwise nothing is
+/// mirrored and the answer asks for the whole branch (the binding then sets `needsBranch`).
+#[test]
+fn append_mirrors_only_entries_that_descend_from_the_tip() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let first = b.user("one");
+    let second = b.answer("two", 1_000);
+    assert_eq!(e.append(std::slice::from_ref(&first)), Appended::Mirrored);
+    assert_eq!(e.tip(), Some(first.id.as_str()));
+    // A gap: the third entry's parent is the second, which the mirror does not hold.
+    let third = b.user("three");
+    let gap = e.append(std::slice::from_ref(&third));
+    assert_eq!(
+        gap,
+        Appended::NotDescending {
+            entry: third.id.clone(),
+            tip: Some(first.id.clone()),
+        }
+    );
+    assert_eq!(e.tip(), Some(first.id.as_str()), "nothing was mirrored");
+    assert!(!e.contains(&third.id));
+    assert_eq!(
+        gap.warning().unwrap(),
+        format!(
+            "relay: entry {} does not follow the mirror's tip ({}); the session is reloaded from Pi",
+            third.id, first.id
+        )
+    );
+    // Out of order within one batch: nothing of it is mirrored.
+    let out_of_order = e.append(&[third.clone(), second.clone()]);
+    assert!(
+        matches!(out_of_order, Appended::NotDescending { ref entry, .. } if *entry == third.id)
+    );
+    assert!(!e.contains(&second.id));
+    // In order, the same entries are mirrored.
+    assert_eq!(
+        e.append(&[second.clone(), third.clone()]),
+        Appended::Mirrored
+    );
+    assert_eq!(e.tip(), Some(third.id.as_str()));
+    // An empty mirror takes only a branch that starts at the root.
+    let mut fresh = engine();
+    let mut root = Branch::new();
+    let r1 = root.user("root");
+    let r2 = root.user("next");
+    assert!(matches!(
+        fresh.append(std::slice::from_ref(&r2)),
+        Appended::NotDescending { tip: None, .. }
+    ));
+    assert_eq!(fresh.tip(), None);
+    assert_eq!(fresh.append(&[r1, r2.clone()]), Appended::Mirrored);
+    assert_eq!(fresh.tip(), Some(r2.id.as_str()));
 }

@@ -15,19 +15,21 @@
 use serde_json::{json, Value};
 
 use super::budget::ReadyHandoff;
-use super::wire::{GitFacts, HookReply, Marker, Moment, ToolReply, HANDOFF_TYPE};
+use super::wire::{GitFacts, HookReply, Moment, ToolReply};
 use super::Engine;
 use crate::args;
-use crate::config::remaining_tokens;
 use crate::handoff::{
     duplicate_check, narrative_cuts, render_markdown_with, shortened_reply, sidecar_json,
     HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta,
 };
 use crate::integrations::{self, IntegrationFacts};
-use crate::notes::{NoteOp, NOTE_CUSTOM_TYPE};
+use crate::notes::NoteOp;
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
+use crate::records::{CustomRecord, HandoffRecord};
 use crate::resume_check::CheckResult;
 use crate::scheduler::NewContextAnswer;
+use crate::settings::remaining_tokens;
+use crate::tool_name::ToolName;
 use crate::ToolOutput;
 
 /// The reset guard's refusal of `new_context` in a window opened by a reset that holds no work
@@ -55,7 +57,7 @@ impl Engine {
             };
             &estimated
         };
-        if name.starts_with("history_") && self.mirror.skimmed {
+        if ToolName::of(name).is_history() && self.mirror.skimmed {
             // The extension waits for the whole history first (`needs_history`); never answer
             // from the part that is loaded as if it were all of it.
             return ToolOutput::error(format!(
@@ -63,7 +65,7 @@ impl Engine {
             ))
             .into();
         }
-        if name == crate::memory_tool::TOOL {
+        if ToolName::of(name) == ToolName::Memory {
             // Anthropic's memory tool: the notes call it means runs as if the model had made it.
             return match crate::memory_tool::translate(&self.mirror.notes, args) {
                 Ok(call) => self.tool(call.tool, &call.args, moment),
@@ -89,10 +91,7 @@ impl Engine {
                         let text = note_after(notes.get(&op.path).map(|n| n.content.as_str()), &op);
                         let mut reply: ToolReply = text.into();
                         if !reply.is_error {
-                            reply.persist = Some(Marker {
-                                custom_type: NOTE_CUSTOM_TYPE.into(),
-                                data: op.to_data(),
-                            });
+                            reply.persist = Some(op.record().marker());
                         }
                         reply
                     }
@@ -316,23 +315,19 @@ impl Engine {
             m.insert("shortened".into(), s);
         }
         let mut reply = ToolReply::from(ToolOutput::json(&out));
-        let mut data = json!({
-            "path": path,
-            "fingerprint": fingerprint.to_value(),
-            "launchPrompt": launch_prompt_of_record,
-        });
-        // The jobs and watches recorded for the next window's watch check (absent: no registry).
-        if let (Some(jobs), Value::Object(m)) = (self.budget.recorded_jobs.take(), &mut data) {
-            m.insert("jobs".into(), json!(jobs));
-        }
-        // The workspace recorded for the next window's stale-handoff check (absent: not collected).
-        if let (Some(ws), Value::Object(m)) = (self.budget.recorded_workspace.take(), &mut data) {
-            m.insert("workspace".into(), json!(ws));
-        }
-        reply.persist = Some(Marker {
-            custom_type: HANDOFF_TYPE.into(),
-            data,
-        });
+        let record = HandoffRecord {
+            v: crate::records::VERSION,
+            path: path.to_string(),
+            fingerprint,
+            launch_prompt: launch_prompt_of_record,
+            // The jobs and watches recorded for the next window's watch check (absent: no
+            // registry).
+            jobs: self.budget.recorded_jobs.take(),
+            // The workspace recorded for the next window's stale-handoff check (absent: not
+            // collected).
+            workspace: self.budget.recorded_workspace.take(),
+        };
+        reply.persist = Some(record.marker());
         reply.effects = hook.effects;
         reply
     }

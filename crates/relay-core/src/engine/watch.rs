@@ -11,11 +11,12 @@
 //!   of the window carries the same message at the same place (after the boot block and the resume
 //!   check), so a reload shows the model the same text and the prompt cache holds.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::wire::{ContextMessage, Marker, WATCH_CHECK_TYPE};
 use super::Engine;
-use crate::integrations::{missing_work, render_watch_check, RecordedJob};
+use crate::integrations::{missing_work, render_watch_check};
+use crate::records::{CustomRecord, Record, WatchCheckRecord};
 
 #[cfg(test)]
 mod tests;
@@ -42,10 +43,15 @@ impl Engine {
         self.budget.watch_started = Some(window.clone());
         let recorded = self.mirror.current_window().recorded_jobs.as_deref()?;
         let missing = missing_work(recorded, live, self.mirror.history.session_id())?;
-        Some(Marker {
-            custom_type: WATCH_CHECK_TYPE.into(),
-            data: json!({ "windowId": window, "atMs": now_ms, "missing": missing }),
-        })
+        Some(
+            WatchCheckRecord {
+                v: crate::records::VERSION,
+                window_id: window,
+                at_ms: now_ms,
+                missing,
+            }
+            .marker(),
+        )
     }
 
     /// The message the current window's requests carry, after the boot block and the resume
@@ -66,13 +72,9 @@ impl Engine {
 /// `window_id` and lists something (a record of another window, or one that does not parse,
 /// stands for nothing).
 pub(super) fn window_check(data: &Value, window_id: &str) -> Option<(String, i64)> {
-    if data.get("windowId").and_then(Value::as_str) != Some(window_id) {
+    let record = WatchCheckRecord::read(data).filter(|r| r.window_id == window_id)?;
+    if record.missing.is_empty() {
         return None;
     }
-    let missing: Vec<RecordedJob> = serde_json::from_value(data.get("missing")?.clone()).ok()?;
-    if missing.is_empty() {
-        return None;
-    }
-    let at_ms = data.get("atMs").and_then(Value::as_i64).unwrap_or(0);
-    Some((render_watch_check(&missing), at_ms))
+    Some((render_watch_check(&record.missing), record.at_ms))
 }

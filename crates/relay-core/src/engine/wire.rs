@@ -22,6 +22,61 @@ use serde_json::{Map, Value};
 use crate::handoff::GitState;
 use crate::ToolOutput;
 
+/// Pi's `outcome` of a turn or a run (`turn_end`, `agent_end`), as the wire carries it: a plain
+/// string. A value this Relay does not know is kept as [`PiOutcome::Other`] and counts as not
+/// completed (nothing is continued or asked for, as after an error).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum PiOutcome {
+    Completed,
+    Aborted,
+    Error,
+    /// An outcome a later Pi may send.
+    Other(String),
+}
+
+impl PiOutcome {
+    pub fn as_str(&self) -> &str {
+        match self {
+            PiOutcome::Completed => "completed",
+            PiOutcome::Aborted => "aborted",
+            PiOutcome::Error => "error",
+            PiOutcome::Other(s) => s,
+        }
+    }
+
+    /// Whether an outcome as a hook carries it (absent means completed) is a completed one.
+    pub fn completed(outcome: Option<&PiOutcome>) -> bool {
+        matches!(outcome, None | Some(PiOutcome::Completed))
+    }
+}
+
+impl From<String> for PiOutcome {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "completed" => PiOutcome::Completed,
+            "aborted" => PiOutcome::Aborted,
+            "error" => PiOutcome::Error,
+            _ => PiOutcome::Other(s),
+        }
+    }
+}
+
+impl From<&str> for PiOutcome {
+    fn from(s: &str) -> Self {
+        PiOutcome::from(s.to_string())
+    }
+}
+
+impl From<PiOutcome> for String {
+    fn from(o: PiOutcome) -> Self {
+        match o {
+            PiOutcome::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
 /// customType of the visible boot block of the root window.
 pub const BOOT_TYPE: &str = "relay/boot";
 /// customType of the once-per-window low-budget reminder.
@@ -165,13 +220,14 @@ pub enum Event {
         tool_results: u32,
         /// Pi's `outcome` of the turn (`completed`, `aborted` or `error`); absent means completed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[cfg_attr(test, ts(optional))]
-        outcome: Option<String>,
+        #[cfg_attr(test, ts(optional, type = "string"))]
+        outcome: Option<PiOutcome>,
     },
     AgentEnd,
     AgentBeforeSettle {
         /// Pi's `outcome` of the run: `completed`, `aborted` or `error`.
-        outcome: Option<String>,
+        #[cfg_attr(test, ts(type = "string | null"))]
+        outcome: Option<PiOutcome>,
         /// The records the `pi-jobs.liveManagers` registry lists (absent: no registry). The
         /// engine counts this session's pending ones as pending work for the idle handoff.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,7 +341,7 @@ impl TryFrom<ObservationJson> for Observation {
 }
 
 /// The raw configuration sources the adapter collects. Which value wins is decided here, the way
-/// Pi merges its own settings (`config::SettingsLayers` in relay-core).
+/// Pi merges its own settings (`settings::SettingsLayers` in relay-core).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -573,14 +629,16 @@ pub struct ResetPlan {
     pub marker: Marker,
     /// The compaction's summary: the next window's boot block.
     pub summary: String,
-    /// The compaction's `details` (`{relay: "window", windowId, attempt, source, …}`).
+    /// The compaction's `details`: the window marker (`{relay: "window", v, windowId, attempt,
+    /// source, …}`, [`crate::records::WindowRecord`]).
     #[cfg_attr(test, ts(type = "unknown"))]
-    pub details: Value,
+    pub details: Box<crate::records::WindowRecord>,
     /// The hidden message that keeps the run going, or `null`.
     pub continuation: Option<Continuation>,
 }
 
-/// A `custom` entry for `pi.appendEntry(customType, data)`.
+/// A `custom` entry for `pi.appendEntry(customType, data)`; `data` is one of the typed records
+/// of [`crate::records`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -597,6 +655,9 @@ pub struct Marker {
 pub struct Continuation {
     pub custom_type: String,
     pub content: String,
+    /// The message's `details` (`{v}`, [`crate::records::MessageDetails`]).
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub details: Value,
 }
 
 /// A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",

@@ -10,7 +10,8 @@
 //!
 //! - **pi-context** note operations (`custom`, `customType: "pi-context/note"`, `data` =
 //!   `{op: "write"|"append", path, text, createdAt, updatedAt}`) become Relay note operations
-//!   (`relay/note`, `{kind, path, content, atMs: updatedAt}`). An operation without `text` (it
+//!   (`relay/note`, a [`crate::records::NoteRecord`] of version 0: `{v: 0, kind, path, content,
+//!   atMs: updatedAt}`). An operation without `text` (it
 //!   only marks a note stale) has no Relay meaning and stays theirs.
 //! - its root boot block (`custom_message` `pi-context/boot`) is Relay's boot block, its
 //!   low-budget guidance (`pi-context/guidance`) Relay's reminder, its reset marker
@@ -35,6 +36,7 @@
 use serde_json::{json, Map, Value};
 
 use super::types::EntryKind;
+use crate::records::{NoteRecord, Record, WINDOW_TAG};
 
 /// pi-context's `customType` prefix; every entry type it writes starts with it.
 pub const PI_CONTEXT_PREFIX: &str = "pi-context/";
@@ -124,7 +126,15 @@ fn note_op(data: &Value) -> Option<Value> {
         .or_else(|| data.get("createdAt"))
         .cloned()
         .unwrap_or(Value::Null);
-    Some(json!({"kind": op, "path": path, "content": text, "atMs": at}))
+    // Relay's note record, of version 0: no Relay wrote it.
+    let record = NoteRecord {
+        v: 0,
+        kind: op.into(),
+        path: path.into(),
+        content: text.into(),
+        at_ms: at,
+    };
+    Some(record.to_value())
 }
 
 /// A reset or handoff compaction of theirs, with Relay's window marker added.
@@ -141,7 +151,7 @@ fn window_details(details: Value) -> Value {
     if text(&map, "piContext").as_deref() == Some("reset-v2")
         && map.get("windowId").is_some_and(Value::is_string)
     {
-        map.insert("relay".into(), json!("window"));
+        map.insert("relay".into(), json!(WINDOW_TAG));
         map.insert("kind".into(), json!("reset"));
         map.entry("commit").or_insert(Value::Null);
         map.insert("importedFrom".into(), json!("pi-context"));
@@ -151,7 +161,7 @@ fn window_details(details: Value) -> Value {
             .filter(|c| KNOWN_COMMITS.contains(&c.as_str()))
             .map(|c| if c == "handoff" { "budget".into() } else { c })
             .unwrap_or_else(|| "budget".to_string());
-        map.insert("relay".into(), json!("window"));
+        map.insert("relay".into(), json!(WINDOW_TAG));
         map.insert("commit".into(), json!(commit));
         if !map.contains_key("handoffPath") {
             if let Some(path) = text(&map, "path") {

@@ -1,4 +1,5 @@
-//! How a compaction entry says what opened its window: Relay's window marker in `details`.
+//! How a compaction entry says what opened its window: Relay's window marker in `details`
+//! ([`crate::records::WindowRecord`], read here in every shape it has had).
 //!
 //! Contract: one reader for every shape Relay has written, so commit counting, the history
 //! tools' window listing and `relay windows` agree about old and new sessions.
@@ -24,6 +25,8 @@
 
 use serde_json::Value;
 
+use crate::records::{Record, WindowRecord};
+
 /// What opened a window, read from its compaction's `details`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowMarker {
@@ -42,25 +45,29 @@ const HANDOFF_COMMITS: [&str; 3] = ["voluntary", "budget", "hard"];
 impl WindowMarker {
     /// Reads a compaction's `details` in either shape (see the module documentation).
     pub fn of(details: &Value) -> WindowMarker {
-        if details.get("relay").and_then(Value::as_str) != Some("window") {
+        Self::of_record(WindowRecord::read(details).as_ref())
+    }
+
+    /// Reads a window marker already deserialized (`None`: the compaction is not Relay's).
+    pub fn of_record(record: Option<&WindowRecord>) -> WindowMarker {
+        let Some(record) = record else {
             return WindowMarker {
                 kind: "compaction",
                 commit: None,
             };
-        }
-        let text = |key: &str| details.get(key).and_then(Value::as_str);
-        match text("kind") {
+        };
+        match record.kind.as_deref() {
             Some("handoff") => WindowMarker {
                 kind: "handoff",
-                commit: text("commit").map(str::to_string),
+                commit: record.commit.clone(),
             },
             Some("reset") => WindowMarker {
                 kind: "reset",
-                commit: text("commit").map(str::to_string),
+                commit: record.commit.clone(),
             },
             // Earlier shape: `kind` was the commit type.
             old => {
-                let has_path = text("handoffPath").is_some();
+                let has_path = record.handoff_path.is_some();
                 let handoff = old.is_some_and(|k| HANDOFF_COMMITS.contains(&k)) || has_path;
                 WindowMarker {
                     kind: if handoff { "handoff" } else { "reset" },

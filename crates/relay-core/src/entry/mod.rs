@@ -42,7 +42,7 @@ pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};
 pub use types::{
     Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
-    SystemDelta,
+    StopReason, SystemDelta,
 };
 
 #[cfg(test)]

@@ -753,11 +753,11 @@ fn pi_context_note_operations_become_relay_notes() {
     let cases = [
         (
             r#"{"op":"write","path":"plan.md","text":"a\n","createdAt":1000,"updatedAt":2000}"#,
-            Some(json!({"kind":"write","path":"plan.md","content":"a\n","atMs":2000})),
+            Some(json!({"v":0,"kind":"write","path":"plan.md","content":"a\n","atMs":2000})),
         ),
         (
             r#"{"op":"append","path":"plan.md","text":"b","createdAt":1000,"updatedAt":3000}"#,
-            Some(json!({"kind":"append","path":"plan.md","content":"b","atMs":3000})),
+            Some(json!({"v":0,"kind":"append","path":"plan.md","content":"b","atMs":3000})),
         ),
         // Mark-only (no text): no Relay meaning, stays theirs.
         (

@@ -95,6 +95,7 @@ pub struct Message {
     pub is_error: bool,
     /// Total tokens of an assistant message's usage (`totalTokens`, or the sum of its parts).
     pub usage_total: Option<u64>,
+    /// Pi's `stopReason` as written; read it through [`Message::stop`].
     pub stop_reason: Option<String>,
     pub custom_type: Option<String>,
     /// The characters (UTF-16 code units, as JavaScript counts) Pi's own estimate
@@ -105,6 +106,56 @@ pub struct Message {
     /// A system message's changes to the prompt and tools (replayed for Pi's current system
     /// message).
     pub system: Option<Box<SystemDelta>>,
+}
+
+impl Message {
+    /// Pi's `stopReason` of an assistant message (`None` when absent).
+    pub fn stop(&self) -> Option<StopReason> {
+        self.stop_reason.as_deref().map(StopReason::from)
+    }
+}
+
+/// Why Pi's model stopped (an assistant message's `stopReason`). A value this Relay does not know
+/// is [`StopReason::Other`]: it is not a tool call, an error, a cut-off or an abort.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// `stop`: the model finished its answer.
+    Stop,
+    /// `length`: the answer was cut at the output limit.
+    Length,
+    /// `toolUse`: the model called tools.
+    ToolUse,
+    /// `error`: the provider failed.
+    Error,
+    /// `aborted`: the user stopped it.
+    Aborted,
+    /// A reason a later Pi may write.
+    Other(String),
+}
+
+impl StopReason {
+    /// An answer that failed or was cut off (`error`, `length`).
+    pub fn failed_or_cut(&self) -> bool {
+        matches!(self, StopReason::Error | StopReason::Length)
+    }
+
+    /// An answer whose usage Pi does not trust (`aborted`, `error`).
+    pub fn aborted_or_failed(&self) -> bool {
+        matches!(self, StopReason::Aborted | StopReason::Error)
+    }
+}
+
+impl From<&str> for StopReason {
+    fn from(s: &str) -> Self {
+        match s {
+            "stop" => StopReason::Stop,
+            "length" => StopReason::Length,
+            "toolUse" => StopReason::ToolUse,
+            "error" => StopReason::Error,
+            "aborted" => StopReason::Aborted,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
 }
 
 /// What one system message changes, measured as Pi's estimate measures it.

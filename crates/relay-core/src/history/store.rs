@@ -368,12 +368,8 @@ impl History {
             .and_then(|w| w.id.strip_prefix("pcw:"))
             .and_then(|rest| rest.strip_suffix(":root"))
             .unwrap_or(self.session_id.as_str());
-        if details.get("relay").and_then(Value::as_str) == Some("window") {
-            if let Some(id) = details.get("windowId").and_then(Value::as_str) {
-                return id.to_string();
-            }
-        }
-        format!("pcw:{session}:{entry_id}")
+        crate::records::relay_window_id(details)
+            .unwrap_or_else(|| format!("pcw:{session}:{entry_id}"))
     }
 
     fn add_item(
@@ -741,12 +737,10 @@ fn root_id_named_by(kind: &EntryKind) -> Option<&str> {
         | EntryKind::Custom {
             custom_type,
             data: fields,
-        } if custom_type.starts_with("relay/") => fields.get("windowId").and_then(Value::as_str),
+        } if custom_type.starts_with("relay/") => crate::records::named_window_id(fields),
         EntryKind::Compaction {
             summary, details, ..
-        } if details.get("relay").and_then(Value::as_str) == Some("window") => {
-            line_value(summary, "first_window_id: ")
-        }
+        } if crate::records::is_relay_window(details) => line_value(summary, "first_window_id: "),
         _ => None,
     }?;
     let session = named.strip_prefix("pcw:")?.strip_suffix(":root")?;

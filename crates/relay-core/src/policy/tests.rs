@@ -118,10 +118,10 @@ fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
             PolicyEffect::Notify { .. } => "notify".to_string(),
             PolicyEffect::Block { .. } => "block".to_string(),
             PolicyEffect::RequestReset { source, .. } => match source {
-                ResetSource::Handoff => "reset:handoff".to_string(),
-                ResetSource::Forced => "reset:forced".to_string(),
-                ResetSource::Idle => "reset:idle".to_string(),
-                ResetSource::IdleInput => "reset:idle-input".to_string(),
+                PolicyReset::Handoff => "reset:handoff".to_string(),
+                PolicyReset::Forced => "reset:forced".to_string(),
+                PolicyReset::Idle => "reset:idle".to_string(),
+                PolicyReset::IdleInput => "reset:idle-input".to_string(),
             },
             PolicyEffect::Continue { .. } => "continue".to_string(),
             PolicyEffect::Relaunch { reason } => format!("relaunch:{}", reason.as_str()),
@@ -428,7 +428,7 @@ fn budget_commits_count_and_the_cap_falls_back_before_another() {
     else {
         unreachable!()
     };
-    assert_eq!(*source, ResetSource::Forced);
+    assert_eq!(*source, PolicyReset::Forced);
     assert!(!continue_run, "after the cap the user decides");
     assert!(note
         .as_deref()
@@ -961,7 +961,7 @@ fn idle_handoff_blocks_other_tools_and_commits_an_uncounted_idle_reset_at_turn_e
     assert_eq!(
         fx[1],
         PolicyEffect::RequestReset {
-            source: ResetSource::Idle,
+            source: PolicyReset::Idle,
             kind: CommitKind::Idle,
             handoff_path: Some("/r/.ai-work/handoffs/s-2.md".into()),
             continue_run: true,

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::integrations::{IntegrationFacts, StoreContents};
 use crate::resume_check::CheckResult;
+use crate::tool_name::ToolName;
 
 impl Engine {
     // ----- context_handoff -----
@@ -20,7 +21,7 @@ impl Engine {
     /// A tool call: `context_handoff` starts an operation with jobs; every other tool answers at
     /// once.
     pub fn tool_input(&mut self, name: &str, args: &Value, moment: &Moment) -> Output {
-        if name != "context_handoff" {
+        if ToolName::of(name) != ToolName::ContextHandoff {
             return Self::tool_output(self.tool(name, args, moment));
         }
         let parsed = match self.handoff_begin(args, moment) {

@@ -56,8 +56,16 @@
 
 use serde_json::{Map, Value};
 
-use crate::policy::config::{key_names, known_key, KeyKind};
+use crate::policy::budget_file::{key_names, known_key, KeyKind};
 use crate::ConfigIssue;
+
+mod layers;
+mod reserve;
+
+use layers::merge_values;
+pub use layers::SettingsLayers;
+pub use reserve::{remaining_tokens, reminder_threshold, ReserveTokens};
+use reserve::{reserve_count, reserve_tokens};
 
 /// The settings key holding Relay's object.
 pub const SETTINGS_KEY: &str = "relay";
@@ -82,7 +90,7 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
     ("continueAfterReset", KeyKind::Bool),
     (
         "budget",
-        KeyKind::Object(crate::policy::config::BUDGET_KEYS),
+        KeyKind::Object(crate::policy::budget_file::BUDGET_KEYS),
     ),
     ("role", KeyKind::OneOf(&["main", "subagent"])),
     ("clearToolResults", KeyKind::Object(CLEAR_KEYS)),
@@ -187,267 +195,12 @@ impl Default for RelayConfig {
     }
 }
 
-/// Pi's settings as two layers, merged the way Pi's `SettingsManager` merges them: the project's
-/// value of a key wins over the global one only when the project is trusted, and two objects
-/// merge key by key at every depth (arrays and other values are replaced whole).
-///
-/// The merged `relay` and `compaction` values are what Relay validates; [`SettingsLayers::attribute`]
-/// names the file a key path's value came from.
-#[derive(Debug, Clone)]
-pub struct SettingsLayers {
-    relay: Option<Value>,
-    compaction: Option<Value>,
-    /// The trusted project's settings object (`None` when untrusted or absent).
-    project: Option<Value>,
-    global_label: String,
-    /// Problems with the layers themselves (not objects, unreadable), already labelled.
-    issues: Vec<ConfigIssue>,
-}
-
-impl SettingsLayers {
-    /// Merge Pi's global settings object with the project's (`None`: no project file).
-    /// `project_error` says why the project file could not be read; `global_file` names the global
-    /// file in warnings.
-    pub fn merge(
-        global: Option<&Value>,
-        project: Option<&Value>,
-        project_trusted: bool,
-        project_error: Option<&str>,
-        global_file: Option<&str>,
-    ) -> Self {
-        let global_label = match global_file {
-            Some(file) if !file.is_empty() => format!("global settings ({file})"),
-            _ => "global settings".to_string(),
-        };
-        let project_label = project_label();
-        let mut issues = Vec::new();
-        let global = match global {
-            None | Some(Value::Object(_)) => global,
-            Some(other) => {
-                issues.push(ConfigIssue {
-                    path: global_label.clone(),
-                    message: format!("expected an object, got {}; ignored", show(other)),
-                });
-                None
-            }
-        };
-        let project = if project_trusted {
-            if let Some(error) = project_error {
-                issues.push(ConfigIssue {
-                    path: project_label.clone(),
-                    message: format!("cannot be read ({error}); ignored"),
-                });
-            }
-            match project {
-                None | Some(Value::Object(_)) => project,
-                Some(other) => {
-                    issues.push(ConfigIssue {
-                        path: project_label,
-                        message: format!("expected an object, got {}; ignored", show(other)),
-                    });
-                    None
-                }
-            }
-        } else {
-            // An untrusted project's settings do not apply, as in Pi.
-            None
-        };
-        let layer = |key: &str| {
-            merge_values(
-                global.and_then(|g| g.get(key)),
-                project.and_then(|p| p.get(key)),
-            )
-        };
-        SettingsLayers {
-            relay: layer(SETTINGS_KEY),
-            compaction: layer("compaction"),
-            project: project.cloned(),
-            global_label,
-            issues,
-        }
-    }
-
-    /// The merged `relay` value, if any layer has one.
-    pub fn relay(&self) -> Option<&Value> {
-        self.relay.as_ref()
-    }
-
-    /// The merged `compaction` value, if any layer has one.
-    pub fn compaction(&self) -> Option<&Value> {
-        self.compaction.as_ref()
-    }
-
-    /// Prefix a settings issue's key path with the file its value came from:
-    /// `project settings (.pi/settings.json): relay.budget.mode`. Paths outside `relay` and
-    /// `compaction` (a budget file's) are returned unchanged.
-    pub fn attribute(&self, issue: ConfigIssue) -> ConfigIssue {
-        let in_settings = ["relay", "compaction"].iter().any(|root| {
-            issue.path == *root
-                || issue
-                    .path
-                    .strip_prefix(root)
-                    .is_some_and(|rest| rest.starts_with(['.', '[']))
-        });
-        if !in_settings {
-            return issue;
-        }
-        let from_project = self.project.as_ref().is_some_and(|p| holds(p, &issue.path));
-        let label = if from_project {
-            project_label()
-        } else {
-            self.global_label.clone()
-        };
-        ConfigIssue {
-            path: format!("{label}: {}", issue.path),
-            message: issue.message,
-        }
-    }
-
-    /// The file a `relay…` or `compaction…` key path's value came from (`project settings
-    /// (.pi/settings.json)` or `global settings (<file>)`), or `None` when no layer holds it.
-    pub fn source_of(&self, path: &str) -> Option<String> {
-        let mut merged = Map::new();
-        if let Some(r) = &self.relay {
-            merged.insert(SETTINGS_KEY.into(), r.clone());
-        }
-        if let Some(c) = &self.compaction {
-            merged.insert("compaction".into(), c.clone());
-        }
-        if self.project.as_ref().is_some_and(|p| holds(p, path)) {
-            Some(project_label())
-        } else if holds(&Value::Object(merged), path) {
-            Some(self.global_label.clone())
-        } else {
-            None
-        }
-    }
-
-    /// Resolve Relay's settings and Pi's compaction reserve from the merged layers. Every issue
-    /// names its file and key path.
-    pub fn resolve(&self) -> (ResolvedSettings, Vec<ConfigIssue>) {
-        let mut issues = self.issues.clone();
-        let (relay, relay_issues) = validate_relay(self.relay.as_ref());
-        let (reserve_tokens, reserve_issues) = reserve_tokens(self.compaction.as_ref());
-        issues.extend(
-            relay_issues
-                .into_iter()
-                .chain(reserve_issues)
-                .map(|i| self.attribute(i)),
-        );
-        (
-            ResolvedSettings {
-                relay,
-                reserve_tokens,
-            },
-            issues,
-        )
-    }
-}
-
 /// What Relay takes from Pi's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedSettings {
     pub relay: RelayConfig,
     /// Pi's compaction reserve, per model.
     pub reserve_tokens: ReserveTokens,
-}
-
-/// Pi's compaction reserve: `compaction.reserveTokens` and the valid
-/// `compaction.modelOverrides["provider/model"].reserveTokens` values.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReserveTokens {
-    /// `compaction.reserveTokens`, or Pi's default 16,384.
-    pub default: u64,
-    /// Per-model overrides keyed by Pi's exact `provider/modelId`.
-    pub models: std::collections::BTreeMap<String, u64>,
-}
-
-impl Default for ReserveTokens {
-    fn default() -> Self {
-        ReserveTokens {
-            default: DEFAULT_RESERVE_TOKENS,
-            models: std::collections::BTreeMap::new(),
-        }
-    }
-}
-
-impl ReserveTokens {
-    /// The reserve Pi applies to `model` (`provider/modelId`): its override, else the ordinary one.
-    pub fn for_model(&self, model: Option<&str>) -> u64 {
-        model
-            .and_then(|m| self.models.get(m))
-            .copied()
-            .unwrap_or(self.default)
-    }
-}
-
-fn project_label() -> String {
-    format!("project settings ({PROJECT_SETTINGS_FILE})")
-}
-
-/// Pi's `deepMergeObjects` for one key: two objects merge key by key, recursively; otherwise the
-/// override replaces the base.
-fn merge_values(base: Option<&Value>, over: Option<&Value>) -> Option<Value> {
-    match (base, over) {
-        (Some(Value::Object(b)), Some(Value::Object(o))) => {
-            let mut merged = b.clone();
-            for (k, v) in o {
-                let value = merge_values(b.get(k), Some(v)).unwrap_or_else(|| v.clone());
-                merged.insert(k.clone(), value);
-            }
-            Some(Value::Object(merged))
-        }
-        (_, Some(o)) => Some(o.clone()),
-        (Some(b), None) => Some(b.clone()),
-        (None, None) => None,
-    }
-}
-
-/// Whether `settings` holds a value at the key path `path` (`a.b.c`, `a.b[2]`, `a."p/m".c`,
-/// `a["p/m"].c`). A quoted key is read as a JSON string; an unquoted key may contain dots, so
-/// every key that prefixes the rest of the path is tried. An array index counts as held by the
-/// layer holding the array (Pi replaces arrays whole).
-fn holds(settings: &Value, path: &str) -> bool {
-    let Value::Object(map) = settings else {
-        return false;
-    };
-    let bracketed = path.starts_with("[\"");
-    let body = if bracketed {
-        path.get(1..).unwrap_or("")
-    } else {
-        path
-    };
-    if body.starts_with('"') {
-        let mut stream = serde_json::Deserializer::from_str(body).into_iter::<String>();
-        let Some(Ok(key)) = stream.next() else {
-            return false;
-        };
-        let mut rest = body.get(stream.byte_offset()..).unwrap_or("");
-        if bracketed {
-            match rest.strip_prefix(']') {
-                Some(r) => rest = r,
-                None => return false,
-            }
-        }
-        return map.get(&key).is_some_and(|child| holds_rest(child, rest));
-    }
-    map.iter().any(|(key, child)| {
-        path.strip_prefix(key.as_str())
-            .is_some_and(|rest| holds_rest(child, rest))
-    })
-}
-
-/// The remainder of a key path after one key matched `child`.
-fn holds_rest(child: &Value, rest: &str) -> bool {
-    if rest.is_empty() {
-        true
-    } else if rest.starts_with("[\"") {
-        holds(child, rest)
-    } else if rest.starts_with('[') {
-        true
-    } else {
-        rest.strip_prefix('.').is_some_and(|r| holds(child, r))
-    }
 }
 
 /// Resolve Relay's settings from the `relay` objects of two settings layers (`None` when a layer
@@ -688,98 +441,6 @@ fn check_key_at<T>(
     parsed
 }
 
-/// Pi's compaction reserve from the merged `compaction` value, read as Pi's `SettingsManager`
-/// reads it: `modelOverrides["provider/model"].reserveTokens`, else `reserveTokens`, else 16,384;
-/// each a non-negative safe integer. An invalid value is reported with its key path, and the next
-/// level applies in its place.
-fn reserve_tokens(compaction: Option<&Value>) -> (ReserveTokens, Vec<ConfigIssue>) {
-    let mut issues = Vec::new();
-    let mut reserve = ReserveTokens::default();
-    let c = match compaction {
-        None | Some(Value::Null) => return (reserve, issues),
-        Some(Value::Object(c)) => c,
-        Some(other) => {
-            issues.push(ConfigIssue {
-                path: "compaction".into(),
-                message: format!(
-                    "expected an object, got {}; using reserveTokens {DEFAULT_RESERVE_TOKENS}",
-                    show(other)
-                ),
-            });
-            return (reserve, issues);
-        }
-    };
-    match c.get("reserveTokens") {
-        None | Some(Value::Null) => {}
-        Some(v) => match reserve_count(v) {
-            Some(n) => reserve.default = n,
-            None => issues.push(ConfigIssue {
-                path: "compaction.reserveTokens".into(),
-                message: format!(
-                    "expected a non-negative whole number, got {}; using {DEFAULT_RESERVE_TOKENS}",
-                    show(v)
-                ),
-            }),
-        },
-    }
-    let fallback = reserve.default;
-    match c.get("modelOverrides") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(models)) => {
-            for (model, entry) in models {
-                let path = format!("compaction.modelOverrides[{}]", quoted(model));
-                match entry {
-                    Value::Object(o) => match o.get("reserveTokens") {
-                        None | Some(Value::Null) => {}
-                        Some(v) => match reserve_count(v) {
-                            Some(n) => {
-                                reserve.models.insert(model.clone(), n);
-                            }
-                            None => issues.push(ConfigIssue {
-                                path: format!("{path}.reserveTokens"),
-                                message: format!(
-                                    "expected a non-negative whole number, got {}; using compaction.reserveTokens ({fallback}) for {model}",
-                                    show(v)
-                                ),
-                            }),
-                        },
-                    },
-                    other => issues.push(ConfigIssue {
-                        path,
-                        message: format!(
-                            "expected an object, got {}; using compaction.reserveTokens ({fallback}) for {model}",
-                            show(other)
-                        ),
-                    }),
-                }
-            }
-        }
-        Some(other) => issues.push(ConfigIssue {
-            path: "compaction.modelOverrides".into(),
-            message: format!(
-                "expected an object keyed by \"provider/model\", got {}; using compaction.reserveTokens ({fallback}) for every model",
-                show(other)
-            ),
-        }),
-    }
-    (reserve, issues)
-}
-
-/// Pi's reading of a compaction token setting: a non-negative safe integer (0 included).
-fn reserve_count(v: &Value) -> Option<u64> {
-    let n = v.as_u64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_TOKENS as f64)
-            .map(|f| f as u64)
-    })?;
-    (n <= MAX_TOKENS).then_some(n)
-}
-
-/// A key as it appears quoted in a key path (`modelOverrides["a/b"]`).
-fn quoted(key: &str) -> String {
-    serde_json::to_string(key).unwrap_or_else(|_| format!("\"{key}\""))
-}
-
 fn token_count(v: &Value) -> Option<u64> {
     let n = v.as_u64().or_else(|| {
         v.as_f64()
@@ -804,36 +465,6 @@ fn show(v: &Value) -> String {
         Some((i, _)) => format!("{}…", s.get(..i).unwrap_or_default()),
         None => s,
     }
-}
-
-/// Physical remaining capacity (window − used, in tokens) at or below which the reminder fires:
-/// reserve + margin, each capped to the window: the reserve counts at most half of it, the margin
-/// at most a quarter (so the reminder never fires before a quarter of the window is used). A window
-/// of 0 (unknown) caps nothing.
-///
-/// Examples (margin 24,576): 200k window, reserve 16,384 → 40,960; 16,384 window, reserve 4,096
-/// → 4,096 + 4,096 = 8,192; 16,384 window, reserve 16,384 → 8,192 + 4,096 = 12,288.
-pub fn reminder_threshold(context_window: u64, reserve_tokens: u64, margin: u64) -> u64 {
-    if context_window == 0 {
-        return reserve_tokens.saturating_add(margin);
-    }
-    reserve_tokens
-        .min(context_window / 2)
-        .saturating_add(margin.min(context_window / 4))
-}
-
-/// Tokens available before Pi's compaction reserve: max(0, window − used − reserve), or `None`
-/// when Pi cannot estimate usage (e.g. right after a reset).
-pub fn remaining_tokens(
-    context_window: u64,
-    used_tokens: Option<u64>,
-    reserve_tokens: u64,
-) -> Option<u64> {
-    used_tokens.map(|used| {
-        context_window
-            .saturating_sub(used)
-            .saturating_sub(reserve_tokens)
-    })
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ impl Default for BudgetConfig {
 }
 
 /// What a configuration key holds. The parsers' key tables ([`BUDGET_KEYS`],
-/// [`crate::config::RELAY_KEYS`], [`crate::config::COMPACTION_KEYS`]) are the one list of the keys
+/// [`crate::settings::RELAY_KEYS`], [`crate::settings::COMPACTION_KEYS`]) are the one list of the keys
 /// Relay reads: a key missing from its table is reported as unknown, and the hostile-input tests
 /// derive a value of every wrong JSON type for every key from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -398,113 +398,21 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
                     format!("must be \"off\", \"observe\" or \"enforce\", got {val}"),
                 ),
             },
-            "enforceCwds" => match val.as_array() {
-                Some(items) => {
-                    let mut list = Vec::new();
-                    for (i, item) in items.iter().enumerate() {
-                        let ip = format!("{p}[{i}]");
-                        match item.as_str() {
-                            Some(s) if s.starts_with('/') => match glob::validate(s) {
-                                Ok(()) => list.push(s.to_string()),
-                                Err(e) => issue(&mut issues, ip, e),
-                            },
-                            Some(s) => issue(
-                                &mut issues,
-                                ip,
-                                format!("must be an absolute path or glob starting with '/', got {s:?} (no tilde expansion)"),
-                            ),
-                            None => issue(&mut issues, ip, format!("must be a string, got {item}")),
-                        }
-                    }
+            "enforceCwds" => {
+                if let Some(list) = parse_enforce_cwds(val, &p, &mut issues) {
                     cfg.enforce_cwds = Some(list);
                 }
-                None => issue(
-                    &mut issues,
-                    p,
-                    format!("must be an array of absolute paths or globs, got {val}"),
-                ),
-            },
+            }
             "main" => cfg.main = parse_thresholds(val, &p, &mut issues),
             "subagent" => cfg.subagent = parse_thresholds(val, &p, &mut issues),
-            "models" => {
-                if let Some(models) = as_object(val, &p, &mut issues) {
-                    for (model, mv) in models {
-                        let mp = join(&p, &quoted_key(model));
-                        let mut mo = ModelOverride::default();
-                        // A model entry that is not an object overrides nothing (as if absent).
-                        if let Some(mobj) = as_object(mv, &mp, &mut issues) {
-                            for (role, rv) in mobj {
-                                let rp = join(&mp, role);
-                                let known = known_key(MODEL_KEYS, role);
-                                match role.as_str() {
-                                    "main" if known => {
-                                        mo.main = parse_thresholds(rv, &rp, &mut issues)
-                                    }
-                                    "subagent" if known => {
-                                        mo.subagent = parse_thresholds(rv, &rp, &mut issues)
-                                    }
-                                    _ => issue(
-                                        &mut issues,
-                                        rp,
-                                        format!("unknown key (expected {})", key_names(MODEL_KEYS)),
-                                    ),
-                                }
-                            }
-                            cfg.models.insert(model.clone(), mo);
-                        }
-                    }
-                }
-            }
+            "models" => parse_models(val, &p, &mut cfg.models, &mut issues),
             "maxHandoffsPerSession" => {
                 if let Some(n) = positive_count(val, &p, &mut issues) {
                     cfg.max_handoffs_per_session = n;
                 }
             }
-            "loop" => {
-                if let Some(lobj) = as_object(val, &p, &mut issues) {
-                    for (lk, lv) in lobj {
-                        let lp = join(&p, lk);
-                        let lk = if known_key(LOOP_KEYS, lk) {
-                            lk.as_str()
-                        } else {
-                            ""
-                        };
-                        match lk {
-                            "maxHandoffsWithoutProgress" => {
-                                if let Some(n) = positive_count(lv, &lp, &mut issues) {
-                                    cfg.loop_guard.max_handoffs_without_progress = n;
-                                }
-                            }
-                            "withinTurns" => {
-                                if let Some(n) = positive_count(lv, &lp, &mut issues) {
-                                    cfg.loop_guard.within_turns = n;
-                                }
-                            }
-                            _ => issue(
-                                &mut issues,
-                                lp,
-                                format!("unknown key (expected {})", key_names(LOOP_KEYS)),
-                            ),
-                        }
-                    }
-                }
-            }
-            "resumeChecks" => {
-                if let Some(robj) = as_object(val, &p, &mut issues) {
-                    for (name, cmd) in robj {
-                        match cmd.as_str() {
-                            Some(c) if !c.trim().is_empty() => {
-                                cfg.resume_checks.insert(name.clone(), c.to_string());
-                            }
-                            _ => issue(
-                                &mut issues,
-                                join(&p, name),
-                                format!("must be a non-empty command string, got {cmd}"),
-                            ),
-                        }
-                    }
-                }
-            }
+            "loop" => parse_loop(val, &p, &mut cfg.loop_guard, &mut issues),
+            "resumeChecks" => parse_resume_checks(val, &p, &mut cfg.resume_checks, &mut issues),
             "overflowRecovery" => match val.as_bool() {
                 Some(b) => cfg.overflow_recovery = b,
                 None => issue(&mut issues, p, format!("must be true or false, got {val}")),
@@ -534,302 +442,123 @@ pub fn parse_budget_config(v: &Value, path_prefix: &str) -> (BudgetConfig, Vec<C
     (cfg, issues)
 }
 
-/// Configured vs effective mode, with the reason when they differ.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EffectiveMode {
-    pub configured: Mode,
-    pub effective: Mode,
-    pub reason: Option<String>,
-}
-
-/// The mode that actually applies in `cwd`.
-///
-/// - a configuration with invalid values (or an unusable file) never enforces: enforce becomes
-///   observe, with the problem as the reason;
-/// - configured enforce with `enforceCwds` that does not match `cwd` becomes observe with the reason
-///   `"cwd restriction"`. Prefixes match at directory boundaries (`/a/b` matches `/a/b` and `/a/b/c`,
-///   not `/a/bc`); entries containing `*`, `?`, `[` or `{` are globs matched against the whole cwd.
-pub fn effective_mode(cfg: &BudgetConfig, cwd: &str) -> EffectiveMode {
-    let configured = cfg.mode;
-    if configured != Mode::Enforce {
-        return EffectiveMode {
-            configured,
-            effective: configured,
-            reason: None,
-        };
-    }
-    if let Some(why) = &cfg.invalid {
-        return EffectiveMode {
-            configured,
-            effective: Mode::Observe,
-            reason: Some(why.clone()),
-        };
-    }
-    if let Some(list) = &cfg.enforce_cwds {
-        if !list.iter().any(|p| cwd_matches(p, cwd)) {
-            return EffectiveMode {
-                configured,
-                effective: Mode::Observe,
-                reason: Some("cwd restriction".into()),
-            };
-        }
-    }
-    EffectiveMode {
-        configured,
-        effective: Mode::Enforce,
-        reason: None,
-    }
-}
-
-/// Whether one `enforceCwds` entry covers `cwd` (see [`effective_mode`]).
-pub fn cwd_matches(entry: &str, cwd: &str) -> bool {
-    let cwd = trim_slashes(cwd);
-    if glob::is_glob(entry) {
-        return glob::matches(entry, cwd);
-    }
-    let prefix = trim_slashes(entry);
-    if prefix == "/" {
-        return cwd.starts_with('/');
-    }
-    cwd == prefix
-        || (cwd.len() > prefix.len()
-            && cwd.starts_with(prefix)
-            && cwd.as_bytes().get(prefix.len()) == Some(&b'/'))
-}
-
-fn trim_slashes(p: &str) -> &str {
-    let t = p.trim_end_matches('/');
-    if t.is_empty() && p.starts_with('/') {
-        "/"
-    } else {
-        t
-    }
-}
-
-/// Effective thresholds for one model and role. Invariant: `0 < soft <= handoff <= hard` and
-/// `min_progress > 0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Thresholds {
-    pub soft: u64,
-    pub handoff: u64,
-    pub hard: u64,
-    pub min_progress: u64,
-}
-
-/// The seed's fixed defaults for large windows (main sessions).
-pub const SEED_MAIN: Thresholds = Thresholds {
-    soft: 300_000,
-    handoff: 400_000,
-    hard: 600_000,
-    min_progress: 50_000,
-};
-/// The seed's fixed defaults for large windows (subagent sessions).
-pub const SEED_SUBAGENT: Thresholds = Thresholds {
-    soft: 150_000,
-    handoff: 200_000,
-    hard: 300_000,
-    min_progress: 25_000,
-};
-
-/// Thresholds derived from the model's window when nothing is configured.
-///
-/// - `usable = max(window - reserve, window / 2)`: Pi starts its own compaction at
-///   `window - reserveTokens`; a reserve larger than half the window (tiny models) is ignored
-///   beyond half so that something remains;
-/// - `hard = 90%` of `usable` (the 10% margin leaves room to write a handoff at hard);
-/// - `handoff = 75%` of `hard`, `soft = 60%` of `hard`, `minProgress = hard / 12`;
-/// - each value is then capped by the seed's fixed default for the role (main 300k/400k/600k/50k,
-///   subagent 150k/200k/300k/25k): a seed value applies exactly when the derived value is at least
-///   as large, i.e. when the window is large enough to hold it (main: hard reaches 600k from a
-///   window of about 683k with Pi's default 16k reserve);
-/// - every value is at least 1 (a window of 0 is treated as unknown and yields the seed defaults).
-///
-/// Examples (reserve 16,384): 8k window → 3686/2764/2211, 200k → 165254/123940/99152,
-/// 1M → the seed defaults.
-pub fn derived_thresholds(context_window: u64, reserve_tokens: u64, subagent: bool) -> Thresholds {
-    let seed = if subagent { SEED_SUBAGENT } else { SEED_MAIN };
-    if context_window == 0 {
-        return seed;
-    }
-    let w = context_window as u128;
-    let usable = (w.saturating_sub(reserve_tokens as u128)).max(w / 2);
-    let hard = (usable * 9 / 10).max(1);
-    let handoff = (hard * 3 / 4).max(1);
-    let soft = (hard * 3 / 5).max(1);
-    let min_progress = (hard / 12).max(1);
-    let cap = |v: u128, s: u64| -> u64 { (v.min(s as u128)) as u64 };
-    Thresholds {
-        soft: cap(soft, seed.soft),
-        handoff: cap(handoff, seed.handoff),
-        hard: cap(hard, seed.hard),
-        min_progress: cap(min_progress, seed.min_progress),
-    }
-}
-
-/// Resolve the thresholds for `model_key` (`"provider/model-id"`) in a main or subagent session.
-///
-/// 1. **Explicit values.** A `models[model_key].<role>` value wins. A `<role>` value joins it only
-///    where it keeps the order with the model's values (soft ≤ handoff ≤ hard): a role value that
-///    would cross a model value does not apply to this model. So `main: {300k, 400k, 600k}` with
-///    `models."p/m".main.hard: 150000` gives p/m its own three bands below 150,000.
-/// 2. **Nothing explicit** (no soft, handoff or hard at either level): the values derived from the
-///    window ([`derived_thresholds`]).
-/// 3. **Some explicit:** the missing bands are derived from the given ones with the default ratios
-///    (soft = 60 % and handoff = 75 % of hard), never from the window:
-///    - hard = the given hard, else handoff ÷ 0.75, else soft ÷ 0.6;
-///    - handoff = 75 % of hard, unless that is not above a given soft: then midway between soft
-///      and hard;
-///    - soft = 60 % of hard; with a given handoff that hard was derived from, or that 60 % of
-///      hard would not be below, 80 % of handoff (the same 60 : 75 ratio).
-///
-///    `hard: 150000` alone gives 90,000 / 112,500 / 150,000.
-/// 4. `minProgress` = the explicit value (model, then role), else hard ÷ 12 capped at the seed's
-///    value for the role (for derived thresholds that is exactly the derived value).
-///
-/// Invariant: `0 < soft <= handoff <= hard` and `min_progress > 0`. A set that is out of order within
-/// one level never gets here: [`parse_budget_config`] reports it and drops it.
-pub fn resolve_thresholds(
-    cfg: &BudgetConfig,
-    model_key: &str,
-    context_window: u64,
-    reserve_tokens: u64,
-    subagent: bool,
-) -> Thresholds {
-    let seed = if subagent { SEED_SUBAGENT } else { SEED_MAIN };
-    let role = if subagent { &cfg.subagent } else { &cfg.main };
-    let model = cfg
-        .models
-        .get(model_key)
-        .map(|m| if subagent { m.subagent } else { m.main })
-        .unwrap_or_default();
-    let model_bands = [model.soft, model.handoff, model.hard];
-    let role_bands = [role.soft, role.handoff, role.hard];
-    // A role value fits when it keeps the order with every model value.
-    let fits = |i: usize, v: u64| {
-        model_bands.iter().enumerate().all(|(j, m)| match m {
-            Some(m) if j < i => *m <= v,
-            Some(m) if j > i => v <= *m,
-            _ => true,
-        })
+/// `enforceCwds`: absolute paths or globs; `None` (and an issue) when it is not an array, else
+/// the valid entries (each invalid one reported).
+fn parse_enforce_cwds(v: &Value, p: &str, issues: &mut Vec<ConfigIssue>) -> Option<Vec<String>> {
+    let Some(items) = v.as_array() else {
+        issue(
+            issues,
+            p.to_string(),
+            format!("must be an array of absolute paths or globs, got {v}"),
+        );
+        return None;
     };
-    let mut bands = model_bands;
-    for (i, (slot, role_value)) in bands.iter_mut().zip(role_bands).enumerate() {
-        if slot.is_none() {
-            *slot = role_value.filter(|v| fits(i, *v));
-        }
-    }
-    let min_progress_given = model.min_progress.or(role.min_progress);
-    let [soft, handoff, hard] = bands;
-    if bands.iter().all(Option::is_none) {
-        let derived = derived_thresholds(context_window, reserve_tokens, subagent);
-        return Thresholds {
-            min_progress: min_progress_given.unwrap_or(derived.min_progress).max(1),
-            ..derived
-        };
-    }
-    let (s, h, x) = (
-        soft.map(u128::from),
-        handoff.map(u128::from),
-        hard.map(u128::from),
-    );
-    let hard_v = x
-        .or(h.map(|h| h * 4 / 3))
-        .or(s.map(|s| s * 5 / 3))
-        .unwrap_or(1)
-        .max(1);
-    let handoff_v = h.unwrap_or_else(|| {
-        let d = hard_v * 3 / 4;
-        match (s, x) {
-            // Only soft: 75 : 60 of it, without rounding through the derived hard.
-            (Some(s), None) => s * 5 / 4,
-            (Some(s), Some(_)) if d <= s => (s + hard_v) / 2,
-            _ => d,
-        }
-    });
-    let soft_v = s.unwrap_or_else(|| {
-        let d = hard_v * 3 / 5;
-        if h.is_some() && (x.is_none() || d >= handoff_v) {
-            handoff_v * 4 / 5
-        } else {
-            d.min(handoff_v)
-        }
-    });
-    let to_u64 = |v: u128| u64::try_from(v).unwrap_or(u64::MAX).max(1);
-    let hard_t = to_u64(hard_v);
-    Thresholds {
-        soft: to_u64(soft_v),
-        handoff: to_u64(handoff_v),
-        hard: hard_t,
-        min_progress: min_progress_given
-            .unwrap_or_else(|| (hard_t / 12).min(seed.min_progress))
-            .max(1),
-    }
-}
-
-/// The policy's parameters for one session: resolved thresholds and the commit guards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PolicyParams {
-    pub thresholds: Thresholds,
-    pub max_handoffs_per_session: u32,
-    pub loop_guard: LoopGuard,
-    /// `idleMinTokens`: the settle-time context size from which pending work asks for an idle
-    /// handoff.
-    pub idle_min_tokens: u64,
-    /// `idleMinutes` in milliseconds: how long the agent must have been inactive before new input
-    /// resets the window with a stored handoff first (idle-input recovery).
-    pub idle_ms: u64,
-    /// `keepRecentTokens`: idle-input recovery only resets a window holding more than this many
-    /// tokens (a smaller one has nothing worth dropping).
-    pub keep_recent_tokens: u64,
-    /// This runtime owns a pi-session wrapper and a handoff file is known to continue from: an
-    /// armed fallback relaunches Pi in a fresh process at the settle point
-    /// ([`super::PolicyEffect::Relaunch`]) instead of resetting the window mechanically. Not
-    /// configuration: the engine sets it from the hosting facts.
-    pub relaunch: bool,
-}
-
-/// `idleMinTokens` when the configuration has none.
-pub const DEFAULT_IDLE_MIN_TOKENS: u64 = 300_000;
-/// `idleMinutes` when the configuration has none (seed 004's Config table).
-pub const DEFAULT_IDLE_MINUTES: f64 = 50.0;
-/// `keepRecentTokens` when the configuration has none (seed 004's Config table; Pi's default).
-pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
-
-impl PolicyParams {
-    pub fn resolve(
-        cfg: &BudgetConfig,
-        model_key: &str,
-        context_window: u64,
-        reserve_tokens: u64,
-        subagent: bool,
-    ) -> Self {
-        PolicyParams {
-            thresholds: resolve_thresholds(
-                cfg,
-                model_key,
-                context_window,
-                reserve_tokens,
-                subagent,
+    let mut list = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let ip = format!("{p}[{i}]");
+        match item.as_str() {
+            Some(s) if s.starts_with('/') => match glob::validate(s) {
+                Ok(()) => list.push(s.to_string()),
+                Err(e) => issue(issues, ip, e),
+            },
+            Some(s) => issue(
+                issues,
+                ip,
+                format!("must be an absolute path or glob starting with '/', got {s:?} (no tilde expansion)"),
             ),
-            max_handoffs_per_session: cfg.max_handoffs_per_session,
-            loop_guard: cfg.loop_guard,
-            idle_min_tokens: cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS),
-            idle_ms: minutes_to_ms(cfg.idle_minutes.unwrap_or(DEFAULT_IDLE_MINUTES)),
-            keep_recent_tokens: cfg.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
-            relaunch: false,
+            None => issue(issues, ip, format!("must be a string, got {item}")),
+        }
+    }
+    Some(list)
+}
+
+/// `models`: per model, the `main` and `subagent` threshold overrides.
+fn parse_models(
+    v: &Value,
+    p: &str,
+    models: &mut BTreeMap<String, ModelOverride>,
+    issues: &mut Vec<ConfigIssue>,
+) {
+    let Some(entries) = as_object(v, p, issues) else {
+        return;
+    };
+    for (model, mv) in entries {
+        let mp = join(p, &quoted_key(model));
+        let mut mo = ModelOverride::default();
+        // A model entry that is not an object overrides nothing (as if absent).
+        let Some(mobj) = as_object(mv, &mp, issues) else {
+            continue;
+        };
+        for (role, rv) in mobj {
+            let rp = join(&mp, role);
+            let known = known_key(MODEL_KEYS, role);
+            match role.as_str() {
+                "main" if known => mo.main = parse_thresholds(rv, &rp, issues),
+                "subagent" if known => mo.subagent = parse_thresholds(rv, &rp, issues),
+                _ => issue(
+                    issues,
+                    rp,
+                    format!("unknown key (expected {})", key_names(MODEL_KEYS)),
+                ),
+            }
+        }
+        models.insert(model.clone(), mo);
+    }
+}
+
+/// `loop`: the loop guard's two counts.
+fn parse_loop(v: &Value, p: &str, guard: &mut LoopGuard, issues: &mut Vec<ConfigIssue>) {
+    let Some(lobj) = as_object(v, p, issues) else {
+        return;
+    };
+    for (lk, lv) in lobj {
+        let lp = join(p, lk);
+        let lk = if known_key(LOOP_KEYS, lk) {
+            lk.as_str()
+        } else {
+            ""
+        };
+        match lk {
+            "maxHandoffsWithoutProgress" => {
+                if let Some(n) = positive_count(lv, &lp, issues) {
+                    guard.max_handoffs_without_progress = n;
+                }
+            }
+            "withinTurns" => {
+                if let Some(n) = positive_count(lv, &lp, issues) {
+                    guard.within_turns = n;
+                }
+            }
+            _ => issue(
+                issues,
+                lp,
+                format!("unknown key (expected {})", key_names(LOOP_KEYS)),
+            ),
         }
     }
 }
 
-/// Minutes (positive and finite once validated) as whole milliseconds, at least 1.
-fn minutes_to_ms(minutes: f64) -> u64 {
-    let ms = (minutes * 60_000.0).round();
-    if ms.is_finite() && ms >= 1.0 {
-        // Saturating: `as` clamps values beyond u64::MAX.
-        ms as u64
-    } else {
-        1
+/// `resumeChecks`: a non-empty command per session name.
+fn parse_resume_checks(
+    v: &Value,
+    p: &str,
+    checks: &mut BTreeMap<String, String>,
+    issues: &mut Vec<ConfigIssue>,
+) {
+    let Some(robj) = as_object(v, p, issues) else {
+        return;
+    };
+    for (name, cmd) in robj {
+        match cmd.as_str() {
+            Some(c) if !c.trim().is_empty() => {
+                checks.insert(name.clone(), c.to_string());
+            }
+            _ => issue(
+                issues,
+                join(p, name),
+                format!("must be a non-empty command string, got {cmd}"),
+            ),
+        }
     }
 }
 
@@ -843,6 +572,7 @@ mod tests {
     )]
 
     use super::*;
+    use crate::policy::*;
     use serde_json::json;
 
     const W: u64 = 1_000_000;

@@ -1,0 +1,494 @@
+//! What Relay writes into a Pi session: one typed, versioned serde struct per record.
+//!
+//! Every record Relay puts on the branch is built here and serialized, and every reader
+//! deserializes it back through the same struct:
+//!
+//! | Record | Where in the session | Struct |
+//! | --- | --- | --- |
+//! | window marker | a reset's `compaction` entry, `details` | [`WindowRecord`] |
+//! | reset marker | `custom` `relay/reset`, `data` | [`ResetMarkerRecord`] |
+//! | note operation | `custom` `relay/note`, `data` | [`NoteRecord`] |
+//! | written handoff | `custom` `relay/handoff`, `data` | [`HandoffRecord`] |
+//! | resume check | `custom` `relay/resume-check`, `data` | [`ResumeCheckRecord`] |
+//! | watch check | `custom` `relay/watch-check`, `data` | [`WatchCheckRecord`] |
+//! | stale-handoff check | `custom` `relay/stale-check`, `data` | [`StaleCheckRecord`] |
+//! | tool-result clearing | `custom` `relay/clear-tool-results`, `data` | [`ClearingRecord`] |
+//! | low-budget reminder | `custom_message` `relay/reminder`, `details` | [`ReminderDetails`] |
+//! | reset failed | `custom_message` `relay/reset-failed`, `details` | [`ResetFailedDetails`] |
+//! | boot block, notes steer, continuation, continue-task, handoff request | `custom_message` `relay/boot`, `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`, `details` (their text is the content) | [`MessageDetails`] |
+//!
+//! The relaunch marker, the status file, telemetry events and the handoff sidecar are files, not
+//! session records; they are not here.
+//!
+//! # Versions
+//!
+//! Each record carries `"v": VERSION` ([`VERSION`], today 1). A record without `v` was written by
+//! an earlier Relay (version 0, every shape before this module; `entry::WindowMarker` documents
+//! the earlier window-marker shape). The rules that keep old and new sessions readable:
+//!
+//! - **Writing**: what a record holds is byte-for-byte what earlier Relays wrote, plus `v`
+//!   (fields written as `null` before are still written as `null`; absent ones stay absent).
+//! - **Reading**: a reader takes what it understands. The fields a record cannot mean anything
+//!   without (a handoff's path and fingerprint, a check's window id and result) are required:
+//!   without them the record stands for nothing, as before. Every other field is read leniently:
+//!   absent or of another type, it is its default (`None`, `0`, `false`), never an error.
+//! - **A newer version** (`v` above [`VERSION`]) is read the same way: versions only add fields
+//!   within a record. A change of what an existing field means takes a new field name, and a
+//!   change of what the record means takes a new `customType` (or, for the window marker, a new
+//!   `relay` tag), which this version then treats as not Relay's. So an unknown version never
+//!   crashes and never means something else.
+//! - Note operations are the exception that was always strict: a note that does not parse is
+//!   skipped and reported by name ([`NoteRecord::op`]), never applied half-read.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::engine::wire::{
+    Marker, CLEARING_TYPE, HANDOFF_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE,
+    WATCH_CHECK_TYPE,
+};
+use crate::handoff::HandoffFingerprint;
+use crate::integrations::RecordedJob;
+use crate::resume_check::CheckResult;
+use crate::staleness::{StaleReport, WorkspaceRecord};
+
+/// The version of every record this Relay writes.
+pub const VERSION: u64 = 1;
+
+/// The `relay` tag of a compaction's `details` that marks one of Relay's windows.
+pub const WINDOW_TAG: &str = "window";
+
+/// A record: serialized with [`Record::to_value`], read back with [`Record::read`].
+pub trait Record: Serialize + DeserializeOwned {
+    /// The record as JSON (what the session holds).
+    fn to_value(&self) -> Value {
+        // Serializing these structs cannot fail: every map key is a string.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The record read back from what a session holds, or `None` when it does not have the
+    /// record's required fields (see the module documentation).
+    fn read(value: &Value) -> Option<Self> {
+        Self::deserialize(value).ok()
+    }
+}
+
+/// A record written as a `custom` entry (`pi.appendEntry(customType, data)`).
+pub trait CustomRecord: Record {
+    /// Its `customType`.
+    const CUSTOM_TYPE: &'static str;
+
+    /// The entry to append.
+    fn marker(&self) -> Marker {
+        Marker {
+            custom_type: Self::CUSTOM_TYPE.into(),
+            data: self.to_value(),
+        }
+    }
+}
+
+/// A field read leniently: absent, `null` or of another type, it is its default.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let value = Value::deserialize(d)?;
+    Ok(serde_json::from_value(value).unwrap_or_default())
+}
+
+/// Whether a flag is unset (left out when written).
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The window marker: a reset's compaction `details`, `{relay: "window", v, windowId,
+/// previousWindowId, attempt, source, kind, commit, handoffPath}`.
+///
+/// `kind` is `"handoff"` or `"reset"` since seed 004; before, it held the commit type (and
+/// there was no `commit`): [`crate::entry::WindowMarker::of`] reads both. `importedFrom` and
+/// `fingerprint` appear only on another package's compaction that `entry::adopt` read as
+/// Relay's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowRecord {
+    /// Always [`WINDOW_TAG`]; a compaction with another tag (or none) is not Relay's.
+    pub relay: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub window_id: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub previous_window_id: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub attempt: Option<u64>,
+    /// The reset's source (`new_context`, `handoff`, `overflow`, …).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source: Option<String>,
+    /// `"handoff"` or `"reset"` (earlier: the commit type, or `null`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub kind: Option<String>,
+    /// The budget commit the reset stands for, or `null`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub commit: Option<String>,
+    /// The handoff file the window opens with, or `null`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub handoff_path: Option<String>,
+    /// The package whose compaction this was read from (never written by Relay).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub imported_from: Option<String>,
+    /// pi-context-budget's duplicate back-off fingerprint (never written by Relay).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fingerprint: Option<HandoffFingerprint>,
+}
+
+impl Record for WindowRecord {
+    fn read(value: &Value) -> Option<Self> {
+        Self::deserialize(value)
+            .ok()
+            .filter(|r| r.relay == WINDOW_TAG)
+    }
+}
+
+impl WindowRecord {
+    /// The marker of a reset Relay installs now.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        window_id: &str,
+        previous_window_id: &str,
+        attempt: u64,
+        source: &str,
+        kind: &str,
+        commit: Option<&str>,
+        handoff_path: Option<&str>,
+    ) -> Self {
+        WindowRecord {
+            relay: WINDOW_TAG.into(),
+            v: VERSION,
+            window_id: Some(window_id.into()),
+            previous_window_id: Some(previous_window_id.into()),
+            attempt: Some(attempt),
+            source: Some(source.into()),
+            kind: Some(kind.into()),
+            commit: commit.map(str::to_string),
+            handoff_path: handoff_path.map(str::to_string),
+            imported_from: None,
+            fingerprint: None,
+        }
+    }
+}
+
+/// Whether a compaction's `details` is Relay's window marker (`relay: "window"`).
+pub fn is_relay_window(details: &Value) -> bool {
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(borrow)]
+        relay: &'a str,
+    }
+    Tag::deserialize(details).is_ok_and(|t| t.relay == WINDOW_TAG)
+}
+
+/// The window id a compaction's `details` names when it is Relay's window marker.
+pub fn relay_window_id(details: &Value) -> Option<String> {
+    WindowRecord::read(details)?.window_id
+}
+
+/// The window id a record of Relay's names (`windowId` of a `relay/*` entry's `data` or
+/// message's `details`), borrowed from it.
+pub fn named_window_id(fields: &Value) -> Option<&str> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Named<'a> {
+        #[serde(borrow, default)]
+        window_id: Option<&'a str>,
+    }
+    Named::deserialize(fields).ok()?.window_id
+}
+
+/// The entry appended just before a reset's compaction (`relay/reset`): its id is the
+/// compaction's `firstKeptEntryId`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetMarkerRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub window_id: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub attempt: u64,
+    #[serde(default, deserialize_with = "lenient")]
+    pub source: String,
+}
+
+impl Record for ResetMarkerRecord {}
+impl CustomRecord for ResetMarkerRecord {
+    const CUSTOM_TYPE: &'static str = RESET_MARKER_TYPE;
+}
+
+impl ResetMarkerRecord {
+    pub fn new(window_id: &str, attempt: u64, source: &str) -> Self {
+        ResetMarkerRecord {
+            v: VERSION,
+            window_id: window_id.into(),
+            attempt,
+            source: source.into(),
+        }
+    }
+}
+
+/// One note operation (`relay/note`): `{v, kind: "write"|"append", path, content, atMs}`.
+/// Validated into a [`crate::notes::NoteOp`] by [`crate::notes::NoteOp::from_data`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoteRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub kind: String,
+    pub path: String,
+    pub content: String,
+    /// Milliseconds since the epoch; kept as written, so that a bad timestamp is reported as one.
+    pub at_ms: Value,
+}
+
+impl Record for NoteRecord {}
+impl CustomRecord for NoteRecord {
+    const CUSTOM_TYPE: &'static str = crate::notes::NOTE_CUSTOM_TYPE;
+}
+
+impl NoteRecord {
+    /// The strict reading of a note operation's `data`: a missing or mistyped field is an error
+    /// naming it (`path: invalid type: …`).
+    pub fn parse(data: &Value) -> Result<NoteRecord, String> {
+        serde_path_to_error::deserialize(data).map_err(|e| e.to_string())
+    }
+}
+
+/// The record of a written handoff (`relay/handoff`): `{v, path, fingerprint, launchPrompt,
+/// jobs?, workspace?}`. A committed handoff's window marker names the same `path`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub path: String,
+    pub fingerprint: HandoffFingerprint,
+    /// The handoff's launch prompt for a relaunch, or `null`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub launch_prompt: Option<String>,
+    /// The jobs and watches recorded for the next window's watch check (absent: no registry).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub jobs: Option<Vec<RecordedJob>>,
+    /// The workspace recorded for the next window's stale-handoff check (absent: not collected).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub workspace: Option<WorkspaceRecord>,
+}
+
+impl Record for HandoffRecord {}
+impl CustomRecord for HandoffRecord {
+    const CUSTOM_TYPE: &'static str = HANDOFF_TYPE;
+}
+
+/// The result of the resume check run for a window (`relay/resume-check`): `{v, windowId, atMs,
+/// result}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeCheckRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub window_id: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub at_ms: i64,
+    pub result: CheckResult,
+}
+
+impl Record for ResumeCheckRecord {}
+impl CustomRecord for ResumeCheckRecord {
+    const CUSTOM_TYPE: &'static str = RESUME_CHECK_TYPE;
+}
+
+/// A window's watch check (`relay/watch-check`): `{v, windowId, atMs, missing}`, the recorded
+/// jobs and watches the live registry no longer listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchCheckRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub window_id: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub at_ms: i64,
+    pub missing: Vec<RecordedJob>,
+}
+
+impl Record for WatchCheckRecord {}
+impl CustomRecord for WatchCheckRecord {
+    const CUSTOM_TYPE: &'static str = WATCH_CHECK_TYPE;
+}
+
+/// A window's stale-handoff check (`relay/stale-check`): `{v, windowId, atMs, report,
+/// recheck?}`. A report that does not parse still counts as a check that ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleCheckRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub window_id: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub at_ms: i64,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub report: Option<StaleReport>,
+    /// Run again at a session start (the workspace moved since the window's last check).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "is_false"
+    )]
+    pub recheck: bool,
+}
+
+impl Record for StaleCheckRecord {}
+impl CustomRecord for StaleCheckRecord {
+    const CUSTOM_TYPE: &'static str = STALE_CHECK_TYPE;
+}
+
+/// A tool-result clearing (`relay/clear-tool-results`): `{v, windowId, items, tokensFreed,
+/// tokensBefore}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClearingRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    #[serde(default, deserialize_with = "lenient")]
+    pub window_id: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub items: u64,
+    #[serde(default, deserialize_with = "lenient")]
+    pub tokens_freed: u64,
+    #[serde(default, deserialize_with = "lenient")]
+    pub tokens_before: Option<u64>,
+}
+
+impl Record for ClearingRecord {}
+impl CustomRecord for ClearingRecord {
+    const CUSTOM_TYPE: &'static str = CLEARING_TYPE;
+}
+
+/// The `details` of a low-budget reminder (`relay/reminder`): `{v, windowId}`, the window it
+/// was written for (absent in pi-context's guidance, which stands for the window it is in).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReminderDetails {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub window_id: Option<String>,
+}
+
+impl Record for ReminderDetails {}
+
+/// The `details` of a reset-failed notice (`relay/reset-failed`): `{v, attempt, source, retry,
+/// failures, failure, error}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetFailedDetails {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    #[serde(default, deserialize_with = "lenient")]
+    pub attempt: u64,
+    /// The failed reset's source (`manual`: the user's `/compact`, not Relay's own).
+    #[serde(default, deserialize_with = "lenient")]
+    pub source: Option<String>,
+    /// Relay retries the reset.
+    #[serde(default, deserialize_with = "lenient")]
+    pub retry: bool,
+    /// Relay's own failures in the window so far (0 for the user's).
+    #[serde(default, deserialize_with = "lenient")]
+    pub failures: u64,
+    /// `benign`, `transient` or `persistent`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub failure: Option<String>,
+    /// Pi's error text, or `null`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub error: Option<String>,
+}
+
+impl Record for ResetFailedDetails {}
+
+impl ResetFailedDetails {
+    /// The failure was Relay's own reset (not the user's `/compact`).
+    pub fn owned(&self) -> bool {
+        self.source.as_deref() != Some("manual")
+    }
+
+    /// The failure will not go away by retrying.
+    pub fn persistent(&self) -> bool {
+        self.failure.as_deref() == Some("persistent")
+    }
+}
+
+/// The `details` of a custom message whose text is its content (`relay/boot`,
+/// `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`):
+/// `{v}`. Earlier Relays wrote none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageDetails {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+}
+
+impl Record for MessageDetails {}
+
+impl MessageDetails {
+    /// Today's details, as JSON.
+    pub fn current() -> Value {
+        MessageDetails { v: VERSION }.to_value()
+    }
+}
+
+#[cfg(test)]
+mod tests;
