@@ -429,10 +429,14 @@ impl History {
     /// dropping the oldest past [`Tuning::recent`] bytes (whole items, a fifth at a time).
     fn keep_recent(&mut self, start: usize, text: &[u8]) {
         let cap = self.tuning.recent;
-        if cap == 0 {
+        let recent = &mut self.recent;
+        if text.len() > cap {
+            // Larger than all the recent texts may be (a huge tool output): none is held, and
+            // the next item starts them again.
+            recent.base = start + text.len();
+            recent.text.clear();
             return;
         }
-        let recent = &mut self.recent;
         if recent.base + recent.text.len() != start {
             // After a truncation below the recent texts, or live items between: start again.
             recent.base = start;

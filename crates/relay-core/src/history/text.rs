@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 use super::store::{item_parts, text_check, History, ItemMeta};
-use crate::entry::{last_entry_of_line, LineAt};
+use crate::entry::{last_entry_of_line, EntryKind, LineAt};
 
 /// The lines of the session file a history was loaded from. The host provides it (relay-io's
 /// `SessionLines`: a handle kept open on the file, read with `pread`), so that this crate does
@@ -199,14 +199,20 @@ impl History {
         if entry.id != self.id_at(m.entry as usize) {
             return Err(changed());
         }
-        let text = item_parts(&entry.kind).map(|(_, text, _)| text);
-        match text {
-            Some(text)
-                if text.len() == m.end - m.start && text_check(text.as_bytes()) == m.check =>
-            {
-                Ok(text.to_string())
-            }
-            _ => Err(changed()),
+        let same = item_parts(&entry.kind).is_some_and(|(_, text, _)| {
+            text.len() == m.end - m.start && text_check(text.as_bytes()) == m.check
+        });
+        if !same {
+            return Err(changed());
         }
+        // The decoded text itself, not a copy (an item may be a huge tool output).
+        Ok(match entry.kind {
+            EntryKind::Compaction { summary, .. } | EntryKind::BranchSummary { summary, .. } => {
+                summary
+            }
+            EntryKind::Message(m) => m.text,
+            EntryKind::CustomMessage { text, .. } => text,
+            _ => String::new(),
+        })
     }
 }
