@@ -84,14 +84,15 @@ export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T
 
 /**
  * What the driver remembers between inputs: the session the mirror holds and its tip (from the
- * engine's last output), whether the engine asked for the whole branch, the start-up load in
- * flight (`loading`, every hook waits for it) and the load that completes a skimmed history
- * (`completing`, only what reads earlier windows waits for it).
+ * engine's last output), whether the engine asked for the whole branch and whether its history
+ * is complete, the start-up load in flight (`loading`, every hook waits for it) and the load that
+ * completes a skimmed history (`completing`, only what reads earlier windows waits for it).
  */
 export type SyncState = {
 	sessionId?: string;
 	tip?: string | null;
 	needsBranch?: boolean;
+	historyComplete?: boolean;
 	loading?: Promise<void>;
 	completing?: Promise<void>;
 	loadToken?: object;
@@ -105,6 +106,7 @@ function call(rt: Runtime, input: Input, feed: string | null = null): Output {
 	const out = JSON.parse(rt.engine.handle(JSON.stringify(input), feed)) as Output;
 	rt.state.tip = out.tip;
 	rt.state.needsBranch = out.needsBranch;
+	rt.state.historyComplete = out.historyComplete;
 	return out;
 }
 
@@ -177,10 +179,14 @@ async function follow(rt: Runtime, ctx: ExtensionContext, first: Output, signal?
 	return { ...out, effects };
 }
 
-/** Carry out an output: the entries to append first, then the effects in order. */
+/**
+ * Carry out an output: the entries to append first, then the effects in order; the whole
+ * history's load, when the engine hands it out, runs in the background ({@link completeHistory}).
+ */
 function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
 	for (const marker of out.appends) rt.pi.appendEntry(marker.customType, marker.data);
 	run(rt.pi, ctx, out.effects);
+	if (out.historyLoad) completeHistory(rt, ctx, out.historyLoad);
 }
 
 /**
@@ -248,8 +254,9 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
  * A large session file is read on the libuv pool in two passes, so opening it does not hold Pi:
  * the engine answers `open` with a load job (the current window in full, the earlier windows
  * skimmed); `state.loading` is the promise every hook and tool awaits first ({@link whenLoaded}).
- * When the engine then asks for the whole history (a second load job), it runs while the hooks
- * go on; what reads earlier windows awaits `state.completing` ({@link whenComplete}).
+ * The whole history is a second load job the engine hands out when something needs it or the
+ * first run settles; it runs while the hooks go on, and what reads earlier windows awaits it
+ * ({@link whenComplete}).
  */
 export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
 	const sm = ctx.sessionManager;
@@ -275,7 +282,6 @@ export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => voi
 	const loading = loadPass(rt, ctx, out, token, report)
 		.then((next) => {
 			if (rt.state.loadToken !== token) return;
-			if (next?.op !== undefined) completeHistory(rt, ctx, next, token, report);
 			after();
 		})
 		.finally(() => {
@@ -299,8 +305,19 @@ async function loadPass(rt: Runtime, ctx: ExtensionContext, out: Output, token: 
 	}
 }
 
-function completeHistory(rt: Runtime, ctx: ExtensionContext, out: Output, token: object, report: (error: unknown) => void): void {
-	const completing = loadPass(rt, ctx, out, token, report)
+/** Run the whole history's load in the background; `state.completing` until it is in. */
+function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
+	const token = rt.state.loadToken;
+	if (!token) return;
+	const report = (error: unknown) => {
+		const message = error instanceof Error ? error.message : String(error);
+		try {
+			perform(rt, ctx, call(rt, { type: "failed", hook: "loading the history", message }));
+		} catch {
+			console.error(`relay: loading the history failed: ${message}`);
+		}
+	};
+	const completing = loadPass(rt, ctx, { effects: [], messages: [], appends: [], jobs: [job], op: job.id, tip: null, needsBranch: false, historyComplete: false }, token, report)
 		.then(() => undefined)
 		.finally(() => {
 			if (rt.state.completing === completing) rt.state.completing = undefined;
@@ -326,11 +343,16 @@ export function closeSession(rt: Runtime): boolean {
 	return false;
 }
 
-/** Run `body` once the start-up load and the completion of the history are done ({@link openSession}). */
-export function whenComplete<R>(state: SyncState, body: () => R): R | Promise<Awaited<R>> {
+/**
+ * Run `body` once the start-up load and the completion of the history are done ({@link openSession});
+ * a skimmed history whose whole load has not started asks the engine for it first.
+ */
+export function whenComplete<R>(rt: Runtime, ctx: ExtensionContext, body: () => R): R | Promise<Awaited<R>> {
+	const state = rt.state;
+	if (!state.loading && !state.completing && state.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
 	const pending = state.loading ?? state.completing;
 	if (!pending) return body();
-	return pending.then(() => whenComplete(state, body)) as Promise<Awaited<R>>;
+	return pending.then(() => whenComplete(rt, ctx, body)) as Promise<Awaited<R>>;
 }
 
 /** Run `body` once no start-up load is in flight (at once, without a promise, when none is). */

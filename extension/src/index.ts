@@ -128,7 +128,7 @@ export default function relay(pi: ExtensionAPI) {
 			async execute(toolCallId, params, signal, _onUpdate, ctx) {
 				// A tool called while the start-up load is in flight waits for it; one that reads
 				// earlier windows (the history tools) waits for the whole history.
-				await (spec.needsHistory ? whenComplete : whenLoaded)(rt.state, () => undefined);
+				await (spec.needsHistory ? whenComplete(rt, ctx, () => undefined) : whenLoaded(rt.state, () => undefined));
 				const out = await serve(
 					ctx,
 					spec.name,
@@ -169,7 +169,7 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	// A navigation may land in an earlier window: it waits for the whole history.
 	pi.on("session_before_tree", (event, ctx) =>
-		whenComplete(rt.state, () => {
+		whenComplete(rt, ctx, () => {
 			const preparation = event.preparation;
 			const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
 			return then(handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize }), (out) =>
@@ -178,7 +178,7 @@ export default function relay(pi: ExtensionAPI) {
 		}),
 	);
 	pi.on("session_tree", (_event, ctx) =>
-		whenComplete(rt.state, () => {
+		whenComplete(rt, ctx, () => {
 			handle(ctx, "session_tree");
 		}),
 	);

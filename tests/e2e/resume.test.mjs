@@ -1,12 +1,12 @@
 // End to end (issue 25): resuming a large session with the real `pi` CLI in print mode, offline,
-// with the faux provider. `pi -p` ends as soon as its answer is printed: the whole-history load
-// that runs after the first request is stopped, Pi does not wait for it, and its late result
-// reaches no stale session. Runs the test-panic addon (`make test-addon`), whose test-only gate
+// with the faux provider. The whole-history load waits until the run settles (nothing competes
+// with the first request), and `pi -p` ends as soon as its answer is printed: the load is
+// stopped, Pi does not wait for it, and its late result reaches no stale session. Runs the test-panic addon (`make test-addon`), whose test-only gate
 // `RELAY_TEST_HOLD_LOAD` holds the whole load until a file exists (or the load is cancelled).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -17,7 +17,7 @@ const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/
 const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? join(ROOT, "target/test-addon/relay.node");
 assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
 
-test("pi -p on a large session with windows answers and exits while its whole history still loads, with nothing reported", () => {
+test("pi -p on a large session with windows answers before its whole history starts loading and exits without waiting for it, with nothing reported", () => {
 	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-resume-"));
 	const [agent, work] = ["agent", "work"].map((d) => join(dir, d));
 	for (const d of [agent, work]) mkdirSync(d, { recursive: true });
@@ -49,6 +49,7 @@ test("pi -p on a large session with windows answers and exits while its whole hi
 				RELAY_ADDON: TEST_ADDON,
 				RELAY_TEST_HOLD_LOAD: gate,
 				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
+				RELAY_FAUX_DUMP: join(dir, "requests.jsonl"),
 				RELAY_FAUX_WINDOW: "1000000000",
 			},
 		},
@@ -56,7 +57,10 @@ test("pi -p on a large session with windows answers and exits while its whole hi
 	assert.equal(result.error, undefined, "pi ended before the test's timeout");
 	assert.equal(result.status, 0, result.stderr);
 	assert.equal(result.stdout.trim(), "Answered from the current window.");
-	assert.ok(existsSync(`${gate}.held`), "the whole-history load was in flight when the answer came");
+	assert.ok(existsSync(`${gate}.held`), "the whole-history load was in flight when pi ended");
+	// The request was written before the load began (the load starts when the run settles).
+	const requested = statSync(join(dir, "requests.jsonl")).mtimeMs;
+	assert.ok(statSync(`${gate}.held`).mtimeMs >= requested, "the whole load started after the request");
 	assert.ok(!existsSync(gate));
 	assert.doesNotMatch(result.stderr, /relay/i, "nothing reported: the late load reached no stale session");
 });

@@ -14,24 +14,13 @@ import { fileURLToPath } from "node:url";
 const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../target/test-addon/relay.node", import.meta.url));
 assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
 process.env.RELAY_ADDON = TEST_ADDON;
-const { ofType, resultsOf, startSession, tool, within } = await import("./harness.mjs");
+const { ofType, resultsOf, startSession, tool, until, within } = await import("./harness.mjs");
 const { budgetEnv, enforce, gitRepo, HANDOFF, newRoot, WINDOW } = await import("./budget-helpers.mjs");
 
 const handoffFiles = (root) => {
 	const dir = join(root, "work", ".ai-work", "handoffs");
 	return existsSync(dir) ? readdirSync(dir) : [];
 };
-
-/** Wait (bounded) until `file` exists: the moment a worker or a command reached a point. */
-async function until(file, what) {
-	await within(
-		(async () => {
-			while (!existsSync(file)) await new Promise((resolve) => setTimeout(resolve, 10));
-		})(),
-		20_000,
-		what,
-	);
-}
 
 test("Esc while context_handoff waits for its resume check: Pi is idle at once, no handoff file, no reset", async () => {
 	const root = newRoot();

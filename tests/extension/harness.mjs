@@ -1,6 +1,6 @@
 // Test harness: the real Pi agent loop (SDK AgentSession, SessionManager, SettingsManager) with
 // Relay loaded from extension/src and pi-ai's faux provider scripting the model's replies.
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -283,4 +283,15 @@ export async function within(promise, ms, what) {
 	} finally {
 		clearTimeout(timer);
 	}
+}
+
+/** Wait (bounded) until `file` exists: the moment a worker or a command reached a point. */
+export async function until(file, what) {
+	await within(
+		(async () => {
+			while (!existsSync(file)) await new Promise((resolve) => setTimeout(resolve, 10));
+		})(),
+		20_000,
+		what,
+	);
 }

@@ -15,7 +15,7 @@ import { COMMON, RARE, generate } from "../../bench/session-gen.mjs";
 const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../target/test-addon/relay.node", import.meta.url));
 assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
 process.env.RELAY_ADDON = TEST_ADDON;
-const { captureStderr, startSession, tool } = await import("./harness.mjs");
+const { captureStderr, startSession, tool, until } = await import("./harness.mjs");
 
 const dir = mkdtempSync(join(tmpdir(), "relay-startup-"));
 // Larger than the addon's background threshold (8 MiB), so the load runs on the libuv pool.
@@ -145,6 +145,43 @@ test("on a session with windows, the first request goes out from the current win
 		assert.equal(rare.has_more, false);
 		assert.deepEqual(fromWindowed(common), expectedCommon, "the newest hits over every window");
 		assert.equal(common.has_more, true);
+		assert.deepEqual(t.errors, []);
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_LOAD;
+		writeFileSync(gate, "");
+		await t?.dispose();
+	}
+});
+
+test("on a session with windows, the whole history starts loading only once the first run settles", { timeout: 30_000 }, async () => {
+	const witems = itemsOf(windowed.file);
+	const winFile = new Set(witems.map((i) => i.id));
+	const file = join(dir, "windowed-settle.jsonl");
+	copyFileSync(windowed.file, file);
+	const gate = join(dir, "open-the-settled-load");
+	process.env.RELAY_TEST_HOLD_LOAD = gate;
+	let t;
+	let loadingAtRequest;
+	try {
+		t = await startSession({
+			sessionFile: file,
+			steps: [
+				() => {
+					loadingAtRequest = existsSync(`${gate}.held`);
+					return "Answered from the current window.";
+				},
+				tool("history_search_contents", { query: RARE }),
+				"Found it.",
+			],
+		});
+		await t.session.prompt("What is in this window?");
+		assert.equal(loadingAtRequest, false, "nothing loads the earlier windows while the first request is built");
+		// The run settled: the whole load is on its way (held at the gate), with no history tool called.
+		await until(`${gate}.held`, "the whole history's load to begin after the run settled");
+		writeFileSync(gate, "");
+		await t.session.prompt("Where did the lease expire?");
+		const [rare] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));
+		assert.deepEqual(rare.items.map((i) => i.item_id).filter((id) => winFile.has(id)), [windowed.rareId], "the needle in the first window");
 		assert.deepEqual(t.errors, []);
 	} finally {
 		delete process.env.RELAY_TEST_HOLD_LOAD;

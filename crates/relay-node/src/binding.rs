@@ -72,13 +72,13 @@ pub struct Binding {
     /// Where the newest background load ([`Binding::begin_load`]) leaves its branch; a resync or
     /// a newer load replaces it, so a superseded load is never installed.
     pending_load: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
-    /// The file, session and leaf of the installed skimmed branch, for the whole load that
-    /// completes it ([`Binding::begin_complete`]).
-    skimmed_source: Option<(String, PathBuf, String)>,
+    /// The session and file of the installed skimmed branch, for the whole load that completes
+    /// it ([`Binding::begin_complete`]).
+    skimmed_source: Option<(String, PathBuf)>,
     /// Where the whole load ([`Binding::begin_complete`]) leaves its branch.
     pending_whole: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
-    /// What the engine was given since the skimmed branch was installed, replayed on the whole
-    /// branch before it is swapped in ([`Binding::finish_complete`]).
+    /// What the engine was given since the whole load began, replayed on the whole branch
+    /// before it is swapped in ([`Binding::finish_complete`]).
     journal: Option<Vec<Fed>>,
     /// The session load whose job runs now (its `Done` installs what it read).
     load_op: Option<LoadOp>,
@@ -443,6 +443,10 @@ impl Binding {
                 self.drop_loads();
                 Output::default()
             }
+            Input::History => Output {
+                history_load: self.history_load()?,
+                ..Output::default()
+            },
             Input::Known { ids } => {
                 let index = ids.iter().position(|id| self.inner.contains(id));
                 value(serde_json::json!(index))
@@ -491,6 +495,11 @@ impl Binding {
                 }
                 recalled.append(&mut out.effects);
                 out.effects = recalled;
+                if matches!(observation.event, Event::AgentSettled { .. }) {
+                    // The first run is over: the user reads its answer while the earlier
+                    // windows load (a `pi -p` run ends here and stops the load at shutdown).
+                    out.history_load = self.history_load()?;
+                }
                 out
             }
             Input::Tool {
@@ -1219,6 +1228,136 @@ mod tests {
         );
         assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
         assert!(b.begin_complete().unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Through the one door, as the extension drives it: the first pass's `Done` asks for no
+    /// whole load (a `pi -p` run never starts one); the first settle (or `history`) hands it out
+    /// once, as a background job reading the branch up to the mirror's tip, which holds what Pi
+    /// wrote to the file since; what is fed while it runs is replayed on it.
+    #[test]
+    fn the_whole_history_loads_at_the_first_settle_or_when_asked_up_to_the_tip() {
+        let dir = scratch("bg-deferred");
+        let (path, leaf) = windowed_session(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let mut b = Binding::new();
+        let door = |b: &mut Binding, input: Value, feed: Option<Value>| -> Value {
+            let feed = feed.map(|f| f.to_string());
+            serde_json::from_str(&b.handle_input(&input.to_string(), feed.as_deref()).unwrap())
+                .unwrap()
+        };
+        let run = |job: &Value| -> Value {
+            let outcome: Value =
+                serde_json::from_str(&jobs::run(&job.to_string()).unwrap()).unwrap();
+            json!({"type": "done", "op": job["id"], "results": [{"id": job["id"], "outcome": outcome}], "moment": moment()})
+        };
+        let open = json!({"type": "open", "sessionId": "S", "file": path.display().to_string(), "leaf": leaf, "background": true});
+        let first = door(&mut b, open, None);
+        assert_eq!(
+            first["jobs"][0]["work"],
+            json!({"kind": "load", "whole": false})
+        );
+        let installed = door(&mut b, run(&first["jobs"][0]), None);
+        assert_eq!(
+            installed["historyComplete"], false,
+            "the earlier windows are skimmed"
+        );
+        assert_eq!(installed.get("op"), None, "{installed}");
+        assert_eq!(
+            installed.get("historyLoad"),
+            None,
+            "no whole load until it is needed"
+        );
+        assert_eq!(installed["jobs"], json!([]));
+        let started = door(
+            &mut b,
+            json!({"type": "hook", "observation": serde_json::from_str::<Value>(&observation("session_start", json!({"runActive": false}))).unwrap()}),
+            None,
+        );
+        assert_eq!(started.get("historyLoad"), None);
+
+        // Pi appends to the file as it goes (a resumed session's file is written at once).
+        let pi_writes = |e: &Value| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            writeln!(f, "{e}").unwrap();
+        };
+        let n1 = entry("n1", Some(&leaf), "the run's own NEEDLE-RUN");
+        pi_writes(&n1);
+        let settled = observation("agent_settled", json!({"aborted": false}));
+        let settled: Value = serde_json::from_str(&settled).unwrap();
+        let out = door(
+            &mut b,
+            json!({"type": "hook", "observation": settled}),
+            Some(json!({"append": [n1]})),
+        );
+        let whole = out["historyLoad"].clone();
+        assert_eq!(
+            whole["work"],
+            json!({"kind": "load", "whole": true}),
+            "{out}"
+        );
+        assert_eq!(out.get("op"), None, "the hook does not wait for it");
+        let again = door(&mut b, json!({"type": "history"}), None);
+        assert_eq!(again.get("historyLoad"), None, "one whole load at a time");
+        // Fed while the whole load runs (journalled), not in the file the load reads.
+        let n2 = entry("n2", Some("n1"), "fed meanwhile NEEDLE-LATE");
+        door(
+            &mut b,
+            json!({"type": "known", "ids": []}),
+            Some(json!({"append": [n2]})),
+        );
+        let done = door(&mut b, run(&whole), None);
+        assert_eq!(done["historyComplete"], true, "{done}");
+        assert_eq!(done["needsBranch"], false);
+        assert_eq!(done["tip"], "n2");
+        for needle in ["NEEDLE-FIRST", "NEEDLE-RUN", "NEEDLE-LATE"] {
+            let found = b
+                .tool(
+                    "history_search_contents",
+                    &json!({"query": needle}).to_string(),
+                    &tool_moment(),
+                    None,
+                    None,
+                    None,
+                )
+                .unwrap();
+            assert!(
+                !found.contains("still loading") && found.contains("\\\"item_id\\\""),
+                "{needle}: {found}"
+            );
+        }
+        let after = door(&mut b, json!({"type": "history"}), None);
+        assert_eq!(after.get("historyLoad"), None, "the history is complete");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_history_input_starts_the_whole_load_and_a_tip_missing_from_the_file_reloads() {
+        let dir = scratch("bg-asked");
+        let (path, leaf) = windowed_session(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let path_text = path.display().to_string();
+        let mut b = Binding::new();
+        let job = b.begin_load("S", &path_text, &leaf).unwrap().unwrap();
+        assert!(run_load(&job).unwrap());
+        assert!(b.finish_load().unwrap());
+        // An entry Pi never wrote to the file: the whole load cannot find the tip.
+        b.append(&json!([entry("ghost", Some(&leaf), "never written")]).to_string())
+            .unwrap();
+        let out: Value =
+            serde_json::from_str(&b.handle_input(r#"{"type":"history"}"#, None).unwrap()).unwrap();
+        let whole = &out["historyLoad"];
+        let outcome: Value = serde_json::from_str(&jobs::run(&whole.to_string()).unwrap()).unwrap();
+        assert_eq!(outcome["value"], false, "{outcome}");
+        let done = json!({"type": "done", "op": whole["id"], "results": [{"id": whole["id"], "outcome": outcome}], "moment": moment()});
+        let done: Value =
+            serde_json::from_str(&b.handle_input(&done.to_string(), None).unwrap()).unwrap();
+        assert_eq!(
+            done["needsBranch"], true,
+            "the branch is asked for in full: {done}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -523,6 +523,7 @@ export type Input =
 		background: boolean,
 	}
 	| { "type": "close" }
+	| { "type": "history" }
 	| { "type": "resync", sessionId: string, entries: unknown[] }
 	| { "type": "known", ids: Array<string> }
 	| { "type": "hook", observation: Observation }
@@ -574,9 +575,14 @@ export type Output = {
 	needsBranch: boolean,
 	/**
 	 * The mirror holds every window's texts (false while a large session's earlier windows are
-	 * still loading: the history tools and a navigation wait).
+	 * skimmed: the history tools and a navigation wait for the whole history).
 	 */
 	historyComplete: boolean,
+	/**
+	 * The whole history's load, to run in the background: the hook does not wait for it, only
+	 * what reads earlier windows does; its result comes back as `Done` with the job's id as `op`.
+	 */
+	historyLoad?: Job,
 	/**
 	 * The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`).
 	 */

@@ -104,6 +104,10 @@ pub enum Input {
     /// every load in flight stops and nothing else happens (the engine never started the
     /// session, so it has nothing to end).
     Close,
+    /// Something waits for the earlier windows' texts (a history tool, a navigation): the
+    /// output's `historyLoad` is the whole history's load when it has not started yet (a large
+    /// session's first pass leaves it until it is needed or the first run settles).
+    History,
     /// The whole branch as Pi's `getBranch()` gives it (root first).
     Resync {
         session_id: String,
@@ -176,8 +180,13 @@ pub struct Output {
     /// The host must send the whole branch ([`Input::Resync`]) before anything else.
     pub needs_branch: bool,
     /// The mirror holds every window's texts (false while a large session's earlier windows are
-    /// still loading: the history tools and a navigation wait).
+    /// skimmed: the history tools and a navigation wait for the whole history).
     pub history_complete: bool,
+    /// The whole history's load, to run in the background: the hook does not wait for it, only
+    /// what reads earlier windows does; its result comes back as `Done` with the job's id as `op`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub history_load: Option<Job>,
     /// The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional, type = "unknown"))]

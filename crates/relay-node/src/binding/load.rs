@@ -1,6 +1,7 @@
 //! Loading a session into the binding's engine: at once from the file (small files, reloads), or
 //! as `load` jobs on the libuv pool for a large one: the current window first (the earlier ones
-//! skimmed), then the whole history, swapped in with the feeds journalled meanwhile. The binding
+//! skimmed), then, once something needs it or the first run settles, the whole history, swapped
+//! in with the feeds journalled meanwhile (a one-shot `pi -p` never waits for it). The binding
 //! keeps which load is in flight (`load_op`, `pending_load`, `pending_whole`, the cancel flag);
 //! the job runner (`jobs.rs`) runs [`run_load`] and the engine decides nothing here but what a
 //! loaded branch holds.
@@ -208,11 +209,7 @@ impl Binding {
             b.drop_loads();
             let slot = Arc::new(Mutex::new(None));
             b.pending_load = Some(Arc::clone(&slot));
-            b.skimmed_source = Some((
-                session_id.to_string(),
-                PathBuf::from(path),
-                leaf_id.to_string(),
-            ));
+            b.skimmed_source = Some((session_id.to_string(), PathBuf::from(path)));
             let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
             b.load_cancel = Some(Arc::clone(&cancel));
             Ok(Some(LoadJob {
@@ -228,7 +225,8 @@ impl Binding {
 
     /// Install the branch the newest background load replayed (the state `loadSessionFile`
     /// gives). `false` when there is none: the load found no such leaf, failed, or was
-    /// superseded by a resync or a newer load.
+    /// superseded by a resync or a newer load. A skimmed branch keeps its file for the whole
+    /// load ([`Binding::begin_complete`]), which waits until something needs it.
     pub fn finish_load(&mut self) -> Result<bool, Failure> {
         self.guarded("finishLoad", &String::new, |b| {
             let Some(slot) = b.pending_load.take() else {
@@ -243,37 +241,48 @@ impl Binding {
             b.needs_resync = false;
             if b.inner.history_complete() {
                 b.skimmed_source = None;
-            } else {
-                b.journal = Some(Vec::new());
             }
             Ok(true)
         })
     }
 
     /// The whole load that completes an installed skimmed branch (run it with [`run_load`] on a
-    /// worker, then [`Binding::finish_complete`]); `None` when the history is complete or a
-    /// resync replaced the skimmed branch.
+    /// worker, then [`Binding::finish_complete`]); `None` when the history is complete, its load
+    /// is under way, or a resync replaced the skimmed branch. It reads the branch up to the
+    /// mirror's tip (Pi writes every entry of a resumed session to its file as it appends it);
+    /// what the engine is given meanwhile is journalled and replayed on it.
     pub fn begin_complete(&mut self) -> Result<Option<LoadJob>, Failure> {
         self.guarded("beginCompleteLoad", &String::new, |b| {
-            if b.inner.history_complete() || b.journal.is_none() {
+            if b.inner.history_complete() || b.pending_whole.is_some() || b.needs_resync {
                 return Ok(None);
             }
-            let Some((session_id, path, leaf_id)) = b.skimmed_source.clone() else {
+            let (Some((session_id, path)), Some(tip)) =
+                (b.skimmed_source.clone(), b.inner.tip().map(str::to_string))
+            else {
                 return Ok(None);
             };
             let slot = Arc::new(Mutex::new(None));
             b.pending_whole = Some(Arc::clone(&slot));
+            b.journal = Some(Vec::new());
             let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
             b.load_cancel = Some(Arc::clone(&cancel));
             Ok(Some(LoadJob {
                 session_id,
                 path,
-                leaf_id,
+                leaf_id: tip,
                 slot,
                 tail: false,
                 cancel,
             }))
         })
+    }
+
+    /// The whole history's load as a background job ([`Output::history_load`]), when a skimmed
+    /// history waits for it and it has not started.
+    pub(super) fn history_load(&mut self) -> Result<Option<Job>, Failure> {
+        Ok(self
+            .begin_complete()?
+            .map(|job| self.register_load(job, true)))
     }
 
     /// Swap the whole branch in for the skimmed one: what the engine was given meanwhile is
@@ -356,22 +365,27 @@ impl Binding {
     }
 
     pub(super) fn load_output(&mut self, job: LoadJob, whole: bool) -> Output {
-        let id = self.load_id();
-        jobs::register_load(id, job);
-        self.load_op = Some(LoadOp { op: id });
+        let job = self.register_load(job, whole);
         Output {
-            jobs: vec![Job {
-                id,
-                deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
-                work: Work::Load { whole },
-            }],
-            op: Some(id),
+            op: Some(job.id),
+            jobs: vec![job],
             ..Output::default()
         }
     }
 
-    /// A load job came back: install the current window (then ask for the whole history), or
-    /// swap the whole history in. A load that failed or disagrees asks for a full reload.
+    /// Hand `job` to the job runner: its `Done` (op = the job's id) installs what it read.
+    fn register_load(&mut self, job: LoadJob, whole: bool) -> Job {
+        let id = self.load_id();
+        jobs::register_load(id, job);
+        self.load_op = Some(LoadOp { op: id });
+        Job {
+            id,
+            deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
+            work: Work::Load { whole },
+        }
+    }
+
+    /// A load job came back: install the current window, or swap the whole history in. A load that failed or disagrees asks for a full reload.
     pub(super) fn load_done(&mut self, op: u64, results: &[JobResult]) -> Result<Output, Failure> {
         self.load_op = None;
         // A load that failed (a panic on its worker, an unreadable file) is told once; the session
@@ -396,13 +410,8 @@ impl Binding {
                 && matches!(&r.outcome, JobOutcome::Done { value, .. } if value == &serde_json::json!(true))
         });
         if self.pending_load.is_some() {
-            if found && self.finish_load()? {
-                if !self.inner.history_complete() {
-                    if let Some(job) = self.begin_complete()? {
-                        return Ok(self.load_output(job, true));
-                    }
-                }
-            } else {
+            // The current window is in: the whole history waits until it is needed.
+            if !(found && self.finish_load()?) {
                 self.drop_loads();
                 self.needs_resync = true;
             }
