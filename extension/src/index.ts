@@ -249,11 +249,12 @@ export default function relay(pi: ExtensionAPI) {
 				toolResults: event.toolResults.length,
 				// A turn the user aborted while a tool ran still reports `completed`; the signal says it.
 				outcome: ctx.signal?.aborted ? "aborted" : event.outcome,
+				continue: event.continue,
 			}), (out) => {
-				if (out.result?.kind === "clear") return { entries: [...event.entries, ...clearDrafts(out.result)], continue: event.continue };
+				if (out.result?.kind === "clear") return { entries: [...event.entries, ...clearDrafts(out.result)], continue: out.continue === true };
 				if (out.result?.kind !== "reset") return undefined;
 				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
-				return { entries: [...event.entries, ...drafts], continue: out.result.plan.continuation !== null || event.continue };
+				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
 			}),
 		),
 	);
@@ -264,14 +265,14 @@ export default function relay(pi: ExtensionAPI) {
 	);
 	pi.on("agent_before_settle", (event, ctx) =>
 		whenLoaded(rt.state, () =>
-			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, ...jobsOf() }), (out) => {
+			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, ...jobsOf() }), (out) => {
 				if (out.result?.kind === "continue") {
 					const { customType, content, details } = out.result.continuation;
-					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false, details }], continue: true };
+					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false, details }], continue: out.continue === true };
 				}
 				if (out.result?.kind !== "reset") return undefined;
 				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
-				return { entries: [...event.entries, ...drafts], continue: out.result.plan.continuation !== null || event.continue };
+				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
 			}),
 		),
 	);

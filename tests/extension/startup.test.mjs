@@ -165,6 +165,8 @@ test("on a session with windows, the whole history starts loading only once the 
 	try {
 		t = await startSession({
 			sessionFile: file,
+			// One request per prompt: no compaction of the resumed window (Pi 1.3 counts it full).
+			settings: { compaction: { enabled: false } },
 			steps: [
 				() => {
 					loadingAtRequest = existsSync(`${gate}.held`);

@@ -105,6 +105,9 @@ mod wire {
         pub effects: Vec<Effect>,
         #[serde(default)]
         pub result: Option<HookResult>,
+        /// Pi's `continue` beside a boundary hook's result.
+        #[serde(default, rename = "continue")]
+        pub continue_run: Option<bool>,
     }
 
     #[derive(Debug, Deserialize, PartialEq)]
@@ -1033,7 +1036,7 @@ impl Host {
         }
         let hook_like = HookReply {
             effects: reply.effects.clone(),
-            result: None,
+            ..HookReply::default()
         };
         self.run_effects(Hook::ToolCall, &hook_like)?;
         Ok(reply)
@@ -1411,9 +1414,16 @@ impl Host {
                     );
                 }
                 if let Some(HookResult::Reset { plan }) = &end.result {
-                    let continuation = plan.continuation.is_some();
+                    // What the adapter returns to Pi as `continue` (no other extension here).
+                    let go_on = end.continue_run == Some(true);
+                    check!(
+                        go_on == plan.continuation.is_some(),
+                        "turn_end's reset says continue {:?} with continuation {}",
+                        end.continue_run,
+                        plan.continuation.is_some()
+                    );
                     self.install(plan, true, false);
-                    more |= continuation;
+                    more |= go_on;
                 }
                 if let Some(HookResult::Clear { edits, record }) = &end.result {
                     // Pi appends the drafts in order: the edits, then the record.
@@ -1460,7 +1470,13 @@ impl Host {
                     continue 'run;
                 }
                 Some(HookResult::Reset { plan }) => {
-                    let continuation = plan.continuation.is_some();
+                    let continuation = settle.continue_run == Some(true);
+                    check!(
+                        continuation == plan.continuation.is_some(),
+                        "agent_before_settle's reset says continue {:?} with continuation {}",
+                        settle.continue_run,
+                        plan.continuation.is_some()
+                    );
                     self.install(&plan, true, false);
                     if continuation {
                         errored = false;

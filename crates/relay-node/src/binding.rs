@@ -491,6 +491,7 @@ impl Binding {
                     out.effects.append(&mut more.effects);
                     if out.result.is_none() {
                         out.result = more.result;
+                        out.continue_run = more.continue_run;
                     }
                 }
                 recalled.append(&mut out.effects);

@@ -96,6 +96,11 @@ export type Event =
 		 * Pi's `outcome` of the turn (`completed`, `aborted` or `error`); absent means completed.
 		 */
 		outcome?: string,
+		/**
+		 * Pi's `continue` as the hook's earlier handlers left it (another extension asked the
+		 * run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
+		 */
+		continue: boolean,
 	}
 	| { "type": "agent_end" }
 	| {
@@ -109,6 +114,11 @@ export type Event =
 		 * engine counts this session's pending ones as pending work for the idle handoff.
 		 */
 		jobs?: unknown[],
+		/**
+		 * Pi's `continue` as the hook's earlier handlers left it (another extension asked the
+		 * run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
+		 */
+		continue: boolean,
 	}
 	| { "type": "agent_settled", aborted: boolean }
 	| {
@@ -253,7 +263,15 @@ export type WrapperFacts = {
 /**
  * The engine's answer to an observation (and to `configure`).
  */
-export type HookReply = { effects: Array<Effect>, result?: HookResult };
+export type HookReply = {
+	effects: Array<Effect>,
+	result?: HookResult,
+	/**
+	 * What a boundary hook (`turn_end`, `agent_before_settle`) returns as Pi's `continue` beside
+	 * its `result` ([`Event::continue_with`]).
+	 */
+	continue?: boolean,
+};
 
 /**
  * What the current hook must return to Pi.
@@ -545,6 +563,10 @@ export type Output = {
 	 * What the hook returns to Pi.
 	 */
 	result?: HookResult,
+	/**
+	 * What a boundary hook returns as Pi's `continue` beside `result`.
+	 */
+	continue?: boolean,
 	/**
 	 * A tool's answer (the tool is done).
 	 */

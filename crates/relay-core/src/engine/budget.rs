@@ -450,6 +450,7 @@ impl Engine {
             self.apply_sched(outs, moment, &mut reply);
         }
         self.write_status_if_changed(moment, &mut reply);
+        reply.continue_run = obs.event.continue_with(reply.result.as_ref());
         reply
     }
 

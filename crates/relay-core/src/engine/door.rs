@@ -161,6 +161,10 @@ pub struct Output {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub result: Option<HookResult>,
+    /// What a boundary hook returns as Pi's `continue` beside `result`.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub continue_run: Option<bool>,
     /// A tool's answer (the tool is done).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -198,6 +202,7 @@ impl Output {
         Output {
             effects: reply.effects,
             result: reply.result,
+            continue_run: reply.continue_run,
             ..Output::default()
         }
     }

@@ -598,6 +598,7 @@ impl Engine {
         ) {
             self.write_status_if_changed(moment, &mut reply);
         }
+        reply.continue_run = obs.event.continue_with(reply.result.as_ref());
         reply
     }
 
@@ -759,6 +760,7 @@ impl Engine {
             Event::TurnEnd {
                 tool_results,
                 outcome,
+                ..
             } => {
                 let mut fx = self.policy_step(self.usage_input(moment));
                 fx.extend(self.policy_step(PolicyInput::TurnEnd {
@@ -785,7 +787,7 @@ impl Engine {
             Event::AgentEnd => {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
-            Event::AgentBeforeSettle { outcome, jobs } => {
+            Event::AgentBeforeSettle { outcome, jobs, .. } => {
                 if PiOutcome::completed(outcome.as_ref()) {
                     // Pending work: a queued user follow-up, background work the host reports
                     // (`Moment::pending_work`), or this session's pending pi-jobs jobs/watches.

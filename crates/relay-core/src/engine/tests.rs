@@ -139,6 +139,7 @@ fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
 fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     let mut e = engine();
     let go_on = || Event::TurnEnd {
+        chained: false,
         tool_results: 1,
         outcome: None,
     };
@@ -151,6 +152,7 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     // Never after a final answer (it must stay the run's last message) nor per request.
     let last = e.handle(&obs(
         Event::TurnEnd {
+            chained: false,
             tool_results: 0,
             outcome: None,
         },
@@ -209,11 +211,13 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     );
     let reply = e.handle(&obs(
         Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         },
         Some(10_000),
     ));
+    assert_eq!(reply.continue_run, Some(true), "the continuation runs");
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
@@ -543,7 +547,7 @@ fn observations_and_config_sources_reject_unknown_fields_by_name() {
             format!(
                 r#"{{"moment":{moment},"event":{{"type":"turn_end","toolResults":0,"reason":"completed"}}}}"#
             ),
-            "unknown field `reason`, expected `toolResults` or `outcome`",
+            "unknown field `reason`, expected one of `toolResults`, `outcome`, `continue`",
         ),
         (
             format!(
@@ -629,6 +633,7 @@ fn enforced_after_first_answer() -> (Engine, Branch) {
     e.append(&[b.answer("first", 5_000)]);
     e.handle(&obs(
         Event::TurnEnd {
+            chained: false,
             tool_results: 0,
             outcome: None,
         },
@@ -678,6 +683,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     e.append(&[b.answer("first", 5_000)]);
     e.handle(&obs(
         Event::TurnEnd {
+            chained: false,
             tool_results: 0,
             outcome: None,
         },
@@ -1212,6 +1218,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
     // A manual reset is not retried behind the user's back.
     let settle = e.handle(&obs(
         Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         },
@@ -1248,6 +1255,7 @@ fn a_cancelled_owned_reset_is_benign_and_a_failed_one_is_counted_and_retried() {
     let settle = || {
         obs(
             Event::AgentBeforeSettle {
+                chained: false,
                 outcome: Some("completed".into()),
                 jobs: None,
             },
@@ -1380,6 +1388,7 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
     e.tool("new_context", &json!({}), &moment(Some(1_000)));
     let reply = e.handle(&obs(
         Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         },
@@ -1429,6 +1438,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     // The boot block of the next window carries the labels.
     let reply = e.handle(&obs(
         Event::TurnEnd {
+            chained: false,
             tool_results: 1,
             outcome: None,
         },
@@ -1487,6 +1497,7 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
     insta::assert_snapshot!("handoff_reply_unsaved", reply.text);
     let reply = e.handle(&obs(
         Event::TurnEnd {
+            chained: false,
             tool_results: 1,
             outcome: None,
         },
@@ -1836,6 +1847,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         e.append(&[b.answer("waiting", 15_000)]);
         e.handle(&obs(
             Event::TurnEnd {
+                chained: false,
                 tool_results: 0,
                 outcome: None,
             },
@@ -1843,6 +1855,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         ));
         let mut o = obs(
             Event::AgentBeforeSettle {
+                chained: false,
                 outcome: outcome.map(PiOutcome::from),
                 jobs: None,
             },
@@ -2266,6 +2279,7 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
     e.handle(&obs(Event::AgentEnd, None));
     let settle = e.handle(&obs(
         Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         },
@@ -2360,10 +2374,12 @@ fn hard_fallback_to_settle(e: &mut Engine, subagent: bool) -> [HookReply; 4] {
         tool_call_id: "c1".into(),
     }));
     let first = e.handle(&at(Event::AgentBeforeSettle {
+        chained: false,
         outcome: Some("completed".into()),
         jobs: None,
     }));
     let second = e.handle(&at(Event::AgentBeforeSettle {
+        chained: false,
         outcome: Some("completed".into()),
         jobs: None,
     }));
@@ -2457,6 +2473,7 @@ fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_poi
         tool_call_id: "c1".into(),
     }));
     let settle = at(Event::AgentBeforeSettle {
+        chained: false,
         outcome: Some("completed".into()),
         jobs: None,
     });
@@ -2553,10 +2570,12 @@ fn an_aborted_settle_drops_the_relaunch() {
             tool_call_id: "c1".into(),
         }));
         let first = e.handle(&at(Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         }));
         let second = e.handle(&at(Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         }));
@@ -2661,6 +2680,7 @@ fn commit_handoff(e: &mut Engine, args: &serde_json::Value, m: &Moment) -> (Tool
     assert!(!reply.is_error, "{}", reply.text);
     let end = e.handle(&obs(
         Event::TurnEnd {
+            chained: false,
             tool_results: 1,
             outcome: None,
         },
@@ -3094,6 +3114,7 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     }
     e.append(&entries);
     let turn_end = Event::TurnEnd {
+        chained: false,
         tool_results: 1,
         outcome: None,
     };
@@ -3217,4 +3238,87 @@ fn append_mirrors_only_entries_that_descend_from_the_tip() {
     assert_eq!(fresh.tip(), None);
     assert_eq!(fresh.append(&[r1, r2.clone()]), Appended::Mirrored);
     assert_eq!(fresh.tip(), Some(r2.id.as_str()));
+}
+
+/// Pi's `continue` beside a boundary hook's result is the engine's answer: a continuation (or a
+/// reset carrying one) makes the run go on; a reset without one or a clearing keeps what the
+/// hook's earlier handlers asked; other hooks and results carry none.
+#[test]
+fn a_boundary_hook_continues_for_a_continuation_and_keeps_what_earlier_handlers_asked() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    e.append(&[b.user("do the thing")]);
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.tool("new_context", &json!({}), &moment(Some(10_000)));
+    let settle = |chained| Event::AgentBeforeSettle {
+        outcome: Some("completed".into()),
+        jobs: None,
+        chained,
+    };
+    let reply = e.handle(&obs(settle(false), Some(10_000)));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("expected a reset, got {:?}", reply.result)
+    };
+    assert!(plan.continuation.is_some());
+    let turn_end = |chained| Event::TurnEnd {
+        tool_results: 0,
+        outcome: None,
+        chained,
+    };
+    let continuation = plan.continuation.clone().unwrap();
+    let bare = ResetPlan {
+        continuation: None,
+        ..plan.clone()
+    };
+    let cases: [(Event, HookResult, Option<bool>); 9] = [
+        (
+            settle(false),
+            HookResult::Reset { plan: plan.clone() },
+            Some(true),
+        ),
+        (
+            settle(true),
+            HookResult::Reset { plan: bare.clone() },
+            Some(true),
+        ),
+        (
+            settle(false),
+            HookResult::Reset { plan: bare.clone() },
+            Some(false),
+        ),
+        (
+            turn_end(false),
+            HookResult::Reset { plan: bare.clone() },
+            Some(false),
+        ),
+        (
+            turn_end(true),
+            HookResult::Reset { plan: bare.clone() },
+            Some(true),
+        ),
+        (
+            settle(false),
+            HookResult::Continue { continuation },
+            Some(true),
+        ),
+        (turn_end(true), HookResult::Cancel, None),
+        (
+            Event::BeforeAgentStart,
+            HookResult::Reset { plan: plan.clone() },
+            None,
+        ),
+        (Event::Context, HookResult::Reset { plan }, None),
+    ];
+    for (event, result, expected) in cases {
+        assert_eq!(
+            event.continue_with(Some(&result)),
+            expected,
+            "{event:?} {result:?}"
+        );
+    }
+    assert_eq!(
+        turn_end(true).continue_with(None),
+        None,
+        "no result, nothing returned"
+    );
 }

@@ -222,6 +222,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional, type = "string"))]
         outcome: Option<PiOutcome>,
+        /// Pi's `continue` as the hook's earlier handlers left it (another extension asked the
+        /// run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
+        #[serde(default, rename = "continue")]
+        chained: bool,
     },
     AgentEnd,
     AgentBeforeSettle {
@@ -233,6 +237,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional, type = "unknown[]"))]
         jobs: Option<Vec<Value>>,
+        /// Pi's `continue` as the hook's earlier handlers left it (another extension asked the
+        /// run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
+        #[serde(default, rename = "continue")]
+        chained: bool,
     },
     AgentSettled {
         aborted: bool,
@@ -277,6 +285,22 @@ pub enum Event {
 }
 
 impl Event {
+    /// What the hook returns as Pi's `continue` beside `result`: a reset whose plan carries a
+    /// continuation and a continuation make the run go on; otherwise what the earlier handlers
+    /// left (`chained`). `None` for a hook without `continue`, or without a result that carries it.
+    pub fn continue_with(&self, result: Option<&HookResult>) -> Option<bool> {
+        let (Event::TurnEnd { chained, .. } | Event::AgentBeforeSettle { chained, .. }) = self
+        else {
+            return None;
+        };
+        match result? {
+            HookResult::Reset { plan } => Some(plan.continuation.is_some() || *chained),
+            HookResult::Continue { .. } => Some(true),
+            HookResult::Clear { .. } => Some(*chained),
+            _ => None,
+        }
+    }
+
     /// The `type` tag, as the adapter sends it.
     fn tag(&self) -> &'static str {
         match self {
@@ -705,6 +729,11 @@ pub struct HookReply {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub result: Option<HookResult>,
+    /// What a boundary hook (`turn_end`, `agent_before_settle`) returns as Pi's `continue` beside
+    /// its `result` ([`Event::continue_with`]).
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub continue_run: Option<bool>,
 }
 
 /// A message the `context` hook inserts into the request it is building, at `index` of the

@@ -48,6 +48,7 @@ fn settle(e: &mut Engine, pending: bool) -> HookReply {
     e.handle(&Observation {
         moment: moment(pending),
         event: Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         },
@@ -186,6 +187,7 @@ fn only_an_early_stop_of_the_windows_first_run_is_continued() {
     let reply = e.handle(&Observation {
         moment: moment(false),
         event: Event::AgentBeforeSettle {
+            chained: false,
             outcome: Some("error".into()),
             jobs: None,
         },

@@ -319,6 +319,7 @@ fn pending_jobs_ask_for_the_idle_handoff() {
         handle(
             &mut e,
             Event::TurnEnd {
+                chained: false,
                 tool_results: 0,
                 outcome: None,
             },
@@ -328,6 +329,7 @@ fn pending_jobs_ask_for_the_idle_handoff() {
         handle(
             &mut e,
             Event::AgentBeforeSettle {
+                chained: false,
                 outcome: None,
                 jobs,
             },
