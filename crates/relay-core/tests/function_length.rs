@@ -222,7 +222,10 @@ fn no_function_is_over_about_120_lines() {
         .filter(|src| src.is_dir())
         .collect();
     crates.sort();
-    assert!(crates.len() >= 4, "expected relay-core, relay-io, relay-node and relay-cli");
+    assert!(
+        crates.len() >= 4,
+        "expected relay-core, relay-io, relay-node and relay-cli"
+    );
 
     let mut measured = 0usize;
     let mut too_long = String::new();
@@ -247,7 +250,11 @@ fn no_function_is_over_about_120_lines() {
                     allowed_seen.push((shown.clone(), f.ident.clone()));
                     continue;
                 }
-                let _ = writeln!(too_long, "  {shown}:{} {} ({} lines)", f.line, f.name, f.lines);
+                let _ = writeln!(
+                    too_long,
+                    "  {shown}:{} {} ({} lines)",
+                    f.line, f.name, f.lines
+                );
             }
         }
     }
