@@ -428,32 +428,11 @@ impl Scheduler {
                 source,
                 at_turn_end,
             } => {
-                if self.accepts_requests() {
-                    match &mut self.forced {
-                        None => self.forced = Some((source, at_turn_end)),
-                        // A later request may only bring the serving point forward.
-                        Some((_, due)) => *due |= at_turn_end,
-                    }
-                }
+                self.handle_forced_request(source, at_turn_end);
                 Vec::new()
             }
             SchedInput::CompactHook { reason, idle } => self.handle_compact_hook(reason, idle),
-            SchedInput::InputResetRequested => {
-                // A retry left by a rejected reset is served by this reset too, and so is a
-                // `new_context` owed by a failed run (its reset is this one).
-                let other = self.handoff || self.explicit || self.forced.is_some();
-                if !self.accepts_requests()
-                    || self.run_active
-                    || other
-                    || self.input_reset.is_some()
-                {
-                    return Vec::new();
-                }
-                let attempt = self.next_attempt;
-                self.next_attempt += 1;
-                self.input_reset = Some(attempt);
-                vec![SchedOutput::Compact { attempt }]
-            }
+            SchedInput::InputResetRequested => self.handle_input_reset_request(),
             SchedInput::InputResetFailed { attempt } => {
                 if self.input_reset == Some(attempt) {
                     self.input_reset = None;
@@ -469,28 +448,7 @@ impl Scheduler {
             SchedInput::TurnEnd {
                 has_queued_user_messages,
                 completed,
-            } => {
-                if !self.accepts_requests() {
-                    return Vec::new();
-                }
-                if self.handoff {
-                    self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
-                } else if matches!(self.forced, Some((_, true)))
-                    || self.overdue
-                    || (completed && self.allowance == Allowance::Borrowed)
-                {
-                    // A borrowed turn ends here (the steer came after the previous turn's end):
-                    // the steer promised the reset as soon as this turn is finished. One the user
-                    // aborted (or that failed) resets nothing: its run's settle drops it.
-                    // One reset serves every request; the source is the highest pending one.
-                    match self.pending() {
-                        Some(source) => self.issue(source, !has_queued_user_messages, false),
-                        None => Vec::new(),
-                    }
-                } else {
-                    Vec::new()
-                }
-            }
+            } => self.handle_turn_end(has_queued_user_messages, completed),
             SchedInput::AgentEnd => {
                 if self.enabled && self.allowance == Allowance::Borrowed {
                     self.allowance = Allowance::Ready;
@@ -500,25 +458,7 @@ impl Scheduler {
             SchedInput::BeforeSettle {
                 outcome,
                 has_queued_user_messages,
-            } => match outcome {
-                Outcome::Completed => match self.pending() {
-                    Some(source) if self.accepts_requests() => {
-                        self.issue(source, !has_queued_user_messages, false)
-                    }
-                    _ => Vec::new(),
-                },
-                Outcome::Aborted => {
-                    self.drop_run_work(true);
-                    Vec::new()
-                }
-                Outcome::Error => {
-                    // The model was told a new window is coming: a provider error does not
-                    // cancel that (the user's Esc does).
-                    self.owed |= self.explicit && self.accepts_requests();
-                    self.drop_run_work(true);
-                    Vec::new()
-                }
-            },
+            } => self.handle_before_settle(outcome, has_queued_user_messages),
             SchedInput::Settled { aborted } => {
                 self.run_active = false;
                 self.input_reset = None;
@@ -535,16 +475,7 @@ impl Scheduler {
                 Vec::new()
             }
             SchedInput::ResetRejected { attempt } => {
-                if let Some((id, source)) = self.in_flight {
-                    if id == attempt {
-                        self.in_flight = None;
-                        // The window is still full: try again without borrowing another turn.
-                        self.retry = matches!(
-                            source,
-                            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow
-                        );
-                    }
-                }
+                self.handle_reset_rejected(attempt);
                 Vec::new()
             }
             SchedInput::Invalidate => {
@@ -627,6 +558,105 @@ impl Scheduler {
 
     fn is_current_attempt(&self, attempt: AttemptId) -> bool {
         matches!(self.in_flight, Some((id, _)) if id == attempt)
+    }
+
+    /// A forced reset is requested: remembered (with the earliest serving point asked for) while
+    /// the scheduler accepts requests.
+    fn handle_forced_request(&mut self, source: ResetSource, at_turn_end: bool) {
+        if self.accepts_requests() {
+            match &mut self.forced {
+                None => self.forced = Some((source, at_turn_end)),
+                // A later request may only bring the serving point forward.
+                Some((_, due)) => *due |= at_turn_end,
+            }
+        }
+    }
+
+    /// Idle input asks for a reset: a compaction is started only when nothing else is pending or
+    /// running that would serve it.
+    fn handle_input_reset_request(&mut self) -> Vec<SchedOutput> {
+        // A retry left by a rejected reset is served by this reset too, and so is a
+        // `new_context` owed by a failed run (its reset is this one).
+        let other = self.handoff || self.explicit || self.forced.is_some();
+        if !self.accepts_requests() || self.run_active || other || self.input_reset.is_some() {
+            return Vec::new();
+        }
+        let attempt = self.next_attempt;
+        self.next_attempt += 1;
+        self.input_reset = Some(attempt);
+        vec![SchedOutput::Compact { attempt }]
+    }
+
+    /// A turn ended: a committed handoff, a forced reset due at turn end, an overdue reset or the
+    /// end of a borrowed turn is served here.
+    fn handle_turn_end(
+        &mut self,
+        has_queued_user_messages: bool,
+        completed: bool,
+    ) -> Vec<SchedOutput> {
+        if !self.accepts_requests() {
+            return Vec::new();
+        }
+        if self.handoff {
+            self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
+        } else if matches!(self.forced, Some((_, true)))
+            || self.overdue
+            || (completed && self.allowance == Allowance::Borrowed)
+        {
+            // A borrowed turn ends here (the steer came after the previous turn's end):
+            // the steer promised the reset as soon as this turn is finished. One the user
+            // aborted (or that failed) resets nothing: its run's settle drops it.
+            // One reset serves every request; the source is the highest pending one.
+            match self.pending() {
+                Some(source) => self.issue(source, !has_queued_user_messages, false),
+                None => Vec::new(),
+            }
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The run is about to settle: a completed one serves the highest pending reset; an aborted
+    /// or failed one drops the run's work (a failed `new_context` stays owed).
+    fn handle_before_settle(
+        &mut self,
+        outcome: Outcome,
+        has_queued_user_messages: bool,
+    ) -> Vec<SchedOutput> {
+        match outcome {
+            Outcome::Completed => match self.pending() {
+                Some(source) if self.accepts_requests() => {
+                    self.issue(source, !has_queued_user_messages, false)
+                }
+                _ => Vec::new(),
+            },
+            Outcome::Aborted => {
+                self.drop_run_work(true);
+                Vec::new()
+            }
+            Outcome::Error => {
+                // The model was told a new window is coming: a provider error does not
+                // cancel that (the user's Esc does).
+                self.owed |= self.explicit && self.accepts_requests();
+                self.drop_run_work(true);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The reset in flight was rejected: a reset for a full window is retried without borrowing
+    /// another turn.
+    fn handle_reset_rejected(&mut self, attempt: AttemptId) {
+        if let Some((id, source)) = self.in_flight {
+            if id == attempt {
+                self.in_flight = None;
+                // The window is still full: try again without borrowing another turn.
+                self.retry = matches!(
+                    source,
+                    ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow
+                );
+            }
+        }
     }
 
     fn handle_compact_hook(&mut self, reason: CompactReason, idle: bool) -> Vec<SchedOutput> {

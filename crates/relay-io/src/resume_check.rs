@@ -16,7 +16,7 @@
 //! worker thread, never on Pi's event loop.
 
 use std::ffi::OsString;
-use std::io::{ErrorKind, Read};
+use std::io::{ErrorKind, PipeReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -174,6 +174,18 @@ fn has_exited(pid: Pid) -> bool {
 /// How often the child's exit is looked at while its output is quiet.
 const EXIT_POLL: Duration = Duration::from_millis(10);
 
+/// What [`Runner::watch`] saw of the command.
+struct Watched {
+    /// The output read so far.
+    capture: Capture,
+    /// The pipe reached end of file (everything holding its write end closed it).
+    eof: bool,
+    /// The direct child exited.
+    exited: bool,
+    /// The timeout passed first.
+    timed_out: bool,
+}
+
 impl Runner {
     /// Run `command` (from `source`, for the label) with `bash -c` in `cwd`.
     pub fn run(&self, command: &str, source: &str, cwd: &Path) -> CheckResult {
@@ -184,27 +196,37 @@ impl Runner {
             output,
             output_held_open: held,
         };
-        let spawn_failed = |e: &dyn std::fmt::Display| {
-            result(
-                CheckStatus::SpawnFailed {
-                    error: format!(
-                        "cannot run {} in {}: {e}",
-                        self.program.to_string_lossy(),
-                        cwd.display()
-                    ),
-                },
-                CheckOutput::default(),
-                false,
+        let (mut reader, mut child, pid) = match self.start(command, cwd) {
+            Ok(started) => started,
+            Err(error) => {
+                let status = CheckStatus::SpawnFailed { error };
+                return result(status, CheckOutput::default(), false);
+            }
+        };
+        let mut watched = self.watch(&mut reader, pid);
+        let held_open = watched.exited && !watched.eof;
+        let _ = kill_process_group(pid, Signal::KILL);
+        if watched.timed_out && !watched.eof {
+            // The group is killed: what it wrote may still drain, for at most the drain limit.
+            self.drain_after_kill(&mut reader, &mut watched.capture);
+        }
+        drop(reader);
+        let status = self.exit_status(&mut child, watched.timed_out);
+        result(status, watched.capture.finish(), held_open)
+    }
+
+    /// Starts `command` in its own process group, stdin closed, stdout and stderr on one
+    /// non-blocking pipe. The error (the check's `SpawnFailed`) says why it could not run.
+    fn start(&self, command: &str, cwd: &Path) -> Result<(PipeReader, Child, Pid), String> {
+        let failed = |e: &dyn std::fmt::Display| {
+            format!(
+                "cannot run {} in {}: {e}",
+                self.program.to_string_lossy(),
+                cwd.display()
             )
         };
-        let (mut reader, writer) = match std::io::pipe() {
-            Ok(p) => p,
-            Err(e) => return spawn_failed(&e),
-        };
-        let writer2 = match writer.try_clone() {
-            Ok(w) => w,
-            Err(e) => return spawn_failed(&e),
-        };
+        let (reader, writer) = std::io::pipe().map_err(|e| failed(&e))?;
+        let writer2 = writer.try_clone().map_err(|e| failed(&e))?;
         let spawned = {
             let mut cmd = Command::new(&self.program);
             cmd.arg("-c")
@@ -219,16 +241,19 @@ impl Runner {
             // `cmd` drops here with this process's copies of the write end: end of file comes
             // when the command (and whatever inherited the pipe) closes it.
         };
-        let mut child = match spawned {
-            Ok(c) => c,
-            Err(e) => return spawn_failed(&e),
-        };
+        let mut child = spawned.map_err(|e| failed(&e))?;
         let pid = Pid::from_child(&child);
         if rustix::io::ioctl_fionbio(&reader, true).is_err() {
             let status = kill_and_reap(&mut child, pid);
             let _ = status;
-            return spawn_failed(&"cannot make the output pipe non-blocking");
+            return Err(failed(&"cannot make the output pipe non-blocking"));
         }
+        Ok((reader, child, pid))
+    }
+
+    /// Reads the output until the command exited and its output drained (or the drain limit
+    /// passed), the timeout passed, or the check was cancelled.
+    fn watch(&self, reader: &mut PipeReader, pid: Pid) -> Watched {
         let deadline = Instant::now() + self.timeout;
         let mut capture = Capture::default();
         let mut eof = false;
@@ -236,7 +261,7 @@ impl Runner {
         let mut timed_out = false;
         loop {
             if !eof {
-                eof = read_available(&mut reader, &mut capture);
+                eof = read_available(reader, &mut capture);
             }
             let now = Instant::now();
             if exited_at.is_none() && has_exited(pid) {
@@ -271,25 +296,33 @@ impl Runner {
                 // Nothing more to read; only the exit is awaited.
                 std::thread::sleep(wait);
             } else {
-                wait_readable(&reader, wait);
+                wait_readable(reader, wait);
             }
         }
-        let held_open = exited_at.is_some() && !eof;
-        let _ = kill_process_group(pid, Signal::KILL);
-        if timed_out && !eof {
-            // The group is killed: what it wrote may still drain, for at most the drain limit.
-            let until = Instant::now() + self.drain;
-            while !eof {
-                eof = read_available(&mut reader, &mut capture);
-                let now = Instant::now();
-                if eof || now >= until {
-                    break;
-                }
-                wait_readable(&reader, (until - now).min(EXIT_POLL));
-            }
+        Watched {
+            capture,
+            eof,
+            exited: exited_at.is_some(),
+            timed_out,
         }
-        drop(reader);
-        let status = match child.wait() {
+    }
+
+    /// After a timeout killed the group: what it wrote still drains, for at most the drain limit.
+    fn drain_after_kill(&self, reader: &mut PipeReader, capture: &mut Capture) {
+        let until = Instant::now() + self.drain;
+        loop {
+            let eof = read_available(reader, capture);
+            let now = Instant::now();
+            if eof || now >= until {
+                break;
+            }
+            wait_readable(reader, (until - now).min(EXIT_POLL));
+        }
+    }
+
+    /// The check's status once the group is killed: timed out, else how the command ended.
+    fn exit_status(&self, child: &mut Child, timed_out: bool) -> CheckStatus {
+        match child.wait() {
             _ if timed_out => CheckStatus::TimedOut {
                 after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
             },
@@ -301,8 +334,7 @@ impl Runner {
             Err(e) => CheckStatus::SpawnFailed {
                 error: format!("cannot wait for the command: {e}"),
             },
-        };
-        result(status, capture.finish(), held_open)
+        }
     }
 }
 

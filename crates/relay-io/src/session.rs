@@ -3,6 +3,8 @@
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
 
 use relay_core::entry::{
     branch_indices, last_entry_of_line, parse_session, push_entries_of_lines,
@@ -475,7 +477,6 @@ fn feed_lines_parallel(
     feed: &mut LinearFeed,
     sink: &mut impl BranchSink,
 ) -> Option<io::Result<bool>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     // Batches sent and not yet fully handed to the sink.
     let pending = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -487,123 +488,172 @@ fn feed_lines_parallel(
         let pending = &pending;
         let spawned = std::thread::Builder::new()
             .name("relay-session-reader".into())
-            .spawn_scoped(scope, move || {
-                let mut entries = Vec::with_capacity(BATCH);
-                let mut places = Vec::with_capacity(BATCH);
-                let mut spare_entries: Vec<(Vec<Entry>, Vec<LineAt>)> = Vec::new();
-                let mut spare_lines: Vec<String> = Vec::new();
-                let mut batches = 0usize;
-                for_each_block_at(file, |block, block_at| {
-                    let mut ends = memchr::memchr_iter(b'\n', block.as_bytes());
-                    let mut start = 0;
-                    while start <= block.len() {
-                        let end = ends.nth(BATCH - 1).unwrap_or(block.len());
-                        // `start` and `end` are 0, a line end + 1 or the block's end: char boundaries.
-                        let text = block.get(start..end).unwrap_or_default();
-                        let text_at = block_at.map(|b| b + start as u64);
-                        start = end + 1;
-                        for spent in back_rx.try_iter() {
-                            match spent {
-                                Batch::Entries(mut v, mut p) => {
-                                    v.clear();
-                                    p.clear();
-                                    spare_entries.push((v, p));
-                                }
-                                Batch::Lines(mut l, _) => {
-                                    l.clear();
-                                    spare_lines.push(l);
-                                }
-                            }
-                        }
-                        // At most the batch just sent is left for the caller's thread: it is about
-                        // to wait, so this batch is its to decode.
-                        let raw = batches % CALLER_DECODES_ONE_IN == CALLER_DECODES_ONE_IN - 1
-                            || pending.load(Ordering::Relaxed) <= 1;
-                        batches += 1;
-                        let batch = if raw {
-                            let mut lines = spare_lines.pop().unwrap_or_default();
-                            lines.push_str(text);
-                            Batch::Lines(lines, text_at)
-                        } else {
-                            match text_at {
-                                Some(base) => push_located_entries_of_lines(
-                                    text,
-                                    base,
-                                    &mut entries,
-                                    &mut places,
-                                ),
-                                None => push_entries_of_lines(text, &mut entries),
-                            }
-                            let (next, next_places) = spare_entries.pop().unwrap_or_else(|| {
-                                (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH))
-                            });
-                            Batch::Entries(
-                                std::mem::replace(&mut entries, next),
-                                std::mem::replace(&mut places, next_places),
-                            )
-                        };
-                        pending.fetch_add(1, Ordering::Relaxed);
-                        // The receiver is gone only when the caller stopped feeding.
-                        if tx.send(batch).is_err() {
-                            return false;
-                        }
-                    }
-                    true
-                })?;
-                Ok(())
-            });
+            .spawn_scoped(scope, move || read_batches(file, &tx, &back_rx, pending));
         let reader = match spawned {
             Ok(reader) => reader,
             // No thread (resource limits): nothing was read, the caller's thread does it all.
             Err(_) => return None,
         };
-        let mut all_fed = true;
-        let mut decoded = Vec::with_capacity(BATCH);
-        let mut decoded_at = Vec::with_capacity(BATCH);
-        for batch in rx {
-            let (entries, places, spent) = match batch {
-                Batch::Entries(entries, places) => (entries, places, None),
-                Batch::Lines(lines, at) => {
-                    match at {
-                        Some(base) => push_located_entries_of_lines(
-                            &lines,
-                            base,
-                            &mut decoded,
-                            &mut decoded_at,
-                        ),
-                        None => push_entries_of_lines(&lines, &mut decoded),
-                    }
-                    (
-                        std::mem::take(&mut decoded),
-                        std::mem::take(&mut decoded_at),
-                        Some(lines),
-                    )
-                }
-            };
-            if !feed_entries(feed, sink, &entries, &places) {
-                all_fed = false;
-                break; // dropping the receiver stops the reader
-            }
-            match spent {
-                // Decoded here: freed here, and the vectors kept for the next batch of lines.
-                Some(lines) => {
-                    decoded = entries;
-                    decoded.clear();
-                    decoded_at = places;
-                    decoded_at.clear();
-                    let _ = back_tx.send(Batch::Lines(lines, None));
-                }
-                None => {
-                    let _ = back_tx.send(Batch::Entries(entries, places));
-                }
-            }
-            pending.fetch_sub(1, Ordering::Relaxed);
-        }
+        let all_fed = feed_batches(rx, &back_tx, feed, sink, pending);
         let read: io::Result<()> = reader
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the session reader thread panicked")));
         Some(read.map(|()| all_fed))
     })
+}
+
+/// The reading thread of [`feed_lines_parallel`]: the file's lines in batches of [`BATCH`],
+/// decoded here unless the caller's thread is about to wait for one (then it decodes them);
+/// stops when the caller stopped receiving.
+fn read_batches(
+    file: &mut fs::File,
+    tx: &SyncSender<Batch>,
+    back_rx: &Receiver<Batch>,
+    pending: &AtomicUsize,
+) -> io::Result<()> {
+    let mut buffers = ReaderBuffers::new();
+    let mut batches = 0usize;
+    for_each_block_at(file, |block, block_at| {
+        let mut ends = memchr::memchr_iter(b'\n', block.as_bytes());
+        let mut start = 0;
+        while start <= block.len() {
+            let end = ends.nth(BATCH - 1).unwrap_or(block.len());
+            // `start` and `end` are 0, a line end + 1 or the block's end: char boundaries.
+            let text = block.get(start..end).unwrap_or_default();
+            let text_at = block_at.map(|b| b + start as u64);
+            start = end + 1;
+            buffers.take_back(back_rx);
+            // At most the batch just sent is left for the caller's thread: it is about
+            // to wait, so this batch is its to decode.
+            let raw = batches % CALLER_DECODES_ONE_IN == CALLER_DECODES_ONE_IN - 1
+                || pending.load(Ordering::Relaxed) <= 1;
+            batches += 1;
+            let batch = if raw {
+                buffers.lines(text, text_at)
+            } else {
+                buffers.entries(text, text_at)
+            };
+            pending.fetch_add(1, Ordering::Relaxed);
+            // The receiver is gone only when the caller stopped feeding.
+            if tx.send(batch).is_err() {
+                return false;
+            }
+        }
+        true
+    })?;
+    Ok(())
+}
+
+/// The reading thread's vectors: the ones it decodes into, and the spent ones the caller sent
+/// back for reuse.
+struct ReaderBuffers {
+    entries: Vec<Entry>,
+    places: Vec<LineAt>,
+    spare_entries: Vec<(Vec<Entry>, Vec<LineAt>)>,
+    spare_lines: Vec<String>,
+}
+
+impl ReaderBuffers {
+    fn new() -> Self {
+        ReaderBuffers {
+            entries: Vec::with_capacity(BATCH),
+            places: Vec::with_capacity(BATCH),
+            spare_entries: Vec::new(),
+            spare_lines: Vec::new(),
+        }
+    }
+
+    /// Keeps (emptied) every spent batch the caller sent back so far.
+    fn take_back(&mut self, back_rx: &Receiver<Batch>) {
+        for spent in back_rx.try_iter() {
+            match spent {
+                Batch::Entries(mut v, mut p) => {
+                    v.clear();
+                    p.clear();
+                    self.spare_entries.push((v, p));
+                }
+                Batch::Lines(mut l, _) => {
+                    l.clear();
+                    self.spare_lines.push(l);
+                }
+            }
+        }
+    }
+
+    /// A batch of `text`'s lines for the caller's thread to decode.
+    fn lines(&mut self, text: &str, text_at: Option<u64>) -> Batch {
+        let mut lines = self.spare_lines.pop().unwrap_or_default();
+        lines.push_str(text);
+        Batch::Lines(lines, text_at)
+    }
+
+    /// A batch of the entries `text`'s lines decode to, decoded here.
+    fn entries(&mut self, text: &str, text_at: Option<u64>) -> Batch {
+        match text_at {
+            Some(base) => {
+                push_located_entries_of_lines(text, base, &mut self.entries, &mut self.places)
+            }
+            None => push_entries_of_lines(text, &mut self.entries),
+        }
+        let (next, next_places) = self
+            .spare_entries
+            .pop()
+            .unwrap_or_else(|| (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH)));
+        Batch::Entries(
+            std::mem::replace(&mut self.entries, next),
+            std::mem::replace(&mut self.places, next_places),
+        )
+    }
+}
+
+/// The caller's side of [`feed_lines_parallel`]: every batch fed in order (lines decoded here
+/// first), spent batches sent back to the reading thread. False when the sink stopped the feed
+/// (dropping `rx` then stops the reader).
+fn feed_batches(
+    rx: Receiver<Batch>,
+    back_tx: &Sender<Batch>,
+    feed: &mut LinearFeed,
+    sink: &mut impl BranchSink,
+    pending: &AtomicUsize,
+) -> bool {
+    let mut decoded = Vec::with_capacity(BATCH);
+    let mut decoded_at = Vec::with_capacity(BATCH);
+    for batch in rx {
+        let (entries, places, spent) = match batch {
+            Batch::Entries(entries, places) => (entries, places, None),
+            Batch::Lines(lines, at) => {
+                match at {
+                    Some(base) => {
+                        push_located_entries_of_lines(&lines, base, &mut decoded, &mut decoded_at)
+                    }
+                    None => push_entries_of_lines(&lines, &mut decoded),
+                }
+                (
+                    std::mem::take(&mut decoded),
+                    std::mem::take(&mut decoded_at),
+                    Some(lines),
+                )
+            }
+        };
+        if !feed_entries(feed, sink, &entries, &places) {
+            return false;
+        }
+        match spent {
+            // Decoded here: freed here, and the vectors kept for the next batch of lines.
+            Some(lines) => {
+                decoded = entries;
+                decoded.clear();
+                decoded_at = places;
+                decoded_at.clear();
+                let _ = back_tx.send(Batch::Lines(lines, None));
+            }
+            None => {
+                let _ = back_tx.send(Batch::Entries(entries, places));
+            }
+        }
+        pending.fetch_sub(1, Ordering::Relaxed);
+    }
+    true
 }
 
 /// Size of the buffer [`for_each_block_at`] reads into (it grows only for a longer line). Small

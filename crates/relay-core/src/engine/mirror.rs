@@ -601,6 +601,17 @@ impl Mirror {
             return false;
         }
         let len = self.history.entry_count();
+        self.drop_windows_from(len);
+        self.forget_window_positions_from(len);
+        self.drop_branch_marks_from(len);
+        self.replay_window_estimate();
+        self.replay_note_ops_before(len);
+        true
+    }
+
+    /// After a truncation to `len` entries: the windows that started at or past it are gone (the
+    /// current one is the window the branch now ends in), and so are the subagent ids past it.
+    fn drop_windows_from(&mut self, len: usize) {
         while self.current.start >= len {
             match self.earlier.pop() {
                 Some(w) => self.current = w,
@@ -610,6 +621,11 @@ impl Mirror {
         while self.subagent_ids.last().is_some_and(|&(p, _)| p >= len) {
             self.subagent_ids.pop();
         }
+    }
+
+    /// After a truncation to `len` entries: what the current window saw at or past it (boot
+    /// block, reminder, steer, failures, work, checks, user messages) is forgotten.
+    fn forget_window_positions_from(&mut self, len: usize) {
         let w = &mut self.current;
         if w.boot_at.is_some_and(|p| p >= len) {
             w.boot_at = None;
@@ -653,6 +669,11 @@ impl Mirror {
         if w.stale_check.as_ref().is_some_and(|c| c.pos >= len) {
             w.stale_check = None;
         }
+    }
+
+    /// After a truncation to `len` entries: the branch-wide records at or past it (the written
+    /// and committed handoffs, clearings, commit/turn/progress and usage marks) are dropped.
+    fn drop_branch_marks_from(&mut self, len: usize) {
         if self
             .written_handoff
             .as_ref()
@@ -684,6 +705,11 @@ impl Mirror {
         while self.usage_marks.last().is_some_and(|m| m.pos >= len) {
             self.usage_marks.pop();
         }
+    }
+
+    /// The current window's usage estimate, replayed from its usage marks with every context
+    /// edit undone first (a truncation may have dropped the entries that made them).
+    fn replay_window_estimate(&mut self) {
         // Replay the marks of the window it lands in, edits undone first.
         let start = self.current.start;
         let from = self.usage_marks.partition_point(|m| m.pos < start);
@@ -708,6 +734,11 @@ impl Mirror {
             apply_mark(&mut estimate, &mut self.usage_marks, from, i);
         }
         self.current.estimate = estimate;
+    }
+
+    /// After a truncation to `len` entries: the notes are rebuilt from the operations before it
+    /// when any operation was dropped.
+    fn replay_note_ops_before(&mut self, len: usize) {
         let before = self.note_ops.len();
         self.note_ops.retain(|(p, _)| *p < len);
         if self.note_ops.len() != before {
@@ -716,7 +747,6 @@ impl Mirror {
                 let _ = self.notes.apply(op);
             }
         }
-        true
     }
 
     /// The current window's tool results, oldest first, for a clearing

@@ -164,40 +164,11 @@ impl Engine {
     ) -> ResetPlan {
         let window_id = self.mint_window_id(moment.now_ms);
         let previous = self.mirror.history.current_window_id().to_string();
-        // An automatic or manual reset repeats the user's recent input (the ended window's, or
-        // when it received none, that of the newest window before it that did), so that the
-        // user's request and constraints survive even when the model wrote no notes; the model's
-        // own new_context and a committed handoff (which carries user_constraints) do not. The
-        // request an overflow dropped is the ended window's newest one: it is restated as pending
-        // instead (a window without user input dropped no request of the user's).
-        let carries_input = matches!(
-            source,
-            ResetSource::Fallback
-                | ResetSource::Threshold
-                | ResetSource::Overflow
-                | ResetSource::Forced
-                | ResetSource::Idle
-                | ResetSource::Manual
-        );
-        let mut earlier = if carries_input || restate {
-            self.mirror.recent_user_input(USER_INPUT_MESSAGES + 1)
-        } else {
-            Vec::new()
-        };
-        let own_input = !self.mirror.current_window().user_at.is_empty();
-        let dropped = if restate && own_input {
-            earlier.pop()
-        } else {
-            None
-        };
-        // An overflow in the middle of a run: the model had already worked on the request.
-        let dropped_in_progress = dropped.is_some() && self.mirror.worked_since_latest_request();
-        if !carries_input {
-            earlier.clear();
-        }
-        if earlier.len() > USER_INPUT_MESSAGES {
-            earlier.remove(0);
-        }
+        let CarriedInput {
+            earlier,
+            dropped,
+            dropped_in_progress,
+        } = self.carried_input(source, restate);
         // Only set while a `/compact` with instructions is answered, whatever source it gets (a
         // ready handoff makes it a handoff reset): the instructions are never dropped silently.
         let compact_instructions = self.compact_instructions.as_deref();
@@ -242,16 +213,7 @@ impl Engine {
         // budget commit it stands for (see `crate::entry::WindowMarker`).
         let commit = self.budget.policy.committing.map(|k| k.as_str());
         let kind = if ready.is_some() { "handoff" } else { "reset" };
-        let reason = match source {
-            ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
-                ContinuationReason::Fallback
-            }
-            ResetSource::Forced if handoff.is_none() => ContinuationReason::Mechanical,
-            ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => {
-                ContinuationReason::Handoff
-            }
-            _ => ContinuationReason::NewContext,
-        };
+        let reason = continuation_reason(source, handoff.is_some());
         ResetPlan {
             marker: ResetMarkerRecord::new(&window_id, attempt, source_name).marker(),
             summary,
@@ -271,6 +233,50 @@ impl Engine {
             }),
         }
     }
+
+    /// The user's recent input a reset's boot block repeats (oldest first, bounded), and the
+    /// request an overflow dropped, restated as pending instead.
+    fn carried_input(&self, source: ResetSource, restate: bool) -> CarriedInput<'_> {
+        // An automatic or manual reset repeats the user's recent input (the ended window's, or
+        // when it received none, that of the newest window before it that did), so that the
+        // user's request and constraints survive even when the model wrote no notes; the model's
+        // own new_context and a committed handoff (which carries user_constraints) do not. The
+        // request an overflow dropped is the ended window's newest one: it is restated as pending
+        // instead (a window without user input dropped no request of the user's).
+        let carries_input = matches!(
+            source,
+            ResetSource::Fallback
+                | ResetSource::Threshold
+                | ResetSource::Overflow
+                | ResetSource::Forced
+                | ResetSource::Idle
+                | ResetSource::Manual
+        );
+        let mut earlier = if carries_input || restate {
+            self.mirror.recent_user_input(USER_INPUT_MESSAGES + 1)
+        } else {
+            Vec::new()
+        };
+        let own_input = !self.mirror.current_window().user_at.is_empty();
+        let dropped = if restate && own_input {
+            earlier.pop()
+        } else {
+            None
+        };
+        // An overflow in the middle of a run: the model had already worked on the request.
+        let dropped_in_progress = dropped.is_some() && self.mirror.worked_since_latest_request();
+        if !carries_input {
+            earlier.clear();
+        }
+        if earlier.len() > USER_INPUT_MESSAGES {
+            earlier.remove(0);
+        }
+        CarriedInput {
+            earlier,
+            dropped,
+            dropped_in_progress,
+        }
+    }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -288,4 +294,29 @@ fn splitmix64(mut x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// What a reset carries of the user's input ([`Engine::carried_input`]).
+struct CarriedInput<'a> {
+    /// The user's recent messages, oldest first, at most [`USER_INPUT_MESSAGES`].
+    earlier: Vec<std::borrow::Cow<'a, str>>,
+    /// The request an overflow dropped, restated as pending.
+    dropped: Option<std::borrow::Cow<'a, str>>,
+    /// The model had already worked on `dropped` (an overflow in the middle of a run).
+    dropped_in_progress: bool,
+}
+
+/// Why the new window's run continues: after an automatic reset, a mechanical forced reset
+/// (`handoff` is false: no handoff travels), a handoff, or the model's own `new_context`.
+fn continuation_reason(source: ResetSource, handoff: bool) -> ContinuationReason {
+    match source {
+        ResetSource::Fallback | ResetSource::Threshold | ResetSource::Overflow => {
+            ContinuationReason::Fallback
+        }
+        ResetSource::Forced if !handoff => ContinuationReason::Mechanical,
+        ResetSource::Handoff | ResetSource::Forced | ResetSource::Idle => {
+            ContinuationReason::Handoff
+        }
+        _ => ContinuationReason::NewContext,
+    }
 }
