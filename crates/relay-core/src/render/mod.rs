@@ -27,6 +27,7 @@
 
 mod boot;
 pub mod resume_check;
+pub mod staleness;
 pub use boot::{
     render_boot_block, BootBlock, NoteIndexEntry, BOOT_NOTES_SHOWN,
     CONTINUE_TASK_REQUEST_MAX_CHARS, PREVIEW_HEAD_CHARS, PREVIEW_TAIL_CHARS,
