@@ -26,6 +26,9 @@
 )]
 
 mod boot;
+pub mod clearing;
+pub mod handoff;
+pub mod memory_tool;
 pub mod resume_check;
 pub mod staleness;
 pub use boot::{
