@@ -28,6 +28,7 @@
 mod boot;
 pub mod clearing;
 pub mod handoff;
+pub mod integrations;
 pub mod memory_tool;
 pub mod resume_check;
 pub mod staleness;
