@@ -1,8 +1,23 @@
-//! Every text the model sees that is not a tool result: the `<context_window>` boot block with
-//! its `<context_window_protocol>` teaching text, the `<context_window_guidance>` reminder, the
-//! borrowed-turn note-taking steer, the hidden continuation after a reset, the one continuation
-//! after an early stop in a window's first run (quoting the user's latest request), and the
-//! `/relay` status text.
+//! Every text the model reads is built here, each with its snapshot test (in `render/snapshots/`).
+//! The decisions stay in their modules; these functions take plain data and return the text.
+//!
+//! - this module: the `<context_window_guidance>` reminder, the borrowed-turn steers, the hidden
+//!   continuations after a reset and after an early stop (quoting the user's latest request), the
+//!   reset-failed and overflow notices, the user's warnings, and the `/relay` status text;
+//! - [`boot`]: the `<context_window>` boot block with its `<context_window_protocol>`;
+//! - [`clearing`]: the stub that replaces a cleared tool result;
+//! - [`handoff`]: the handoff markdown and the note on shortened sections;
+//! - [`integrations`]: the handoff's integration sections and the `<watch_check>`;
+//! - [`memory_tool`]: the `memory` tool's errors;
+//! - [`resume_check`]: the resume check's handoff section and `<resume_check>` message;
+//! - [`staleness`]: the `<stale_handoff>` message.
+//!
+//! Texts that live elsewhere, and why: the notes tools' and the history tools' results
+//! (`notes/tools.rs`, `history/tools.rs`) are built from their stores' own records and paging, and
+//! are snapshot-tested there; the policy's advisories, block reasons and continuations are
+//! `policy/texts.rs` (snapshot-tested in policy/tests.rs, beside the transitions that choose
+//! them); the argument errors are `args.rs` (one format for every tool), the host refusals
+//! `host.rs`, and `/relay config` is `effective.rs`'s `render_effective_config`.
 //!
 //! All functions are pure: the same input renders the same bytes. The boot block contains no
 //! "now" (only note timestamps, which are part of the window-open snapshot), so the head of a
@@ -25,7 +40,7 @@
     clippy::indexing_slicing
 )]
 
-mod boot;
+pub mod boot;
 pub mod clearing;
 pub mod handoff;
 pub mod integrations;
