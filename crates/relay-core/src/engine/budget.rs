@@ -774,3 +774,6 @@ impl Engine {
         reply.effects.push(Effect::WriteStatus { status });
     }
 }
+
+#[cfg(test)]
+mod golden_tests;
