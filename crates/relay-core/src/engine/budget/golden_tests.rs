@@ -77,3 +77,39 @@ fn a_status_file_and_a_telemetry_line_keep_their_shape() {
         serde_json::to_string(&event).unwrap()
     ));
 }
+
+/// The parts the scenario above leaves null, and an event field named like the envelope's.
+#[test]
+fn the_last_handoff_and_action_and_an_events_own_fields_keep_their_shape() {
+    use super::{LastAction, LastHandoff, TelemetryLine};
+    let last = serde_json::to_string(&(
+        Some(LastHandoff {
+            path: "/s/handoffs/s1-1.md",
+            at: 5,
+        }),
+        Some(LastAction {
+            event: "tool_blocked",
+            at: 6,
+        }),
+    ))
+    .unwrap();
+    assert_eq!(
+        last,
+        r#"[{"path":"/s/handoffs/s1-1.md","at":5},{"event":"tool_blocked","at":6}]"#
+    );
+    let mut fields = serde_json::Map::new();
+    fields.insert("tool".into(), json!("bash"));
+    fields.insert("tokens".into(), json!(7));
+    let line = TelemetryLine {
+        ts: 1,
+        event: "tool_blocked",
+        session_id: "s1",
+        window_id: "pcw:s1:root",
+        mode: "enforce",
+        fields,
+    };
+    assert_eq!(
+        serde_json::to_string(&line).unwrap(),
+        r#"{"ts":1,"event":"tool_blocked","sessionId":"s1","windowId":"pcw:s1:root","mode":"enforce","tool":"bash","tokens":7}"#
+    );
+}
