@@ -175,7 +175,7 @@ mod tests {
         // The key is never shown, not even by Debug.
         assert!(!format!("{owned:?}").contains(&"ab".repeat(32)));
         assert_eq!(
-            serde_json::to_value(owned.status()).unwrap(),
+            json!(owned.status()),
             json!({"owned": true, "reason": "started by pi-session (pid 700)"})
         );
         let cases: Vec<(&str, WrapperFacts, bool, &str)> = vec![
