@@ -12,7 +12,6 @@
 //! - Telemetry events and the status file are data ([`Effect::Telemetry`],
 //!   [`Effect::WriteStatus`]); the binding writes them.
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::wire::{
@@ -30,6 +29,9 @@ use crate::policy::{
 };
 use crate::scheduler::{ResetSource, SchedInput};
 use crate::ConfigIssue;
+use status_file::{LastAction, LastHandoff, StatusFile, TelemetryLine};
+
+mod status_file;
 
 /// Thresholds resolved for one (model key, context window, reserve, role).
 struct ResolvedParams {
@@ -772,58 +774,6 @@ impl Engine {
         let status = serde_json::to_value(&file).unwrap_or(Value::Null);
         reply.effects.push(Effect::WriteStatus { status });
     }
-}
-
-/// `status/<sessionId>.json` as the engine writes it, in the file's key order: the policy's
-/// fields, then the session's (the binding adds `pid` last).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct StatusFile<'a> {
-    #[serde(flatten)]
-    pub policy: policy::PolicyStatus,
-    pub session_id: &'a str,
-    pub window_id: &'a str,
-    pub window_count: usize,
-    pub cwd: &'a str,
-    pub model: Option<&'a str>,
-    pub role: &'static str,
-    pub updated_at: i64,
-    pub last_handoff: Option<LastHandoff<'a>>,
-    pub window_features: bool,
-    pub wrapper: super::wrapper::OwnershipStatus<'a>,
-    pub last_action: Option<LastAction<'a>>,
-}
-
-/// The newest committed handoff: its file and when it was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(super) struct LastHandoff<'a> {
-    pub path: &'a str,
-    pub at: i64,
-}
-
-/// The newest policy event and when it happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(super) struct LastAction<'a> {
-    pub event: &'a str,
-    pub at: i64,
-}
-
-/// One line of `events.jsonl`: the envelope every event has, then its own fields.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct TelemetryLine<'a> {
-    pub ts: i64,
-    pub event: &'a str,
-    pub session_id: &'a str,
-    pub window_id: &'a str,
-    pub mode: &'static str,
-    #[serde(flatten)]
-    pub fields: serde_json::Map<String, Value>,
-}
-
-impl TelemetryLine<'_> {
-    /// The envelope's keys, which an event's own fields cannot replace.
-    const ENVELOPE: [&'static str; 5] = ["ts", "event", "sessionId", "windowId", "mode"];
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ fn a_status_file_and_a_telemetry_line_keep_their_shape() {
 /// The parts the scenario above leaves null, and an event field named like the envelope's.
 #[test]
 fn the_last_handoff_and_action_and_an_events_own_fields_keep_their_shape() {
-    use super::{LastAction, LastHandoff, TelemetryLine};
+    use super::status_file::{LastAction, LastHandoff, TelemetryLine};
     let last = serde_json::to_string(&(
         Some(LastHandoff {
             path: "/s/handoffs/s1-1.md",
