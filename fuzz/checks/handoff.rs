@@ -1,4 +1,4 @@
-//! The handoff renderer (`relay_core::handoff`): `context_handoff` arguments to the markdown file
+//! The handoff renderer (`relay_core::handoff`, `relay_core::render::handoff`): `context_handoff` arguments to the markdown file
 //! and the JSON sidecar, under the section budgets.
 //!
 //! Input: bytes that parse as JSON are the tool's arguments (with fixed metadata); any other
@@ -24,8 +24,11 @@
 use arbitrary::{Result, Unstructured};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use relay_core::handoff::{
-    heading, narrative_cuts, render_markdown, render_markdown_with, shortened_reply, sidecar_json,
-    GitState, HandoffArgs, HandoffError, HandoffMeta, MAX_MARKDOWN_BYTES, NARRATIVE_BUDGET_BYTES,
+    sidecar_json, GitState, HandoffArgs, HandoffError, HandoffMeta, MAX_MARKDOWN_BYTES,
+    NARRATIVE_BUDGET_BYTES,
+};
+use relay_core::render::handoff::{
+    heading, narrative_cuts, render_markdown, render_markdown_with, shortened_reply,
 };
 use serde_json::{json, Map, Value};
 

@@ -16,7 +16,7 @@
 //!   prompt cache is written again from the first stub on), so between clearings consecutive
 //!   requests share their prefix byte for byte, and each clearing buys a long stretch of them.
 //!
-//! The stub text is [`render_stub`] (snapshot-tested).
+//! The stub text is [`crate::render::clearing::render_stub`] (snapshot-tested).
 
 #![deny(
     clippy::unwrap_used,
@@ -25,7 +25,7 @@
     clippy::indexing_slicing
 )]
 
-use crate::render::group_digits;
+use crate::render::clearing::render_stub;
 use crate::settings::ClearToolResults;
 use crate::tool_name::ToolName;
 
@@ -126,22 +126,6 @@ pub fn decide(
     })
 }
 
-/// The one line that replaces a cleared tool result in the model's context.
-pub fn render_stub(
-    tool: &str,
-    chars: usize,
-    tokens: u64,
-    window_id: &str,
-    item_id: &str,
-) -> String {
-    let args = serde_json::json!({ "window_id": window_id, "item_id": item_id });
-    format!(
-        "[Relay cleared this {tool} result from the context to save room: {} characters, about {} tokens. It is kept whole in the session history; to see it again call history_read_item {args}]",
-        group_digits(chars as u64),
-        group_digits(tokens),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -165,17 +149,6 @@ mod tests {
             clear_at_least: at_least,
             ..ClearToolResults::default()
         }
-    }
-
-    #[test]
-    fn stub_text() {
-        insta::assert_snapshot!(render_stub(
-            "fetch_page",
-            48_013,
-            12_004,
-            "pcw:0193a1b2-aaaa-7bbb-8ccc-123456789abc:root",
-            "a1b2c3d4"
-        ));
     }
 
     #[test]

@@ -25,8 +25,9 @@ use crate::policy::{
 };
 use crate::render::group_digits;
 use crate::settings::{
-    reminder_threshold, Role, SettingsLayers, COMPACTION_KEYS, DEFAULT_AGENT_NAME,
-    DEFAULT_REMINDER_MARGIN_TOKENS, DEFAULT_RESERVE_TOKENS, PROJECT_SETTINGS_FILE, RELAY_KEYS,
+    reminder_threshold, ResolvedSettings, Role, SettingsLayers, COMPACTION_KEYS,
+    DEFAULT_AGENT_NAME, DEFAULT_REMINDER_MARGIN_TOKENS, DEFAULT_RESERVE_TOKENS,
+    PROJECT_SETTINGS_FILE, RELAY_KEYS,
 };
 
 /// What the report is computed for, besides the settings sources.
@@ -136,328 +137,388 @@ pub fn effective_config(sources: &ConfigSources, query: &ConfigQuery) -> Effecti
         &layers,
         &mut warnings,
     );
-    let relay = &resolved.relay;
-    let model = query.model.filter(|m| !m.is_empty());
-    let window = query.context_window.filter(|w| *w > 0);
-    let subagent = match relay.role {
+    let subagent = match resolved.relay.role {
         Some(role) => role == Role::Subagent,
         None => query.hosted_subagent,
     };
-    let role = if subagent { "subagent" } else { "main" };
-    let mut in_force = Vec::new();
-    let mut put = |key: &str, value: String, origin: String| {
-        in_force.push(Setting {
+    let mut r = Report {
+        sources,
+        query,
+        layers: &layers,
+        resolved: &resolved,
+        budget: &budget,
+        warnings,
+        model: query.model.filter(|m| !m.is_empty()),
+        window: query.context_window.filter(|w| *w > 0),
+        subagent,
+        in_force: Vec::new(),
+    };
+    let enabled = r.put_identity();
+    let reserve = r.put_reserve_and_reminder();
+    r.put_thresholds(reserve);
+    r.put_mode_and_idle(enabled);
+    r.put_files_and_environment();
+
+    // Every key, table-driven.
+    let mut keys = Vec::new();
+    walk_relay_keys(&layers, &budget, &r.warnings, &mut keys);
+
+    EffectiveConfig {
+        subject: format!(
+            "model {}, window {}, role {}",
+            r.model.unwrap_or("unknown"),
+            match r.window {
+                Some(w) => format!("{} tokens", group_digits(w)),
+                None => "unknown".into(),
+            },
+            r.role()
+        ),
+        in_force: r.in_force,
+        keys,
+        warnings: r.warnings,
+    }
+}
+
+/// The report as it is built: what every part reads, and the values in force so far.
+struct Report<'a> {
+    sources: &'a ConfigSources,
+    query: &'a ConfigQuery<'a>,
+    layers: &'a SettingsLayers,
+    resolved: &'a ResolvedSettings,
+    budget: &'a BudgetSource,
+    warnings: Vec<String>,
+    model: Option<&'a str>,
+    window: Option<u64>,
+    subagent: bool,
+    in_force: Vec<Setting>,
+}
+
+impl Report<'_> {
+    fn put(&mut self, key: &str, value: String, origin: String) {
+        self.in_force.push(Setting {
             key: key.into(),
             value,
             origin,
-        })
-    };
-    let settings_origin = |path: &str, default: &str| -> String {
-        origin(&layers, path).unwrap_or_else(|| default.to_string())
-    };
+        });
+    }
 
-    // Model, window, role.
-    put(
-        "model",
-        model.unwrap_or("unknown").to_string(),
-        query.model_origin.to_string(),
-    );
-    put(
-        "window",
-        match window {
-            Some(w) => format!("{} tokens", group_digits(w)),
-            None => "unknown".into(),
-        },
-        query.window_origin.to_string(),
-    );
-    put(
-        "role",
-        role.into(),
-        match relay.role {
-            Some(_) => settings_origin("relay.role", "default"),
-            None => query.role_origin.to_string(),
-        },
-    );
-    // On or off.
-    let enabled = query.toggle.unwrap_or(relay.enabled);
-    put(
-        "enabled",
-        enabled.to_string(),
-        match query.toggle {
-            Some(true) => "/relay on".into(),
-            Some(false) => "/relay off".into(),
-            None => settings_origin("relay.enabled", "default"),
-        },
-    );
-
-    // Pi's reserve for this model.
-    let reserve = resolved.reserve_tokens.for_model(model);
-    let reserve_origin = match model.filter(|m| resolved.reserve_tokens.models.contains_key(*m)) {
-        Some(m) => {
-            let path = format!("compaction.modelOverrides[{}].reserveTokens", quoted_key(m));
-            format!("{path} in {}", settings_origin(&path, "default"))
+    fn role(&self) -> &'static str {
+        if self.subagent {
+            "subagent"
+        } else {
+            "main"
         }
-        None => match origin(&layers, "compaction.reserveTokens") {
-            Some(o)
-                if !warnings
-                    .iter()
-                    .any(|w| w.contains("compaction.reserveTokens:")) =>
-            {
-                format!("compaction.reserveTokens in {o}")
-            }
-            _ => "default (Pi's)".into(),
-        },
-    };
-    put(
-        "reserve",
-        format!("{} tokens", group_digits(reserve)),
-        reserve_origin,
-    );
+    }
 
-    // The reminder.
-    let margin = relay.reminder_margin_tokens;
-    let threshold = reminder_threshold(window.unwrap_or(0), reserve, margin);
-    put(
-        "reminder",
-        format!("at {} tokens left", group_digits(threshold)),
-        match window {
-            Some(_) => format!(
-                "derived from the window: reserve + reminderMarginTokens ({}), capped to the window",
-                group_digits(margin)
-            ),
-            None => format!(
-                "reserve + reminderMarginTokens ({}); capped once the window is known",
-                group_digits(margin)
-            ),
-        },
-    );
+    /// The settings file a key path came from, else `default`.
+    fn settings_origin(&self, path: &str, default: &str) -> String {
+        origin(self.layers, path).unwrap_or_else(|| default.to_string())
+    }
 
-    // Thresholds.
-    let cfg = &budget.config;
-    let model_key = model.unwrap_or("");
-    let t = resolve_thresholds(cfg, model_key, window.unwrap_or(0), reserve, subagent);
-    let role_set = if subagent { &cfg.subagent } else { &cfg.main };
-    let model_set = cfg
-        .models
-        .get(model_key)
-        .map(|m| if subagent { m.subagent } else { m.main })
-        .unwrap_or_default();
-    let explicit = [model_set.soft, model_set.handoff, model_set.hard]
-        .iter()
-        .chain([role_set.soft, role_set.handoff, role_set.hard].iter())
-        .any(Option::is_some);
-    let budget_prefix = if budget.file.is_some() {
-        String::new()
-    } else {
-        "relay.budget.".to_string()
-    };
-    let budget_origin = |key: &str| -> Option<String> {
-        match &budget.file {
-            Some(file) => budget
+    /// `relay.budget.` when the budget comes from the settings, nothing for a budget file.
+    fn budget_prefix(&self) -> &'static str {
+        if self.budget.file.is_some() {
+            ""
+        } else {
+            "relay.budget."
+        }
+    }
+
+    /// Where a budget key's value came from: the budget file that holds it, or the settings file.
+    fn budget_origin(&self, key: &str) -> Option<String> {
+        match &self.budget.file {
+            Some(file) => self
+                .budget
                 .raw
                 .as_ref()
                 .is_some_and(|raw| holds_path(raw, key))
                 .then(|| file.clone()),
-            None => origin(&layers, &format!("relay.budget.{key}")),
+            None => origin(self.layers, &format!("relay.budget.{key}")),
         }
-    };
-    let band_origin = |name: &str, value: u64, from_model: Option<u64>, from_role: Option<u64>| {
-        let model_path = format!("models.{}.{role}.{name}", quoted_key(model_key));
+    }
+
+    /// A budget key's origin as the report shows it (`relay.budget.<key> in <file>`, `default`).
+    fn budget_key_origin(&self, key: &str) -> String {
+        self.budget_origin(key)
+            .map(|o| format!("{}{key} in {o}", self.budget_prefix()))
+            .unwrap_or_else(|| "default".into())
+    }
+
+    /// Model, window, role, on or off; returns whether Relay is on.
+    fn put_identity(&mut self) -> bool {
+        let (query, relay) = (self.query, &self.resolved.relay);
+        self.put(
+            "model",
+            self.model.unwrap_or("unknown").to_string(),
+            query.model_origin.to_string(),
+        );
+        self.put(
+            "window",
+            match self.window {
+                Some(w) => format!("{} tokens", group_digits(w)),
+                None => "unknown".into(),
+            },
+            query.window_origin.to_string(),
+        );
+        let role_origin = match relay.role {
+            Some(_) => self.settings_origin("relay.role", "default"),
+            None => query.role_origin.to_string(),
+        };
+        self.put("role", self.role().into(), role_origin);
+        let enabled = query.toggle.unwrap_or(relay.enabled);
+        let enabled_origin = match query.toggle {
+            Some(true) => "/relay on".into(),
+            Some(false) => "/relay off".into(),
+            None => self.settings_origin("relay.enabled", "default"),
+        };
+        self.put("enabled", enabled.to_string(), enabled_origin);
+        enabled
+    }
+
+    /// Pi's reserve for this model and the reminder derived from it; returns the reserve.
+    fn put_reserve_and_reminder(&mut self) -> u64 {
+        let resolved = self.resolved;
+        let reserve = resolved.reserve_tokens.for_model(self.model);
+        let overridden = self
+            .model
+            .filter(|m| resolved.reserve_tokens.models.contains_key(*m));
+        let reserve_origin = match overridden {
+            Some(m) => {
+                let path = format!("compaction.modelOverrides[{}].reserveTokens", quoted_key(m));
+                format!("{path} in {}", self.settings_origin(&path, "default"))
+            }
+            None => match origin(self.layers, "compaction.reserveTokens") {
+                Some(o)
+                    if !self
+                        .warnings
+                        .iter()
+                        .any(|w| w.contains("compaction.reserveTokens:")) =>
+                {
+                    format!("compaction.reserveTokens in {o}")
+                }
+                _ => "default (Pi's)".into(),
+            },
+        };
+        self.put(
+            "reserve",
+            format!("{} tokens", group_digits(reserve)),
+            reserve_origin,
+        );
+        let margin = resolved.relay.reminder_margin_tokens;
+        let threshold = reminder_threshold(self.window.unwrap_or(0), reserve, margin);
+        self.put(
+            "reminder",
+            format!("at {} tokens left", group_digits(threshold)),
+            match self.window {
+                Some(_) => format!(
+                    "derived from the window: reserve + reminderMarginTokens ({}), capped to the window",
+                    group_digits(margin)
+                ),
+                None => format!(
+                    "reserve + reminderMarginTokens ({}); capped once the window is known",
+                    group_digits(margin)
+                ),
+            },
+        );
+        reserve
+    }
+
+    /// The four thresholds, each from the model's or the role's value, or derived.
+    fn put_thresholds(&mut self, reserve: u64) {
+        let cfg = &self.budget.config;
+        let model_key = self.model.unwrap_or("");
+        let subagent = self.subagent;
+        let t = resolve_thresholds(cfg, model_key, self.window.unwrap_or(0), reserve, subagent);
+        let role_set = if subagent { &cfg.subagent } else { &cfg.main };
+        let model_set = cfg
+            .models
+            .get(model_key)
+            .map(|m| if subagent { m.subagent } else { m.main })
+            .unwrap_or_default();
+        let explicit = [model_set.soft, model_set.handoff, model_set.hard]
+            .iter()
+            .chain([role_set.soft, role_set.handoff, role_set.hard].iter())
+            .any(Option::is_some);
+        for (name, value, m, r) in [
+            ("soft", t.soft, model_set.soft, role_set.soft),
+            ("handoff", t.handoff, model_set.handoff, role_set.handoff),
+            ("hard", t.hard, model_set.hard, role_set.hard),
+            (
+                "minProgress",
+                t.min_progress,
+                model_set.min_progress,
+                role_set.min_progress,
+            ),
+        ] {
+            let origin = self.band_origin(name, value, (m, r), explicit);
+            self.put(name, format!("{} tokens", group_digits(value)), origin);
+        }
+    }
+
+    /// Where a threshold came from: the model's value, the role's, or how it was derived.
+    fn band_origin(
+        &self,
+        name: &str,
+        value: u64,
+        (from_model, from_role): (Option<u64>, Option<u64>),
+        explicit: bool,
+    ) -> String {
+        let (prefix, role) = (self.budget_prefix(), self.role());
+        let model_path = format!(
+            "models.{}.{role}.{name}",
+            quoted_key(self.model.unwrap_or(""))
+        );
         let role_path = format!("{role}.{name}");
         if from_model == Some(value) {
             format!(
-                "{budget_prefix}{model_path} in {}",
-                budget_origin(&model_path).unwrap_or_default()
+                "{prefix}{model_path} in {}",
+                self.budget_origin(&model_path).unwrap_or_default()
             )
         } else if from_role == Some(value) {
             format!(
-                "{budget_prefix}{role_path} in {}",
-                budget_origin(&role_path).unwrap_or_default()
+                "{prefix}{role_path} in {}",
+                self.budget_origin(&role_path).unwrap_or_default()
             )
         } else if name == "minProgress" && explicit {
             "hard ÷ 12".into()
         } else if !explicit {
-            match window {
+            match self.window {
                 Some(_) => "derived from the window".into(),
                 None => "default (the window is unknown)".into(),
             }
         } else {
             "derived from the given values (soft 60 %, handoff 75 % of hard)".into()
         }
-    };
-    for (name, value, m, r) in [
-        ("soft", t.soft, model_set.soft, role_set.soft),
-        ("handoff", t.handoff, model_set.handoff, role_set.handoff),
-        ("hard", t.hard, model_set.hard, role_set.hard),
-        (
-            "minProgress",
-            t.min_progress,
-            model_set.min_progress,
-            role_set.min_progress,
-        ),
-    ] {
-        put(
-            name,
-            format!("{} tokens", group_digits(value)),
-            band_origin(name, value, m, r),
+    }
+
+    /// The mode and where it applies, and the idle request's keys.
+    fn put_mode_and_idle(&mut self, enabled: bool) {
+        let cfg = &self.budget.config;
+        let cwd = self.sources.cwd.as_deref().unwrap_or("");
+        let mut mode = self
+            .query
+            .mode
+            .clone()
+            .unwrap_or_else(|| effective_mode(cfg, cwd));
+        if self.query.mode.is_none() && mode.effective == Mode::Enforce && !enabled {
+            mode = EffectiveMode {
+                configured: mode.configured,
+                effective: Mode::Observe,
+                reason: Some("Relay is off".into()),
+            };
+        }
+        let mode_value = match &mode.reason {
+            Some(reason) if mode.effective != mode.configured => format!(
+                "{} (configured {}: {reason})",
+                mode.effective.as_str(),
+                mode.configured.as_str()
+            ),
+            Some(reason) => format!("{} ({reason})", mode.effective.as_str()),
+            None => mode.effective.as_str().to_string(),
+        };
+        self.put("mode", mode_value, self.budget_key_origin("mode"));
+        self.put(
+            "enforceCwds",
+            match &cfg.enforce_cwds {
+                None => "everywhere".into(),
+                Some(list) if list.is_empty() => "nowhere".into(),
+                Some(list) => format!("{} (cwd {cwd})", list.join(", ")),
+            },
+            self.budget_key_origin("enforceCwds"),
+        );
+        self.put(
+            "idleMinutes",
+            format!("{}", cfg.idle_minutes.unwrap_or(DEFAULT_IDLE_MINUTES)),
+            self.budget_key_origin("idleMinutes"),
+        );
+        self.put(
+            "idleMinTokens",
+            format!(
+                "{} tokens",
+                group_digits(cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS))
+            ),
+            self.budget_key_origin("idleMinTokens"),
+        );
+        self.put(
+            "keepRecentTokens",
+            format!(
+                "{} tokens",
+                group_digits(cfg.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS))
+            ),
+            self.budget_key_origin("keepRecentTokens"),
         );
     }
 
-    // Mode and where it applies.
-    let cwd = sources.cwd.as_deref().unwrap_or("");
-    let mut mode = query
-        .mode
-        .clone()
-        .unwrap_or_else(|| effective_mode(cfg, cwd));
-    if query.mode.is_none() && mode.effective == Mode::Enforce && !enabled {
-        mode = EffectiveMode {
-            configured: mode.configured,
-            effective: Mode::Observe,
-            reason: Some("Relay is off".into()),
-        };
-    }
-    let mode_value = match &mode.reason {
-        Some(reason) if mode.effective != mode.configured => format!(
-            "{} (configured {}: {reason})",
-            mode.effective.as_str(),
-            mode.configured.as_str()
-        ),
-        Some(reason) => format!("{} ({reason})", mode.effective.as_str()),
-        None => mode.effective.as_str().to_string(),
-    };
-    put(
-        "mode",
-        mode_value,
-        budget_origin("mode")
-            .map(|o| format!("{budget_prefix}mode in {o}"))
-            .unwrap_or_else(|| "default".into()),
-    );
-    put(
-        "enforceCwds",
-        match &cfg.enforce_cwds {
-            None => "everywhere".into(),
-            Some(list) if list.is_empty() => "nowhere".into(),
-            Some(list) => format!("{} (cwd {cwd})", list.join(", ")),
-        },
-        budget_origin("enforceCwds")
-            .map(|o| format!("{budget_prefix}enforceCwds in {o}"))
-            .unwrap_or_else(|| "default".into()),
-    );
-
-    // Idle.
-    let idle = |key: &str| {
-        budget_origin(key)
-            .map(|o| format!("{budget_prefix}{key} in {o}"))
-            .unwrap_or_else(|| "default".into())
-    };
-    put(
-        "idleMinutes",
-        format!("{}", cfg.idle_minutes.unwrap_or(DEFAULT_IDLE_MINUTES)),
-        idle("idleMinutes"),
-    );
-    put(
-        "idleMinTokens",
-        format!(
-            "{} tokens",
-            group_digits(cfg.idle_min_tokens.unwrap_or(DEFAULT_IDLE_MIN_TOKENS))
-        ),
-        idle("idleMinTokens"),
-    );
-    put(
-        "keepRecentTokens",
-        format!(
-            "{} tokens",
-            group_digits(cfg.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS))
-        ),
-        idle("keepRecentTokens"),
-    );
-
-    // Files and the environment.
-    let file = sources.budget_file_path();
-    put(
-        "budget file",
-        match (&file, &budget.file) {
-            (None, _) => "none (no agent directory)".into(),
-            (Some(f), Some(_)) if sources.budget_file.is_some() => format!("{} (in use)", f.path),
-            (Some(f), Some(_)) => format!("{} (unusable: see the warnings)", f.path),
-            (Some(f), None) => format!("{} (absent: relay.budget applies)", f.path),
-        },
-        match &file {
-            Some(f) if f.explicit => "environment (PI_CONTEXT_BUDGET_CONFIG)".into(),
-            Some(_) => "default (<agent dir>/context-budget.json)".into(),
-            None => "default".into(),
-        },
-    );
-    put(
-        "state folder",
-        sources
-            .resolved_state_dir()
-            .unwrap_or_else(|| "none".into()),
-        if sources.state_dir.as_deref().is_some_and(|d| !d.is_empty()) {
-            "environment (PI_CONTEXT_BUDGET_STATE_DIR)".into()
-        } else {
-            "default (<agent dir>/context-budget)".into()
-        },
-    );
-    let resume_env = sources
-        .resume_check_env
-        .as_deref()
-        .filter(|c| !c.trim().is_empty());
-    put(
-        "resume check",
-        match resume_env {
-            Some(cmd) => cmd.to_string(),
-            None if cfg.resume_checks.is_empty() => "none".into(),
-            None => format!(
-                "by session name: {}",
-                cfg.resume_checks
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+    /// The budget file, the state folder, the resume check and the pi-session wrapper.
+    fn put_files_and_environment(&mut self) {
+        let (sources, budget) = (self.sources, self.budget);
+        let file = sources.budget_file_path();
+        self.put(
+            "budget file",
+            match (&file, &budget.file) {
+                (None, _) => "none (no agent directory)".into(),
+                (Some(f), Some(_)) if sources.budget_file.is_some() => {
+                    format!("{} (in use)", f.path)
+                }
+                (Some(f), Some(_)) => format!("{} (unusable: see the warnings)", f.path),
+                (Some(f), None) => format!("{} (absent: relay.budget applies)", f.path),
+            },
+            match &file {
+                Some(f) if f.explicit => "environment (PI_CONTEXT_BUDGET_CONFIG)".into(),
+                Some(_) => "default (<agent dir>/context-budget.json)".into(),
+                None => "default".into(),
+            },
+        );
+        self.put(
+            "state folder",
+            sources
+                .resolved_state_dir()
+                .unwrap_or_else(|| "none".into()),
+            if sources.state_dir.as_deref().is_some_and(|d| !d.is_empty()) {
+                "environment (PI_CONTEXT_BUDGET_STATE_DIR)".into()
+            } else {
+                "default (<agent dir>/context-budget)".into()
+            },
+        );
+        let resume_env = sources
+            .resume_check_env
+            .as_deref()
+            .filter(|c| !c.trim().is_empty());
+        let checks = &budget.config.resume_checks;
+        self.put(
+            "resume check",
+            match resume_env {
+                Some(cmd) => cmd.to_string(),
+                None if checks.is_empty() => "none".into(),
+                None => format!(
+                    "by session name: {}",
+                    checks.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            },
+            match resume_env {
+                Some(_) => "environment (PI_RESUME_CHECK)".into(),
+                None => self.budget_key_origin("resumeChecks"),
+            },
+        );
+        let wrapper = match &sources.wrapper {
+            None => (
+                "not known here".to_string(),
+                "Pi decides when Relay loads; `relay doctor` checks pi-session".to_string(),
             ),
-        },
-        match resume_env {
-            Some(_) => "environment (PI_RESUME_CHECK)".into(),
-            None => idle("resumeChecks"),
-        },
-    );
-    let wrapper = match &sources.wrapper {
-        None => (
-            "not known here".to_string(),
-            "Pi decides when Relay loads; `relay doctor` checks pi-session".to_string(),
-        ),
-        Some(facts) => {
-            let o = ownership(Some(facts), subagent);
-            (
-                if o.owned {
-                    "owned: a fallback relaunches Pi in a fresh process".into()
-                } else {
-                    format!("not owned: {}", o.reason)
-                },
-                "environment (PI_RELAUNCH_MARKER, PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID)"
-                    .into(),
-            )
-        }
-    };
-    put("wrapper", wrapper.0, wrapper.1);
-
-    // Every key, table-driven.
-    let mut keys = Vec::new();
-    walk_relay_keys(&layers, &budget, &warnings, &mut keys);
-
-    EffectiveConfig {
-        subject: format!(
-            "model {}, window {}, role {role}",
-            model.unwrap_or("unknown"),
-            match window {
-                Some(w) => format!("{} tokens", group_digits(w)),
-                None => "unknown".into(),
+            Some(facts) => {
+                let o = ownership(Some(facts), self.subagent);
+                (
+                    if o.owned {
+                        "owned: a fallback relaunches Pi in a fresh process".into()
+                    } else {
+                        format!("not owned: {}", o.reason)
+                    },
+                    "environment (PI_RELAUNCH_MARKER, PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID)"
+                        .into(),
+                )
             }
-        ),
-        in_force,
-        keys,
-        warnings,
+        };
+        self.put("wrapper", wrapper.0, wrapper.1);
     }
 }
 

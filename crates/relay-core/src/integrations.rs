@@ -27,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::text::{char_count, ellipsize};
+use crate::render::integrations::{self as texts, Row};
 
 /// The jobs-and-watches section's allowance inside the 48 KiB handoff.
 pub const JOBS_BUDGET_BYTES: usize = 16_384;
@@ -301,23 +301,6 @@ impl JobRecord {
         !status_in(self.status.as_deref(), JOB_DONE)
             && self.session_id.as_deref().is_none_or(|s| s == session_id)
     }
-
-    fn line(&self) -> String {
-        let d = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
-        let line = [
-            self.id.clone(),
-            d(&self.label),
-            d(&self.kind),
-            d(&self.until),
-            d(&self.interval_seconds),
-            d(&self.command),
-            d(&self.cwd),
-            d(&self.log_path),
-        ]
-        .map(|s| one_line(&s))
-        .join(" | ");
-        cut_line(&line, JOB_LINE_MAX_CHARS)
-    }
 }
 
 /// A job as the handoff records it for the next window's watch check.
@@ -328,94 +311,6 @@ pub struct RecordedJob {
     pub label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-}
-
-impl RecordedJob {
-    fn line(&self) -> String {
-        let d = |o: &Option<String>| one_line(o.as_deref().unwrap_or("-"));
-        cut_line(
-            &format!(
-                "{} | {} | {}",
-                one_line(&self.id),
-                d(&self.label),
-                d(&self.command)
-            ),
-            WATCH_LINE_MAX_CHARS,
-        )
-    }
-}
-
-/// Line breaks and tabs inside a field would break the `a | b` line: they become spaces.
-fn one_line(s: &str) -> String {
-    if !s.contains(['\n', '\r', '\t']) {
-        return s.to_string();
-    }
-    s.chars()
-        .map(|c| {
-            if matches!(c, '\n' | '\r' | '\t') {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
-/// A line over `max` characters keeps its head and ends `…(cut, N chars)`, N the original length;
-/// the whole line then has at most `max` characters.
-pub fn cut_line(line: &str, max: usize) -> String {
-    let n = char_count(line);
-    if n <= max {
-        return line.to_string();
-    }
-    let marker = format!("…(cut, {n} chars)");
-    let keep = max.saturating_sub(char_count(&marker));
-    let head: String = line.chars().take(keep).collect();
-    format!("{head}{marker}")
-}
-
-/// Lines under a header within `budget` bytes; what does not fit is counted on a last line.
-fn budgeted(header: Option<&str>, lines: &[String], budget: usize, noun: &str) -> String {
-    let mut out = String::new();
-    if let Some(h) = header {
-        out.push_str(h);
-        out.push('\n');
-    }
-    let total: usize = out.len() + lines.iter().map(|l| l.len() + 1).sum::<usize>();
-    if total <= budget {
-        for l in lines {
-            out.push_str(l);
-            out.push('\n');
-        }
-        return out.trim_end().to_string();
-    }
-    // Room for the omission line, whatever the count.
-    let reserve = omission(lines.len(), noun).len() + 1;
-    let mut kept = 0;
-    for l in lines {
-        if out.len() + l.len() + 1 + reserve > budget {
-            break;
-        }
-        out.push_str(l);
-        out.push('\n');
-        kept += 1;
-    }
-    out.push_str(&omission(lines.len() - kept, noun));
-    out
-}
-
-fn omission(n: usize, noun: &str) -> String {
-    format!(
-        "… {n} more {noun} omitted (over this section's budget; the JSON sidecar lists them all)"
-    )
-}
-
-fn corrupt_note(n: u32, noun: &str) -> String {
-    if n == 0 {
-        String::new()
-    } else {
-        format!("\n({n} unreadable {noun} left out)")
-    }
 }
 
 /// One rendered integration section and its sidecar record.
@@ -435,20 +330,9 @@ pub struct Rendered {
 }
 
 impl Rendered {
-    /// The sections as handoff markdown (one `##` heading, one `###` per integration).
+    /// The sections as handoff markdown ([`texts::markdown`]).
     pub fn markdown(&self) -> String {
-        let mut md = String::from("## Pending work and integrations (recorded by Relay)\n\n");
-        md.push_str(
-            "Read from the integrations present in this process when the handoff was written; `unavailable` means the integration is not installed or its data could not be read.\n\n",
-        );
-        for s in &self.sections {
-            md.push_str("### ");
-            md.push_str(s.title);
-            md.push_str("\n\n");
-            md.push_str(s.body.trim_end());
-            md.push_str("\n\n");
-        }
-        md.trim_end().to_string()
+        texts::markdown(&self.sections)
     }
 }
 
@@ -467,9 +351,6 @@ pub fn render(facts: &IntegrationFacts, session_id: &str) -> Rendered {
     }
 }
 
-const JOBS_TITLE: &str = "Jobs and watches (pi-jobs)";
-const JOBS_HEADER: &str = "id | label | kind | until | intervalSeconds | command | cwd | logPath";
-
 fn jobs_section(
     jobs: Option<&[Value]>,
     session_id: &str,
@@ -477,13 +358,7 @@ fn jobs_section(
 ) -> (Section, Option<Vec<RecordedJob>>) {
     let Some(list) = jobs else {
         sidecar.insert("jobs".into(), json!({ "available": false }));
-        return (
-            Section {
-                title: JOBS_TITLE,
-                body: "unavailable (no pi-jobs registry in this process)".into(),
-            },
-            None,
-        );
+        return (texts::jobs_unavailable(), None);
     };
     let mut corrupt = 0u32;
     let mut pending = Vec::new();
@@ -511,22 +386,8 @@ fn jobs_section(
             command: j.command.clone(),
         })
         .collect();
-    let body = if pending.is_empty() {
-        "none".to_string()
-    } else {
-        let lines: Vec<String> = pending.iter().map(JobRecord::line).collect();
-        budgeted(Some(JOBS_HEADER), &lines, JOBS_BUDGET_BYTES, "jobs/watches")
-    };
-    (
-        Section {
-            title: JOBS_TITLE,
-            body: format!("{body}{}", corrupt_note(corrupt, "record(s)")),
-        },
-        Some(recorded),
-    )
+    (texts::jobs(&pending, corrupt), Some(recorded))
 }
-
-const SUBAGENTS_TITLE: &str = "Subagents (pi-subagents)";
 
 fn subagents_section(
     records: Option<&[Value]>,
@@ -534,14 +395,10 @@ fn subagents_section(
 ) -> Section {
     let Some(list) = records else {
         sidecar.insert("subagents".into(), json!({ "available": false }));
-        return Section {
-            title: SUBAGENTS_TITLE,
-            body: "unavailable (no pi-subagents registry, or no task directory for this session)"
-                .into(),
-        };
+        return texts::subagents_unavailable();
     };
     let mut corrupt = 0u32;
-    let mut lines = Vec::new();
+    let mut rows = Vec::new();
     let mut kept = Vec::new();
     for v in list {
         let (Some(id), status) = (field(v, &["id"]), field(v, &["status"])) else {
@@ -551,34 +408,19 @@ fn subagents_section(
         if !status_in(status.as_deref(), SUBAGENT_PENDING) {
             continue;
         }
-        let description = field(v, &["description"]).unwrap_or_else(|| "-".into());
-        lines.push(one_line(&format!(
-            "{id} | {} | {description}",
-            status.unwrap_or_default()
-        )));
+        rows.push(Row {
+            id,
+            status: status.unwrap_or_default(),
+            text: field(v, &["description"]),
+        });
         kept.push(v.clone());
     }
     sidecar.insert(
         "subagents".into(),
         json!({ "available": true, "records": kept, "corrupt": corrupt }),
     );
-    let body = if lines.is_empty() {
-        "none".to_string()
-    } else {
-        budgeted(
-            Some("id | status | description"),
-            &lines,
-            SUBAGENTS_BUDGET_BYTES,
-            "subagents",
-        )
-    };
-    Section {
-        title: SUBAGENTS_TITLE,
-        body: format!("{body}{}", corrupt_note(corrupt, "record(s)")),
-    }
+    texts::subagents(&rows, corrupt)
 }
-
-const QUESTIONS_TITLE: &str = "Pending questions (pi-questions)";
 
 fn questions_section(
     stores: Option<&StoreContents>,
@@ -587,10 +429,7 @@ fn questions_section(
 ) -> Section {
     let Some(items) = stores.and_then(|s| s.questions.as_ref()) else {
         sidecar.insert("questions".into(), json!({ "available": false }));
-        return Section {
-            title: QUESTIONS_TITLE,
-            body: "unavailable (no readable question store)".into(),
-        };
+        return texts::questions_unavailable();
     };
     let mut open = Vec::new();
     let mut kept = Vec::new();
@@ -606,44 +445,19 @@ fn questions_section(
         if status_in(Some(&status), QUESTION_CLOSED) {
             continue;
         }
-        let title = field(v, &["title", "question"]).unwrap_or_else(|| "-".into());
-        // At most 200 characters, the `…` of a cut included.
-        open.push(ellipsize(
-            &one_line(&format!("{id} | {status} | {title}")),
-            QUESTION_LINE_MAX_CHARS - 1,
-        ));
+        open.push(Row {
+            id,
+            status,
+            text: field(v, &["title", "question"]),
+        });
         kept.push(v.clone());
     }
     sidecar.insert(
         "questions".into(),
         json!({ "available": true, "open": kept }),
     );
-    if open.is_empty() {
-        return Section {
-            title: QUESTIONS_TITLE,
-            body: "none".into(),
-        };
-    }
-    let over = open.len().saturating_sub(QUESTIONS_MAX_LINES);
-    let shown: Vec<String> = open.into_iter().take(QUESTIONS_MAX_LINES).collect();
-    let mut body = budgeted(
-        Some("id | status | title"),
-        &shown,
-        QUESTIONS_BUDGET_BYTES,
-        "questions",
-    );
-    if over > 0 {
-        body.push_str(&format!(
-            "\n… {over} more open questions omitted (at most {QUESTIONS_MAX_LINES} are listed)"
-        ));
-    }
-    Section {
-        title: QUESTIONS_TITLE,
-        body,
-    }
+    texts::questions(&open)
 }
-
-const CLAIMS_TITLE: &str = "Issue claims (issue-work registry)";
 
 fn claims_section(
     stores: Option<&StoreContents>,
@@ -652,10 +466,7 @@ fn claims_section(
 ) -> Section {
     let Some(lines) = stores.and_then(|s| s.claims.as_ref()) else {
         sidecar.insert("claims".into(), json!({ "available": false }));
-        return Section {
-            title: CLAIMS_TITLE,
-            body: "unavailable (no readable issue-work/registry.jsonl)".into(),
-        };
+        return texts::claims_unavailable();
     };
     let corrupt = stores.map_or(0, |s| s.claims_corrupt);
     // The registry is append-only: a later line about the same claim replaces an earlier one.
@@ -680,35 +491,15 @@ fn claims_section(
         "claims".into(),
         json!({ "available": true, "held": held.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>() }),
     );
-    if held.is_empty() {
-        return Section {
-            title: CLAIMS_TITLE,
-            body: format!("none{}", corrupt_note(corrupt, "line(s)")),
-        };
-    }
-    let mut body = String::new();
-    let mut shown = 0;
-    for (key, v) in &held {
-        let status = field(v, &["status"]).unwrap_or_else(|| "claimed".into());
-        let title = field(v, &["title"]).unwrap_or_else(|| "-".into());
-        let line = one_line(&format!("{key} | {status} | {title}"));
-        if body.len() + line.len() + 1 > CLAIMS_BUDGET_BYTES {
-            break;
-        }
-        body.push_str(&line);
-        body.push('\n');
-        shown += 1;
-    }
-    if shown < held.len() {
-        body.push_str(&format!(
-            "… {} more claims omitted ({CLAIMS_BUDGET_BYTES} byte budget; the JSON sidecar lists them all)",
-            held.len() - shown
-        ));
-    }
-    Section {
-        title: CLAIMS_TITLE,
-        body: format!("{}{}", body.trim_end(), corrupt_note(corrupt, "line(s)")),
-    }
+    let rows: Vec<Row> = held
+        .into_iter()
+        .map(|(key, v)| Row {
+            id: key,
+            status: field(&v, &["status"]).unwrap_or_else(|| "claimed".into()),
+            text: field(&v, &["title"]),
+        })
+        .collect();
+    texts::claims(&rows, corrupt)
 }
 
 /// How many jobs and watches in `jobs` are this session's pending work (`None`: no registry).
@@ -744,20 +535,5 @@ pub fn missing_work(
     (!missing.is_empty()).then_some(missing)
 }
 
-/// The `Watch check` the new window's requests carry: the recorded work that is gone, so the
-/// model can re-arm what is still needed.
-pub fn render_watch_check(missing: &[RecordedJob]) -> String {
-    let lines: Vec<String> = missing.iter().map(RecordedJob::line).collect();
-    let table = budgeted(
-        Some("id | label | command"),
-        &lines,
-        WATCH_CHECK_BUDGET_BYTES.saturating_sub(512),
-        "jobs/watches",
-    );
-    format!(
-        "<watch_check>\nWatch check: the previous window's handoff recorded these background jobs or watches, and the pi-jobs registry no longer lists them as running. Re-arm the ones the task still needs (the handoff's JSON sidecar keeps their full records); Relay does not restart anything itself.\n\n{table}\n</watch_check>"
-    )
-}
-
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -16,7 +16,7 @@
 //! - `rename` has no notes equivalent (one call persists one operation): an error that says
 //!   which notes calls do it, and nothing changes.
 //! - Every error names `memory`, the argument and, where the model must do something else, the
-//!   notes tool to use (snapshot-tested).
+//!   notes tool to use ([`crate::render::memory_tool`], snapshot-tested).
 
 #![deny(
     clippy::unwrap_used,
@@ -29,13 +29,14 @@ use serde_json::{json, Value};
 
 use crate::args::{self, Memory, MemoryCommand};
 use crate::notes::{Notes, TOOL_LIST, TOOL_READ, TOOL_WRITE};
+use crate::render::memory_tool as texts;
 use crate::ToolOutput;
 
 /// The tool's name, as registered with Pi (Anthropic's).
 pub const TOOL: &str = "memory";
 
 /// The folder that stands for the notes.
-const ROOT: &str = "/memories";
+pub const ROOT: &str = "/memories";
 
 /// One notes call: the tool and its arguments.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,137 +58,129 @@ pub fn translate(notes: &Notes, raw: &Value) -> Result<NotesCall, ToolOutput> {
             .get(a.command as usize)
             .copied()
             .unwrap_or_default();
-        return Err(args::invalid(
-            TOOL,
-            name,
-            format!(
-                "is not used by the {command} command, which takes {}; nothing was changed",
-                takes.join(", ")
-            ),
-        ));
+        return Err(texts::not_used(name, command, takes));
     }
-    let call = |tool, args| Ok(NotesCall { tool, args });
+    let path = || required(a.path.as_ref().map(|t| t.0.as_str()), "path");
     match a.command {
-        MemoryCommand::View => {
-            let path = required(a.path.as_ref().map(|t| t.0.as_str()), "path")?;
-            let target = note_path(path, "path")?;
-            if !target.is_empty() && notes.get(target).is_some() {
-                let read = match a.view_range {
-                    Some(range) => {
-                        json!({ "path": target, "start_line": range.0, "end_line": range.1 })
-                    }
-                    None => json!({ "path": target }),
-                };
-                return call(TOOL_READ, read);
-            }
-            let prefix = if target.is_empty() {
-                String::new()
-            } else {
-                format!("{}/", target.trim_end_matches('/'))
-            };
-            if !prefix.is_empty() && !notes.iter().any(|n| n.path.starts_with(&prefix)) {
-                return Err(args::invalid(
-                    TOOL,
-                    "path",
-                    format!(
-                        "names no note and no folder of notes: {}; nothing under {ROOT} matches (view {ROOT} lists every note)",
-                        args::quote_name(path)
-                    ),
-                ));
-            }
-            call(TOOL_LIST, json!({ "prefix": prefix }))
-        }
+        MemoryCommand::View => view(notes, path()?, a.view_range.as_ref()),
         MemoryCommand::Create => {
-            let path = required(a.path.as_ref().map(|t| t.0.as_str()), "path")?;
+            let path = path()?;
             let target = file_path(path, "path")?;
             let text = required(a.file_text.as_ref().map(|t| t.0.as_str()), "file_text")?;
-            call(TOOL_WRITE, json!({ "path": target, "content": text }))
+            write(target, text)
         }
         MemoryCommand::Delete => {
-            let path = required(a.path.as_ref().map(|t| t.0.as_str()), "path")?;
+            let path = path()?;
             let target = file_path(path, "path")?;
             if notes.get(target).is_none() {
-                return Err(args::invalid(
-                    TOOL,
-                    "path",
-                    format!(
-                        "names no note: {}; nothing was deleted (view {ROOT} lists every note; a folder goes when its last note does)",
-                        args::quote_name(path)
-                    ),
-                ));
+                return Err(texts::nothing_to_delete(path));
             }
-            call(TOOL_WRITE, json!({ "path": target, "content": "" }))
+            write(target, "")
         }
         MemoryCommand::StrReplace => {
-            let path = required(a.path.as_ref().map(|t| t.0.as_str()), "path")?;
+            let old = || required(a.old_str.as_ref().map(|t| t.0.as_str()), "old_str");
+            let new = || required(a.new_str.as_ref().map(|t| t.0.as_str()), "new_str");
+            let path = path()?;
             let target = file_path(path, "path")?;
-            let old = required(a.old_str.as_ref().map(|t| t.0.as_str()), "old_str")?;
-            let new = required(a.new_str.as_ref().map(|t| t.0.as_str()), "new_str")?;
-            let content = existing(notes, target, path)?;
-            if old.is_empty() {
-                return Err(args::invalid(
-                    TOOL,
-                    "old_str",
-                    "is empty; give the text to replace (to add text use the insert command or notes_append_to_file)",
-                ));
-            }
-            let count = content.matches(old).count();
-            if count != 1 {
-                let how = if count == 0 {
-                    "does not occur in".to_string()
-                } else {
-                    format!("occurs {count} times in")
-                };
-                return Err(args::invalid(
-                    TOOL,
-                    "old_str",
-                    format!(
-                        "{how} {}; it must occur exactly once, nothing was changed (read the note with notes_read_file, then give a longer old_str)",
-                        args::quote_name(path)
-                    ),
-                ));
-            }
-            let replaced = content.replacen(old, new, 1);
-            call(TOOL_WRITE, json!({ "path": target, "content": replaced }))
+            let (old, new) = (old()?, new()?);
+            str_replace(notes, target, path, old, new)
         }
         MemoryCommand::Insert => {
-            let path = required(a.path.as_ref().map(|t| t.0.as_str()), "path")?;
+            let path = path()?;
             let target = file_path(path, "path")?;
             let line = a
                 .insert_line
                 .map(|n| n.0)
-                .ok_or_else(|| args::invalid(TOOL, "insert_line", "is required"))?;
+                .ok_or_else(|| texts::required("insert_line"))?;
             let text = required(a.insert_text.as_ref().map(|t| t.0.as_str()), "insert_text")?;
-            let content = existing(notes, target, path)?;
-            let lines: Vec<&str> = content.split_inclusive('\n').collect();
-            if line > lines.len() {
-                return Err(args::invalid(
-                    TOOL,
-                    "insert_line",
-                    format!(
-                        "is {line}, but {} has {} line(s); nothing was changed (0 inserts at the start, {} at the end)",
-                        args::quote_name(path),
-                        lines.len(),
-                        lines.len()
-                    ),
-                ));
-            }
-            let (before, after) = lines.split_at(line);
-            let mut out = before.concat();
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str(text);
-            if !after.is_empty() && !text.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str(&after.concat());
-            call(TOOL_WRITE, json!({ "path": target, "content": out }))
+            insert(notes, target, path, line, text)
         }
-        MemoryCommand::Rename => Err(ToolOutput::error(format!(
-            "{TOOL}: the rename command has no notes equivalent; nothing was changed. Read the note with notes_read_file, write it under the new path with notes_write_file, then delete the old one with notes_write_file and empty content."
-        ))),
+        MemoryCommand::Rename => Err(texts::rename_unsupported()),
     }
+}
+
+/// The one notes call that writes `content` as the whole note `target`.
+fn write(target: &str, content: &str) -> Result<NotesCall, ToolOutput> {
+    Ok(NotesCall {
+        tool: TOOL_WRITE,
+        args: json!({ "path": target, "content": content }),
+    })
+}
+
+/// `view`: a note is read (within `view_range`), `/memories` or a folder of notes is listed.
+fn view(
+    notes: &Notes,
+    path: &str,
+    view_range: Option<&args::LineRange>,
+) -> Result<NotesCall, ToolOutput> {
+    let target = note_path(path, "path")?;
+    if !target.is_empty() && notes.get(target).is_some() {
+        let read = match view_range {
+            Some(range) => json!({ "path": target, "start_line": range.0, "end_line": range.1 }),
+            None => json!({ "path": target }),
+        };
+        return Ok(NotesCall {
+            tool: TOOL_READ,
+            args: read,
+        });
+    }
+    let prefix = if target.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", target.trim_end_matches('/'))
+    };
+    if !prefix.is_empty() && !notes.iter().any(|n| n.path.starts_with(&prefix)) {
+        return Err(texts::no_note_or_folder(path));
+    }
+    Ok(NotesCall {
+        tool: TOOL_LIST,
+        args: json!({ "prefix": prefix }),
+    })
+}
+
+/// `str_replace`: the note with its one occurrence of `old` replaced by `new`.
+fn str_replace(
+    notes: &Notes,
+    target: &str,
+    path: &str,
+    old: &str,
+    new: &str,
+) -> Result<NotesCall, ToolOutput> {
+    let content = existing(notes, target, path)?;
+    if old.is_empty() {
+        return Err(texts::empty_old_str());
+    }
+    let count = content.matches(old).count();
+    if count != 1 {
+        return Err(texts::old_str_not_unique(path, count));
+    }
+    write(target, &content.replacen(old, new, 1))
+}
+
+/// `insert`: the note with `text` after its line `line` (0: at the start).
+fn insert(
+    notes: &Notes,
+    target: &str,
+    path: &str,
+    line: usize,
+    text: &str,
+) -> Result<NotesCall, ToolOutput> {
+    let content = existing(notes, target, path)?;
+    let lines: Vec<&str> = content.split_inclusive('\n').collect();
+    if line > lines.len() {
+        return Err(texts::insert_line_past_end(path, line, lines.len()));
+    }
+    let (before, after) = lines.split_at(line);
+    let mut out = before.concat();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(text);
+    if !after.is_empty() && !text.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&after.concat());
+    write(target, &out)
 }
 
 /// The arguments `command` takes, besides `command` itself.
@@ -204,7 +197,7 @@ fn takes(command: MemoryCommand) -> &'static [&'static str] {
 
 /// The argument `name`, which the command requires.
 fn required<'a>(value: Option<&'a str>, name: &str) -> Result<&'a str, ToolOutput> {
-    value.ok_or_else(|| args::invalid(TOOL, name, "is required"))
+    value.ok_or_else(|| texts::required(name))
 }
 
 /// The note path (or folder, `""` for all notes) that `path` names under `/memories`.
@@ -214,14 +207,7 @@ fn note_path<'a>(path: &'a str, name: &str) -> Result<&'a str, ToolOutput> {
         .filter(|r| r.is_empty() || r.starts_with('/'));
     match rest {
         Some(r) => Ok(r.trim_start_matches('/')),
-        None => Err(args::invalid(
-            TOOL,
-            name,
-            format!(
-                "must be under {ROOT} (your notes: {ROOT}/plan.md is the note plan.md), got {}",
-                args::quote_name(path)
-            ),
-        )),
+        None => Err(texts::outside_root(name, path)),
     }
 }
 
@@ -229,31 +215,18 @@ fn note_path<'a>(path: &'a str, name: &str) -> Result<&'a str, ToolOutput> {
 fn file_path<'a>(path: &'a str, name: &str) -> Result<&'a str, ToolOutput> {
     let target = note_path(path, name)?;
     if target.is_empty() || target.ends_with('/') {
-        return Err(args::invalid(
-            TOOL,
-            name,
-            format!(
-                "names a folder, not a file: {}; give a file path like {ROOT}/plan.md",
-                args::quote_name(path)
-            ),
-        ));
+        return Err(texts::names_a_folder(name, path));
     }
     Ok(target)
 }
 
 /// The content of the note `target` (named `path` by the model), which must exist.
 fn existing<'n>(notes: &'n Notes, target: &str, path: &str) -> Result<&'n str, ToolOutput> {
-    notes.get(target).map(|n| n.content.as_str()).ok_or_else(|| {
-        args::invalid(
-            TOOL,
-            "path",
-            format!(
-                "names no note: {}; nothing was changed (create it first; view {ROOT} lists every note)",
-                args::quote_name(path)
-            ),
-        )
-    })
+    notes
+        .get(target)
+        .map(|n| n.content.as_str())
+        .ok_or_else(|| texts::no_such_note(path))
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

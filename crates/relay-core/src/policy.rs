@@ -78,7 +78,7 @@ pub use transition::{
 };
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The name of the handoff tool, which the policy never blocks.
 pub const HANDOFF_TOOL: &str = "context_handoff";
@@ -434,8 +434,32 @@ fn event(name: &str, fields: Value) -> PolicyEffect {
 }
 
 /// The policy part of `status/<sessionId>.json`: phase, projection flag, tokens, floor, thresholds,
-/// counters and modes. The caller adds cwd, model, role, window id and the last handoff.
-pub fn status_fields(state: &PolicyState, params: &PolicyParams, mode: &EffectiveMode) -> Value {
+/// counters and modes, in the file's key order. The engine adds cwd, model, role, window id and
+/// the last handoff (`engine::budget::StatusFile`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyStatus {
+    pub phase: &'static str,
+    /// What the policy does now, in words (`blocking tools until a handoff`, `none`, …).
+    pub action: &'static str,
+    pub projected: bool,
+    pub tokens: Option<u64>,
+    pub floor: Option<u64>,
+    pub thresholds: Thresholds,
+    pub handoffs_committed: u32,
+    pub max_handoffs_per_session: u32,
+    pub fallback: Option<&'static str>,
+    pub configured_mode: &'static str,
+    pub effective_mode: &'static str,
+    pub mode_reason: Option<String>,
+}
+
+/// The policy part of the status file for this state.
+pub fn status_fields(
+    state: &PolicyState,
+    params: &PolicyParams,
+    mode: &EffectiveMode,
+) -> PolicyStatus {
     let action = match state.phase {
         Phase::HandoffRequired => "blocking tools until a handoff",
         Phase::HandoffPendingCommit => "committing the handoff at turn end",
@@ -444,20 +468,24 @@ pub fn status_fields(state: &PolicyState, params: &PolicyParams, mode: &Effectiv
         Phase::SoftNotified => "soft advisory shown",
         Phase::Idle => "none",
     };
-    json!({
-        "phase": state.phase.as_str(),
-        "action": action,
-        "projected": state.projected,
-        "tokens": state.tokens,
-        "floor": state.floor,
-        "thresholds": params.thresholds,
-        "handoffsCommitted": state.actual_commits.as_ref().map(|a| a.0).unwrap_or(state.handoffs_committed),
-        "maxHandoffsPerSession": params.max_handoffs_per_session,
-        "fallback": state.fallback.map(FallbackReason::as_str),
-        "configuredMode": mode.configured.as_str(),
-        "effectiveMode": mode.effective.as_str(),
-        "modeReason": mode.reason,
-    })
+    PolicyStatus {
+        phase: state.phase.as_str(),
+        action,
+        projected: state.projected,
+        tokens: state.tokens,
+        floor: state.floor,
+        thresholds: params.thresholds,
+        handoffs_committed: state
+            .actual_commits
+            .as_ref()
+            .map(|a| a.0)
+            .unwrap_or(state.handoffs_committed),
+        max_handoffs_per_session: params.max_handoffs_per_session,
+        fallback: state.fallback.map(FallbackReason::as_str),
+        configured_mode: mode.configured.as_str(),
+        effective_mode: mode.effective.as_str(),
+        mode_reason: mode.reason.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -94,65 +94,9 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<Outcome> {
     });
 
     if req.json {
-        let docs: Vec<Value> = hits
-            .iter()
-            .map(|hit| {
-                let mut m = Map::new();
-                m.insert("file".into(), hit.file.display().to_string().into());
-                m.insert("last_activity".into(), json!(hit.last_activity));
-                m.insert("matches".into(), hit.matches.into());
-                if let Value::Object(r) = &hit.result {
-                    m.extend(r.clone());
-                }
-                Value::Object(m)
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::to_string(&docs)?)?;
+        write_json(out, &hits)?;
     } else {
-        let mut rows = Vec::new();
-        let mut more = Vec::new();
-        for hit in hits.iter().filter(|h| h.matches > 0) {
-            let name = hit.file.display().to_string();
-            let items = hit.result["items"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            let file_rows = item_rows(&hit.result, several.then_some(name.as_str()), "snippet");
-            for (mut row, item) in file_rows.into_iter().zip(items) {
-                if let Some(cell) = row.last_mut() {
-                    *cell = match_line(item, req.query.chars().count());
-                }
-                rows.push(row);
-            }
-            if hit.result["has_more"] == json!(true) {
-                more.push(name);
-            }
-        }
-        let mut header = vec!["WINDOW", "ITEM", "ROLE", "TOOL", "CONTENT"];
-        if several {
-            header.insert(0, "FILE");
-        }
-        let text = if rows.is_empty() {
-            String::new()
-        } else {
-            super::table(&header, &rows)
-        };
-        if req.color {
-            // Only the content column (the last one) can hold the query; highlight there.
-            for (n, line) in text.lines().enumerate() {
-                if n == 0 {
-                    writeln!(out, "{line}")?;
-                    continue;
-                }
-                writeln!(out, "{}", highlight_last_column(line, &rows, n, &req.query))?;
-            }
-        } else {
-            out.write_all(text.as_bytes())?;
-        }
-        for name in more {
-            out.flush()?;
-            eprintln!("relay: more matches in {name}; raise --limit to see them");
-        }
+        write_table(out, req, &hits, several)?;
     }
     if unreadable > 0 {
         bail!(fatal(format!("{unreadable} file(s) could not be read")));
@@ -165,6 +109,76 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<Outcome> {
         )));
     }
     Ok(Outcome::Done)
+}
+
+/// The hits as one JSON array (`--json`): each file's result with its file, last activity and
+/// match count.
+fn write_json(out: &mut dyn Write, hits: &[Hit]) -> Result<()> {
+    let docs: Vec<Value> = hits
+        .iter()
+        .map(|hit| {
+            let mut m = Map::new();
+            m.insert("file".into(), hit.file.display().to_string().into());
+            m.insert("last_activity".into(), json!(hit.last_activity));
+            m.insert("matches".into(), hit.matches.into());
+            if let Value::Object(r) = &hit.result {
+                m.extend(r.clone());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    writeln!(out, "{}", serde_json::to_string(&docs)?)?;
+    Ok(())
+}
+
+/// The hits as a table, the query highlighted with `--color`; a file with more matches than
+/// shown is said on stderr.
+fn write_table(out: &mut dyn Write, req: &Request, hits: &[Hit], several: bool) -> Result<()> {
+    let mut rows = Vec::new();
+    let mut more = Vec::new();
+    for hit in hits.iter().filter(|h| h.matches > 0) {
+        let name = hit.file.display().to_string();
+        let items = hit.result["items"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let file_rows = item_rows(&hit.result, several.then_some(name.as_str()), "snippet");
+        for (mut row, item) in file_rows.into_iter().zip(items) {
+            if let Some(cell) = row.last_mut() {
+                *cell = match_line(item, req.query.chars().count());
+            }
+            rows.push(row);
+        }
+        if hit.result["has_more"] == json!(true) {
+            more.push(name);
+        }
+    }
+    let mut header = vec!["WINDOW", "ITEM", "ROLE", "TOOL", "CONTENT"];
+    if several {
+        header.insert(0, "FILE");
+    }
+    let text = if rows.is_empty() {
+        String::new()
+    } else {
+        super::table(&header, &rows)
+    };
+    if req.color {
+        // Only the content column (the last one) can hold the query; highlight there.
+        for (n, line) in text.lines().enumerate() {
+            if n == 0 {
+                writeln!(out, "{line}")?;
+                continue;
+            }
+            writeln!(out, "{}", highlight_last_column(line, &rows, n, &req.query))?;
+        }
+    } else {
+        out.write_all(text.as_bytes())?;
+    }
+    for name in more {
+        out.flush()?;
+        eprintln!("relay: more matches in {name}; raise --limit to see them");
+    }
+    Ok(())
 }
 
 fn find(p: &Path) -> Result<Vec<PathBuf>> {

@@ -375,9 +375,34 @@ pub fn render_svg(t: &Timeline) -> String {
         .max()
         .unwrap_or(1);
     let (y_max, step) = axis(top_value + top_value / 20);
-    let plot_h = PLOT_BOTTOM - PLOT_TOP;
-    let y = |tokens: u64| PLOT_BOTTOM - plot_h * tokens as f64 / y_max as f64;
+    let scale = Scale { y_max };
     let mut s = String::new();
+    push_header(&mut s, t, n);
+    push_frame(&mut s, scale, step);
+    push_thresholds(&mut s, t, scale);
+    push_x_axis(&mut s, t, n);
+    push_markers(&mut s, t, n);
+    push_clearings(&mut s, t, n);
+    push_tokens(&mut s, t, n, scale);
+    push_legend(&mut s);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The y axis: tokens to a y coordinate in the plot.
+#[derive(Clone, Copy)]
+struct Scale {
+    y_max: u64,
+}
+
+impl Scale {
+    fn y(self, tokens: u64) -> f64 {
+        PLOT_BOTTOM - (PLOT_BOTTOM - PLOT_TOP) * tokens as f64 / self.y_max as f64
+    }
+}
+
+/// The SVG element, its background, the title and the subtitle (what the lines are).
+fn push_header(s: &mut String, t: &Timeline, n: usize) {
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="12">"#
@@ -417,6 +442,12 @@ pub fn render_svg(t: &Timeline) -> String {
         r##"<text class="subtitle" x="{PLOT_LEFT}" y="48" fill="#4b5563">{}</text>"##,
         esc(&subtitle)
     );
+}
+
+/// The plot frame, the y grid with its labels, and the y axis title.
+fn push_frame(s: &mut String, scale: Scale, step: u64) {
+    let plot_h = PLOT_BOTTOM - PLOT_TOP;
+    let y_max = scale.y_max;
     // Plot frame and the y grid.
     let _ = writeln!(
         s,
@@ -425,7 +456,7 @@ pub fn render_svg(t: &Timeline) -> String {
     );
     let mut tick = 0;
     while tick <= y_max {
-        let ty = y(tick);
+        let ty = scale.y(tick);
         let _ = writeln!(
             s,
             r##"<line class="grid" x1="{PLOT_LEFT}" y1="{ty:.1}" x2="{PLOT_RIGHT}" y2="{ty:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" text-anchor="end" fill="#374151">{}</text>"##,
@@ -441,11 +472,15 @@ pub fn render_svg(t: &Timeline) -> String {
         (PLOT_TOP + PLOT_BOTTOM) / 2.0,
         (PLOT_TOP + PLOT_BOTTOM) / 2.0
     );
+}
+
+/// The threshold lines with their labels.
+fn push_thresholds(s: &mut String, t: &Timeline, scale: Scale) {
     // Threshold lines, labelled at the right end just above the line; when another line runs
     // just above it, the label goes below its line, and when lines crowd both sides, to the left.
-    let ys: Vec<f64> = t.thresholds.iter().map(|l| y(l.tokens)).collect();
+    let ys: Vec<f64> = t.thresholds.iter().map(|l| scale.y(l.tokens)).collect();
     for l in &t.thresholds {
-        let ly = y(l.tokens);
+        let ly = scale.y(l.tokens);
         let near = |lo: f64, hi: f64| ys.iter().any(|other| *other > lo && *other < hi);
         let above_free = !near(ly - 16.0, ly - 0.5);
         let below_free = !near(ly + 0.5, ly + 16.0);
@@ -471,6 +506,10 @@ pub fn render_svg(t: &Timeline) -> String {
             color = l.color,
         );
     }
+}
+
+/// The x axis: request numbers and the first and last time.
+fn push_x_axis(s: &mut String, t: &Timeline, n: usize) {
     // x axis: request numbers and the first and last time.
     let every = n.div_ceil(12).max(1);
     for r in t
@@ -498,6 +537,10 @@ pub fn render_svg(t: &Timeline) -> String {
             esc(&clock(&last.at)),
         );
     }
+}
+
+/// The reset markers and their labels.
+fn push_markers(s: &mut String, t: &Timeline, n: usize) {
     // Reset markers with their labels in up to three rows above the plot, each label in the
     // first row where it overlaps no other. When the full labels cannot be placed so, every label
     // takes its compact form (the window's id and kind, the tokens dropped); the full text stays
@@ -542,6 +585,10 @@ pub fn render_svg(t: &Timeline) -> String {
             second = esc(&second),
         );
     }
+}
+
+/// The tool-result clearings.
+fn push_clearings(s: &mut String, t: &Timeline, n: usize) {
     // Tool-result clearings: a tick on the x axis after the request they followed.
     for c in &t.clearings {
         let x = marker_x(c.after, n);
@@ -563,6 +610,10 @@ pub fn render_svg(t: &Timeline) -> String {
             label = tokens_label(c.tokens_freed),
         );
     }
+}
+
+/// The tokens per request: a polyline per window and a dot per request.
+fn push_tokens(s: &mut String, t: &Timeline, n: usize, scale: Scale) {
     // The tokens: one polyline per window, a dot per request.
     let windows = t.markers.len() + 1;
     for w in 0..windows {
@@ -570,7 +621,7 @@ pub fn render_svg(t: &Timeline) -> String {
             .requests
             .iter()
             .filter(|r| r.window == w)
-            .map(|r| format!("{:.1},{:.1}", request_x(r.n, n), y(r.tokens)))
+            .map(|r| format!("{:.1},{:.1}", request_x(r.n, n), scale.y(r.tokens)))
             .collect();
         if pts.len() > 1 {
             let _ = writeln!(
@@ -587,12 +638,16 @@ pub fn render_svg(t: &Timeline) -> String {
             r.n,
             r.tokens,
             request_x(r.n, n),
-            y(r.tokens),
+            scale.y(r.tokens),
             r.n,
             thousands(r.tokens),
             esc(&r.at)
         );
     }
+}
+
+/// The legend under the plot.
+fn push_legend(s: &mut String) {
     // Legend.
     let ly = HEIGHT as f64 - 22.0;
     let mut lx = PLOT_LEFT;
@@ -610,8 +665,6 @@ pub fn render_svg(t: &Timeline) -> String {
         );
         lx += 30.0 + label.len() as f64 * 7.5;
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 /// Rows of marker labels above the plot.

@@ -29,6 +29,9 @@ use crate::policy::{
 };
 use crate::scheduler::{ResetSource, SchedInput};
 use crate::ConfigIssue;
+use status_file::{LastAction, LastHandoff, StatusFile, TelemetryLine};
+
+mod status_file;
 
 /// Thresholds resolved for one (model key, context window, reserve, role).
 struct ResolvedParams {
@@ -689,21 +692,24 @@ impl Engine {
         self.budget.relaunch_failed = None;
     }
 
+    /// One line of `events.jsonl`: the envelope, then the event's own fields (a field named like
+    /// one of the envelope's is left out).
     pub(super) fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {
         let history = &self.mirror.history;
-        let mut event = json!({
-            "ts": moment.now_ms,
-            "event": name,
-            "sessionId": history.session_id(),
-            "windowId": history.current_window_id(),
-            "mode": self.budget_mode().effective.as_str(),
-        });
-        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), fields) {
-            for (k, v) in extra {
-                obj.entry(k).or_insert(v);
-            }
-        }
-        event
+        let mut fields = match fields {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        fields.retain(|k, _| !TelemetryLine::ENVELOPE.contains(&k.as_str()));
+        let line = TelemetryLine {
+            ts: moment.now_ms,
+            event: name,
+            session_id: history.session_id(),
+            window_id: history.current_window_id(),
+            mode: self.budget_mode().effective.as_str(),
+            fields,
+        };
+        serde_json::to_value(&line).unwrap_or(Value::Null)
     }
 
     fn status_key(&self) -> StatusKey {
@@ -734,44 +740,42 @@ impl Engine {
             return;
         }
         let params = self.current_params();
-        let mut status = policy::status_fields(&self.budget.policy, &params, &self.budget_mode());
-        if let Some(obj) = status.as_object_mut() {
-            if self.scheduler.in_flight().is_some() {
-                // A reset the policy did not ask for (Pi's overflow or threshold hook, /compact)
-                // is being installed: the window is compacting until it lands.
-                obj.insert("phase".into(), json!(policy::Phase::Compacting.as_str()));
-            }
-            obj.insert("sessionId".into(), json!(history.session_id()));
-            obj.insert("windowId".into(), json!(history.current_window_id()));
-            obj.insert("windowCount".into(), json!(self.window_count()));
-            obj.insert("cwd".into(), json!(moment.cwd));
-            obj.insert("model".into(), json!(moment.model));
-            obj.insert(
-                "role".into(),
-                json!(if self.budget.subagent() {
-                    "subagent"
-                } else {
-                    "main"
-                }),
-            );
-            obj.insert("updatedAt".into(), json!(moment.now_ms));
-            obj.insert(
-                "lastHandoff".into(),
-                match self.mirror.last_handoff() {
-                    Some((path, at)) => json!({ "path": path, "at": at }),
-                    None => Value::Null,
-                },
-            );
-            obj.insert("windowFeatures".into(), json!(self.enabled()));
-            obj.insert("wrapper".into(), self.wrapper_ownership().status());
-            obj.insert(
-                "lastAction".into(),
-                match &self.budget.last_action {
-                    Some((name, at)) => json!({ "event": name, "at": at }),
-                    None => Value::Null,
-                },
-            );
+        let mut policy = policy::status_fields(&self.budget.policy, &params, &self.budget_mode());
+        if self.scheduler.in_flight().is_some() {
+            // A reset the policy did not ask for (Pi's overflow or threshold hook, /compact)
+            // is being installed: the window is compacting until it lands.
+            policy.phase = policy::Phase::Compacting.as_str();
         }
+        let ownership = self.wrapper_ownership();
+        let file = StatusFile {
+            policy,
+            session_id: history.session_id(),
+            window_id: history.current_window_id(),
+            window_count: self.window_count(),
+            cwd: &moment.cwd,
+            model: moment.model.as_deref(),
+            role: if self.budget.subagent() {
+                "subagent"
+            } else {
+                "main"
+            },
+            updated_at: moment.now_ms,
+            last_handoff: self
+                .mirror
+                .last_handoff()
+                .map(|(path, at)| LastHandoff { path, at }),
+            window_features: self.enabled(),
+            wrapper: ownership.status(),
+            last_action: self
+                .budget
+                .last_action
+                .as_ref()
+                .map(|(event, at)| LastAction { event, at: *at }),
+        };
+        let status = serde_json::to_value(&file).unwrap_or(Value::Null);
         reply.effects.push(Effect::WriteStatus { status });
     }
 }
+
+#[cfg(test)]
+mod golden_tests;

@@ -22,7 +22,8 @@ use super::Engine;
 use crate::handoff::{duplicate_check, HandoffArgs, MAX_MARKDOWN_BYTES};
 use crate::policy::{handoff_is_forced, Mode};
 use crate::records::{CustomRecord, Record, ResumeCheckRecord};
-use crate::resume_check::{render_handoff_section, render_window_message, CheckResult};
+use crate::render::resume_check::{render_handoff_section, render_window_message};
+use crate::resume_check::CheckResult;
 
 /// The operator's command and where it came from (the label the model reads).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +37,7 @@ const SECTION: &str = "## Resume check";
 
 /// Bytes a handoff keeps free for its resume-check section (the 4 KiB result and its frame).
 pub(super) const RESUME_RESERVE_BYTES: usize =
-    crate::resume_check::RESULT_BUDGET_BYTES + SECTION.len() + 5;
+    crate::render::resume_check::RESULT_BUDGET_BYTES + SECTION.len() + 5;
 
 impl Engine {
     /// The command the operator configured for this session, if any.

@@ -29,7 +29,8 @@ use serde_json::Value;
 use super::wire::{ContextMessage, Marker, STALE_CHECK_TYPE};
 use super::Engine;
 use crate::records::{CustomRecord, Record, StaleCheckRecord};
-use crate::staleness::{render_window_message_with, StaleReport, WorkspaceRecord};
+use crate::render::staleness::render_window_message_with;
+use crate::staleness::{StaleReport, WorkspaceRecord};
 
 /// A `relay/stale-check` record of the current window, read back from the branch.
 #[derive(Debug, Clone, PartialEq)]

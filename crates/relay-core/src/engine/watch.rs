@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use super::wire::{ContextMessage, Marker, WATCH_CHECK_TYPE};
 use super::Engine;
-use crate::integrations::{missing_work, render_watch_check};
+use crate::integrations::missing_work;
 use crate::records::{CustomRecord, Record, WatchCheckRecord};
+use crate::render::integrations::render_watch_check;
 
 #[cfg(test)]
 mod tests;

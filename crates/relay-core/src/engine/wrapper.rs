@@ -19,7 +19,7 @@
 //!
 //! Otherwise the reason says which check failed, and the fallback stays in-process.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::wire::{RelaunchKey, WrapperFacts};
 
@@ -44,9 +44,20 @@ impl Ownership {
         }
     }
 
-    pub fn status(&self) -> Value {
-        json!({ "owned": self.owned, "reason": self.reason })
+    /// What the status file shows of it (never the marker or the key).
+    pub fn status(&self) -> OwnershipStatus<'_> {
+        OwnershipStatus {
+            owned: self.owned,
+            reason: &self.reason,
+        }
     }
+}
+
+/// The status file's `wrapper`: whether this runtime owns the wrapper, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OwnershipStatus<'a> {
+    pub owned: bool,
+    pub reason: &'a str,
 }
 
 /// `(pid, nonce)` of a marker file name `<pid>-<32 hex>.json`.
@@ -133,6 +144,7 @@ pub fn ownership(facts: Option<&WrapperFacts>, subagent: bool) -> Ownership {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const NONCE: &str = "0123456789abcdef0123456789abcdef";
 
@@ -163,7 +175,7 @@ mod tests {
         // The key is never shown, not even by Debug.
         assert!(!format!("{owned:?}").contains(&"ab".repeat(32)));
         assert_eq!(
-            owned.status(),
+            json!(owned.status()),
             json!({"owned": true, "reason": "started by pi-session (pid 700)"})
         );
         let cases: Vec<(&str, WrapperFacts, bool, &str)> = vec![

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::*;
 use crate::notes::{NoteOp, NoteOpKind};
 
-fn notes() -> Notes {
+pub(crate) fn notes() -> Notes {
     let mut n = Notes::new();
     for (path, content) in [
         ("plan.md", "# Plan\nstep one\nstep two\n"),
@@ -32,7 +32,7 @@ fn call(args: Value) -> NotesCall {
     translate(&notes(), &args).unwrap_or_else(|e| panic!("{args}: {}", e.text))
 }
 
-fn error(args: Value) -> String {
+pub(crate) fn error(args: Value) -> String {
     let out = translate(&notes(), &args).expect_err(&args.to_string());
     assert!(out.is_error);
     out.text
@@ -111,33 +111,4 @@ fn each_command_with_a_notes_equivalent_becomes_that_notes_call() {
         ),
         write("task/progress.md", "done: parser\nnext: loader")
     );
-}
-
-#[test]
-fn errors_name_memory_the_argument_and_the_notes_tool_to_use() {
-    let cases = [
-        json!({"command": "rename", "old_path": "/memories/plan.md", "new_path": "/memories/old-plan.md"}),
-        json!({"command": "view", "path": "/notes/plan.md"}),
-        json!({"command": "view", "path": "/memoriesx/plan.md"}),
-        json!({"command": "view", "path": "/memories/nothing"}),
-        json!({"command": "view"}),
-        json!({"command": "create", "path": "/memories", "file_text": "x"}),
-        json!({"command": "create", "path": "/memories/a.md"}),
-        json!({"command": "delete", "path": "/memories/gone.md"}),
-        json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "step", "new_str": "s"}),
-        json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "absent", "new_str": "s"}),
-        json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "", "new_str": "s"}),
-        json!({"command": "str_replace", "path": "/memories/gone.md", "old_str": "a", "new_str": "b"}),
-        json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 9, "insert_text": "x"}),
-        json!({"command": "insert", "path": "/memories/plan.md", "insert_text": "x"}),
-        json!({"command": "view", "path": "/memories/plan.md", "view_range": [1]}),
-        json!({"command": "copy", "path": "/memories/plan.md"}),
-        json!({"command": "view", "path": "/memories", "file_path": "x"}),
-        json!({"command": "view", "path": "/memories/plan.md", "file_text": "x"}),
-    ];
-    let all: Vec<String> = cases
-        .iter()
-        .map(|c| format!("{c}\n  → {}", error(c.clone())))
-        .collect();
-    insta::assert_snapshot!(all.join("\n"));
 }

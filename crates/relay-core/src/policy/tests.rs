@@ -764,7 +764,7 @@ fn status_fields_report_projection_and_modes() {
         effective: Mode::Observe,
         reason: None,
     };
-    let v = status_fields(&o, &p, &m);
+    let v = serde_json::to_value(status_fields(&o, &p, &m)).unwrap();
     assert_eq!(v["phase"], json!("handoff-required"));
     assert_eq!(v["projected"], json!(true));
     assert_eq!(v["thresholds"]["minProgress"], json!(50_000));

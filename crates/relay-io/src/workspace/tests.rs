@@ -4,7 +4,8 @@
 use super::*;
 use crate::fsx::test_support::TempDir;
 use relay_core::handoff::GitState;
-use relay_core::staleness::{compare, render_window_message, Ancestry, GitDrift, StaleReport};
+use relay_core::render::staleness::render_window_message;
+use relay_core::staleness::{compare, Ancestry, GitDrift, StaleReport};
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 

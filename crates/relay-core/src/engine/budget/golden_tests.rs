@@ -1,0 +1,115 @@
+//! The status file and a telemetry line as the binding writes them, byte for byte (snapshots):
+//! tools that read `status/<sessionId>.json` and `events.jsonl` rely on their keys and order.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::json;
+
+use crate::engine::wire::{ConfigSources, Effect, Event, GuardState, Moment, Observation, Usage};
+use crate::engine::Engine;
+use crate::entry::parse_entry;
+
+fn observe(event: Event) -> Observation {
+    Observation {
+        moment: Moment {
+            now_ms: 1_764_450_000_000,
+            tz_offset_minutes: 60,
+            usage: Some(Usage {
+                tokens: None,
+                context_window: 100_000,
+            }),
+            model: Some("faux/faux-1".into()),
+            context_window: Some(100_000),
+            has_pending_messages: false,
+            pending_work: 0,
+            cwd: "/work/project".into(),
+            context_guard: GuardState::Unavailable,
+            subagent: false,
+        },
+        event,
+    }
+}
+
+#[test]
+fn a_status_file_and_a_telemetry_line_keep_their_shape() {
+    let mut e = Engine::new();
+    e.resync("01a2-test-session", &[]);
+    let sources = ConfigSources {
+        global: Some(json!({ "relay": { "budget": { "mode": "enforce" } } })),
+        cwd: Some("/work/project".into()),
+        state_dir: Some("/tmp/relay-state".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    let user = json!({"type": "message", "id": "00000001", "parentId": null,
+        "timestamp": "2025-11-29T21:00:00.000Z", "message": {"role": "user", "content": "big"}});
+    e.append(&[parse_entry(&user.to_string()).unwrap()]);
+    e.handle(&observe(Event::BeforeAgentStart));
+    let reply = e.handle(&observe(Event::SessionBeforeCompact {
+        reason: "overflow".into(),
+        will_retry: true,
+        custom_instructions: None,
+    }));
+    let status = reply
+        .effects
+        .iter()
+        .find_map(|eff| match eff {
+            Effect::WriteStatus { status } => Some(status.clone()),
+            _ => None,
+        })
+        .expect("a status write");
+    let event = reply
+        .effects
+        .iter()
+        .find_map(|eff| match eff {
+            Effect::Telemetry { event } => Some(event.clone()),
+            _ => None,
+        })
+        .expect("a telemetry event");
+    insta::assert_snapshot!(format!(
+        "{}\n---\n{}",
+        serde_json::to_string_pretty(&status).unwrap(),
+        serde_json::to_string(&event).unwrap()
+    ));
+}
+
+/// The parts the scenario above leaves null, and an event field named like the envelope's.
+#[test]
+fn the_last_handoff_and_action_and_an_events_own_fields_keep_their_shape() {
+    use super::status_file::{LastAction, LastHandoff, TelemetryLine};
+    let last = serde_json::to_string(&(
+        Some(LastHandoff {
+            path: "/s/handoffs/s1-1.md",
+            at: 5,
+        }),
+        Some(LastAction {
+            event: "tool_blocked",
+            at: 6,
+        }),
+    ))
+    .unwrap();
+    assert_eq!(
+        last,
+        r#"[{"path":"/s/handoffs/s1-1.md","at":5},{"event":"tool_blocked","at":6}]"#
+    );
+    let mut fields = serde_json::Map::new();
+    fields.insert("tool".into(), json!("bash"));
+    fields.insert("tokens".into(), json!(7));
+    let line = TelemetryLine {
+        ts: 1,
+        event: "tool_blocked",
+        session_id: "s1",
+        window_id: "pcw:s1:root",
+        mode: "enforce",
+        fields,
+    };
+    assert_eq!(
+        serde_json::to_string(&line).unwrap(),
+        r#"{"ts":1,"event":"tool_blocked","sessionId":"s1","windowId":"pcw:s1:root","mode":"enforce","tool":"bash","tokens":7}"#
+    );
+}
