@@ -13,6 +13,7 @@
 //! | watch check | `custom` `relay/watch-check`, `data` | [`WatchCheckRecord`] |
 //! | stale-handoff check | `custom` `relay/stale-check`, `data` | [`StaleCheckRecord`] |
 //! | tool-result clearing | `custom` `relay/clear-tool-results`, `data` | [`ClearingRecord`] |
+//! | guard-off native fallback | `custom` `relay/native-fallback`, `data` | [`NativeFallbackRecord`] |
 //! | low-budget reminder | `custom_message` `relay/reminder`, `details` | [`ReminderDetails`] |
 //! | reset failed | `custom_message` `relay/reset-failed`, `details` | [`ResetFailedDetails`] |
 //! | boot block, notes steer, continuation, continue-task, handoff request | `custom_message` `relay/boot`, `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`, `details` (their text is the content) | [`MessageDetails`] |
@@ -52,8 +53,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::engine::wire::{
-    Marker, CLEARING_TYPE, HANDOFF_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE,
-    WATCH_CHECK_TYPE,
+    Marker, CLEARING_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, RESET_MARKER_TYPE,
+    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, WATCH_CHECK_TYPE,
 };
 use crate::handoff::HandoffFingerprint;
 use crate::integrations::RecordedJob;
@@ -413,6 +414,28 @@ pub struct ClearingRecord {
 impl Record for ClearingRecord {}
 impl CustomRecord for ClearingRecord {
     const CUSTOM_TYPE: &'static str = CLEARING_TYPE;
+}
+
+/// The guard-off native fallback of a window (`relay/native-fallback`): `{v, windowId}` when
+/// Pi's own summarizer failed in it (the window's next manual or threshold compaction is
+/// Relay's mechanical reset), `{v, windowId, spent: true}` when that reset was chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NativeFallbackRecord {
+    #[serde(default, deserialize_with = "lenient")]
+    pub v: u64,
+    pub window_id: String,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "is_false"
+    )]
+    pub spent: bool,
+}
+
+impl Record for NativeFallbackRecord {}
+impl CustomRecord for NativeFallbackRecord {
+    const CUSTOM_TYPE: &'static str = NATIVE_FALLBACK_TYPE;
 }
 
 /// The `details` of a low-budget reminder (`relay/reminder`): `{v, windowId}`, the window it

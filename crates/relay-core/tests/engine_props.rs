@@ -965,6 +965,10 @@ impl Host {
             }
         }
         self.check_hook(hook, &extra, &reply, enabled_before)?;
+        // The adapter appends the hook's entries first, then runs its effects.
+        for marker in &reply.appends {
+            self.custom(&marker.custom_type, &marker.data);
+        }
         self.run_effects(hook, &reply)?;
         Ok(reply)
     }
@@ -1034,6 +1038,7 @@ impl Host {
         let hook_like = HookReply {
             effects: reply.effects.clone(),
             result: None,
+            appends: Vec::new(),
         };
         self.run_effects(Hook::ToolCall, &hook_like)?;
         Ok(reply)

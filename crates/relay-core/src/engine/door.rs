@@ -189,6 +189,7 @@ impl Output {
         Output {
             effects: reply.effects,
             result: reply.result,
+            appends: reply.appends,
             ..Output::default()
         }
     }
