@@ -34,6 +34,7 @@ use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
 
+mod clearable;
 mod load;
 mod usage;
 
@@ -191,6 +192,9 @@ pub(super) struct Mirror {
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
     /// first: position, window id, tokens freed.
     pub(super) clearings: Vec<(usize, String, u64)>,
+    /// What a clearing of the current window would free, kept as the window grows (see
+    /// `mirror/clearable.rs`).
+    clearable: std::cell::RefCell<clearable::Clearable>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
     /// The windows before the current one were skimmed (their messages without texts, see
@@ -217,6 +221,7 @@ impl Mirror {
             subagent_ids: Vec::new(),
             written_handoff: None,
             clearings: Vec::new(),
+            clearable: Default::default(),
             written_jobs: None,
             written_workspace: None,
             committed_handoffs: Vec::new(),
@@ -627,6 +632,7 @@ impl Mirror {
         if !self.history.truncate_after(id) {
             return false;
         }
+        *self.clearable.get_mut() = Default::default();
         let len = self.history.entry_count();
         while self.current.start >= len {
             match self.earlier.pop() {
