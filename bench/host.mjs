@@ -218,13 +218,15 @@ function memchrPass(textBytes) {
  */
 async function engineSearch(meta, inFile) {
 	const { native } = await import(new URL("../extension/src/native.ts", import.meta.url).href);
+	// The extension's own job runner (the addon's pool, the job's deadline): what Pi runs.
+	const { runJob } = await import(new URL("../extension/src/adapter.ts", import.meta.url).href);
 	const engine = new (native().Engine)();
 	const moment = { nowMs: Date.now(), tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: "/", subagent: false };
 	// One crossing of the addon's door per input; a background load's jobs run on the pool.
 	const step = (input) => JSON.parse(engine.handle(JSON.stringify(input)));
 	let opened = step({ type: "open", sessionId: meta.sessionId, file: meta.file, leaf: meta.leafId, background: inFile });
 	while (opened.op !== undefined && opened.op !== null) {
-		const results = await Promise.all(opened.jobs.map((job) => native().runJob(JSON.stringify(job)).then((text) => ({ id: job.id, outcome: JSON.parse(text) }))));
+		const results = await Promise.all(opened.jobs.map((job) => runJob(job, null)));
 		opened = step({ type: "done", op: opened.op, results, moment });
 	}
 	if (opened.needsBranch || !opened.historyComplete || opened.tip !== meta.leafId) throw new Error(`the engine could not load the session (${inFile ? "in the background" : "at once"})`);

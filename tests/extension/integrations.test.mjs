@@ -285,3 +285,53 @@ test("guard off: /compact runs Pi's own summarizer; when it fails, the window's 
 		env.restore();
 	}
 });
+
+test("guard off: the mechanical fallback a failed summarizer earned survives /reload, and is spent once after it", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	writeGuards(root);
+	globalThis[GUARD_FLAG] = true;
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: { ...enforce(), compaction: { enabled: false, keepRecentTokens: 1 } },
+		steps: [
+			{ text: "First answer.", tokens: 5_000 },
+			{ text: "Second answer.", tokens: 5_100 },
+		],
+	});
+	try {
+		await t.session.prompt("FIRST-REQUEST-4410.");
+		await t.session.prompt("Second.");
+		t.script({ error: "SUMMARIZER-DOWN-91" });
+		await captureStderr(() => assert.rejects(() => t.session.compact(), /SUMMARIZER-DOWN-91|summar/i));
+		assert.equal(ofType(t, "compaction").length, 0, "nothing was compacted yet");
+
+		// /reload: a new engine that knows only the branch.
+		await t.session.reload();
+		const calls = t.requests.length;
+		await t.session.compact();
+		assert.equal(t.requests.length, calls, "no summarizer call: Relay's mechanical reset");
+		const [fallback] = ofType(t, "compaction");
+		assert.ok(fallback, "the fallback compacted");
+		assert.match(fallback.summary, /<earlier_user_input[\s\S]*FIRST-REQUEST-4410/);
+		assert.deepEqual(
+			ofType(t, "custom", "relay/native-fallback").map((e) => Boolean(e.data.spent)),
+			[false, true],
+			"the failure, then the fallback's use, are on the branch (in the window it ended)",
+		);
+
+		// Reloaded again in the window the fallback opened: Pi's summarizer runs there.
+		await t.session.reload();
+		t.script({ text: "Third answer.", tokens: 1_500 }, "PI-SUMMARY-3: later.");
+		await t.session.prompt("Third.");
+		const again = t.requests.length;
+		await t.session.compact();
+		assert.ok(t.requests.length > again, "Pi's summarizer runs again in the new window");
+		assert.match(ofType(t, "compaction")[1].summary, /PI-SUMMARY-3/);
+	} finally {
+		await t.dispose();
+		delete globalThis[GUARD_FLAG];
+		env.restore();
+	}
+});

@@ -13,6 +13,7 @@
 //! | watch check | `custom` `relay/watch-check`, `data` | [`WatchCheckRecord`] |
 //! | stale-handoff check | `custom` `relay/stale-check`, `data` | [`StaleCheckRecord`] |
 //! | tool-result clearing | `custom` `relay/clear-tool-results`, `data` | [`ClearingRecord`] |
+//! | guard-off native fallback | `custom` `relay/native-fallback`, `data` | [`NativeFallbackRecord`] |
 //! | low-budget reminder | `custom_message` `relay/reminder`, `details` | [`ReminderDetails`] |
 //! | reset failed | `custom_message` `relay/reset-failed`, `details` | [`ResetFailedDetails`] |
 //! | boot block, notes steer, continuation, continue-task, handoff request | `custom_message` `relay/boot`, `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`, `details` (their text is the content) | [`MessageDetails`] |
@@ -52,8 +53,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::engine::wire::{
-    Marker, CLEARING_TYPE, HANDOFF_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE,
-    WATCH_CHECK_TYPE,
+    Marker, CLEARING_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, RESET_MARKER_TYPE,
+    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, WATCH_CHECK_TYPE,
 };
 use crate::handoff::HandoffFingerprint;
 use crate::integrations::RecordedJob;
@@ -110,68 +111,71 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// The window marker: a reset's compaction `details`, `{relay: "window", v, windowId,
-/// previousWindowId, attempt, source, kind, commit, handoffPath}`.
-///
-/// `kind` is `"handoff"` or `"reset"` since seed 004; before, it held the commit type (and
-/// there was no `commit`): [`crate::entry::WindowMarker::of`] reads both. `importedFrom` and
-/// `fingerprint` appear only on another package's compaction that `entry::adopt` read as
-/// Relay's.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WindowRecord {
-    /// Always [`WINDOW_TAG`]; a compaction with another tag (or none) is not Relay's.
-    pub relay: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub window_id: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub previous_window_id: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub attempt: Option<u64>,
-    /// The reset's source (`new_context`, `handoff`, `overflow`, …).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub source: Option<String>,
-    /// `"handoff"` or `"reset"` (earlier: the commit type, or `null`).
-    #[serde(default, deserialize_with = "lenient")]
-    pub kind: Option<String>,
-    /// The budget commit the reset stands for, or `null`.
-    #[serde(default, deserialize_with = "lenient")]
-    pub commit: Option<String>,
-    /// The handoff file the window opens with, or `null`.
-    #[serde(default, deserialize_with = "lenient")]
-    pub handoff_path: Option<String>,
-    /// The package whose compaction this was read from (never written by Relay).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub imported_from: Option<String>,
-    /// pi-context-budget's duplicate back-off fingerprint (never written by Relay).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub fingerprint: Option<HandoffFingerprint>,
+/// A record struct whose lenient fields say so with one word instead of a serde attribute block
+/// each: `lenient` (absent, `null` or of another type, it reads as its default: [`lenient`]),
+/// `lenient skip_none` (also left out when written as `None`), `lenient skip_false` (also left
+/// out when `false`). An unmarked field keeps its own attributes: the required fields.
+macro_rules! record_struct {
+    ($(#[$m:meta])* pub struct $name:ident { $($body:tt)* }) => {
+        record_struct!(@fields [$(#[$m])* pub struct $name] [] $($body)*);
+    };
+    (@fields $head:tt [$($done:tt)*]
+        $(#[$fm:meta])* lenient skip_none pub $f:ident : $t:ty, $($rest:tt)*) => {
+        record_struct!(@fields $head [$($done)* $(#[$fm])*
+            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+            pub $f: $t,] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*]
+        $(#[$fm:meta])* lenient skip_false pub $f:ident : $t:ty, $($rest:tt)*) => {
+        record_struct!(@fields $head [$($done)* $(#[$fm])*
+            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "is_false")]
+            pub $f: $t,] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*]
+        $(#[$fm:meta])* lenient pub $f:ident : $t:ty, $($rest:tt)*) => {
+        record_struct!(@fields $head [$($done)* $(#[$fm])*
+            #[serde(default, deserialize_with = "lenient")]
+            pub $f: $t,] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*]
+        $(#[$fm:meta])* pub $f:ident : $t:ty, $($rest:tt)*) => {
+        record_struct!(@fields $head [$($done)* $(#[$fm])* pub $f: $t,] $($rest)*);
+    };
+    (@fields [$($head:tt)*] [$($done:tt)*]) => {
+        $($head)* { $($done)* }
+    };
+}
+
+record_struct! {
+    /// The window marker: a reset's compaction `details`, `{relay: "window", v, windowId,
+    /// previousWindowId, attempt, source, kind, commit, handoffPath}`.
+    ///
+    /// `kind` is `"handoff"` or `"reset"` since seed 004; before, it held the commit type (and
+    /// there was no `commit`): [`crate::entry::WindowMarker::of`] reads both. `importedFrom` and
+    /// `fingerprint` appear only on another package's compaction that `entry::adopt` read as
+    /// Relay's.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct WindowRecord {
+        /// Always [`WINDOW_TAG`]; a compaction with another tag (or none) is not Relay's.
+        pub relay: String,
+        lenient pub v: u64,
+        lenient skip_none pub window_id: Option<String>,
+        lenient skip_none pub previous_window_id: Option<String>,
+        lenient skip_none pub attempt: Option<u64>,
+        /// The reset's source (`new_context`, `handoff`, `overflow`, …).
+        lenient skip_none pub source: Option<String>,
+        /// `"handoff"` or `"reset"` (earlier: the commit type, or `null`).
+        lenient pub kind: Option<String>,
+        /// The budget commit the reset stands for, or `null`.
+        lenient pub commit: Option<String>,
+        /// The handoff file the window opens with, or `null`.
+        lenient pub handoff_path: Option<String>,
+        /// The package whose compaction this was read from (never written by Relay).
+        lenient skip_none pub imported_from: Option<String>,
+        /// pi-context-budget's duplicate back-off fingerprint (never written by Relay).
+        lenient skip_none pub fingerprint: Option<HandoffFingerprint>,
+    }
 }
 
 impl Record for WindowRecord {
@@ -237,18 +241,17 @@ pub fn named_window_id(fields: &Value) -> Option<&str> {
     Named::deserialize(fields).ok()?.window_id
 }
 
-/// The entry appended just before a reset's compaction (`relay/reset`): its id is the
-/// compaction's `firstKeptEntryId`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResetMarkerRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    pub window_id: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub attempt: u64,
-    #[serde(default, deserialize_with = "lenient")]
-    pub source: String,
+record_struct! {
+    /// The entry appended just before a reset's compaction (`relay/reset`): its id is the
+    /// compaction's `firstKeptEntryId`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ResetMarkerRecord {
+        lenient pub v: u64,
+        pub window_id: String,
+        lenient pub attempt: u64,
+        lenient pub source: String,
+    }
 }
 
 impl Record for ResetMarkerRecord {}
@@ -267,18 +270,19 @@ impl ResetMarkerRecord {
     }
 }
 
-/// One note operation (`relay/note`): `{v, kind: "write"|"append", path, content, atMs}`.
-/// Validated into a [`crate::notes::NoteOp`] by [`crate::notes::NoteOp::from_data`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NoteRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    pub kind: String,
-    pub path: String,
-    pub content: String,
-    /// Milliseconds since the epoch; kept as written, so that a bad timestamp is reported as one.
-    pub at_ms: Value,
+record_struct! {
+    /// One note operation (`relay/note`): `{v, kind: "write"|"append", path, content, atMs}`.
+    /// Validated into a [`crate::notes::NoteOp`] by [`crate::notes::NoteOp::from_data`].
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct NoteRecord {
+        lenient pub v: u64,
+        pub kind: String,
+        pub path: String,
+        pub content: String,
+        /// Milliseconds since the epoch; kept as written, so that a bad timestamp is reported as one.
+        pub at_ms: Value,
+    }
 }
 
 impl Record for NoteRecord {}
@@ -294,32 +298,22 @@ impl NoteRecord {
     }
 }
 
-/// The record of a written handoff (`relay/handoff`): `{v, path, fingerprint, launchPrompt,
-/// jobs?, workspace?}`. A committed handoff's window marker names the same `path`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HandoffRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    pub path: String,
-    pub fingerprint: HandoffFingerprint,
-    /// The handoff's launch prompt for a relaunch, or `null`.
-    #[serde(default, deserialize_with = "lenient")]
-    pub launch_prompt: Option<String>,
-    /// The jobs and watches recorded for the next window's watch check (absent: no registry).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub jobs: Option<Vec<RecordedJob>>,
-    /// The workspace recorded for the next window's stale-handoff check (absent: not collected).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub workspace: Option<WorkspaceRecord>,
+record_struct! {
+    /// The record of a written handoff (`relay/handoff`): `{v, path, fingerprint, launchPrompt,
+    /// jobs?, workspace?}`. A committed handoff's window marker names the same `path`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct HandoffRecord {
+        lenient pub v: u64,
+        pub path: String,
+        pub fingerprint: HandoffFingerprint,
+        /// The handoff's launch prompt for a relaunch, or `null`.
+        lenient pub launch_prompt: Option<String>,
+        /// The jobs and watches recorded for the next window's watch check (absent: no registry).
+        lenient skip_none pub jobs: Option<Vec<RecordedJob>>,
+        /// The workspace recorded for the next window's stale-handoff check (absent: not collected).
+        lenient skip_none pub workspace: Option<WorkspaceRecord>,
+    }
 }
 
 impl Record for HandoffRecord {}
@@ -327,17 +321,17 @@ impl CustomRecord for HandoffRecord {
     const CUSTOM_TYPE: &'static str = HANDOFF_TYPE;
 }
 
-/// The result of the resume check run for a window (`relay/resume-check`): `{v, windowId, atMs,
-/// result}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResumeCheckRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    pub window_id: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub at_ms: i64,
-    pub result: CheckResult,
+record_struct! {
+    /// The result of the resume check run for a window (`relay/resume-check`): `{v, windowId, atMs,
+    /// result}`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ResumeCheckRecord {
+        lenient pub v: u64,
+        pub window_id: String,
+        lenient pub at_ms: i64,
+        pub result: CheckResult,
+    }
 }
 
 impl Record for ResumeCheckRecord {}
@@ -345,17 +339,17 @@ impl CustomRecord for ResumeCheckRecord {
     const CUSTOM_TYPE: &'static str = RESUME_CHECK_TYPE;
 }
 
-/// A window's watch check (`relay/watch-check`): `{v, windowId, atMs, missing}`, the recorded
-/// jobs and watches the live registry no longer listed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WatchCheckRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    pub window_id: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub at_ms: i64,
-    pub missing: Vec<RecordedJob>,
+record_struct! {
+    /// A window's watch check (`relay/watch-check`): `{v, windowId, atMs, missing}`, the recorded
+    /// jobs and watches the live registry no longer listed.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct WatchCheckRecord {
+        lenient pub v: u64,
+        pub window_id: String,
+        lenient pub at_ms: i64,
+        pub missing: Vec<RecordedJob>,
+    }
 }
 
 impl Record for WatchCheckRecord {}
@@ -363,29 +357,19 @@ impl CustomRecord for WatchCheckRecord {
     const CUSTOM_TYPE: &'static str = WATCH_CHECK_TYPE;
 }
 
-/// A window's stale-handoff check (`relay/stale-check`): `{v, windowId, atMs, report,
-/// recheck?}`. A report that does not parse still counts as a check that ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StaleCheckRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    pub window_id: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub at_ms: i64,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub report: Option<StaleReport>,
-    /// Run again at a session start (the workspace moved since the window's last check).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "is_false"
-    )]
-    pub recheck: bool,
+record_struct! {
+    /// A window's stale-handoff check (`relay/stale-check`): `{v, windowId, atMs, report,
+    /// recheck?}`. A report that does not parse still counts as a check that ran.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct StaleCheckRecord {
+        lenient pub v: u64,
+        pub window_id: String,
+        lenient pub at_ms: i64,
+        lenient skip_none pub report: Option<StaleReport>,
+        /// Run again at a session start (the workspace moved since the window's last check).
+        lenient skip_false pub recheck: bool,
+    }
 }
 
 impl Record for StaleCheckRecord {}
@@ -393,21 +377,18 @@ impl CustomRecord for StaleCheckRecord {
     const CUSTOM_TYPE: &'static str = STALE_CHECK_TYPE;
 }
 
-/// A tool-result clearing (`relay/clear-tool-results`): `{v, windowId, items, tokensFreed,
-/// tokensBefore}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClearingRecord {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    #[serde(default, deserialize_with = "lenient")]
-    pub window_id: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub items: u64,
-    #[serde(default, deserialize_with = "lenient")]
-    pub tokens_freed: u64,
-    #[serde(default, deserialize_with = "lenient")]
-    pub tokens_before: Option<u64>,
+record_struct! {
+    /// A tool-result clearing (`relay/clear-tool-results`): `{v, windowId, items, tokensFreed,
+    /// tokensBefore}`.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ClearingRecord {
+        lenient pub v: u64,
+        lenient pub window_id: String,
+        lenient pub items: u64,
+        lenient pub tokens_freed: u64,
+        lenient pub tokens_before: Option<u64>,
+    }
 }
 
 impl Record for ClearingRecord {}
@@ -415,47 +396,56 @@ impl CustomRecord for ClearingRecord {
     const CUSTOM_TYPE: &'static str = CLEARING_TYPE;
 }
 
-/// The `details` of a low-budget reminder (`relay/reminder`): `{v, windowId}`, the window it
-/// was written for (absent in pi-context's guidance, which stands for the window it is in).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReminderDetails {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub window_id: Option<String>,
+record_struct! {
+    /// The guard-off native fallback of a window (`relay/native-fallback`): `{v, windowId}` when
+    /// Pi's own summarizer failed in it (the window's next manual or threshold compaction is
+    /// Relay's mechanical reset), `{v, windowId, spent: true}` when that reset was chosen.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct NativeFallbackRecord {
+        lenient pub v: u64,
+        pub window_id: String,
+        lenient skip_false pub spent: bool,
+    }
+}
+
+impl Record for NativeFallbackRecord {}
+impl CustomRecord for NativeFallbackRecord {
+    const CUSTOM_TYPE: &'static str = NATIVE_FALLBACK_TYPE;
+}
+
+record_struct! {
+    /// The `details` of a low-budget reminder (`relay/reminder`): `{v, windowId}`, the window it
+    /// was written for (absent in pi-context's guidance, which stands for the window it is in).
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ReminderDetails {
+        lenient pub v: u64,
+        lenient skip_none pub window_id: Option<String>,
+    }
 }
 
 impl Record for ReminderDetails {}
 
-/// The `details` of a reset-failed notice (`relay/reset-failed`): `{v, attempt, source, retry,
-/// failures, failure, error}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResetFailedDetails {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
-    #[serde(default, deserialize_with = "lenient")]
-    pub attempt: u64,
-    /// The failed reset's source (`manual`: the user's `/compact`, not Relay's own).
-    #[serde(default, deserialize_with = "lenient")]
-    pub source: Option<String>,
-    /// Relay retries the reset.
-    #[serde(default, deserialize_with = "lenient")]
-    pub retry: bool,
-    /// Relay's own failures in the window so far (0 for the user's).
-    #[serde(default, deserialize_with = "lenient")]
-    pub failures: u64,
-    /// `benign`, `transient` or `persistent`.
-    #[serde(default, deserialize_with = "lenient")]
-    pub failure: Option<String>,
-    /// Pi's error text, or `null`.
-    #[serde(default, deserialize_with = "lenient")]
-    pub error: Option<String>,
+record_struct! {
+    /// The `details` of a reset-failed notice (`relay/reset-failed`): `{v, attempt, source, retry,
+    /// failures, failure, error}`.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ResetFailedDetails {
+        lenient pub v: u64,
+        lenient pub attempt: u64,
+        /// The failed reset's source (`manual`: the user's `/compact`, not Relay's own).
+        lenient pub source: Option<String>,
+        /// Relay retries the reset.
+        lenient pub retry: bool,
+        /// Relay's own failures in the window so far (0 for the user's).
+        lenient pub failures: u64,
+        /// `benign`, `transient` or `persistent`.
+        lenient pub failure: Option<String>,
+        /// Pi's error text, or `null`.
+        lenient pub error: Option<String>,
+    }
 }
 
 impl Record for ResetFailedDetails {}
@@ -472,13 +462,14 @@ impl ResetFailedDetails {
     }
 }
 
-/// The `details` of a custom message whose text is its content (`relay/boot`,
-/// `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`):
-/// `{v}`. Earlier Relays wrote none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageDetails {
-    #[serde(default, deserialize_with = "lenient")]
-    pub v: u64,
+record_struct! {
+    /// The `details` of a custom message whose text is its content (`relay/boot`,
+    /// `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`):
+    /// `{v}`. Earlier Relays wrote none.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MessageDetails {
+        lenient pub v: u64,
+    }
 }
 
 impl Record for MessageDetails {}

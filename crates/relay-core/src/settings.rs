@@ -617,25 +617,34 @@ mod tests {
                 }
             }
         }
-        let (_, issues) = resolve(Some(json!({"reminderMarginTokens":0})), None);
-        assert_eq!(
-            issues[0].message,
-            "expected a whole number of tokens, at least 1, got 0; using the default (24576)"
-        );
-        let (cfg, issues) = resolve(Some(json!({"memoryTool":"no"})), None);
-        assert!(cfg.memory_tool);
-        assert_eq!(issues[0].path, "relay.memoryTool");
-        assert_eq!(
-            issues[0].message,
-            "expected true or false, got \"no\"; using the default (true)"
-        );
-        let (cfg, issues) = resolve(Some(json!({"continueAfterReset":"off"})), None);
-        assert!(cfg.continue_after_reset);
-        assert_eq!(issues[0].path, "relay.continueAfterReset");
-        assert_eq!(
-            issues[0].message,
-            "expected true or false, got \"off\"; using the default (true)"
-        );
+        // The whole message, and the default in force.
+        type Kept = fn(&RelayConfig) -> bool;
+        let worded: [(Value, &str, &str, Kept); 3] = [
+            (
+                json!({"reminderMarginTokens":0}),
+                "relay.reminderMarginTokens",
+                "expected a whole number of tokens, at least 1, got 0; using the default (24576)",
+                |c| c.reminder_margin_tokens == DEFAULT_REMINDER_MARGIN_TOKENS,
+            ),
+            (
+                json!({"memoryTool":"no"}),
+                "relay.memoryTool",
+                "expected true or false, got \"no\"; using the default (true)",
+                |c| c.memory_tool,
+            ),
+            (
+                json!({"continueAfterReset":"off"}),
+                "relay.continueAfterReset",
+                "expected true or false, got \"off\"; using the default (true)",
+                |c| c.continue_after_reset,
+            ),
+        ];
+        for (settings, path, message, kept) in worded {
+            let (cfg, issues) = resolve(Some(settings.clone()), None);
+            assert_eq!(issues[0].path, path, "{settings}");
+            assert_eq!(issues[0].message, message, "{settings}");
+            assert!(kept(&cfg), "{settings}: the default is in force");
+        }
     }
 
     #[test]
@@ -886,38 +895,23 @@ mod tests {
                 })
                 .path
         };
-        assert_eq!(
-            attributed("relay.budget.models.a/x.1.main.soft"),
-            "project settings (.pi/settings.json): relay.budget.models.a/x.1.main.soft"
-        );
-        assert_eq!(
-            attributed("relay.budget.models.a/x.1.main.hard"),
-            "global settings: relay.budget.models.a/x.1.main.hard"
-        );
-        assert_eq!(
-            attributed("relay.budget.enforceCwds[1]"),
-            "project settings (.pi/settings.json): relay.budget.enforceCwds[1]"
-        );
-        // A budget file's issue keeps its path.
-        assert_eq!(
-            attributed("/agent/context-budget.json"),
-            "/agent/context-budget.json"
-        );
-        assert_eq!(attributed("relayx.y"), "relayx.y");
-        // Quoted model keys (as the budget module and the reserve lookup write them).
-        assert_eq!(
-            attributed("relay.budget.models.\"a/x.1\".main.soft"),
-            "project settings (.pi/settings.json): relay.budget.models.\"a/x.1\".main.soft"
-        );
-        assert_eq!(
-            attributed("relay.budget.models.\"a/x.1\".main.hard"),
-            "global settings: relay.budget.models.\"a/x.1\".main.hard"
-        );
-        assert_eq!(
-            attributed("relay.budget.models.\"a/x.2\".main.hard"),
-            "global settings: relay.budget.models.\"a/x.2\".main.hard",
-            "a key the project does not hold is the global file's"
-        );
+        const PROJECT: &str = "project settings (.pi/settings.json): ";
+        const GLOBAL: &str = "global settings: ";
+        for (path, file) in [
+            ("relay.budget.models.a/x.1.main.soft", PROJECT),
+            ("relay.budget.models.a/x.1.main.hard", GLOBAL),
+            ("relay.budget.enforceCwds[1]", PROJECT),
+            // A budget file's issue keeps its path.
+            ("/agent/context-budget.json", ""),
+            ("relayx.y", ""),
+            // Quoted model keys (as the budget module and the reserve lookup write them).
+            ("relay.budget.models.\"a/x.1\".main.soft", PROJECT),
+            ("relay.budget.models.\"a/x.1\".main.hard", GLOBAL),
+            // A key the project does not hold is the global file's.
+            ("relay.budget.models.\"a/x.2\".main.hard", GLOBAL),
+        ] {
+            assert_eq!(attributed(path), format!("{file}{path}"));
+        }
     }
 
     #[test]
@@ -979,20 +973,20 @@ mod tests {
 
     #[test]
     fn the_role_setting_is_validated() {
-        for (v, want) in [
-            (json!("main"), Some(Role::Main)),
-            (json!("subagent"), Some(Role::Subagent)),
+        for (v, want, warnings) in [
+            (json!("main"), Some(Role::Main), &[][..]),
+            (json!("subagent"), Some(Role::Subagent), &[]),
+            (
+                json!("child"),
+                None,
+                &["relay.role: expected \"main\" or \"subagent\", got \"child\"; using the default (the hosting rule decides)"],
+            ),
         ] {
             let (cfg, issues) = resolve(Some(json!({ "role": v })), None);
-            assert!(issues.is_empty());
-            assert_eq!(cfg.role, want);
+            let shown: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            assert_eq!(shown, warnings, "{v}");
+            assert_eq!(cfg.role, want, "{v}");
         }
-        let (cfg, issues) = resolve(Some(json!({"role": "child"})), None);
-        assert_eq!(cfg.role, None);
-        assert_eq!(
-            issues[0].to_string(),
-            "relay.role: expected \"main\" or \"subagent\", got \"child\"; using the default (the hosting rule decides)"
-        );
     }
 
     /// The reminder threshold scales to small windows: the reserve counts at most half the

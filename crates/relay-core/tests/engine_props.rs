@@ -968,6 +968,10 @@ impl Host {
             }
         }
         self.check_hook(hook, &extra, &reply, enabled_before)?;
+        // The adapter appends the hook's entries first, then runs its effects.
+        for marker in &reply.appends {
+            self.custom(&marker.custom_type, &marker.data);
+        }
         self.run_effects(hook, &reply)?;
         Ok(reply)
     }

@@ -46,9 +46,15 @@ impl Engine {
         }
         let tokens = moment.usage.and_then(|u| u.tokens);
         let trigger = self.clear_trigger(moment);
-        // Below the trigger nothing is read: the window's results are walked (O(window)) only
-        // at a turn end past it.
+        // Below the trigger nothing is read. Past it, the running total says whether the old
+        // results free enough (O(keep)); the window's results are walked (O(window)) only for a
+        // clearing that happens.
         if tokens.zip(trigger).is_none_or(|(t, trigger)| t < trigger) {
+            return false;
+        }
+        let keep = usize::try_from(cfg.keep).unwrap_or(usize::MAX);
+        let freeable = self.mirror.clearable_tokens(&cfg.exclude_tools, keep);
+        if freeable == 0 || freeable < cfg.clear_at_least {
             return false;
         }
         let window_id = self.mirror.history.current_window_id();

@@ -203,6 +203,7 @@ impl Output {
             effects: reply.effects,
             result: reply.result,
             continue_run: reply.continue_run,
+            appends: reply.appends,
             ..Output::default()
         }
     }

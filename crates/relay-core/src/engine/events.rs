@@ -500,10 +500,9 @@ impl Engine {
         if !self.budget.guard_off || reason == "overflow" {
             return Some(false);
         }
-        let window = self.mirror.current_window().start;
-        match self.native.armed {
-            Some((w, false)) if w == window => {
-                self.native.armed = Some((w, true));
+        match self.mirror.current_window().native_fallback() {
+            Some(false) => {
+                reply.appends.push(self.native_fallback_record(true));
                 self.native.passed = false;
                 let event = self.telemetry_event(
                     "native_compaction_fallback",

@@ -15,8 +15,9 @@
 use serde_json::Value;
 
 use super::wire::{
-    Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE, REMINDER_TYPE,
-    RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE,
+    NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE,
+    STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
@@ -26,12 +27,14 @@ use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::records::{
-    ClearingRecord, HandoffRecord, Record, ReminderDetails, ResetFailedDetails, WindowRecord,
+    ClearingRecord, HandoffRecord, NativeFallbackRecord, Record, ReminderDetails,
+    ResetFailedDetails, WindowRecord,
 };
 use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
 
+mod clearable;
 mod load;
 mod usage;
 
@@ -57,6 +60,11 @@ pub(super) struct WindowState {
     /// or a persistent one): the compaction-failure fallback is armed from here on, also after a
     /// reload or a new process (`Mirror::policy_state`).
     pub(super) gave_up_at: Option<usize>,
+    /// The guard-off native fallback of this window (`relay/native-fallback` records): where
+    /// Pi's own summarizer failed (the window earned one mechanical reset), and where that reset
+    /// was chosen (spent). Positions, so that a navigation keeps them exact.
+    pub(super) native_failed_at: Option<usize>,
+    pub(super) native_spent_at: Option<usize>,
     /// Positions of the window's user messages, oldest first: the boot block of an automatic
     /// reset repeats the newest of them (their texts are in the history arena), and an overflow
     /// reset restates the newest as the dropped request. Positions only, so a navigation keeps it
@@ -107,6 +115,13 @@ impl WindowState {
     /// and neither user input nor a successful answer has re-armed recovery since.
     pub(super) fn overflow_retry_spent(&self) -> bool {
         self.opened_by_overflow && self.rearmed_at.is_none()
+    }
+
+    /// The guard-off native fallback: `None` while Pi's summarizer has not failed in the window,
+    /// else whether its one mechanical reset was chosen already (`true`: spent).
+    pub(super) fn native_fallback(&self) -> Option<bool> {
+        self.native_failed_at
+            .map(|_| self.native_spent_at.is_some())
     }
 
     /// The window was opened by a reset and nothing happened in it since: no user message, no
@@ -177,6 +192,9 @@ pub(super) struct Mirror {
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
     /// first: position, window id, tokens freed.
     pub(super) clearings: Vec<(usize, String, u64)>,
+    /// What a clearing of the current window would free, kept as the window grows (see
+    /// `mirror/clearable.rs`).
+    clearable: std::cell::RefCell<clearable::Clearable>,
     /// Replaying a whole branch: applied resets are history, not callbacks.
     pub(super) replaying: bool,
     /// The windows before the current one were skimmed (their messages without texts, see
@@ -203,6 +221,7 @@ impl Mirror {
             subagent_ids: Vec::new(),
             written_handoff: None,
             clearings: Vec::new(),
+            clearable: Default::default(),
             written_jobs: None,
             written_workspace: None,
             committed_handoffs: Vec::new(),
@@ -584,6 +603,19 @@ impl Mirror {
                     self.current.watch_check = Some((pos, check.0, check.1));
                 }
             }
+            t if t == NATIVE_FALLBACK_TYPE => {
+                // A record written for another window (the window changed before it was fed)
+                // does not stand for this one.
+                let record = NativeFallbackRecord::read(data)
+                    .filter(|r| r.window_id == self.history.current_window_id());
+                if let Some(r) = record {
+                    if r.spent {
+                        self.current.native_spent_at.get_or_insert(pos);
+                    } else {
+                        self.current.native_failed_at.get_or_insert(pos);
+                    }
+                }
+            }
             t if t == RESUME_CHECK_TYPE => {
                 if let Some(check) =
                     super::resume::window_check(data, self.history.current_window_id())
@@ -600,6 +632,7 @@ impl Mirror {
         if !self.history.truncate_after(id) {
             return false;
         }
+        *self.clearable.get_mut() = Default::default();
         let len = self.history.entry_count();
         self.drop_windows_from(len);
         self.forget_window_positions_from(len);
@@ -656,6 +689,12 @@ impl Mirror {
         }
         if w.gave_up_at.is_some_and(|p| p >= len) {
             w.gave_up_at = None;
+        }
+        if w.native_failed_at.is_some_and(|p| p >= len) {
+            w.native_failed_at = None;
+        }
+        if w.native_spent_at.is_some_and(|p| p >= len) {
+            w.native_spent_at = None;
         }
         while w.user_at.last().is_some_and(|&p| p >= len) {
             w.user_at.pop();

@@ -85,14 +85,14 @@ pub use wire::{
     Event, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
     PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts,
     BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
-    HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE,
-    STEER_TYPE, WATCH_CHECK_TYPE,
+    HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
+    RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
 use crate::notes::Notes;
 use crate::policy::{classify_compact_failure, FailureKind, PolicyInput};
-use crate::records::Record;
+use crate::records::{CustomRecord, Record};
 use crate::render::{
     render_futile_threshold, render_native_fallback_notice, render_overflow_exhausted,
     render_overflow_recovery_off, render_reset_failed, render_reset_failed_notice,
@@ -102,13 +102,12 @@ use crate::scheduler::{AttemptId, ResetSource, SchedInput, Scheduler};
 /// While the shared context guard is off, Pi's own summarizer runs for `/compact` and threshold
 /// compactions. When it fails, the window gets one bounded mechanical fallback: the next such
 /// compaction hook in that window is answered with Relay's reset (the earlier user input, no
-/// summarizer), once.
+/// summarizer), once. Whether the window's fallback is armed or spent is on the branch
+/// (`relay/native-fallback` records, [`mirror::WindowState::native_fallback`]).
 #[derive(Debug, Clone, Default)]
 struct NativeFallback {
     /// A manual or threshold compaction passed through to Pi's summarizer and not finished yet.
     passed: bool,
-    /// The window whose native summarizer failed, and whether its fallback was used.
-    armed: Option<(usize, bool)>,
 }
 
 /// The failure of a reset Relay owns that arms the budget fallback ("compaction failure") in
@@ -187,8 +186,7 @@ pub struct Engine {
     /// about: one warning per window (a UI courtesy, not state the branch must hold).
     futile_warned: Option<usize>,
     /// The guard-off pass-through of Pi's own summarizer (seed 004): the reason of the manual or
-    /// threshold compaction Relay let through, until its outcome; and the window (its start
-    /// position) in which a failed one earned its one mechanical fallback, `true` once spent.
+    /// threshold compaction Relay let through, until its outcome.
     native: NativeFallback,
     /// The `nowMs` of the agent's latest activity (any observation of a run, from
     /// `before_agent_start` to `agent_settled`); `None` until this process saw one. New input
@@ -416,6 +414,16 @@ impl Engine {
         }
     }
 
+    /// The current window's `relay/native-fallback` record: armed, or `spent`.
+    fn native_fallback_record(&self, spent: bool) -> Marker {
+        crate::records::NativeFallbackRecord {
+            v: crate::records::VERSION,
+            window_id: self.mirror.history.current_window_id().to_string(),
+            spent,
+        }
+        .marker()
+    }
+
     /// Pi's summarizer failed while the guard let it run: arm this window's one mechanical
     /// fallback (unless it was used already) and tell the user what comes next.
     fn arm_native_fallback(
@@ -424,11 +432,10 @@ impl Engine {
         moment: &Moment,
         reply: &mut HookReply,
     ) {
-        let window = self.mirror.current_window().start;
-        if self.native.armed.is_some_and(|(w, _)| w == window) {
+        if self.mirror.current_window().native_fallback().is_some() {
             return;
         }
-        self.native.armed = Some((window, false));
+        reply.appends.push(self.native_fallback_record(false));
         let event = self.telemetry_event(
             "native_compaction_failed",
             serde_json::json!({ "reason": reason }),

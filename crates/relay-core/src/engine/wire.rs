@@ -110,6 +110,11 @@ pub const CLEARING_TYPE: &str = "relay/clear-tool-results";
 /// customType of the record of a new window's stale-handoff check (what differs between the
 /// workspace its handoff recorded and the workspace when the window started), for its window.
 pub const STALE_CHECK_TYPE: &str = "relay/stale-check";
+/// customType of the record that Pi's own summarizer (let through while the context guard is
+/// off) failed in a window, and of the record that the window's one mechanical fallback was
+/// used (`spent`): the fallback's state is a projection of the branch, so /reload and `pi -c`
+/// keep it.
+pub const NATIVE_FALLBACK_TYPE: &str = "relay/native-fallback";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -734,6 +739,10 @@ pub struct HookReply {
     #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub continue_run: Option<bool>,
+    /// Entries to append before the effects (carried into the door's `Output::appends`).
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    pub appends: Vec<Marker>,
 }
 
 /// A message the `context` hook inserts into the request it is building, at `index` of the

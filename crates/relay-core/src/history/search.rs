@@ -6,7 +6,9 @@
 //! with a naive per-item `contains` in both orders. Search runs `memchr::memmem` over the text
 //! (or the window's range of it), only in the blocks where the block filter (`blocks.rs`) says
 //! the needle may start, and maps a hit back to its item by binary search; only those ranges are
-//! read back from the session file when the text is not in memory (`text.rs`). Without a filter
+//! read back from the session file when the text is not in memory, through one `SpanReader` per
+//! search (`text.rs`): each line is read once per search, and a hit's text is decoded once for
+//! its first match and the snippet the tool shows ([`HitText`]). Without a filter
 //! verdict (a needle under 4 or over a block's bytes) or with many candidate blocks, a
 //! newest-first search of a rare needle scans the rest of a large arena on two scoped threads,
 //! or the rest of the text read back chunk by chunk.
@@ -22,7 +24,9 @@ use memchr::memmem;
 
 use super::blocks::Needle;
 use super::store::{History, ItemMeta, Role};
-use super::text::TextUnavailable;
+use super::text::{SpanReader, TextUnavailable};
+use super::SNIPPET_CONTEXT_CHARS;
+use crate::text::{byte_at_char, byte_before_chars, char_count};
 
 /// A resolved filter: an item index range (a window, or everything) and optional exact matches.
 #[derive(Debug, Clone, Copy)]
@@ -116,148 +120,277 @@ impl History {
         }
     }
 
-    /// Up to `want` matching items with the byte offset of the first match inside each; an
-    /// error when a text the search needed could not be read back from the session file.
+    /// Up to `want` matching items, each with the first match inside it and the text the tools
+    /// show around it; an error when a text the search needed could not be read back from the
+    /// session file. An item read back from the file is decoded once for all of it.
     pub(super) fn search(
         &self,
         query: &str,
         f: &Filter,
         recent_first: bool,
         want: usize,
-    ) -> Result<Vec<(usize, usize)>, TextUnavailable> {
-        let mut hits = Vec::new();
+    ) -> Result<Vec<Hit>, TextUnavailable> {
         if f.impossible || f.lo >= f.hi {
-            return Ok(hits);
+            return Ok(Vec::new());
         }
         let needle = query.as_bytes();
-        let n = needle.len();
-        let forward = memmem::Finder::new(needle);
-        // The blocks where the needle may start (None: the block filter cannot judge it).
-        let trigrams = self.blocks.needle(needle);
-        let trigrams = trigrams.as_ref();
-        let first_in = |i: usize| -> Result<Option<usize>, TextUnavailable> {
-            let Some(m) = self.items.get(i) else {
-                return Ok(None);
-            };
-            if trigrams.is_some_and(|w| !self.may_hold(m, w, n)) {
-                return Ok(None);
-            }
-            Ok(forward.find(self.item_text(m)?.as_bytes()))
+        let mut scan = Scan {
+            h: self,
+            f,
+            n: needle.len(),
+            finder: memmem::Finder::new(needle),
+            // The blocks where the needle may start (None: the block filter cannot judge it).
+            trigrams: self.blocks.needle(needle),
+            reader: SpanReader::new(self),
+            want,
+            hits: Vec::new(),
         };
-
         // A selective filter: search only the candidate items.
         if let Some(list) = self.narrowest_list(f) {
             if list.len().saturating_mul(8) < f.hi - f.lo {
-                let mut failed = None;
-                self.for_each_candidate(f, recent_first, |i| match first_in(i) {
-                    Ok(found) => {
-                        if let Some(at) = found {
-                            hits.push((i, at));
-                        }
-                        hits.len() < want
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        false
-                    }
-                });
-                return match failed {
-                    Some(e) => Err(e),
-                    None => Ok(hits),
-                };
+                scan.candidates(recent_first)?;
+                return Ok(scan.hits);
             }
         }
-
-        // The text range of the filter's items (`lo < hi <= items.len()` in every filter).
-        let (Some(first), Some(last)) = (self.items.get(f.lo), self.items.get(f.hi - 1)) else {
-            return Ok(hits);
-        };
-        let (lo, hi) = (first.start, last.end);
-        let item_at = |p: usize| self.items.partition_point(|m| m.end <= p);
         if recent_first {
-            // memmem's reverse finder has no SIMD prefilter; instead scan chunks from the end
-            // with the forward finder and walk each chunk's matches backwards. The chunk starts
-            // small (a common needle stops early) and doubles after every chunk that did not
-            // finish the search, up to a few MiB, so that a rare needle scans at forward speed.
-            let max_chunk = self.tuning.max_chunk;
-            let mut chunk = self.tuning.first_chunk.max(4 * n);
-            let mut end = hi;
-            let mut positions = Vec::new();
-            while end > lo && hits.len() < want {
-                let mut cstart = end.saturating_sub(chunk).max(lo);
-                positions.clear();
-                if chunk >= max_chunk && end - lo >= self.tuning.bulk_scan_min {
-                    // Still searching after the largest chunk: the needle is rare here. Collect
-                    // the matches of everything that is left at once: in the blocks where it may
-                    // start when they are few, else all of it.
-                    cstart = lo;
-                    let runs = trigrams.map(|w| self.candidate_runs(w, lo, end, n));
-                    match runs {
-                        Some(runs)
-                            if runs.iter().map(|(a, b)| b - a).sum::<usize>() * 4 < end - lo =>
-                        {
-                            for (a, b) in runs {
-                                self.collect_all(&forward, a, b, &mut positions)?;
-                            }
-                        }
-                        _ => self.all_matches(&forward, lo, end, n, &mut positions)?,
-                    }
-                } else if let Some(w) = trigrams {
-                    for (a, b) in self.candidate_runs(w, cstart, end, n) {
-                        self.collect_all(&forward, a, b, &mut positions)?;
-                    }
-                } else {
-                    // Overlapping matches too: a later overlapping one may be the valid one.
-                    self.collect_all(&forward, cstart, end, &mut positions)?;
+            scan.newest_first()?;
+        } else {
+            scan.oldest_first()?;
+        }
+        Ok(scan.hits)
+    }
+}
+
+/// A matching item: its index and what the tools show of its first match (see [`HitText`]).
+#[derive(Debug, Clone)]
+pub(super) struct Hit {
+    pub(super) item: usize,
+    pub(super) text: HitText,
+}
+
+/// What the search tool shows of a hit, cut from the item's text while the search held it:
+/// where the match starts and where the snippet starts (characters), and the snippet (up to
+/// [`SNIPPET_CONTEXT_CHARS`] characters each side of the match).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HitText {
+    pub(super) match_chars: usize,
+    pub(super) snippet_chars: usize,
+    pub(super) snippet: String,
+}
+
+impl HitText {
+    /// The hit at byte `at` (a match of `n` bytes) of `text`; `None` when `at` is not where a
+    /// match of the item can be.
+    fn of(text: &str, at: usize, n: usize) -> Option<HitText> {
+        let before = text.get(..at)?;
+        let after = text.get(at + n..)?;
+        let match_chars = char_count(before);
+        let snippet_from = byte_before_chars(before, SNIPPET_CONTEXT_CHARS);
+        let snippet_to = at + n + byte_at_char(after, SNIPPET_CONTEXT_CHARS);
+        let lead = before.get(snippet_from..)?;
+        Some(HitText {
+            match_chars,
+            snippet_chars: match_chars - char_count(lead),
+            snippet: text.get(snippet_from..snippet_to)?.to_string(),
+        })
+    }
+}
+
+/// One search in progress: the needle, the filter, the reader of the text and the hits so far.
+struct Scan<'h, 'f> {
+    h: &'h History,
+    f: &'f Filter,
+    n: usize,
+    finder: memmem::Finder<'f>,
+    trigrams: Option<Needle>,
+    reader: SpanReader<'h>,
+    want: usize,
+    hits: Vec<Hit>,
+}
+
+impl Scan<'_, '_> {
+    fn done(&self) -> bool {
+        self.hits.len() >= self.want
+    }
+
+    /// Item `i` when it matches: its first match, found in its text (decoded once, also for the
+    /// snippet).
+    fn item_hit(&mut self, i: usize) -> Result<Option<Hit>, TextUnavailable> {
+        let Some(m) = self.h.items.get(i) else {
+            return Ok(None);
+        };
+        if self
+            .trigrams
+            .as_ref()
+            .is_some_and(|w| !self.h.may_hold(m, w, self.n))
+        {
+            return Ok(None);
+        }
+        let text = self.reader.item_text(i)?;
+        let Some(at) = self.finder.find(text.as_bytes()) else {
+            return Ok(None);
+        };
+        Ok(HitText::of(&text, at, self.n).map(|text| Hit { item: i, text }))
+    }
+
+    /// The candidate items of a selective filter, in order, each searched alone.
+    fn candidates(&mut self, recent_first: bool) -> Result<(), TextUnavailable> {
+        let (h, f) = (self.h, self.f);
+        let mut failed = None;
+        h.for_each_candidate(f, recent_first, |i| match self.item_hit(i) {
+            Ok(found) => {
+                self.hits.extend(found);
+                !self.done()
+            }
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        });
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The text range of the filter's items (`lo < hi <= items.len()` in every filter).
+    fn range(&self) -> Option<(usize, usize)> {
+        let first = self.h.items.get(self.f.lo)?;
+        let last = self.h.items.get(self.f.hi - 1)?;
+        Some((first.start, last.end))
+    }
+
+    fn item_at(&self, p: usize) -> usize {
+        self.h.items.partition_point(|m| m.end <= p)
+    }
+
+    /// Oldest first: the next match from the end of the last hit on, mapped to its item.
+    fn oldest_first(&mut self) -> Result<(), TextUnavailable> {
+        let Some((mut start, hi)) = self.range() else {
+            return Ok(());
+        };
+        while start < hi && !self.done() {
+            let Some(p) = self.h.next_match(
+                &mut self.reader,
+                &self.finder,
+                self.trigrams.as_ref(),
+                start,
+                hi,
+                self.n,
+            )?
+            else {
+                break;
+            };
+            let i = self.item_at(p);
+            let Some(m) = self.h.items.get(i) else {
+                break;
+            };
+            if p + self.n <= m.end && self.h.matches(i, self.f) {
+                // The item's text is the reader's (read for the match) or in memory.
+                let text = self.reader.item_text(i)?;
+                if let Some(shown) = HitText::of(&text, p - m.start, self.n) {
+                    self.hits.push(Hit {
+                        item: i,
+                        text: shown,
+                    });
                 }
-                let mut bound = end;
-                for &p in positions.iter().rev() {
-                    if p + n > bound {
-                        continue;
+            }
+            start = m.end;
+        }
+        Ok(())
+    }
+
+    /// Newest first. memmem's reverse finder has no SIMD prefilter; instead scan chunks from
+    /// the end with the forward finder and walk each chunk's matches backwards. The chunk starts
+    /// small (a common needle stops early) and doubles after every chunk that did not finish
+    /// the search, up to a few MiB, so that a rare needle scans at forward speed.
+    fn newest_first(&mut self) -> Result<(), TextUnavailable> {
+        let Some((lo, hi)) = self.range() else {
+            return Ok(());
+        };
+        let (n, tuning) = (self.n, self.h.tuning);
+        let mut chunk = tuning.first_chunk.max(4 * n);
+        let mut end = hi;
+        let mut positions = Vec::new();
+        while end > lo && !self.done() {
+            let cstart = self.chunk_matches(lo, end, chunk, &mut positions)?;
+            let bound = self.walk_back(&positions, end)?;
+            if cstart == lo {
+                break;
+            }
+            // Matches starting before the chunk but ending inside it come next.
+            end = bound.min(cstart + n - 1);
+            chunk = (chunk * 2).min(tuning.max_chunk.max(4 * n));
+        }
+        Ok(())
+    }
+
+    /// Every match in the chunk of `chunk` bytes that ends at `end` into `positions`
+    /// (ascending); the chunk's start is returned. Still searching after the largest chunk (the
+    /// needle is rare here), the chunk is everything left: the blocks where the needle may start
+    /// when they are few, else all of it.
+    fn chunk_matches(
+        &mut self,
+        lo: usize,
+        end: usize,
+        chunk: usize,
+        positions: &mut Vec<usize>,
+    ) -> Result<usize, TextUnavailable> {
+        let (h, n) = (self.h, self.n);
+        positions.clear();
+        let cstart = end.saturating_sub(chunk).max(lo);
+        if chunk >= h.tuning.max_chunk && end - lo >= h.tuning.bulk_scan_min {
+            let runs = self
+                .trigrams
+                .as_ref()
+                .map(|w| h.candidate_runs(w, lo, end, n));
+            match runs {
+                Some(runs) if runs.iter().map(|(a, b)| b - a).sum::<usize>() * 4 < end - lo => {
+                    for (a, b) in runs {
+                        h.collect_all(&mut self.reader, &self.finder, a, b, positions)?;
                     }
-                    let i = item_at(p);
-                    let Some(m) = self.items.get(i) else {
-                        continue;
-                    };
-                    if p + n > m.end {
-                        // Spans into the next item: not a match.
-                        continue;
-                    }
-                    if self.matches(i, f) {
-                        // There is a match inside the item (at `p`), so its first one exists.
-                        if let Some(at) = first_in(i)? {
-                            hits.push((i, at));
-                            if hits.len() >= want {
-                                break;
-                            }
-                        }
-                    }
-                    bound = m.start;
                 }
-                if cstart == lo {
-                    break;
-                }
-                // Matches starting before the chunk but ending inside it come next.
-                end = bound.min(cstart + n - 1);
-                chunk = (chunk * 2).min(max_chunk.max(4 * n));
+                _ => h.all_matches(&mut self.reader, &self.finder, lo, end, n, positions)?,
+            }
+            return Ok(lo);
+        }
+        if let Some(w) = &self.trigrams {
+            for (a, b) in h.candidate_runs(w, cstart, end, n) {
+                h.collect_all(&mut self.reader, &self.finder, a, b, positions)?;
             }
         } else {
-            let mut start = lo;
-            while start < hi && hits.len() < want {
-                let Some(p) = self.next_match(&forward, trigrams, start, hi, n)? else {
-                    break;
-                };
-                let i = item_at(p);
-                let Some(m) = self.items.get(i) else {
-                    break;
-                };
-                if p + n <= m.end && self.matches(i, f) {
-                    hits.push((i, p - m.start));
-                }
-                start = m.end;
-            }
+            // Overlapping matches too: a later overlapping one may be the valid one.
+            h.collect_all(&mut self.reader, &self.finder, cstart, end, positions)?;
         }
-        Ok(hits)
+        Ok(cstart)
+    }
+
+    /// Walks a chunk's matches backwards (none past `end`), adding each matching item once
+    /// with its first match; returns the start of the oldest item walked (`end` if none).
+    fn walk_back(&mut self, positions: &[usize], end: usize) -> Result<usize, TextUnavailable> {
+        let n = self.n;
+        let mut bound = end;
+        for &p in positions.iter().rev() {
+            if p + n > bound {
+                continue;
+            }
+            let i = self.item_at(p);
+            let Some(m) = self.h.items.get(i) else {
+                continue;
+            };
+            if p + n > m.end {
+                // Spans into the next item: not a match.
+                continue;
+            }
+            if self.h.matches(i, self.f) {
+                // There is a match inside the item (at `p`), so its first one exists.
+                if let Some(hit) = self.item_hit(i)? {
+                    self.hits.push(hit);
+                    if self.done() {
+                        break;
+                    }
+                }
+            }
+            bound = m.start;
+        }
+        Ok(bound)
     }
 }
 
@@ -307,6 +440,7 @@ impl History {
     /// cannot start when the block filter can judge it.
     fn next_match(
         &self,
+        reader: &mut SpanReader<'_>,
         finder: &memmem::Finder<'_>,
         trigrams: Option<&Needle>,
         start: usize,
@@ -314,7 +448,7 @@ impl History {
         n: usize,
     ) -> Result<Option<usize>, TextUnavailable> {
         let Some(trigrams) = trigrams else {
-            return self.find_first(finder, start, hi, n);
+            return self.find_first(reader, finder, start, hi, n);
         };
         if hi < start + n {
             return Ok(None);
@@ -334,7 +468,7 @@ impl History {
             }
             let a = (b * block).max(start);
             let z = ((e + 1) * block + n - 1).min(hi);
-            if let Some(p) = self.find_first(finder, a, z, n)? {
+            if let Some(p) = self.find_first(reader, finder, a, z, n)? {
                 return Ok(Some(p));
             }
             b = e + 1;
@@ -346,6 +480,7 @@ impl History {
     /// text read back.
     fn find_first(
         &self,
+        reader: &mut SpanReader<'_>,
         finder: &memmem::Finder<'_>,
         from: usize,
         to: usize,
@@ -357,7 +492,7 @@ impl History {
         let mut at = from;
         while at + n <= to {
             let stop = (at + self.tuning.max_chunk + n - 1).min(to);
-            let hay = self.text_span(at, stop)?;
+            let hay = reader.span(at, stop)?;
             if let Some(r) = finder.find(&hay) {
                 return Ok(Some(at + r));
             }
@@ -369,12 +504,13 @@ impl History {
     /// Every (also overlapping) match wholly inside `[from, to)`, appended in ascending order.
     fn collect_all(
         &self,
+        reader: &mut SpanReader<'_>,
         finder: &memmem::Finder<'_>,
         from: usize,
         to: usize,
         out: &mut Vec<usize>,
     ) -> Result<(), TextUnavailable> {
-        let hay = self.text_span(from, to)?;
+        let hay = reader.span(from, to)?;
         let mut at = 0;
         while let Some(r) = hay.get(at..).and_then(|h| finder.find(h)) {
             out.push(from + at + r);
@@ -388,6 +524,7 @@ impl History {
     /// not fill), else chunk by chunk of text read back, so that no more than a chunk is held.
     fn all_matches(
         &self,
+        reader: &mut SpanReader<'_>,
         finder: &memmem::Finder<'_>,
         lo: usize,
         end: usize,
@@ -409,7 +546,7 @@ impl History {
             let starts_before = (at + chunk).min(end);
             let stop = (starts_before + n - 1).min(end);
             let mut found = Vec::new();
-            self.collect_all(finder, at, stop, &mut found)?;
+            self.collect_all(reader, finder, at, stop, &mut found)?;
             out.extend(found.into_iter().filter(|&p| p < starts_before));
             at = starts_before;
         }

@@ -1320,9 +1320,14 @@ mod file_backed {
     use proptest::prelude::*;
     use std::sync::{Arc, RwLock};
 
-    /// A session file in memory, read as the host reads one (bytes at an offset), counting reads.
+    /// A session file in memory, read as the host reads one (bytes at an offset), counting reads
+    /// and the bytes they read.
     #[derive(Debug, Default)]
-    struct MemFile(RwLock<Vec<u8>>, std::sync::atomic::AtomicUsize);
+    struct MemFile(
+        RwLock<Vec<u8>>,
+        std::sync::atomic::AtomicUsize,
+        std::sync::atomic::AtomicUsize,
+    );
 
     impl LineSource for MemFile {
         fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<(), String> {
@@ -1330,8 +1335,22 @@ mod file_backed {
             let file = self.0.read().unwrap();
             let from = (offset as usize).min(file.len());
             let to = from.saturating_add(len).min(file.len());
+            self.2
+                .fetch_add(to - from, std::sync::atomic::Ordering::Relaxed);
             out.extend_from_slice(&file[from..to]);
             Ok(())
+        }
+    }
+
+    impl MemFile {
+        /// (reads, bytes read) so far.
+        fn counts(&self) -> (usize, usize) {
+            use std::sync::atomic::Ordering::Relaxed;
+            (self.1.load(Relaxed), self.2.load(Relaxed))
+        }
+
+        fn len(&self) -> usize {
+            self.0.read().unwrap().len()
         }
     }
 
@@ -1475,6 +1494,94 @@ mod file_backed {
         assert_eq!(ids(&found), vec!["e638", "e427", "e216", "e5"]);
     }
 
+    /// An item far longer than a chunk (a huge tool output), scanned chunk by chunk in both
+    /// orders: its line is read once per search, not once per chunk (each chunk read the whole
+    /// line again before: 60 times the file here, in 61 reads).
+    #[test]
+    fn a_long_item_is_read_once_per_scan_not_once_per_chunk() {
+        let mut items: Vec<Item> = (0..6)
+            .map(|i| (i as u8 % 2, format!("small {i}")))
+            .collect();
+        items.push((2, format!("{}zq{}", "long output ".repeat(20_000), "tail")));
+        items.push((1, "done".into()));
+        let tuning = Tuning {
+            first_chunk: 256,
+            max_chunk: 4096,
+            bulk_scan_min: 1 << 12,
+            recent: 0,
+            ..SMALL
+        };
+        let (held, indexed, file) = both_with(&items, tuning);
+        for recent in [false, true] {
+            // "zq" is under a trigram's length: no block filter, every chunk is scanned.
+            let q = json!({"query": "zq", "recent_first": recent});
+            let before = file.counts();
+            assert_eq!(
+                ok(indexed.search_contents(&q)),
+                ok(held.search_contents(&q))
+            );
+            let (reads, bytes) = file.counts();
+            assert!(
+                bytes - before.1 <= file.len(),
+                "recent_first {recent}: {} bytes read ({} reads) of a {}-byte file",
+                bytes - before.1,
+                reads - before.0,
+                file.len()
+            );
+        }
+    }
+
+    /// A hit on an item read back from the file is read once: for the match and for the snippet
+    /// the tool shows (each hit was read again for its snippet before, and a newest-first hit a
+    /// third time for its first match).
+    #[test]
+    fn a_hit_read_back_is_read_once() {
+        // Every 20th item a bash result (a selective filter), three of them with the needle.
+        let items: Vec<Item> = (0..300)
+            .map(|i| {
+                if i % 20 == 0 {
+                    let text = if i % 100 == 0 {
+                        "an ab in it"
+                    } else {
+                        "nothing"
+                    };
+                    (2, format!("result {i}: {text}"))
+                } else {
+                    (0, format!("request {i}"))
+                }
+            })
+            .collect();
+        let (held, indexed, file) = both_with(&items, Tuning { recent: 0, ..SMALL });
+        let same = |q: Value| {
+            let before = file.counts().0;
+            assert_eq!(
+                ok(indexed.search_contents(&q)),
+                ok(held.search_contents(&q))
+            );
+            file.counts().0 - before
+        };
+        // The 15 bash results are searched one by one ("ab" is under a trigram's length: none
+        // is skipped): one read each, the three hits included.
+        for recent in [false, true] {
+            let found = ok(indexed.search_contents(
+                &json!({"query": "ab", "tool_name": "bash", "recent_first": recent}),
+            ));
+            assert_eq!(found["items"].as_array().unwrap().len(), 3);
+            assert_eq!(
+                same(json!({"query": "ab", "tool_name": "bash", "recent_first": recent})),
+                15
+            );
+        }
+        // A scan of the whole history: the lines are read in a few reads of neighbouring lines,
+        // and no hit is read again after them.
+        let spans = |recent: bool| same(json!({"query": "ab", "recent_first": recent}));
+        let (oldest, newest) = (spans(false), spans(true));
+        assert!(
+            oldest <= 2 && newest <= 8,
+            "reads: oldest first {oldest}, newest first {newest}"
+        );
+    }
+
     /// The newest texts of a loaded history stay in memory (about `Tuning::recent` bytes): a
     /// search that stops among them and a read of one of them read nothing back.
     #[test]
@@ -1483,7 +1590,7 @@ mod file_backed {
             .map(|i| (i as u8 % 3, format!("item {i} {}", "w".repeat(40))))
             .collect();
         let (held, indexed, file) = both(&items);
-        let reads = || file.1.load(std::sync::atomic::Ordering::Relaxed);
+        let reads = || file.counts().0;
         let recent = indexed.recent.text.len();
         assert!(
             recent > SMALL.recent / 2 && recent <= SMALL.recent + SMALL.recent / 4,

@@ -17,6 +17,7 @@
 )]
 
 use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 
 use super::store::{item_parts, text_check, History, ItemMeta};
 use crate::entry::{last_entry_of_line, EntryKind, LineAt};
@@ -68,62 +69,6 @@ impl History {
                     .map(Cow::Owned)
             }
         }
-    }
-
-    /// Bytes `[lo, hi)` of the history's text (every item's text, one after another): borrowed
-    /// when they are in the arena in one piece, else put together, reading the lines of the items
-    /// held only in the file (neighbouring lines in one read).
-    pub(super) fn text_span(&self, lo: usize, hi: usize) -> Result<Cow<'_, [u8]>, TextUnavailable> {
-        if let Some(bytes) = self.arena_span(lo, hi) {
-            return Ok(Cow::Borrowed(bytes));
-        }
-        let a = self.items.partition_point(|m| m.end <= lo);
-        let b = self.items.partition_point(|m| m.start < hi);
-        let items = self.items.get(a..b).unwrap_or_default();
-        let mut out = Vec::with_capacity(hi - lo);
-        let mut lines = Vec::new();
-        let mut lines_from = 0u64;
-        for (k, m) in items.iter().enumerate() {
-            let text: Cow<'_, [u8]> = match m.place() {
-                Place::Arena(x) => Cow::Borrowed(
-                    self.arena
-                        .as_bytes()
-                        .get(x..x + (m.end - m.start))
-                        .unwrap_or_default(),
-                ),
-                Place::Line(_) if self.recent_text(m).is_some() => {
-                    Cow::Borrowed(self.recent_text(m).unwrap_or_default())
-                }
-                Place::Line(at) => {
-                    let end = at.offset + u64::from(at.len);
-                    let held = at.offset >= lines_from && end <= lines_from + lines.len() as u64;
-                    if !held {
-                        // Read on to the last line of this span's items when it is near.
-                        let reach = items
-                            .get(k..)
-                            .unwrap_or_default()
-                            .iter()
-                            .filter_map(|m| match m.place() {
-                                Place::Line(l) => Some(l.offset + u64::from(l.len)),
-                                Place::Arena(_) => None,
-                            })
-                            .take_while(|&e| e >= end && e - at.offset <= READ_AHEAD)
-                            .last()
-                            .unwrap_or(end);
-                        lines.clear();
-                        lines_from = at.offset;
-                        self.read_lines(at, reach - at.offset, &mut lines)?;
-                    }
-                    let from = (at.offset - lines_from) as usize;
-                    let line = lines.get(from..from + at.len as usize).unwrap_or_default();
-                    Cow::Owned(self.text_of_line(m, line)?.into_bytes())
-                }
-            };
-            let from = lo.saturating_sub(m.start);
-            let to = hi.min(m.end) - m.start;
-            out.extend_from_slice(text.get(from..to).unwrap_or_default());
-        }
-        Ok(Cow::Owned(out))
     }
 
     /// Bytes `[lo, hi)` of the history's text when they are in memory in one piece: in the
@@ -214,5 +159,146 @@ impl History {
             EntryKind::CustomMessage { text, .. } => text,
             _ => String::new(),
         })
+    }
+}
+
+/// Reads spans of the history's text (every item's text, one after another), remembering what
+/// it read: the file's lines last read (neighbouring lines in one read) and the items decoded
+/// from them lately. A search reads its chunks through one reader, so that an item that spans
+/// many chunks (a huge tool output) is read and decoded once, not once per chunk, and the
+/// lines a read-ahead brought in are not read again by the next chunk: reading a range chunk by
+/// chunk reads each line once.
+pub(super) struct SpanReader<'h> {
+    h: &'h History,
+    /// Lines of the file from byte `lines_from` on.
+    lines: Vec<u8>,
+    lines_from: u64,
+    /// The items decoded from the file lately, by index, oldest first in `order`: about
+    /// [`KEEP_DECODED`] bytes of texts (always the newest one), so that a hit found in a span
+    /// is not decoded again for its first match and snippet.
+    decoded: HashMap<usize, String>,
+    order: VecDeque<usize>,
+    decoded_bytes: usize,
+}
+
+/// Bytes of decoded texts a [`SpanReader`] keeps (more when its newest item alone is larger).
+const KEEP_DECODED: usize = 2 * READ_AHEAD as usize;
+
+impl<'h> SpanReader<'h> {
+    pub(super) fn new(h: &'h History) -> Self {
+        SpanReader {
+            h,
+            lines: Vec::new(),
+            lines_from: 0,
+            decoded: HashMap::new(),
+            order: VecDeque::new(),
+            decoded_bytes: 0,
+        }
+    }
+
+    /// Bytes `[lo, hi)` of the history's text: borrowed when they are in memory in one piece,
+    /// else put together, reading the lines of the items held only in the file.
+    pub(super) fn span(&mut self, lo: usize, hi: usize) -> Result<Cow<'h, [u8]>, TextUnavailable> {
+        let h = self.h;
+        if let Some(bytes) = h.arena_span(lo, hi) {
+            return Ok(Cow::Borrowed(bytes));
+        }
+        let a = h.items.partition_point(|m| m.end <= lo);
+        let b = h.items.partition_point(|m| m.start < hi);
+        let items = h.items.get(a..b).unwrap_or_default();
+        let mut out = Vec::with_capacity(hi - lo);
+        for (k, m) in items.iter().enumerate() {
+            let (from, to) = (lo.saturating_sub(m.start), hi.min(m.end) - m.start);
+            let text: &[u8] = match m.place() {
+                Place::Arena(x) => h
+                    .arena
+                    .as_bytes()
+                    .get(x..x + (m.end - m.start))
+                    .unwrap_or_default(),
+                Place::Line(at) => match h.recent_text(m) {
+                    Some(text) => text,
+                    None => self
+                        .decoded(a + k, m, at, items.get(k..).unwrap_or_default())?
+                        .as_bytes(),
+                },
+            };
+            out.extend_from_slice(text.get(from..to).unwrap_or_default());
+        }
+        Ok(Cow::Owned(out))
+    }
+
+    /// The text of item `i`: borrowed from the arena or the recent texts, else decoded from its
+    /// line (once: the reader keeps the last item it decoded).
+    pub(super) fn item_text(&mut self, i: usize) -> Result<Cow<'_, str>, TextUnavailable> {
+        let h = self.h;
+        let Some(m) = h.items.get(i) else {
+            return Ok(Cow::Borrowed(""));
+        };
+        match m.place() {
+            Place::Line(at) if h.recent_text(m).is_none() => Ok(Cow::Borrowed(self.decoded(
+                i,
+                m,
+                at,
+                std::slice::from_ref(m),
+            )?)),
+            _ => h.item_text(m),
+        }
+    }
+
+    /// The text of item `index` (`m`, on line `at`), decoded from the lines read, reading them
+    /// first when they are not held: on to the last line of `rest` (the items of the span from
+    /// this one on) when it is near.
+    fn decoded(
+        &mut self,
+        index: usize,
+        m: &ItemMeta,
+        at: LineAt,
+        rest: &[ItemMeta],
+    ) -> Result<&str, TextUnavailable> {
+        if !self.decoded.contains_key(&index) {
+            let end = at.offset + u64::from(at.len);
+            let held =
+                at.offset >= self.lines_from && end <= self.lines_from + self.lines.len() as u64;
+            if !held {
+                let reach = rest
+                    .iter()
+                    .filter_map(|m| match m.place() {
+                        Place::Line(l) => Some(l.offset + u64::from(l.len)),
+                        Place::Arena(_) => None,
+                    })
+                    .take_while(|&e| e >= end && e - at.offset <= READ_AHEAD)
+                    .last()
+                    .unwrap_or(end);
+                self.lines.clear();
+                self.lines_from = at.offset;
+                self.h.read_lines(at, reach - at.offset, &mut self.lines)?;
+            }
+            let from = (at.offset - self.lines_from) as usize;
+            let line = self
+                .lines
+                .get(from..from + at.len as usize)
+                .unwrap_or_default();
+            let text = self.h.text_of_line(m, line)?;
+            if self.lines.len() as u64 > READ_AHEAD {
+                // A line longer than a read-ahead (a huge output) is not kept beside its text.
+                self.lines = Vec::new();
+                self.lines_from = 0;
+            }
+            self.keep(index, text);
+        }
+        Ok(self.decoded.get(&index).map_or("", String::as_str))
+    }
+
+    /// Keeps a decoded text, dropping the oldest past [`KEEP_DECODED`] bytes (never the newest).
+    fn keep(&mut self, index: usize, text: String) {
+        self.decoded_bytes += text.len();
+        self.decoded.insert(index, text);
+        self.order.push_back(index);
+        while self.decoded_bytes > KEEP_DECODED && self.order.len() > 1 {
+            if let Some(old) = self.order.pop_front() {
+                let freed = self.decoded.remove(&old).map_or(0, |t| t.len());
+                self.decoded_bytes -= freed;
+            }
+        }
     }
 }

@@ -15,12 +15,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::search::Filter;
-use super::store::{History, IdKey, Interner, ItemMeta, Role, NONE};
+use super::search::{Filter, Hit};
+use super::store::{History, IdKey, Interner, Role, NONE};
 use super::text::TextUnavailable;
-use super::SNIPPET_CONTEXT_CHARS;
 use crate::args;
-use crate::text::{byte_at_char, byte_before_chars, char_count};
+use crate::text::{byte_at_char, char_count};
 use crate::ToolOutput;
 
 impl History {
@@ -305,14 +304,10 @@ impl History {
         let mut budget = args::ResultBudget::default();
         let mut capped = false;
         let mut items: Vec<Value> = Vec::new();
-        for (i, at) in hits.into_iter().skip(offset).take(limit) {
-            let v = match self.hit_json(i, at, query, &budget) {
-                Ok(Some(v)) => v,
-                Ok(None) => {
-                    capped = true;
-                    break;
-                }
-                Err(e) => return unreadable(TOOL, &e),
+        for hit in hits.iter().skip(offset).take(limit) {
+            let Some(v) = self.hit_json(hit, &budget) else {
+                capped = true;
+                break;
             };
             if !budget.take(&v) {
                 capped = true;
@@ -405,46 +400,15 @@ impl History {
     }
 
     /// A search hit: the item, where its first match starts (in characters) and the snippet
-    /// around it. `at` is the byte offset of the match in the item's text.
+    /// around it, as the search cut them from the item's text (no text is read again here).
     /// The snippet is cut to what `budget` leaves (a very long query); `None` when nothing fits.
-    fn hit_json(
-        &self,
-        i: usize,
-        at: usize,
-        query: &str,
-        budget: &args::ResultBudget,
-    ) -> Result<Option<Value>, TextUnavailable> {
-        let Some(m) = self.items.get(i) else {
-            return Ok(None);
-        };
-        let text = self.item_text(m)?;
-        Ok(self.hit_in(i, m, &text, at, query, budget))
-    }
-
-    /// [`History::hit_json`] for the item's text.
-    fn hit_in(
-        &self,
-        i: usize,
-        m: &ItemMeta,
-        text: &str,
-        at: usize,
-        query: &str,
-        budget: &args::ResultBudget,
-    ) -> Option<Value> {
-        let before = text.get(..at)?;
-        let after = text.get(at + query.len()..)?;
-        let match_chars = char_count(before);
-        let snippet_from = byte_before_chars(before, SNIPPET_CONTEXT_CHARS);
-        let snippet_to = at + query.len() + byte_at_char(after, SNIPPET_CONTEXT_CHARS);
-        let lead = before.get(snippet_from..)?;
-        let mut v = self.item_head(i);
+    fn hit_json(&self, hit: &Hit, budget: &args::ResultBudget) -> Option<Value> {
+        let m = self.items.get(hit.item)?;
+        let mut v = self.item_head(hit.item);
         v.insert("total_chars".into(), m.chars.into());
-        v.insert("match_offset_chars".into(), match_chars.into());
-        v.insert(
-            "snippet_offset_chars".into(),
-            (match_chars - char_count(lead)).into(),
-        );
-        let snippet = text.get(snippet_from..snippet_to)?;
+        v.insert("match_offset_chars".into(), hit.text.match_chars.into());
+        v.insert("snippet_offset_chars".into(), hit.text.snippet_chars.into());
+        let snippet = hit.text.snippet.as_str();
         let shown = budget.fit_text(&v, "snippet", snippet)?;
         if shown.is_empty() && !snippet.is_empty() {
             return None;

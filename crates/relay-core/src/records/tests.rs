@@ -151,6 +151,14 @@ fn every_record_round_trips_with_todays_version() {
         tokens_freed: 5_000,
         tokens_before: Some(120_000),
     });
+    for spent in [false, true] {
+        let native = round_trip(NativeFallbackRecord {
+            v: VERSION,
+            window_id: "pcw:s:1".into(),
+            spent,
+        });
+        assert_eq!(native.get("spent").is_some(), spent, "{native}");
+    }
     round_trip(ReminderDetails {
         v: VERSION,
         window_id: Some("pcw:s:1".into()),
