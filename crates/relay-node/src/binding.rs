@@ -403,6 +403,82 @@ impl Binding {
         serde_json::to_string(&out).map_err(|e| invalid("output", e))
     }
 
+    /// A Pi hook: the `/relay on|off` memory across reloads, the load a shutdown stops, the
+    /// engine's answer, a relaunch that could not be written, and the whole history's load at
+    /// the first settle.
+    fn hook(&mut self, observation: Observation) -> Result<Output, Failure> {
+        self.ready()?;
+        let session = self.inner.history().session_id().to_string();
+        let mut recalled = Vec::new();
+        if let Event::Command { args } = &observation.event {
+            if args == "on" || args == "off" {
+                self.toggle = Some(args.clone());
+                remember_toggle(&session, args);
+            }
+        } else if observation.event == Event::SessionShutdown {
+            // A load still running is for nobody now (`pi -p` ends, `/quit`, a switch):
+            // it stops, and Pi does not wait for it to exit.
+            self.drop_loads();
+        } else if matches!(observation.event, Event::SessionStart { .. }) && self.toggle.is_none() {
+            // `/relay on|off` outlives the engine a /reload re-creates: the user's last
+            // toggle of this session in this process applies before the session starts.
+            if let Some(args) = recall_toggle(&session) {
+                self.toggle = Some(args.clone());
+                let reply = self.inner.handle(&Observation {
+                    moment: observation.moment.clone(),
+                    event: Event::Command { args },
+                });
+                recalled = reply.effects;
+            }
+        }
+        let mut out = if observation.event == Event::Context {
+            self.inner.context_hook(&observation)
+        } else {
+            Output::from_hook(self.inner.handle(&observation))
+        };
+        self.execute(&mut out.effects);
+        if let Some(why) = self.relaunch_unwritten.take() {
+            // No relaunch: the engine resets in-process at this same settle point instead.
+            let mut more = self.inner.relaunch_unwritten(&observation, &why);
+            self.execute(&mut more.effects);
+            out.effects.append(&mut more.effects);
+            if out.result.is_none() {
+                out.result = more.result;
+                out.continue_run = more.continue_run;
+            }
+        }
+        recalled.append(&mut out.effects);
+        out.effects = recalled;
+        if matches!(observation.event, Event::AgentSettled { .. }) {
+            // The first run is over: the user reads its answer while the earlier
+            // windows load (a `pi -p` run ends here and stops the load at shutdown).
+            out.history_load = self.history_load()?;
+        }
+        Ok(out)
+    }
+
+    /// The results of operation `op`: a session load's, or the engine's (an aborted job's work
+    /// is stopped too).
+    fn done(
+        &mut self,
+        op: u64,
+        results: Vec<relay_core::engine::JobResult>,
+        moment: relay_core::engine::Moment,
+    ) -> Result<Output, Failure> {
+        for result in &results {
+            if result.outcome == JobOutcome::Aborted {
+                // Pi's abort: the job's work stops too (a resume check's group is killed).
+                jobs::cancel(result.id);
+            }
+        }
+        if self.load_op.as_ref().is_some_and(|l| l.op == op) {
+            self.load_done(op, &results)
+        } else {
+            self.ready()?;
+            Ok(self.inner.done(op, &results, &moment))
+        }
+    }
+
     fn dispatch(&mut self, input: Input) -> Result<Output, Failure> {
         let value = |v: serde_json::Value| Output {
             value: Some(v),
@@ -451,58 +527,7 @@ impl Binding {
                 let index = ids.iter().position(|id| self.inner.contains(id));
                 value(serde_json::json!(index))
             }
-            Input::Hook { observation } => {
-                self.ready()?;
-                let session = self.inner.history().session_id().to_string();
-                let mut recalled = Vec::new();
-                if let Event::Command { args } = &observation.event {
-                    if args == "on" || args == "off" {
-                        self.toggle = Some(args.clone());
-                        remember_toggle(&session, args);
-                    }
-                } else if observation.event == Event::SessionShutdown {
-                    // A load still running is for nobody now (`pi -p` ends, `/quit`, a switch):
-                    // it stops, and Pi does not wait for it to exit.
-                    self.drop_loads();
-                } else if matches!(observation.event, Event::SessionStart { .. })
-                    && self.toggle.is_none()
-                {
-                    // `/relay on|off` outlives the engine a /reload re-creates: the user's last
-                    // toggle of this session in this process applies before the session starts.
-                    if let Some(args) = recall_toggle(&session) {
-                        self.toggle = Some(args.clone());
-                        let reply = self.inner.handle(&Observation {
-                            moment: observation.moment.clone(),
-                            event: Event::Command { args },
-                        });
-                        recalled = reply.effects;
-                    }
-                }
-                let mut out = if observation.event == Event::Context {
-                    self.inner.context_hook(&observation)
-                } else {
-                    Output::from_hook(self.inner.handle(&observation))
-                };
-                self.execute(&mut out.effects);
-                if let Some(why) = self.relaunch_unwritten.take() {
-                    // No relaunch: the engine resets in-process at this same settle point instead.
-                    let mut more = self.inner.relaunch_unwritten(&observation, &why);
-                    self.execute(&mut more.effects);
-                    out.effects.append(&mut more.effects);
-                    if out.result.is_none() {
-                        out.result = more.result;
-                        out.continue_run = more.continue_run;
-                    }
-                }
-                recalled.append(&mut out.effects);
-                out.effects = recalled;
-                if matches!(observation.event, Event::AgentSettled { .. }) {
-                    // The first run is over: the user reads its answer while the earlier
-                    // windows load (a `pi -p` run ends here and stops the load at shutdown).
-                    out.history_load = self.history_load()?;
-                }
-                out
-            }
+            Input::Hook { observation } => self.hook(observation)?,
             Input::Tool {
                 call_id: _,
                 name,
@@ -528,20 +553,7 @@ impl Binding {
                 op,
                 results,
                 moment,
-            } => {
-                for result in &results {
-                    if result.outcome == JobOutcome::Aborted {
-                        // Pi's abort: the job's work stops too (a resume check's group is killed).
-                        jobs::cancel(result.id);
-                    }
-                }
-                if self.load_op.as_ref().is_some_and(|l| l.op == op) {
-                    self.load_done(op, &results)?
-                } else {
-                    self.ready()?;
-                    self.inner.done(op, &results, &moment)
-                }
-            }
+            } => self.done(op, results, moment)?,
             Input::Failed { hook, message } => {
                 self.inner.failed(&hook, &message, &mut self.reported)
             }
