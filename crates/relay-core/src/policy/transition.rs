@@ -11,11 +11,11 @@
 
 use serde_json::json;
 
-use super::texts::*;
 use super::{
     event, CommitKind, FallbackReason, Floor, Mode, NotifyLevel, PendingHandoff, Phase,
     PolicyEffect, PolicyInput, PolicyParams, PolicyReset, PolicyState,
 };
+use crate::render::policy::*;
 use crate::tool_name::ToolName;
 
 /// Whether a handoff written now is forced by the policy (handoff threshold or fallback): forced

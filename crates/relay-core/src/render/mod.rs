@@ -10,13 +10,13 @@
 //! - [`integrations`]: the handoff's integration sections and the `<watch_check>`;
 //! - [`memory_tool`]: the `memory` tool's errors;
 //! - [`resume_check`]: the resume check's handoff section and `<resume_check>` message;
-//! - [`staleness`]: the `<stale_handoff>` message.
+//! - [`staleness`]: the `<stale_handoff>` message;
+//! - [`policy`]: the budget policy's advisories, block reasons, continuations and mode footer
+//!   (snapshot-tested in policy/tests.rs, beside the transitions that choose them).
 //!
 //! Texts that live elsewhere, and why: the notes tools' and the history tools' results
 //! (`notes/tools.rs`, `history/tools.rs`) are built from their stores' own records and paging, and
-//! are snapshot-tested there; the policy's advisories, block reasons and continuations are
-//! `policy/texts.rs` (snapshot-tested in policy/tests.rs, beside the transitions that choose
-//! them); the argument errors are `args.rs` (one format for every tool), the host refusals
+//! are snapshot-tested there; the argument errors are `args.rs` (one format for every tool), the host refusals
 //! `host.rs`, and `/relay config` is `effective.rs`'s `render_effective_config`.
 //!
 //! All functions are pure: the same input renders the same bytes. The boot block contains no
@@ -45,6 +45,7 @@ pub mod clearing;
 pub mod handoff;
 pub mod integrations;
 pub mod memory_tool;
+pub mod policy;
 pub mod resume_check;
 pub mod staleness;
 pub use boot::{

@@ -1,8 +1,8 @@
 //! Every text the policy produces for the model or the user: the soft advisory, the block reasons,
 //! the settle and idle continuations, the forced-reset note and the mode footer (snapshot-tested
-//! in policy/tests.rs).
+//! in policy/tests.rs, beside the fixtures that reach them; `policy` re-exports them).
 
-use super::{EffectiveMode, FallbackReason, PolicyParams, Thresholds};
+use crate::policy::{EffectiveMode, FallbackReason, PolicyParams, Thresholds};
 
 fn fmt_tokens(t: Option<u64>) -> String {
     match t {
