@@ -449,9 +449,7 @@ impl Binding {
         }
         recalled.append(&mut out.effects);
         out.effects = recalled;
-        if matches!(observation.event, Event::AgentSettled { .. }) {
-            // The first run is over: the user reads its answer while the earlier
-            // windows load (a `pi -p` run ends here and stops the load at shutdown).
+        if out.load_history {
             out.history_load = self.history_load()?;
         }
         Ok(out)

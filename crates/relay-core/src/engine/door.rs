@@ -191,6 +191,11 @@ pub struct Output {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub history_load: Option<Job>,
+    /// The engine's ask for the whole history's load ([`HookReply::load_history`]), which the
+    /// binding answers with `history_load`.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    pub load_history: bool,
     /// The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional, type = "unknown"))]
@@ -204,6 +209,7 @@ impl Output {
             result: reply.result,
             continue_run: reply.continue_run,
             appends: reply.appends,
+            load_history: reply.load_history,
             ..Output::default()
         }
     }

@@ -355,6 +355,10 @@ impl Engine {
         self.settle_relaunch(aborted, moment, reply);
         reply.effects.push(self.status_effect(moment));
         self.write_status(moment, reply);
+        // A large resumed session's earlier windows are read now, while the user reads the
+        // answer (a `pi -p` run ends here and stops that load at shutdown): never before the
+        // first request, which waits only for the current window.
+        reply.load_history = !self.history_complete();
     }
 
     /// `session_compact_failed`: which compaction failed (Relay's answered reset, the idle-input

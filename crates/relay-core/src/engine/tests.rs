@@ -247,6 +247,10 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     ]);
     assert_eq!(e.history().current_window_id(), window_id);
     let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
+    assert!(
+        !settled.load_history,
+        "a complete history is not loaded again"
+    );
     assert!(settled.result.is_none());
     // The fresh window holds no work yet: the reset guard refuses another reset.
     let guarded = e.tool("new_context", &json!({}), &moment(None));

@@ -743,6 +743,11 @@ pub struct HookReply {
     #[serde(skip)]
     #[cfg_attr(test, ts(skip))]
     pub appends: Vec<Marker>,
+    /// The engine wants the whole history read now (a skimmed history, at the first settle):
+    /// the host starts its load in the background (the binding's `historyLoad`).
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    pub load_history: bool,
 }
 
 /// A message the `context` hook inserts into the request it is building, at `index` of the
