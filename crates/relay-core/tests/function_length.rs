@@ -309,3 +309,40 @@ fn the_measure_counts_body_lines_and_skips_test_code() {
     assert!(test_file(Path::new("relay-io/src/tests/helpers.rs")));
     assert!(!test_file(Path::new("relay-core/src/engine/events.rs")));
 }
+
+/// The longest module allowed, in lines of non-test code (those before the file's first
+/// `#[cfg(test)]` item at the start of a line).
+const MAX_MODULE_LINES: usize = 800;
+
+#[test]
+fn no_module_is_over_800_lines_of_non_test_code() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).expect("the workspace has crates/") {
+        let src = krate.expect("crates/ can be listed").path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    assert!(files.len() > 50, "only {} files found", files.len());
+    let mut too_long = String::new();
+    for path in files {
+        let relative = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+        if test_file(relative.strip_prefix("crates").unwrap_or(&relative)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", relative.display()));
+        let lines = text
+            .lines()
+            .take_while(|l| !l.starts_with("#[cfg(test)]"))
+            .count();
+        if lines > MAX_MODULE_LINES {
+            let _ = writeln!(too_long, "  {} ({lines} lines)", relative.display());
+        }
+    }
+    assert!(
+        too_long.is_empty(),
+        "modules over {MAX_MODULE_LINES} lines of non-test code (split them by responsibility):\n{too_long}"
+    );
+}

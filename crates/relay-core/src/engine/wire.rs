@@ -22,6 +22,8 @@ use serde_json::{Map, Value};
 use crate::handoff::GitState;
 use crate::ToolOutput;
 
+mod event;
+
 /// Pi's `outcome` of a turn or a run (`turn_end`, `agent_end`), as the wire carries it: a plain
 /// string. A value this Relay does not know is kept as [`PiOutcome::Other`] and counts as not
 /// completed (nothing is continued or asked for, as after an error).
@@ -287,47 +289,6 @@ pub enum Event {
     Command {
         args: String,
     },
-}
-
-impl Event {
-    /// What the hook returns as Pi's `continue` beside `result`: a reset whose plan carries a
-    /// continuation and a continuation make the run go on; otherwise what the earlier handlers
-    /// left (`chained`). `None` for a hook without `continue`, or without a result that carries it.
-    pub fn continue_with(&self, result: Option<&HookResult>) -> Option<bool> {
-        let (Event::TurnEnd { chained, .. } | Event::AgentBeforeSettle { chained, .. }) = self
-        else {
-            return None;
-        };
-        match result? {
-            HookResult::Reset { plan } => Some(plan.continuation.is_some() || *chained),
-            HookResult::Continue { .. } => Some(true),
-            HookResult::Clear { .. } => Some(*chained),
-            _ => None,
-        }
-    }
-
-    /// The `type` tag, as the adapter sends it.
-    fn tag(&self) -> &'static str {
-        match self {
-            Event::SessionStart { .. } => "session_start",
-            Event::SessionTree => "session_tree",
-            Event::SessionShutdown => "session_shutdown",
-            Event::Input => "input",
-            Event::CompactError { .. } => "compact_error",
-            Event::BeforeAgentStart => "before_agent_start",
-            Event::Context => "context",
-            Event::ToolCall { .. } => "tool_call",
-            Event::ToolResult { .. } => "tool_result",
-            Event::TurnEnd { .. } => "turn_end",
-            Event::AgentEnd => "agent_end",
-            Event::AgentBeforeSettle { .. } => "agent_before_settle",
-            Event::AgentSettled { .. } => "agent_settled",
-            Event::SessionCompactFailed { .. } => "session_compact_failed",
-            Event::SessionBeforeCompact { .. } => "session_before_compact",
-            Event::SessionBeforeTree { .. } => "session_before_tree",
-            Event::Command { .. } => "command",
-        }
-    }
 }
 
 /// One Pi hook as the engine sees it: `{moment: {…}, event: {type, …}}`.
