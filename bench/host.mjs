@@ -229,6 +229,11 @@ async function engineSearch(meta, inFile) {
 		const results = await Promise.all(opened.jobs.map((job) => runJob(job, null)));
 		opened = step({ type: "done", op: opened.op, results, moment });
 	}
+	// The whole history loads when something needs it: a history tool asks for it first.
+	if (!opened.historyComplete && !opened.needsBranch) {
+		const job = step({ type: "history" }).historyLoad;
+		if (job) opened = step({ type: "done", op: job.id, results: [await runJob(job, null)], moment });
+	}
 	if (opened.needsBranch || !opened.historyComplete || opened.tip !== meta.leafId) throw new Error(`the engine could not load the session (${inFile ? "in the background" : "at once"})`);
 	const out = {};
 	for (const [label, query] of [["rare", RARE], ["common", COMMON]]) {
