@@ -64,4 +64,4 @@ pub struct CheckResult {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,22 +6,8 @@
 )]
 
 use super::*;
-use crate::resume_check::{CheckOutput, CheckResult, CheckStatus};
-
-fn result(status: CheckStatus, head: &str, tail: &str, skipped: u64) -> CheckResult {
-    CheckResult {
-        command: "bash /opt/checks/resume-check.sh".into(),
-        source: "PI_RESUME_CHECK".into(),
-        status,
-        output: CheckOutput {
-            head: head.into(),
-            tail: tail.into(),
-            skipped_bytes: skipped,
-            total_bytes: (head.len() + tail.len()) as u64 + skipped,
-        },
-        output_held_open: false,
-    }
-}
+use crate::resume_check::tests::result;
+use crate::resume_check::CheckStatus;
 
 #[test]
 fn success_with_short_output() {

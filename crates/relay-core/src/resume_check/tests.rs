@@ -7,7 +7,8 @@
 
 use super::*;
 
-fn result(status: CheckStatus, head: &str, tail: &str, skipped: u64) -> CheckResult {
+/// A check result with `head`/`tail` output (the render tests share it).
+pub(crate) fn result(status: CheckStatus, head: &str, tail: &str, skipped: u64) -> CheckResult {
     CheckResult {
         command: "bash /opt/checks/resume-check.sh".into(),
         source: "PI_RESUME_CHECK".into(),
