@@ -107,8 +107,13 @@ function runPi(variant, file, n, tail) {
 	mkdirSync(agent, { recursive: true });
 	mkdirSync(work, { recursive: true });
 	// No compaction in the timed runs: the window holds the whole generated text (millions of
-	// faux tokens), and a compaction would spend a scripted reply.
-	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false } }));
+	// faux tokens), and a compaction would spend a scripted reply. No tool-result clearing either:
+	// in a window no real model has (the whole 122,605-entry branch), the first turn end would clear
+	// its 671 old results at once, and Pi checks each `context_edit` against the whole branch (a
+	// walk of every entry per edit, twice: the boundary's preview and its commit), which took 53 of
+	// a 72 s run (profile of 2026-12-03 in bench/NOTES.md). That cost is Pi's, per cleared result
+	// and branch length: `node bench/pi-edits.mjs` measures it.
+	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false }, relay: { clearToolResults: { enabled: false } } }));
 	const copy = join(dir, "session.jsonl");
 	copyWithCwd(file, copy, work);
 	if (tail) appendFileSync(copy, tail);
