@@ -1,12 +1,25 @@
-// The host's own share, for bench/host.mjs: an extension with Relay's hooks and the script's tool
-// names that does nothing. What Pi spends around any extension's handlers between the probes
-// (its per-handler copy of the context messages, the tool machinery) shows up here.
+// The host's own share, for bench/host.mjs and bench/resume.mjs: an extension with Relay's hooks
+// and the script's tool names that does nothing. What Pi spends around any extension's handlers
+// (its per-handler copy of the context messages, the tool machinery, and for a boundary hook,
+// `turn_end` or `agent_before_settle`, the preview of the whole branch it builds for it) shows up
+// here. The hooks are read from Relay's own source, so the two cannot drift apart.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { readFileSync } from "node:fs";
 import { Type } from "typebox";
 
+const RELAY_INDEX = new URL("../../extension/src/index.ts", import.meta.url);
+
+/** Every event Relay's extension subscribes to (`pi.on("<event>", ...)` in its index.ts). */
+export function relayHooks(): string[] {
+	const source = readFileSync(RELAY_INDEX, "utf8");
+	const hooks = [...new Set([...source.matchAll(/\bpi\.on\(\s*"([a-z_]+)"/g)].map((m) => m[1]))];
+	if (!hooks.includes("context") || !hooks.includes("agent_before_settle")) throw new Error(`bench/host/empty.ts: could not read Relay's hooks from ${RELAY_INDEX.pathname}`);
+	return hooks;
+}
+
 export default function empty(pi: ExtensionAPI) {
-	for (const event of ["session_start", "before_agent_start", "context", "tool_call", "tool_result", "turn_end", "agent_end"] as const) {
-		pi.on(event, () => undefined);
+	for (const event of relayHooks()) {
+		(pi.on as (event: string, handler: () => undefined) => void)(event, () => undefined);
 	}
 	for (const name of ["history_search_contents", "notes_append_to_file"]) {
 		pi.registerTool({
