@@ -6,8 +6,10 @@
 // engine's (crates/relay-core/src/engine/door.rs).
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
 import type { Effect, Event, HookResult, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
@@ -96,7 +98,30 @@ export type SyncState = {
 	loading?: Promise<void>;
 	completing?: Promise<void>;
 	loadToken?: object;
+	/** A session file read ahead of `session_start` ({@link prefetchSession}). */
+	prefetch?: Prefetch;
 };
+
+/** A read ahead of the session file named on Pi's command line: the file and its job's end. */
+type Prefetch = { file: string; back: Promise<void>; abandoned: boolean; tip?: string | null };
+
+/**
+ * How far back from Pi's leaf {@link openSession} looks for the tip a read ahead reached: Pi
+ * appends a few entries at start-up (a thinking level, a model change) after Relay read ahead.
+ */
+const READ_AHEAD_WALK = 64;
+
+/** `tip` when Pi's branch passes through it within {@link READ_AHEAD_WALK} entries of the leaf. */
+function tipOnBranch(ctx: ExtensionContext, tip: string | null | undefined): string | undefined {
+	if (!tip) return undefined;
+	const sm = ctx.sessionManager;
+	let id: string | null | undefined = sm.getLeafId();
+	for (let i = 0; id && i < READ_AHEAD_WALK; i++) {
+		if (id === tip) return tip;
+		id = sm.getEntry(id)?.parentId;
+	}
+	return undefined;
+}
 
 /** One Relay runtime: its engine, what the driver remembers, and the hosting rule's answer. */
 export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean };
@@ -250,6 +275,68 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
 }
 
 /**
+ * The session file Pi was told to open on its command line (`--session <file>`), when that is
+ * a file; `undefined` otherwise (no such flag, a session id, a folder). Only Pi's `--session`
+ * is looked at; every other argument is left alone (`strict: false`).
+ */
+export function sessionFileOf(argv: string[], cwd: string): string | undefined {
+	let session: string | boolean | undefined;
+	try {
+		session = parseArgs({ args: argv, options: { session: { type: "string" } }, strict: false, allowPositionals: true }).values.session;
+	} catch {
+		return undefined;
+	}
+	if (typeof session !== "string" || session === "") return undefined;
+	const file = resolve(cwd, session);
+	try {
+		return statSync(file).isFile() ? file : undefined;
+	} catch {
+		return undefined;
+	}
+}
+
+/** Whether a Relay runtime of this process already read a session ahead (one does, the first). */
+const PREFETCHED = Symbol.for("relay.prefetched");
+
+/**
+ * While Pi is still starting (it has read the session but not yet started it), read the session
+ * file named on its command line on the libuv pool: the first pass of {@link openSession}, done
+ * before `session_start` instead of after it (Pi spends a quarter of a second between loading
+ * the extensions and `session_start` on a 256 MiB session). The engine keeps what was read for
+ * the `open` of that file at its last entry and drops it for anything else; only the first
+ * runtime of a process reads ahead (an in-process subagent has the parent's command line).
+ */
+export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice(2)): void {
+	const flags = globalThis as { [PREFETCHED]?: boolean };
+	if (flags[PREFETCHED]) return;
+	flags[PREFETCHED] = true;
+	const file = sessionFileOf(argv, process.cwd());
+	if (!file) return;
+	let out: Output;
+	try {
+		out = call(rt, { type: "prefetch", file });
+	} catch (error) {
+		console.error(`relay: reading the session ahead failed: ${error instanceof Error ? error.message : String(error)}`);
+		return;
+	}
+	const op = out.op;
+	if (op === undefined || op === null) return;
+	const prefetch: Prefetch = { file, abandoned: false, back: Promise.resolve() };
+	prefetch.back = Promise.all(out.jobs.map((job) => runJob(job, null))).then((results) => {
+		// An `open` that did not wait for it (another file) already dropped it.
+		if (prefetch.abandoned) return;
+		try {
+			const moment: Moment = { nowMs: Date.now(), tzOffsetMinutes: -new Date().getTimezoneOffset(), usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: process.cwd(), contextGuard: contextGuard(), subagent: false };
+			const value = call(rt, { type: "done", op, results, moment }).value as { tip?: string | null } | undefined;
+			prefetch.tip = value?.tip ?? null;
+		} catch (error) {
+			console.error(`relay: reading the session ahead failed: ${error instanceof Error ? error.message : String(error)}`);
+		}
+	});
+	rt.state.prefetch = prefetch;
+}
+
+/**
  * Load the session at start-up, then run `after` (configuration and the `session_start` event).
  * A large session file is read on the libuv pool in two passes, so opening it does not hold Pi:
  * the engine answers `open` with a load job (the current window in full, the earlier windows
@@ -259,6 +346,37 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
  * ({@link whenComplete}).
  */
 export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
+	// A read ahead of this very file is waited for (the engine installs it at `open`); one of
+	// another file is dropped without a wait.
+	const prefetch = rt.state.prefetch;
+	if (prefetch && prefetch.file === ctx.sessionManager.getSessionFile()) {
+		const token = {};
+		rt.state.loadToken = token;
+		const loading: Promise<void> = prefetch.back
+			.then(() => {
+				if (rt.state.prefetch === prefetch) rt.state.prefetch = undefined;
+				if (rt.state.loadToken !== token) return;
+				openNow(rt, ctx, after, report, tipOnBranch(ctx, prefetch.tip));
+				return rt.state.loading;
+			})
+			.finally(() => {
+				if (rt.state.loading === loading) rt.state.loading = undefined;
+			});
+		rt.state.loading = loading;
+		return;
+	}
+	dropPrefetch(rt);
+	openNow(rt, ctx, after, report);
+}
+
+/** Forget a read ahead nobody waits for: its result, when it comes, is not handed over. */
+function dropPrefetch(rt: Runtime): void {
+	if (rt.state.prefetch) rt.state.prefetch.abandoned = true;
+	rt.state.prefetch = undefined;
+}
+
+/** {@link openSession} once any read ahead is back (`readAhead`: its tip, on Pi's branch). */
+function openNow(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void, readAhead?: string): void {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
@@ -268,7 +386,7 @@ export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => voi
 	rt.state.tip = undefined;
 	let out: Output | null = null;
 	try {
-		out = call(rt, { type: "open", sessionId, file: file && existsSync(file) ? file : null, leaf: sm.getLeafId(), background: true });
+		out = call(rt, { type: "open", sessionId, file: file && existsSync(file) ? file : null, leaf: sm.getLeafId(), background: true, ...(readAhead ? { readAhead } : {}) });
 		perform(rt, ctx, out);
 		if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
 	} catch (error) {
@@ -332,6 +450,7 @@ function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
  */
 export function closeSession(rt: Runtime): boolean {
 	rt.state.loadToken = undefined;
+	dropPrefetch(rt);
 	if (!rt.state.loading) return true;
 	rt.state.loading = undefined;
 	rt.state.completing = undefined;

@@ -10,6 +10,7 @@ import {
 	drive,
 	moment,
 	openSession,
+	prefetchSession,
 	releaseRuntime,
 	resetDrafts,
 	closeSession,
@@ -55,6 +56,8 @@ export default function relay(pi: ExtensionAPI) {
 		});
 		return;
 	}
+	// A session file named on Pi's command line is read while Pi is still starting.
+	prefetchSession(rt);
 	// Whether another Relay runtime was already bound in this process when this one started.
 	const runtime = {};
 

@@ -64,3 +64,67 @@ test("pi -p on a large session with windows answers before its whole history sta
 	assert.ok(!existsSync(gate));
 	assert.doesNotMatch(result.stderr, /relay/i, "nothing reported: the late load reached no stale session");
 });
+
+// A probe loaded before Relay: at `session_start` it waits (up to 20 s) for Relay's first pass to
+// reach its test gate (`RELAY_TEST_HOLD_TAIL` writes `<gate>.held` there), records whether it
+// did, and opens the gate so the run goes on.
+const PROBE = `
+import { existsSync, writeFileSync } from "node:fs";
+export default function (pi) {
+	pi.on("session_start", async () => {
+		const gate = process.env.RELAY_TEST_HOLD_TAIL;
+		const until = Date.now() + 20000;
+		while (!existsSync(gate + ".held") && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+		writeFileSync(process.env.PROBE_OUT, JSON.stringify({ heldAtSessionStart: existsSync(gate + ".held") }));
+		writeFileSync(gate, "");
+	});
+}
+`;
+
+test("pi -p --session <large file> reads the session while Pi starts, before session_start, and answers from it", () => {
+	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-read-ahead-"));
+	const [agent, work] = ["agent", "work"].map((d) => join(dir, d));
+	for (const d of [agent, work]) mkdirSync(d, { recursive: true });
+	const source = join(dir, "generated.jsonl");
+	generate(source, { targetBytes: 12 * 1048576, seed: 12, compactionEvery: 2000 });
+	const [head, ...rest] = readFileSync(source, "utf8").split("\n");
+	const session = join(dir, "session.jsonl");
+	writeFileSync(session, [JSON.stringify({ ...JSON.parse(head), cwd: work }), ...rest].join("\n"));
+	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false } }));
+	writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: "Answered after reading ahead." }]));
+	const probe = join(dir, "probe.mjs");
+	writeFileSync(probe, PROBE);
+	const gate = join(dir, "tail-gate");
+	const result = spawnSync(
+		process.execPath,
+		[PI, "-p", "-ne", "-nbt", "--offline", "--session", session, "-e", probe, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1", "go"],
+		{
+			cwd: work,
+			encoding: "utf8",
+			input: "",
+			timeout: 60_000,
+			env: {
+				...process.env,
+				PI_CODING_AGENT_DIR: agent,
+				PI_CONTEXT_BUDGET_STATE_DIR: join(dir, "state"),
+				PI_OFFLINE: "1",
+				RELAY_ADDON: TEST_ADDON,
+				RELAY_TEST_HOLD_TAIL: gate,
+				PROBE_OUT: join(dir, "probe.json"),
+				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
+				RELAY_FAUX_DUMP: join(dir, "requests.jsonl"),
+				RELAY_FAUX_WINDOW: "1000000000",
+			},
+		},
+	);
+	assert.equal(result.error, undefined, "pi ended before the test's timeout");
+	assert.equal(result.status, 0, result.stderr);
+	assert.equal(result.stdout.trim(), "Answered after reading ahead.");
+	// Relay's first pass was under way at session_start: it started while Pi was starting.
+	assert.deepEqual(JSON.parse(readFileSync(join(dir, "probe.json"), "utf8")), { heldAtSessionStart: true });
+	// The request carries the resumed session's current window (its last user question).
+	const lastQuestion = rest.map((l) => (l ? JSON.parse(l) : null)).filter((e) => e?.message?.role === "user").at(-1);
+	const request = readFileSync(join(dir, "requests.jsonl"), "utf8");
+	assert.ok(request.includes(JSON.stringify(lastQuestion.message.content[0].text).slice(1, 60)), "the current window was sent");
+	assert.doesNotMatch(result.stderr, /relay/i, "nothing reported");
+});

@@ -12,6 +12,14 @@ use relay_core::entry::{
     Entry, EntryKind, LineAt, LinearFeed, ParsedSession,
 };
 
+mod tail;
+#[cfg(test)]
+use tail::stream_session_tail_with;
+use tail::{helper_priority, YIELDING};
+pub use tail::{
+    session_header_id, stream_session_tail, stream_session_tail_beside, Leaf, TailLoad,
+};
+
 /// A session file or folder that could not be read: the path and the operating system's reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {message}", path.display())]
@@ -141,159 +149,6 @@ impl relay_core::history::LineSource for SessionLines {
     }
 }
 
-/// What [`stream_session_tail`] fed to its sink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TailLoad {
-    /// The file has no entry with the leaf's id; the sink is untouched.
-    NoLeaf,
-    /// The branch has no compaction (its one window is all of it), or the file is not valid
-    /// UTF-8 throughout: there is no tail to read apart, the sink is untouched, and the caller
-    /// loads the whole branch ([`stream_session_branch`]).
-    NoTail,
-    /// The sink got the whole branch, root first: the entries before the current window (from
-    /// its opening compaction on) skimmed ([`skim_entry_of_line`]: messages without their texts),
-    /// the window's in full.
-    Tail,
-}
-
-/// Reads a session file for what the current window needs first: every line skimmed (ids,
-/// parents, roles, Relay's entries; no message text is copied or measured), the branch that
-/// ends at `leaf_id` found from the parents, then the lines from its last compaction on read
-/// again and decoded in full. The sink gets the branch as [`TailLoad::Tail`] describes; about a
-/// seventh of the work of a whole load on a large session. Only the skimmed entries are held
-/// (no text), never the file.
-pub fn stream_session_tail(
-    path: &Path,
-    leaf_id: &str,
-    sink: &mut impl BranchSink,
-) -> Result<TailLoad, SessionReadError> {
-    stream_session_tail_with(path, leaf_id, sink, PARALLEL_SKIM_BYTES)
-}
-
-/// A file at least this large is skimmed on two threads, one half each (split at a line break):
-/// the skim is the first pass's main cost, and Pi's hooks wait for it.
-const PARALLEL_SKIM_BYTES: u64 = 32 << 20;
-
-/// [`stream_session_tail`], skimming on two threads from `parallel_from` bytes on.
-fn stream_session_tail_with(
-    path: &Path,
-    leaf_id: &str,
-    sink: &mut impl BranchSink,
-    parallel_from: u64,
-) -> Result<TailLoad, SessionReadError> {
-    let fail = |e: io::Error| SessionReadError::new(path, e);
-    let mut file = fs::File::open(path).map_err(fail)?;
-    let Skimmed {
-        entries,
-        starts,
-        exact,
-    } = skim_file(path, &mut file, parallel_from).map_err(fail)?;
-    let path_ix = branch_indices(&entries, Some(leaf_id));
-    if path_ix.is_empty() {
-        return Ok(TailLoad::NoLeaf);
-    }
-    let opening = path_ix.iter().rposition(|&i| {
-        matches!(
-            entries.get(i).map(|e| &e.kind),
-            Some(EntryKind::Compaction { .. })
-        )
-    });
-    let (Some(k), true) = (opening, exact) else {
-        return Ok(TailLoad::NoTail);
-    };
-    let (before, window) = path_ix.split_at(k);
-    let from = window
-        .first()
-        .and_then(|&i| starts.get(i))
-        .copied()
-        .unwrap_or(0);
-    file.seek(SeekFrom::Start(from)).map_err(fail)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(fail)?;
-    let text = String::from_utf8_lossy(&bytes);
-    let read = |part: &[usize]| read_window(&text, from, &starts, &entries, part);
-    // A large window is read in full on two threads, one half (by bytes) each.
-    let half = from.saturating_add(text.len() as u64 / 2);
-    let split = if text.len() as u64 >= parallel_from.min(PARALLEL_WINDOW_BYTES) {
-        window.partition_point(|&i| starts.get(i).is_some_and(|&s| s < half))
-    } else {
-        0
-    };
-    let tail = match window.split_at(split) {
-        ([], _) | (_, []) => read(window),
-        (first, second) => std::thread::scope(|scope| {
-            let spawned = std::thread::Builder::new()
-                .name("relay-session-window".into())
-                .spawn_scoped(scope, || read(second));
-            let Ok(handle) = spawned else {
-                return read(window);
-            };
-            let mut tail = read(first);
-            match (&mut tail, handle.join()) {
-                (Some(tail), Ok(Some(rest))) => tail.extend(rest),
-                _ => return None,
-            }
-            tail
-        }),
-    };
-    // `None`: the file changed under the reader, no tail to trust.
-    let Some(tail) = tail else {
-        return Ok(TailLoad::NoTail);
-    };
-    drop(text);
-    drop(bytes);
-    // Each skimmed entry is handed over by value, so that what it holds is freed as the branch
-    // grows (the first pass's peak is the skimmed entries and the branch built from them).
-    let mut entries = entries;
-    sink.begin();
-    for &i in before {
-        if let Some(entry) = entries.get_mut(i) {
-            let placeholder = Entry {
-                id: String::new(),
-                parent_id: None,
-                timestamp: String::new(),
-                kind: EntryKind::Usage,
-            };
-            sink.entry(std::mem::replace(entry, placeholder));
-        }
-    }
-    for entry in tail {
-        sink.entry(entry);
-    }
-    Ok(TailLoad::Tail)
-}
-
-/// A current window at least this large (in bytes) is read in full on two threads (a file at
-/// least `parallel_from` large when that is smaller: the tests).
-const PARALLEL_WINDOW_BYTES: u64 = 4 << 20;
-
-/// The entries `window` names (indices into the skimmed `entries`, whose lines start at
-/// `starts`), read in full from `text`, the file from byte `from` on; `None` when a line no
-/// longer holds its skimmed entry (the file changed under the reader).
-fn read_window(
-    text: &str,
-    from: u64,
-    starts: &[u64],
-    entries: &[Entry],
-    window: &[usize],
-) -> Option<Vec<Entry>> {
-    let mut tail = Vec::with_capacity(window.len());
-    for &i in window {
-        let line = starts
-            .get(i)
-            .and_then(|&s| s.checked_sub(from))
-            .and_then(|o| usize::try_from(o).ok())
-            .and_then(|o| text.get(o..))
-            .map(|rest| rest.split('\n').next().unwrap_or_default());
-        match line.and_then(last_entry_of_line) {
-            // The same line read in full: the same entry, with its texts.
-            Some(entry) if entries.get(i).is_some_and(|e| e.id == entry.id) => tail.push(entry),
-            _ => return None,
-        }
-    }
-    Some(tail)
-}
-
 /// The skimmed entries of a file (or part of one), the byte offset of each one's line, and
 /// whether every block was UTF-8 (the offsets are the file's only then).
 struct Skimmed {
@@ -341,10 +196,14 @@ fn skim_file(path: &Path, file: &mut fs::File, parallel_from: u64) -> io::Result
     };
     let mut second = fs::File::open(path)?;
     second.seek(SeekFrom::Start(split))?;
+    let yielding = YIELDING.with(|y| y.get());
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("relay-session-skim".into())
-            .spawn_scoped(scope, move || skim_from(&mut second, split));
+            .spawn_scoped(scope, move || {
+                helper_priority(yielding);
+                skim_from(&mut second, split)
+            });
         let Ok(handle) = spawned else {
             // No thread to be had: the whole file on this one.
             return skim_from(file, 0);
@@ -974,11 +833,15 @@ mod tests {
             assert_eq!(one.exact, two.exact, "case {case}");
             let (mut a, mut b) = (Collect::default(), Collect::default());
             assert_eq!(
-                stream_session_tail_with(&file, &last, &mut a, u64::MAX).unwrap(),
-                stream_session_tail_with(&file, &last, &mut b, 0).unwrap(),
+                stream_session_tail_with(&file, Leaf::Id(&last), &mut a, None).unwrap(),
+                stream_session_tail_with(&file, Leaf::Id(&last), &mut b, Some(0)).unwrap(),
                 "case {case}"
             );
             assert_eq!(a.0, b.0, "case {case}");
+            // Beside Pi's start-up (its second thread yielding), at the file's last entry.
+            let mut c = Collect::default();
+            stream_session_tail_beside(&file, Leaf::Last, &mut c).unwrap();
+            assert_eq!(a.0, c.0, "case {case}");
         }
         // The cases did run on two threads.
         assert!(split_seen >= 50, "{split_seen} of 60 split");
@@ -1016,7 +879,7 @@ mod tests {
         fs::write(&file, &text).unwrap();
         let mut tail = Collect::default();
         assert_eq!(
-            stream_session_tail(&file, "d1", &mut tail).unwrap(),
+            stream_session_tail(&file, Leaf::Id("d1"), &mut tail).unwrap(),
             TailLoad::Tail
         );
         assert_eq!(tail.1, 1);
@@ -1043,15 +906,31 @@ mod tests {
                 assert_eq!(t, w, "{} is read in full", t.id);
             }
         }
+        // The file's last entry is the leaf Pi opens a session at: here the abandoned branch's.
+        let mut last = Collect::default();
+        assert_eq!(
+            stream_session_tail(&file, Leaf::Last, &mut last).unwrap(),
+            TailLoad::Tail
+        );
+        let ids: Vec<&str> = last.0.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "k1", "x1", "k3", "x2"]);
         // No leaf; a branch without a compaction (nothing to read apart).
         assert_eq!(
-            stream_session_tail(&file, "zz", &mut Collect::default()).unwrap(),
+            stream_session_tail(&file, Leaf::Id("zz"), &mut Collect::default()).unwrap(),
             TailLoad::NoLeaf
         );
         assert_eq!(
-            stream_session_tail(&file, "b", &mut Collect::default()).unwrap(),
-            TailLoad::NoTail
+            stream_session_tail(&file, Leaf::Id("b"), &mut Collect::default()).unwrap(),
+            TailLoad::NoTail { leaf: "b".into() }
         );
+        let empty = dir.join("empty.jsonl");
+        fs::write(&empty, "").unwrap();
+        assert_eq!(
+            stream_session_tail(&empty, Leaf::Last, &mut Collect::default()).unwrap(),
+            TailLoad::NoLeaf
+        );
+        assert_eq!(session_header_id(&file).unwrap().as_deref(), Some("S"));
+        assert_eq!(session_header_id(&empty).unwrap(), None);
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -1319,7 +1198,7 @@ mod probe {
             for _ in 0..5 {
                 let (t, c) = (std::time::Instant::now(), cpu());
                 let mut sink = Count(0);
-                let r = stream_session_tail(&file, &leaf, &mut sink).unwrap();
+                let r = stream_session_tail(&file, Leaf::Id(&leaf), &mut sink).unwrap();
                 eprintln!(
                     "tail {:?} wall, {} ms CPU, {r:?} {} entries",
                     t.elapsed(),
@@ -1359,7 +1238,7 @@ mod probe {
             let skim2 = t.elapsed();
             let t = std::time::Instant::now();
             let mut sink = Count(0);
-            let r = stream_session_tail(&file, &leaf, &mut sink).unwrap();
+            let r = stream_session_tail(&file, Leaf::Id(&leaf), &mut sink).unwrap();
             let tail = t.elapsed();
             eprintln!(
                 "read+utf8 {read:?} ({n} B) | skim 1 thread {skim1:?} | skim 2 threads {skim2:?} ({} entries) | tail {tail:?} {r:?} {} entries",

@@ -86,6 +86,8 @@ pub struct Binding {
     load_cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Ids of the binding's own jobs (loads), apart from the engine's.
     next_load_id: u64,
+    /// A read of a session file ahead of Pi's `session_start` ([`Input::Prefetch`]).
+    prefetch: Option<load::Prefetch>,
 }
 
 /// A load job in flight.
@@ -189,6 +191,7 @@ impl Binding {
             load_op: None,
             load_cancel: None,
             next_load_id: 1 << 52,
+            prefetch: None,
         }
     }
 
@@ -471,6 +474,8 @@ impl Binding {
         }
         if self.load_op.as_ref().is_some_and(|l| l.op == op) {
             self.load_done(op, &results)
+        } else if self.prefetch.as_ref().is_some_and(|p| p.op == op) {
+            Ok(self.prefetch_done(&results))
         } else {
             self.ready()?;
             Ok(self.inner.done(op, &results, &moment))
@@ -504,7 +509,14 @@ impl Binding {
                 file,
                 leaf,
                 background,
-            } => self.open(&session_id, file.as_deref(), leaf.as_deref(), background)?,
+                read_ahead,
+            } => self.open(
+                &session_id,
+                file.as_deref(),
+                leaf.as_deref(),
+                background,
+                read_ahead.as_deref(),
+            )?,
             Input::Resync {
                 session_id,
                 entries,
@@ -513,8 +525,10 @@ impl Binding {
                 self.resync_now(&session_id, &json)?;
                 Output::default()
             }
+            Input::Prefetch { file } => self.prefetch(&file)?,
             Input::Close => {
                 self.drop_loads();
+                self.drop_prefetch();
                 Output::default()
             }
             Input::History => Output {
@@ -1239,6 +1253,140 @@ mod tests {
         );
         assert_eq!(b.tip_id().unwrap().as_deref(), Some("a2"));
         assert!(b.begin_complete().unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A session file named on Pi's command line is read ahead of `session_start`: the `open`
+    /// of that file at its last entry installs what was read, with no job and the same state as
+    /// a load at open; an `open` at another leaf, or before the read is back, drops it and loads
+    /// as usual; a small file is not read ahead.
+    #[test]
+    fn a_session_read_ahead_of_session_start_is_what_its_open_installs_and_nothing_else() {
+        let dir = scratch("prefetch");
+        let (path, leaf) = windowed_session(&dir, BACKGROUND_LOAD_BYTES as usize + 1);
+        let file = path.display().to_string();
+        let door = |b: &mut Binding, input: Value| -> Value {
+            serde_json::from_str(&b.handle_input(&input.to_string(), None).unwrap()).unwrap()
+        };
+        let run = |job: &Value| -> Value {
+            let outcome: Value =
+                serde_json::from_str(&jobs::run(&job.to_string()).unwrap()).unwrap();
+            json!({"type": "done", "op": job["id"], "results": [{"id": job["id"], "outcome": outcome}], "moment": moment()})
+        };
+        let open = |leaf: &str| json!({"type": "open", "sessionId": "S", "file": file, "leaf": leaf, "background": true});
+        let read_ahead = |b: &mut Binding| {
+            let out = door(b, json!({"type": "prefetch", "file": file}));
+            assert_eq!(
+                out["jobs"][0]["work"],
+                json!({"kind": "load", "whole": false}),
+                "{out}"
+            );
+            assert_eq!(out["op"], out["jobs"][0]["id"]);
+            out["jobs"][0].clone()
+        };
+
+        // Read ahead, then opened at the file's last entry: no job, the branch is in.
+        let mut b = Binding::new();
+        let job = read_ahead(&mut b);
+        let back = door(&mut b, run(&job));
+        assert_eq!(back.get("op"), None, "{back}");
+        assert_eq!(
+            back["value"],
+            json!({"tip": leaf}),
+            "it read up to the file's last entry"
+        );
+        let opened = door(&mut b, open(&leaf));
+        assert_eq!(opened["jobs"], json!([]), "{opened}");
+        assert_eq!(opened.get("op"), None, "{opened}");
+        assert_eq!(opened["needsBranch"], false);
+        assert_eq!(
+            opened["historyComplete"], false,
+            "the earlier windows are skimmed"
+        );
+        assert_eq!(opened["tip"], json!(leaf));
+        // The same state as the session loaded at open.
+        let mut usual = Binding::new();
+        let first = door(&mut usual, open(&leaf));
+        door(&mut usual, run(&first["jobs"][0]));
+        let estimated = json!({"nowMs": 1_000, "tzOffsetMinutes": 0, "usage": null, "model": "faux/m",
+            "contextWindow": 200_000, "hasPendingMessages": false, "cwd": "/nowhere", "subagent": false}).to_string();
+        for tool in ["get_context_remaining", "notes_list_files_by_prefix"] {
+            let answer = |b: &mut Binding| {
+                tool_text(&b.tool(tool, "{}", &estimated, None, None, None).unwrap())
+            };
+            assert_eq!(answer(&mut b), answer(&mut usual), "{tool}");
+        }
+        let status = observation("command", json!({"args": "status"}));
+        assert_eq!(b.handle(&status).unwrap(), usual.handle(&status).unwrap());
+        // Its whole history loads as a load at open's does.
+        let history = door(&mut b, json!({"type": "history"}));
+        assert_eq!(
+            history["historyLoad"]["work"],
+            json!({"kind": "load", "whole": true})
+        );
+        let complete = door(&mut b, run(&history["historyLoad"]));
+        assert_eq!(complete["historyComplete"], true, "{complete}");
+
+        // Pi appended an entry at start-up (a thinking level) after the read: the host walked
+        // back from Pi's leaf to the tip read ahead and names it; the feed brings the rest.
+        let mut b = Binding::new();
+        let job = read_ahead(&mut b);
+        door(&mut b, run(&job));
+        let mut appended = open("t1");
+        appended["readAhead"] = json!(leaf);
+        let opened = door(&mut b, appended);
+        assert_eq!(opened["jobs"], json!([]), "{opened}");
+        assert_eq!(opened["tip"], json!(leaf));
+        let t1 = json!({"type": "thinking_level_change", "id": "t1", "parentId": leaf,
+            "timestamp": "2026-01-01T00:00:00.000Z", "thinkingLevel": "off"});
+        let fed = b
+            .handle_input(
+                &json!({"type": "hook", "observation": serde_json::from_str::<Value>(&observation("session_start", json!({"runActive": false}))).unwrap()}).to_string(),
+                Some(&json!({"append": [t1]}).to_string()),
+            )
+            .unwrap();
+        let fed: Value = serde_json::from_str(&fed).unwrap();
+        assert_eq!(fed["tip"], "t1", "{fed}");
+        assert_eq!(fed["needsBranch"], false);
+
+        // Opened at another leaf, named by no read ahead (Pi navigated since): the usual load.
+        let mut b = Binding::new();
+        let job = read_ahead(&mut b);
+        door(&mut b, run(&job));
+        let opened = door(&mut b, open("m1"));
+        assert_eq!(
+            opened["jobs"][0]["work"],
+            json!({"kind": "load", "whole": false}),
+            "{opened}"
+        );
+        door(&mut b, run(&opened["jobs"][0]));
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some("m1"));
+
+        // Opened before the read ahead is back: dropped, the usual load; its late result is ignored.
+        let mut b = Binding::new();
+        let job = read_ahead(&mut b);
+        let opened = door(&mut b, open(&leaf));
+        assert_eq!(opened["jobs"].as_array().map(Vec::len), Some(1), "{opened}");
+        assert_ne!(opened["jobs"][0]["id"], job["id"]);
+        let late = door(&mut b, run(&job));
+        assert_eq!(late.get("op"), None, "{late}");
+        assert_eq!(
+            late["tip"],
+            Value::Null,
+            "nothing installed from the dropped read"
+        );
+        door(&mut b, run(&opened["jobs"][0]));
+        assert_eq!(b.tip_id().unwrap().as_deref(), Some(leaf.as_str()));
+
+        // A small file is not read ahead.
+        let small = dir.join("small.jsonl");
+        std::fs::write(&small, "{\"type\":\"session\",\"id\":\"T\"}\n").unwrap();
+        let out = door(
+            &mut Binding::new(),
+            json!({"type": "prefetch", "file": small.display().to_string()}),
+        );
+        assert_eq!(out["jobs"], json!([]), "{out}");
+        assert_eq!(out.get("op"), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

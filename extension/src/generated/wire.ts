@@ -539,7 +539,15 @@ export type Input =
 		 * reload after a failure).
 		 */
 		background: boolean,
+		/**
+		 * The tip of this file's read ahead ([`Input::Prefetch`]) when Pi's leaf descends from
+		 * it (the host walked back from the leaf and met it: Pi appended entries at start-up,
+		 * such as a thinking level): what was read is installed, and the entries after it come
+		 * with the next feed as usual.
+		 */
+		readAhead?: string,
 	}
+	| { "type": "prefetch", file: string }
 	| { "type": "close" }
 	| { "type": "history" }
 	| { "type": "resync", sessionId: string, entries: unknown[] }

@@ -99,7 +99,22 @@ pub enum Input {
         /// A large file may load on the pool (its current window first); false: at once (a
         /// reload after a failure).
         background: bool,
+        /// The tip of this file's read ahead ([`Input::Prefetch`]) when Pi's leaf descends from
+        /// it (the host walked back from the leaf and met it: Pi appended entries at start-up,
+        /// such as a thinking level): what was read is installed, and the entries after it come
+        /// with the next feed as usual.
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional))]
+        read_ahead: Option<String>,
     },
+    /// Read a large session file ahead of Pi's `session_start`, while Pi is still starting (the
+    /// host knows the file from Pi's command line): the output is a load job of its current
+    /// window at the file's last entry (where Pi opens it), to run in the background and answer
+    /// with `done`, whose `value` is `{tip}` (the entry it read up to; `null` when it read
+    /// nothing). An [`Input::Open`] of that file at that leaf (or naming that tip as
+    /// `readAhead`) then installs what it read without a second job; anything else drops it. A
+    /// small file, or one that is not there, gives no job.
+    Prefetch { file: String },
     /// The session ends (Pi shuts down, reloads or switches) before its start-up load is done:
     /// every load in flight stops and nothing else happens (the engine never started the
     /// session, so it has nothing to end).

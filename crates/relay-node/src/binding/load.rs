@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use relay_core::engine::{self, Job, JobOutcome, JobResult, Output, Work};
 use relay_core::entry::{BranchSink, Entry, LineAt};
-use relay_io::session::TailLoad;
+use relay_io::session::{Leaf, TailLoad};
 
 use super::{Binding, Failure, Fed, LoadOp};
 use crate::boundary;
@@ -22,9 +22,11 @@ use crate::jobs;
 pub const BACKGROUND_LOAD_BYTES: u64 = 8 * 1024 * 1024;
 /// A session file to replay on a worker thread ([`run_load`]); the branch goes to `slot`.
 pub struct LoadJob {
-    session_id: String,
+    /// `None`: the file's own (its header's), for a read ahead of Pi's `session_start`.
+    session_id: Option<String>,
     path: PathBuf,
-    leaf_id: String,
+    /// `None`: the file's last entry, the leaf Pi opens a session at (a read ahead).
+    leaf_id: Option<String>,
     slot: Arc<Mutex<Option<engine::LoadedBranch>>>,
     /// Read the current window first ([`relay_io::session::stream_session_tail`]): the earlier
     /// windows skimmed, to be completed by a whole load. A branch without a compaction is read
@@ -75,15 +77,31 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
         boundary::inject("loadSessionFileInBackground", &|| {
             job.path.display().to_string()
         });
+        let session_id = match &job.session_id {
+            Some(id) => id.clone(),
+            None => relay_io::session::session_header_id(&job.path).ok()??,
+        };
         let mut sink = Sink {
-            session_id: &job.session_id,
+            session_id: &session_id,
             branch: None,
             cancel: &job.cancel,
             lines: None,
         };
+        let mut leaf_id = job.leaf_id.clone();
         if job.tail {
             boundary::hold("TAIL");
-            match relay_io::session::stream_session_tail(&job.path, &job.leaf_id, &mut sink) {
+            let leaf = match &leaf_id {
+                Some(id) => Leaf::Id(id),
+                None => Leaf::Last,
+            };
+            // A read ahead runs while Pi starts up on its own thread: its second thread takes
+            // only the time Pi's leaves.
+            let read = if job.leaf_id.is_none() {
+                relay_io::session::stream_session_tail_beside(&job.path, leaf, &mut sink)
+            } else {
+                relay_io::session::stream_session_tail(&job.path, leaf, &mut sink)
+            };
+            match read {
                 Ok(TailLoad::Tail) => {
                     return sink.branch.map(|mut branch| {
                         branch.skimmed();
@@ -91,16 +109,18 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
                     });
                 }
                 Ok(TailLoad::NoLeaf) | Err(_) => return None,
-                Ok(TailLoad::NoTail) => {}
+                Ok(TailLoad::NoTail { leaf }) => leaf_id = Some(leaf),
             }
         }
+        // A whole load always has its leaf: the tip it completes, or the tail pass's.
+        let leaf_id = leaf_id?;
         boundary::hold_unless("LOAD", &job.cancel);
         // The whole history keeps where each text is in the file, not the text (a file that
         // cannot be opened again is read whole into memory, as before).
         sink.lines = relay_io::session::SessionLines::open(&job.path)
             .ok()
             .map(|l| Arc::new(l) as Arc<dyn relay_core::history::LineSource>);
-        let found = relay_io::session::stream_session_branch(&job.path, &job.leaf_id, &mut sink);
+        let found = relay_io::session::stream_session_branch(&job.path, &leaf_id, &mut sink);
         match (found, sink.branch) {
             (Ok(true), Some(branch)) => Some(branch),
             _ => None,
@@ -122,6 +142,17 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
     release_free_memory();
     Ok(found)
 }
+/// A read of a session file ahead of Pi's `session_start` ([`Binding::prefetch`]): its job, the
+/// file, and where the job leaves the branch it read (at the file's last entry).
+pub struct Prefetch {
+    pub(super) op: u64,
+    path: PathBuf,
+    slot: Arc<Mutex<Option<engine::LoadedBranch>>>,
+    cancel: Arc<std::sync::atomic::AtomicBool>,
+    /// The job came back (its branch, if any, is in `slot`).
+    done: bool,
+}
+
 /// What a background load left in its slot (a worker that panicked holding the lock still left
 /// its value, or none).
 fn take_slot<T>(slot: &Mutex<Option<T>>) -> Option<T> {
@@ -213,9 +244,9 @@ impl Binding {
             let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
             b.load_cancel = Some(Arc::clone(&cancel));
             Ok(Some(LoadJob {
-                session_id: session_id.to_string(),
+                session_id: Some(session_id.to_string()),
                 path: PathBuf::from(path),
-                leaf_id: leaf_id.to_string(),
+                leaf_id: Some(leaf_id.to_string()),
                 slot,
                 tail: true,
                 cancel,
@@ -267,9 +298,9 @@ impl Binding {
             let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
             b.load_cancel = Some(Arc::clone(&cancel));
             Ok(Some(LoadJob {
-                session_id,
+                session_id: Some(session_id),
                 path,
-                leaf_id: tip,
+                leaf_id: Some(tip),
                 slot,
                 tail: false,
                 cancel,
@@ -318,6 +349,111 @@ impl Binding {
         })
     }
 
+    /// Read `path` ahead of Pi's `session_start` (see [`relay_core::engine::Input::Prefetch`]):
+    /// a load job of its current window at its last entry, kept apart from the session's own
+    /// loads until [`Binding::open`] takes it or drops it.
+    pub(super) fn prefetch(&mut self, path: &str) -> Result<Output, Failure> {
+        self.drop_prefetch();
+        let big = std::fs::metadata(path)
+            .map(|m| m.is_file() && m.len() >= BACKGROUND_LOAD_BYTES)
+            .unwrap_or(false);
+        if !big {
+            return Ok(Output::default());
+        }
+        let slot = Arc::new(Mutex::new(None));
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let job = LoadJob {
+            session_id: None,
+            path: PathBuf::from(path),
+            leaf_id: None,
+            slot: Arc::clone(&slot),
+            tail: true,
+            cancel: Arc::clone(&cancel),
+        };
+        let id = self.load_id();
+        jobs::register_load(id, job);
+        self.prefetch = Some(Prefetch {
+            op: id,
+            path: PathBuf::from(path),
+            slot,
+            cancel,
+            done: false,
+        });
+        let job = Job {
+            id,
+            deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
+            work: Work::Load { whole: false },
+        };
+        Ok(Output {
+            op: Some(id),
+            jobs: vec![job],
+            ..Output::default()
+        })
+    }
+
+    /// The read ahead came back: what it read waits in its slot for [`Binding::open`]; the
+    /// output's `value` is `{tip}`, the entry it read up to (`null`: nothing to install).
+    pub(super) fn prefetch_done(&mut self, results: &[JobResult]) -> Output {
+        let Some(prefetch) = self.prefetch.as_mut() else {
+            return Output::default();
+        };
+        prefetch.done = true;
+        let found = results.iter().any(|r| {
+            r.id == prefetch.op
+                && matches!(&r.outcome, JobOutcome::Done { value, .. } if value == &serde_json::json!(true))
+        });
+        let tip = match prefetch.slot.lock() {
+            Ok(slot) => slot.as_ref().and_then(|b| b.tip().map(str::to_string)),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .as_ref()
+                .and_then(|b| b.tip().map(str::to_string)),
+        };
+        if !found || tip.is_none() {
+            self.drop_prefetch();
+        }
+        Output {
+            value: Some(serde_json::json!({ "tip": if found { tip } else { None } })),
+            ..Output::default()
+        }
+    }
+
+    /// Stop and forget the read ahead.
+    pub(super) fn drop_prefetch(&mut self) {
+        if let Some(prefetch) = self.prefetch.take() {
+            prefetch
+                .cancel
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            if !prefetch.done {
+                jobs::forget_load(prefetch.op);
+            }
+        }
+    }
+
+    /// The branch read ahead of `session_start`, when it is the one `open` asks for: the same
+    /// file and session, its job back, and its tip Pi's leaf or `read_ahead` (an ancestor of
+    /// the leaf, the host says). Taken either way (a read ahead serves once).
+    fn take_prefetched(
+        &mut self,
+        session_id: &str,
+        path: &str,
+        leaf_id: &str,
+        read_ahead: Option<&str>,
+    ) -> Option<engine::LoadedBranch> {
+        let prefetch = self.prefetch.as_ref()?;
+        let usable = prefetch.done && prefetch.path == Path::new(path);
+        let branch = if usable {
+            take_slot(&prefetch.slot)
+        } else {
+            None
+        };
+        self.drop_prefetch();
+        branch.filter(|b| {
+            b.session_id() == session_id
+                && (b.tip() == Some(leaf_id) || (read_ahead.is_some() && b.tip() == read_ahead))
+        })
+    }
+
     /// Forget every background load in flight (a resync or a newer load replaces them).
     pub(super) fn drop_loads(&mut self) {
         if let Some(cancel) = self.load_cancel.take() {
@@ -346,6 +482,7 @@ impl Binding {
         file: Option<&str>,
         leaf: Option<&str>,
         background: bool,
+        read_ahead: Option<&str>,
     ) -> Result<Output, Failure> {
         self.inner.forget_operations();
         self.drop_loads();
@@ -353,6 +490,19 @@ impl Binding {
             self.needs_resync = true;
             return Ok(Output::default());
         };
+        // Read ahead of session_start and what Pi opened: installed now, no job.
+        if let Some(branch) = self.take_prefetched(session_id, file, leaf, read_ahead) {
+            let skimmed = !branch.is_complete();
+            self.guarded("finishLoad", &String::new, |b| {
+                b.inner.install(branch);
+                Ok(())
+            })?;
+            self.needs_resync = false;
+            if skimmed {
+                self.skimmed_source = Some((session_id.to_string(), PathBuf::from(file)));
+            }
+            return Ok(Output::default());
+        }
         if background {
             if let Some(job) = self.begin_load(session_id, file, leaf)? {
                 return Ok(self.load_output(job, false));

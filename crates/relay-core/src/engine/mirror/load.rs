@@ -64,6 +64,16 @@ impl LoadedBranch {
     pub fn tip(&self) -> Option<&str> {
         self.mirror.history.tip()
     }
+
+    /// Whether every window's texts are in (not [`LoadedBranch::skimmed`]).
+    pub fn is_complete(&self) -> bool {
+        !self.mirror.skimmed
+    }
+
+    /// The session this branch belongs to.
+    pub fn session_id(&self) -> &str {
+        self.mirror.history.session_id()
+    }
 }
 
 /// Feeding the mirror: the engine's inputs that keep it equal to Pi's branch.
