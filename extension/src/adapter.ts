@@ -5,11 +5,10 @@
 // signal. It decides nothing: which job runs, in which order, and what a result means are the
 // engine's (crates/relay-core/src/engine/door.rs).
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding-agent";
 import { existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import type { Effect, Event, HookResult, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
@@ -275,14 +274,15 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
 }
 
 /**
- * The session file Pi was told to open on its command line (`--session <file>`), when that is
- * a file; `undefined` otherwise (no such flag, a session id, a folder). Only Pi's `--session`
- * is looked at; every other argument is left alone (`strict: false`).
+ * The session file Pi was told to open on its command line (`--session <file>`, read with Pi's
+ * own argument parser), when that is a file; `undefined` otherwise (no such flag, a session id,
+ * a folder, a `--fork`, which opens a copy).
  */
 export function sessionFileOf(argv: string[], cwd: string): string | undefined {
-	let session: string | boolean | undefined;
+	let session: string | undefined;
 	try {
-		session = parseArgs({ args: argv, options: { session: { type: "string" } }, strict: false, allowPositionals: true }).values.session;
+		const args = parsePiArgs(argv);
+		session = args.fork === undefined ? args.session : undefined;
 	} catch {
 		return undefined;
 	}

@@ -244,13 +244,14 @@ test("a panic in the background load falls back to a full resync from Pi and is 
 	}
 });
 
-test("the session file read ahead is the one Pi's command line names: --session <file> or --session=<file>, from the cwd; not an id, a folder or nothing", async () => {
+test("the session file read ahead is the one Pi's command line names: --session <file>, from the cwd, as Pi's parser reads it; not an id, a folder, a fork or nothing", async () => {
 	const { sessionFileOf } = await import("../../extension/src/adapter.ts");
 	const dir = mkdtempSync(join(tmpdir(), "relay-read-ahead-args-"));
 	const file = join(dir, "s.jsonl");
 	writeFileSync(file, "");
 	assert.equal(sessionFileOf(["-p", "-ne", "--session", file, "-e", "x.ts", "go"], "/"), file);
-	assert.equal(sessionFileOf(["--session=s.jsonl"], dir), file);
+	assert.equal(sessionFileOf(["--session=s.jsonl"], dir), undefined, "not a form Pi reads");
+	assert.equal(sessionFileOf(["--fork", file], dir), undefined, "a fork opens a copy");
 	assert.equal(sessionFileOf(["--model", "faux/faux-1", "--session", "s.jsonl", "go"], dir), file);
 	assert.equal(sessionFileOf(["--session", "0f3a9c"], dir), undefined, "a session id is Pi's to resolve");
 	assert.equal(sessionFileOf(["--session", dir], "/"), undefined, "a folder");
