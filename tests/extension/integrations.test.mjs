@@ -226,7 +226,11 @@ test("subagents named in tool results are looked up in the live registry: the ha
 	}
 });
 
-test("guard off: /compact runs Pi's own summarizer; when it fails, the window's next compaction is Relay's mechanical reset, once (issue 24, item 6)", async () => {
+/**
+ * A session with the context guard off (Pi's own summarizer runs `/compact`), two scripted
+ * answers, and a keep of one token so that the small session is compactable by that summarizer.
+ */
+async function guardOffSession() {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	writeGuards(root);
@@ -234,13 +238,17 @@ test("guard off: /compact runs Pi's own summarizer; when it fails, the window's 
 	const t = await startSession({
 		root,
 		contextWindow: WINDOW,
-		// A tiny keep makes the small session compactable by Pi's own summarizer.
 		settings: { ...enforce(), compaction: { enabled: false, keepRecentTokens: 1 } },
 		steps: [
 			{ text: "First answer.", tokens: 5_000 },
 			{ text: "Second answer.", tokens: 5_100 },
 		],
 	});
+	return { env, t };
+}
+
+test("guard off: /compact runs Pi's own summarizer; when it fails, the window's next compaction is Relay's mechanical reset, once (issue 24, item 6)", async () => {
+	const { env, t } = await guardOffSession();
 	try {
 		await t.session.prompt("First.");
 		await t.session.prompt("Second.");
@@ -287,19 +295,7 @@ test("guard off: /compact runs Pi's own summarizer; when it fails, the window's 
 });
 
 test("guard off: the mechanical fallback a failed summarizer earned survives /reload, and is spent once after it", async () => {
-	const root = newRoot();
-	const env = budgetEnv(root);
-	writeGuards(root);
-	globalThis[GUARD_FLAG] = true;
-	const t = await startSession({
-		root,
-		contextWindow: WINDOW,
-		settings: { ...enforce(), compaction: { enabled: false, keepRecentTokens: 1 } },
-		steps: [
-			{ text: "First answer.", tokens: 5_000 },
-			{ text: "Second answer.", tokens: 5_100 },
-		],
-	});
+	const { env, t } = await guardOffSession();
 	try {
 		await t.session.prompt("FIRST-REQUEST-4410.");
 		await t.session.prompt("Second.");
