@@ -53,11 +53,12 @@ function pendingWork(): number {
  * Facts about the moment that every input carries. Pi computes them; the engine judges them.
  * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
  * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine
- * estimate usage from its mirror instead.
+ * estimate usage from its mirror instead. Without a ctx (before `session_start`): the
+ * process's own facts, no model.
  */
-export function moment(ctx: ExtensionContext, withUsage = false, subagent = false): Moment {
+export function moment(ctx: ExtensionContext | null, withUsage = false, subagent = false): Moment {
 	let usage: Moment["usage"] = null;
-	if (withUsage) {
+	if (withUsage && ctx) {
 		try {
 			const u = ctx.getContextUsage();
 			if (u) usage = { tokens: u.tokens, contextWindow: u.contextWindow };
@@ -65,16 +66,16 @@ export function moment(ctx: ExtensionContext, withUsage = false, subagent = fals
 			usage = null;
 		}
 	}
-	const model = ctx.model ? `${ctx.model.provider}/${ctx.model.id}` : null;
+	const model = ctx?.model ? `${ctx.model.provider}/${ctx.model.id}` : null;
 	return {
 		nowMs: Date.now(),
 		tzOffsetMinutes: -new Date().getTimezoneOffset(),
 		usage,
 		model,
-		contextWindow: ctx.model?.contextWindow ?? null,
-		hasPendingMessages: ctx.hasPendingMessages(),
+		contextWindow: ctx?.model?.contextWindow ?? null,
+		hasPendingMessages: ctx?.hasPendingMessages() ?? false,
 		pendingWork: pendingWork(),
-		cwd: ctx.cwd,
+		cwd: ctx?.cwd ?? process.cwd(),
 		contextGuard: contextGuard(),
 		subagent,
 	};
@@ -326,8 +327,8 @@ export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice
 		// An `open` that did not wait for it (another file) already dropped it.
 		if (prefetch.abandoned) return;
 		try {
-			const moment: Moment = { nowMs: Date.now(), tzOffsetMinutes: -new Date().getTimezoneOffset(), usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: process.cwd(), contextGuard: contextGuard(), subagent: false };
-			const value = call(rt, { type: "done", op, results, moment }).value as { tip?: string | null } | undefined;
+			// Before session_start there is no ctx: the moment of the process alone.
+			const value = call(rt, { type: "done", op, results, moment: moment(null) }).value as { tip?: string | null } | undefined;
 			prefetch.tip = value?.tip ?? null;
 		} catch (error) {
 			console.error(`relay: reading the session ahead failed: ${error instanceof Error ? error.message : String(error)}`);

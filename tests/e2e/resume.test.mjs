@@ -17,43 +17,60 @@ const PI = process.env.RELAY_PI_CLI ?? join(ROOT, "node_modules/@earendil-works/
 const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? join(ROOT, "target/test-addon/relay.node");
 assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
 
-test("pi -p on a large session with windows answers before its whole history starts loading and exits without waiting for it, with nothing reported", () => {
-	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-resume-"));
+/**
+ * A large generated session in a fresh folder (larger than the background threshold, 8 MiB, with a
+ * compaction every 2,000 entries: the first request goes out from the current window, the earlier
+ * ones load after it), resumed by `pi -p --session <file> go` with one scripted reply, Relay loaded
+ * with the test addon; `extensions(dir)` go before the faux provider and Relay, `env(dir)` is added. Returns
+ * spawnSync's result, the folder and the session's lines after its header.
+ */
+function resumeLarge({ prefix, seed, reply, timeout, extensions = () => [], env = () => ({}) }) {
+	const dir = mkdtempSync(join(tmpdir(), prefix));
 	const [agent, work] = ["agent", "work"].map((d) => join(dir, d));
 	for (const d of [agent, work]) mkdirSync(d, { recursive: true });
-	// Larger than the background threshold (8 MiB), with a compaction every 2,000 entries: the
-	// first request goes out from the current window, the earlier ones load after it.
 	const source = join(dir, "generated.jsonl");
-	generate(source, { targetBytes: 12 * 1048576, seed: 11, compactionEvery: 2000 });
+	generate(source, { targetBytes: 12 * 1048576, seed, compactionEvery: 2000 });
 	const [head, ...rest] = readFileSync(source, "utf8").split("\n");
 	const session = join(dir, "session.jsonl");
 	writeFileSync(session, [JSON.stringify({ ...JSON.parse(head), cwd: work }), ...rest].join("\n"));
 	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false } }));
-	writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: "Answered from the current window." }]));
-	const gate = join(dir, "never-opened");
+	writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: reply }]));
 	const result = spawnSync(
 		process.execPath,
-		[PI, "-p", "-ne", "-nbt", "--offline", "--session", session, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1", "go"],
+		[PI, "-p", "-ne", "-nbt", "--offline", "--session", session, ...extensions(dir).flatMap((e) => ["-e", e]), "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1", "go"],
 		{
 			cwd: work,
 			encoding: "utf8",
 			input: "",
-			// The gate holds the load for 60 s unless it is cancelled: a run that waited for it
-			// would take that long.
-			timeout: 30_000,
+			timeout,
 			env: {
 				...process.env,
 				PI_CODING_AGENT_DIR: agent,
 				PI_CONTEXT_BUDGET_STATE_DIR: join(dir, "state"),
 				PI_OFFLINE: "1",
 				RELAY_ADDON: TEST_ADDON,
-				RELAY_TEST_HOLD_LOAD: gate,
 				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
 				RELAY_FAUX_DUMP: join(dir, "requests.jsonl"),
 				RELAY_FAUX_WINDOW: "1000000000",
+				...env(dir),
 			},
 		},
 	);
+	return { result, dir, rest };
+}
+
+test("pi -p on a large session with windows answers before its whole history starts loading and exits without waiting for it, with nothing reported", () => {
+	const { result, dir } = resumeLarge({
+		prefix: "relay-e2e-resume-",
+		seed: 11,
+		reply: "Answered from the current window.",
+		// The gate holds the load for 60 s unless it is cancelled: a run that waited for it would
+		// take that long.
+		timeout: 30_000,
+		extensions: () => [],
+		env: (dir) => ({ RELAY_TEST_HOLD_LOAD: join(dir, "never-opened") }),
+	});
+	const gate = join(dir, "never-opened");
 	assert.equal(result.error, undefined, "pi ended before the test's timeout");
 	assert.equal(result.status, 0, result.stderr);
 	assert.equal(result.stdout.trim(), "Answered from the current window.");
@@ -82,41 +99,18 @@ export default function (pi) {
 `;
 
 test("pi -p --session <large file> reads the session while Pi starts, before session_start, and answers from it", () => {
-	const dir = mkdtempSync(join(tmpdir(), "relay-e2e-read-ahead-"));
-	const [agent, work] = ["agent", "work"].map((d) => join(dir, d));
-	for (const d of [agent, work]) mkdirSync(d, { recursive: true });
-	const source = join(dir, "generated.jsonl");
-	generate(source, { targetBytes: 12 * 1048576, seed: 12, compactionEvery: 2000 });
-	const [head, ...rest] = readFileSync(source, "utf8").split("\n");
-	const session = join(dir, "session.jsonl");
-	writeFileSync(session, [JSON.stringify({ ...JSON.parse(head), cwd: work }), ...rest].join("\n"));
-	writeFileSync(join(agent, "settings.json"), JSON.stringify({ compaction: { enabled: false } }));
-	writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: "Answered after reading ahead." }]));
-	const probe = join(dir, "probe.mjs");
-	writeFileSync(probe, PROBE);
-	const gate = join(dir, "tail-gate");
-	const result = spawnSync(
-		process.execPath,
-		[PI, "-p", "-ne", "-nbt", "--offline", "--session", session, "-e", probe, "-e", join(ROOT, "demo/faux-provider.ts"), "-e", join(ROOT, "extension"), "--model", "faux/faux-1", "go"],
-		{
-			cwd: work,
-			encoding: "utf8",
-			input: "",
-			timeout: 60_000,
-			env: {
-				...process.env,
-				PI_CODING_AGENT_DIR: agent,
-				PI_CONTEXT_BUDGET_STATE_DIR: join(dir, "state"),
-				PI_OFFLINE: "1",
-				RELAY_ADDON: TEST_ADDON,
-				RELAY_TEST_HOLD_TAIL: gate,
-				PROBE_OUT: join(dir, "probe.json"),
-				RELAY_FAUX_SCRIPT: join(dir, "script.json"),
-				RELAY_FAUX_DUMP: join(dir, "requests.jsonl"),
-				RELAY_FAUX_WINDOW: "1000000000",
-			},
+	const { result, dir, rest } = resumeLarge({
+		prefix: "relay-e2e-read-ahead-",
+		seed: 12,
+		reply: "Answered after reading ahead.",
+		timeout: 60_000,
+		extensions: (dir) => {
+			const probe = join(dir, "probe.mjs");
+			writeFileSync(probe, PROBE);
+			return [probe];
 		},
-	);
+		env: (dir) => ({ RELAY_TEST_HOLD_TAIL: join(dir, "tail-gate"), PROBE_OUT: join(dir, "probe.json") }),
+	});
 	assert.equal(result.error, undefined, "pi ended before the test's timeout");
 	assert.equal(result.status, 0, result.stderr);
 	assert.equal(result.stdout.trim(), "Answered after reading ahead.");

@@ -132,10 +132,7 @@ pub fn run_load(job: &LoadJob) -> Result<bool, Failure> {
         ))
     })?;
     let found = loaded.is_some();
-    match job.slot.lock() {
-        Ok(mut slot) => *slot = loaded,
-        Err(poisoned) => *poisoned.into_inner() = loaded,
-    }
+    *lock_slot(&job.slot) = loaded;
     // What the read freed (its blocks and batches) stays in this worker's malloc arena otherwise:
     // 37 MiB of the first pass on the 256 MiB session. Trimmed here, on the worker, because it
     // takes 12-14 ms (it was in `finish_load`, on Pi's thread).
@@ -156,9 +153,29 @@ pub struct Prefetch {
 /// What a background load left in its slot (a worker that panicked holding the lock still left
 /// its value, or none).
 fn take_slot<T>(slot: &Mutex<Option<T>>) -> Option<T> {
-    match slot.lock() {
-        Ok(mut slot) => slot.take(),
-        Err(poisoned) => poisoned.into_inner().take(),
+    lock_slot(slot).take()
+}
+
+/// A background load's slot, locked (a worker that panicked holding the lock still left its
+/// value, or none).
+fn lock_slot<T>(slot: &Mutex<Option<T>>) -> std::sync::MutexGuard<'_, Option<T>> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `path` is a file large enough to load on the pool ([`BACKGROUND_LOAD_BYTES`]).
+fn loads_in_background(path: &str) -> bool {
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.len() >= BACKGROUND_LOAD_BYTES)
+        .unwrap_or(false)
+}
+
+/// The job that runs the load registered under `id` (no deadline: its size bounds it).
+fn load_job(id: u64, whole: bool) -> Job {
+    Job {
+        id,
+        deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
+        work: Work::Load { whole },
     }
 }
 /// Return the pages malloc holds free to the system (glibc keeps the free pages of each thread's
@@ -231,10 +248,7 @@ impl Binding {
         leaf_id: &str,
     ) -> Result<Option<LoadJob>, Failure> {
         self.guarded("loadSessionFileInBackground", &String::new, |b| {
-            let big = std::fs::metadata(path)
-                .map(|m| m.is_file() && m.len() >= BACKGROUND_LOAD_BYTES)
-                .unwrap_or(false);
-            if !big {
+            if !loads_in_background(path) {
                 return Ok(None);
             }
             b.drop_loads();
@@ -354,10 +368,7 @@ impl Binding {
     /// loads until [`Binding::open`] takes it or drops it.
     pub(super) fn prefetch(&mut self, path: &str) -> Result<Output, Failure> {
         self.drop_prefetch();
-        let big = std::fs::metadata(path)
-            .map(|m| m.is_file() && m.len() >= BACKGROUND_LOAD_BYTES)
-            .unwrap_or(false);
-        if !big {
+        if !loads_in_background(path) {
             return Ok(Output::default());
         }
         let slot = Arc::new(Mutex::new(None));
@@ -379,14 +390,9 @@ impl Binding {
             cancel,
             done: false,
         });
-        let job = Job {
-            id,
-            deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
-            work: Work::Load { whole: false },
-        };
         Ok(Output {
             op: Some(id),
-            jobs: vec![job],
+            jobs: vec![load_job(id, false)],
             ..Output::default()
         })
     }
@@ -402,13 +408,9 @@ impl Binding {
             r.id == prefetch.op
                 && matches!(&r.outcome, JobOutcome::Done { value, .. } if value == &serde_json::json!(true))
         });
-        let tip = match prefetch.slot.lock() {
-            Ok(slot) => slot.as_ref().and_then(|b| b.tip().map(str::to_string)),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .as_ref()
-                .and_then(|b| b.tip().map(str::to_string)),
-        };
+        let tip = lock_slot(&prefetch.slot)
+            .as_ref()
+            .and_then(|b| b.tip().map(str::to_string));
         if !found || tip.is_none() {
             self.drop_prefetch();
         }
@@ -528,11 +530,7 @@ impl Binding {
         let id = self.load_id();
         jobs::register_load(id, job);
         self.load_op = Some(LoadOp { op: id });
-        Job {
-            id,
-            deadline_ms: relay_core::engine::door::NO_DEADLINE_MS,
-            work: Work::Load { whole },
-        }
+        load_job(id, whole)
     }
 
     /// A load job came back: install the current window, or swap the whole history in. A load that failed or disagrees asks for a full reload.
