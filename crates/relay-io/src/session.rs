@@ -13,9 +13,9 @@ use relay_core::entry::{
 };
 
 mod tail;
+use tail::helper_priority;
 #[cfg(test)]
 use tail::stream_session_tail_with;
-use tail::{helper_priority, YIELDING};
 pub use tail::{
     session_header_id, stream_session_tail, stream_session_tail_beside, Leaf, TailLoad,
 };
@@ -182,8 +182,14 @@ fn skim_from(reader: &mut impl Read, mut at: u64) -> io::Result<Skimmed> {
 
 /// Skim the whole file: on two threads when it holds `parallel_from` bytes or more and a line
 /// starts near its middle (the second half on a thread of its own, read through a second handle),
-/// else on this one. The result is the same either way.
-fn skim_file(path: &Path, file: &mut fs::File, parallel_from: u64) -> io::Result<Skimmed> {
+/// else on this one; the second thread at the lowest priority when `yielding`. The result is the
+/// same either way.
+fn skim_file(
+    path: &Path,
+    file: &mut fs::File,
+    parallel_from: u64,
+    yielding: bool,
+) -> io::Result<Skimmed> {
     let len = file.metadata()?.len();
     let split = if len >= parallel_from.max(1) {
         line_start_after(file, len / 2, len)?
@@ -196,7 +202,6 @@ fn skim_file(path: &Path, file: &mut fs::File, parallel_from: u64) -> io::Result
     };
     let mut second = fs::File::open(path)?;
     second.seek(SeekFrom::Start(split))?;
-    let yielding = YIELDING.with(|y| y.get());
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("relay-session-skim".into())
@@ -819,8 +824,9 @@ mod tests {
             }
             let file = dir.join(format!("s{case}.jsonl"));
             fs::write(&file, &bytes).unwrap();
-            let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
-            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0).unwrap();
+            let one =
+                skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX, false).unwrap();
+            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0, false).unwrap();
             let len = bytes.len() as u64;
             if line_start_after(&mut fs::File::open(&file).unwrap(), len / 2, len)
                 .unwrap()
@@ -833,8 +839,8 @@ mod tests {
             assert_eq!(one.exact, two.exact, "case {case}");
             let (mut a, mut b) = (Collect::default(), Collect::default());
             assert_eq!(
-                stream_session_tail_with(&file, Leaf::Id(&last), &mut a, None).unwrap(),
-                stream_session_tail_with(&file, Leaf::Id(&last), &mut b, Some(0)).unwrap(),
+                stream_session_tail_with(&file, Leaf::Id(&last), &mut a, None, false).unwrap(),
+                stream_session_tail_with(&file, Leaf::Id(&last), &mut b, Some(0), false).unwrap(),
                 "case {case}"
             );
             assert_eq!(a.0, b.0, "case {case}");
@@ -1211,7 +1217,8 @@ mod probe {
         if std::env::var("RELAY_PROBE_ONLY").is_ok_and(|v| v == "skim1") {
             for _ in 0..3 {
                 let t = std::time::Instant::now();
-                let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
+                let one =
+                    skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX, false).unwrap();
                 eprintln!(
                     "skim 1 thread {:?} ({} entries)",
                     t.elapsed(),
@@ -1231,10 +1238,11 @@ mod probe {
             .unwrap();
             let read = t.elapsed();
             let t = std::time::Instant::now();
-            let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
+            let one =
+                skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX, false).unwrap();
             let skim1 = t.elapsed();
             let t = std::time::Instant::now();
-            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0).unwrap();
+            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0, false).unwrap();
             let skim2 = t.elapsed();
             let t = std::time::Instant::now();
             let mut sink = Count(0);

@@ -41,7 +41,7 @@ pub fn stream_session_tail(
     leaf: Leaf<'_>,
     sink: &mut impl BranchSink,
 ) -> Result<TailLoad, SessionReadError> {
-    stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES))
+    stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES), false)
 }
 
 /// [`stream_session_tail`] beside other work of the process (Pi starting up on its own
@@ -52,16 +52,7 @@ pub fn stream_session_tail_beside(
     leaf: Leaf<'_>,
     sink: &mut impl BranchSink,
 ) -> Result<TailLoad, SessionReadError> {
-    let yielding = YIELDING.with(|y| y.replace(true));
-    let read = stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES));
-    YIELDING.with(|y| y.set(yielding));
-    read
-}
-
-thread_local! {
-    /// Set while [`stream_session_tail_beside`] runs on this thread: the threads it starts
-    /// lower their priority first.
-    pub(super) static YIELDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES), true)
 }
 
 /// Called first on a thread a read starts: the lowest priority when the read yields (Linux
@@ -93,12 +84,13 @@ pub fn session_header_id(path: &Path) -> Result<Option<String>, SessionReadError
 const PARALLEL_SKIM_BYTES: u64 = 32 << 20;
 
 /// [`stream_session_tail`], skimming on two threads from `parallel_from` bytes on (`None`: all
-/// on this thread).
+/// on this thread), the second at the lowest priority when `yielding`.
 pub(super) fn stream_session_tail_with(
     path: &Path,
     leaf: Leaf<'_>,
     sink: &mut impl BranchSink,
     parallel_from: Option<u64>,
+    yielding: bool,
 ) -> Result<TailLoad, SessionReadError> {
     let fail = |e: io::Error| SessionReadError::new(path, e);
     let mut file = fs::File::open(path).map_err(fail)?;
@@ -106,7 +98,7 @@ pub(super) fn stream_session_tail_with(
         entries,
         starts,
         exact,
-    } = skim_file(path, &mut file, parallel_from.unwrap_or(u64::MAX)).map_err(fail)?;
+    } = skim_file(path, &mut file, parallel_from.unwrap_or(u64::MAX), yielding).map_err(fail)?;
     let leaf_id = match leaf {
         Leaf::Id(id) => id.to_string(),
         Leaf::Last => match entries.last() {
@@ -149,7 +141,6 @@ pub(super) fn stream_session_tail_with(
     } else {
         0
     };
-    let yielding = YIELDING.with(|y| y.get());
     let tail = match window.split_at(split) {
         ([], _) | (_, []) => read(window),
         (first, second) => std::thread::scope(|scope| {
