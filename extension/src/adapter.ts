@@ -72,13 +72,65 @@ export function moment(ctx: ExtensionContext | null, withUsage = false, subagent
 		tzOffsetMinutes: -new Date().getTimezoneOffset(),
 		usage,
 		model,
-		contextWindow: ctx?.model?.contextWindow ?? null,
+		contextWindow: ctx ? limitsWindow(ctx) : null,
 		hasPendingMessages: ctx?.hasPendingMessages() ?? false,
 		pendingWork: pendingWork(),
 		cwd: ctx?.cwd ?? process.cwd(),
 		contextGuard: contextGuard(),
 		subagent,
 	};
+}
+
+/** Pi's tag on a router (virtual) model (`VIRTUAL_MODEL_API` in Pi's virtual-models module). */
+const VIRTUAL_API = "pi-virtual";
+
+/** The physical model that answered last in each session (`provider`, `model` of its response). */
+const ANSWERED = new WeakMap<object, { provider: string; model: string } | null>();
+
+/** How far back from Pi's leaf {@link limitsWindow} looks for the latest response when none was seen live. */
+const ANSWER_WALK = 1024;
+
+/**
+ * Remember the physical model of a response (at `turn_end`): under a router model, its window is
+ * the one Pi's own context usage and threshold read. Failed and aborted responses do not count
+ * (Pi's `findLatestResponse`).
+ */
+export function noteAnswer(ctx: ExtensionContext, message: unknown): void {
+	const m = message as { role?: string; provider?: string; model?: string; stopReason?: string } | undefined;
+	if (m?.role !== "assistant" || m.stopReason === "error" || m.stopReason === "aborted") return;
+	if (typeof m.provider === "string" && typeof m.model === "string") ANSWERED.set(ctx.sessionManager, { provider: m.provider, model: m.model });
+}
+
+/**
+ * The context window whose limits apply, read as Pi reads it for its context usage: the current
+ * model's; under a router (virtual) model, the window of the physical model that answered last,
+ * else the one the router declares. 0 stays 0 (unknown: the engine never reads it as a window).
+ */
+function limitsWindow(ctx: ExtensionContext): number | null {
+	const model = ctx.model;
+	if (!model) return null;
+	if ((model as { api?: string }).api !== VIRTUAL_API) return model.contextWindow ?? null;
+	const sm = ctx.sessionManager;
+	if (!ANSWERED.has(sm)) ANSWERED.set(sm, latestAnswer(ctx));
+	const answer = ANSWERED.get(sm);
+	const physical = answer ? ctx.modelRegistry.find(answer.provider, answer.model) : undefined;
+	return physical?.contextWindow || model.contextWindow || 0;
+}
+
+/** The latest successful response within {@link ANSWER_WALK} entries of Pi's leaf (a resumed session's). */
+function latestAnswer(ctx: ExtensionContext): { provider: string; model: string } | null {
+	const sm = ctx.sessionManager;
+	let id: string | null | undefined = sm.getLeafId();
+	for (let i = 0; id && i < ANSWER_WALK; i++) {
+		const entry = sm.getEntry(id) as { parentId: string | null; type: string; message?: { role?: string; provider?: string; model?: string; stopReason?: string } } | undefined;
+		if (!entry) break;
+		const m = entry.type === "message" ? entry.message : undefined;
+		if (m?.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted" && typeof m.provider === "string" && typeof m.model === "string") {
+			return { provider: m.provider, model: m.model };
+		}
+		id = entry.parentId;
+	}
+	return null;
 }
 
 /** The fields of the Pi event of type `T` besides its tag. */

@@ -9,6 +9,7 @@ import {
 	bindRuntime,
 	drive,
 	moment,
+	noteAnswer,
 	openSession,
 	prefetchSession,
 	releaseRuntime,
@@ -246,8 +247,10 @@ export default function relay(pi: ExtensionAPI) {
 			return undefined;
 		}),
 	);
-	pi.on("turn_end", (event, ctx) =>
-		whenLoaded(rt.state, () =>
+	pi.on("turn_end", (event, ctx) => {
+		// Under a router model, the window is the one of the model that answered (Pi's rule).
+		noteAnswer(ctx, event.message);
+		return whenLoaded(rt.state, () =>
 			then(handle(ctx, "turn_end", {
 				toolResults: event.toolResults.length,
 				// A turn the user aborted while a tool ran still reports `completed`; the signal says it.
@@ -259,8 +262,8 @@ export default function relay(pi: ExtensionAPI) {
 				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
 				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
 			}),
-		),
-	);
+		);
+	});
 	pi.on("agent_end", (_event, ctx) =>
 		whenLoaded(rt.state, () => {
 			handle(ctx, "agent_end");

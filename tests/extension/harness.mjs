@@ -142,6 +142,9 @@ export async function startSession({
 	bindings = {},
 	// The faux provider's streaming chunk size in tokens ({min, max}); large for huge tool arguments.
 	tokenSize,
+	// Select a router (virtual) model `router/auto` that routes every request to faux-1, declaring
+	// no context window (Pi's docs/virtual-models.md), instead of faux-1 itself.
+	virtual = false,
 } = {}) {
 	const agentDir = join(root, "agent");
 	const cwd = join(root, "work");
@@ -161,7 +164,18 @@ export async function startSession({
 	const scripted = scriptedModel({ contextWindow, steps, tokenSize });
 	const { faux, requests } = scripted;
 	const modelRuntime = await fauxRuntime(agentDir, faux);
-	const model = modelRuntime.getModel("faux", "faux-1");
+	if (virtual) {
+		// A router only routes to a model whose provider has credentials.
+		await modelRuntime.setRuntimeApiKey("faux", "test-key");
+		modelRuntime.registerVirtualModel({
+			provider: "router",
+			id: "auto",
+			name: "Auto",
+			route: () => ({ model: modelRuntime.getModel("faux", "faux-1"), thinkingLevel: "off" }),
+		});
+		await modelRuntime.refresh({ allowNetwork: false });
+	}
+	const model = virtual ? modelRuntime.getModel("router", "auto") : modelRuntime.getModel("faux", "faux-1");
 	const settingsManager = SettingsManager.inMemory({ retry: { enabled: false }, ...settings });
 	const resourceLoader = new DefaultResourceLoader({
 		cwd,

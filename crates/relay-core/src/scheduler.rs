@@ -38,7 +38,7 @@
 //! | Input | Decision |
 //! | --- | --- |
 //! | `new_context` tool | mark an explicit request (`Scheduled`); `AlreadyPending` when any reset is pending or in flight; `Disabled` when off |
-//! | `session_before_compact` threshold, run active | fallback `Available` → `Borrowed`: `[SteerNotes, CancelCompaction]`; `Borrowed` or `Spent` (the window had its turn): overdue, `[CancelCompaction]`; otherwise `[CancelCompaction]` |
+//! | `session_before_compact` threshold, run active | fallback `Available` → `Borrowed`: `[SteerNotes, CancelCompaction]`; `Borrowed`, `Ready` or `Spent` (the window had its turn): overdue, `[CancelCompaction]`; otherwise `[CancelCompaction]` |
 //! | `session_before_compact` threshold, no run active | reset at once (`Threshold`), no borrowed turn |
 //! | `session_before_compact` manual | reset at once (`Manual`) |
 //! | `session_before_compact` overflow | reset at once (`Overflow`), restate the dropped request, never borrow |
@@ -46,7 +46,7 @@
 //! | `session_before_compact` manual while an input reset is requested | reset at once with that attempt id (`Idle`, or `Handoff` when a handoff is ready), no continuation |
 //! | input reset failed before its hook (matching attempt), `before_agent_start`, `agent_settled` | the input reset request is gone |
 //! | `session_before_compact` overflow, recovery refused ([`Scheduler::allow_overflow_reset`]`(false)`: off, or the window's one retry is spent) | `[CancelCompaction]`; pending requests stay |
-//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else the end of the borrowed turn (`Borrowed`) or an overdue threshold reset (`Fallback`); each with continuation unless the user has a prompt queued |
+//! | `turn_end` | commit a ready handoff: reset (`Handoff`); else a forced request asked for at this turn end; else the end of the borrowed turn (`Borrowed` or `Ready`, completed, its request carried the steer) or an overdue threshold reset (`Fallback`, once the steer of a borrowed turn was delivered); each with continuation unless the user has a prompt queued |
 //! | `agent_end` | fallback `Borrowed` → `Ready` (a borrowed turn whose `turn_end` was not seen) |
 //! | `agent_before_settle` completed | one reset for the pending request (explicit, forced or ready fallback), with continuation unless the user has a prompt queued |
 //! | `agent_before_settle` aborted/error, `agent_settled` aborted | clear pending work, spend a borrowed allowance; no reset, no continuation; a `new_context` of a run that failed (error) is owed instead of cleared |
@@ -70,11 +70,18 @@
 //!   tools, so the run goes on in the new window) or at the next completed
 //!   `agent_before_settle`. A compaction hook arriving first serves them too. A forced request
 //!   made while idle survives until the next run's settle point; an aborted or failed run clears it.
-//! - **The borrowed turn ends at its `turn_end`**: the steer is sent from the threshold hook
-//!   that Pi runs after a turn's end, so the next `turn_end` is the borrowed turn's, and it
+//! - **The borrowed turn is the one whose request carried the steer**, and its `turn_end`
 //!   installs the reset (`Fallback`), as the steer promises ("as soon as you finish this turn"),
-//!   whether the model wrote notes or went on working. A model that ignores the steer never gets
-//!   a turn in the full window after its borrowed one.
+//!   whether the model wrote notes or went on working. Usually that is the next turn (Pi runs
+//!   its threshold check after a turn's end and picks the steer up for the next request), but
+//!   not always: Pi delivers a user's steer (or an extension's) queued earlier first, one per
+//!   request, and for a router (virtual) model it checks the threshold after the request's
+//!   messages are fixed. The engine reports at each `turn_end` whether the window's branch holds
+//!   the steer (Pi appends a queued message as it puts it into a request); until it does, the
+//!   window waits, overdue or not. A borrowed turn whose request failed and that Pi retries
+//!   (`Ready` after the failed attempt's `agent_end`, no settle in between) resets at the
+//!   retried turn's end. A model that ignores the steer never gets a turn in the full window
+//!   after its borrowed one.
 //! - **Later crossings in a window** reset: a mid-run threshold hook after the window's borrowed
 //!   turn (allowance `Spent` without a reset) marks the reset overdue, and the next `turn_end`
 //!   installs it (`Fallback`). The model never gets a second note-taking turn, and the context
@@ -120,141 +127,8 @@
 
 use serde::Serialize;
 
-/// Identity of one reset attempt. Carried on the compaction entry as `details.attempt`.
-pub type AttemptId = u64;
-
-/// Why a reset happens. Decides the boot block's extras and the telemetry tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResetSource {
-    /// The model called `new_context`.
-    NewContext,
-    /// The second phase of the two-phase automatic fallback (after a borrowed note-taking turn).
-    Fallback,
-    /// A handoff was written and commits at this `turn_end`.
-    Handoff,
-    /// The budget policy forces a reset.
-    Forced,
-    /// The budget policy's idle reset: an idle handoff's commit, or the idle-input recovery's
-    /// reset with a stored handoff.
-    Idle,
-    /// The user's `/compact`.
-    Manual,
-    /// Pi's overflow recovery.
-    Overflow,
-    /// Pi's threshold check while no run is active (pre-prompt).
-    Threshold,
-}
-
-impl ResetSource {
-    /// Stable lower-case name, for status and telemetry.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResetSource::NewContext => "new_context",
-            ResetSource::Fallback => "fallback",
-            ResetSource::Handoff => "handoff",
-            ResetSource::Forced => "forced",
-            ResetSource::Idle => "idle",
-            ResetSource::Manual => "manual",
-            ResetSource::Overflow => "overflow",
-            ResetSource::Threshold => "threshold",
-        }
-    }
-}
-
-/// `session_before_compact`'s `reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CompactReason {
-    Manual,
-    Threshold,
-    Overflow,
-}
-
-/// A boundary's `outcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Completed,
-    Aborted,
-    Error,
-}
-
-/// One observation from Pi (or from Relay's own tools and policy) fed to [`Scheduler::handle`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchedInput {
-    /// The `new_context` tool ran. Prefer [`Scheduler::new_context`], which also answers the tool.
-    NewContextCalled,
-    /// Policy: a handoff was written in this turn and must commit at this turn's `turn_end`.
-    HandoffCommitReady,
-    /// Policy: the budget fallback or idle reset wants a reset. `at_turn_end`: serve it at this
-    /// turn's `turn_end` (the policy asks from its own `turn_end` step); otherwise at the next
-    /// completed settle point.
-    ForcedResetRequested {
-        source: ResetSource,
-        at_turn_end: bool,
-    },
-    /// `session_before_compact`. `idle` is the adapter's view; see the module docs on idle detection.
-    CompactHook { reason: CompactReason, idle: bool },
-    /// Policy: idle-input recovery wants the window reset before new input runs. Answered with
-    /// [`SchedOutput::Compact`] (the adapter starts Pi's compaction, whose `manual` hook this
-    /// scheduler then answers with the `Idle` reset) when no run is active and nothing else is
-    /// pending; otherwise ignored.
-    InputResetRequested,
-    /// The compaction started for [`SchedInput::InputResetRequested`] failed before its hook (Pi's
-    /// "Nothing to compact", "Already compacted", …): the request is over.
-    InputResetFailed { attempt: AttemptId },
-    /// `before_agent_start`: a genuinely new run starts (user prompt or idle-triggered message).
-    BeforeAgentStart,
-    /// `turn_end`. `has_queued_user_messages`: a steer or follow-up from the user is waiting.
-    /// `completed`: Pi's outcome of the turn is `completed` (not aborted by the user, no error).
-    TurnEnd {
-        has_queued_user_messages: bool,
-        completed: bool,
-    },
-    /// `agent_end` (may happen several times per run).
-    AgentEnd,
-    /// `agent_before_settle` (Pi skips it for aborted runs).
-    BeforeSettle {
-        outcome: Outcome,
-        has_queued_user_messages: bool,
-    },
-    /// `agent_settled`.
-    Settled { aborted: bool },
-    /// The compaction entry of that attempt reached the branch.
-    ResetApplied { attempt: AttemptId },
-    /// Pi rejected the draft or the hook's result was not applied.
-    ResetRejected { attempt: AttemptId },
-    /// Shutdown, session start or switch, tree navigation: outstanding work belongs to another world.
-    Invalidate,
-    /// `/relay on` / `/relay off`.
-    SetEnabled(bool),
-}
-
-/// What the adapter must do in the hook that delivered the input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum SchedOutput {
-    /// Return a reset from the current hook (boundary draft from `turn_end`/`agent_before_settle`,
-    /// `{compaction}` from `session_before_compact`). `continuation`: include the hidden
-    /// continuation and `continue: true`. `restate_dropped_request`: the boot block must restate the
-    /// user request Pi dropped (overflow).
-    Reset {
-        attempt: AttemptId,
-        source: ResetSource,
-        continuation: bool,
-        restate_dropped_request: bool,
-    },
-    /// Return `{cancel: true}` from `session_before_compact`.
-    CancelCompaction,
-    /// Start Pi's compaction now and wait for it before the input goes on (`ctx.compact()` from
-    /// `input`); its `manual` hook gets the reset with this `attempt` id.
-    Compact { attempt: AttemptId },
-    /// Send the note-taking steer (`triggerTurn: true`, steers into this run): the borrowed turn.
-    SteerNotes,
-    /// Return nothing from `session_before_compact`: Pi's own compaction applies (Relay is off).
-    PassThrough,
-}
+mod io;
+pub use io::*;
 
 /// The `new_context` tool's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -448,7 +322,8 @@ impl Scheduler {
             SchedInput::TurnEnd {
                 has_queued_user_messages,
                 completed,
-            } => self.handle_turn_end(has_queued_user_messages, completed),
+                steer_delivered,
+            } => self.handle_turn_end(has_queued_user_messages, completed, steer_delivered),
             SchedInput::AgentEnd => {
                 if self.enabled && self.allowance == Allowance::Borrowed {
                     self.allowance = Allowance::Ready;
@@ -588,24 +463,32 @@ impl Scheduler {
     }
 
     /// A turn ended: a committed handoff, a forced reset due at turn end, an overdue reset or the
-    /// end of a borrowed turn is served here.
+    /// end of a borrowed turn is served here. The borrowed turn is the one whose request carried
+    /// the steer (`steer_delivered`): until then the window waits, so that the note-taking
+    /// request is read in the window it is about.
     fn handle_turn_end(
         &mut self,
         has_queued_user_messages: bool,
         completed: bool,
+        steer_delivered: bool,
     ) -> Vec<SchedOutput> {
         if !self.accepts_requests() {
             return Vec::new();
         }
+        let borrowing = matches!(self.allowance, Allowance::Borrowed | Allowance::Ready);
+        // The steer is still queued behind something Pi delivered first (a user's steer, an
+        // extension's message) or missed a request already fixed (a router model's check).
+        let steer_waits = borrowing && !steer_delivered;
         if self.handoff {
             self.issue(ResetSource::Handoff, !has_queued_user_messages, false)
         } else if matches!(self.forced, Some((_, true)))
-            || self.overdue
-            || (completed && self.allowance == Allowance::Borrowed)
+            || (self.overdue && !steer_waits)
+            || (completed && borrowing && steer_delivered)
         {
-            // A borrowed turn ends here (the steer came after the previous turn's end):
-            // the steer promised the reset as soon as this turn is finished. One the user
-            // aborted (or that failed) resets nothing: its run's settle drops it.
+            // A borrowed turn ends here (its request carried the steer): the steer promised
+            // the reset as soon as this turn is finished. One the user aborted (or that
+            // failed) resets nothing: its run's settle drops it, and one Pi retries
+            // (`Ready` after its `agent_end`) resets at the retried turn's end.
             // One reset serves every request; the source is the highest pending one.
             match self.pending() {
                 Some(source) => self.issue(source, !has_queued_user_messages, false),
@@ -707,7 +590,10 @@ impl Scheduler {
                     // The window already had its note-taking turn (or spent it without a reset,
                     // or its reset was rejected) and the run goes on growing: reset at the next
                     // turn boundary.
-                    Allowance::Borrowed | Allowance::Spent | Allowance::Available
+                    Allowance::Borrowed
+                    | Allowance::Ready
+                    | Allowance::Spent
+                    | Allowance::Available
                         if !reset_coming =>
                     {
                         self.overdue = true;

@@ -74,9 +74,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (source(), any::<bool>()).prop_map(|(source, at_turn_end)| Op::In(SchedInput::ForcedResetRequested { source, at_turn_end })),
         6 => (reason, any::<bool>()).prop_map(|(reason, idle)| Op::In(SchedInput::CompactHook { reason, idle })),
         4 => Just(Op::In(SchedInput::BeforeAgentStart)),
-        4 => (any::<bool>(), prop::bool::weighted(0.9)).prop_map(|(q, c)| Op::In(SchedInput::TurnEnd {
+        4 => (any::<bool>(), prop::bool::weighted(0.9), prop::bool::weighted(0.8)).prop_map(|(q, c, d)| Op::In(SchedInput::TurnEnd {
             has_queued_user_messages: q,
             completed: c,
+            steer_delivered: d,
         })),
         4 => Just(Op::In(SchedInput::AgentEnd)),
         5 => (outcome, any::<bool>()).prop_map(|(outcome, q)| Op::In(SchedInput::BeforeSettle { outcome, has_queued_user_messages: q })),
@@ -348,10 +349,10 @@ impl Model {
                         } else {
                             // After the borrowed turn (or a spent allowance, or with a rejected
                             // reset waiting for its retry) the crossing is overdue: the next turn
-                            // end resets. Not once the borrowed turn ended (the settle serves it),
-                            // nor when another request is coming anyway.
+                            // end resets, also after a failed attempt Pi retries (`TurnDone`),
+                            // but not when another request is coming anyway.
                             let only_retry = self.wants.iter().all(|w| *w == Want::Retry);
-                            if self.phase != Phase::TurnDone && only_retry {
+                            if only_retry {
                                 self.late = true;
                             }
                             vec![SchedOutput::CancelCompaction]
@@ -386,15 +387,20 @@ impl Model {
             I::TurnEnd {
                 has_queued_user_messages,
                 completed,
+                steer_delivered,
             } => {
                 let due = self
                     .wants
                     .iter()
                     .any(|w| matches!(w, Want::Forced(_, true)));
+                // A borrowed turn ends at the first turn end whose request carried the steer.
+                let steered = matches!(self.phase, Phase::Steered | Phase::TurnDone);
                 if self.open() && self.has(Want::Handoff) {
                     self.fire(ResetSource::Handoff, !has_queued_user_messages, false)
                 } else if self.open()
-                    && (due || self.late || (completed && self.phase == Phase::Steered))
+                    && (due
+                        || (self.late && (!steered || steer_delivered))
+                        || (completed && steered && steer_delivered))
                 {
                     let source = self.pending().unwrap_or(ResetSource::Fallback);
                     self.fire(source, !has_queued_user_messages, false)

@@ -32,7 +32,10 @@ export type Moment = {
 	 */
 	model: string | null,
 	/**
-	 * The current model's context window.
+	 * The context window whose limits apply now, as Pi's own context usage reads it: the current
+	 * model's, or under a router (virtual) model the window of the physical model that answered
+	 * last (before any answer, the one the virtual model declares). `null` or 0: unknown (read
+	 * through [`Moment::window`]).
 	 */
 	contextWindow: number | null,
 	/**

@@ -281,7 +281,7 @@ impl Engine {
         let context_window = moment
             .usage
             .map(|u| u.context_window)
-            .or(moment.context_window)
+            .or(moment.window())
             .unwrap_or(0);
         let reserve = self.reserve_for(moment);
         let subagent = self.is_subagent(moment);

@@ -20,10 +20,7 @@ use crate::settings::reminder_threshold;
 impl Engine {
     /// The trigger in this moment's window (`None`: no clearing).
     pub(super) fn clear_trigger(&self, moment: &Moment) -> Option<u64> {
-        let window = moment
-            .usage
-            .map(|u| u.context_window)
-            .or(moment.context_window)?;
+        let window = moment.usage.map(|u| u.context_window).or(moment.window())?;
         let reminder = reminder_threshold(
             window,
             self.reserve_for(moment),

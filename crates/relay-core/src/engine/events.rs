@@ -280,6 +280,7 @@ impl Engine {
         let outs = self.scheduler.handle(SchedInput::TurnEnd {
             has_queued_user_messages: moment.has_pending_messages,
             completed: PiOutcome::completed(outcome),
+            steer_delivered: self.mirror.current_window().steer_at.is_some(),
         });
         self.apply_sched(outs, moment, reply);
         // The reminder goes in where the next request will read it: after a turn whose

@@ -76,7 +76,7 @@ impl Engine {
                 let window = moment
                     .usage
                     .map(|u| u.context_window)
-                    .or(moment.context_window)
+                    .or(moment.window())
                     .unwrap_or(0);
                 render_status(&StatusInfo {
                     enabled: self.enabled(),
@@ -112,10 +112,7 @@ impl Engine {
             }
             "config" => {
                 let sources = self.settings.sources.clone().unwrap_or_default();
-                let window = moment
-                    .usage
-                    .map(|u| u.context_window)
-                    .or(moment.context_window);
+                let window = moment.usage.map(|u| u.context_window).or(moment.window());
                 render_effective_config(&effective_config(
                     &sources,
                     &ConfigQuery {

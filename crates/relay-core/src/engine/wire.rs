@@ -146,7 +146,10 @@ pub struct Moment {
     pub usage: Option<Usage>,
     /// `provider/modelId` of the current model.
     pub model: Option<String>,
-    /// The current model's context window.
+    /// The context window whose limits apply now, as Pi's own context usage reads it: the current
+    /// model's, or under a router (virtual) model the window of the physical model that answered
+    /// last (before any answer, the one the virtual model declares). `null` or 0: unknown (read
+    /// through [`Moment::window`]).
     pub context_window: Option<u64>,
     /// `ctx.hasPendingMessages()`: the user has a prompt queued.
     pub has_pending_messages: bool,
@@ -166,6 +169,14 @@ pub struct Moment {
     /// (an SDK child session): the hosting rule's answer. The budget policy then uses the
     /// `subagent` thresholds, unless `relay.role` declares the session's role.
     pub subagent: bool,
+}
+
+impl Moment {
+    /// The context window, `None` while unknown: a model that declares none (a router model before
+    /// its first answer) reports 0, which is no window at all, never a full one.
+    pub fn window(&self) -> Option<u64> {
+        self.context_window.filter(|w| *w > 0)
+    }
 }
 
 /// The answer of the shared guard library for the `context` guard.

@@ -109,6 +109,25 @@ fn turn_end(has_queued_user_messages: bool) -> SchedInput {
     I::TurnEnd {
         has_queued_user_messages,
         completed: true,
+        steer_delivered: true,
+    }
+}
+
+/// A completed `turn_end` whose request did not carry the note-taking steer (still queued).
+fn turn_end_before_steer() -> SchedInput {
+    I::TurnEnd {
+        has_queued_user_messages: false,
+        completed: true,
+        steer_delivered: false,
+    }
+}
+
+/// A `turn_end` of a failed request (a provider error Pi may retry).
+fn turn_end_failed() -> SchedInput {
+    I::TurnEnd {
+        has_queued_user_messages: false,
+        completed: false,
+        steer_delivered: true,
     }
 }
 
@@ -170,6 +189,30 @@ fn rows() -> Vec<Row> {
             Step::Allow(A::Spent),
             quiet(I::ResetApplied { attempt: 1 }),
             quiet(DONE),
+            Step::Allow(A::Available),
+        ]),
+        row("the borrowed turn is the one whose request carried the steer: a turn end before it (a user's steer delivered first, a router model's fixed request) waits, overdue or not", vec![
+            quiet(START),
+            on(hook(R::Threshold, false), borrow()),
+            quiet(turn_end_before_steer()),
+            Step::Allow(A::Borrowed),
+            // A router model checks again before the next request: overdue, still waiting.
+            on(hook(R::Threshold, false), cancel()),
+            quiet(turn_end_before_steer()),
+            Step::Pending(Some(S::Fallback)),
+            on(turn_end(false), reset(1, S::Fallback, true)),
+            Step::Allow(A::Spent),
+        ]),
+        row("a borrowed turn whose request failed and that Pi retries resets at the retried turn's end; a crossing meanwhile is overdue, never only cancelled", vec![
+            quiet(START),
+            on(hook(R::Threshold, false), borrow()),
+            quiet(turn_end_failed()),
+            quiet(I::AgentEnd),
+            Step::Allow(A::Ready),
+            on(hook(R::Threshold, false), cancel()),
+            on(turn_end(false), reset(1, S::Fallback, true)),
+            Step::Allow(A::Spent),
+            quiet(I::ResetApplied { attempt: 1 }),
             Step::Allow(A::Available),
         ]),
         row("a threshold hook after agent_end borrows; the steered low-level run's agent_end makes it ready", vec![

@@ -209,7 +209,7 @@ impl Mirror {
         if moment.usage.is_some() {
             return moment.usage;
         }
-        let context_window = moment.context_window?;
+        let context_window = moment.window()?;
         let e = &self.current.estimate;
         let tokens = if !self.earlier.is_empty() && e.usages == 0 {
             // After a compaction, nothing is known until an answer in this window reports usage.
