@@ -73,11 +73,7 @@ impl Engine {
             "" | "status" => {
                 let reserve = self.reserve_for(moment);
                 let mode = self.budget_mode();
-                let window = moment
-                    .usage
-                    .map(|u| u.context_window)
-                    .or(moment.window())
-                    .unwrap_or(0);
+                let window = moment.usage.map(|u| u.context_window).or(moment.window());
                 render_status(&StatusInfo {
                     enabled: self.enabled(),
                     current_window_id: self.mirror.history.current_window_id(),
@@ -87,11 +83,9 @@ impl Engine {
                         .usage
                         .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve)),
                     reserve_tokens: reserve,
-                    reminder_threshold: reminder_threshold(
-                        window,
-                        reserve,
-                        self.settings.config.reminder_margin_tokens,
-                    ),
+                    reminder_threshold: window.map(|w| {
+                        reminder_threshold(w, reserve, self.settings.config.reminder_margin_tokens)
+                    }),
                     reminder_sent: self.mirror.current_window().reminder_at.is_some(),
                     pending_reset: self.scheduler.pending().map(ResetSource::as_str),
                     budget_mode: mode.effective.as_str(),

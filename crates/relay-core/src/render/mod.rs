@@ -336,7 +336,8 @@ pub struct StatusInfo<'a> {
     pub remaining_tokens: Option<u64>,
     pub reserve_tokens: u64,
     /// Physical remaining capacity at which the reminder fires (reserve + margin).
-    pub reminder_threshold: u64,
+    /// `None` while the window is unknown (a router model before its first answer).
+    pub reminder_threshold: Option<u64>,
     /// Whether this window already received its reminder.
     pub reminder_sent: bool,
     /// The source of a pending reset (`new_context`, `fallback`, `handoff`, ...).
@@ -389,16 +390,22 @@ pub fn render_status(s: &StatusInfo) -> String {
         }
         None => out.push_str("remaining: unknown until the next model response\n"),
     }
-    let _ = write!(
-        out,
-        "reminder: when {} tokens or fewer are left; {}",
-        group_digits(s.reminder_threshold),
-        if s.reminder_sent {
-            "already sent in this window"
-        } else {
-            "not sent in this window"
-        }
-    );
+    let sent = if s.reminder_sent {
+        "already sent in this window"
+    } else {
+        "not sent in this window"
+    };
+    let _ = match s.reminder_threshold {
+        Some(t) => write!(
+            out,
+            "reminder: when {} tokens or fewer are left; {sent}",
+            group_digits(t)
+        ),
+        None => write!(
+            out,
+            "reminder: none until the model's context window is known (after its first answer); {sent}"
+        ),
+    };
     match s.pending_reset {
         Some(source) => {
             let _ = write!(out, "\nreset: pending ({source}), at the next settle point");

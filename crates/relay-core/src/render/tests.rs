@@ -458,7 +458,7 @@ fn status_text() {
         note_count: 4,
         remaining_tokens: Some(91_234),
         reserve_tokens: 16_384,
-        reminder_threshold: 40_960,
+        reminder_threshold: Some(40_960),
         reminder_sent: false,
         pending_reset: None,
         budget_mode: "observe",
@@ -482,6 +482,13 @@ fn status_text() {
     let off = render_status(&s);
     assert!(on.contains("91,234 tokens") && off.contains("remaining: unknown"));
     insta::assert_snapshot!("status", format!("{on}\n---\n{off}"));
+    // A router model before its first answer: no window, no reminder point (never "0 tokens").
+    s.enabled = true;
+    s.reminder_sent = false;
+    s.reminder_threshold = None;
+    let unknown = render_status(&s);
+    assert!(!unknown.contains("when 0 tokens"), "{unknown}");
+    insta::assert_snapshot!("status_unknown_window", unknown);
 }
 
 #[test]
