@@ -122,6 +122,11 @@ soak: build
 	  nice -n 19 $(NODE) --test --test-concurrency=1 tests/extension/soak.test.mjs
 
 # Lint first: a formatting, clippy or type error fails in seconds, before the long test runs.
+# The whole-engine and scheduler property tests run TEST_PROPTEST_CASES cases each here
+# (RELAY_PROPTEST_CASES, crates/relay-core/tests/support/props.rs), more than `make check` and a
+# plain `cargo test` (2,000 for the engine, 1,000 and 500 for the scheduler).
+TEST_PROPTEST_CASES ?= 5000
+test: export RELAY_PROPTEST_CASES = $(TEST_PROPTEST_CASES)
 test: lint build test-rust test-extension test-e2e
 
 # The quick tier while developing (docs/development.md): lint, the Rust tests and the extension

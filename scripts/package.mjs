@@ -59,6 +59,8 @@ function main() {
 	rmSync(stage, { recursive: true, force: true });
 	mkdirSync(stage, { recursive: true });
 	copyFileSync(addon, join(stage, `relay.${here}.node`));
+	// npm packs a package's LICENSE whatever `files` lists: the platform package gets the root's.
+	copyFileSync(join(ROOT, "LICENSE"), join(stage, "LICENSE"));
 	const glibc = target.libc === "glibc" ? glibcNeeded(addon) : null;
 	const needs = glibc ? ` Needs glibc ${glibc} or later.` : "";
 	writeFileSync(

@@ -62,6 +62,11 @@ test("the packaged Relay installs offline with npm, loads from the platform pack
 	const { dir, pkg, prefix } = install([MAIN, PLATFORM]);
 	assert.ok(!existsSync(join(pkg, "native", "relay.linux-x64-gnu.node")), "pi-relay itself carries no addon");
 	assert.ok(existsSync(join(prefix, "node_modules/pi-relay-linux-x64-gnu/relay.linux-x64-gnu.node")));
+	// Both packages declare MIT and ship the licence text itself (the repository's LICENSE).
+	const license = readFileSync(join(ROOT, "LICENSE"), "utf8");
+	assert.match(license, /^MIT License\n\nCopyright \(c\) 2026 The Relay authors\n/);
+	assert.equal(readFileSync(join(pkg, "LICENSE"), "utf8"), license, "pi-relay's tarball carries the LICENSE");
+	assert.equal(readFileSync(join(prefix, "node_modules/pi-relay-linux-x64-gnu/LICENSE"), "utf8"), license, "the platform package's tarball carries the LICENSE");
 	const run = piRun(dir, pkg, [{ tool: "new_context", args: {} }, { text: "continued in window two" }]);
 	assert.equal(run.status, 0, run.stderr);
 	assert.equal(run.settings.packages.length, 1, "pi install recorded the installed folder");

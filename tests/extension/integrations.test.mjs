@@ -226,6 +226,59 @@ test("subagents named in tool results are looked up in the live registry: the ha
 	}
 });
 
+test("an empty but readable subagent task directory and a registry that cannot list: the handoff says unavailable, not none (issue 34)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const SUBAGENTS = Symbol.for("pi-subagents:manager");
+	const asked = [];
+	// getRecord only (no listAgents): it would call anything it is asked about running.
+	globalThis[SUBAGENTS] = {
+		getRecord(id) {
+			asked.push(id);
+			return { id, status: "running", description: "asked" };
+		},
+	};
+	const savedTmp = process.env.TMPDIR;
+	const probe = probeTool();
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		extraFactories: [probe.factory],
+		steps: [
+			{ text: "Looked around.", tokens: 5_000 },
+			{ ...tool("probe_work"), tokens: 35_000 },
+			{ ...tool("context_handoff", HANDOFF), tokens: 36_000 },
+			"Resumed from the handoff.",
+		],
+	});
+	try {
+		// This session's task directory exists and can be listed, but holds no `<id>.output` file.
+		const tmp = join(root, "tmp");
+		const slug = t.cwd.replace(/[^A-Za-z0-9._-]/g, "-");
+		const tasks = join(tmp, `pi-subagents-${process.getuid()}`, slug, t.sessionManager.getSessionId(), "tasks");
+		mkdirSync(tasks, { recursive: true });
+		process.env.TMPDIR = tmp;
+		await t.session.prompt("Start.");
+		await t.session.prompt("Keep going.");
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff.isError, false, handoff.text);
+		const path = JSON.parse(handoff.text).path;
+		const md = readFileSync(path, "utf8");
+		assert.match(md, /### Subagents \(pi-subagents\)\n\nunavailable \(/, md);
+		assert.deepEqual(asked, [], "the registry was asked about no id");
+		const sidecar = JSON.parse(readFileSync(path.replace(/\.md$/, ".json"), "utf8"));
+		assert.deepEqual(sidecar.integrations.subagents, { available: false });
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		if (savedTmp === undefined) delete process.env.TMPDIR;
+		else process.env.TMPDIR = savedTmp;
+		await t.dispose();
+		delete globalThis[SUBAGENTS];
+		env.restore();
+	}
+});
+
 /**
  * A session with the context guard off (Pi's own summarizer runs `/compact`), two scripted
  * answers, and a keep of one token so that the small session is compactable by that summarizer.

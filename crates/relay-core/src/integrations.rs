@@ -96,19 +96,19 @@ pub fn subagent_ids_in(text: &str) -> Vec<String> {
 }
 
 /// The ids to ask the live registry's `getRecord` about: the task directory's (`None` when it
-/// could not be read) and those tool results named, each once. `None` only when neither source
-/// has anything to offer, so an unreadable task directory and no known id stay `unavailable`.
+/// could not be read) and those tool results named, each once. `None` when the two together name
+/// no id: a registry that cannot list its agents is then never asked, so whether work is pending
+/// is unknown and the section says `unavailable` (seed 004: pending work whose ids cannot be
+/// discovered is unavailable), whether the task directory was unreadable or readable and empty.
+/// Only a registry that answered (its list, or its records for the ids asked) makes `none`.
 pub fn subagent_lookup_ids(task_ids: Option<&[String]>, known: &[String]) -> Option<Vec<String>> {
-    if task_ids.is_none() && known.is_empty() {
-        return None;
-    }
     let mut ids: Vec<String> = Vec::new();
     for id in task_ids.unwrap_or_default().iter().chain(known) {
         if !ids.contains(id) {
             ids.push(id.clone());
         }
     }
-    Some(ids)
+    (!ids.is_empty()).then_some(ids)
 }
 
 /// Subagent states that are authoritative pending work.

@@ -60,7 +60,9 @@
 //! - **the mirror is a projection of the branch**: after every action the engine's windows, notes,
 //!   tool outputs and usage estimate equal those of a fresh engine resynced from the branch.
 //!
-//! Cases: `RELAY_PROPTEST_CASES` (default 2000). The reliability run in the README:
+//! Cases: `RELAY_PROPTEST_CASES` (default 2000, as `make check` runs it; `make test` sets more).
+//! A failing case's seed is printed and kept in `engine_props.proptest-regressions`, which runs
+//! first every time (support/props.rs). The long run in docs/reliability.md:
 //! `RELAY_PROPTEST_CASES=100000 cargo test --release -p relay-core --test engine_props`.
 
 use std::collections::{BTreeMap, HashSet};
@@ -79,6 +81,8 @@ use serde_json::{json, Value};
 
 #[path = "support/branch.rs"]
 mod branch;
+#[path = "support/props.rs"]
+mod props;
 use branch::{marker, prompts_in};
 
 const SID: &str = "0190a1b2-props-session";
@@ -2279,17 +2283,10 @@ fn session_with(
     })
 }
 
-fn cases() -> u32 {
-    std::env::var("RELAY_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
+        cases: props::cases(2000),
+        failure_persistence: props::kept(),
         max_shrink_iters: 20_000,
         ..ProptestConfig::default()
     })]

@@ -3,6 +3,13 @@
 //! real [`Scheduler`] (the system under test) and through a small reference model written
 //! independently from the lifecycle rules. Every step compares outputs and observable state, and a
 //! trace checker asserts the invariants users rely on, using only the inputs and outputs.
+//!
+//! Cases: `RELAY_PROPTEST_CASES` for each test when set (`make test` sets it), else 1000 and 500.
+//! A failing case's seed is printed and kept in `scheduler_props.proptest-regressions`
+//! (support/props.rs).
+
+#[path = "support/props.rs"]
+mod props;
 
 use proptest::prelude::*;
 use relay_core::scheduler::{
@@ -815,7 +822,7 @@ fn run(enabled: bool, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: props::cases(1000), failure_persistence: props::kept(), ..ProptestConfig::default() })]
 
     #[test]
     fn scheduler_matches_reference_and_keeps_invariants(
@@ -845,7 +852,7 @@ fn run_shaped(ops_per_run: Vec<Vec<Op>>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: props::cases(500), failure_persistence: props::kept(), ..ProptestConfig::default() })]
 
     #[test]
     fn scheduler_holds_over_well_formed_runs(
@@ -885,4 +892,50 @@ fn trace_checker_rejects_passthrough_while_enabled() {
         idle: false,
     };
     assert!(trace.check(hook, &[SchedOutput::PassThrough]).is_err());
+}
+
+/// The persistence these property tests use keeps a failing case: its seed goes into the file next
+/// to the test's source, and the next run replays that case before any new one.
+#[test]
+fn a_failing_case_is_kept_next_to_the_test_and_replayed_first() {
+    use proptest::test_runner::{Config, TestError, TestRunner};
+    use std::cell::RefCell;
+    let dir = std::env::temp_dir().join(format!("relay-props-kept-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("some_props.rs");
+    std::fs::write(&source, "// stands for a test file\n").unwrap();
+    let kept_file = dir.join("some_props.proptest-regressions");
+    let _ = std::fs::remove_file(&kept_file);
+    let source: &'static str = Box::leak(source.display().to_string().into_boxed_str());
+    let config = || Config {
+        cases: 64,
+        failure_persistence: props::kept(),
+        source_file: Some(source),
+        ..Config::default()
+    };
+
+    // A property that fails for every value from 1000 up: proptest shrinks to 1000 and keeps it.
+    let failed = TestRunner::new(config()).run(&(0u32..1_000_000), |v| {
+        prop_assert!(v < 1000);
+        Ok(())
+    });
+    assert!(
+        matches!(failed, Err(TestError::Fail(_, 1000))),
+        "{failed:?}"
+    );
+    let text = std::fs::read_to_string(&kept_file).unwrap();
+    let seeds: Vec<&str> = text.lines().filter(|l| l.starts_with("cc ")).collect();
+    assert_eq!(seeds.len(), 1, "{text}");
+    assert!(seeds[0].ends_with("# shrinks to 1000"), "{text}");
+
+    // The next run starts from the kept case: its first input fails again at once.
+    let first = RefCell::new(None);
+    let again = TestRunner::new(config()).run(&(0u32..1_000_000), |v| {
+        first.borrow_mut().get_or_insert(v);
+        prop_assert!(v < 1000);
+        Ok(())
+    });
+    assert!(matches!(again, Err(TestError::Fail(..))), "{again:?}");
+    assert!(first.borrow().unwrap() >= 1000, "the kept case ran first");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

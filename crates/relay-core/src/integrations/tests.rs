@@ -101,7 +101,8 @@ fn subagent_lookup_joins_the_task_directory_and_the_tool_results() {
     );
     // An unreadable task directory: the tool results' ids are still asked about.
     assert_eq!(subagent_lookup_ids(None, &known), Some(known.clone()));
-    // Nothing from either source stays unavailable; an empty directory is an empty inventory.
+    // No id from either source: the registry is not asked, the section stays unavailable,
+    // whether the task directory was unreadable or readable and empty (issue 34).
     assert_eq!(subagent_lookup_ids(None, &[]), None);
-    assert_eq!(subagent_lookup_ids(Some(&[]), &[]), Some(vec![]));
+    assert_eq!(subagent_lookup_ids(Some(&[]), &[]), None);
 }

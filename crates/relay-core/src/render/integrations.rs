@@ -113,7 +113,7 @@ const SUBAGENTS_TITLE: &str = "Subagents (pi-subagents)";
 pub fn subagents_unavailable() -> Section {
     Section {
         title: SUBAGENTS_TITLE,
-        body: "unavailable (no pi-subagents registry, or no task directory for this session)"
+        body: "unavailable (no pi-subagents registry, or one that cannot list its agents and no subagent id of this session to ask it about)"
             .into(),
     }
 }
