@@ -536,6 +536,10 @@ impl Engine {
         reply: &mut HookReply,
     ) {
         self.scheduler.allow_overflow_reset(allow_overflow);
+        // The branch decides whether this window had its note-taking turn, also when the
+        // scheduler forgot a borrow (a reload) before Pi delivered its steer.
+        let steered = self.mirror.current_window().steer_at.is_some();
+        self.scheduler.restore_allowance(steered, false);
         let outs = self
             .scheduler
             .handle(SchedInput::CompactHook {

@@ -3326,3 +3326,54 @@ fn a_boundary_hook_continues_for_a_continuation_and_keeps_what_earlier_handlers_
         "no result, nothing returned"
     );
 }
+
+/// The branch decides whether a window had its note-taking turn, also when the engine forgot the
+/// borrow before Pi delivered the steer (a `/reload` between the crossing and the request that
+/// carries it): once the steer is on the branch, a later crossing is overdue, never a second
+/// borrowed turn.
+#[test]
+fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let hook = |e: &mut Engine| {
+        e.handle(&Observation {
+            moment: Moment {
+                usage: None,
+                ..moment(None)
+            },
+            event: Event::SessionBeforeCompact {
+                reason: "threshold".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+        })
+    };
+    let steered = |r: &HookReply| !sends(r, STEER_TYPE).is_empty();
+    e.handle(&obs(Event::SessionStart { run_active: false }, None));
+    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.append(&[b.user("work"), b.answer("a", 90_000)]);
+    assert!(steered(&hook(&mut e)), "the crossing borrows the turn");
+    // A reload in the middle of the run forgets the borrow; Pi still delivers the queued steer.
+    e.handle(&obs(Event::SessionStart { run_active: true }, None));
+    e.append(&[
+        b.custom_message(STEER_TYPE, "take notes"),
+        b.answer("still working", 91_000),
+    ]);
+    let again = hook(&mut e);
+    assert_eq!(again.result, Some(HookResult::Cancel));
+    assert!(!steered(&again), "no second note-taking turn: {again:?}");
+    // The crossing is overdue: the next turn end resets.
+    let end = e.handle(&obs(
+        Event::TurnEnd {
+            chained: false,
+            tool_results: 1,
+            outcome: Some("completed".into()),
+        },
+        None,
+    ));
+    assert!(
+        matches!(end.result, Some(HookResult::Reset { .. })),
+        "{:?}",
+        end.result
+    );
+}
