@@ -281,16 +281,10 @@ impl Binding {
         })
     }
 
-    /// Apply configuration sources (the budget policy file read here, every time, as seed 004
-    /// does); the reply's effects report each problem once.
+    /// Apply configuration sources (the budget policy file and a trusted project's settings file
+    /// read here, every time, as seed 004 does); the reply's effects report each problem once.
     fn configure_sources(&mut self, mut sources: ConfigSources) -> HookReply {
-        if let Some(file) = sources.budget_file_path() {
-            match std::fs::read_to_string(&file.path) {
-                Ok(text) => sources.budget_file = Some(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => sources.budget_file_error = Some(e.to_string()),
-            }
-        }
+        read_config_files(&mut sources);
         self.state_dir = sources.resolved_state_dir().map(PathBuf::from);
         let reply = self.inner.configure_reply(&sources, &mut self.reported);
         self.last_sources = Some(sources);
@@ -784,6 +778,30 @@ fn recall_toggle(session: &str) -> Option<String> {
         Err(poisoned) => poisoned.into_inner(),
     };
     map.get(session).cloned()
+}
+
+/// Read the files the configuration names: the budget policy file, and the project's settings
+/// file when the project is trusted (never opened otherwise). On Pi's thread, so each is read as
+/// something that cannot block: opened without blocking, only a regular file, within its cap
+/// (`relay_io::fsx::read_small_text`); a FIFO, a device or an oversize file is refused and
+/// reported by the engine as unreadable, naming the file.
+fn read_config_files(sources: &mut ConfigSources) {
+    use relay_core::engine::wire::{MAX_BUDGET_FILE_BYTES, MAX_SETTINGS_FILE_BYTES};
+    use relay_io::fsx::read_small_text;
+    if let Some(file) = sources.budget_file_path() {
+        match read_small_text(
+            std::path::Path::new(&file.path),
+            MAX_BUDGET_FILE_BYTES,
+            true,
+        ) {
+            Ok(text) => sources.budget_file = text,
+            Err(e) => sources.budget_file_error = Some(e.to_string()),
+        }
+    }
+    if let Some(file) = sources.project_file_to_read().map(PathBuf::from) {
+        let read = read_small_text(&file, MAX_SETTINGS_FILE_BYTES, true).map_err(|e| e.to_string());
+        sources.set_project_text(read);
+    }
 }
 
 #[cfg(test)]

@@ -340,12 +340,27 @@ pub struct ConfigSources {
     /// on a Pi without it), unmerged with anything by the extension.
     #[cfg_attr(test, ts(type = "unknown"))]
     pub global: Option<Value>,
-    /// The project's `.pi/settings.json` as it is on disk, or `null` when there is none.
-    #[cfg_attr(test, ts(type = "unknown"))]
+    /// Why the global settings file could not be read, when the extension read it itself (a Pi
+    /// without `getSettings()`).
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub global_error: Option<String>,
+    /// The project's `.pi/settings.json` as it is on disk, or `None` when there is none or the
+    /// project is not trusted (the binding reads it, [`ConfigSources::project_file_to_read`];
+    /// never sent by the extension).
+    #[serde(skip)]
     pub project: Option<Value>,
-    /// Why the project's settings file could not be read or parsed.
+    /// Why the project's settings file could not be read or parsed (set by the reader, never
+    /// sent by the extension).
+    #[serde(skip)]
     pub project_error: Option<String>,
-    /// `ctx.isProjectTrusted()`: only a trusted project's settings apply.
+    /// Where the project's settings file is (`<cwd>/.pi/settings.json`): read by the binding
+    /// only when the project is trusted.
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub project_file: Option<String>,
+    /// `ctx.isProjectTrusted()`: only a trusted project's settings apply, and only a trusted
+    /// project's settings file is opened at all.
     pub project_trusted: bool,
     /// Path of Pi's global settings file, to name it in warnings.
     pub global_file: Option<String>,
@@ -375,7 +390,19 @@ pub struct ConfigSources {
     /// `budget_file` empty).
     #[serde(skip)]
     pub budget_file_error: Option<String>,
+    /// Why the guard library (`<agent dir>/lib/guards.ts`) was not loaded, when it exists and
+    /// was refused (not a regular file, too large, or its import did not finish in time).
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub guards_error: Option<String>,
 }
+
+/// The largest settings file (global or project `settings.json`) Relay reads; a larger one is
+/// refused with a warning naming it, and its settings are ignored.
+pub const MAX_SETTINGS_FILE_BYTES: u64 = 1024 * 1024;
+/// The largest budget policy file (`context-budget.json`) Relay reads; a larger one is refused
+/// like an unreadable one (safe observe mode and a warning naming it).
+pub const MAX_BUDGET_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Facts about the pi-session wrapper as this process sees them (the extension collects them;
 /// the engine decides ownership from them and the hosting rule).
@@ -474,6 +501,30 @@ impl ConfigSources {
     /// Where status and events go (see [`state_dir`]).
     pub fn resolved_state_dir(&self) -> Option<String> {
         state_dir(self.state_dir.as_deref(), self.agent_dir.as_deref())
+    }
+
+    /// The project settings file the host is to read: only a trusted project's (an untrusted
+    /// project's file is never opened, as in Pi).
+    pub fn project_file_to_read(&self) -> Option<&str> {
+        self.project_file
+            .as_deref()
+            .filter(|f| self.project_trusted && !f.is_empty())
+    }
+
+    /// Take what the host read of the project settings file: its text (`Ok(None)`: no file), or
+    /// why it was refused or could not be read. Parses it as Pi does (an empty file is `{}`).
+    pub fn set_project_text(&mut self, read: Result<Option<String>, String>) {
+        (self.project, self.project_error) = match read {
+            Ok(None) => (None, None),
+            Ok(Some(text)) if text.trim().is_empty() => {
+                (Some(Value::Object(Default::default())), None)
+            }
+            Ok(Some(text)) => match serde_json::from_str(&text) {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+            Err(why) => (None, Some(why)),
+        };
     }
 
     /// `PI_CONTEXT_BUDGET_CONFIG` when it is set and not empty, else `<agent dir>/context-budget.json`
