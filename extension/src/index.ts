@@ -90,7 +90,8 @@ export default function relay(pi: ExtensionAPI) {
 	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>) =>
 		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } });
 
-	const configure = (ctx: ExtensionContext) => serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx) });
+	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
+		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
 
 	for (const spec of description.tools) {
 		pi.registerTool({
@@ -154,7 +155,7 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("session_start", async (_event, ctx) => {
 		rt.subagent = bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
-		await loadGuards();
+		const guardsError = await loadGuards();
 		// A large session is loaded off Pi's event loop: this hook returns at once, every other
 		// hook and tool waits for its current window, and what reads earlier windows waits for
 		// the whole history (see openSession); configuration and the engine's session_start
@@ -163,7 +164,7 @@ export default function relay(pi: ExtensionAPI) {
 			rt,
 			ctx,
 			() => {
-				configure(ctx);
+				configure(ctx, guardsError);
 				// (The engine hands a /reload's new engine the session's last /relay on|off.)
 				// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
 				handle(ctx, "session_start", { runActive: !ctx.isIdle() });
@@ -195,8 +196,7 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	pi.on("input", (_event, ctx) =>
 		whenLoaded(rt.state, async () => {
-			await loadGuards();
-			configure(ctx);
+			configure(ctx, await loadGuards());
 			// The engine may ask for the window to be reset before this input runs (idle-input
 			// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
 			// the input then goes on unchanged whatever the outcome.

@@ -8,28 +8,54 @@
 // - on disk (read by the addon off Pi's event loop): the pending-questions store, the issue-claim
 //   registry and this session's subagent task directory.
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { GuardState } from "./generated/wire.ts";
+import { readSmallFile } from "./settings.ts";
 
 type GuardLibrary = { isGuardOff?: (name: string) => unknown };
 let guards: GuardLibrary | undefined;
 let guardsTried: string | undefined;
+let guardsError: string | null = null;
+
+/** The largest guard library Relay imports. */
+const MAX_GUARDS_BYTES = 1024 * 1024;
+/** How long the guard library's import may take before Relay goes on without it. */
+const GUARDS_IMPORT_MS = 2000;
 
 /**
  * Load `<agent dir>/lib/guards.ts` once per agent dir, when it exists (dynamic import; the file is
- * never written). A library that fails to load leaves the guard unavailable.
+ * never written). It is first checked as any file Relay reads (`readSmallFile`: a regular file
+ * within 1 MiB, opened without blocking), and its import is bounded, so that a FIFO or a device
+ * put there cannot hold Pi's start-up. A library that fails to load leaves the guard
+ * unavailable; when it exists but was refused, the answer says why (the engine warns once).
  */
-export async function loadGuards(): Promise<void> {
+export async function loadGuards(): Promise<string | null> {
 	const file = join(getAgentDir(), "lib", "guards.ts");
-	if (guards || guardsTried === file || !existsSync(file)) return;
+	if (guards || guardsTried === file) return guardsError;
+	const checked = readSmallFile(file, MAX_GUARDS_BYTES);
+	if (checked === null) return null;
 	guardsTried = file;
+	guardsError = null;
+	if ("error" in checked) {
+		guardsError = checked.error;
+		return guardsError;
+	}
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<"late">((resolve) => {
+		timer = setTimeout(() => resolve("late"), GUARDS_IMPORT_MS);
+		timer.unref?.();
+	});
 	try {
-		guards = (await import(pathToFileURL(file).href)) as GuardLibrary;
+		const loaded = await Promise.race([import(pathToFileURL(file).href) as Promise<GuardLibrary>, late]);
+		if (loaded === "late") guardsError = `its import did not finish within ${GUARDS_IMPORT_MS / 1000} s`;
+		else guards = loaded;
 	} catch {
 		guards = undefined;
+	} finally {
+		clearTimeout(timer);
 	}
+	return guardsError;
 }
 
 /** The context guard as the library answers right now. */

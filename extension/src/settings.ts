@@ -1,27 +1,86 @@
 // Collects the raw configuration sources for the engine. No precedence and no defaults here: the
 // engine merges the global and project settings the way Pi does, project only when trusted, and
-// validates them (crates/relay-core/src/config.rs).
-import { CONFIG_DIR_NAME, getAgentDir, SettingsManager, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { existsSync, readFileSync, unlinkSync } from "node:fs";
+// validates them (crates/relay-core/src/engine/configure.rs). Every file read here is read by
+// `readSmallFile`: never blocking, only a regular file, within a cap.
+import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { closeSync, constants, fstatSync, openSync, readSync, unlinkSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
 
-/** Pi's settings object for this runtime; on a Pi without getSettings(), the global settings file. */
-function piSettings(pi: ExtensionAPI, ctx: ExtensionContext): unknown {
-	const api = pi as unknown as { getSettings?: () => unknown };
-	if (typeof api.getSettings === "function") return api.getSettings() ?? null;
-	return SettingsManager.create(ctx.cwd, getAgentDir(), { projectTrusted: false }).getGlobalSettings();
+/** The largest global settings file read directly (the engine's MAX_SETTINGS_FILE_BYTES). */
+const MAX_SETTINGS_BYTES = 1024 * 1024;
+/** The largest relaunch key file read (a key is 64 hex digits). */
+const MAX_KEY_BYTES = 4096;
+
+function kindOf(stat: Stats): string {
+	if (stat.isFIFO()) return "a FIFO";
+	if (stat.isCharacterDevice()) return "a character device";
+	if (stat.isBlockDevice()) return "a block device";
+	if (stat.isSocket()) return "a socket";
+	if (stat.isDirectory()) return "a directory";
+	return "not a file";
 }
 
-/** The project's settings file as it is on disk (null when there is none), or why it cannot be read. */
-function projectSettings(cwd: string): Pick<ConfigSources, "project" | "projectError"> {
-	const file = join(cwd, CONFIG_DIR_NAME, "settings.json");
-	if (!existsSync(file)) return { project: null, projectError: null };
+function sizeOf(bytes: number): string {
+	if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+	if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+	return `${bytes} bytes`;
+}
+
+/**
+ * A small file someone else may have replaced by anything, read on Pi's thread without any
+ * chance of blocking (as relay-io's `read_small_file`): opened with O_NONBLOCK (a FIFO opens at
+ * once), judged by fstat on the opened descriptor (never a look at the path first), refused
+ * unless it is a regular file of at most `cap` bytes. `null` when it does not exist; `{ error }`
+ * says why it was refused or could not be read.
+ */
+export function readSmallFile(file: string, cap: number, followLinks = true): { text: string } | { error: string } | null {
+	let fd: number;
 	try {
-		const text = readFileSync(file, "utf8").replace(/^\uFEFF/, "");
-		return { project: text ? JSON.parse(text) : {}, projectError: null };
+		fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (followLinks ? 0 : constants.O_NOFOLLOW));
 	} catch (error) {
-		return { project: null, projectError: error instanceof Error ? error.message : String(error) };
+		const code = (error as NodeJS.ErrnoException).code;
+		if (code === "ENOENT") return null;
+		if (code === "ELOOP" && !followLinks) return { error: "a symbolic link, not followed" };
+		return { error: error instanceof Error ? error.message : String(error) };
+	}
+	try {
+		const stat = fstatSync(fd);
+		if (!stat.isFile()) return { error: `${kindOf(stat)}, not a regular file` };
+		const tooLarge = { error: `larger than the ${sizeOf(cap)} limit` };
+		if (stat.size > cap) return tooLarge;
+		// One byte more than the cap tells a file that grew since the fstat.
+		const buffer = Buffer.alloc(stat.size + 1);
+		let length = 0;
+		for (;;) {
+			const read = readSync(fd, buffer, length, buffer.length - length, null);
+			if (read === 0) break;
+			length += read;
+			if (length > cap) return tooLarge;
+			if (length === buffer.length) return stat.size + 1 > cap ? tooLarge : { error: "changed while it was read" };
+		}
+		return { text: buffer.subarray(0, length).toString("utf8").replace(/^\uFEFF/, "") };
+	} catch (error) {
+		return { error: error instanceof Error ? error.message : String(error) };
+	} finally {
+		closeSync(fd);
+	}
+}
+
+/**
+ * Pi's settings object for this runtime; on a Pi without getSettings() (none Relay supports has
+ * none), the global settings file, read as any file Relay reads (`readSmallFile`).
+ */
+function piSettings(pi: ExtensionAPI, globalFile: string): Pick<ConfigSources, "global" | "globalError"> {
+	const api = pi as unknown as { getSettings?: () => unknown };
+	if (typeof api.getSettings === "function") return { global: api.getSettings() ?? null, globalError: undefined };
+	const read = readSmallFile(globalFile, MAX_SETTINGS_BYTES);
+	if (read === null) return { global: null, globalError: undefined };
+	if ("error" in read) return { global: null, globalError: read.error };
+	try {
+		return { global: read.text.trim() ? JSON.parse(read.text) : {}, globalError: undefined };
+	} catch (error) {
+		return { global: null, globalError: error instanceof Error ? error.message : String(error) };
 	}
 }
 
@@ -48,11 +107,11 @@ export function takeWrapperHandover(): void {
 	let relaunchKey: string | null = null;
 	let relaunchKeyError: string | null = null;
 	if (relaunchKeyFile) {
-		try {
-			relaunchKey = readFileSync(relaunchKeyFile, "utf8");
-		} catch (error) {
-			relaunchKeyError = error instanceof Error ? error.message : String(error);
-		}
+		// Read as any file Relay reads: a FIFO or a device at that path cannot hold Pi.
+		const read = readSmallFile(relaunchKeyFile, MAX_KEY_BYTES, false);
+		if (read === null) relaunchKeyError = "no such file";
+		else if ("error" in read) relaunchKeyError = read.error;
+		else relaunchKey = read.text;
 		try {
 			unlinkSync(relaunchKeyFile);
 		} catch {
@@ -93,17 +152,21 @@ function wrapperFacts(ctx: ExtensionContext): WrapperFacts {
 }
 
 /**
- * The facts the engine decides from: Pi's settings, the project file, trust, and where the budget
- * policy file may be (`PI_CONTEXT_BUDGET_CONFIG` as set, Pi's agent directory, which honours
- * `PI_CODING_AGENT_DIR`). Which file applies, and what its absence means, is decided in Rust.
+ * The facts the engine decides from: Pi's settings, where the project file is, trust, and where
+ * the budget policy file may be (`PI_CONTEXT_BUDGET_CONFIG` as set, Pi's agent directory, which
+ * honours `PI_CODING_AGENT_DIR`). Which file applies, and what its absence means, is decided in
+ * Rust; the addon reads the budget file and a trusted project's settings file (an untrusted
+ * project's is never opened), each as a file that cannot block Pi.
  */
-export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext): ConfigSources {
+export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext, guardsError: string | null): ConfigSources {
 	const agentDir = getAgentDir();
+	const globalFile = join(agentDir, "settings.json");
 	return {
-		global: piSettings(pi, ctx),
-		...projectSettings(ctx.cwd),
+		...piSettings(pi, globalFile),
+		projectFile: join(ctx.cwd, CONFIG_DIR_NAME, "settings.json"),
 		projectTrusted: ctx.isProjectTrusted(),
-		globalFile: join(agentDir, "settings.json"),
+		globalFile,
+		guardsError: guardsError ?? undefined,
 		budgetConfigEnv: process.env.PI_CONTEXT_BUDGET_CONFIG ?? null,
 		agentDir,
 		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR ?? null,

@@ -1,5 +1,7 @@
 // Test harness: the real Pi agent loop (SDK AgentSession, SessionManager, SettingsManager) with
 // Relay loaded from extension/src and pi-ai's faux provider scripting the model's replies.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -145,6 +147,8 @@ export async function startSession({
 	// Select a router (virtual) model `router/auto` that routes every request to faux-1, declaring
 	// no context window (Pi's docs/virtual-models.md), instead of faux-1 itself.
 	virtual = false,
+	// Whether Pi trusts the project (`ctx.isProjectTrusted()`).
+	projectTrusted = true,
 } = {}) {
 	const agentDir = join(root, "agent");
 	const cwd = join(root, "work");
@@ -176,7 +180,7 @@ export async function startSession({
 		await modelRuntime.refresh({ allowNetwork: false });
 	}
 	const model = virtual ? modelRuntime.getModel("router", "auto") : modelRuntime.getModel("faux", "faux-1");
-	const settingsManager = SettingsManager.inMemory({ retry: { enabled: false }, ...settings });
+	const settingsManager = SettingsManager.inMemory({ retry: { enabled: false }, ...settings }, { projectTrusted });
 	const resourceLoader = new DefaultResourceLoader({
 		cwd,
 		agentDir,
@@ -308,4 +312,28 @@ export async function until(file, what) {
 		20_000,
 		what,
 	);
+}
+
+/**
+ * A FIFO at `file`, with a watchdog: a process that opens and closes it (read and write, which
+ * never blocks) every `seconds`, so that a read that blocked on it ends and its test fails
+ * instead of hanging. Returns the function that stops the watchdog.
+ */
+export function fifoWithWatchdog(file, seconds) {
+	execFileSync("mkfifo", [file]);
+	const watchdog = spawn("sh", ["-c", `while :; do sleep ${seconds}; : 3<>"$0"; done`, file], { stdio: "ignore" });
+	return () => watchdog.kill("SIGKILL");
+}
+
+/**
+ * `step()`'s result, which must settle within `ms` of wall-clock time. A thread blocked in a read
+ * runs no timer, so `within` alone cannot tell a held thread: the step ends once the read is let
+ * go; the elapsed time tells.
+ */
+export async function inTime(step, ms, what) {
+	const started = performance.now();
+	const value = await within(step(), ms, what);
+	const took = Math.round(performance.now() - started);
+	assert.ok(took < ms, `${what} took ${took} ms: a file read held Pi's thread`);
+	return value;
 }

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createHmac, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { captureStderr, ofType, resultsOf, startSession, tool } from "./harness.mjs";
+import { captureStderr, fifoWithWatchdog, inTime, ofType, resultsOf, startSession, tool } from "./harness.mjs";
 import { budgetEnv, enforce, HANDOFF, newRoot, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
 
 const NONCE = "0123456789abcdef0123456789abcdef";
@@ -144,11 +144,33 @@ test("without the launch's key (the key file was gone when Relay loaded) the ses
 		assert.equal(s.wrapper.owned, false);
 		assert.equal(
 			s.wrapper.reason,
-			`the relaunch key file ${wrapper.keyFile} could not be read: ENOENT: no such file or directory, open '${wrapper.keyFile}'`,
+			`the relaunch key file ${wrapper.keyFile} could not be read: no such file`,
 		);
 		for (const name of VARS) assert.equal(process.env[name], undefined, name);
 	} finally {
 		await t.dispose();
+		wrapper.restore();
+		env.restore();
+	}
+});
+
+test("a relaunch key file replaced by a FIFO does not hold Pi's start-up: the session does not own the wrapper and says why", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const wrapper = wrapperEnv(root, process.ppid);
+	rmSync(wrapper.keyFile);
+	// Relay reads the key when Pi loads it; a blocking read would hold Pi until the watchdog.
+	const stop = fifoWithWatchdog(wrapper.keyFile, 10);
+	let t, starting;
+	try {
+		t = await inTime(() => (starting = startSession({ root, contextWindow: WINDOW, settings: enforce(), steps: ["Hi."] })), 5000, "the session start");
+		await t.session.prompt("Hello.");
+		const s = statusOf(env, t);
+		assert.equal(s.wrapper.owned, false);
+		assert.equal(s.wrapper.reason, `the relaunch key file ${wrapper.keyFile} could not be read: a FIFO, not a regular file`);
+	} finally {
+		stop();
+		await (t ?? (await starting?.catch(() => undefined)))?.dispose();
 		wrapper.restore();
 		env.restore();
 	}

@@ -34,7 +34,12 @@ fn executable(path: &Path, script: &str) {
 }
 
 fn relay(root: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    relay_command(root, args).output().expect("relay runs")
+}
+
+fn relay_command(root: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command
         .args(args)
         .current_dir(root.join("work"))
         .env("PI_CODING_AGENT_DIR", root.join("agent"))
@@ -42,9 +47,8 @@ fn relay(root: &Path, args: &[&str]) -> Output {
         .env_remove("PI_CONTEXT_BUDGET_STATE_DIR")
         .env_remove("PI_CONTEXT_BUDGET_CONFIG")
         .env_remove("PI_RESUME_CHECK")
-        .env_remove("RELAY_ADDON")
-        .output()
-        .expect("relay runs")
+        .env_remove("RELAY_ADDON");
+    command
 }
 
 /// napi-rs's name for this platform, as `relay doctor` looks for it (redacted in snapshots).
@@ -150,6 +154,49 @@ fn config_reports_files_it_cannot_read_and_invalid_keys_by_path() {
         shown.contains("  - project settings (.pi/settings.json): relay.budget.idleMinutes: must be a positive finite number, got -1"),
         "{shown}"
     );
+}
+
+/// Issue 34: `relay config` read the settings and budget files blocking and whole; a FIFO at
+/// `.pi/settings.json` held it for good. Each hostile file is refused with a note naming it,
+/// and the command ends (the wait is bounded: the child is killed past it).
+#[test]
+fn config_refuses_a_fifo_a_device_and_an_oversize_file_without_blocking() {
+    let root = temp("hostile");
+    std::fs::create_dir_all(root.join("work/.pi")).unwrap();
+    std::fs::create_dir_all(root.join("agent")).unwrap();
+    let fifo = root.join("work/.pi/settings.json");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::os::unix::fs::symlink("/dev/null", root.join("agent/settings.json")).unwrap();
+    let mut budget = String::from(r#"{"mode": "enforce"}"#);
+    budget.push_str(&" ".repeat(1024 * 1024));
+    write(&root.join("agent/context-budget.json"), &budget);
+    let mut child = relay_command(&root, &["config", "--trusted"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("relay config blocked on a hostile file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let shown = text(&o, &root);
+    for line in [
+        "global settings (<tmp>/agent/settings.json): cannot be read (a character device, not a regular file); ignored",
+        "project settings (.pi/settings.json): cannot be read (a FIFO, not a regular file); ignored",
+        "<tmp>/agent/context-budget.json: cannot read the budget configuration (larger than the 1 MiB limit); using safe observe mode",
+    ] {
+        assert!(shown.contains(line), "{line}\n{shown}");
+    }
 }
 
 /// A Pi with a supported version, Relay's core and pi-session: every check passes.

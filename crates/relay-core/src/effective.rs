@@ -124,6 +124,7 @@ fn budget_source(
 pub fn effective_config(sources: &ConfigSources, query: &ConfigQuery) -> EffectiveConfig {
     let layers = SettingsLayers::merge(
         sources.global.as_ref(),
+        sources.global_error.as_deref(),
         sources.project.as_ref(),
         sources.project_trusted,
         sources.project_error.as_deref(),

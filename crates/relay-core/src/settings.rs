@@ -853,6 +853,7 @@ mod tests {
         for case in cases {
             let layers = SettingsLayers::merge(
                 case.global.as_ref(),
+                None,
                 case.project.as_ref(),
                 case.trusted,
                 case.project_error,
@@ -879,6 +880,7 @@ mod tests {
     fn budget_issues_are_attributed_through_dotted_model_keys_and_array_elements() {
         let layers = SettingsLayers::merge(
             Some(&json!({"relay": {"budget": {"models": {"a/x.1": {"main": {"hard": 1}}}}}})),
+            None,
             Some(
                 &json!({"relay": {"budget": {"models": {"a/x.1": {"main": {"soft": "s"}}},
                                               "enforceCwds": ["/a", 3]}}}),
@@ -927,6 +929,7 @@ mod tests {
                     "a/odd": 7,
                 }}}),
             ),
+            None,
             Some(&json!({"compaction": {"modelOverrides": {"b/proj": {"reserveTokens": "x"}}}})),
             true,
             None,
@@ -960,6 +963,7 @@ mod tests {
         );
         let (resolved, issues) = SettingsLayers::merge(
             Some(&json!({"compaction": {"modelOverrides": [1]}})),
+            None,
             None,
             false,
             None,

@@ -700,7 +700,7 @@ impl Host {
                 },
                 "compaction": { "reserveTokens": RESERVE },
             },
-            "project": null,
+            "projectFile": null,
             "projectTrusted": false,
             "stateDir": "/state",
             "cwd": CWD,

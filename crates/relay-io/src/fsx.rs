@@ -281,6 +281,128 @@ pub fn read_lines<T>(
     Ok((out, warnings))
 }
 
+/// Why a small file (a settings file, the budget file, a marker) was not read.
+#[derive(Debug)]
+pub enum SmallFileError {
+    /// The path names something else than a regular file: `what` says what ("a FIFO", "a
+    /// character device", …). Nothing was read from it.
+    NotRegular { what: &'static str },
+    /// The file is larger than the cap; nothing was read past the cap.
+    TooLarge { cap: u64 },
+    /// A symbolic link where links are refused.
+    Link,
+    /// Opening or reading failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for SmallFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SmallFileError::NotRegular { what } => write!(f, "{what}, not a regular file"),
+            SmallFileError::TooLarge { cap } => write!(f, "larger than the {} limit", size(*cap)),
+            SmallFileError::Link => write!(f, "a symbolic link, not followed"),
+            SmallFileError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn size(bytes: u64) -> String {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// Read a small file that someone else may have replaced by anything: `Ok(None)` when it does
+/// not exist. It is opened without blocking (`O_NONBLOCK`: a FIFO opens at once, with no writer)
+/// and judged by `fstat` on the opened descriptor, never by a look at the path first, so a FIFO,
+/// a device (`/dev/zero`) or a folder swapped in at any moment is refused without a byte read,
+/// and a file larger than `cap` is refused after at most `cap + 1` bytes. With `follow_links`
+/// false a symbolic link at `path` is refused too (`O_NOFOLLOW`). Never blocks on anything but
+/// a regular file's own reads.
+pub fn read_small_file(
+    path: &Path,
+    cap: u64,
+    follow_links: bool,
+) -> Result<Option<Vec<u8>>, SmallFileError> {
+    let mut flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    if !follow_links {
+        flags |= rustix::fs::OFlags::NOFOLLOW;
+    }
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e)
+            if !follow_links
+                && e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+        {
+            return Err(SmallFileError::Link)
+        }
+        Err(e) => return Err(SmallFileError::Io(e)),
+    };
+    let meta = file.metadata().map_err(SmallFileError::Io)?;
+    if !meta.is_file() {
+        return Err(SmallFileError::NotRegular {
+            what: kind_of(meta.file_type()),
+        });
+    }
+    if meta.len() > cap {
+        return Err(SmallFileError::TooLarge { cap });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(SmallFileError::Io)?;
+    // It may have grown since the fstat.
+    if bytes.len() as u64 > cap {
+        return Err(SmallFileError::TooLarge { cap });
+    }
+    Ok(Some(bytes))
+}
+
+/// [`read_small_file`] as UTF-8 text, a leading byte order mark removed; invalid UTF-8 is an
+/// [`io::ErrorKind::InvalidData`] error.
+pub fn read_small_text(
+    path: &Path,
+    cap: u64,
+    follow_links: bool,
+) -> Result<Option<String>, SmallFileError> {
+    let Some(bytes) = read_small_file(path, cap, follow_links)? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        SmallFileError::Io(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+    })?;
+    Ok(Some(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }))
+}
+
 #[cfg(test)]
 pub(crate) mod test_support {
     use std::path::PathBuf;
@@ -401,6 +523,69 @@ mod tests {
         assert!(
             warnings[1].contains("line 5: torn last line"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_small_file_is_read_and_an_absent_one_is_none() {
+        let t = TempDir::new("small");
+        let path = t.0.join("settings.json");
+        assert!(read_small_file(&path, 16, true).unwrap().is_none());
+        fs::write(&path, "\u{feff}{\"a\":1}").unwrap();
+        assert_eq!(
+            read_small_text(&path, 16, true).unwrap().as_deref(),
+            Some("{\"a\":1}")
+        );
+    }
+
+    #[test]
+    fn a_fifo_a_device_a_folder_and_an_oversize_file_are_refused_at_once() {
+        let t = TempDir::new("small-hostile");
+        let fifo = t.0.join("fifo.json");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let zero = t.0.join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let big = t.0.join("big.json");
+        fs::write(&big, vec![b' '; 17]).unwrap();
+        // Each on a thread: a read that blocked would fail the bounded wait instead of hanging.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = [fifo.clone(), zero.clone(), t.0.clone(), big.clone()];
+        std::thread::spawn(move || {
+            for p in paths {
+                let r = read_small_file(&p, 16, true).map(|_| ());
+                tx.send(r.map_err(|e| e.to_string())).unwrap();
+            }
+        });
+        let got: Vec<_> = (0..4)
+            .map(|_| {
+                rx.recv_timeout(std::time::Duration::from_secs(5))
+                    .expect("a hostile file blocked the read")
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Err("a FIFO, not a regular file".to_string()),
+                Err("a character device, not a regular file".to_string()),
+                Err("a directory, not a regular file".to_string()),
+                Err("larger than the 16 bytes limit".to_string()),
+            ]
+        );
+        // Links are refused when asked.
+        let link = t.0.join("link.json");
+        std::os::unix::fs::symlink(&big, &link).unwrap();
+        assert_eq!(
+            read_small_file(&link, 64, false).unwrap_err().to_string(),
+            "a symbolic link, not followed"
+        );
+        assert_eq!(
+            SmallFileError::TooLarge { cap: 1 << 20 }.to_string(),
+            "larger than the 1 MiB limit"
         );
     }
 

@@ -23,7 +23,9 @@ use crate::boundary;
 use crate::jobs;
 
 mod load;
+mod outside;
 pub use load::{run_load, LoadJob, BACKGROUND_LOAD_BYTES};
+use outside::{read_config_files, recall_toggle, remember_toggle, write_relaunch_marker};
 
 /// Why a method failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,16 +283,10 @@ impl Binding {
         })
     }
 
-    /// Apply configuration sources (the budget policy file read here, every time, as seed 004
-    /// does); the reply's effects report each problem once.
+    /// Apply configuration sources (the budget policy file and a trusted project's settings file
+    /// read here, every time, as seed 004 does); the reply's effects report each problem once.
     fn configure_sources(&mut self, mut sources: ConfigSources) -> HookReply {
-        if let Some(file) = sources.budget_file_path() {
-            match std::fs::read_to_string(&file.path) {
-                Ok(text) => sources.budget_file = Some(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => sources.budget_file_error = Some(e.to_string()),
-            }
-        }
+        read_config_files(&mut sources);
         self.state_dir = sources.resolved_state_dir().map(PathBuf::from);
         let reply = self.inner.configure_reply(&sources, &mut self.reported);
         self.last_sources = Some(sources);
@@ -745,45 +741,6 @@ impl Binding {
         }
         *effects = kept;
     }
-}
-
-/// Sign and write the pi-session relaunch marker (relay-io checks the handoff and launch prompt
-/// files first). The error says why; it never contains the key.
-fn write_relaunch_marker(
-    path: &str,
-    marker: &serde_json::Value,
-    key: &engine::RelaunchKey,
-) -> Result<(), String> {
-    let key = relay_io::relaunch::Key::from_hex(key.expose())
-        .ok_or_else(|| "the relaunch key is not 64 hex digits".to_string())?;
-    let marker: relay_io::relaunch::Marker = serde_json::from_value(marker.clone())
-        .map_err(|e| format!("the relaunch marker has not the wrapper's shape: {e}"))?;
-    relay_io::relaunch::write_marker(std::path::Path::new(path), &key, &marker)
-}
-
-/// The user's last `/relay on|off` per session, for this process: the addon outlives the
-/// engines a `/reload` re-creates (the library is loaded once), so the new engine is handed the
-/// toggle again. A restart of Pi, or another session, starts from the `relay.enabled` setting.
-fn toggles() -> &'static Mutex<std::collections::HashMap<String, String>> {
-    static TOGGLES: std::sync::OnceLock<Mutex<std::collections::HashMap<String, String>>> =
-        std::sync::OnceLock::new();
-    TOGGLES.get_or_init(|| Mutex::new(std::collections::HashMap::new()))
-}
-
-fn remember_toggle(session: &str, args: &str) {
-    let mut map = match toggles().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    map.insert(session.to_string(), args.to_string());
-}
-
-fn recall_toggle(session: &str) -> Option<String> {
-    let map = match toggles().lock() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    map.get(session).cloned()
 }
 
 #[cfg(test)]

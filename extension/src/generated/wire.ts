@@ -173,15 +173,18 @@ export type ConfigSources = {
 	 */
 	global: unknown,
 	/**
-	 * The project's `.pi/settings.json` as it is on disk, or `null` when there is none.
+	 * Why the global settings file could not be read, when the extension read it itself (a Pi
+	 * without `getSettings()`).
 	 */
-	project: unknown,
+	globalError?: string,
 	/**
-	 * Why the project's settings file could not be read or parsed.
+	 * Where the project's settings file is (`<cwd>/.pi/settings.json`): read by the binding
+	 * only when the project is trusted.
 	 */
-	projectError: string | null,
+	projectFile?: string,
 	/**
-	 * `ctx.isProjectTrusted()`: only a trusted project's settings apply.
+	 * `ctx.isProjectTrusted()`: only a trusted project's settings apply, and only a trusted
+	 * project's settings file is opened at all.
 	 */
 	projectTrusted: boolean,
 	/**
@@ -213,6 +216,11 @@ export type ConfigSources = {
 	 * `PI_RESUME_CHECK` as the process has it (the operator's resume check command).
 	 */
 	resumeCheckEnv?: string,
+	/**
+	 * Why the guard library (`<agent dir>/lib/guards.ts`) was not loaded, when it exists and
+	 * was refused (not a regular file, too large, or its import did not finish in time).
+	 */
+	guardsError?: string,
 };
 
 /**

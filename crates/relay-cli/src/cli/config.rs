@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use relay_core::effective::{effective_config, render_effective_config, ConfigQuery};
-use relay_core::engine::wire::ConfigSources;
+use relay_core::engine::wire::{ConfigSources, MAX_BUDGET_FILE_BYTES, MAX_SETTINGS_FILE_BYTES};
 use serde_json::{json, Value};
 
 use super::{agent_dir, Outcome};
@@ -23,21 +23,24 @@ pub struct ConfigRequest {
     pub trusted: Option<bool>,
 }
 
-/// A JSON file: `Ok(None)` when absent, `Err(why)` when unreadable or not JSON.
+/// A file's text, read as the addon reads it: `Ok(None)` when absent; a FIFO, a device or a file
+/// over `cap` is refused without blocking (`relay_io::fsx::read_small_text`).
+fn read_text(path: &Path, cap: u64) -> Result<Option<String>, String> {
+    relay_io::fsx::read_small_text(path, cap, true).map_err(|e| e.to_string())
+}
+
+/// A JSON file (a settings file or Pi's trust store): `Ok(None)` when absent, `Err(why)` when
+/// refused, unreadable or not JSON.
 fn read_json(path: &Path) -> Result<Option<Value>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let text = text.trim_start_matches('\u{feff}');
-            if text.trim().is_empty() {
-                return Ok(Some(json!({})));
-            }
-            serde_json::from_str(text)
-                .map(Some)
-                .map_err(|e| e.to_string())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.to_string()),
+    let Some(text) = read_text(path, MAX_SETTINGS_FILE_BYTES)? else {
+        return Ok(None);
+    };
+    if text.trim().is_empty() {
+        return Ok(Some(json!({})));
     }
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Pi's decision for `cwd` in `<agent dir>/trust.json` (the nearest folder with a decision), else
@@ -84,10 +87,6 @@ fn sources_on_disk(
         }
     };
     let project_file = cwd.join(".pi/settings.json");
-    let (project, project_error) = match read_json(&project_file) {
-        Ok(v) => (v, None),
-        Err(e) => (None, Some(e)),
-    };
     let (project_trusted, trust_origin) = match trusted {
         Some(t) => (t, if t { "--trusted" } else { "--untrusted" }.to_string()),
         None => project_trust(&agent, cwd, global.as_ref()),
@@ -95,8 +94,11 @@ fn sources_on_disk(
     let env = |name: &str| std::env::var(name).ok();
     let mut sources = ConfigSources {
         global,
-        project,
-        project_error,
+        // Its problems are the notes above.
+        global_error: None,
+        project: None,
+        project_error: None,
+        project_file: Some(project_file.display().to_string()),
         project_trusted,
         global_file: Some(global_file.display().to_string()),
         budget_config_env: env("PI_CONTEXT_BUDGET_CONFIG"),
@@ -107,15 +109,18 @@ fn sources_on_disk(
         resume_check_env: env("PI_RESUME_CHECK"),
         budget_file: None,
         budget_file_error: None,
+        guards_error: None,
     };
-    // The budget file, read as the addon reads it.
+    // The budget file and the project's settings file, read as the addon reads them.
     if let Some(file) = sources.budget_file_path() {
-        match std::fs::read_to_string(&file.path) {
-            Ok(text) => sources.budget_file = Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => sources.budget_file_error = Some(e.to_string()),
+        match read_text(Path::new(&file.path), MAX_BUDGET_FILE_BYTES) {
+            Ok(text) => sources.budget_file = text,
+            Err(e) => sources.budget_file_error = Some(e),
         }
     }
+    // The project's file is read also when the project is not trusted: the CLI only reports
+    // (that it is ignored, that it names packages), and the read cannot block.
+    sources.set_project_text(read_text(&project_file, MAX_SETTINGS_FILE_BYTES));
     let trust = format!(
         "project settings ({}): {} ({trust_origin})",
         project_file.display(),

@@ -17,7 +17,6 @@
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -167,23 +166,26 @@ pub fn explain_missing(
 /// Read and check the marker of this launch: a regular file (not a link), small, signed with this
 /// launch's key, exactly the four fields, written for this working directory, naming a handoff
 /// file that exists and, when given, a launch prompt file that exists (both absolute).
+///
+/// The marker is opened once, without blocking and without following a link, and judged by the
+/// opened file itself (`relay_io::fsx::read_small_file`): a FIFO or a device put at the path at
+/// any moment, even right after a look at it, is refused at once instead of blocking the wrapper.
 pub fn read_valid(path: &Path, cwd: &Path, key: &Key) -> Result<Marker, String> {
-    let meta = path
-        .symlink_metadata()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if !meta.file_type().is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
-    }
-    if meta.len() > MAX_MARKER_BYTES {
-        return Err(format!(
-            "{} is larger than {MAX_MARKER_BYTES} bytes",
-            path.display()
-        ));
-    }
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_MARKER_BYTES).read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    use relay_io::fsx::SmallFileError;
+    let bytes = match relay_io::fsx::read_small_file(path, MAX_MARKER_BYTES, false) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Err(format!("cannot read {}: no such file", path.display())),
+        Err(SmallFileError::NotRegular { .. } | SmallFileError::Link) => {
+            return Err(format!("{} is not a regular file", path.display()))
+        }
+        Err(SmallFileError::TooLarge { .. }) => {
+            return Err(format!(
+                "{} is larger than {MAX_MARKER_BYTES} bytes",
+                path.display()
+            ))
+        }
+        Err(SmallFileError::Io(e)) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
     let marker = relay_io::relaunch::open(key, &bytes)
         .map_err(|why| format!("{}: {why}", path.display()))?;
     if Path::new(&marker.cwd) != cwd {
@@ -203,6 +205,78 @@ pub fn read_valid(path: &Path, cwd: &Path, key: &Key) -> Result<Marker, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 34: the marker was looked at, then opened again blocking; a FIFO put in its place
+    /// between the two blocked the wrapper (which ignores SIGINT) for good. Here a FIFO and a
+    /// regular file take turns at the marker path while the wrapper reads it many times: no
+    /// read may block.
+    #[test]
+    fn a_fifo_swapped_in_for_the_marker_never_blocks_the_read() {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{mpsc, Arc};
+        let dir = std::env::temp_dir().join(format!("relay-marker-swap-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("marker.json");
+        let regular = dir.join("regular");
+        fs::write(&regular, b"{}").unwrap();
+        let fifo = dir.join("fifo");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, dir, path, regular, fifo) = (
+                stop.clone(),
+                dir.clone(),
+                path.clone(),
+                regular.clone(),
+                fifo.clone(),
+            );
+            std::thread::spawn(move || {
+                let tmp = dir.join("next");
+                while !stop.load(Ordering::Relaxed) {
+                    for source in [&regular, &fifo] {
+                        let _ = fs::remove_file(&tmp);
+                        fs::hard_link(source, &tmp).unwrap();
+                        fs::rename(&tmp, &path).unwrap();
+                    }
+                }
+            })
+        };
+        let (tx, rx) = mpsc::channel();
+        {
+            let (path, dir) = (path.clone(), dir.clone());
+            std::thread::spawn(move || {
+                let key = Key::fresh().unwrap();
+                for _ in 0..20_000 {
+                    let _ = read_valid(&path, &dir, &key);
+                }
+                tx.send(()).unwrap();
+            });
+        }
+        let done = rx.recv_timeout(std::time::Duration::from_secs(10));
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        if done.is_err() {
+            // A read is blocked in the FIFO: a writer that comes and goes lets it return, so
+            // that the test fails instead of hanging.
+            let _ = fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                .open(&fifo);
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(5));
+        }
+        let _ = fs::remove_dir_all(&dir);
+        assert!(
+            done.is_ok(),
+            "reading the marker blocked on a FIFO swapped in at its path"
+        );
+    }
 
     #[test]
     fn names_round_trip_and_odd_names_are_refused() {

@@ -69,12 +69,16 @@ impl Engine {
     pub fn configure(&mut self, sources: &ConfigSources) -> Vec<ConfigIssue> {
         let layers = SettingsLayers::merge(
             sources.global.as_ref(),
+            sources.global_error.as_deref(),
             sources.project.as_ref(),
             sources.project_trusted,
             sources.project_error.as_deref(),
             sources.global_file.as_deref(),
         );
         let (resolved, mut issues) = layers.resolve();
+        if let Some(why) = &sources.guards_error {
+            issues.push(guards_issue(sources, why));
+        }
         self.budget.wrapper_facts = sources.wrapper.clone();
         self.settings.resume_check_env = sources.resume_check_env.clone();
         self.settings.sources = Some(sources.clone());
@@ -150,5 +154,17 @@ impl Engine {
             }
         }
         reply
+    }
+}
+
+/// The one warning about a guard library that exists but was not loaded: it names the file.
+fn guards_issue(sources: &ConfigSources, why: &str) -> ConfigIssue {
+    let file = match sources.agent_dir.as_deref().filter(|d| !d.is_empty()) {
+        Some(dir) => format!("{}/lib/guards.ts", dir.trim_end_matches('/')),
+        None => "lib/guards.ts".to_string(),
+    };
+    ConfigIssue {
+        path: format!("guard library ({file})"),
+        message: format!("not loaded ({why}); the context guard is unavailable"),
     }
 }

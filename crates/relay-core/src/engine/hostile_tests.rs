@@ -416,6 +416,7 @@ fn configured(sources: &ConfigSources) -> (Vec<String>, String, bool) {
     let layers = SettingsLayers::merge(
         sources.global.as_ref(),
         None,
+        None,
         false,
         None,
         sources.global_file.as_deref(),

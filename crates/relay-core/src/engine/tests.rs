@@ -3377,3 +3377,43 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
         end.result
     );
 }
+
+/// Issue 34: an untrusted project's settings file is never opened; a trusted one's text is parsed
+/// here (an empty file is `{}`), and a refused or unreadable one is a warning naming the file,
+/// the rest of the configuration in force.
+#[test]
+fn only_a_trusted_projects_settings_file_is_read_and_a_refused_one_is_one_warning() {
+    let mut sources = ConfigSources {
+        global: Some(json!({"relay": {"agentName": "global-agent"}})),
+        project_file: Some("/w/.pi/settings.json".into()),
+        project_trusted: false,
+        ..Default::default()
+    };
+    assert_eq!(
+        sources.project_file_to_read(),
+        None,
+        "untrusted: not opened"
+    );
+    sources.project_trusted = true;
+    assert_eq!(sources.project_file_to_read(), Some("/w/.pi/settings.json"));
+
+    sources.set_project_text(Ok(Some("  \n".into())));
+    assert_eq!(sources.project, Some(json!({})));
+    sources.set_project_text(Ok(None));
+    assert_eq!(
+        (sources.project.clone(), sources.project_error.clone()),
+        (None, None)
+    );
+
+    sources.set_project_text(Err("a FIFO, not a regular file".into()));
+    let mut e = engine();
+    let issues = e.configure(&sources);
+    assert_eq!(
+        issues.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["project settings (.pi/settings.json): cannot be read (a FIFO, not a regular file); ignored"]
+    );
+    assert_eq!(
+        e.settings.config.agent_name, "global-agent",
+        "the global settings stay in force"
+    );
+}

@@ -32,10 +32,12 @@ pub struct SettingsLayers {
 
 impl SettingsLayers {
     /// Merge Pi's global settings object with the project's (`None`: no project file).
+    /// `global_error` says why the global file could not be read (when read directly);
     /// `project_error` says why the project file could not be read; `global_file` names the global
     /// file in warnings.
     pub fn merge(
         global: Option<&Value>,
+        global_error: Option<&str>,
         project: Option<&Value>,
         project_trusted: bool,
         project_error: Option<&str>,
@@ -47,6 +49,12 @@ impl SettingsLayers {
         };
         let project_label = project_label();
         let mut issues = Vec::new();
+        if let Some(error) = global_error {
+            issues.push(ConfigIssue {
+                path: global_label.clone(),
+                message: format!("cannot be read ({error}); ignored"),
+            });
+        }
         let global = match global {
             None | Some(Value::Object(_)) => global,
             Some(other) => {
