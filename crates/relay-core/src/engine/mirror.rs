@@ -95,6 +95,9 @@ pub(super) struct WindowState {
     /// tools (`new_context`, `context_handoff`): until then a window opened by a reset holds no
     /// work, and the reset guard refuses another model-asked reset ([`WindowState::idle_since_reset`]).
     pub(super) worked_at: Option<usize>,
+    /// The window's first assistant reply that the user did not abort (Esc): the window's first
+    /// request was answered, so its after-reset checks are no longer due.
+    pub(super) answered_at: Option<usize>,
     /// The window's resume check (a `relay/resume-check` entry for this window): its position,
     /// the message every request of the window carries, and when it ran.
     pub(super) resume_check: Option<(usize, String, i64)>,
@@ -342,11 +345,10 @@ impl Mirror {
         self.earlier.len()
     }
 
-    /// Whether the current window has an assistant reply yet (its first request was answered).
+    /// Whether the current window's first request was answered: an assistant reply the user did
+    /// not abort (an aborted one leaves the window's after-reset checks due).
     pub(super) fn window_answered(&self) -> bool {
-        self.turn_marks
-            .last()
-            .is_some_and(|&t| t >= self.current.start)
+        self.current.answered_at.is_some()
     }
 
     /// The newest committed handoff's duplicate fingerprint (the back-off compares with it).
@@ -439,6 +441,9 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
+                if m.stop() != Some(StopReason::Aborted) {
+                    self.current.answered_at.get_or_insert(pos);
+                }
                 if m.stop() == Some(StopReason::ToolUse) {
                     self.current.tool_called_at.get_or_insert(pos);
                 }
