@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 const TEST_ADDON = process.env.RELAY_TEST_ADDON ?? fileURLToPath(new URL("../../target/test-addon/relay.node", import.meta.url));
 assert.ok(existsSync(TEST_ADDON), `the test addon is built (make test-addon): ${TEST_ADDON}`);
 process.env.RELAY_ADDON = TEST_ADDON;
-const { ofType, resultsOf, startSession, tool, until, within } = await import("./harness.mjs");
+const { ofType, resultsOf, startSession, textOf, tool, until, within } = await import("./harness.mjs");
 const { budgetEnv, enforce, gitRepo, HANDOFF, newRoot, WINDOW } = await import("./budget-helpers.mjs");
 
 const handoffFiles = (root) => {
@@ -69,6 +69,105 @@ test("Esc while context_handoff waits for its resume check: Pi is idle at once, 
 		assert.equal(ofType(t, "custom", "relay/handoff").length, 0, "no handoff record");
 	} finally {
 		delete process.env.PI_RESUME_CHECK;
+		await t.dispose();
+		env.restore();
+	}
+});
+
+/** Whether process group `pgid` still has a member (a zombie not yet reaped counts). */
+const groupAlive = (pgid) => {
+	try {
+		process.kill(-pgid, 0);
+		return true;
+	} catch (error) {
+		assert.equal(error.code, "ESRCH", String(error));
+		return false;
+	}
+};
+
+test("Esc during the new window's resume check: Pi is idle within a second, the check's group is killed, the next request runs it again", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const started = join(root, "check-started");
+	const runs = join(root, "runs");
+	// Run 1 (before the handoff is written) and run 3 are quick; run 2, after the reset, before the
+	// new window's first request, says which group it is, signals that it runs and takes far
+	// longer than the user waits (its child keeps the group busy too).
+	process.env.PI_RESUME_CHECK = `n=$(( $(cat '${runs}' 2>/dev/null || echo 0) + 1 )); echo $n > '${runs}'; if [ $n -eq 2 ]; then echo $$ > '${started}.pid'; touch '${started}'; sleep 25; fi; echo RESUME-CHECK-RUN-$n`;
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [{ text: "Started.", tokens: 5_000 }, { ...tool("context_handoff", HANDOFF), tokens: 6_000 }, { text: "Resumed.", tokens: 7_000 }],
+	});
+	try {
+		await t.session.prompt("Start.");
+		const run = t.session.prompt("Hand off now.");
+		await until(started, "the new window's resume check to start");
+		assert.equal(ofType(t, "compaction").length, 1, "the handoff committed before the check");
+		const requestsBefore = t.requests.length;
+		// Esc: Pi's abort resolves once the run has ended.
+		await within(Promise.all([t.session.abort(), run]), 1_000, "Pi to be idle after Esc during the resume check");
+		assert.equal(t.session.isIdle, true);
+		const pgid = Number(readFileSync(`${started}.pid`, "utf8").trim());
+		await within(
+			(async () => {
+				while (groupAlive(pgid)) await new Promise((resolve) => setTimeout(resolve, 10));
+			})(),
+			1_000,
+			"the aborted resume check's process group to be killed",
+		);
+		assert.equal(t.requests.length, requestsBefore, "the aborted request never reached the model");
+		// The aborted check counts as not run: nothing of it is on the branch, and the window's next
+		// request runs it again and carries its result.
+		assert.equal(ofType(t, "custom", "relay/resume-check").length, 0);
+		await within(t.session.prompt("Go on."), 10_000, "the next prompt");
+		const [record] = ofType(t, "custom", "relay/resume-check");
+		assert.equal(record?.data.windowId, ofType(t, "compaction")[0].details.windowId);
+		const request = t.requests.at(-1);
+		const check = request.find((m) => m.role === "user" && textOf(m.content).includes("<resume_check>"));
+		assert.ok(check && textOf(check.content).includes("RESUME-CHECK-RUN-3"), JSON.stringify(request.map((m) => textOf(m.content))));
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		delete process.env.PI_RESUME_CHECK;
+		await t.dispose();
+		env.restore();
+	}
+});
+
+test("Esc while the handoff file is written: no file stays, nothing is recorded, the model is told nothing was written", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	// The test addon holds the write job right after it wrote both files, until it is cancelled.
+	const gate = join(root, "write-gate");
+	process.env.RELAY_TEST_HOLD_WRITE = gate;
+	const t = await startSession({
+		root,
+		contextWindow: WINDOW,
+		settings: enforce(),
+		steps: [{ text: "Started.", tokens: 5_000 }, { ...tool("context_handoff", HANDOFF), tokens: 6_000 }, "never asked"],
+	});
+	try {
+		await t.session.prompt("Start.");
+		const run = t.session.prompt("Hand off.");
+		await until(`${gate}.held`, "the handoff file to be written");
+		assert.equal(handoffFiles(root).length, 2, "both files are on disk while the write job runs");
+		await within(Promise.all([t.session.abort(), run]), 2_000, "Pi to be idle after Esc during the write");
+		await within(
+			(async () => {
+				while (handoffFiles(root).length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+			})(),
+			2_000,
+			"the aborted write's files to be removed",
+		);
+		const [handoff] = resultsOf(t, "context_handoff");
+		assert.equal(handoff?.isError, true, JSON.stringify(handoff));
+		assert.match(handoff.text, /aborted before its handoff was written: nothing was written/);
+		assert.equal(ofType(t, "custom", "relay/handoff").length, 0, "no handoff record");
+		assert.equal(ofType(t, "compaction").length, 0, "no reset");
+		assert.equal(existsSync(gate), false, "the hold ended by the cancel, not by the gate");
+	} finally {
+		delete process.env.RELAY_TEST_HOLD_WRITE;
 		await t.dispose();
 		env.restore();
 	}
