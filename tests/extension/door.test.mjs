@@ -74,16 +74,24 @@ test("Esc while context_handoff waits for its resume check: Pi is idle at once, 
 	}
 });
 
-/** Whether process group `pgid` still has a member (a zombie not yet reaped counts). */
-const groupAlive = (pgid) => {
-	try {
-		process.kill(-pgid, 0);
-		return true;
-	} catch (error) {
-		assert.equal(error.code, "ESRCH", String(error));
-		return false;
-	}
-};
+/**
+ * Whether process group `pgid` still has a live member. A killed member that is a zombie counts as
+ * gone: its parent was killed too, and only the machine's init has yet to reap it.
+ */
+const groupAlive = (pgid) =>
+	readdirSync("/proc")
+		.filter((name) => /^\d+$/.test(name))
+		.some((pid) => {
+			let stat;
+			try {
+				stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+			} catch {
+				return false;
+			}
+			// After the command name's closing parenthesis: state, ppid, pgrp, ...
+			const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+			return Number(pgrp) === pgid && state !== "Z";
+		});
 
 test("Esc during the new window's resume check: Pi is idle within a second, the check's group is killed, the next request runs it again", async () => {
 	const root = newRoot();

@@ -189,8 +189,8 @@ impl Engine {
 
     /// Pi's abort (Esc) stopped the check `op` waited for: it counts as not run. Nothing of it is
     /// recorded, and the window's next request runs it again: the checks are there for the
-    /// window's first answered request, the aborted request got no answer (an aborted reply does
-    /// not count, `Mirror::window_answered`), so the model has seen no result yet; and a stopped
+    /// window's first answered request, the aborted request got no answer (an aborted or failed
+    /// reply does not count, `Mirror::window_answered`), so the model has seen no result yet; and a stopped
     /// command left no result worth showing. Each retry can be stopped the same way.
     fn context_aborted(&mut self, op: &ContextOp) {
         match op.stage {
