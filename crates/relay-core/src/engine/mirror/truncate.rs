@@ -71,6 +71,9 @@ impl Mirror {
         if w.gave_up_at.is_some_and(|p| p >= len) {
             w.gave_up_at = None;
         }
+        if w.disarmed_at.is_some_and(|p| p >= len) {
+            w.disarmed_at = None;
+        }
         if w.native_failed_at.is_some_and(|p| p >= len) {
             w.native_failed_at = None;
         }
