@@ -1,9 +1,13 @@
 // The one door on the real Pi agent loop: context_handoff's slow work (git, the integration stores,
 // the resume check, the file) runs as jobs the engine asks for, each under a deadline and Pi's
-// abort signal. Esc during the handoff writes nothing and resets nothing; a FIFO where a store
-// should be is "unavailable", not a hang; a sibling tool that finishes while the handoff collects
-// its facts is in what the handoff records. Runs the test-panic addon (`make test-addon`) for its
-// test-only gate `RELAY_TEST_HOLD_STORES`, which holds the store reading until a file exists.
+// abort signal. Esc during the handoff writes nothing and resets nothing (also while the file is
+// being written: no file stays); Esc while a new window's resume check runs before its first
+// request leaves Pi idle within a second, kills the check's group, and the next request runs the
+// check again (issue 34, item 4); a FIFO where a store should be is "unavailable", not a hang; a
+// sibling tool that finishes while the handoff collects its facts is in what the handoff records.
+// Runs the test-panic addon (`make test-addon`) for its test-only gates `RELAY_TEST_HOLD_STORES`
+// (holds the store reading until a file exists) and `RELAY_TEST_HOLD_WRITE` (holds the handoff
+// write after it wrote both files, until the gate file exists or the job is cancelled).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
