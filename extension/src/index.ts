@@ -87,8 +87,8 @@ export default function relay(pi: ExtensionAPI) {
 		}
 	};
 	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
-	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>) =>
-		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } });
+	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
+		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } }, signal);
 
 	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
 		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
@@ -228,10 +228,12 @@ export default function relay(pi: ExtensionAPI) {
 		}),
 	);
 	// The engine runs the window's checks (resume, watch, stale handoff) as jobs when they are due
-	// and answers with the messages every request of the window carries.
+	// and answers with the messages every request of the window carries. The jobs run under the
+	// run's abort signal (`ctx.signal`, live while Pi prepares the request): Esc ends the wait at
+	// once and stops their work (a resume check's process group is killed).
 	pi.on("context", (event, ctx) =>
 		whenLoaded(rt.state, () =>
-			then(handle(ctx, "context"), (out) => (out.messages.length > 0 ? { messages: withMessages(event.messages, out) } : undefined)),
+			then(handle(ctx, "context", {}, ctx.signal), (out) => (out.messages.length > 0 ? { messages: withMessages(event.messages, out) } : undefined)),
 		),
 	);
 	pi.on("tool_call", (event, ctx) =>

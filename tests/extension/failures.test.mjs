@@ -174,3 +174,52 @@ test("the compaction-failure fallback survives pi -c: a new process reopening th
 		env.restore();
 	}
 });
+
+test("a mode change that disarms the compaction-failure fallback is on the branch: /reload, /tree and a reopened session keep it disarmed (issue 34, item 6)", async () => {
+	const root = newRoot();
+	const env = budgetEnv(root);
+	const probe = probeTool();
+	const work = (n) => [
+		{ ...tool("probe_work"), tokens: 5_600 + 10 * n },
+		{ text: `Worked ${n}.`, tokens: 5_700 + 10 * n },
+	];
+	const t = await armedByFailures(root, probe, [{ text: "Looked.", tokens: 5_550 }, ...work(1), ...work(2)]);
+	const file = t.sessionManager.getSessionFile();
+	const sid = t.sessionManager.getSessionId();
+	try {
+		// /relay off makes enforce effectively observe: a mode change, which disarms the fallback
+		// at the next step; /relay on then enforces again, disarmed.
+		await t.session.prompt("/relay off");
+		await t.session.prompt("Look around.");
+		await t.session.prompt("/relay on");
+		const records = ofType(t, "custom", "relay/fallback-disarmed");
+		assert.equal(records.length, 1, "recorded once");
+		const [record] = records;
+		assert.deepEqual(Object.keys(record.data).sort(), ["v", "windowId"]);
+		assert.equal(record.data.v, 1);
+		// /reload: a new engine that knows only the branch.
+		await t.session.reload();
+		await t.session.prompt("Keep working.");
+		assert.equal(probe.runs, 1, "after /reload the fallback stays disarmed: real work runs");
+		// /tree: back to the disarm record, then on from there.
+		await t.session.navigateTree(record.id);
+		await t.session.prompt("Work on from here.");
+		assert.equal(probe.runs, 2, "after /tree the fallback stays disarmed");
+		assert.equal(ofType(t, "compaction").length, 0, "no mechanical reset anywhere");
+	} finally {
+		await t.dispose();
+	}
+	// pi -c: a new process reopening the session.
+	const again = probeTool();
+	const b = await startSession({ root, sessionFile: file, contextWindow: WINDOW, settings: enforce(), extraFactories: [again.factory], steps: work(3) });
+	try {
+		const status = JSON.parse(readFileSync(join(env.stateDir, "status", `${sid}.json`), "utf8"));
+		assert.notEqual(status.phase, "fallback-armed", "the reopened session is not armed");
+		await b.session.prompt("Continue.");
+		assert.equal(again.runs, 1, "the reopened session runs real work");
+		assert.equal(ofType(b, "compaction").length, 0);
+	} finally {
+		await b.dispose();
+		env.restore();
+	}
+});

@@ -14,6 +14,7 @@
 //! | stale-handoff check | `custom` `relay/stale-check`, `data` | [`StaleCheckRecord`] |
 //! | tool-result clearing | `custom` `relay/clear-tool-results`, `data` | [`ClearingRecord`] |
 //! | guard-off native fallback | `custom` `relay/native-fallback`, `data` | [`NativeFallbackRecord`] |
+//! | compaction-failure fallback disarmed | `custom` `relay/fallback-disarmed`, `data` | [`FallbackDisarmedRecord`] |
 //! | low-budget reminder | `custom_message` `relay/reminder`, `details` | [`ReminderDetails`] |
 //! | reset failed | `custom_message` `relay/reset-failed`, `details` | [`ResetFailedDetails`] |
 //! | boot block, notes steer, continuation, continue-task, handoff request | `custom_message` `relay/boot`, `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`, `details` (their text is the content) | [`MessageDetails`] |
@@ -53,8 +54,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::engine::wire::{
-    Marker, CLEARING_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, RESET_MARKER_TYPE,
-    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, WATCH_CHECK_TYPE,
+    Marker, CLEARING_TYPE, FALLBACK_DISARMED_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE,
+    RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, WATCH_CHECK_TYPE,
 };
 use crate::handoff::HandoffFingerprint;
 use crate::integrations::RecordedJob;
@@ -412,6 +413,22 @@ record_struct! {
 impl Record for NativeFallbackRecord {}
 impl CustomRecord for NativeFallbackRecord {
     const CUSTOM_TYPE: &'static str = NATIVE_FALLBACK_TYPE;
+}
+
+record_struct! {
+    /// A mode or guard change disarmed the compaction-failure fallback of a window
+    /// (`relay/fallback-disarmed`): `{v, windowId}`. The window's later give-up arms it again.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct FallbackDisarmedRecord {
+        lenient pub v: u64,
+        pub window_id: String,
+    }
+}
+
+impl Record for FallbackDisarmedRecord {}
+impl CustomRecord for FallbackDisarmedRecord {
+    const CUSTOM_TYPE: &'static str = FALLBACK_DISARMED_TYPE;
 }
 
 record_struct! {

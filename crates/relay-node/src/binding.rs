@@ -463,9 +463,12 @@ impl Binding {
         moment: relay_core::engine::Moment,
     ) -> Result<Output, Failure> {
         for result in &results {
-            if result.outcome == JobOutcome::Aborted {
-                // Pi's abort: the job's work stops too (a resume check's group is killed).
-                jobs::cancel(result.id);
+            match result.outcome {
+                // The engine has the result (a handoff's files are its now).
+                JobOutcome::Done { .. } => jobs::settled(result.id),
+                // Pi's abort or the host's deadline: nobody waits for the job, so its work stops
+                // too (a resume check's group is killed, a handoff write leaves no file).
+                JobOutcome::Aborted | JobOutcome::Failed { .. } => jobs::cancel(result.id),
             }
         }
         if self.load_op.as_ref().is_some_and(|l| l.op == op) {

@@ -7,7 +7,7 @@
 //! branch it read waits in the job's slot for the binding.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -44,26 +44,87 @@ pub fn forget_load(id: u64) {
     map.remove(&id);
 }
 
-/// The cancel flags of the jobs running now (keyed by job id): a job nobody waits for any more
-/// (Pi's abort) is stopped where its runner can stop (a resume check's process group is killed).
-fn cancels() -> &'static Mutex<HashMap<u64, Arc<AtomicBool>>> {
-    static CANCELS: OnceLock<Mutex<HashMap<u64, Arc<AtomicBool>>>> = OnceLock::new();
-    CANCELS.get_or_init(|| Mutex::new(HashMap::new()))
+/// What stops a job nobody waits for any more: its cancel flag, and the files it made that a
+/// cancel arriving after it finished still removes (a handoff write whose result the host did
+/// not wait for must not leave its files behind).
+#[derive(Default)]
+struct Control {
+    cancelled: Arc<AtomicBool>,
+    made: Mutex<Vec<PathBuf>>,
+    /// The job's runner returned.
+    ended: AtomicBool,
 }
 
-fn cancel_flag(id: u64) -> Arc<AtomicBool> {
-    let mut map = lock(cancels());
+/// The controls of the jobs running now, and of the finished jobs whose files the engine has not
+/// taken yet (keyed by job id): a job nobody waits for any more (Pi's abort, the host's deadline)
+/// is stopped where its runner can stop (a resume check's process group is killed, a handoff
+/// write removes what it wrote).
+fn controls() -> &'static Mutex<HashMap<u64, Arc<Control>>> {
+    static CONTROLS: OnceLock<Mutex<HashMap<u64, Arc<Control>>>> = OnceLock::new();
+    CONTROLS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn control(id: u64) -> Arc<Control> {
+    let mut map = lock(controls());
     Arc::clone(map.entry(id).or_default())
 }
 
-fn forget_cancel(id: u64) {
-    let mut map = lock(cancels());
+fn cancel_flag(id: u64) -> Arc<AtomicBool> {
+    Arc::clone(&control(id).cancelled)
+}
+
+/// Job `id` ended: its control goes, unless it made files a late cancel would remove (then
+/// [`settled`] or [`cancel`] ends it).
+fn finished(id: u64) {
+    let mut map = lock(controls());
+    let Some(control) = map.get(&id) else {
+        return;
+    };
+    control.ended.store(true, Ordering::SeqCst);
+    if lock(&control.made).is_empty() {
+        map.remove(&id);
+    }
+}
+
+/// Stop job `id` where its runner can stop: nobody waits for its result any more. Files it made
+/// and reported in a result the host did not wait for are removed (the runner itself removes them
+/// when the cancel comes before it reports).
+pub fn cancel(id: u64) {
+    let control = control(id);
+    let made = {
+        let mut made = lock(&control.made);
+        control.cancelled.store(true, Ordering::SeqCst);
+        std::mem::take(&mut *made)
+    };
+    for file in made {
+        let _ = std::fs::remove_file(file);
+    }
+    // A job that has not started keeps its control, so it starts cancelled (one that ended before
+    // and left nothing behind gets an empty control too: the two look alike here).
+    if control.ended.load(Ordering::SeqCst) {
+        lock(controls()).remove(&id);
+    }
+}
+
+/// The engine has job `id`'s result: the files it made are the engine's now.
+pub fn settled(id: u64) {
+    let mut map = lock(controls());
     map.remove(&id);
 }
 
-/// Stop job `id` where its runner can stop: nobody waits for its result any more.
-pub fn cancel(id: u64) {
-    cancel_flag(id).store(true, Ordering::Relaxed);
+/// `files`, just written by the job of `control`, become its result unless the job was cancelled
+/// meanwhile: then they are removed and false is returned. Under the control's lock, so a cancel
+/// either comes first (the files go here) or finds them (and removes them itself).
+fn keep_unless_cancelled(control: &Control, files: Vec<PathBuf>) -> bool {
+    let mut made = lock(&control.made);
+    if control.cancelled.load(Ordering::SeqCst) {
+        for file in files {
+            let _ = std::fs::remove_file(file);
+        }
+        return false;
+    }
+    *made = files;
+    true
 }
 
 fn take_load(id: u64) -> Option<LoadJob> {
@@ -84,6 +145,10 @@ fn deadline(job: &Job) -> Instant {
     let left = job.deadline_ms.saturating_sub(now_ms()).max(0);
     Instant::now() + Duration::from_millis(u64::try_from(left).unwrap_or(0))
 }
+
+/// A handoff write stopped by its cancel (nobody waits for it): nothing of it stays.
+const WRITE_CANCELLED: &str =
+    "relay: the handoff write was stopped (nobody waits for it): nothing was written";
 
 fn failed(error: impl Into<String>) -> JobOutcome {
     JobOutcome::Failed {
@@ -116,7 +181,7 @@ pub fn run(job_json: &str) -> Result<String, String> {
         boundary::inject("job", &|| kind(&job.work).to_string());
         run_job(&job)
     });
-    forget_cancel(job.id);
+    finished(job.id);
     let outcome = outcome.unwrap_or_else(|text| {
         failed(format!(
             "relay: internal error in the {} job: {text}",
@@ -185,19 +250,35 @@ fn run_job(job: &Job) -> JobOutcome {
             sequence,
             markdown,
             sidecar,
-        } => match relay_io::handoff_files::write_handoff(
-            Path::new(root),
-            session_id,
-            *sequence,
-            markdown,
-            sidecar,
-        ) {
-            Ok(path) => done(json!({ "path": path.display().to_string() })),
-            Err(e) => JobOutcome::Failed {
-                error: e.to_string(),
-                exists: e.kind() == std::io::ErrorKind::AlreadyExists,
-            },
-        },
+        } => {
+            // Esc (or the deadline) before or while the files are written: none stay, so no
+            // handoff file exists without its record on the branch.
+            let control = control(job.id);
+            if control.cancelled.load(Ordering::SeqCst) {
+                return failed(WRITE_CANCELLED);
+            }
+            match relay_io::handoff_files::write_handoff(
+                Path::new(root),
+                session_id,
+                *sequence,
+                markdown,
+                sidecar,
+            ) {
+                Ok(path) => {
+                    boundary::hold_unless("WRITE", &control.cancelled);
+                    let files = vec![path.clone(), path.with_extension("json")];
+                    if keep_unless_cancelled(&control, files) {
+                        done(json!({ "path": path.display().to_string() }))
+                    } else {
+                        failed(WRITE_CANCELLED)
+                    }
+                }
+                Err(e) => JobOutcome::Failed {
+                    error: e.to_string(),
+                    exists: e.kind() == std::io::ErrorKind::AlreadyExists,
+                },
+            }
+        }
         Work::Load { .. } => match take_load(job.id) {
             Some(load) => match binding::run_load(&load) {
                 Ok(found) => done(json!(found)),
@@ -228,5 +309,61 @@ pub fn collect_git(cwd: &Path, deadline: Instant, files: Option<&[String]>) -> G
         head: info.head,
         state: info.state,
         workspace: Some(record),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_job(id: u64, root: &Path) -> String {
+        json!({"id": id, "deadlineMs": i64::MAX, "work": {
+            "kind": "writeHandoff", "root": root, "sessionId": "s", "sequence": 1,
+            "markdown": "# Handoff\n", "sidecar": {"a": 1}}})
+        .to_string()
+    }
+
+    fn handoff_files(root: &Path) -> Vec<String> {
+        let dir = relay_io::handoff_files::handoff_dir(root);
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_handoff_write_cancelled_after_it_finished_leaves_no_file_and_a_settled_one_keeps_its_files(
+    ) {
+        let root = std::env::temp_dir().join(format!("relay-node-write-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        // The host stopped waiting (Esc) while the write ran; the write finished anyway, and
+        // its result never reached the engine: the cancel that follows removes both files.
+        let outcome: Value = serde_json::from_str(&run(&write_job(9_001, &root)).unwrap()).unwrap();
+        assert_eq!(outcome["kind"], "done", "{outcome}");
+        assert_eq!(handoff_files(&root), ["s-1.json", "s-1.md"]);
+        cancel(9_001);
+        assert!(
+            handoff_files(&root).is_empty(),
+            "{:?}",
+            handoff_files(&root)
+        );
+        assert!(!lock(controls()).contains_key(&9_001));
+        // Cancelled before it ran: nothing is written.
+        cancel(9_002);
+        let outcome: Value = serde_json::from_str(&run(&write_job(9_002, &root)).unwrap()).unwrap();
+        assert_eq!(outcome["kind"], "failed", "{outcome}");
+        assert!(handoff_files(&root).is_empty());
+        assert!(!lock(controls()).contains_key(&9_002));
+        // The engine took the result: the files are its, and nothing is left in the table.
+        let outcome: Value = serde_json::from_str(&run(&write_job(9_003, &root)).unwrap()).unwrap();
+        assert_eq!(outcome["kind"], "done", "{outcome}");
+        settled(9_003);
+        assert!(!lock(controls()).contains_key(&9_003));
+        assert_eq!(handoff_files(&root), ["s-1.json", "s-1.md"]);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -31,6 +31,7 @@ use crate::scheduler::{ResetSource, SchedInput};
 use crate::ConfigIssue;
 use status_file::{LastAction, LastHandoff, StatusFile, TelemetryLine};
 
+mod disarm;
 mod status_file;
 
 /// Thresholds resolved for one (model key, context window, reserve, role).
@@ -126,6 +127,9 @@ pub(super) struct Budget {
     /// A session started since the window's stale-handoff check ran: check it again (recorded
     /// only when the workspace moved since that check).
     pub(super) stale_recheck: bool,
+    /// A mode or guard change disarmed the compaction-failure fallback in memory: the branch is
+    /// told (`relay/fallback-disarmed`) by the hook's reply.
+    pub(super) fallback_disarmed: bool,
     /// The workspace the handoff being written records for the next window's stale check.
     pub(super) recorded_workspace: Option<crate::staleness::WorkspaceRecord>,
 }
@@ -169,6 +173,7 @@ impl Budget {
             recorded_jobs: None,
             stale_started: None,
             stale_recheck: false,
+            fallback_disarmed: false,
             recorded_workspace: None,
         }
     }
@@ -578,6 +583,7 @@ impl Engine {
     pub(super) fn policy_step(&mut self, input: PolicyInput) -> Vec<PolicyEffect> {
         let params = self.current_params();
         let mode = self.policy_mode();
+        let armed_before = disarm::by_compaction_failure(&self.budget.policy);
         if self.budget.policy.projected && mode != Mode::Observe {
             // An observe preview ends: its latches and preview-only commits (and the floor its
             // would-be resets moved) are dropped; the branch says what actually happened.
@@ -589,6 +595,13 @@ impl Engine {
             });
         }
         let (state, fx) = step_mode(mode, &self.budget.policy, &params, &input);
+        // Disarmed by this step's mode (off, or entering observe), not by a reset: a new window.
+        if armed_before
+            && !disarm::by_compaction_failure(&state)
+            && !matches!(input, PolicyInput::ResetApplied)
+        {
+            self.budget.fallback_disarmed = true;
+        }
         self.budget.policy = state;
         fx
     }

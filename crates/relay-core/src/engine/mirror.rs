@@ -15,9 +15,9 @@
 use serde_json::Value;
 
 use super::wire::{
-    Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, HANDOFF_TYPE,
-    NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE,
-    STEER_TYPE, WATCH_CHECK_TYPE,
+    Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, FALLBACK_DISARMED_TYPE,
+    HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE,
+    STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
@@ -27,8 +27,8 @@ use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::records::{
-    ClearingRecord, HandoffRecord, NativeFallbackRecord, Record, ReminderDetails,
-    ResetFailedDetails, WindowRecord,
+    ClearingRecord, FallbackDisarmedRecord, HandoffRecord, NativeFallbackRecord, Record,
+    ReminderDetails, ResetFailedDetails, WindowRecord,
 };
 use crate::scheduler::{AttemptId, SchedInput};
 use crate::staleness::WorkspaceRecord;
@@ -61,6 +61,9 @@ pub(super) struct WindowState {
     /// or a persistent one): the compaction-failure fallback is armed from here on, also after a
     /// reload or a new process (`Mirror::policy_state`).
     pub(super) gave_up_at: Option<usize>,
+    /// The latest `relay/fallback-disarmed` record of this window: a mode or guard change
+    /// disarmed the fallback `gave_up_at` armed (a give-up after it arms it again).
+    pub(super) disarmed_at: Option<usize>,
     /// The guard-off native fallback of this window (`relay/native-fallback` records): where
     /// Pi's own summarizer failed (the window earned one mechanical reset), and where that reset
     /// was chosen (spent). Positions, so that a navigation keeps them exact.
@@ -95,6 +98,10 @@ pub(super) struct WindowState {
     /// tools (`new_context`, `context_handoff`): until then a window opened by a reset holds no
     /// work, and the reset guard refuses another model-asked reset ([`WindowState::idle_since_reset`]).
     pub(super) worked_at: Option<usize>,
+    /// The window's first assistant reply that was not aborted (Esc) or failed (Pi 1.3 records
+    /// an abort while the request is prepared as an `error`): the window's first request was
+    /// answered, so its after-reset checks are no longer due.
+    pub(super) answered_at: Option<usize>,
     /// The window's resume check (a `relay/resume-check` entry for this window): its position,
     /// the message every request of the window carries, and when it ran.
     pub(super) resume_check: Option<(usize, String, i64)>,
@@ -112,6 +119,13 @@ pub(super) struct WindowState {
 }
 
 impl WindowState {
+    /// Relay gave up resetting this window and no mode or guard change disarmed that since: the
+    /// compaction-failure fallback is armed.
+    pub(super) fn fallback_armed(&self) -> bool {
+        self.gave_up_at
+            .is_some_and(|g| self.disarmed_at.is_none_or(|d| d < g))
+    }
+
     /// The window's overflow reset-and-retry is spent: the window was opened by an overflow reset
     /// and neither user input nor a successful answer has re-armed recovery since.
     pub(super) fn overflow_retry_spent(&self) -> bool {
@@ -316,7 +330,7 @@ impl Mirror {
         };
         // Relay gave up resetting this window: the compaction-failure fallback is armed until a
         // reset opens a new window (or a mode change disarms it).
-        if self.current.gave_up_at.is_some() {
+        if self.current.fallback_armed() {
             crate::policy::armed_by_compaction_failure(state)
         } else {
             state
@@ -342,11 +356,10 @@ impl Mirror {
         self.earlier.len()
     }
 
-    /// Whether the current window has an assistant reply yet (its first request was answered).
+    /// Whether the current window's first request was answered: an assistant reply that was not
+    /// aborted or failed (such a reply leaves the window's after-reset checks due).
     pub(super) fn window_answered(&self) -> bool {
-        self.turn_marks
-            .last()
-            .is_some_and(|&t| t >= self.current.start)
+        self.current.answered_at.is_some()
     }
 
     /// The newest committed handoff's duplicate fingerprint (the back-off compares with it).
@@ -439,6 +452,9 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
+                if !m.stop().is_some_and(|r| r.aborted_or_failed()) {
+                    self.current.answered_at.get_or_insert(pos);
+                }
                 if m.stop() == Some(StopReason::ToolUse) {
                     self.current.tool_called_at.get_or_insert(pos);
                 }
@@ -603,6 +619,13 @@ impl Mirror {
                 {
                     self.current.watch_check = Some((pos, check.0, check.1));
                 }
+            }
+            // Only a record of this window disarms its fallback.
+            t if t == FALLBACK_DISARMED_TYPE
+                && FallbackDisarmedRecord::read(data)
+                    .is_some_and(|r| r.window_id == self.history.current_window_id()) =>
+            {
+                self.current.disarmed_at = Some(pos);
             }
             t if t == NATIVE_FALLBACK_TYPE => {
                 // A record written for another window (the window changed before it was fed)

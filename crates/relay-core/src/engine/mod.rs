@@ -597,6 +597,9 @@ impl Engine {
         self.log_guard_thresholds(moment, &mut reply);
         self.check_dropped_reset(moment, &mut reply);
         self.log_mode_mismatch(moment, &mut reply);
+        if let Some(record) = self.fallback_disarmed_record() {
+            reply.appends.push(record);
+        }
         if !matches!(
             obs.event,
             Event::SessionStart { .. } | Event::AgentSettled { .. } | Event::SessionShutdown

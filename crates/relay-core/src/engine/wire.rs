@@ -120,6 +120,10 @@ pub const STALE_CHECK_TYPE: &str = "relay/stale-check";
 /// used (`spent`): the fallback's state is a projection of the branch, so /reload and `pi -c`
 /// keep it.
 pub const NATIVE_FALLBACK_TYPE: &str = "relay/native-fallback";
+/// customType of the record that a mode or guard change disarmed the compaction-failure fallback
+/// of a window (Relay gave up resetting it): the disarm is a projection of the branch, so
+/// /reload, /tree and `pi -c` do not arm it again.
+pub const FALLBACK_DISARMED_TYPE: &str = "relay/fallback-disarmed";
 
 // ---------------------------------------------------------------------------------------------
 // Inputs

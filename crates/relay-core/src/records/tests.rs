@@ -159,6 +159,10 @@ fn every_record_round_trips_with_todays_version() {
         });
         assert_eq!(native.get("spent").is_some(), spent, "{native}");
     }
+    round_trip(FallbackDisarmedRecord {
+        v: VERSION,
+        window_id: "pcw:s:1".into(),
+    });
     round_trip(ReminderDetails {
         v: VERSION,
         window_id: Some("pcw:s:1".into()),

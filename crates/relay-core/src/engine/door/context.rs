@@ -139,6 +139,7 @@ impl Engine {
     ) -> Output {
         let out = Output::default();
         if aborted(results) {
+            self.context_aborted(&op);
             return out;
         }
         let first = op.jobs.first().copied().unwrap_or_default();
@@ -183,6 +184,29 @@ impl Engine {
                 }
             }
             ContextStage::Appended => self.context_next(moment, out),
+        }
+    }
+
+    /// Pi's abort (Esc) stopped the check `op` waited for: it counts as not run. Nothing of it is
+    /// recorded, and the window's next request runs it again: the checks are there for the
+    /// window's first answered request, the aborted request got no answer (an aborted or failed
+    /// reply does not count, `Mirror::window_answered`), so the model has seen no result yet; and a stopped
+    /// command left no result worth showing. Each retry can be stopped the same way.
+    fn context_aborted(&mut self, op: &ContextOp) {
+        match op.stage {
+            ContextStage::Resume if self.budget.resume_started.as_deref() == Some(&op.window) => {
+                self.budget.resume_started = None;
+            }
+            ContextStage::Stale if self.budget.stale_started.as_deref() == Some(&op.window) => {
+                self.budget.stale_started = None;
+                // A re-check (the window was checked before) is still owed.
+                if self.mirror.current_window().stale_check.is_some() {
+                    self.budget.stale_recheck = true;
+                }
+            }
+            // The resume check's session name and the watch check's registries: nothing was
+            // handed out yet (the check is marked when its facts are in).
+            _ => {}
         }
     }
 

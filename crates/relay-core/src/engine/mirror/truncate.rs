@@ -59,6 +59,9 @@ impl Mirror {
         if w.tool_called_at.is_some_and(|p| p >= len) {
             w.tool_called_at = None;
         }
+        if w.answered_at.is_some_and(|p| p >= len) {
+            w.answered_at = None;
+        }
         if w.continued_task_at.is_some_and(|p| p >= len) {
             w.continued_task_at = None;
         }
@@ -67,6 +70,9 @@ impl Mirror {
         }
         if w.gave_up_at.is_some_and(|p| p >= len) {
             w.gave_up_at = None;
+        }
+        if w.disarmed_at.is_some_and(|p| p >= len) {
+            w.disarmed_at = None;
         }
         if w.native_failed_at.is_some_and(|p| p >= len) {
             w.native_failed_at = None;
