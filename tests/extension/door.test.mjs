@@ -97,7 +97,7 @@ const groupAlive = (pgid) =>
 			return Number(pgrp) === pgid && state !== "Z";
 		});
 
-test("Esc during the new window's resume check: Pi is idle within a second, the check's group is killed, the next request runs it again", async () => {
+test("Esc during the new window's resume check: Pi is idle at once (not after the check), the check's group is killed, the next request runs it again", async () => {
 	const root = newRoot();
 	const env = budgetEnv(root);
 	const started = join(root, "check-started");
@@ -118,15 +118,16 @@ test("Esc during the new window's resume check: Pi is idle within a second, the 
 		await until(started, "the new window's resume check to start");
 		assert.equal(ofType(t, "compaction").length, 1, "the handoff committed before the check");
 		const requestsBefore = t.requests.length;
-		// Esc: Pi's abort resolves once the run has ended.
-		await within(Promise.all([t.session.abort(), run]), 1_000, "Pi to be idle after Esc during the resume check");
+		// Esc: Pi's abort resolves once the run has ended. Measured well under a second; the bound
+		// leaves room for a loaded machine and is still a fifth of the check's 25 s.
+		await within(Promise.all([t.session.abort(), run]), 5_000, "Pi to be idle after Esc during the resume check");
 		assert.equal(t.session.isIdle, true);
 		const pgid = Number(readFileSync(`${started}.pid`, "utf8").trim());
 		await within(
 			(async () => {
 				while (groupAlive(pgid)) await new Promise((resolve) => setTimeout(resolve, 10));
 			})(),
-			1_000,
+			5_000,
 			"the aborted resume check's process group to be killed",
 		);
 		assert.equal(t.requests.length, requestsBefore, "the aborted request never reached the model");
