@@ -59,6 +59,21 @@ function resumeLarge({ prefix, seed, reply, timeout, extensions = () => [], env 
 	return { result, dir, rest };
 }
 
+// A probe loaded before Relay: at `session_shutdown` (Pi awaits its handlers before it exits) it
+// waits, up to 20 s, for the whole-history load to reach its test gate (`<gate>.held`), so that the
+// load is in flight when Relay's own shutdown handler runs, however late the libuv pool starts it.
+// Without it, `pi -p` could exit before a pool thread picked the job up (seen once in six runs).
+const SHUTDOWN_PROBE = `
+import { existsSync } from "node:fs";
+export default function (pi) {
+	pi.on("session_shutdown", async () => {
+		const gate = process.env.RELAY_TEST_HOLD_LOAD;
+		const until = Date.now() + 20000;
+		while (!existsSync(gate + ".held") && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+	});
+}
+`;
+
 test("pi -p on a large session with windows answers before its whole history starts loading and exits without waiting for it, with nothing reported", () => {
 	const { result, dir } = resumeLarge({
 		prefix: "relay-e2e-resume-",
@@ -67,7 +82,11 @@ test("pi -p on a large session with windows answers before its whole history sta
 		// The gate holds the load for 60 s unless it is cancelled: a run that waited for it would
 		// take that long.
 		timeout: 30_000,
-		extensions: () => [],
+		extensions: (dir) => {
+			const probe = join(dir, "shutdown-probe.mjs");
+			writeFileSync(probe, SHUTDOWN_PROBE);
+			return [probe];
+		},
 		env: (dir) => ({ RELAY_TEST_HOLD_LOAD: join(dir, "never-opened") }),
 	});
 	const gate = join(dir, "never-opened");
