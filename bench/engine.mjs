@@ -13,7 +13,7 @@
 // the output, as extension/src/index.ts does for every hook.
 // No timed assertions: the script prints figures, ratios and a verdict per requirement.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,7 +55,7 @@ if (process.argv[2] === "--startup-child") {
 	const before = rss();
 	const t0 = performance.now();
 	const engine = new Engine();
-	const out = step(engine, { type: "open", sessionId, file, leaf: leafId, background: false });
+	const out = step(engine, { type: "open", sessionId, file, size: statSync(file).size, leaf: leafId, background: false });
 	const ms = performance.now() - t0;
 	gc();
 	const after = rss();
@@ -84,7 +84,7 @@ if (process.argv[2] === "--resume-child") {
 	const before = rss();
 	const engine = new Engine();
 	const t0 = performance.now();
-	const opened = step(engine, { type: "open", sessionId, file, leaf: leafId, background: true });
+	const opened = step(engine, { type: "open", sessionId, file, size: statSync(file).size, leaf: leafId, background: true });
 	const next = await pass(engine, opened);
 	if (next.needsBranch || next.tip !== leafId) throw new Error("the first pass of the background load failed");
 	const firstMs = performance.now() - t0;

@@ -10,7 +10,7 @@
 // RELAY_HOST_ROUNDS (rounds of [rare search, common search, note append] per run, default 5),
 // RELAY_BENCH_SEED, RELAY_BENCH_DIR (the generator's cache). No timed assertions: it prints.
 import { execFileSync } from "node:child_process";
-import { appendFileSync, closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -229,7 +229,7 @@ async function engineSearch(meta, inFile) {
 	const moment = { nowMs: Date.now(), tzOffsetMinutes: 0, usage: null, model: null, contextWindow: null, hasPendingMessages: false, pendingWork: 0, cwd: "/", subagent: false };
 	// One crossing of the addon's door per input; a background load's jobs run on the pool.
 	const step = (input) => JSON.parse(engine.handle(JSON.stringify(input)));
-	let opened = step({ type: "open", sessionId: meta.sessionId, file: meta.file, leaf: meta.leafId, background: inFile });
+	let opened = step({ type: "open", sessionId: meta.sessionId, file: meta.file, size: meta.file ? statSync(meta.file).size : null, leaf: meta.leafId, background: inFile });
 	while (opened.op !== undefined && opened.op !== null) {
 		const results = await Promise.all(opened.jobs.map((job) => runJob(job, null)));
 		opened = step({ type: "done", op: opened.op, results, moment });

@@ -6,7 +6,7 @@
 // engine's (crates/relay-core/src/engine/door.rs).
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
 import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding-agent";
-import { existsSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
 import type { Effect, Event, HookResult, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
@@ -228,7 +228,8 @@ export function reload(rt: Runtime, ctx: ExtensionContext): void {
 	const file = sm.getSessionFile();
 	rt.state.sessionId = sessionId;
 	rt.state.tip = undefined;
-	perform(rt, ctx, call(rt, { type: "open", sessionId, file: file && existsSync(file) ? file : null, leaf: sm.getLeafId(), background: false }));
+	const size = fileSize(file);
+	perform(rt, ctx, call(rt, { type: "open", sessionId, file: size === null ? null : file!, size, leaf: sm.getLeafId(), background: false }));
 	if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
 }
 
@@ -326,6 +327,17 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
 	return facts;
 }
 
+/** The size of the regular file `file` (`null`: none there), a fact the engine's load rule reads. */
+function fileSize(file: string | undefined): number | null {
+	if (!file) return null;
+	try {
+		const stat = statSync(file, { throwIfNoEntry: false });
+		return stat?.isFile() ? stat.size : null;
+	} catch {
+		return null;
+	}
+}
+
 /**
  * The session file Pi was told to open on its command line (`--session <file>`, read with Pi's
  * own argument parser), when that is a file; `undefined` otherwise (no such flag, a session id,
@@ -367,7 +379,7 @@ export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice
 	if (!file) return;
 	let out: Output;
 	try {
-		out = call(rt, { type: "prefetch", file });
+		out = call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 });
 	} catch (error) {
 		console.error(`relay: reading the session ahead failed: ${error instanceof Error ? error.message : String(error)}`);
 		return;
@@ -439,7 +451,8 @@ function openNow(rt: Runtime, ctx: ExtensionContext, after: () => void, report: 
 	rt.state.tip = undefined;
 	let out: Output | null = null;
 	try {
-		out = call(rt, { type: "open", sessionId, file: file && existsSync(file) ? file : null, leaf: sm.getLeafId(), background: true, ...(readAhead ? { readAhead } : {}) });
+		const size = fileSize(file);
+		out = call(rt, { type: "open", sessionId, file: size === null ? null : file!, size, leaf: sm.getLeafId(), background: true, ...(readAhead ? { readAhead } : {}) });
 		perform(rt, ctx, out);
 		if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
 	} catch (error) {

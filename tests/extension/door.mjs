@@ -1,5 +1,6 @@
 // The engine driven without Pi, through its one door (`handle(input, feed)` and `runJob`), for
 // the tests and benchmarks that load session files straight into an engine.
+import { statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
@@ -17,9 +18,14 @@ export function step(engine, input, feed = null) {
 	return JSON.parse(engine.handle(JSON.stringify(input), feed === null ? null : JSON.stringify(feed)));
 }
 
+/** The size of `file`, as the host reports it with `open` (the engine's load rule reads it). */
+export function sizeOf(file) {
+	return statSync(file).size;
+}
+
 /** Load `file` into `engine` at once; true when it holds `leaf`. */
 export function loadFile(engine, sessionId, file, leaf) {
-	return !step(engine, { type: "open", sessionId, file, leaf, background: false }).needsBranch;
+	return !step(engine, { type: "open", sessionId, file, size: sizeOf(file), leaf, background: false }).needsBranch;
 }
 
 /** Replace the mirror with Pi's branch (`getBranch()`). */
@@ -36,7 +42,7 @@ export async function finishJobs(engine, out, moment = MOMENT) {
 
 /** Load `file` the way a session start does for a large file: the first pass on the pool. */
 export async function loadInBackground(engine, sessionId, file, leaf) {
-	const out = step(engine, { type: "open", sessionId, file, leaf, background: true });
+	const out = step(engine, { type: "open", sessionId, file, size: sizeOf(file), leaf, background: true });
 	if (out.op === undefined) return { found: !out.needsBranch, next: out };
 	const next = await finishJobs(engine, out);
 	return { found: !next.needsBranch, next };

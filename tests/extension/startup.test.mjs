@@ -225,14 +225,14 @@ test("a navigation while the large session loads is applied once the branch is i
 test("a panic in the background load falls back to a full resync from Pi and is reported once", async () => {
 	const file = join(dir, "panicked.jsonl");
 	copyFileSync(big.file, file);
-	process.env.RELAY_TEST_PANIC = "loadSessionFileInBackground:*";
+	process.env.RELAY_TEST_PANIC = "job:load";
 	let t;
 	try {
 		const lines = await captureStderr(async () => {
 			t = await startSession({ sessionFile: file, steps: [tool("history_search_contents", { query: RARE }), "Found."] });
 			await t.session.prompt("Where did the lease expire?");
 		});
-		const reports = lines.filter((l) => l.includes("internal error in loadSessionFileInBackground"));
+		const reports = lines.filter((l) => l.includes("internal error in the load job"));
 		assert.equal(reports.length, 1, lines.join("\n"));
 		assert.match(reports[0], /^relay: loading the session failed: /);
 		const [rare] = t.toolResults().slice(-1).map((r) => JSON.parse(r.text));

@@ -418,7 +418,7 @@ export function engineTiming(file, { calls = 2_000 } = {}) {
 		const path = `${file}.${label}.jsonl`;
 		writeFileSync(path, cut.join("\n") + "\n");
 		const engine = new Plain();
-		const opened = JSON.parse(engine.handle(JSON.stringify({ type: "open", sessionId: header.id, file: path, leaf: JSON.parse(cut.at(-1)).id, background: false })));
+		const opened = JSON.parse(engine.handle(JSON.stringify({ type: "open", sessionId: header.id, file: path, size: statSync(path).size, leaf: JSON.parse(cut.at(-1)).id, background: false })));
 		if (opened.needsBranch) throw new Error(`the engine did not load ${path}`);
 		const row = { entries: cut.length - 1 };
 		for (const event of events) {

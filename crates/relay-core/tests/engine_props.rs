@@ -938,7 +938,7 @@ impl Host {
         let observation: Observation = serde_json::from_value(obs.clone())
             .map_err(|e| format!("the wire rejects the observation {obs}: {e}"))?;
         let enabled_before = self.enabled();
-        let reply = self.engine.handle(&observation);
+        let reply = self.engine.observe(&observation);
         wire_hook(&reply)?;
         let mut line = format!(
             "{}{}",
@@ -2117,12 +2117,12 @@ impl Host {
         let obs: Observation = serde_json::from_value(json!({ "moment": self.moment_json(false), "event": { "type": "command", "args": "status" } }))
         .expect("observation");
         if let Some(on) = self.toggle {
-            fresh.handle(
+            fresh.observe(
                 &serde_json::from_value::<Observation>(json!({ "moment": self.moment_json(false), "event": { "type": "command", "args": if on { "on" } else { "off" } } }))
                 .expect("observation"),
             );
         }
-        let theirs = status(&fresh.handle(&obs));
+        let theirs = status(&fresh.observe(&obs));
         let ours = status(reply);
         let head = |s: &Option<String>| {
             s.as_deref().map(|s| {

@@ -26,12 +26,15 @@ compile_error!(
     "Relay does not support Windows (or any non-Unix target): it needs Unix process groups, file modes and O_NOFOLLOW. Build it on Linux or macOS."
 );
 
+pub mod boundary;
+pub mod effects;
 #[cfg(test)]
 mod fault_tests;
 pub mod fsx;
 pub mod git;
 pub mod handoff_files;
 pub mod integrations;
+pub mod jobs;
 pub mod relaunch;
 pub mod resume_check;
 pub mod session;

@@ -1,36 +1,23 @@
-//! What each method of the addon's `Engine` does, free of napi so that `cargo test` covers it;
-//! `lib.rs` only converts arguments, results and errors.
+//! What the addon's `Engine` does, free of napi so that `cargo test` covers it; `lib.rs` only
+//! converts arguments, results and errors. The binding decides nothing: it parses the input,
+//! hands it to [`relay_core::engine::Engine::handle`], does the output's file effects
+//! ([`relay_io::effects`]), stops the jobs nobody waits for, runs a job the output needs before
+//! the call returns, and answers the output's JSON.
 //!
-//! **Panic boundary and resync.** Every method runs inside [`Binding::guarded`]. A panic there is
-//! caught and answered with a [`Failure::Panic`] (the extension reports it once and its hook does
-//! nothing). The engine that panicked may hold a half-updated mirror or state, so it is dropped:
-//! a new one takes its place, configured with the last configuration that applied and the last
-//! `/relay on|off`, as after a `/reload`. Until the extension has resynced it from Pi's branch
-//! (`resync` or `loadSessionFile`), [`Binding::needs_resync`] is true and `handle`, `tool`,
-//! `append` and `truncateAfter` refuse to work, so that no decision is made on an empty mirror.
-//! The adapter's `sync()` checks `needsResync()` before every event and does the full resync.
+//! **Panic boundary and resync.** Every call runs inside [`Binding::guarded`]. A panic there is
+//! caught and answered by the engine's failure policy ([`Input::Failed`]: a compaction hook is
+//! cancelled while Relay's windows are on; the user is told once). The engine that panicked may
+//! hold a half-updated mirror or state, so it is dropped: [`engine::Engine::restarted`] takes its
+//! place, with the last configuration and `/relay on|off`, and refuses hooks, tools and feeds
+//! until the extension has sent it the whole branch (its output says `needsBranch`).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use relay_core::engine::{self, Feed, Input, JobOutcome, JobResult, Moment, Observation, Output};
+use relay_io::{boundary, effects, jobs};
 
-use relay_core::engine::{
-    self, ConfigSources, Description, Effect, Event, HookReply, HookResult, Input, JobOutcome,
-    NotifyLevel, Observation, Output,
-};
-use relay_core::entry::{parse_entry, Entry, EntryKind};
-
-use crate::boundary;
-use crate::jobs;
-
-mod load;
-mod outside;
-pub use load::{run_load, LoadJob, BACKGROUND_LOAD_BYTES};
-use outside::{read_config_files, recall_toggle, remember_toggle, write_relaunch_marker};
-
-/// Why a method failed.
+/// Why a call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// The caller handed over something that does not parse (or asked at the wrong time).
+    /// The caller handed over something that does not parse, or the engine refused it.
     Invalid(String),
     /// A panic was caught; the engine was replaced and waits for a full resync.
     Panic(String),
@@ -48,66 +35,27 @@ fn invalid(what: &str, err: impl std::fmt::Display) -> Failure {
     Failure::Invalid(format!("relay: invalid {what}: {err}"))
 }
 
-const WAITING: &str =
-    "relay: the engine restarted after an internal error and waits for a full resync from the session";
-
 /// The state behind one addon `Engine`.
 pub struct Binding {
     inner: engine::Engine,
-    reported: Vec<String>,
-    /// Problems found in entries Pi handed over, reported with the next hook's reply.
-    warnings: Vec<String>,
-    /// Where status and events are written (`PI_CONTEXT_BUDGET_STATE_DIR` or agentDir/context-budget).
-    state_dir: Option<PathBuf>,
-    /// The last configuration that applied without a panic (budget file already read).
-    last_sources: Option<ConfigSources>,
-    /// The last `/relay on` or `/relay off` that went through.
-    toggle: Option<String>,
-    /// A panic replaced the engine; its mirror is empty until a full resync.
-    needs_resync: bool,
-    /// A write of Relay's files (events, status, relaunch marker, handoff) failed and the user
-    /// was told: one notification for all of them, later failures are not reported again.
-    write_failure_told: bool,
-    /// Why the relaunch marker of the observation being handled could not be written: the
-    /// engine is told at once ([`engine::Engine::relaunch_unwritten`]) and resets in-process.
-    relaunch_unwritten: Option<String>,
-    /// Where the newest background load ([`Binding::begin_load`]) leaves its branch; a resync or
-    /// a newer load replaces it, so a superseded load is never installed.
-    pending_load: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
-    /// The session and file of the installed skimmed branch, for the whole load that completes
-    /// it ([`Binding::begin_complete`]).
-    skimmed_source: Option<(String, PathBuf)>,
-    /// Where the whole load ([`Binding::begin_complete`]) leaves its branch.
-    pending_whole: Option<Arc<Mutex<Option<engine::LoadedBranch>>>>,
-    /// What the engine was given since the whole load began, replayed on the whole branch
-    /// before it is swapped in ([`Binding::finish_complete`]).
-    journal: Option<Vec<Fed>>,
-    /// The session load whose job runs now (its `Done` installs what it read).
-    load_op: Option<LoadOp>,
-    /// Stops the load in flight when nobody waits for it any more.
-    load_cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
-    /// Ids of the binding's own jobs (loads), apart from the engine's.
-    next_load_id: u64,
-    /// A read of a session file ahead of Pi's `session_start` ([`Input::Prefetch`]).
-    prefetch: Option<load::Prefetch>,
+    files: effects::Files,
 }
 
-/// A load job in flight.
-struct LoadOp {
-    op: u64,
+/// Where a new engine's job ids start: each engine of the process numbers its jobs in a range of
+/// its own (2^40 ids; 8,191 ranges stay below JavaScript's exact integers), as the job runner's
+/// tables are shared by every engine of the process.
+fn fresh_ids() -> u64 {
+    static ENGINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    (ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 8_191 + 1) << 40
 }
 
-/// What Pi appended since the engine's tip: `truncate` drops every entry after `after` first
-/// (a navigation); `append` are the new entries, root first.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Feed<'a> {
-    #[serde(default)]
-    truncate: bool,
-    #[serde(default)]
-    after: Option<String>,
-    #[serde(borrow, default)]
-    append: Vec<&'a serde_json::value::RawValue>,
+impl Default for Binding {
+    fn default() -> Self {
+        Binding {
+            inner: engine::Engine::new().with_ids_after(fresh_ids()),
+            files: effects::Files::default(),
+        }
+    }
 }
 
 /// What an input is about, for error texts and the failure policy: a hook's event type, a
@@ -143,63 +91,9 @@ fn input_label(input_json: &str) -> String {
     }
 }
 
-/// One change of the mirror, as the extension fed it.
-enum Fed {
-    Append(Vec<Entry>),
-    Truncate(Option<String>),
-}
-
-impl Default for Binding {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Milliseconds since the Unix epoch (the binding's clock; the engine has none).
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// The fields every entry needs to keep its place on the branch.
-#[derive(serde::Deserialize)]
-struct Skeleton {
-    #[serde(rename = "type")]
-    entry_type: Option<String>,
-    id: Option<String>,
-    #[serde(rename = "parentId")]
-    parent_id: Option<String>,
-    timestamp: Option<String>,
-}
-
 impl Binding {
     pub fn new() -> Self {
-        Binding {
-            inner: engine::Engine::new(),
-            reported: Vec::new(),
-            write_failure_told: false,
-            relaunch_unwritten: None,
-            warnings: Vec::new(),
-            state_dir: None,
-            last_sources: None,
-            toggle: None,
-            needs_resync: false,
-            pending_load: None,
-            skimmed_source: None,
-            pending_whole: None,
-            journal: None,
-            load_op: None,
-            load_cancel: None,
-            next_load_id: 1 << 52,
-            prefetch: None,
-        }
-    }
-
-    /// Whether a panic replaced the engine and the extension must resync it from Pi's branch.
-    pub fn needs_resync(&self) -> bool {
-        self.needs_resync
+        Self::default()
     }
 
     /// Run `f` as the body of method `method` (`detail`: what it was working on, for the error
@@ -225,7 +119,8 @@ impl Binding {
                 };
                 let recovered = self.recover();
                 let message = format!("relay: internal error in {place}: {text}. {recovered}");
-                self.error_event("hook", &message);
+                let session = self.inner.session_id().to_string();
+                self.files.error_event("hook", &session, &message);
                 Err(Failure::Panic(message))
             }
         }
@@ -233,135 +128,24 @@ impl Binding {
 
     /// Replace the engine after a panic: a new one with the last good configuration and toggle.
     fn recover(&mut self) -> &'static str {
-        self.needs_resync = true;
-        let sources = self.last_sources.clone();
-        let toggle = self.toggle.clone();
-        let mut reported = self.reported.clone();
-        let fresh = boundary::catch(move || {
-            let mut fresh = engine::Engine::new();
-            if let Some(sources) = &sources {
-                // Its warnings were reported when it was first applied.
-                let _ = fresh.configure_reply(sources, &mut reported);
-            }
-            if let Some(args) = toggle {
-                let _ = fresh.handle(&Observation {
-                    moment: engine::Moment::default(),
-                    event: Event::Command { args },
-                });
-            }
-            fresh
-        });
-        match fresh {
+        let old = &self.inner;
+        match boundary::catch(|| old.restarted()) {
             Ok(fresh) => {
                 self.inner = fresh;
                 "Relay restarted its engine and reloads the session branch before the next event"
             }
             Err(_) => {
-                self.inner = engine::Engine::new();
-                self.last_sources = None;
+                // A range of its own: the old engine's jobs may still run.
+                self.inner = engine::Engine::waiting_for_branch().with_ids_after(fresh_ids());
                 "Relay restarted its engine with the default configuration and reloads the session branch before the next event"
             }
         }
     }
 
-    fn ready(&self) -> Result<(), Failure> {
-        if self.needs_resync {
-            Err(Failure::Invalid(WAITING.into()))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Validate and apply configuration sources; returns a HookReply with one warning per problem.
-    pub fn configure(&mut self, json: &str) -> Result<String, Failure> {
-        self.guarded("configure", &String::new, |b| {
-            let sources: ConfigSources =
-                serde_json::from_str(json).map_err(|e| invalid("configuration sources", e))?;
-            let mut reply = b.configure_sources(sources);
-            b.execute(&mut reply.effects);
-            serde_json::to_string(&reply).map_err(|e| invalid("reply", e))
-        })
-    }
-
-    /// Apply configuration sources (the budget policy file and a trusted project's settings file
-    /// read here, every time, as seed 004 does); the reply's effects report each problem once.
-    fn configure_sources(&mut self, mut sources: ConfigSources) -> HookReply {
-        read_config_files(&mut sources);
-        self.state_dir = sources.resolved_state_dir().map(PathBuf::from);
-        let reply = self.inner.configure_reply(&sources, &mut self.reported);
-        self.last_sources = Some(sources);
-        reply
-    }
-
-    /// Replace the mirror with a whole branch (JSON array of entries, root first).
-    pub fn resync(&mut self, session_id: &str, entries_json: &str) -> Result<(), Failure> {
-        self.guarded("resync", &String::new, |b| {
-            b.resync_now(session_id, entries_json)
-        })
-    }
-
-    fn resync_now(&mut self, session_id: &str, entries_json: &str) -> Result<(), Failure> {
-        let entries = self
-            .entries_of(entries_json)
-            .map_err(|e| invalid("branch entries", e))?;
-        self.inner.forget_operations();
-        self.inner.resync(session_id, &entries);
-        self.needs_resync = false;
-        self.drop_loads();
-        Ok(())
-    }
-
-    /// Whether the mirror holds every window's texts (false while a skimmed branch waits for
-    /// its whole load): the history tools wait for it.
-    pub fn history_complete(&mut self) -> Result<bool, Failure> {
-        self.guarded("historyComplete", &String::new, |b| {
-            Ok(b.inner.history_complete())
-        })
-    }
-
-    pub fn has_entry(&mut self, id: &str) -> Result<bool, Failure> {
-        self.guarded("hasEntry", &String::new, |b| Ok(b.inner.contains(id)))
-    }
-
-    pub fn tip_id(&mut self) -> Result<Option<String>, Failure> {
-        self.guarded("tipId", &String::new, |b| {
-            Ok(b.inner.tip().map(str::to_string))
-        })
-    }
-
-    pub fn truncate_after(&mut self, id: Option<&str>) -> Result<(), Failure> {
-        self.guarded("truncateAfter", &String::new, |b| {
-            b.ready()?;
-            b.inner.truncate_after(id);
-            if let Some(journal) = b.journal.as_mut() {
-                journal.push(Fed::Truncate(id.map(str::to_string)));
-            }
-            Ok(())
-        })
-    }
-
-    /// Append entries that follow the tip (JSON array, root first).
-    pub fn append(&mut self, entries_json: &str) -> Result<(), Failure> {
-        self.guarded("append", &String::new, |b| {
-            b.ready()?;
-            let entries = b
-                .entries_of(entries_json)
-                .map_err(|e| invalid("new entries", e))?;
-            if let Some(warning) = b.inner.append(&entries).warning() {
-                b.needs_resync = true;
-                return Err(Failure::Invalid(warning));
-            }
-            if let Some(journal) = b.journal.as_mut() {
-                journal.push(Fed::Append(entries));
-            }
-            Ok(())
-        })
-    }
-
     /// The one door: feed what Pi appended (`feed_json`: a [`Feed`]), then handle one
     /// [`Input`] and answer with its [`Output`] JSON. A panic is answered by the engine's failure
-    /// policy (a compaction hook is cancelled while Relay's windows are on; the user is told
-    /// once), after the engine was replaced; only input that does not parse is an error.
+    /// policy after the engine was replaced; only input that does not parse, or that the engine
+    /// refuses, is an error.
     pub fn handle_input(
         &mut self,
         input_json: &str,
@@ -369,388 +153,138 @@ impl Binding {
     ) -> Result<String, Failure> {
         let label = input_label(input_json);
         let result = self.guarded("handle", &|| label.clone(), |b| {
+            let mut fed = Vec::new();
             if let Some(feed) = feed_json {
-                b.feed(feed)?;
+                let feed: Feed = serde_json::from_str(feed).map_err(|e| invalid("feed", e))?;
+                let out = b.inner.handle(Input::Feed(feed));
+                fed = b.settle(out, None)?.effects;
             }
             let input: Input = serde_json::from_str(input_json).map_err(|e| invalid("input", e))?;
-            b.dispatch(input)
+            let mut out = b.call(input)?;
+            fed.append(&mut out.effects);
+            out.effects = fed;
+            Ok(out)
         });
-        let mut out = match result {
+        let out = match result {
             Ok(out) => out,
             Err(Failure::Panic(text)) => {
-                let hook = label.clone();
-                let compaction = hook == "session_before_compact";
-                let reported = &mut self.reported;
+                let failed = Input::Failed {
+                    hook: label.clone(),
+                    message: text,
+                };
+                let compaction = label == "session_before_compact";
                 let inner = &mut self.inner;
-                boundary::catch(|| inner.failed(&hook, &text, reported)).unwrap_or_else(|_| {
-                    Output {
-                        result: compaction.then_some(HookResult::Cancel),
-                        ..Output::default()
-                    }
+                boundary::catch(|| inner.handle(failed)).unwrap_or_else(|_| Output {
+                    result: compaction.then_some(engine::HookResult::Cancel),
+                    needs_branch: true,
+                    ..Output::default()
                 })
             }
             Err(other) => return Err(other),
         };
-        self.execute(&mut out.effects);
-        // A history text that no longer matches the session file: load the session again.
-        if self.inner.history().unreadable() {
-            self.needs_resync = true;
-        }
-        out.tip = self.inner.tip().map(str::to_string);
-        out.needs_branch = self.needs_resync;
-        out.history_complete = self.inner.history_complete();
         serde_json::to_string(&out).map_err(|e| invalid("output", e))
     }
 
-    /// A Pi hook: the `/relay on|off` memory across reloads, the load a shutdown stops, the
-    /// engine's answer, a relaunch that could not be written, and the whole history's load at
-    /// the first settle.
-    fn hook(&mut self, observation: Observation) -> Result<Output, Failure> {
-        self.ready()?;
-        let session = self.inner.history().session_id().to_string();
-        let mut recalled = Vec::new();
-        if let Event::Command { args } = &observation.event {
-            if args == "on" || args == "off" {
-                self.toggle = Some(args.clone());
-                remember_toggle(&session, args);
+    /// Hand `input` to the engine with what only the host has: the configuration files read, a
+    /// load's branch taken from the runner; then settle its output.
+    fn call(&mut self, mut input: Input) -> Result<Output, Failure> {
+        match &mut input {
+            Input::Configure { sources } => self.files.configure(sources),
+            Input::Done {
+                results, loaded, ..
+            } => {
+                for result in results.iter() {
+                    match result.outcome {
+                        // The engine has the result (a handoff's files are its now).
+                        JobOutcome::Done { .. } => jobs::settled(result.id),
+                        // Pi's abort or the host's deadline: nobody waits for the job, so its
+                        // work stops too (a resume check's group is killed, a handoff write
+                        // leaves no file).
+                        JobOutcome::Aborted | JobOutcome::Failed { .. } => jobs::cancel(result.id),
+                    }
+                    if let Some(branch) = jobs::take_loaded(result.id) {
+                        loaded.0.push((result.id, branch));
+                    }
+                }
             }
-        } else if observation.event == Event::SessionShutdown {
-            // A load still running is for nobody now (`pi -p` ends, `/quit`, a switch):
-            // it stops, and Pi does not wait for it to exit.
-            self.drop_loads();
-        } else if matches!(observation.event, Event::SessionStart { .. }) && self.toggle.is_none() {
-            // `/relay on|off` outlives the engine a /reload re-creates: the user's last
-            // toggle of this session in this process applies before the session starts.
-            if let Some(args) = recall_toggle(&session) {
-                self.toggle = Some(args.clone());
-                let reply = self.inner.handle(&Observation {
-                    moment: observation.moment.clone(),
-                    event: Event::Command { args },
-                });
-                recalled = reply.effects;
-            }
+            _ => {}
         }
-        let mut out = if observation.event == Event::Context {
-            self.inner.context_hook(&observation)
-        } else {
-            Output::from_hook(self.inner.handle(&observation))
+        let observation = match &input {
+            Input::Hook { observation } => Some(observation.clone()),
+            _ => None,
         };
-        self.execute(&mut out.effects);
-        if let Some(why) = self.relaunch_unwritten.take() {
-            // No relaunch: the engine resets in-process at this same settle point instead.
-            let mut more = self.inner.relaunch_unwritten(&observation, &why);
-            self.execute(&mut more.effects);
-            out.effects.append(&mut more.effects);
-            if out.result.is_none() {
-                out.result = more.result;
-                out.continue_run = more.continue_run;
-            }
+        let out = self.inner.handle(input);
+        self.settle(out, observation.as_ref())
+    }
+
+    /// Do what an output asks of the host itself: a refusal fails the call, superseded jobs
+    /// stop, the file effects are done (a relaunch marker that could not be written goes back
+    /// to the engine), and a job to run now runs, its result going straight back in.
+    fn settle(
+        &mut self,
+        mut out: Output,
+        observation: Option<&Observation>,
+    ) -> Result<Output, Failure> {
+        if let Some(text) = out.refused.take() {
+            return Err(Failure::Invalid(text));
         }
-        recalled.append(&mut out.effects);
-        out.effects = recalled;
-        if out.load_history {
-            out.history_load = self.history_load()?;
+        for id in out.cancel.drain(..) {
+            jobs::cancel(id);
+        }
+        let session = self.inner.session_id().to_string();
+        let executed = self
+            .files
+            .execute(std::mem::take(&mut out.effects), &session);
+        out.effects = executed.effects;
+        let mut more = Vec::new();
+        if let (Some(why), Some(observation)) = (executed.relaunch_unwritten, observation) {
+            // No relaunch: the engine resets in-process at this same settle point instead.
+            more.push(self.inner.handle(Input::RelaunchUnwritten {
+                why,
+                observation: observation.clone(),
+            }));
+        }
+        if let Some(job) = out.run_now.take() {
+            let outcome = jobs::execute(&job);
+            more.push(
+                self.inner.handle(Input::Done {
+                    op: job.id,
+                    results: vec![JobResult {
+                        id: job.id,
+                        outcome,
+                    }],
+                    moment: Moment::default(),
+                    loaded: engine::Loaded(
+                        jobs::take_loaded(job.id)
+                            .map(|b| vec![(job.id, b)])
+                            .unwrap_or_default(),
+                    ),
+                }),
+            );
+        }
+        for next in more {
+            let mut next = self.settle(next, None)?;
+            out.effects.append(&mut next.effects);
+            if out.result.is_none() {
+                out.result = next.result;
+                out.continue_run = next.continue_run;
+            }
+            out.tip = next.tip;
+            out.needs_branch = next.needs_branch;
+            out.history_complete = next.history_complete;
         }
         Ok(out)
-    }
-
-    /// The results of operation `op`: a session load's, or the engine's (an aborted job's work
-    /// is stopped too).
-    fn done(
-        &mut self,
-        op: u64,
-        results: Vec<relay_core::engine::JobResult>,
-        moment: relay_core::engine::Moment,
-    ) -> Result<Output, Failure> {
-        for result in &results {
-            match result.outcome {
-                // The engine has the result (a handoff's files are its now).
-                JobOutcome::Done { .. } => jobs::settled(result.id),
-                // Pi's abort or the host's deadline: nobody waits for the job, so its work stops
-                // too (a resume check's group is killed, a handoff write leaves no file).
-                JobOutcome::Aborted | JobOutcome::Failed { .. } => jobs::cancel(result.id),
-            }
-        }
-        if self.load_op.as_ref().is_some_and(|l| l.op == op) {
-            self.load_done(op, &results)
-        } else if self.prefetch.as_ref().is_some_and(|p| p.op == op) {
-            Ok(self.prefetch_done(&results))
-        } else {
-            self.ready()?;
-            Ok(self.inner.done(op, &results, &moment))
-        }
-    }
-
-    fn dispatch(&mut self, input: Input) -> Result<Output, Failure> {
-        let value = |v: serde_json::Value| Output {
-            value: Some(v),
-            ..Output::default()
-        };
-        Ok(match input {
-            Input::Describe {
-                pi_version,
-                config_dir,
-                runtime,
-            } => {
-                let description = Description {
-                    refusal: relay_core::host::host_refusal(&pi_version, &config_dir, &runtime),
-                    tools: engine::tool_specs(),
-                    rendered_types: engine::tui::RENDERED_TYPES
-                        .iter()
-                        .map(|t| t.to_string())
-                        .collect(),
-                };
-                value(serde_json::to_value(&description).map_err(|e| invalid("description", e))?)
-            }
-            Input::Configure { sources } => Output::from_hook(self.configure_sources(*sources)),
-            Input::Open {
-                session_id,
-                file,
-                leaf,
-                background,
-                read_ahead,
-            } => self.open(
-                &session_id,
-                file.as_deref(),
-                leaf.as_deref(),
-                background,
-                read_ahead.as_deref(),
-            )?,
-            Input::Resync {
-                session_id,
-                entries,
-            } => {
-                let json = serde_json::to_string(&entries).map_err(|e| invalid("branch", e))?;
-                self.resync_now(&session_id, &json)?;
-                Output::default()
-            }
-            Input::Prefetch { file } => self.prefetch(&file)?,
-            Input::Close => {
-                self.drop_loads();
-                self.drop_prefetch();
-                Output::default()
-            }
-            Input::History => Output {
-                history_load: self.history_load()?,
-                ..Output::default()
-            },
-            Input::Known { ids } => {
-                let index = ids.iter().position(|id| self.inner.contains(id));
-                value(serde_json::json!(index))
-            }
-            Input::Hook { observation } => self.hook(observation)?,
-            Input::Tool {
-                call_id: _,
-                name,
-                args,
-                moment,
-            } => {
-                self.ready()?;
-                self.inner.tool_input(&name, &args, &moment)
-            }
-            Input::Prepare { tool, args } => value(match relay_core::args::prepare(&tool, &args) {
-                Ok(args) => serde_json::json!({ "args": args }),
-                Err(e) => serde_json::json!({ "error": e.text }),
-            }),
-            Input::SchemaRefused { tool, message } => {
-                value(match relay_core::args::is_schema_refusal(&message) {
-                    true => serde_json::json!({
-                        "error": relay_core::args::schema_refusal(&tool, &message)
-                    }),
-                    false => serde_json::json!({}),
-                })
-            }
-            Input::Done {
-                op,
-                results,
-                moment,
-            } => self.done(op, results, moment)?,
-            Input::Failed { hook, message } => {
-                self.inner.failed(&hook, &message, &mut self.reported)
-            }
-        })
-    }
-
-    /// Apply a [`Feed`]: drop what Pi navigated away from, append what it added.
-    fn feed(&mut self, feed_json: &str) -> Result<(), Failure> {
-        let feed: Feed<'_> = serde_json::from_str(feed_json).map_err(|e| invalid("feed", e))?;
-        self.ready()?;
-        if feed.truncate {
-            self.inner.truncate_after(feed.after.as_deref());
-            if let Some(journal) = self.journal.as_mut() {
-                journal.push(Fed::Truncate(feed.after.clone()));
-            }
-        }
-        if !feed.append.is_empty() {
-            let entries = self.entries_of_raw(feed.append);
-            // Entries that do not continue the mirror's branch are not mirrored (the engine
-            // decides): the mirror is then reloaded in full from Pi before the next input.
-            if let Some(warning) = self.inner.append(&entries).warning() {
-                self.needs_resync = true;
-                return Err(Failure::Invalid(warning));
-            }
-            if let Some(journal) = self.journal.as_mut() {
-                journal.push(Fed::Append(entries));
-            }
-        }
-        Ok(())
-    }
-
-    /// Parse a JSON array of branch entries. An entry that does not parse keeps its place on the
-    /// branch as an unknown entry (with a warning) instead of failing the whole batch, so that one
-    /// odd entry never stops the mirror (or every later hook) from working.
-    fn entries_of(&mut self, json: &str) -> Result<Vec<Entry>, serde_json::Error> {
-        let raws: Vec<&serde_json::value::RawValue> = serde_json::from_str(json)?;
-        Ok(self.entries_of_raw(raws))
-    }
-
-    fn entries_of_raw(&mut self, raws: Vec<&serde_json::value::RawValue>) -> Vec<Entry> {
-        let mut entries = Vec::with_capacity(raws.len());
-        for (index, raw) in raws.into_iter().enumerate() {
-            match parse_entry(raw.get()) {
-                Ok(entry) => entries.push(entry),
-                Err(error) => {
-                    let skeleton: Option<Skeleton> = serde_json::from_str(raw.get()).ok();
-                    match skeleton {
-                        Some(Skeleton {
-                            entry_type,
-                            id: Some(id),
-                            parent_id,
-                            timestamp,
-                        }) if !id.is_empty() => {
-                            self.warnings.push(format!(
-                                "relay: entry {id} could not be read ({error}); it is kept without content"
-                            ));
-                            entries.push(Entry {
-                                id,
-                                parent_id,
-                                timestamp: timestamp.unwrap_or_default(),
-                                kind: EntryKind::Unknown {
-                                    entry_type: entry_type.unwrap_or_default(),
-                                },
-                            });
-                        }
-                        _ => self.warnings.push(format!(
-                            "relay: branch element {index} has no usable id and was skipped ({error})"
-                        )),
-                    }
-                }
-            }
-        }
-        entries
-    }
-
-    /// Append an `error` event (`kind`: hook, config, telemetry) to events.jsonl; a failure to do
-    /// so is itself reported once through [`Binding::execute`]'s path.
-    fn error_event(&mut self, kind: &str, message: &str) {
-        let Some(dir) = &self.state_dir else { return };
-        let event = serde_json::json!({
-            "ts": now_ms(),
-            "event": "error",
-            "kind": kind,
-            "sessionId": self.inner.history().session_id(),
-            "message": message,
-        });
-        if relay_io::telemetry::append_event(dir, &event).is_err() {
-            // The events file itself is unwritable: `execute` reports that once.
-        }
-    }
-
-    /// Tell the user about a failed write of Relay's files (a full disk, a read-only folder), once
-    /// per engine: the first failure is one warning notification, later ones are not reported.
-    fn tell_write_failure(&mut self, kept: &mut Vec<Effect>, text: String) {
-        if self.write_failure_told {
-            return;
-        }
-        self.write_failure_told = true;
-        kept.push(Effect::Notify {
-            text: format!(
-                "{text}. Relay keeps working; failures to write its files are not reported again."
-            ),
-            level: NotifyLevel::Warning,
-        });
-    }
-
-    /// Perform the file effects here (telemetry, status, the relaunch marker) and leave the rest
-    /// for the extension. A failed write never fails the hook: the first one is a warning
-    /// notification ([`Binding::tell_write_failure`]), and a status or marker failure is also an
-    /// `error` event (when the event log can still be written).
-    fn execute(&mut self, effects: &mut Vec<Effect>) {
-        let session_id = self.inner.history().session_id().to_string();
-        let mut kept = Vec::with_capacity(effects.len());
-        for text in self.warnings.drain(..) {
-            kept.push(Effect::Log { text });
-        }
-        // Pi is only asked to shut down for a relaunch once its marker is written.
-        let mut marker_failed = false;
-        for effect in effects.drain(..) {
-            match effect {
-                Effect::WriteRelaunchMarker { path, marker, key } => {
-                    if let Err(why) = write_relaunch_marker(&path, &marker, &key) {
-                        // The engine's `relaunch_failed` event and warning say why.
-                        marker_failed = true;
-                        self.relaunch_unwritten = Some(why);
-                    }
-                }
-                Effect::RemoveRelaunchMarker { path } => {
-                    let _ = std::fs::remove_file(path);
-                }
-                Effect::Shutdown if marker_failed => {}
-                Effect::WriteFailed { text } => self.tell_write_failure(&mut kept, text),
-                Effect::Telemetry { mut event } => {
-                    if let Some(obj) = event.as_object_mut() {
-                        // Events made without a clock (configuration problems) get their time here.
-                        obj.entry("ts")
-                            .or_insert_with(|| serde_json::json!(now_ms()));
-                    }
-                    let failed = self.state_dir.as_ref().and_then(|dir| {
-                        relay_io::telemetry::append_event(dir, &event)
-                            .err()
-                            .map(|e| {
-                                format!(
-                                    "relay: cannot append to {}: {e}",
-                                    relay_io::telemetry::events_path(dir).display()
-                                )
-                            })
-                    });
-                    if let Some(text) = failed {
-                        self.tell_write_failure(&mut kept, text);
-                    }
-                }
-                Effect::WriteStatus { mut status } => {
-                    if let Some(obj) = status.as_object_mut() {
-                        obj.insert("pid".into(), serde_json::json!(std::process::id()));
-                    }
-                    let failed = match &self.state_dir {
-                        Some(dir) => relay_io::telemetry::write_status(dir, &session_id, &status)
-                            .err()
-                            .map(|e| {
-                                format!(
-                                    "relay: cannot write the status file in {}: {e}",
-                                    dir.display()
-                                )
-                            }),
-                        None => None,
-                    };
-                    if let Some(text) = failed {
-                        if !self.write_failure_told {
-                            self.error_event("telemetry", &text);
-                        }
-                        self.tell_write_failure(&mut kept, text);
-                    }
-                }
-                other => kept.push(other),
-            }
-        }
-        *effects = kept;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use relay_core::engine::door::WAITING;
+    use relay_core::engine::BACKGROUND_LOAD_BYTES;
+    use relay_io::effects::write_relaunch_marker;
     use serde_json::{json, Value};
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     fn entry(id: &str, parent: Option<&str>, text: &str) -> Value {
         json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
@@ -775,8 +309,134 @@ mod tests {
         json!({"moment": moment(), "event": event}).to_string()
     }
 
-    /// The tool and hook calls of the tests, through the one door.
+    /// A load job the door handed out; its outcome is kept by [`run_load`] for the `done` that
+    /// [`Binding::finish_load`] sends.
+    struct LoadJob {
+        job: Value,
+    }
+
+    thread_local! {
+        static RAN: std::cell::RefCell<Option<(u64, Value)>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Run a load job as the pool would; true when the file held the branch.
+    fn run_load(job: &LoadJob) -> Result<bool, Failure> {
+        let outcome: Value =
+            serde_json::from_str(&jobs::run(&job.job.to_string()).map_err(Failure::Invalid)?)
+                .unwrap();
+        let found = outcome["value"] == json!(true);
+        RAN.with(|r| *r.borrow_mut() = Some((job.job["id"].as_u64().unwrap(), outcome)));
+        Ok(found)
+    }
+
+    fn size(path: &str) -> u64 {
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// The calls of the tests, each through the one door.
     impl Binding {
+        fn out(&mut self, input: Value) -> Result<Value, Failure> {
+            self.handle_input(&input.to_string(), None)
+                .map(|s| serde_json::from_str(&s).unwrap())
+        }
+
+        /// What the mirror holds (`known` asks nothing of it).
+        fn state(&mut self) -> Value {
+            self.out(json!({"type": "known", "ids": []})).unwrap()
+        }
+
+        fn tip_id(&mut self) -> Result<Option<String>, Failure> {
+            Ok(self.state()["tip"].as_str().map(str::to_string))
+        }
+
+        fn needs_resync(&mut self) -> bool {
+            self.state()["needsBranch"] == json!(true)
+        }
+
+        fn history_complete(&mut self) -> Result<bool, Failure> {
+            Ok(self.state()["historyComplete"] == json!(true))
+        }
+
+        fn resync(&mut self, session_id: &str, entries_json: &str) -> Result<(), Failure> {
+            let entries: Value = serde_json::from_str(entries_json).unwrap();
+            self.out(json!({"type": "resync", "sessionId": session_id, "entries": entries}))
+                .map(drop)
+        }
+
+        fn configure(&mut self, sources_json: &str) -> Result<String, Failure> {
+            let sources: Value =
+                serde_json::from_str(sources_json).map_err(|e| invalid("sources", e))?;
+            self.out(json!({"type": "configure", "sources": sources}))
+                .map(|v| v.to_string())
+        }
+
+        fn append(&mut self, entries_json: &str) -> Result<(), Failure> {
+            let feed = format!(r#"{{"append":{entries_json}}}"#);
+            let input = json!({"type": "known", "ids": []}).to_string();
+            self.handle_input(&input, Some(&feed)).map(drop)
+        }
+
+        fn truncate_after(&mut self, id: Option<&str>) -> Result<(), Failure> {
+            let feed = json!({"truncate": true, "after": id}).to_string();
+            let input = json!({"type": "known", "ids": []}).to_string();
+            self.handle_input(&input, Some(&feed)).map(drop)
+        }
+
+        /// A session opened at once (as a reload after a failure does): whether it loaded.
+        fn load_session_file(
+            &mut self,
+            session_id: &str,
+            path: &str,
+            leaf: &str,
+        ) -> Result<bool, Failure> {
+            let out = self.out(
+                json!({"type": "open", "sessionId": session_id, "file": path,
+                "size": size(path), "leaf": leaf, "background": false}),
+            )?;
+            Ok(out["needsBranch"] == json!(false))
+        }
+
+        /// A session opened in the background: its load job, when it has one.
+        fn begin_load(
+            &mut self,
+            session_id: &str,
+            path: &str,
+            leaf: &str,
+        ) -> Result<Option<LoadJob>, Failure> {
+            let out = self.out(
+                json!({"type": "open", "sessionId": session_id, "file": path,
+                "size": size(path), "leaf": leaf, "background": true}),
+            )?;
+            Ok(out["jobs"]
+                .as_array()
+                .and_then(|j| j.first())
+                .map(|job| LoadJob { job: job.clone() }))
+        }
+
+        /// The `done` of the load job run last: true when it installed a branch.
+        fn finish_load(&mut self) -> Result<bool, Failure> {
+            let Some((id, outcome)) = RAN.with(|r| r.borrow_mut().take()) else {
+                return Ok(false);
+            };
+            let out = self.out(
+                json!({"type": "done", "op": id, "results": [{"id": id, "outcome": outcome}],
+                "moment": moment()}),
+            )?;
+            Ok(out["needsBranch"] == json!(false) && outcome["value"] == json!(true))
+        }
+
+        /// The whole history's load, when the engine hands it out.
+        fn begin_complete(&mut self) -> Result<Option<LoadJob>, Failure> {
+            let out = self.out(json!({"type": "history"}))?;
+            Ok(out
+                .get("historyLoad")
+                .map(|job| LoadJob { job: job.clone() }))
+        }
+
+        fn finish_complete(&mut self) -> Result<bool, Failure> {
+            Ok(self.finish_load()? && self.history_complete()?)
+        }
+
         fn tool(
             &mut self,
             name: &str,
@@ -1233,14 +893,13 @@ mod tests {
                 serde_json::from_str(&jobs::run(&job.to_string()).unwrap()).unwrap();
             json!({"type": "done", "op": job["id"], "results": [{"id": job["id"], "outcome": outcome}], "moment": moment()})
         };
-        let open = |leaf: &str| json!({"type": "open", "sessionId": "S", "file": file, "leaf": leaf, "background": true});
+        let open = |leaf: &str| json!({"type": "open", "sessionId": "S", "file": file, "size": size(&file), "leaf": leaf, "background": true});
         let read_ahead = |b: &mut Binding| {
-            let out = door(b, json!({"type": "prefetch", "file": file}));
-            assert_eq!(
-                out["jobs"][0]["work"],
-                json!({"kind": "load", "whole": false}),
-                "{out}"
+            let out = door(
+                b,
+                json!({"type": "prefetch", "file": file, "size": size(&file)}),
             );
+            assert_eq!(out["jobs"][0]["work"]["pass"], "current", "{out}");
             assert_eq!(out["op"], out["jobs"][0]["id"]);
             out["jobs"][0].clone()
         };
@@ -1280,10 +939,7 @@ mod tests {
         assert_eq!(b.handle(&status).unwrap(), usual.handle(&status).unwrap());
         // Its whole history loads as a load at open's does.
         let history = door(&mut b, json!({"type": "history"}));
-        assert_eq!(
-            history["historyLoad"]["work"],
-            json!({"kind": "load", "whole": true})
-        );
+        assert_eq!(history["historyLoad"]["work"]["pass"], "rest");
         let complete = door(&mut b, run(&history["historyLoad"]));
         assert_eq!(complete["historyComplete"], true, "{complete}");
 
@@ -1314,11 +970,7 @@ mod tests {
         let job = read_ahead(&mut b);
         door(&mut b, run(&job));
         let opened = door(&mut b, open("m1"));
-        assert_eq!(
-            opened["jobs"][0]["work"],
-            json!({"kind": "load", "whole": false}),
-            "{opened}"
-        );
+        assert_eq!(opened["jobs"][0]["work"]["pass"], "current", "{opened}");
         door(&mut b, run(&opened["jobs"][0]));
         assert_eq!(b.tip_id().unwrap().as_deref(), Some("m1"));
 
@@ -1343,7 +995,7 @@ mod tests {
         std::fs::write(&small, "{\"type\":\"session\",\"id\":\"T\"}\n").unwrap();
         let out = door(
             &mut Binding::new(),
-            json!({"type": "prefetch", "file": small.display().to_string()}),
+            json!({"type": "prefetch", "file": small.display().to_string(), "size": size(&small.display().to_string())}),
         );
         assert_eq!(out["jobs"], json!([]), "{out}");
         assert_eq!(out.get("op"), None);
@@ -1369,12 +1021,9 @@ mod tests {
                 serde_json::from_str(&jobs::run(&job.to_string()).unwrap()).unwrap();
             json!({"type": "done", "op": job["id"], "results": [{"id": job["id"], "outcome": outcome}], "moment": moment()})
         };
-        let open = json!({"type": "open", "sessionId": "S", "file": path.display().to_string(), "leaf": leaf, "background": true});
+        let open = json!({"type": "open", "sessionId": "S", "file": path.display().to_string(), "size": size(&path.display().to_string()), "leaf": leaf, "background": true});
         let first = door(&mut b, open, None);
-        assert_eq!(
-            first["jobs"][0]["work"],
-            json!({"kind": "load", "whole": false})
-        );
+        assert_eq!(first["jobs"][0]["work"]["pass"], "current");
         let installed = door(&mut b, run(&first["jobs"][0]), None);
         assert_eq!(
             installed["historyComplete"], false,
@@ -1413,11 +1062,7 @@ mod tests {
             Some(json!({"append": [n1]})),
         );
         let whole = out["historyLoad"].clone();
-        assert_eq!(
-            whole["work"],
-            json!({"kind": "load", "whole": true}),
-            "{out}"
-        );
+        assert_eq!(whole["work"]["pass"], "rest", "{out}");
         assert_eq!(out.get("op"), None, "the hook does not wait for it");
         let again = door(&mut b, json!({"type": "history"}), None);
         assert_eq!(again.get("historyLoad"), None, "one whole load at a time");

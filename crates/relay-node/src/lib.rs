@@ -10,7 +10,9 @@
 //!   renderers have no engine); `version()`.
 //!
 //! Every entry point catches panics twice over: `#[napi(catch_unwind)]` around napi's own
-//! argument and result conversion, and the binding's guard around the work (see `binding`).
+//! argument and result conversion, and the binding's guard around the work (see `binding`). The
+//! job runner and the panic boundary are relay-io's (`relay_io::jobs`, `relay_io::boundary`), so
+//! the CLI and the Rust tests use them too.
 #![deny(
     clippy::all,
     clippy::unwrap_used,
@@ -29,8 +31,8 @@
 )]
 
 pub mod binding;
-pub mod boundary;
-pub mod jobs;
+
+use relay_io::{boundary, jobs};
 
 use binding::{Binding, Failure};
 use napi::bindgen_prelude::*;

@@ -544,6 +544,10 @@ export type Input =
 		"type": "open",
 		sessionId: string,
 		file: string | null,
+		/**
+		 * The file's size in bytes as the host found it (`null`: no regular file there).
+		 */
+		size: number | null,
 		leaf: string | null,
 		/**
 		 * A large file may load on the pool (its current window first); false: at once (a
@@ -558,7 +562,14 @@ export type Input =
 		 */
 		readAhead?: string,
 	}
-	| { "type": "prefetch", file: string }
+	| {
+		"type": "prefetch",
+		file: string,
+		/**
+		 * The file's size in bytes as the host found it.
+		 */
+		size: number,
+	}
 	| { "type": "close" }
 	| { "type": "history" }
 	| { "type": "resync", sessionId: string, entries: unknown[] }
@@ -625,9 +636,10 @@ export type Output = {
 	 */
 	historyLoad?: Job,
 	/**
-	 * The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`).
+	 * The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`, a read
+	 * ahead's `done`).
 	 */
-	value?: unknown,
+	value?: Answer,
 };
 
 /**
@@ -673,7 +685,16 @@ export type Work =
 		markdown: string,
 		sidecar: unknown,
 	}
-	| { "kind": "load", whole: boolean };
+	| {
+		"kind": "load",
+		file: string,
+		/**
+		 * The session's id (`null`: read from the file's header).
+		 */
+		sessionId: string | null,
+		leaf: string | null,
+		pass: LoadPass,
+	};
 
 /**
  * A job's result, as the host hands it back.
@@ -712,3 +733,21 @@ export type HostFacts = {
 	subagents?: unknown[] | null,
 	store?: StoreFacts,
 };
+
+/**
+ * The answer of a query input.
+ */
+export type Answer = Description | { args: unknown } | { error?: string } | number | null | { tip: string | null };
+
+/**
+ * Which part of a session a load job reads.
+ */
+export type LoadPass = "current" | "rest" | "all";
+
+/**
+ * What Pi appended since the engine's tip, as the host walks it from Pi's leaf: `truncate` drops
+ * every entry after `after` first (a navigation; `after: null` drops all), `append` are the new
+ * entries, root first. Each entry is parsed on its own, so one that does not parse keeps its
+ * place as an unknown entry with a warning.
+ */
+export type Feed = { truncate?: boolean, after?: string, append?: unknown[] };

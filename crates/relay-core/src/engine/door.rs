@@ -14,8 +14,9 @@
 //! - `context_handoff` ([`HandoffOp`]): git and the stores, then the resume check, then the live
 //!   registries, then (when a sibling tool finished meanwhile) git once more, then the file.
 //!
-//! The session load is the binding's (it produces a branch, not JSON): [`Input::Open`] answers
-//! with a load job, and the binding installs what it read when its `Done` comes back.
+//! A session load is an operation of the engine as well ([`session`]): [`Input::Open`] answers
+//! with a load job (the file's size, which the host reports, decides its passes); the branch it
+//! reads has no JSON form, so the host hands it back in process with the job's `Done`.
 //!
 //! **Adding a job kind:** a [`Work`] variant here, its step in the operation that asks for it,
 //! and its runner (relay-node's `jobs.rs` for work in Rust, the extension's `driver.ts` for facts
@@ -37,7 +38,11 @@ use crate::resume_check::CheckResult;
 use crate::staleness::WorkspaceRecord;
 
 mod context;
+mod dispatch;
 mod handoff;
+pub mod session;
+
+pub use session::{BACKGROUND_LOAD_BYTES, WAITING};
 
 /// How long the host gives each kind of job (milliseconds from the input's `nowMs`). The runner
 /// in Rust has its own bounds as well (git's deadline, the resume check's timeout); the host's
@@ -68,7 +73,7 @@ const HANDOFF_FILE_TRIES: u8 = 5;
 // The contract
 
 /// Everything the host hands the engine, tagged by `type`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -95,6 +100,9 @@ pub enum Input {
     Open {
         session_id: String,
         file: Option<String>,
+        /// The file's size in bytes as the host found it (`null`: no regular file there).
+        #[serde(default)]
+        size: Option<u64>,
         leaf: Option<String>,
         /// A large file may load on the pool (its current window first); false: at once (a
         /// reload after a failure).
@@ -114,7 +122,11 @@ pub enum Input {
     /// nothing). An [`Input::Open`] of that file at that leaf (or naming that tip as
     /// `readAhead`) then installs what it read without a second job; anything else drops it. A
     /// small file, or one that is not there, gives no job.
-    Prefetch { file: String },
+    Prefetch {
+        file: String,
+        /// The file's size in bytes as the host found it.
+        size: u64,
+    },
     /// The session ends (Pi shuts down, reloads or switches) before its start-up load is done:
     /// every load in flight stops and nothing else happens (the engine never started the
     /// session, so it has nothing to end).
@@ -158,11 +170,63 @@ pub enum Input {
         op: u64,
         results: Vec<JobResult>,
         moment: Moment,
+        /// The branches load jobs read, handed over in process (they have no JSON form).
+        #[serde(skip)]
+        #[cfg_attr(test, ts(skip))]
+        loaded: Loaded,
     },
     /// Something failed in the host while it served `hook` (a Pi call threw, the addon failed):
     /// the output says what the hook answers (a compaction hook is cancelled while Relay's
     /// windows are on) and tells the user once.
     Failed { hook: String, message: String },
+    /// What Pi appended since the engine's tip (the host's second argument, parsed apart: its
+    /// entries are read one by one from the raw JSON).
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    Feed(super::wire::Feed),
+    /// The relaunch marker `observation`'s output asked for could not be written (`why`): the
+    /// engine resets in-process instead.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    RelaunchUnwritten {
+        why: String,
+        observation: Observation,
+    },
+}
+
+/// Branches read by load jobs, by job id: the in-process half of a load's `Done`.
+#[derive(Default)]
+pub struct Loaded(pub Vec<(u64, super::LoadedBranch)>);
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Loaded({} branches)", self.0.len())
+    }
+}
+
+/// The answer of a query input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Answer {
+    /// `describe`.
+    Description(Description),
+    /// `prepare`: the arguments with aliases renamed.
+    Prepared {
+        #[cfg_attr(test, ts(type = "unknown"))]
+        args: Value,
+    },
+    /// `prepare` refused, or `schema_refused` recognised Pi's refusal: the tool error to give
+    /// (`schema_refused` of a message that is not Pi's refusal: none).
+    Refused {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        error: Option<String>,
+    },
+    /// `known`: the index of the first id the mirror holds (`null`: none).
+    Known(Option<usize>),
+    /// A read ahead came back: the entry it read up to (`null`: nothing to install).
+    ReadAhead { tip: Option<String> },
 }
 
 /// Everything the engine answers.
@@ -206,15 +270,25 @@ pub struct Output {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub history_load: Option<Job>,
-    /// The engine's ask for the whole history's load ([`HookReply::load_history`]), which the
-    /// binding answers with `history_load`.
+    /// The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`, a read
+    /// ahead's `done`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub value: Option<Answer>,
+    /// Jobs nobody waits for any more (a superseded load): the runner stops them.
     #[serde(skip)]
     #[cfg_attr(test, ts(skip))]
-    pub load_history: bool,
-    /// The answer of a query input (`describe`, `prepare`, `schema_refused`, `known`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(optional, type = "unknown"))]
-    pub value: Option<Value>,
+    pub cancel: Vec<u64>,
+    /// A job to run before the host's call returns (a session reloaded at once after a
+    /// failure): its `Done` goes straight back in, with what it loaded.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    pub run_now: Option<Job>,
+    /// The input was refused (it does not fit the engine's state, such as a hook while the
+    /// engine waits for the whole branch): the host's call fails with this text.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    pub refused: Option<String>,
 }
 
 impl Output {
@@ -224,7 +298,6 @@ impl Output {
             result: reply.result,
             continue_run: reply.continue_run,
             appends: reply.appends,
-            load_history: reply.load_history,
             ..Output::default()
         }
     }
@@ -298,8 +371,28 @@ pub enum Work {
         #[cfg_attr(test, ts(type = "unknown"))]
         sidecar: Value,
     },
-    /// Read a session file on the pool (the binding's; `value`: whether it holds the leaf).
-    Load { whole: bool },
+    /// Read the branch of session `file` that ends at `leaf` (`null`: the file's last entry) on
+    /// the pool; the branch goes back in process, `value` says whether the file held it.
+    Load {
+        file: String,
+        /// The session's id (`null`: read from the file's header).
+        session_id: Option<String>,
+        leaf: Option<String>,
+        pass: LoadPass,
+    },
+}
+
+/// Which part of a session a load job reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum LoadPass {
+    /// The current window in full, the earlier windows skimmed (their texts load later).
+    Current,
+    /// The whole branch of a skimmed mirror; the texts stay in the file and are read back.
+    Rest,
+    /// The whole branch at once, its texts held (a small file, or a reload after a failure).
+    All,
 }
 
 /// A job's result, as the host hands it back.
@@ -488,6 +581,14 @@ impl Ops {
         self.next_id
     }
 
+    pub(super) fn start_after(&mut self, first: u64) {
+        self.next_id = first;
+    }
+
+    pub(super) fn continue_from(&mut self, other: &Ops) {
+        self.next_id = other.next_id;
+    }
+
     /// Forget every waiting operation (a new session).
     pub(super) fn clear(&mut self) {
         self.waiting.clear();
@@ -621,11 +722,11 @@ impl Engine {
     /// The host failed while serving `hook`: a compaction hook is cancelled while Relay's
     /// windows are on (Pi would otherwise run its own summarizer), every other hook answers
     /// nothing. The user is told once per distinct message.
-    pub fn failed(&mut self, hook: &str, message: &str, reported: &mut Vec<String>) -> Output {
+    pub(super) fn failed(&mut self, hook: &str, message: &str) -> Output {
         let mut out = Output::default();
         let text = format!("relay: {hook} failed: {message}");
-        if !reported.contains(&text) {
-            reported.push(text.clone());
+        if !self.told.contains(&text) {
+            self.told.push(text.clone());
             out.effects.push(Effect::Notify {
                 text,
                 level: NotifyLevel::Warning,

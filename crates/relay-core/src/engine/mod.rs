@@ -75,18 +75,21 @@ mod hostile_tests;
 #[cfg(test)]
 mod tests;
 
-pub use door::{Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, Output, Work};
+pub use door::{
+    Answer, Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, LoadPass, Loaded,
+    Output, Work, BACKGROUND_LOAD_BYTES,
+};
 pub use mirror::{Appended, LoadedBranch};
 pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use stale::stale_record;
 pub use wire::{
     BudgetFilePath, ConfigSources, ContextEdit, ContextMessage, Continuation, DeliverAs, Effect,
-    Event, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
-    PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage, WrapperFacts,
-    BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, HANDOFF_REQUEST_TYPE,
-    HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
-    RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    Event, Feed, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel,
+    Observation, PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage,
+    WrapperFacts, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
+    RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 
 use crate::history::History;
@@ -197,6 +200,14 @@ pub struct Engine {
     /// Tool results of real tool runs seen by this engine (a handoff collecting its facts
     /// notices a sibling tool that finished meanwhile).
     tool_results_seen: u64,
+    /// The session's load, read ahead and feed ([`door::session`]).
+    loads: door::session::Loads,
+    /// What the user was told once (configuration problems, failures) and is not told again.
+    told: Vec<String>,
+    /// The last configuration that applied and the last `/relay on|off`, for
+    /// [`Engine::restarted`].
+    last_sources: Option<ConfigSources>,
+    toggle: Option<String>,
 }
 
 /// Why a threshold compaction in this window would not free anything (see
@@ -236,6 +247,10 @@ impl Engine {
             last_activity_ms: None,
             ops: door::Ops::default(),
             tool_results_seen: 0,
+            loads: door::session::Loads::default(),
+            told: Vec::new(),
+            last_sources: None,
+            toggle: None,
         }
     }
 
@@ -569,7 +584,7 @@ impl Engine {
     // ----- observations -----
 
     /// One observation in, the effects and hook result out.
-    pub fn handle(&mut self, obs: &Observation) -> HookReply {
+    pub fn observe(&mut self, obs: &Observation) -> HookReply {
         let mut moment = obs.moment.clone();
         moment.usage = self.mirror.usage(&obs.moment);
         let moment = &moment;

@@ -119,19 +119,19 @@ fn tool_specs_are_what_the_model_reads() {
 #[test]
 fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
     let mut e = engine();
-    let first = e.handle(&obs(Event::SessionStart { run_active: false }, None));
+    let first = e.observe(&obs(Event::SessionStart { run_active: false }, None));
     let boots = sends(&first, BOOT_TYPE);
     assert_eq!(boots.len(), 1);
     assert!(boots[0].contains(&format!("first_window_id: pcw:{SID}:root")));
     // A second session_start before the entry is mirrored (reload) does not send it again.
-    let again = e.handle(&obs(Event::SessionStart { run_active: false }, None));
+    let again = e.observe(&obs(Event::SessionStart { run_active: false }, None));
     assert!(sends(&again, BOOT_TYPE).is_empty());
     // Once the entry is on the branch, a fresh engine (a reload of the JSONL) sees it.
     let mut b = Branch::new();
     let entries = vec![b.custom_message(BOOT_TYPE, &boots[0]), b.user("hello")];
     let mut reloaded = Engine::new();
     reloaded.resync(SID, &entries);
-    let reply = reloaded.handle(&obs(Event::SessionStart { run_active: false }, None));
+    let reply = reloaded.observe(&obs(Event::SessionStart { run_active: false }, None));
     assert!(sends(&reply, BOOT_TYPE).is_empty());
 }
 
@@ -144,13 +144,13 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
         outcome: None,
     };
     // 100k window, default reserve 16,384 + margin 24,576 = 40,960 physical remaining.
-    let below = e.handle(&obs(go_on(), Some(59_000)));
+    let below = e.observe(&obs(go_on(), Some(59_000)));
     assert!(
         sends(&below, REMINDER_TYPE).is_empty(),
         "41,000 left: no reminder yet"
     );
     // Never after a final answer (it must stay the run's last message) nor per request.
-    let last = e.handle(&obs(
+    let last = e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 0,
@@ -162,13 +162,13 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
         sends(&last, REMINDER_TYPE).is_empty(),
         "not after a final answer"
     );
-    let request = e.handle(&obs(Event::Context, Some(59_040)));
+    let request = e.observe(&obs(Event::Context, Some(59_040)));
     assert!(sends(&request, REMINDER_TYPE).is_empty(), "not per request");
-    let crossing = e.handle(&obs(go_on(), Some(59_040)));
+    let crossing = e.observe(&obs(go_on(), Some(59_040)));
     let texts = sends(&crossing, REMINDER_TYPE);
     assert_eq!(texts.len(), 1);
     insta::assert_snapshot!("reminder_at_crossing", texts[0]);
-    let later = e.handle(&obs(go_on(), Some(70_000)));
+    let later = e.observe(&obs(go_on(), Some(70_000)));
     assert!(
         sends(&later, REMINDER_TYPE).is_empty(),
         "reserved until mirrored"
@@ -177,18 +177,18 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     let mut b = Branch::new();
     let entries = vec![b.user("x"), b.custom_message(REMINDER_TYPE, &texts[0])];
     e.append(&entries);
-    assert!(sends(&e.handle(&obs(go_on(), Some(80_000))), REMINDER_TYPE).is_empty());
+    assert!(sends(&e.observe(&obs(go_on(), Some(80_000))), REMINDER_TYPE).is_empty());
     e.append(&[b.compaction(
         "boot",
         json!({"relay":"window","windowId":format!("pcw:{SID}:0badcafe")}),
     )]);
     assert!(
-        sends(&e.handle(&obs(go_on(), None)), REMINDER_TYPE).is_empty(),
+        sends(&e.observe(&obs(go_on(), None)), REMINDER_TYPE).is_empty(),
         "unknown usage never reminds"
     );
     assert_eq!(
         sends(
-            &e.handle(&obs(Event::BeforeAgentStart, Some(80_000))),
+            &e.observe(&obs(Event::BeforeAgentStart, Some(80_000))),
             REMINDER_TYPE
         )
         .len(),
@@ -201,7 +201,7 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
     let mut e = engine();
     let mut b = Branch::new();
     e.append(&[b.user("do the thing")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     let first = e.tool("new_context", &json!({}), &moment(Some(10_000)));
     assert!(first.terminate && !first.is_error);
     let second = e.tool("new_context", &json!({}), &moment(Some(10_000)));
@@ -209,7 +209,7 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
         "new_context_replies",
         format!("{}\n---\n{}", first.text, second.text)
     );
-    let reply = e.handle(&obs(
+    let reply = e.observe(&obs(
         Event::AgentBeforeSettle {
             chained: false,
             outcome: Some("completed".into()),
@@ -246,7 +246,7 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
         b.compaction(&plan.summary, plan.details.to_value()),
     ]);
     assert_eq!(e.history().current_window_id(), window_id);
-    let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
+    let settled = e.observe(&obs(Event::AgentSettled { aborted: false }, None));
     assert!(
         !settled.load_history,
         "a complete history is not loaded again"
@@ -270,7 +270,7 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
     let mut e = engine();
     let mut b = Branch::new();
     e.append(&[b.user("hello")]);
-    let on = e.handle(&obs(
+    let on = e.observe(&obs(
         Event::SessionBeforeCompact {
             reason: "manual".into(),
             will_retry: false,
@@ -284,9 +284,9 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
         on.result
     );
     e.append(&[b.compaction("boot", json!({"relay":"window","windowId":"x","attempt":1}))]);
-    let off = e.handle(&obs(Event::Command { args: "off".into() }, None));
+    let off = e.observe(&obs(Event::Command { args: "off".into() }, None));
     insta::assert_snapshot!("command_off", notify_texts(&off));
-    let hook = e.handle(&obs(
+    let hook = e.observe(&obs(
         Event::SessionBeforeCompact {
             reason: "threshold".into(),
             will_retry: false,
@@ -298,14 +298,14 @@ fn pi_compaction_passes_through_when_relay_is_off_and_is_answered_when_on() {
         hook.result.is_none(),
         "Pi's own compaction applies while off"
     );
-    let status = e.handle(&obs(
+    let status = e.observe(&obs(
         Event::Command {
             args: String::new(),
         },
         Some(50_000),
     ));
     insta::assert_snapshot!("command_status_off", notify_texts(&status));
-    let bad = e.handle(&obs(
+    let bad = e.observe(&obs(
         Event::Command {
             args: "sideways".into(),
         },
@@ -510,7 +510,7 @@ fn a_trusted_project_value_wins_and_an_untrusted_one_is_ignored() {
             ..ConfigSources::default()
         });
         assert!(issues.is_empty(), "{issues:?}");
-        let reply = e.handle(&obs(Event::SessionStart { run_active: false }, None));
+        let reply = e.observe(&obs(Event::SessionStart { run_active: false }, None));
         let boot = sends(&reply, BOOT_TYPE);
         assert!(
             boot.first()
@@ -633,9 +633,9 @@ fn enforced_after_first_answer() -> (Engine, Branch) {
     assert!(e.configure(&sources).is_empty());
     let mut b = Branch::new();
     e.append(&[b.user("go")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.answer("first", 5_000)]);
-    e.handle(&obs(
+    e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 0,
@@ -650,7 +650,7 @@ fn enforced_after_first_answer() -> (Engine, Branch) {
 fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     let (mut e, _b) = enforced_after_first_answer();
     let call = |e: &mut Engine, name: &str, tokens| {
-        e.handle(&obs(
+        e.observe(&obs(
             Event::ToolCall {
                 tool_name: name.into(),
                 tool_call_id: format!("call-{name}"),
@@ -683,9 +683,9 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     e.configure(&sources);
     let mut b = Branch::new();
     e.append(&[b.user("go")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.answer("first", 5_000)]);
-    e.handle(&obs(
+    e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 0,
@@ -693,7 +693,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
         },
         Some(5_000),
     ));
-    let reply = e.handle(&obs(
+    let reply = e.observe(&obs(
         Event::ToolCall {
             tool_name: "notes_write_file".into(),
             tool_call_id: "c1".into(),
@@ -729,7 +729,7 @@ fn context_handoff_refuses_while_relay_is_off_even_when_the_policy_enforces() {
         e.handoff_begin(&args, &moment(Some(31_000))).is_ok(),
         "on: it proceeds"
     );
-    e.handle(&obs(Event::Command { args: "off".into() }, None));
+    e.observe(&obs(Event::Command { args: "off".into() }, None));
     let Err(reply) = e.handoff_begin(&args, &moment(Some(31_000))) else {
         panic!("a handoff while Relay is off must be refused")
     };
@@ -821,6 +821,9 @@ fn generated_wire_ts_is_current() {
         decl::<super::door::JobOutcome>(&cfg),
         decl::<super::door::Description>(&cfg),
         decl::<super::door::HostFacts>(&cfg),
+        decl::<super::door::Answer>(&cfg),
+        decl::<super::door::LoadPass>(&cfg),
+        decl::<super::wire::Feed>(&cfg),
     ];
     let text = format!(
         "// GENERATED from crates/relay-core/src/engine/wire.rs by the `generated_wire` test (ts-rs).\n\
@@ -1175,15 +1178,18 @@ fn tree_navigation_with_a_summary_across_a_reset_is_cancelled_only_while_on() {
             None,
         )
     };
-    let crossing = e.handle(&tree(true, 2));
+    let crossing = e.observe(&tree(true, 2));
     assert_eq!(crossing.result, Some(HookResult::Cancel));
     assert!(notify_texts(&crossing).contains("over 2 context windows that a reset already ended"));
     for (summary, resets) in [(false, 2), (true, 0)] {
-        let reply = e.handle(&tree(summary, resets));
+        let reply = e.observe(&tree(summary, resets));
         assert!(reply.result.is_none() && notify_texts(&reply).is_empty());
     }
-    e.handle(&obs(Event::Command { args: "off".into() }, None));
-    assert!(e.handle(&tree(true, 2)).result.is_none(), "off: Pi decides");
+    e.observe(&obs(Event::Command { args: "off".into() }, None));
+    assert!(
+        e.observe(&tree(true, 2)).result.is_none(),
+        "off: Pi decides"
+    );
 }
 
 #[test]
@@ -1191,7 +1197,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
     let mut e = engine();
     let mut b = Branch::new();
     e.append(&[b.user("Keep FAILING-TESTS handy.")]);
-    let reply = e.handle(&obs(
+    let reply = e.observe(&obs(
         Event::SessionBeforeCompact {
             reason: "manual".into(),
             will_retry: false,
@@ -1209,7 +1215,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
         .summary
         .contains("<user_message latest=\"true\">\nKeep FAILING-TESTS handy.\n</user_message>"));
     // Pi never appends it (another extension cancelled the compaction).
-    let failed = e.handle(&obs(
+    let failed = e.observe(&obs(
         Event::SessionCompactFailed {
             reason: Some("manual".into()),
             aborted: true,
@@ -1220,7 +1226,7 @@ fn compact_instructions_reach_the_boot_block_and_a_rejected_manual_reset_is_repo
     assert!(notify_texts(&failed).contains("run /compact again"));
     assert_eq!(sends(&failed, RESET_FAILED_TYPE).len(), 1);
     // A manual reset is not retried behind the user's back.
-    let settle = e.handle(&obs(
+    let settle = e.observe(&obs(
         Event::AgentBeforeSettle {
             chained: false,
             outcome: Some("completed".into()),
@@ -1270,19 +1276,19 @@ fn a_cancelled_owned_reset_is_benign_and_a_failed_one_is_counted_and_retried() {
     let mut b = Branch::new();
     e.append(&[b.user("Work on the parser.")]);
     assert!(matches!(
-        e.handle(&threshold()).result,
+        e.observe(&threshold()).result,
         Some(HookResult::Reset { .. })
     ));
-    let cancelled = e.handle(&failed(true));
+    let cancelled = e.observe(&failed(true));
     assert!(notify_texts(&cancelled).is_empty(), "no warning");
     assert!(sends(&cancelled, RESET_FAILED_TYPE).is_empty(), "no notice");
-    assert!(e.handle(&settle()).result.is_none(), "no retry");
+    assert!(e.observe(&settle()).result.is_none(), "no retry");
 
     assert!(matches!(
-        e.handle(&threshold()).result,
+        e.observe(&threshold()).result,
         Some(HookResult::Reset { .. })
     ));
-    let rejected = e.handle(&failed(false));
+    let rejected = e.observe(&failed(false));
     assert!(notify_texts(&rejected).contains("was not reset"));
     assert_eq!(sends(&rejected, RESET_FAILED_TYPE).len(), 1);
     let details = rejected
@@ -1298,7 +1304,7 @@ fn a_cancelled_owned_reset_is_benign_and_a_failed_one_is_counted_and_retried() {
         (json!(true), json!(1))
     );
     assert!(
-        matches!(e.handle(&settle()).result, Some(HookResult::Reset { .. })),
+        matches!(e.observe(&settle()).result, Some(HookResult::Reset { .. })),
         "the next settle point retries"
     );
 }
@@ -1388,9 +1394,9 @@ fn reset_details_say_handoff_only_for_a_written_handoff() {
     let mut e = engine();
     let mut b = Branch::new();
     e.append(&[b.user("go")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     e.tool("new_context", &json!({}), &moment(Some(1_000)));
-    let reply = e.handle(&obs(
+    let reply = e.observe(&obs(
         Event::AgentBeforeSettle {
             chained: false,
             outcome: Some("completed".into()),
@@ -1440,7 +1446,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     insta::assert_snapshot!("handoff_reply_shortened", reply.text);
 
     // The boot block of the next window carries the labels.
-    let reply = e.handle(&obs(
+    let reply = e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 1,
@@ -1499,7 +1505,7 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
     assert_eq!(v["written"], false);
     assert!(v["commit"].is_string(), "{}", reply.text);
     insta::assert_snapshot!("handoff_reply_unsaved", reply.text);
-    let reply = e.handle(&obs(
+    let reply = e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 1,
@@ -1591,7 +1597,7 @@ fn budget_engine(budget: serde_json::Value) -> Engine {
 }
 
 fn overflow_hook(e: &mut Engine, will_retry: bool) -> HookReply {
-    e.handle(&obs(
+    e.observe(&obs(
         Event::SessionBeforeCompact {
             reason: "overflow".into(),
             will_retry,
@@ -1632,7 +1638,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
     e.append(&[b.user("EARLIER-REQ: port the importer")]);
     e.budget.stored_handoff = Some(stored("# Handoff\nSTORED-MARKDOWN"));
     e.budget.policy.blocked_calls.push("call-blocked".into());
-    e.handle(&obs(
+    e.observe(&obs(
         Event::ToolResult {
             tool_name: "bash".into(),
             tool_call_id: "call-blocked".into(),
@@ -1640,7 +1646,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
         },
         None,
     ));
-    e.handle(&obs(
+    e.observe(&obs(
         Event::ToolResult {
             tool_name: "context_handoff".into(),
             tool_call_id: "call-h".into(),
@@ -1673,7 +1679,7 @@ fn the_overflow_backstop_uses_a_stored_handoff_only_while_it_is_valid() {
         let mut b = Branch::new();
         e.append(&[b.user("EARLIER-REQ: port the importer")]);
         e.budget.stored_handoff = Some(stored("# Handoff\nSTALE-MARKDOWN"));
-        e.handle(&obs(invalidate.clone(), None));
+        e.observe(&obs(invalidate.clone(), None));
         let reply = overflow_hook(&mut e, true);
         let Some(HookResult::Reset { plan }) = &reply.result else {
             panic!("{:?}", reply.result)
@@ -1712,7 +1718,7 @@ fn overflow_recovery_resets_once_per_window_until_rearmed() {
     );
     assert!(notify_texts(&refused).contains("switch to a model with a larger context window"));
     // Pi's give-up for the same window is not reported a second time.
-    let gave_up = e.handle(&obs(
+    let gave_up = e.observe(&obs(
         Event::SessionCompactFailed {
             reason: Some("overflow".into()),
             aborted: false,
@@ -1734,7 +1740,7 @@ fn overflow_recovery_resets_once_per_window_until_rearmed() {
     let mut b = Branch::new();
     e.append(&[b.user("big"), b.compaction("boot", overflow_window(1))]);
     let failed = |e: &mut Engine, aborted| {
-        e.handle(&obs(
+        e.observe(&obs(
             Event::SessionCompactFailed {
                 reason: Some("overflow".into()),
                 aborted,
@@ -1769,7 +1775,7 @@ fn overflow_recovery_off_cancels_and_warns() {
     assert!(notify_texts(&reply).contains("Overflow recovery is off"));
     // With Relay off, Pi's own overflow handling applies.
     let mut e = budget_engine(json!({"mode": "enforce", "overflowRecovery": false}));
-    e.handle(&obs(Event::Command { args: "off".into() }, None));
+    e.observe(&obs(Event::Command { args: "off".into() }, None));
     assert!(overflow_hook(&mut e, true).result.is_none());
 }
 
@@ -1815,7 +1821,7 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
     };
     let mut b = Branch::new();
     e.append(&[b.user("big")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     let reply = overflow_hook(&mut e, true);
     let Some(HookResult::Reset { plan }) = &reply.result else {
         panic!("{:?}", reply.result)
@@ -1825,7 +1831,7 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
         b.custom(RESET_MARKER_TYPE, plan.marker.data.clone()),
         b.compaction(&plan.summary, plan.details.to_value()),
     ]);
-    let after = e.handle(&obs(Event::Context, None));
+    let after = e.observe(&obs(Event::Context, None));
     assert_eq!(phase(&after), Some(json!("idle")));
 }
 
@@ -1847,9 +1853,9 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         assert!(e.configure(&sources).is_empty());
         let mut b = Branch::new();
         e.append(&[b.user("go")]);
-        e.handle(&obs(Event::BeforeAgentStart, None));
+        e.observe(&obs(Event::BeforeAgentStart, None));
         e.append(&[b.answer("waiting", 15_000)]);
-        e.handle(&obs(
+        e.observe(&obs(
             Event::TurnEnd {
                 chained: false,
                 tool_results: 0,
@@ -1867,7 +1873,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         );
         o.moment.has_pending_messages = pending_messages;
         o.moment.pending_work = pending_work;
-        e.handle(&o).result
+        e.observe(&o).result
     };
     for (messages, work) in [(true, 0), (false, 3)] {
         let Some(HookResult::Continue { continuation }) = settle(messages, work, None) else {
@@ -1899,7 +1905,7 @@ fn idle_engine() -> Engine {
         b.answer("On it.", 30_000),
     ]);
     e.budget.stored_handoff = Some(stored("# Handoff\nSTORED-IDLE-MARKDOWN"));
-    e.handle(&at(Event::AgentSettled { aborted: false }, T0, None));
+    e.observe(&at(Event::AgentSettled { aborted: false }, T0, None));
     e
 }
 
@@ -1926,19 +1932,19 @@ fn manual_hook() -> Event {
 #[test]
 fn idle_input_resets_with_the_stored_handoff_before_the_input() {
     let mut e = idle_engine();
-    let early = e.handle(&at(Event::Input, T0 + 49 * MINUTE, Some(30_000)));
+    let early = e.observe(&at(Event::Input, T0 + 49 * MINUTE, Some(30_000)));
     assert_eq!(early.result, None, "49 minutes is not idle enough");
 
     let mut e = idle_engine();
-    e.handle(&at(Event::BeforeAgentStart, T0 + MINUTE, Some(30_000)));
-    let steer = e.handle(&at(Event::Input, T0 + 90 * MINUTE, Some(30_000)));
+    e.observe(&at(Event::BeforeAgentStart, T0 + MINUTE, Some(30_000)));
+    let steer = e.observe(&at(Event::Input, T0 + 90 * MINUTE, Some(30_000)));
     assert_eq!(
         steer.result, None,
         "input while a run is active is a steer, not a boundary"
     );
 
     let mut e = idle_engine();
-    let input = e.handle(&at(Event::Input, T0 + 50 * MINUTE, Some(30_000)));
+    let input = e.observe(&at(Event::Input, T0 + 50 * MINUTE, Some(30_000)));
     let Some(HookResult::Compact { attempt }) = input.result else {
         panic!("{:?}", input.result)
     };
@@ -1946,7 +1952,7 @@ fn idle_input_resets_with_the_stored_handoff_before_the_input() {
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0]["idleMs"], 50 * MINUTE);
     assert_eq!(asked[0]["path"], "/work/project/.ai-work/handoffs/s-2.md");
-    let hook = e.handle(&at(manual_hook(), T0 + 50 * MINUTE, None));
+    let hook = e.observe(&at(manual_hook(), T0 + 50 * MINUTE, None));
     let Some(HookResult::Reset { plan }) = &hook.result else {
         panic!("{:?}", hook.result)
     };
@@ -1974,13 +1980,13 @@ fn idle_input_resets_with_the_stored_handoff_before_the_input() {
 fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
     let mut e = idle_engine();
     let Some(HookResult::Compact { attempt }) = e
-        .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        .observe(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
         .result
     else {
         panic!("no compaction asked")
     };
     let nothing = "Compaction failed: Nothing to compact (session too small)";
-    let hook = e.handle(&at(
+    let hook = e.observe(&at(
         compact_failed("manual", Some(nothing)),
         T0 + 60 * MINUTE,
         None,
@@ -1989,7 +1995,7 @@ fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
     assert!(sends(&hook, RESET_FAILED_TYPE).is_empty());
     assert!(notify_texts(&hook).is_empty());
     assert_eq!(e.budget.policy.phase(), crate::policy::Phase::Idle);
-    let callback = e.handle(&at(
+    let callback = e.observe(&at(
         Event::CompactError {
             attempt,
             error_message: "Nothing to compact (session too small)".into(),
@@ -2007,12 +2013,12 @@ fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
 
     let mut e = idle_engine();
     let Some(HookResult::Compact { attempt }) = e
-        .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        .observe(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
         .result
     else {
         panic!("no compaction asked")
     };
-    let failed = e.handle(&at(
+    let failed = e.observe(&at(
         compact_failed("manual", Some("Compaction failed: No model selected.")),
         T0 + 60 * MINUTE,
         None,
@@ -2023,7 +2029,7 @@ fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
         events_named(&failed, "fallback_armed")[0]["reason"],
         "compaction_failure"
     );
-    let again = e.handle(&at(
+    let again = e.observe(&at(
         Event::CompactError {
             attempt,
             error_message: "No model selected.".into(),
@@ -2038,13 +2044,13 @@ fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
 
     let mut e = idle_engine();
     let Some(HookResult::Compact { attempt }) = e
-        .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        .observe(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
         .result
     else {
         panic!("no compaction asked")
     };
-    e.handle(&at(Event::BeforeAgentStart, T0 + 60 * MINUTE, Some(30_000)));
-    let stale = e.handle(&at(
+    e.observe(&at(Event::BeforeAgentStart, T0 + 60 * MINUTE, Some(30_000)));
+    let stale = e.observe(&at(
         Event::CompactError {
             attempt,
             error_message: "Compaction failed: 401 invalid x-api-key".into(),
@@ -2078,10 +2084,10 @@ fn hook_reset_failures_transient_persistent_and_the_users_own() {
     // Transient: reported with a retry, nothing armed.
     let mut e = budget_engine(json!({"mode": "enforce"}));
     assert!(matches!(
-        e.handle(&threshold()).result,
+        e.observe(&threshold()).result,
         Some(HookResult::Reset { .. })
     ));
-    let transient = e.handle(&obs(
+    let transient = e.observe(&obs(
         compact_failed(
             "threshold",
             Some("Auto-compaction failed: 429 Too Many Requests"),
@@ -2094,10 +2100,10 @@ fn hook_reset_failures_transient_persistent_and_the_users_own() {
     // Persistent: armed at once, at the first failure.
     let mut e = budget_engine(json!({"mode": "enforce"}));
     assert!(matches!(
-        e.handle(&threshold()).result,
+        e.observe(&threshold()).result,
         Some(HookResult::Reset { .. })
     ));
-    let persistent = e.handle(&obs(
+    let persistent = e.observe(&obs(
         compact_failed(
             "threshold",
             Some("Auto-compaction failed: 401 {\"type\":\"authentication_error\"}"),
@@ -2112,10 +2118,10 @@ fn hook_reset_failures_transient_persistent_and_the_users_own() {
     // The user's /compact: a warning and a notice, never the fallback, however persistent.
     let mut e = budget_engine(json!({"mode": "enforce"}));
     assert!(matches!(
-        e.handle(&obs(manual_hook(), None)).result,
+        e.observe(&obs(manual_hook(), None)).result,
         Some(HookResult::Reset { .. })
     ));
-    let users = e.handle(&obs(
+    let users = e.observe(&obs(
         compact_failed("manual", Some("Compaction failed: 401 invalid x-api-key")),
         None,
     ));
@@ -2127,7 +2133,7 @@ fn hook_reset_failures_transient_persistent_and_the_users_own() {
     assert!(events_named(&users, "fallback_armed").is_empty());
     // A /compact Pi refused before its hook: nothing of Relay's was outstanding.
     let mut e = budget_engine(json!({"mode": "enforce"}));
-    let refused = e.handle(&obs(
+    let refused = e.observe(&obs(
         compact_failed(
             "manual",
             Some("Compaction failed: Nothing to compact (session too small)"),
@@ -2148,12 +2154,12 @@ fn hook_reset_failures_transient_persistent_and_the_users_own() {
 #[test]
 fn idle_input_needs_a_handoff_no_real_tool_or_new_run_invalidated() {
     let input = |e: &mut Engine| {
-        e.handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+        e.observe(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
             .result
     };
     let mut e = idle_engine();
     e.budget.policy.blocked_calls.push("call-blocked".into());
-    e.handle(&at(
+    e.observe(&at(
         Event::ToolResult {
             tool_name: "bash".into(),
             tool_call_id: "call-blocked".into(),
@@ -2175,8 +2181,8 @@ fn idle_input_needs_a_handoff_no_real_tool_or_new_run_invalidated() {
         Event::BeforeAgentStart,
     ] {
         let mut e = idle_engine();
-        e.handle(&at(invalidate.clone(), T0, None));
-        e.handle(&at(Event::AgentSettled { aborted: false }, T0, None));
+        e.observe(&at(invalidate.clone(), T0, None));
+        e.observe(&at(Event::AgentSettled { aborted: false }, T0, None));
         assert_eq!(input(&mut e), None, "{invalidate:?} invalidates it");
     }
 }
@@ -2199,13 +2205,13 @@ fn stale_failure_callbacks_are_ignored_after_each_invalidating_event() {
     ] {
         let mut e = idle_engine();
         let Some(HookResult::Compact { attempt }) = e
-            .handle(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
+            .observe(&at(Event::Input, T0 + 60 * MINUTE, Some(30_000)))
             .result
         else {
             panic!("no compaction asked")
         };
-        e.handle(&at(invalidate.clone(), T0 + 60 * MINUTE, None));
-        let late = e.handle(&at(
+        e.observe(&at(invalidate.clone(), T0 + 60 * MINUTE, None));
+        let late = e.observe(&at(
             Event::CompactError {
                 attempt,
                 error_message: "Compaction failed: 401 invalid x-api-key".into(),
@@ -2225,17 +2231,17 @@ fn stale_failure_callbacks_are_ignored_after_each_invalidating_event() {
         Event::AgentSettled { aborted: true },
     ] {
         let mut e = budget_engine(json!({"mode": "enforce"}));
-        e.handle(&obs(Event::BeforeAgentStart, Some(90_000)));
+        e.observe(&obs(Event::BeforeAgentStart, Some(90_000)));
         assert!(matches!(
             overflow_hook(&mut e, true).result,
             Some(HookResult::Reset { .. })
         ));
-        let invalidated = e.handle(&obs(invalidate.clone(), None));
+        let invalidated = e.observe(&obs(invalidate.clone(), None));
         assert!(
             quiet(&invalidated),
             "{invalidate:?} itself: {invalidated:?}"
         );
-        let late = e.handle(&obs(
+        let late = e.observe(&obs(
             compact_failed(
                 "overflow",
                 Some("Context overflow recovery failed: 401 unauthorized"),
@@ -2260,7 +2266,7 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
             usage: None,
             ..moment(None)
         };
-        e.handle(&Observation {
+        e.observe(&Observation {
             moment: m,
             event: Event::SessionBeforeCompact {
                 reason: "threshold".into(),
@@ -2270,7 +2276,7 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
         })
     };
     let steered = |r: &HookReply| !sends(r, STEER_TYPE).is_empty();
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.user("work"), b.answer("a", 90_000)]);
     // The root window: the usual borrowed note-taking turn.
     let root = hook(&mut e);
@@ -2280,8 +2286,8 @@ fn a_threshold_compaction_is_skipped_while_a_reset_window_has_not_grown() {
         b.custom_message(STEER_TYPE, "take notes"),
         b.answer("noted", 90_500),
     ]);
-    e.handle(&obs(Event::AgentEnd, None));
-    let settle = e.handle(&obs(
+    e.observe(&obs(Event::AgentEnd, None));
+    let settle = e.observe(&obs(
         Event::AgentBeforeSettle {
             chained: false,
             outcome: Some("completed".into()),
@@ -2373,21 +2379,21 @@ fn hard_fallback_to_settle(e: &mut Engine, subagent: bool) -> [HookReply; 4] {
         o.moment.subagent = subagent;
         o
     };
-    let blocked = e.handle(&at(Event::ToolCall {
+    let blocked = e.observe(&at(Event::ToolCall {
         tool_name: "bash".into(),
         tool_call_id: "c1".into(),
     }));
-    let first = e.handle(&at(Event::AgentBeforeSettle {
+    let first = e.observe(&at(Event::AgentBeforeSettle {
         chained: false,
         outcome: Some("completed".into()),
         jobs: None,
     }));
-    let second = e.handle(&at(Event::AgentBeforeSettle {
+    let second = e.observe(&at(Event::AgentBeforeSettle {
         chained: false,
         outcome: Some("completed".into()),
         jobs: None,
     }));
-    let settled = e.handle(&at(Event::AgentSettled { aborted: false }));
+    let settled = e.observe(&at(Event::AgentSettled { aborted: false }));
     [blocked, first, second, settled]
 }
 
@@ -2464,7 +2470,7 @@ fn an_owned_wrapper_gets_the_signed_marker_at_the_settle_point_and_a_shutdown_at
         json!({"owned": true, "reason": "started by pi-session (pid 4200)"})
     );
     // Once: a later settle does nothing more.
-    let again = e.handle(&obs(Event::AgentSettled { aborted: false }, Some(70_000)));
+    let again = e.observe(&obs(Event::AgentSettled { aborted: false }, Some(70_000)));
     assert_eq!(shutdowns(&[again]), 0);
 }
 
@@ -2472,7 +2478,7 @@ fn an_owned_wrapper_gets_the_signed_marker_at_the_settle_point_and_a_shutdown_at
 fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_point() {
     let mut e = wrapped_engine(Some(started_by_wrapper()), false);
     let at = |event: Event| obs(event, Some(70_000));
-    e.handle(&at(Event::ToolCall {
+    e.observe(&at(Event::ToolCall {
         tool_name: "bash".into(),
         tool_call_id: "c1".into(),
     }));
@@ -2481,8 +2487,8 @@ fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_poi
         outcome: Some("completed".into()),
         jobs: None,
     });
-    e.handle(&settle);
-    let second = e.handle(&settle);
+    e.observe(&settle);
+    let second = e.observe(&settle);
     assert!(second
         .effects
         .iter()
@@ -2512,7 +2518,7 @@ fn a_marker_the_binding_could_not_write_resets_in_process_at_the_same_settle_poi
         .collect();
     assert_eq!(notes, [budget::render_relaunch_fallback(why).as_str()]);
     // No shutdown afterwards; a second report is a no-op.
-    let settled = e.handle(&at(Event::AgentSettled { aborted: false }));
+    let settled = e.observe(&at(Event::AgentSettled { aborted: false }));
     assert_eq!(shutdowns(&[settled]), 0);
     assert_eq!(e.relaunch_unwritten(&settle, why), HookReply::default());
 }
@@ -2569,21 +2575,21 @@ fn an_aborted_settle_drops_the_relaunch() {
     let mut e = wrapped_engine(Some(started_by_wrapper()), false);
     let [_, _, second, _] = {
         let at = |event: Event| obs(event, Some(70_000));
-        let blocked = e.handle(&at(Event::ToolCall {
+        let blocked = e.observe(&at(Event::ToolCall {
             tool_name: "bash".into(),
             tool_call_id: "c1".into(),
         }));
-        let first = e.handle(&at(Event::AgentBeforeSettle {
+        let first = e.observe(&at(Event::AgentBeforeSettle {
             chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         }));
-        let second = e.handle(&at(Event::AgentBeforeSettle {
+        let second = e.observe(&at(Event::AgentBeforeSettle {
             chained: false,
             outcome: Some("completed".into()),
             jobs: None,
         }));
-        let settled = e.handle(&at(Event::AgentSettled { aborted: true }));
+        let settled = e.observe(&at(Event::AgentSettled { aborted: true }));
         assert_eq!(shutdowns(std::slice::from_ref(&settled)), 0);
         // The marker written at the settle point is removed again.
         assert!(settled.effects.iter().any(|x| matches!(
@@ -2633,7 +2639,7 @@ fn replaced_packages_entries_count_as_relays_and_the_rest_is_named_once() {
     // Their guidance is this window's reminder; their note is a Relay note.
     assert!(e.mirror.current_window().reminder_at.is_some());
     assert!(e.mirror.notes.get("a.md").is_some());
-    let start = e.handle(&obs(Event::SessionStart { run_active: false }, None));
+    let start = e.observe(&obs(Event::SessionStart { run_active: false }, None));
     let warnings = notify_texts(&start);
     assert_eq!(
         warnings.matches("pi-context or pi-context-budget").count(),
@@ -2644,7 +2650,7 @@ fn replaced_packages_entries_count_as_relays_and_the_rest_is_named_once() {
         warnings.contains("1 entry") && warnings.contains("(pi-context/warning ×1)"),
         "{warnings}"
     );
-    let again = e.handle(&obs(Event::SessionStart { run_active: false }, None));
+    let again = e.observe(&obs(Event::SessionStart { run_active: false }, None));
     assert!(!notify_texts(&again).contains("pi-context"), "said once");
 }
 
@@ -2657,7 +2663,7 @@ fn their_root_boot_block_is_the_root_boot_block() {
     ];
     let mut e = Engine::new();
     e.resync(SID, &entries);
-    let reply = e.handle(&obs(Event::SessionStart { run_active: false }, None));
+    let reply = e.observe(&obs(Event::SessionStart { run_active: false }, None));
     assert!(sends(&reply, BOOT_TYPE).is_empty());
 }
 
@@ -2682,7 +2688,7 @@ fn commit_handoff(e: &mut Engine, args: &serde_json::Value, m: &Moment) -> (Tool
         .unwrap();
     let reply = e.handoff_written(&path, markdown, fingerprint, m);
     assert!(!reply.is_error, "{}", reply.text);
-    let end = e.handle(&obs(
+    let end = e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 1,
@@ -2829,7 +2835,7 @@ fn the_model_cannot_set_a_resume_check_or_write_the_relaunch_marker() {
         b.custom(&plan.marker.custom_type, plan.marker.data.clone()),
         b.compaction(&plan.summary, plan.details.to_value()),
     ]);
-    let settled = e.handle(&obs(Event::AgentSettled { aborted: false }, None));
+    let settled = e.observe(&obs(Event::AgentSettled { aborted: false }, None));
     let all = format!("{:?}\n{:?}", end.effects, settled.effects);
     assert!(!all.contains("WriteRelaunchMarker"), "{all}");
     // The new window: a check is due only for the operator's command, and there is none.
@@ -2992,7 +2998,7 @@ fn a_sibling_tool_that_finished_meanwhile_makes_the_handoff_collect_git_again() 
     let out = answer(&mut e, &out, "before");
     assert_eq!(kinds(&out), vec!["stores"]);
     // A bash call of the same message finishes while the stores are read.
-    e.handle(&obs(
+    e.observe(&obs(
         Event::ToolResult {
             tool_name: "bash".into(),
             tool_call_id: "sibling".into(),
@@ -3066,16 +3072,21 @@ fn a_taken_handoff_number_is_chosen_again_and_a_failed_write_commits_from_memory
 #[test]
 fn a_failure_while_serving_a_compaction_hook_cancels_it_while_relay_is_on() {
     let mut e = engine();
-    let mut reported = Vec::new();
-    let out = e.failed("session_before_compact", "boom", &mut reported);
+    let failed = |e: &mut Engine, hook: &str| {
+        e.handle(Input::Failed {
+            hook: hook.into(),
+            message: "boom".into(),
+        })
+    };
+    let out = failed(&mut e, "session_before_compact");
     assert_eq!(out.result, Some(HookResult::Cancel));
     assert_eq!(out.effects.len(), 1, "told once");
-    let again = e.failed("session_before_compact", "boom", &mut reported);
+    let again = failed(&mut e, "session_before_compact");
     assert!(again.effects.is_empty(), "not twice");
-    e.handle(&obs(Event::Command { args: "off".into() }, None));
-    let off = e.failed("session_before_compact", "boom", &mut reported);
+    e.observe(&obs(Event::Command { args: "off".into() }, None));
+    let off = failed(&mut e, "session_before_compact");
     assert_eq!(off.result, None, "Relay off: Pi's own compaction goes on");
-    let tool = e.failed("notes_read_file", "boom", &mut reported);
+    let tool = failed(&mut e, "notes_read_file");
     assert_eq!(
         tool.reply.unwrap().text,
         "notes_read_file failed inside Relay: boom"
@@ -3123,8 +3134,8 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
         outcome: None,
     };
     // Below the trigger: nothing.
-    assert_eq!(e.handle(&obs(turn_end.clone(), Some(9_999))).result, None);
-    let reply = e.handle(&obs(turn_end.clone(), Some(20_000)));
+    assert_eq!(e.observe(&obs(turn_end.clone(), Some(9_999))).result, None);
+    let reply = e.observe(&obs(turn_end.clone(), Some(20_000)));
     let Some(HookResult::Clear { edits, record }) = reply.result else {
         panic!("expected a clearing, got {:?}", reply.result)
     };
@@ -3144,7 +3155,7 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
         .collect();
     appended.push(b.custom(CLEARING_TYPE, record.data.clone()));
     e.append(&appended);
-    assert_eq!(e.handle(&obs(turn_end.clone(), Some(20_000))).result, None);
+    assert_eq!(e.observe(&obs(turn_end.clone(), Some(20_000))).result, None);
     let Effect::Status { text: Some(footer) } = e.status_effect(&moment(Some(20_000))) else {
         panic!("no footer")
     };
@@ -3160,7 +3171,7 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     let mut fresh = engine();
     configure(&mut fresh);
     fresh.append(&[entries.clone(), appended].concat());
-    assert_eq!(fresh.handle(&obs(turn_end, Some(20_000))).result, None);
+    assert_eq!(fresh.observe(&obs(turn_end, Some(20_000))).result, None);
 }
 
 #[test]
@@ -3252,14 +3263,14 @@ fn a_boundary_hook_continues_for_a_continuation_and_keeps_what_earlier_handlers_
     let mut e = engine();
     let mut b = Branch::new();
     e.append(&[b.user("do the thing")]);
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     e.tool("new_context", &json!({}), &moment(Some(10_000)));
     let settle = |chained| Event::AgentBeforeSettle {
         outcome: Some("completed".into()),
         jobs: None,
         chained,
     };
-    let reply = e.handle(&obs(settle(false), Some(10_000)));
+    let reply = e.observe(&obs(settle(false), Some(10_000)));
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
@@ -3336,7 +3347,7 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
     let mut e = engine();
     let mut b = Branch::new();
     let hook = |e: &mut Engine| {
-        e.handle(&Observation {
+        e.observe(&Observation {
             moment: Moment {
                 usage: None,
                 ..moment(None)
@@ -3349,12 +3360,12 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
         })
     };
     let steered = |r: &HookReply| !sends(r, STEER_TYPE).is_empty();
-    e.handle(&obs(Event::SessionStart { run_active: false }, None));
-    e.handle(&obs(Event::BeforeAgentStart, None));
+    e.observe(&obs(Event::SessionStart { run_active: false }, None));
+    e.observe(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.user("work"), b.answer("a", 90_000)]);
     assert!(steered(&hook(&mut e)), "the crossing borrows the turn");
     // A reload in the middle of the run forgets the borrow; Pi still delivers the queued steer.
-    e.handle(&obs(Event::SessionStart { run_active: true }, None));
+    e.observe(&obs(Event::SessionStart { run_active: true }, None));
     e.append(&[
         b.custom_message(STEER_TYPE, "take notes"),
         b.answer("still working", 91_000),
@@ -3363,7 +3374,7 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
     assert_eq!(again.result, Some(HookResult::Cancel));
     assert!(!steered(&again), "no second note-taking turn: {again:?}");
     // The crossing is overdue: the next turn end resets.
-    let end = e.handle(&obs(
+    let end = e.observe(&obs(
         Event::TurnEnd {
             chained: false,
             tool_results: 1,

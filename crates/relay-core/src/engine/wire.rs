@@ -128,6 +128,25 @@ pub const FALLBACK_DISARMED_TYPE: &str = "relay/fallback-disarmed";
 // ---------------------------------------------------------------------------------------------
 // Inputs
 
+/// What Pi appended since the engine's tip, as the host walks it from Pi's leaf: `truncate` drops
+/// every entry after `after` first (a navigation; `after: null` drops all), `append` are the new
+/// entries, root first. Each entry is parsed on its own, so one that does not parse keeps its
+/// place as an unknown entry with a warning.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Feed {
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub truncate: Option<bool>,
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub after: Option<String>,
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional, type = "unknown[]"))]
+    pub append: Option<Vec<Box<serde_json::value::RawValue>>>,
+}
+
 /// Pi's context usage as `ctx.getContextUsage()` reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -49,8 +49,8 @@ fn a_status_file_and_a_telemetry_line_keep_their_shape() {
     let user = json!({"type": "message", "id": "00000001", "parentId": null,
         "timestamp": "2025-11-29T21:00:00.000Z", "message": {"role": "user", "content": "big"}});
     e.append(&[parse_entry(&user.to_string()).unwrap()]);
-    e.handle(&observe(Event::BeforeAgentStart));
-    let reply = e.handle(&observe(Event::SessionBeforeCompact {
+    e.observe(&observe(Event::BeforeAgentStart));
+    let reply = e.observe(&observe(Event::SessionBeforeCompact {
         reason: "overflow".into(),
         will_retry: true,
         custom_instructions: None,

@@ -45,7 +45,7 @@ fn engine(entries: &[Entry], relay: Value) -> Engine {
 }
 
 fn settle(e: &mut Engine, pending: bool) -> HookReply {
-    e.handle(&Observation {
+    e.observe(&Observation {
         moment: moment(pending),
         event: Event::AgentBeforeSettle {
             chained: false,
@@ -184,7 +184,7 @@ fn only_an_early_stop_of_the_windows_first_run_is_continued() {
     );
     // An aborted or failed run is not continued.
     let mut e = engine(&entries, json!({}));
-    let reply = e.handle(&Observation {
+    let reply = e.observe(&Observation {
         moment: moment(false),
         event: Event::AgentBeforeSettle {
             chained: false,
@@ -248,7 +248,7 @@ fn the_latest_of_two_requests_is_quoted_also_across_a_window_without_input() {
 }
 
 fn manual_reset_summary(e: &mut Engine) -> String {
-    let reply = e.handle(&Observation {
+    let reply = e.observe(&Observation {
         moment: moment(false),
         event: Event::SessionBeforeCompact {
             reason: "manual".into(),

@@ -170,7 +170,7 @@ fn only_an_enforcing_main_session_runs_the_check_before_a_handoff() {
         None,
         "enforceCwds"
     );
-    e.handle(&Observation {
+    e.observe(&Observation {
         moment: moment(),
         event: Event::Command { args: "off".into() },
     });

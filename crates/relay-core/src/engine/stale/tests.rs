@@ -299,7 +299,7 @@ fn a_session_start_checks_a_checked_window_again_and_records_only_what_moved() {
     all.push(b.entry(json!({"type":"message","message":{"role":"assistant",
         "content":[{"type":"text","text":"on it"}],"stopReason":"stop","usage":{"totalTokens":6000}}})));
     let start = |e: &mut Engine| {
-        e.handle(&Observation {
+        e.observe(&Observation {
             moment: moment(),
             event: Event::SessionStart { run_active: false },
         });

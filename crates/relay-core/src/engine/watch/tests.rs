@@ -143,7 +143,7 @@ fn nothing_is_shown_when_all_recorded_work_is_live_or_the_registry_is_absent() {
 }
 
 fn handle(e: &mut Engine, event: Event, tokens: Option<u64>, guard: GuardState) -> HookReply {
-    e.handle(&Observation {
+    e.observe(&Observation {
         moment: moment(tokens, guard),
         event,
     })

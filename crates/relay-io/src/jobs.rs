@@ -2,9 +2,8 @@
 //! each within its own bounds, answered as a [`JobOutcome`]. It decides nothing: what a result
 //! or a failure means is the engine's (`relay_core::engine::door`).
 //!
-//! A session load is the one job whose result is not JSON: the binding registers the prepared
-//! [`LoadJob`] under the job's id ([`register_load`]) and the runner takes it from there; the
-//! branch it read waits in the job's slot for the binding.
+//! A session load is the one job whose result is not JSON: the branch it read waits under the
+//! job's id until the host hands it back to the engine with the job's `Done` ([`take_loaded`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,12 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use relay_core::engine::{GitWire, Job, JobOutcome, Work};
+use relay_core::engine::{GitWire, Job, JobOutcome, LoadedBranch, Work};
 use relay_core::integrations::StorePaths;
 use serde_json::{json, Value};
 
-use crate::binding::{self, LoadJob};
 use crate::boundary;
+
+mod load;
+pub use load::{load_branch, release_free_memory};
 
 /// `mutex` locked; a thread that panicked holding it left a usable table.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -26,22 +27,16 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Loads prepared by a binding, waiting for their job to run (keyed by job id).
-fn loads() -> &'static Mutex<HashMap<u64, LoadJob>> {
-    static LOADS: OnceLock<Mutex<HashMap<u64, LoadJob>>> = OnceLock::new();
-    LOADS.get_or_init(|| Mutex::new(HashMap::new()))
+/// Branches load jobs read, waiting for the host to hand them to the engine (keyed by job id).
+fn loaded() -> &'static Mutex<HashMap<u64, LoadedBranch>> {
+    static LOADED: OnceLock<Mutex<HashMap<u64, LoadedBranch>>> = OnceLock::new();
+    LOADED.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Hand a prepared load to the runner under job id `id`.
-pub fn register_load(id: u64, job: LoadJob) {
-    let mut map = lock(loads());
-    map.insert(id, job);
-}
-
-/// Drop a prepared load that will not run (superseded).
-pub fn forget_load(id: u64) {
-    let mut map = lock(loads());
-    map.remove(&id);
+/// The branch load job `id` read, for the engine (once).
+pub fn take_loaded(id: u64) -> Option<LoadedBranch> {
+    let mut map = lock(loaded());
+    map.remove(&id)
 }
 
 /// What stops a job nobody waits for any more: its cancel flag, and the files it made that a
@@ -99,6 +94,8 @@ pub fn cancel(id: u64) {
     for file in made {
         let _ = std::fs::remove_file(file);
     }
+    // A branch read for nobody goes (it may be large).
+    let _ = take_loaded(id);
     // A job that has not started keeps its control, so it starts cancelled (one that ended before
     // and left nothing behind gets an empty control too: the two look alike here).
     if control.ended.load(Ordering::SeqCst) {
@@ -125,11 +122,6 @@ fn keep_unless_cancelled(control: &Control, files: Vec<PathBuf>) -> bool {
     }
     *made = files;
     true
-}
-
-fn take_load(id: u64) -> Option<LoadJob> {
-    let mut map = lock(loads());
-    map.remove(&id)
 }
 
 /// Milliseconds since the Unix epoch.
@@ -177,18 +169,23 @@ fn to_value<T: serde::Serialize>(value: &T) -> JobOutcome {
 pub fn run(job_json: &str) -> Result<String, String> {
     let job: Job =
         serde_json::from_str(job_json).map_err(|e| format!("relay: invalid job: {e}"))?;
+    let outcome = execute(&job);
+    serde_json::to_string(&outcome).map_err(|e| format!("relay: cannot encode a job outcome: {e}"))
+}
+
+/// Run `job` to its outcome on the calling thread (see [`run`]).
+pub fn execute(job: &Job) -> JobOutcome {
     let outcome = boundary::catch(|| {
         boundary::inject("job", &|| kind(&job.work).to_string());
-        run_job(&job)
+        run_job(job)
     });
     finished(job.id);
-    let outcome = outcome.unwrap_or_else(|text| {
+    outcome.unwrap_or_else(|text| {
         failed(format!(
             "relay: internal error in the {} job: {text}",
             kind(&job.work)
         ))
-    });
-    serde_json::to_string(&outcome).map_err(|e| format!("relay: cannot encode a job outcome: {e}"))
+    })
 }
 
 fn kind(work: &Work) -> &'static str {
@@ -217,7 +214,7 @@ fn run_job(job: &Job) -> JobOutcome {
             task_dir,
         } => to_value(&{
             boundary::hold("STORES");
-            relay_io::integrations::read_stores(&StorePaths {
+            crate::integrations::read_stores(&StorePaths {
                 questions_home: questions_home.clone(),
                 claims_file: claims_file.clone(),
                 task_dir: task_dir.clone(),
@@ -228,18 +225,18 @@ fn run_job(job: &Job) -> JobOutcome {
             command,
             source,
             cwd,
-        } => to_value(&relay_io::resume_check::run_resume_check_cancellable(
+        } => to_value(&crate::resume_check::run_resume_check_cancellable(
             command,
             source,
             Path::new(cwd),
             cancel_flag(job.id),
         )),
         Work::StaleCheck { record } => {
-            let now = relay_io::workspace::now_until(record, deadline(job));
+            let now = crate::workspace::now_until(record, deadline(job));
             to_value(&relay_core::staleness::compare(record, &now))
         }
         Work::HandoffNumber { root, session_id } => {
-            match relay_io::handoff_files::next_sequence(Path::new(root), session_id) {
+            match crate::handoff_files::next_sequence(Path::new(root), session_id) {
                 Ok(n) => done(json!(n)),
                 Err(e) => failed(e.to_string()),
             }
@@ -257,7 +254,7 @@ fn run_job(job: &Job) -> JobOutcome {
             if control.cancelled.load(Ordering::SeqCst) {
                 return failed(WRITE_CANCELLED);
             }
-            match relay_io::handoff_files::write_handoff(
+            match crate::handoff_files::write_handoff(
                 Path::new(root),
                 session_id,
                 *sequence,
@@ -279,13 +276,33 @@ fn run_job(job: &Job) -> JobOutcome {
                 },
             }
         }
-        Work::Load { .. } => match take_load(job.id) {
-            Some(load) => match binding::run_load(&load) {
-                Ok(found) => done(json!(found)),
-                Err(e) => failed(e.text().to_string()),
-            },
-            None => failed("relay: this session load is no longer wanted"),
-        },
+        Work::Load {
+            file,
+            session_id,
+            leaf,
+            pass,
+        } => {
+            let control = control(job.id);
+            let branch = load_branch(
+                Path::new(file),
+                session_id.as_deref(),
+                leaf.as_deref(),
+                *pass,
+                &control.cancelled,
+            );
+            let found = branch.is_some();
+            if let Some(branch) = branch {
+                // Under the control's lock: a cancel comes first (nothing is kept) or after
+                // (it takes the branch away again).
+                let _made = lock(&control.made);
+                if control.cancelled.load(Ordering::SeqCst) {
+                    return failed("relay: this session load is no longer wanted");
+                }
+                lock(loaded()).insert(job.id, branch);
+            }
+            release_free_memory();
+            done(json!(found))
+        }
     }
 }
 
@@ -293,7 +310,7 @@ fn run_job(job: &Job) -> JobOutcome {
 /// it records of the workspace for the stale-handoff check.
 pub fn collect_git(cwd: &Path, deadline: Instant, files: Option<&[String]>) -> GitWire {
     let Some(files) = files else {
-        let info = relay_io::git::git_state_until(cwd, deadline);
+        let info = crate::git::git_state_until(cwd, deadline);
         return GitWire {
             repo_root: info.repo_root,
             branch: info.branch,
@@ -302,7 +319,7 @@ pub fn collect_git(cwd: &Path, deadline: Instant, files: Option<&[String]>) -> G
             workspace: None,
         };
     };
-    let (info, record) = relay_io::workspace::record_until(cwd, files, deadline);
+    let (info, record) = crate::workspace::record_until(cwd, files, deadline);
     GitWire {
         repo_root: info.repo_root,
         branch: info.branch,
@@ -324,7 +341,7 @@ mod tests {
     }
 
     fn handoff_files(root: &Path) -> Vec<String> {
-        let dir = relay_io::handoff_files::handoff_dir(root);
+        let dir = crate::handoff_files::handoff_dir(root);
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {
                 d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -338,7 +355,7 @@ mod tests {
     #[test]
     fn a_handoff_write_cancelled_after_it_finished_leaves_no_file_and_a_settled_one_keeps_its_files(
     ) {
-        let root = std::env::temp_dir().join(format!("relay-node-write-{}", std::process::id()));
+        let root = std::env::temp_dir().join(format!("relay-io-write-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         // The host stopped waiting (Esc) while the write ran; the write finished anyway, and
         // its result never reached the engine: the cancel that follows removes both files.

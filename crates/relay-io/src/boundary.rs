@@ -15,7 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 #[cfg(not(panic = "unwind"))]
 compile_error!(
-    "relay-node catches panics at the napi boundary: it must be built with panic = \"unwind\" \
+    "relay-io catches panics at the napi boundary and on job workers: it must be built with panic = \"unwind\" \
      (a panic = \"abort\" profile would let any panic kill Pi)"
 );
 

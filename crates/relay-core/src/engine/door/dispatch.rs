@@ -1,0 +1,262 @@
+//! [`Engine::handle`]: the engine's one entry. Every [`Input`] goes in here and every answer
+//! comes out as an [`Output`], whose `tip`, `needsBranch` and `historyComplete` tell the host
+//! what the mirror holds after it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use super::*;
+use crate::engine::wire::Event;
+
+/// The user's last `/relay on|off` per session, for this process: the addon outlives the
+/// engines a `/reload` re-creates (the library is loaded once), so the new engine applies the
+/// toggle again at its `session_start`. A restart of Pi, or another session, starts from the
+/// `relay.enabled` setting. Memory of the process, not IO: the engine stays sans-IO.
+fn toggles() -> &'static Mutex<HashMap<String, String>> {
+    static TOGGLES: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    TOGGLES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn toggle_memory() -> std::sync::MutexGuard<'static, HashMap<String, String>> {
+    toggles()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Engine {
+    /// The engine's one entry: one input in, what to do about it out.
+    pub fn handle(&mut self, input: Input) -> Output {
+        let mut out = self.dispatch(input);
+        // Warnings go with an output that is not refused (a refused one fails the host's call).
+        let warnings = match out.refused {
+            None => std::mem::take(&mut self.loads.warnings),
+            Some(_) => Vec::new(),
+        };
+        if !warnings.is_empty() {
+            let mut effects: Vec<Effect> = warnings
+                .into_iter()
+                .map(|text| Effect::Log { text })
+                .collect();
+            effects.append(&mut out.effects);
+            out.effects = effects;
+        }
+        // A history text that no longer matches the session file: load the session again.
+        if self.history().unreadable() {
+            self.loads.needs_branch = true;
+        }
+        out.tip = self.tip().map(str::to_string);
+        out.needs_branch = self.loads.needs_branch;
+        out.history_complete = self.history_complete();
+        out
+    }
+
+    /// A fresh engine in place of this one after a panic: the last configuration that applied
+    /// and the last `/relay on|off`, as after a `/reload`, waiting for the whole branch. What
+    /// this one told the user is not told again.
+    pub fn restarted(&self) -> Engine {
+        let mut fresh = Engine::new();
+        // Jobs of this engine may still run: the new one's ids follow theirs.
+        fresh.ops.continue_from(&self.ops);
+        fresh.told = self.told.clone();
+        if let Some(sources) = &self.last_sources {
+            // Its warnings were told when it first applied.
+            let mut told = std::mem::take(&mut fresh.told);
+            let _ = fresh.configure_reply(sources, &mut told);
+            fresh.told = told;
+            fresh.last_sources = Some(sources.clone());
+        }
+        if let Some(args) = &self.toggle {
+            let _ = fresh.observe(&Observation {
+                moment: Moment::default(),
+                event: Event::Command { args: args.clone() },
+            });
+            fresh.toggle = Some(args.clone());
+        }
+        fresh.loads.needs_branch = true;
+        fresh
+    }
+
+    /// An engine with the default configuration, waiting for the whole branch (a restart whose
+    /// configuration itself failed).
+    pub fn waiting_for_branch() -> Engine {
+        let mut fresh = Engine::new();
+        fresh.loads.needs_branch = true;
+        fresh
+    }
+
+    /// This engine's job and operation ids start after `first`: engines of one process (a
+    /// subagent's, a restarted one) share the job runner, whose tables are keyed by job id.
+    pub fn with_ids_after(mut self, first: u64) -> Self {
+        self.ops.start_after(first);
+        self
+    }
+
+    /// The session the mirror holds.
+    pub fn session_id(&self) -> &str {
+        self.history().session_id()
+    }
+
+    fn refused(text: impl Into<String>) -> Output {
+        Output {
+            refused: Some(text.into()),
+            ..Output::default()
+        }
+    }
+
+    fn dispatch(&mut self, input: Input) -> Output {
+        let answer = |a: Answer| Output {
+            value: Some(a),
+            ..Output::default()
+        };
+        match input {
+            Input::Describe {
+                pi_version,
+                config_dir,
+                runtime,
+            } => answer(Answer::Description(Description {
+                refusal: crate::host::host_refusal(&pi_version, &config_dir, &runtime),
+                tools: super::super::tool_specs(),
+                rendered_types: super::super::tui::RENDERED_TYPES
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect(),
+            })),
+            Input::Configure { sources } => {
+                let mut told = std::mem::take(&mut self.told);
+                let reply = self.configure_reply(&sources, &mut told);
+                self.told = told;
+                self.last_sources = Some(*sources);
+                Output::from_hook(reply)
+            }
+            Input::Open {
+                session_id,
+                file,
+                size,
+                leaf,
+                background,
+                read_ahead,
+            } => self.open(
+                &session_id,
+                file.as_deref(),
+                size,
+                leaf.as_deref(),
+                background,
+                read_ahead.as_deref(),
+            ),
+            Input::Resync {
+                session_id,
+                entries,
+            } => self.resync_from(&session_id, &entries),
+            Input::Prefetch { file, size } => self.prefetch(&file, size),
+            Input::Close => {
+                let mut out = Output::default();
+                self.drop_loads(&mut out);
+                self.drop_read_ahead(&mut out);
+                out
+            }
+            Input::History => Output {
+                history_load: self.history_load(),
+                ..Output::default()
+            },
+            Input::Known { ids } => {
+                answer(Answer::Known(ids.iter().position(|id| self.contains(id))))
+            }
+            Input::Hook { observation } => self.hook(&observation),
+            Input::Tool {
+                call_id: _,
+                name,
+                args,
+                moment,
+            } => {
+                if self.loads.needs_branch {
+                    return Self::refused(WAITING);
+                }
+                self.tool_input(&name, &args, &moment)
+            }
+            Input::Prepare { tool, args } => answer(match crate::args::prepare(&tool, &args) {
+                Ok(args) => Answer::Prepared { args },
+                Err(e) => Answer::Refused {
+                    error: Some(e.text),
+                },
+            }),
+            Input::SchemaRefused { tool, message } => {
+                answer(match crate::args::is_schema_refusal(&message) {
+                    true => Answer::Refused {
+                        error: Some(crate::args::schema_refusal(&tool, &message)),
+                    },
+                    false => Answer::Refused { error: None },
+                })
+            }
+            Input::Done {
+                op,
+                results,
+                moment,
+                loaded,
+            } => {
+                if self.is_load(op) {
+                    self.load_done(op, &results, loaded)
+                } else if self.loads.needs_branch {
+                    Self::refused(WAITING)
+                } else {
+                    self.done(op, &results, &moment)
+                }
+            }
+            Input::Failed { hook, message } => self.failed(&hook, &message),
+            Input::Feed(feed) => match self.feed(feed) {
+                Ok(()) => Output::default(),
+                Err(text) => Self::refused(text),
+            },
+            Input::RelaunchUnwritten { why, observation } => {
+                Output::from_hook(self.relaunch_unwritten(&observation, &why))
+            }
+        }
+    }
+
+    /// A Pi hook: the `/relay on|off` memory across reloads, the loads a shutdown stops, the
+    /// engine's answer, and the whole history's load at the first settle.
+    fn hook(&mut self, observation: &Observation) -> Output {
+        if self.loads.needs_branch {
+            return Self::refused(WAITING);
+        }
+        let session = self.session_id().to_string();
+        let mut recalled = Vec::new();
+        let mut stopped = Output::default();
+        match &observation.event {
+            Event::Command { args } if args == "on" || args == "off" => {
+                self.toggle = Some(args.clone());
+                toggle_memory().insert(session, args.clone());
+            }
+            // A load still running is for nobody now (`pi -p` ends, `/quit`, a switch): it
+            // stops, and Pi does not wait for it.
+            Event::SessionShutdown => self.drop_loads(&mut stopped),
+            Event::SessionStart { .. } if self.toggle.is_none() => {
+                let remembered = toggle_memory().get(&session).cloned();
+                if let Some(args) = remembered {
+                    self.toggle = Some(args.clone());
+                    recalled = self
+                        .observe(&Observation {
+                            moment: observation.moment.clone(),
+                            event: Event::Command { args },
+                        })
+                        .effects;
+                }
+            }
+            _ => {}
+        }
+        let mut out = if observation.event == Event::Context {
+            self.context_hook(observation)
+        } else {
+            let reply = self.observe(observation);
+            let load_history = reply.load_history;
+            let mut out = Output::from_hook(reply);
+            if load_history {
+                out.history_load = self.history_load();
+            }
+            out
+        };
+        recalled.append(&mut out.effects);
+        out.effects = recalled;
+        out.cancel = stopped.cancel;
+        out
+    }
+}

@@ -1,0 +1,166 @@
+//! The file effects of an engine output, done by the host on its own thread: Relay's event log,
+//! the status file and the relaunch marker (each a small write), and the configuration files read
+//! before the engine sees the configuration. Everything else in an output is the extension's.
+//!
+//! A failed write never fails the hook: the first one is a warning notification (later ones are
+//! not reported again), and a status failure is also an `error` event when the event log can
+//! still be written. A relaunch marker that could not be written is handed back: the host tells
+//! the engine ([`relay_core::engine::Input::RelaunchUnwritten`]), which resets in-process instead.
+
+use std::path::{Path, PathBuf};
+
+use relay_core::engine::{ConfigSources, Effect, NotifyLevel, RelaunchKey};
+
+use crate::jobs::now_ms;
+
+/// Where Relay's files go, and whether a failed write was told already.
+#[derive(Debug, Default)]
+pub struct Files {
+    /// `PI_CONTEXT_BUDGET_STATE_DIR`, or agentDir/context-budget (from the configuration).
+    state_dir: Option<PathBuf>,
+    write_failure_told: bool,
+}
+
+/// What [`Files::execute`] leaves: the effects for the extension, and why the relaunch marker
+/// could not be written (then no `shutdown` is among the effects).
+#[derive(Debug, Default)]
+pub struct Executed {
+    pub effects: Vec<Effect>,
+    pub relaunch_unwritten: Option<String>,
+}
+
+impl Files {
+    /// Read the files `sources` names (see [`read_config_files`]) and remember the state folder.
+    pub fn configure(&mut self, sources: &mut ConfigSources) {
+        read_config_files(sources);
+        self.state_dir = sources.resolved_state_dir().map(PathBuf::from);
+    }
+
+    /// Append an `error` event (`kind`: hook, config, telemetry) to events.jsonl; a failure to do
+    /// so is reported once through [`Files::execute`]'s path.
+    pub fn error_event(&mut self, kind: &str, session_id: &str, message: &str) {
+        let Some(dir) = &self.state_dir else { return };
+        let event = serde_json::json!({
+            "ts": now_ms(),
+            "event": "error",
+            "kind": kind,
+            "sessionId": session_id,
+            "message": message,
+        });
+        // An unwritable event log is reported once by `execute`.
+        let _ = crate::telemetry::append_event(dir, &event);
+    }
+
+    fn tell_write_failure(&mut self, kept: &mut Vec<Effect>, text: String) {
+        if self.write_failure_told {
+            return;
+        }
+        self.write_failure_told = true;
+        kept.push(Effect::Notify {
+            text: format!(
+                "{text}. Relay keeps working; failures to write its files are not reported again."
+            ),
+            level: NotifyLevel::Warning,
+        });
+    }
+
+    /// Perform the file effects among `effects` (of session `session_id`) and keep the rest.
+    pub fn execute(&mut self, effects: Vec<Effect>, session_id: &str) -> Executed {
+        let mut done = Executed {
+            effects: Vec::with_capacity(effects.len()),
+            relaunch_unwritten: None,
+        };
+        let kept = &mut done.effects;
+        for effect in effects {
+            match effect {
+                Effect::WriteRelaunchMarker { path, marker, key } => {
+                    if let Err(why) = write_relaunch_marker(&path, &marker, &key) {
+                        // The engine's `relaunch_failed` event and warning say why.
+                        done.relaunch_unwritten = Some(why);
+                    }
+                }
+                Effect::RemoveRelaunchMarker { path } => {
+                    let _ = std::fs::remove_file(path);
+                }
+                // Pi is only asked to shut down for a relaunch once its marker is written.
+                Effect::Shutdown if done.relaunch_unwritten.is_some() => {}
+                Effect::WriteFailed { text } => self.tell_write_failure(kept, text),
+                Effect::Telemetry { mut event } => {
+                    if let Some(obj) = event.as_object_mut() {
+                        // Events made without a clock (configuration problems) get their time here.
+                        obj.entry("ts")
+                            .or_insert_with(|| serde_json::json!(now_ms()));
+                    }
+                    let failed = self.state_dir.as_ref().and_then(|dir| {
+                        crate::telemetry::append_event(dir, &event).err().map(|e| {
+                            format!(
+                                "relay: cannot append to {}: {e}",
+                                crate::telemetry::events_path(dir).display()
+                            )
+                        })
+                    });
+                    if let Some(text) = failed {
+                        self.tell_write_failure(kept, text);
+                    }
+                }
+                Effect::WriteStatus { mut status } => {
+                    if let Some(obj) = status.as_object_mut() {
+                        obj.insert("pid".into(), serde_json::json!(std::process::id()));
+                    }
+                    let failed = self.state_dir.as_ref().and_then(|dir| {
+                        crate::telemetry::write_status(dir, session_id, &status)
+                            .err()
+                            .map(|e| {
+                                format!(
+                                    "relay: cannot write the status file in {}: {e}",
+                                    dir.display()
+                                )
+                            })
+                    });
+                    if let Some(text) = failed {
+                        if !self.write_failure_told {
+                            self.error_event("telemetry", session_id, &text);
+                        }
+                        self.tell_write_failure(kept, text);
+                    }
+                }
+                other => kept.push(other),
+            }
+        }
+        done
+    }
+}
+
+/// Sign and write the pi-session relaunch marker (the handoff and launch prompt files are
+/// checked first). The error says why; it never contains the key.
+pub fn write_relaunch_marker(
+    path: &str,
+    marker: &serde_json::Value,
+    key: &RelaunchKey,
+) -> Result<(), String> {
+    let key = crate::relaunch::Key::from_hex(key.expose())
+        .ok_or_else(|| "the relaunch key is not 64 hex digits".to_string())?;
+    let marker: crate::relaunch::Marker = serde_json::from_value(marker.clone())
+        .map_err(|e| format!("the relaunch marker has not the wrapper's shape: {e}"))?;
+    crate::relaunch::write_marker(Path::new(path), &key, &marker)
+}
+
+/// Read the files the configuration names: the budget policy file, and the project's settings
+/// file when the project is trusted (never opened otherwise). On Pi's thread, so each is read as
+/// something that cannot block: opened without blocking, only a regular file, within its cap
+/// ([`crate::fsx::read_small_text`]); a FIFO, a device or an oversize file is refused and
+/// reported by the engine as unreadable, naming the file.
+pub fn read_config_files(sources: &mut ConfigSources) {
+    use crate::fsx::read_small_text;
+    use relay_core::engine::wire::{MAX_BUDGET_FILE_BYTES, MAX_SETTINGS_FILE_BYTES};
+    if let Some(file) = sources.budget_file_path() {
+        match read_small_text(Path::new(&file.path), MAX_BUDGET_FILE_BYTES, true) {
+            Ok(text) => sources.budget_file = text,
+            Err(e) => sources.budget_file_error = Some(e.to_string()),
+        }
+    }
+    if let Some(file) = sources.project_file_to_read().map(PathBuf::from) {
+        let read = read_small_text(&file, MAX_SETTINGS_FILE_BYTES, true).map_err(|e| e.to_string());
+        sources.set_project_text(read);
+    }
+}
