@@ -644,13 +644,18 @@ impl Binding {
     /// so is itself reported once through [`Binding::execute`]'s path.
     fn error_event(&mut self, kind: &str, message: &str) {
         let Some(dir) = &self.state_dir else { return };
-        let event = serde_json::json!({
-            "ts": now_ms(),
-            "event": "error",
-            "kind": kind,
-            "sessionId": self.inner.history().session_id(),
-            "message": message,
-        });
+        let event = relay_core::engine::files::TelemetryLine {
+            ts: Some(now_ms()),
+            session_id: self.inner.history().session_id().to_string(),
+            window_id: None,
+            mode: None,
+            would: false,
+            event: relay_core::engine::files::TelemetryEvent::Error {
+                kind: kind.to_string(),
+                path: None,
+                message: message.to_string(),
+            },
+        };
         if relay_io::telemetry::append_event(dir, &event).is_err() {
             // The events file itself is unwritable: `execute` reports that once.
         }
@@ -698,11 +703,8 @@ impl Binding {
                 Effect::Shutdown if marker_failed => {}
                 Effect::WriteFailed { text } => self.tell_write_failure(&mut kept, text),
                 Effect::Telemetry { mut event } => {
-                    if let Some(obj) = event.as_object_mut() {
-                        // Events made without a clock (configuration problems) get their time here.
-                        obj.entry("ts")
-                            .or_insert_with(|| serde_json::json!(now_ms()));
-                    }
+                    // Events made without a clock (configuration problems) get their time here.
+                    event.ts.get_or_insert_with(now_ms);
                     let failed = self.state_dir.as_ref().and_then(|dir| {
                         relay_io::telemetry::append_event(dir, &event)
                             .err()
@@ -718,9 +720,7 @@ impl Binding {
                     }
                 }
                 Effect::WriteStatus { mut status } => {
-                    if let Some(obj) = status.as_object_mut() {
-                        obj.insert("pid".into(), serde_json::json!(std::process::id()));
-                    }
+                    status.pid = Some(std::process::id());
                     let failed = match &self.state_dir {
                         Some(dir) => relay_io::telemetry::write_status(dir, &session_id, &status)
                             .err()
@@ -859,9 +859,12 @@ mod tests {
         std::fs::write(&handoff, "# Handoff\n").unwrap();
         let hex = "0f".repeat(32);
         let key = engine::RelaunchKey::new(hex.clone());
-        let marker = serde_json::json!({
-            "cwd": "/w", "launchPrompt": null, "handoff": handoff, "sessionFile": null,
-        });
+        let marker = engine::files::RelaunchMarker {
+            cwd: "/w".into(),
+            launch_prompt: None,
+            handoff: handoff.to_string_lossy().into_owned(),
+            session_file: None,
+        };
         let path = dir.join("1-m.json");
         write_relaunch_marker(&path.to_string_lossy(), &marker, &key).unwrap();
         let k = relay_io::relaunch::Key::from_hex(&hex).unwrap();

@@ -296,7 +296,7 @@ pub enum Work {
         sequence: u32,
         markdown: String,
         #[cfg_attr(test, ts(type = "unknown"))]
-        sidecar: Value,
+        sidecar: Box<super::files::HandoffSidecar>,
     },
     /// Read a session file on the pool (the binding's; `value`: whether it holds the leaf).
     Load { whole: bool },

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::files::TelemetryEvent;
 use super::reset;
 use super::wire::{
     Effect, Event, HookReply, HookResult, Moment, NotifyLevel, PiOutcome, BOOT_TYPE,
@@ -510,11 +511,14 @@ impl Engine {
                 reply.appends.push(self.native_fallback_record(true));
                 self.native.passed = false;
                 let event = self.telemetry_event(
-                    "native_compaction_fallback",
-                    serde_json::json!({ "reason": reason }),
+                    TelemetryEvent::NativeCompactionFallback {
+                        reason: reason.to_string(),
+                    },
                     moment,
                 );
-                reply.effects.push(Effect::Telemetry { event });
+                reply.effects.push(Effect::Telemetry {
+                    event: Box::new(event),
+                });
                 Some(true)
             }
             _ => {

@@ -668,7 +668,7 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     assert!(blocked
         .effects
         .iter()
-        .any(|eff| matches!(eff, Effect::Telemetry { event } if event["event"] == "tool_blocked")));
+        .any(|eff| matches!(eff, Effect::Telemetry { event } if event.name() == "tool_blocked")));
 }
 
 #[test]
@@ -704,7 +704,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     assert!(reply
         .effects
         .iter()
-        .any(|eff| matches!(eff, Effect::Telemetry { event } if event["event"] == "would_block")));
+        .any(|eff| matches!(eff, Effect::Telemetry { event } if event.name() == "would_block")));
     let handoff = e.handoff_begin(
         &json!({"goal":"g","next_step":"n","facts":"f"}),
         &moment(Some(31_000)),
@@ -1606,7 +1606,9 @@ fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
         .effects
         .iter()
         .filter_map(|eff| match eff {
-            Effect::Telemetry { event } if event["event"] == name => Some(event.clone()),
+            Effect::Telemetry { event } if event.name() == name => {
+                Some(serde_json::to_value(event).unwrap())
+            }
             _ => None,
         })
         .collect()
@@ -1809,7 +1811,9 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
     assert!(e.configure(&sources).is_empty());
     let phase = |reply: &HookReply| {
         reply.effects.iter().find_map(|eff| match eff {
-            Effect::WriteStatus { status } => Some(status["phase"].clone()),
+            Effect::WriteStatus { status } => {
+                Some(serde_json::to_value(status).unwrap()["phase"].clone())
+            }
             _ => None,
         })
     };
@@ -2404,7 +2408,7 @@ fn status_of(reply: &HookReply) -> serde_json::Value {
         .effects
         .iter()
         .find_map(|e| match e {
-            Effect::WriteStatus { status } => Some(status.clone()),
+            Effect::WriteStatus { status } => Some(serde_json::to_value(status).unwrap()),
             _ => None,
         })
         .expect("a status write")
@@ -2444,8 +2448,8 @@ fn an_owned_wrapper_gets_the_signed_marker_at_the_settle_point_and_a_shutdown_at
     assert_eq!(path, &format!("/agent/relaunch/4200-{NONCE}.json"));
     assert_eq!(key.expose(), KEY);
     assert_eq!(
-        marker,
-        &json!({
+        serde_json::to_value(marker).unwrap(),
+        json!({
             "cwd": "/work/project",
             "launchPrompt": "/work/launch.md",
             "handoff": "/work/project/.ai-work/handoffs/s-2.md",

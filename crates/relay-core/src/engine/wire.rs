@@ -433,7 +433,7 @@ pub enum Effect {
     WriteRelaunchMarker {
         path: String,
         #[cfg_attr(test, ts(type = "unknown"))]
-        marker: Value,
+        marker: super::files::RelaunchMarker,
         #[serde(skip_serializing)]
         #[cfg_attr(test, ts(skip))]
         key: RelaunchKey,
@@ -444,13 +444,13 @@ pub enum Effect {
     /// An event for `events.jsonl` (executed by the binding, never reaches the extension).
     Telemetry {
         #[cfg_attr(test, ts(type = "unknown"))]
-        event: Value,
+        event: Box<super::files::TelemetryLine>,
     },
     /// The session's `status/<sessionId>.json` (executed by the binding, never reaches the
     /// extension).
     WriteStatus {
         #[cfg_attr(test, ts(type = "unknown"))]
-        status: Value,
+        status: Box<super::files::StatusFile>,
     },
     /// A file of Relay's could not be written (`text` says which and why): the binding tells
     /// the user once per engine, with every other failed write.

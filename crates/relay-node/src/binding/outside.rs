@@ -11,14 +11,12 @@ use relay_core::engine::{self, ConfigSources};
 /// files first). The error says why; it never contains the key.
 pub(super) fn write_relaunch_marker(
     path: &str,
-    marker: &serde_json::Value,
+    marker: &engine::files::RelaunchMarker,
     key: &engine::RelaunchKey,
 ) -> Result<(), String> {
     let key = relay_io::relaunch::Key::from_hex(key.expose())
         .ok_or_else(|| "the relaunch key is not 64 hex digits".to_string())?;
-    let marker: relay_io::relaunch::Marker = serde_json::from_value(marker.clone())
-        .map_err(|e| format!("the relaunch marker has not the wrapper's shape: {e}"))?;
-    relay_io::relaunch::write_marker(std::path::Path::new(path), &key, &marker)
+    relay_io::relaunch::write_marker(std::path::Path::new(path), &key, marker)
 }
 
 /// The user's last `/relay on|off` per session, for this process: the addon outlives the
