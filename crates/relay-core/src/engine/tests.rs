@@ -11,6 +11,7 @@
 use serde_json::json;
 
 use super::tools::note_after;
+use super::wire::PiCompactReason;
 use super::*;
 use crate::entry::{parse_entry, Entry};
 use crate::notes::{NoteOp, Notes};
@@ -3191,6 +3192,41 @@ fn pi_outcome_keeps_an_unknown_value_and_counts_it_as_not_completed() {
         serde_json::to_value(&settle).unwrap()["outcome"],
         json!("error")
     );
+}
+
+/// Pi's compaction `reason` keeps a value this Relay does not know (`Other`), and the hook is
+/// answered as for a threshold compaction, the same reply byte for byte.
+#[test]
+fn an_unknown_compaction_reason_is_kept_and_answered_as_a_threshold_one() {
+    let hook: Event = serde_json::from_value(
+        json!({"type": "session_before_compact", "reason": "budget", "willRetry": false}),
+    )
+    .unwrap();
+    let Event::SessionBeforeCompact { reason, .. } = &hook else {
+        panic!("{hook:?}");
+    };
+    assert_eq!(reason, &PiCompactReason::Other("budget".into()));
+    assert_eq!(
+        serde_json::to_value(&hook).unwrap()["reason"],
+        json!("budget")
+    );
+    let reply = |reason: &str| {
+        let mut e = engine();
+        let mut b = Branch::new();
+        e.append(&[b.user("hello")]);
+        let reply = e.handle(&obs(
+            Event::SessionBeforeCompact {
+                reason: reason.into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(90_000),
+        ));
+        serde_json::to_string(&reply).unwrap()
+    };
+    let threshold = reply("threshold");
+    assert!(threshold.contains("reset"), "{threshold}");
+    assert_eq!(reply("budget"), threshold);
 }
 
 /// New entries are mirrored only when they descend from the mirror's tip; otherwise nothing is

@@ -26,6 +26,7 @@ mod config;
 mod event;
 
 pub use config::*;
+pub use event::PiCompactReason;
 
 /// Pi's `outcome` of a turn or a run (`turn_end`, `agent_end`), as the wire carries it: a plain
 /// string. A value this Relay does not know is kept as [`PiOutcome::Other`] and counts as not
@@ -277,8 +278,8 @@ pub enum Event {
     SessionCompactFailed {
         /// `manual`, `threshold` or `overflow`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[cfg_attr(test, ts(optional))]
-        reason: Option<String>,
+        #[cfg_attr(test, ts(optional, type = "string"))]
+        reason: Option<PiCompactReason>,
         #[serde(default)]
         aborted: bool,
         /// Pi's `errorMessage` (e.g. "Compaction failed: Nothing to compact (session too small)");
@@ -289,7 +290,8 @@ pub enum Event {
     },
     SessionBeforeCompact {
         /// `manual`, `threshold` or `overflow`.
-        reason: String,
+        #[cfg_attr(test, ts(type = "string"))]
+        reason: PiCompactReason,
         will_retry: bool,
         /// The user's `/compact <instructions>`, when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
