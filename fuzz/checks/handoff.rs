@@ -8,7 +8,7 @@
 //! and the 48 KiB file limit) and of the metadata (cwd, branch and HEAD with the same texts).
 //!
 //! Properties checked:
-//! - `HandoffArgs::parse`, `narrative_cuts`, `render_markdown(_with)`, `sidecar_json` and
+//! - `HandoffArgs::parse`, `narrative_cuts`, `render_markdown(_with)`, `HandoffSidecar::new` and
 //!   `shortened_reply` never panic;
 //! - a refused call is an argument error that starts with `context_handoff: ` and names an
 //!   argument; an accepted one has non-blank goal, next step and facts, non-blank file paths and
@@ -23,9 +23,9 @@
 //!   present, Files to read, Automatic metadata), whatever the fields contain.
 use arbitrary::{Result, Unstructured};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use relay_core::engine::files::HandoffSidecar;
 use relay_core::handoff::{
-    sidecar_json, GitState, HandoffArgs, HandoffError, HandoffMeta, MAX_MARKDOWN_BYTES,
-    NARRATIVE_BUDGET_BYTES,
+    GitState, HandoffArgs, HandoffError, HandoffMeta, MAX_MARKDOWN_BYTES, NARRATIVE_BUDGET_BYTES,
 };
 use relay_core::render::handoff::{
     heading, narrative_cuts, render_markdown, render_markdown_with, shortened_reply,
@@ -71,7 +71,8 @@ pub fn check(data: &[u8]) {
         assert!(p.starts_with('/'), "relative launch prompt accepted: {p:?}");
     }
 
-    let side = sidecar_json(&a, &meta, "/h/handoff.md");
+    let side = serde_json::to_value(HandoffSidecar::new(&a, &meta, "/h/handoff.md"))
+        .expect("a sidecar serializes");
     for (key, want) in [
         ("goal", json!(a.goal)),
         ("nextStep", json!(a.next_step)),

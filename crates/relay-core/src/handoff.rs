@@ -1,5 +1,5 @@
-//! `context_handoff`: argument validation (decoded by [`crate::args`]), the JSON sidecar and the
-//! duplicate back-off; the markdown under the section budgets is [`crate::render::handoff`]. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
+//! `context_handoff`: argument validation (decoded by [`crate::args`]) and the duplicate
+//! back-off (the JSON sidecar is [`crate::engine::files::HandoffSidecar`]); the markdown under the section budgets is [`crate::render::handoff`]. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
 //! collected by the caller independently of the model.
 
 #![deny(
@@ -12,10 +12,9 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::args;
-use crate::render::handoff::{heading, narrative_cuts};
 use crate::ToolOutput;
 
 /// The whole markdown file is capped at 48 KiB of UTF-8.
@@ -164,7 +163,7 @@ pub use crate::time::format_local_iso as format_timestamp;
 
 /// One narrative section the budget shortened: its size as the agent wrote it and as the
 /// markdown keeps it (the kept text, without the `…(cut, N chars)` marker).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SectionCut {
     pub section: String,
@@ -179,43 +178,6 @@ impl SectionCut {
     pub fn removed_chars(&self) -> usize {
         self.chars_before - self.chars_after
     }
-}
-
-/// The JSON sidecar written next to the markdown. It keeps every argument in full (the markdown
-/// may cut narrative sections; the sidecar loses nothing), the automatic metadata and the
-/// duplicate fingerprint.
-pub fn sidecar_json(args: &HandoffArgs, meta: &HandoffMeta, markdown_path: &str) -> Value {
-    let fp = HandoffFingerprint::new(args, meta.timestamp_ms, meta.git_head.as_deref());
-    json!({
-        "version": 1,
-        "kind": "handoff",
-        "heading": heading(meta),
-        "markdownPath": markdown_path,
-        "sessionId": meta.session_id,
-        "sequence": meta.sequence,
-        "windowId": meta.window_id,
-        "createdAt": format_timestamp(meta.timestamp_ms, meta.tz_offset_minutes),
-        "timestampMs": meta.timestamp_ms,
-        "tzOffsetMinutes": meta.tz_offset_minutes,
-        "cwd": meta.cwd,
-        "repoRoot": meta.repo_root,
-        "git": {
-            "state": meta.git_state.as_str(),
-            "branch": meta.git_branch,
-            "head": meta.git_head,
-        },
-        "goal": args.goal,
-        "nextStep": args.next_step,
-        "facts": args.facts,
-        "decisions": args.decisions,
-        "userConstraints": args.user_constraints,
-        "openItems": args.open_items,
-        "hypotheses": args.hypotheses,
-        "filesToRead": args.files_to_read,
-        "launchPrompt": args.launch_prompt,
-        "cutSections": narrative_cuts(args),
-        "fingerprint": fp.to_value(),
-    })
 }
 
 /// Whether `c` is written without spaces between words (Han ideographs, Hiragana): each such

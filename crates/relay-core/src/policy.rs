@@ -53,6 +53,7 @@
 )]
 
 pub mod budget_file;
+mod events;
 mod failure;
 pub mod glob;
 mod modes;
@@ -70,6 +71,7 @@ pub use thresholds::{
 };
 
 pub use crate::render::policy::*;
+pub use events::{PolicyEvent, Threshold};
 pub use failure::{classify_compact_failure, FailureKind};
 pub use transition::{
     armed_by_compaction_failure, disarm_compaction_failure, handoff_is_forced, notes_access, step,
@@ -77,7 +79,6 @@ pub use transition::{
 };
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The name of the handoff tool, which the policy never blocks.
 pub const HANDOFF_TOOL: &str = "context_handoff";
@@ -388,47 +389,39 @@ pub enum PolicyEffect {
     /// [`PolicyParams::relaunch`]): the engine writes the pi-session marker and requests Pi's
     /// shutdown at `agent_settled`; the wrapper starts a fresh Pi from the latest handoff.
     Relaunch { reason: FallbackReason },
-    /// A telemetry event for `events.jsonl`.
-    Event { name: String, fields: Value },
+    /// A telemetry event for `events.jsonl`; `would`: the observe mode's preview of it
+    /// (`would_<kind>`).
+    Event { event: PolicyEvent, would: bool },
 }
 
 impl PolicyEffect {
-    /// The observe-mode form of this effect: `would_<kind>` (events keep their name after the
-    /// prefix), with the effect's data as fields.
+    /// The observe-mode form of this effect: `would_<kind>`, an event keeping its kind and
+    /// fields, any other effect its preview event ([`PolicyEvent::preview_of`]).
     pub fn to_would(&self) -> PolicyEffect {
+        PolicyEffect::Event {
+            event: PolicyEvent::preview_of(self),
+            would: true,
+        }
+    }
+
+    /// An event's name as `events.jsonl` has it (`would_` before a preview's); `None` for an
+    /// effect that is not an event.
+    pub fn event_name(&self) -> Option<String> {
         match self {
-            PolicyEffect::Event { name, fields } => PolicyEffect::Event {
-                name: format!("would_{name}"),
-                fields: fields.clone(),
-            },
-            other => {
-                let mut fields = serde_json::to_value(other).unwrap_or(Value::Null);
-                let kind = fields
-                    .as_object_mut()
-                    .and_then(|o| o.remove("type"))
-                    .and_then(|t| t.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                let name = match kind.as_str() {
-                    "notify" => "would_notify",
-                    "block" => "would_block",
-                    "requestReset" => "would_reset",
-                    "continue" => "would_continue",
-                    "relaunch" => "would_relaunch",
-                    _ => "would_unknown",
-                };
-                PolicyEffect::Event {
-                    name: name.to_string(),
-                    fields,
-                }
-            }
+            PolicyEffect::Event { event, would } => Some(if *would {
+                format!("would_{}", event.name())
+            } else {
+                event.name().to_string()
+            }),
+            _ => None,
         }
     }
 }
 
-fn event(name: &str, fields: Value) -> PolicyEffect {
+fn event(event: PolicyEvent) -> PolicyEffect {
     PolicyEffect::Event {
-        name: name.to_string(),
-        fields,
+        event,
+        would: false,
     }
 }
 

@@ -20,7 +20,7 @@
 //! | boot block, notes steer, continuation, continue-task, handoff request | `custom_message` `relay/boot`, `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`, `details` (their text is the content) | [`MessageDetails`] |
 //!
 //! The relaunch marker, the status file, telemetry events and the handoff sidecar are files, not
-//! session records; they are not here.
+//! session records: they are [`crate::engine::files`].
 //!
 //! # Versions
 //!

@@ -92,7 +92,7 @@ proptest! {
             prop_assert_eq!(&ofx, &expected);
             for e in &ofx {
                 match e {
-                    PolicyEffect::Event { name, .. } => prop_assert!(name.starts_with("would_")),
+                    PolicyEffect::Event { would, .. } => prop_assert!(*would && e.event_name().is_some_and(|n| n.starts_with("would_"))),
                     other => prop_assert!(false, "observe produced a real effect: {:?}", other),
                 }
             }
@@ -110,7 +110,7 @@ proptest! {
         let mut open = false;
         for input in &inputs {
             let (mut n, fx) = step(&s, &p, input);
-            let requested = fx.iter().any(|e| matches!(e, PolicyEffect::Event { name, .. } if name == "idle_handoff_requested"));
+            let requested = fx.iter().any(|e| e.event_name().as_deref() == Some("idle_handoff_requested"));
             if requested {
                 prop_assert!(!open, "a second idle request while one is open");
                 prop_assert!(!s.settle_continued, "a second handoff request in one run");

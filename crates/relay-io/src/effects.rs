@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use relay_core::engine::files::{RelaunchMarker, TelemetryEvent, TelemetryLine};
 use relay_core::engine::{ConfigSources, Effect, NotifyLevel, RelaunchKey};
 
 use crate::jobs::now_ms;
@@ -40,13 +41,18 @@ impl Files {
     /// so is reported once through [`Files::execute`]'s path.
     pub fn error_event(&mut self, kind: &str, session_id: &str, message: &str) {
         let Some(dir) = &self.state_dir else { return };
-        let event = serde_json::json!({
-            "ts": now_ms(),
-            "event": "error",
-            "kind": kind,
-            "sessionId": session_id,
-            "message": message,
-        });
+        let event = TelemetryLine {
+            ts: Some(now_ms()),
+            session_id: session_id.to_string(),
+            window_id: None,
+            mode: None,
+            would: false,
+            event: TelemetryEvent::Error {
+                kind: kind.to_string(),
+                path: None,
+                message: message.to_string(),
+            },
+        };
         // An unwritable event log is reported once by `execute`.
         let _ = crate::telemetry::append_event(dir, &event);
     }
@@ -86,11 +92,8 @@ impl Files {
                 Effect::Shutdown if done.relaunch_unwritten.is_some() => {}
                 Effect::WriteFailed { text } => self.tell_write_failure(kept, text),
                 Effect::Telemetry { mut event } => {
-                    if let Some(obj) = event.as_object_mut() {
-                        // Events made without a clock (configuration problems) get their time here.
-                        obj.entry("ts")
-                            .or_insert_with(|| serde_json::json!(now_ms()));
-                    }
+                    // Events made without a clock (configuration problems) get their time here.
+                    event.ts.get_or_insert_with(now_ms);
                     let failed = self.state_dir.as_ref().and_then(|dir| {
                         crate::telemetry::append_event(dir, &event).err().map(|e| {
                             format!(
@@ -104,9 +107,7 @@ impl Files {
                     }
                 }
                 Effect::WriteStatus { mut status } => {
-                    if let Some(obj) = status.as_object_mut() {
-                        obj.insert("pid".into(), serde_json::json!(std::process::id()));
-                    }
+                    status.pid = Some(std::process::id());
                     let failed = self.state_dir.as_ref().and_then(|dir| {
                         crate::telemetry::write_status(dir, session_id, &status)
                             .err()
@@ -135,14 +136,12 @@ impl Files {
 /// checked first). The error says why; it never contains the key.
 pub fn write_relaunch_marker(
     path: &str,
-    marker: &serde_json::Value,
+    marker: &RelaunchMarker,
     key: &RelaunchKey,
 ) -> Result<(), String> {
     let key = crate::relaunch::Key::from_hex(key.expose())
         .ok_or_else(|| "the relaunch key is not 64 hex digits".to_string())?;
-    let marker: crate::relaunch::Marker = serde_json::from_value(marker.clone())
-        .map_err(|e| format!("the relaunch marker has not the wrapper's shape: {e}"))?;
-    crate::relaunch::write_marker(Path::new(path), &key, &marker)
+    crate::relaunch::write_marker(Path::new(path), &key, marker)
 }
 
 /// Read the files the configuration names: the budget policy file, and the project's settings

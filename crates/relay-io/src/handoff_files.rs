@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::fsx;
 
@@ -62,13 +62,14 @@ pub fn next_sequence(root: &Path, session_id: &str) -> io::Result<u32> {
 
 /// Write handoff `n`: the markdown first (never replacing an existing handoff: an existing
 /// `<sessionId>-<n>.md` fails with `AlreadyExists`, and the caller re-renders with
-/// [`next_sequence`]), then the sidecar. Returns the markdown path.
+/// [`next_sequence`]), then the sidecar. Returns the markdown path. The sidecar is the engine's
+/// `relay_core::engine::files::HandoffSidecar`.
 pub fn write_handoff(
     root: &Path,
     session_id: &str,
     n: u32,
     markdown: &str,
-    sidecar: &Value,
+    sidecar: &(impl Serialize + ?Sized),
 ) -> io::Result<PathBuf> {
     check_session_id(session_id)?;
     let md = handoff_path(root, session_id, n);
@@ -103,7 +104,7 @@ mod tests {
         let p = write_handoff(&t.0, "s1", n, "# Handoff s1-1\n", &json!({"a": 1})).unwrap();
         assert_eq!(p, t.0.join(".ai-work/handoffs/s1-1.md"));
         assert_eq!(fs::read_to_string(&p).unwrap(), "# Handoff s1-1\n");
-        let side: Value =
+        let side: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(p.with_extension("json")).unwrap()).unwrap();
         assert_eq!(side, json!({"a": 1}));
         assert_eq!(mode(&p), 0o600);

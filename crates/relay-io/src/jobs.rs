@@ -336,7 +336,12 @@ mod tests {
     fn write_job(id: u64, root: &Path) -> String {
         json!({"id": id, "deadlineMs": i64::MAX, "work": {
             "kind": "writeHandoff", "root": root, "sessionId": "s", "sequence": 1,
-            "markdown": "# Handoff\n", "sidecar": {"a": 1}}})
+            "markdown": "# Handoff\n", "sidecar": {"version": 1, "kind": "handoff",
+                "heading": "Handoff s-1", "markdownPath": "", "sessionId": "s", "sequence": 1,
+                "windowId": "w", "createdAt": "", "timestampMs": 0, "tzOffsetMinutes": 0,
+                "cwd": "/", "git": {"state": "noGit"}, "goal": "g", "nextStep": "n",
+                "facts": "f", "filesToRead": [], "cutSections": [],
+                "fingerprint": {"atMs": 0, "text": "g"}}}})
         .to_string()
     }
 

@@ -13,7 +13,7 @@
 //!
 //! `mac` is HMAC-SHA256 under the launch's key over [`DOMAIN`] followed by the exact bytes of the
 //! `marker` value as they stand in the file (no canonical form is needed: the verifier takes the
-//! bytes as written). The marker itself has exactly the four fields of [`Marker`].
+//! bytes as written). The marker itself has exactly the four fields of [`RelaunchMarker`].
 
 use std::fmt;
 use std::fs;
@@ -22,7 +22,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use hmac::{KeyInit, Mac};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
@@ -111,15 +111,9 @@ pub fn write_key_file(path: &Path, key: &Key) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// What Relay asks the wrapper to relaunch with (every field required, no other field).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Marker {
-    pub cwd: String,
-    pub launch_prompt: Option<String>,
-    pub handoff: String,
-    pub session_file: Option<String>,
-}
+/// What Relay asks the wrapper to relaunch with: the engine's type (every field required, no
+/// other field), the one both sides read and write.
+pub use relay_core::engine::files::RelaunchMarker;
 
 /// A file a relaunch starts from that is not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,15 +130,14 @@ impl fmt::Display for FileProblem {
     }
 }
 
-impl Marker {
-    /// The handoff, and the launch prompt when there is one, are absolute paths of existing files.
-    pub fn check_files(&self) -> Result<(), FileProblem> {
-        check_file("handoff", &self.handoff)?;
-        if let Some(lp) = &self.launch_prompt {
-            check_file("launchPrompt", lp)?;
-        }
-        Ok(())
+/// The marker's handoff, and its launch prompt when there is one, are absolute paths of existing
+/// files.
+pub fn check_files(marker: &RelaunchMarker) -> Result<(), FileProblem> {
+    check_file("handoff", &marker.handoff)?;
+    if let Some(lp) = &marker.launch_prompt {
+        check_file("launchPrompt", lp)?;
     }
+    Ok(())
 }
 
 fn check_file(field: &'static str, value: &str) -> Result<(), FileProblem> {
@@ -164,7 +157,7 @@ fn check_file(field: &'static str, value: &str) -> Result<(), FileProblem> {
 }
 
 /// The marker file's bytes: the marker and its MAC under `key`.
-pub fn seal(key: &Key, marker: &Marker) -> Vec<u8> {
+pub fn seal(key: &Key, marker: &RelaunchMarker) -> Vec<u8> {
     // Serializing four strings cannot fail; an empty object would only fail verification.
     let body = serde_json::to_string(marker).unwrap_or_default();
     let mut mac = key.mac();
@@ -205,7 +198,7 @@ struct Sealed<'a> {
 }
 
 /// Verify a marker file's content with this launch's key: only then is the marker read.
-pub fn open(key: &Key, bytes: &[u8]) -> Result<Marker, Refusal> {
+pub fn open(key: &Key, bytes: &[u8]) -> Result<RelaunchMarker, Refusal> {
     let sealed: Sealed<'_> =
         serde_json::from_slice(bytes).map_err(|e| Refusal::Unsigned(e.to_string()))?;
     let tag = Key::from_hex(sealed.mac).ok_or(Refusal::Forged)?.0;
@@ -217,8 +210,8 @@ pub fn open(key: &Key, bytes: &[u8]) -> Result<Marker, Refusal> {
 
 /// Write the signed marker at `path` (atomically, mode 0600), after checking the files the
 /// relaunch would start from: a relaunch the wrapper would refuse is never asked for.
-pub fn write_marker(path: &Path, key: &Key, marker: &Marker) -> Result<(), String> {
-    marker.check_files().map_err(|p| p.to_string())?;
+pub fn write_marker(path: &Path, key: &Key, marker: &RelaunchMarker) -> Result<(), String> {
+    check_files(marker).map_err(|p| p.to_string())?;
     crate::fsx::write_atomic(path, &seal(key, marker), 0o600)
         .map_err(|e| format!("cannot write the relaunch marker {}: {e}", path.display()))
 }
@@ -231,8 +224,8 @@ mod tests {
         Key::from_bytes([byte; 32])
     }
 
-    fn marker(dir: &Path) -> Marker {
-        Marker {
+    fn marker(dir: &Path) -> RelaunchMarker {
+        RelaunchMarker {
             cwd: "/w".into(),
             launch_prompt: None,
             handoff: dir.join("h.md").to_string_lossy().into_owned(),

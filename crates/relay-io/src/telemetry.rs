@@ -6,6 +6,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::fsx;
@@ -20,8 +21,13 @@ pub fn events_path(state_dir: &Path) -> PathBuf {
     state_dir.join("events.jsonl")
 }
 
-/// Replace `status/<sessionId>.json` atomically with `status` (pretty JSON).
-pub fn write_status(state_dir: &Path, session_id: &str, status: &Value) -> io::Result<PathBuf> {
+/// Replace `status/<sessionId>.json` atomically with `status` (pretty JSON; the engine's
+/// `relay_core::engine::files::StatusFile`).
+pub fn write_status<T: Serialize + ?Sized>(
+    state_dir: &Path,
+    session_id: &str,
+    status: &T,
+) -> io::Result<PathBuf> {
     if session_id.is_empty()
         || session_id.contains(['/', '\\', '\0'])
         || session_id.starts_with('.')
@@ -38,8 +44,9 @@ pub fn write_status(state_dir: &Path, session_id: &str, status: &Value) -> io::R
     Ok(path)
 }
 
-/// Append `event` as one compact JSON line to `events.jsonl`.
-pub fn append_event(state_dir: &Path, event: &Value) -> io::Result<()> {
+/// Append `event` as one compact JSON line to `events.jsonl` (the engine's
+/// `relay_core::engine::files::TelemetryLine`).
+pub fn append_event<T: Serialize + ?Sized>(state_dir: &Path, event: &T) -> io::Result<()> {
     let line = serde_json::to_string(event).map_err(io::Error::other)?;
     fsx::append_line(&events_path(state_dir), &line)
 }

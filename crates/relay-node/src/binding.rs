@@ -519,9 +519,12 @@ mod tests {
         std::fs::write(&handoff, "# Handoff\n").unwrap();
         let hex = "0f".repeat(32);
         let key = engine::RelaunchKey::new(hex.clone());
-        let marker = serde_json::json!({
-            "cwd": "/w", "launchPrompt": null, "handoff": handoff, "sessionFile": null,
-        });
+        let marker = engine::files::RelaunchMarker {
+            cwd: "/w".into(),
+            launch_prompt: None,
+            handoff: handoff.to_string_lossy().into_owned(),
+            session_file: None,
+        };
         let path = dir.join("1-m.json");
         write_relaunch_marker(&path.to_string_lossy(), &marker, &key).unwrap();
         let k = relay_io::relaunch::Key::from_hex(&hex).unwrap();

@@ -22,7 +22,7 @@ use std::time::SystemTime;
 
 use relay_io::relaunch::{Key, MAX_MARKER_BYTES};
 
-pub use relay_io::relaunch::Marker;
+pub use relay_io::relaunch::RelaunchMarker;
 
 /// One launch's identity.
 #[derive(Debug, Clone)]
@@ -170,7 +170,7 @@ pub fn explain_missing(
 /// The marker is opened once, without blocking and without following a link, and judged by the
 /// opened file itself (`relay_io::fsx::read_small_file`): a FIFO or a device put at the path at
 /// any moment, even right after a look at it, is refused at once instead of blocking the wrapper.
-pub fn read_valid(path: &Path, cwd: &Path, key: &Key) -> Result<Marker, String> {
+pub fn read_valid(path: &Path, cwd: &Path, key: &Key) -> Result<RelaunchMarker, String> {
     use relay_io::fsx::SmallFileError;
     let bytes = match relay_io::fsx::read_small_file(path, MAX_MARKER_BYTES, false) {
         Ok(Some(bytes)) => bytes,
@@ -196,8 +196,7 @@ pub fn read_valid(path: &Path, cwd: &Path, key: &Key) -> Result<Marker, String> 
             cwd.display()
         ));
     }
-    marker
-        .check_files()
+    relay_io::relaunch::check_files(&marker)
         .map_err(|problem| format!("{}: {problem}", path.display()))?;
     Ok(marker)
 }

@@ -309,7 +309,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
 
 enum Next {
     Exit(ExitCode),
-    Relaunch(marker::Marker),
+    Relaunch(marker::RelaunchMarker),
 }
 
 /// After Pi exited with `code`: relaunch, or exit with `code` (saying why when a marker was left).

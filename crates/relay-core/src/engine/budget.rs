@@ -12,7 +12,7 @@
 //! - Telemetry events and the status file are data ([`Effect::Telemetry`],
 //!   [`Effect::WriteStatus`]); the binding writes them.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::wire::{
     ConfigSources, Continuation, Effect, Event, GuardState, HookReply, HookResult, Moment,
@@ -22,6 +22,7 @@ use super::wire::{
 /// Why the budget policy is effectively off while the shared context guard is off (the footer
 /// reads `configured enforce, effective off (context guard off)`).
 pub(super) const GUARD_OFF_REASON: &str = "context guard off";
+use super::files::{RelaunchMarker, TelemetryEvent};
 use super::Engine;
 use crate::policy::{
     self, effective_mode, invalid_file_config, parse_budget_config, step_mode, BudgetConfig,
@@ -29,10 +30,9 @@ use crate::policy::{
 };
 use crate::scheduler::{ResetSource, SchedInput};
 use crate::ConfigIssue;
-use status_file::{LastAction, LastHandoff, StatusFile, TelemetryLine};
 
 mod disarm;
-mod status_file;
+mod writes;
 
 /// Thresholds resolved for one (model key, context window, reserve, role).
 struct ResolvedParams {
@@ -374,18 +374,23 @@ impl Engine {
             .wrapper_facts
             .as_ref()
             .and_then(|f| f.session_file.clone());
-        let marker = json!({
-            "cwd": moment.cwd,
-            "launchPrompt": launch_prompt,
-            "handoff": handoff,
-            "sessionFile": session_file,
-        });
         let event = self.telemetry_event(
-            "relaunch_requested",
-            json!({"reason": reason.as_str(), "marker": path, "handoff": handoff}),
+            TelemetryEvent::RelaunchRequested {
+                reason: reason.as_str().into(),
+                marker: path.clone(),
+                handoff: handoff.clone(),
+            },
             moment,
         );
-        reply.effects.push(Effect::Telemetry { event });
+        let marker = RelaunchMarker {
+            cwd: moment.cwd.clone(),
+            launch_prompt,
+            handoff,
+            session_file,
+        };
+        reply.effects.push(Effect::Telemetry {
+            event: Box::new(event),
+        });
         reply.effects.push(Effect::WriteRelaunchMarker {
             path: path.clone(),
             marker,
@@ -407,11 +412,15 @@ impl Engine {
         };
         if aborted {
             let event = self.telemetry_event(
-                "relaunch_dropped",
-                json!({"reason": req.reason.as_str(), "why": "the run was aborted"}),
+                TelemetryEvent::RelaunchDropped {
+                    reason: req.reason.as_str().into(),
+                    why: "the run was aborted".into(),
+                },
                 moment,
             );
-            reply.effects.push(Effect::Telemetry { event });
+            reply.effects.push(Effect::Telemetry {
+                event: Box::new(event),
+            });
             reply
                 .effects
                 .push(Effect::RemoveRelaunchMarker { path: req.path });
@@ -434,11 +443,15 @@ impl Engine {
         let moment = &moment;
         self.budget.relaunch_failed = Some(why.to_string());
         let event = self.telemetry_event(
-            "relaunch_failed",
-            json!({"reason": req.reason.as_str(), "why": why}),
+            TelemetryEvent::RelaunchFailed {
+                reason: req.reason.as_str().into(),
+                why: why.to_string(),
+            },
             moment,
         );
-        reply.effects.push(Effect::Telemetry { event });
+        reply.effects.push(Effect::Telemetry {
+            event: Box::new(event),
+        });
         reply.effects.push(Effect::Notify {
             text: render_relaunch_fallback(why),
             level: NotifyLevel::Warning,
@@ -548,11 +561,16 @@ impl Engine {
         }
         for (name, limit, n) in crossed {
             let event = self.telemetry_event(
-                "guard_off_threshold",
-                json!({ "threshold": name, "limit": limit, "tokens": n }),
+                TelemetryEvent::GuardOffThreshold {
+                    threshold: name.to_string(),
+                    limit,
+                    tokens: n,
+                },
                 moment,
             );
-            reply.effects.push(Effect::Telemetry { event });
+            reply.effects.push(Effect::Telemetry {
+                event: Box::new(event),
+            });
         }
     }
 
@@ -567,15 +585,16 @@ impl Engine {
             return;
         }
         let event = self.telemetry_event(
-            "mode_mismatch",
-            json!({
-                "configuredMode": mode.configured.as_str(),
-                "effectiveMode": mode.effective.as_str(),
-                "reason": mode.reason,
-            }),
+            TelemetryEvent::ModeMismatch {
+                configured_mode: mode.configured,
+                effective_mode: mode.effective,
+                reason: mode.reason.clone(),
+            },
             moment,
         );
-        reply.effects.push(Effect::Telemetry { event });
+        reply.effects.push(Effect::Telemetry {
+            event: Box::new(event),
+        });
         self.budget.logged_mismatch = Some(mode);
     }
 
@@ -671,10 +690,13 @@ impl Engine {
                         });
                     }
                 }
-                PolicyEffect::Event { name, fields } => {
-                    self.budget.last_action = Some((name.clone(), moment.now_ms));
-                    let event = self.telemetry_event(&name, fields, moment);
-                    reply.effects.push(Effect::Telemetry { event });
+                PolicyEffect::Event { event, would } => {
+                    let mut event = self.telemetry_event(TelemetryEvent::Policy(event), moment);
+                    event.would = would;
+                    self.budget.last_action = Some((event.name(), moment.now_ms));
+                    reply.effects.push(Effect::Telemetry {
+                        event: Box::new(event),
+                    });
                 }
             }
         }
@@ -703,90 +725,6 @@ impl Engine {
         self.budget.forced = None;
         self.budget.relaunch = None;
         self.budget.relaunch_failed = None;
-    }
-
-    /// One line of `events.jsonl`: the envelope, then the event's own fields (a field named like
-    /// one of the envelope's is left out).
-    pub(super) fn telemetry_event(&self, name: &str, fields: Value, moment: &Moment) -> Value {
-        let history = &self.mirror.history;
-        let mut fields = match fields {
-            Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        };
-        fields.retain(|k, _| !TelemetryLine::ENVELOPE.contains(&k.as_str()));
-        let line = TelemetryLine {
-            ts: moment.now_ms,
-            event: name,
-            session_id: history.session_id(),
-            window_id: history.current_window_id(),
-            mode: self.budget_mode().effective.as_str(),
-            fields,
-        };
-        serde_json::to_value(&line).unwrap_or(Value::Null)
-    }
-
-    fn status_key(&self) -> StatusKey {
-        let p = &self.budget.policy;
-        StatusKey {
-            phase: p.phase(),
-            fallback: p.fallback,
-            projected: p.projected,
-            handoffs: p.handoffs_committed,
-            mode: self.budget_mode(),
-            resetting: self.scheduler.in_flight().is_some(),
-        }
-    }
-
-    /// Rewrite the status file when the policy changed since it was last written: at most once
-    /// per observation, and only at a transition, never per request.
-    pub(super) fn write_status_if_changed(&mut self, moment: &Moment, reply: &mut HookReply) {
-        if self.budget.written.as_ref() != Some(&self.status_key()) {
-            self.write_status(moment, reply);
-        }
-    }
-
-    /// The status file of seed 004: policy fields plus the session facts.
-    pub(super) fn write_status(&mut self, moment: &Moment, reply: &mut HookReply) {
-        self.budget.written = Some(self.status_key());
-        let history = &self.mirror.history;
-        if !self.budget.state_dir_known || history.session_id().is_empty() {
-            return;
-        }
-        let params = self.current_params();
-        let mut policy = policy::status_fields(&self.budget.policy, &params, &self.budget_mode());
-        if self.scheduler.in_flight().is_some() {
-            // A reset the policy did not ask for (Pi's overflow or threshold hook, /compact)
-            // is being installed: the window is compacting until it lands.
-            policy.phase = policy::Phase::Compacting.as_str();
-        }
-        let ownership = self.wrapper_ownership();
-        let file = StatusFile {
-            policy,
-            session_id: history.session_id(),
-            window_id: history.current_window_id(),
-            window_count: self.window_count(),
-            cwd: &moment.cwd,
-            model: moment.model.as_deref(),
-            role: if self.budget.subagent() {
-                "subagent"
-            } else {
-                "main"
-            },
-            updated_at: moment.now_ms,
-            last_handoff: self
-                .mirror
-                .last_handoff()
-                .map(|(path, at)| LastHandoff { path, at }),
-            window_features: self.enabled(),
-            wrapper: ownership.status(),
-            last_action: self
-                .budget
-                .last_action
-                .as_ref()
-                .map(|(event, at)| LastAction { event, at: *at }),
-        };
-        let status = serde_json::to_value(&file).unwrap_or(Value::Null);
-        reply.effects.push(Effect::WriteStatus { status });
     }
 }
 

@@ -9,8 +9,7 @@
 //! branch, so a reload, a `/tree` navigation or a resume builds the same requests. Drafts Pi
 //! refuses leave the branch as it was: the next turn end decides again.
 
-use serde_json::json;
-
+use super::files::TelemetryEvent;
 use super::wire::{ContextEdit, Effect, HookReply, HookResult, Moment};
 use super::Engine;
 use crate::clearing::{decide, trigger_tokens};
@@ -69,14 +68,16 @@ impl Engine {
         // events.jsonl is the budget policy's log: an event there only while it enforces (the
         // branch's record is what the status line, `/relay` and `relay timeline` read).
         if self.policy_mode() == crate::policy::Mode::Enforce {
-            let data = json!({
-                "windowId": record.window_id,
-                "items": record.items,
-                "tokensFreed": record.tokens_freed,
-                "tokensBefore": record.tokens_before,
+            // The line's envelope names the window (`windowId`).
+            let data = TelemetryEvent::ToolResultsCleared {
+                items: record.items,
+                tokens_freed: record.tokens_freed,
+                tokens_before: record.tokens_before,
+            };
+            let event = self.telemetry_event(data, moment);
+            reply.effects.push(Effect::Telemetry {
+                event: Box::new(event),
             });
-            let event = self.telemetry_event("tool_results_cleared", data, moment);
-            reply.effects.push(Effect::Telemetry { event });
         }
         reply.result = Some(HookResult::Clear {
             edits: clearing

@@ -13,6 +13,7 @@
 //! ([`Engine::is_subagent`]).
 
 use super::budget::select_budget;
+use super::files::{TelemetryEvent, TelemetryLine};
 use super::wire::{ConfigSources, Effect, HookReply, NotifyLevel};
 use super::Engine;
 use crate::scheduler::SchedInput;
@@ -138,13 +139,18 @@ impl Engine {
             if !seen.contains(&text) {
                 seen.push(text.clone());
                 reply.effects.push(Effect::Telemetry {
-                    event: serde_json::json!({
+                    event: Box::new(TelemetryLine {
                         // No clock here: the binding stamps the time when it writes the event.
-                        "event": "error",
-                        "kind": "config",
-                        "sessionId": self.mirror.history.session_id(),
-                        "path": issue.path,
-                        "message": issue.message,
+                        ts: None,
+                        session_id: self.mirror.history.session_id().to_string(),
+                        window_id: None,
+                        mode: None,
+                        would: false,
+                        event: TelemetryEvent::Error {
+                            kind: "config".into(),
+                            path: Some(issue.path.clone()),
+                            message: issue.message.clone(),
+                        },
                     }),
                 });
                 reply.effects.push(Effect::Notify {

@@ -369,7 +369,7 @@ pub enum Work {
         sequence: u32,
         markdown: String,
         #[cfg_attr(test, ts(type = "unknown"))]
-        sidecar: Value,
+        sidecar: Box<super::files::HandoffSidecar>,
     },
     /// Read the branch of session `file` that ends at `leaf` (`null`: the file's last entry) on
     /// the pool; the branch goes back in process, `value` says whether the file held it.

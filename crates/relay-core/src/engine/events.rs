@@ -4,9 +4,11 @@
 
 use serde_json::Value;
 
+use super::files::TelemetryEvent;
 use super::reset;
 use super::wire::{
-    Effect, Event, HookReply, HookResult, Moment, NotifyLevel, PiOutcome, BOOT_TYPE,
+    Effect, Event, HookReply, HookResult, Moment, NotifyLevel, PiCompactReason, PiOutcome,
+    BOOT_TYPE,
 };
 use super::{Engine, Failure};
 use crate::policy::{FailureKind, PolicyInput};
@@ -57,7 +59,7 @@ impl Engine {
                 aborted,
                 error_message,
             } => self.on_compact_failed(
-                reason.as_deref(),
+                reason.as_ref(),
                 *aborted,
                 error_message.as_deref(),
                 moment,
@@ -366,7 +368,7 @@ impl Engine {
     /// compaction, Pi's own summarizer, an overflow Pi gave up on) and what that failure means.
     fn on_compact_failed(
         &mut self,
-        reason: Option<&str>,
+        reason: Option<&PiCompactReason>,
         aborted: bool,
         error_message: Option<&str>,
         moment: &Moment,
@@ -391,7 +393,9 @@ impl Engine {
             }
             // The idle-input compaction failed before its hook ("Nothing to compact",
             // "Already compacted"): Pi calls no hook then, so this is its only trace.
-            None if reason == Some("manual") && self.outstanding.input_compact.is_some() => {
+            None if reason == Some(&PiCompactReason::Manual)
+                && self.outstanding.input_compact.is_some() =>
+            {
                 if let Some(attempt) = self.outstanding.input_compact {
                     self.input_compact_failed(attempt, failure, moment, reply);
                 }
@@ -401,14 +405,14 @@ impl Engine {
             None if std::mem::take(&mut self.native.passed)
                 && self.budget.guard_off
                 && !aborted
-                && reason != Some("overflow")
+                && reason != Some(&PiCompactReason::Overflow)
                 && failure.kind() != FailureKind::Benign =>
             {
-                self.arm_native_fallback(reason, moment, reply);
+                self.arm_native_fallback(reason.map(PiCompactReason::as_str), moment, reply);
             }
             // Pi gave up on an overflow without calling the hook: its one
             // compact-and-retry (Relay's overflow reset) is spent and the retry overflowed.
-            None if self.enabled() && !aborted && reason == Some("overflow") => {
+            None if self.enabled() && !aborted && reason == Some(&PiCompactReason::Overflow) => {
                 self.overflow_exhausted("retry_overflowed", moment, reply);
             }
             None => {}
@@ -439,7 +443,7 @@ impl Engine {
     /// the scheduler's reset; an overflow's answer is reported.
     fn on_before_compact(
         &mut self,
-        reason: &str,
+        reason: &PiCompactReason,
         will_retry: bool,
         custom_instructions: Option<&str>,
         moment: &Moment,
@@ -459,9 +463,12 @@ impl Engine {
             .filter(|c| !c.is_empty())
             .map(str::to_string);
         let reason = match reason {
-            "manual" => CompactReason::Manual,
-            "overflow" => CompactReason::Overflow,
-            _ => CompactReason::Threshold,
+            PiCompactReason::Manual => CompactReason::Manual,
+            PiCompactReason::Overflow => CompactReason::Overflow,
+            PiCompactReason::Threshold => CompactReason::Threshold,
+            // A reason this Relay does not know (a later Pi's) is answered as Pi's own
+            // threshold compaction: a reset like any automatic one, never a retry.
+            PiCompactReason::Other(_) => CompactReason::Threshold,
         };
         // Overflow recovery: off by configuration, or this window's one reset-and-retry
         // is spent (only user input or a successful answer re-arms it).
@@ -498,11 +505,11 @@ impl Engine {
     /// Relay's answer as with the guard on (always for an overflow: its recovery stays Relay's).
     fn guard_off_compaction(
         &mut self,
-        reason: &str,
+        reason: &PiCompactReason,
         moment: &Moment,
         reply: &mut HookReply,
     ) -> Option<bool> {
-        if !self.budget.guard_off || reason == "overflow" {
+        if !self.budget.guard_off || *reason == PiCompactReason::Overflow {
             return Some(false);
         }
         match self.mirror.current_window().native_fallback() {
@@ -510,11 +517,14 @@ impl Engine {
                 reply.appends.push(self.native_fallback_record(true));
                 self.native.passed = false;
                 let event = self.telemetry_event(
-                    "native_compaction_fallback",
-                    serde_json::json!({ "reason": reason }),
+                    TelemetryEvent::NativeCompactionFallback {
+                        reason: reason.as_str().to_string(),
+                    },
                     moment,
                 );
-                reply.effects.push(Effect::Telemetry { event });
+                reply.effects.push(Effect::Telemetry {
+                    event: Box::new(event),
+                });
                 Some(true)
             }
             _ => {

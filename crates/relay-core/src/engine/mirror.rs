@@ -30,7 +30,7 @@ use crate::records::{
     ClearingRecord, FallbackDisarmedRecord, HandoffRecord, NativeFallbackRecord, Record,
     ReminderDetails, ResetFailedDetails, WindowRecord,
 };
-use crate::scheduler::{AttemptId, SchedInput};
+use crate::scheduler::{AttemptId, ResetSource, SchedInput};
 use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
 
@@ -506,13 +506,27 @@ impl Mirror {
         if let Some(a) = attempt {
             self.max_attempt_seen = self.max_attempt_seen.max(a);
         }
-        let source = record.as_ref().and_then(|r| r.source.as_deref());
-        self.current.opened_by_overflow = attempt.is_some() && source == Some("overflow");
+        let source = record
+            .as_ref()
+            .and_then(|r| r.source.as_deref())
+            .map(|name| ResetSource::parse(name).ok_or(name));
+        self.current.opened_by_overflow =
+            attempt.is_some() && source == Some(Ok(ResetSource::Overflow));
         self.current.opened_automatically = attempt.is_some()
-            && matches!(
-                source,
-                Some("fallback" | "threshold" | "overflow" | "forced" | "idle" | "handoff")
-            );
+            && match source {
+                Some(Ok(
+                    ResetSource::Fallback
+                    | ResetSource::Threshold
+                    | ResetSource::Overflow
+                    | ResetSource::Forced
+                    | ResetSource::Idle
+                    | ResetSource::Handoff,
+                )) => true,
+                Some(Ok(ResetSource::NewContext | ResetSource::Manual)) | None => false,
+                // A source this Relay does not know (a later Relay's): not an automatic reset,
+                // so nothing is continued in the window it opened.
+                Some(Err(_unknown)) => false,
+            };
         if let Some(record) = &record {
             self.commit_handoff(pos, record);
         }

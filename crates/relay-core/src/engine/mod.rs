@@ -57,6 +57,7 @@ mod clearing;
 mod configure;
 pub mod door;
 mod events;
+pub mod files;
 mod mirror;
 mod on_task;
 mod reset;
@@ -354,11 +355,12 @@ impl Engine {
                 Failure::Rejected => None,
             };
             let event = self.telemetry_event(
-                "idle_input_skipped",
-                serde_json::json!({ "attempt": attempt, "why": why }),
+                files::TelemetryEvent::IdleInputSkipped { attempt, why },
                 moment,
             );
-            reply.effects.push(Effect::Telemetry { event });
+            reply.effects.push(Effect::Telemetry {
+                event: Box::new(event),
+            });
             return;
         }
         self.report_failure(attempt, ResetSource::Idle, failure, moment, reply);
@@ -452,11 +454,14 @@ impl Engine {
         }
         reply.appends.push(self.native_fallback_record(false));
         let event = self.telemetry_event(
-            "native_compaction_failed",
-            serde_json::json!({ "reason": reason }),
+            files::TelemetryEvent::NativeCompactionFailed {
+                reason: reason.map(str::to_string),
+            },
             moment,
         );
-        reply.effects.push(Effect::Telemetry { event });
+        reply.effects.push(Effect::Telemetry {
+            event: Box::new(event),
+        });
         reply.effects.push(Effect::Notify {
             text: render_native_fallback_notice(),
             level: NotifyLevel::Warning,
@@ -523,15 +528,16 @@ impl Engine {
                 }
                 let handoff = plan.details.kind.as_deref() == Some("handoff");
                 let event = self.telemetry_event(
-                    "overflow_backstop",
-                    serde_json::json!({
-                        "handoff": handoff,
-                        "willRetry": will_retry,
-                        "attempt": plan.details.attempt,
-                    }),
+                    files::TelemetryEvent::OverflowBackstop {
+                        handoff,
+                        will_retry,
+                        attempt: plan.details.attempt,
+                    },
                     moment,
                 );
-                reply.effects.push(Effect::Telemetry { event });
+                reply.effects.push(Effect::Telemetry {
+                    event: Box::new(event),
+                });
             }
             Some(HookResult::Cancel) => {
                 if let Some(why) = off {
@@ -539,11 +545,15 @@ impl Engine {
                     // the request failed.
                     if self.budget_mode().effective != crate::policy::Mode::Off {
                         let event = self.telemetry_event(
-                            "overflow_recovery_off",
-                            serde_json::json!({ "why": why, "willRetry": will_retry }),
+                            files::TelemetryEvent::OverflowRecoveryOff {
+                                why: why.to_string(),
+                                will_retry,
+                            },
                             moment,
                         );
-                        reply.effects.push(Effect::Telemetry { event });
+                        reply.effects.push(Effect::Telemetry {
+                            event: Box::new(event),
+                        });
                     }
                     reply.effects.push(Effect::Notify {
                         text: render_overflow_recovery_off(why),
@@ -569,11 +579,14 @@ impl Engine {
         self.outstanding.exhausted_reported = Some(window);
         if self.budget_mode().effective != crate::policy::Mode::Off {
             let event = self.telemetry_event(
-                "overflow_recovery_exhausted",
-                serde_json::json!({ "via": via }),
+                files::TelemetryEvent::OverflowRecoveryExhausted {
+                    via: via.to_string(),
+                },
                 moment,
             );
-            reply.effects.push(Effect::Telemetry { event });
+            reply.effects.push(Effect::Telemetry {
+                event: Box::new(event),
+            });
         }
         reply.effects.push(Effect::Notify {
             text: render_overflow_exhausted(),

@@ -11,6 +11,7 @@
 use serde_json::json;
 
 use super::tools::note_after;
+use super::wire::PiCompactReason;
 use super::*;
 use crate::entry::{parse_entry, Entry};
 use crate::notes::{NoteOp, Notes};
@@ -668,7 +669,7 @@ fn enforce_blocks_tools_past_the_handoff_threshold_but_not_the_handoff_tool() {
     assert!(blocked
         .effects
         .iter()
-        .any(|eff| matches!(eff, Effect::Telemetry { event } if event["event"] == "tool_blocked")));
+        .any(|eff| matches!(eff, Effect::Telemetry { event } if event.name() == "tool_blocked")));
 }
 
 #[test]
@@ -704,7 +705,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     assert!(reply
         .effects
         .iter()
-        .any(|eff| matches!(eff, Effect::Telemetry { event } if event["event"] == "would_block")));
+        .any(|eff| matches!(eff, Effect::Telemetry { event } if event.name() == "would_block")));
     let handoff = e.handoff_begin(
         &json!({"goal":"g","next_step":"n","facts":"f"}),
         &moment(Some(31_000)),
@@ -1612,7 +1613,9 @@ fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
         .effects
         .iter()
         .filter_map(|eff| match eff {
-            Effect::Telemetry { event } if event["event"] == name => Some(event.clone()),
+            Effect::Telemetry { event } if event.name() == name => {
+                Some(serde_json::to_value(event).unwrap())
+            }
             _ => None,
         })
         .collect()
@@ -1815,7 +1818,9 @@ fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
     assert!(e.configure(&sources).is_empty());
     let phase = |reply: &HookReply| {
         reply.effects.iter().find_map(|eff| match eff {
-            Effect::WriteStatus { status } => Some(status["phase"].clone()),
+            Effect::WriteStatus { status } => {
+                Some(serde_json::to_value(status).unwrap()["phase"].clone())
+            }
             _ => None,
         })
     };
@@ -2410,7 +2415,7 @@ fn status_of(reply: &HookReply) -> serde_json::Value {
         .effects
         .iter()
         .find_map(|e| match e {
-            Effect::WriteStatus { status } => Some(status.clone()),
+            Effect::WriteStatus { status } => Some(serde_json::to_value(status).unwrap()),
             _ => None,
         })
         .expect("a status write")
@@ -2450,8 +2455,8 @@ fn an_owned_wrapper_gets_the_signed_marker_at_the_settle_point_and_a_shutdown_at
     assert_eq!(path, &format!("/agent/relaunch/4200-{NONCE}.json"));
     assert_eq!(key.expose(), KEY);
     assert_eq!(
-        marker,
-        &json!({
+        serde_json::to_value(marker).unwrap(),
+        json!({
             "cwd": "/work/project",
             "launchPrompt": "/work/launch.md",
             "handoff": "/work/project/.ai-work/handoffs/s-2.md",
@@ -3198,6 +3203,41 @@ fn pi_outcome_keeps_an_unknown_value_and_counts_it_as_not_completed() {
         serde_json::to_value(&settle).unwrap()["outcome"],
         json!("error")
     );
+}
+
+/// Pi's compaction `reason` keeps a value this Relay does not know (`Other`), and the hook is
+/// answered as for a threshold compaction, the same reply byte for byte.
+#[test]
+fn an_unknown_compaction_reason_is_kept_and_answered_as_a_threshold_one() {
+    let hook: Event = serde_json::from_value(
+        json!({"type": "session_before_compact", "reason": "budget", "willRetry": false}),
+    )
+    .unwrap();
+    let Event::SessionBeforeCompact { reason, .. } = &hook else {
+        panic!("{hook:?}");
+    };
+    assert_eq!(reason, &PiCompactReason::Other("budget".into()));
+    assert_eq!(
+        serde_json::to_value(&hook).unwrap()["reason"],
+        json!("budget")
+    );
+    let reply = |reason: &str| {
+        let mut e = engine();
+        let mut b = Branch::new();
+        e.append(&[b.user("hello")]);
+        let reply = e.handle(&obs(
+            Event::SessionBeforeCompact {
+                reason: reason.into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(90_000),
+        ));
+        serde_json::to_string(&reply).unwrap()
+    };
+    let threshold = reply("threshold");
+    assert!(threshold.contains("reset"), "{threshold}");
+    assert_eq!(reply("budget"), threshold);
 }
 
 /// New entries are mirrored only when they descend from the mirror's tip; otherwise nothing is

@@ -15,12 +15,11 @@
 use serde_json::{json, Value};
 
 use super::budget::ReadyHandoff;
+use super::files::{HandoffSidecar, TelemetryEvent};
 use super::wire::{GitFacts, HookReply, Moment, ToolReply};
 use super::Engine;
 use crate::args;
-use crate::handoff::{
-    duplicate_check, sidecar_json, HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta,
-};
+use crate::handoff::{duplicate_check, HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta};
 use crate::integrations::{self, IntegrationFacts};
 use crate::notes::NoteOp;
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
@@ -172,12 +171,17 @@ impl Engine {
                 "message": "Handoffs are not enforced here (budget policy mode is not enforce): nothing was written and no reset follows. Keep working; use notes and new_context to carry state across windows.",
             })));
             if mode.effective == Mode::Observe {
-                let event = self.telemetry_event(
-                    "would_handoff",
-                    json!({ "goal_chars": parsed.goal.chars().count() }),
-                    moment,
-                );
-                reply.effects.push(super::wire::Effect::Telemetry { event });
+                let event = self
+                    .telemetry_event(
+                        TelemetryEvent::Handoff {
+                            goal_chars: parsed.goal.chars().count(),
+                        },
+                        moment,
+                    )
+                    .would();
+                reply.effects.push(super::wire::Effect::Telemetry {
+                    event: Box::new(event),
+                });
             }
             return Err(Box::new(reply));
         }
@@ -205,7 +209,7 @@ impl Engine {
         markdown_path: &str,
         sequence: u32,
         moment: &Moment,
-    ) -> Result<(String, Value, HandoffFingerprint), Box<ToolReply>> {
+    ) -> Result<(String, HandoffSidecar, HandoffFingerprint), Box<ToolReply>> {
         if !handoff_is_forced(&self.budget.policy) {
             if let Err(retry) = duplicate_check(
                 self.mirror.last_fingerprint(),
@@ -241,21 +245,15 @@ impl Engine {
         };
         let mut markdown = render_markdown_with(args, &meta, &rendered.markdown(), reserved)
             .map_err(|e: HandoffError| ToolReply::from(e.to_tool_output()))?;
-        let mut sidecar = sidecar_json(args, &meta, markdown_path);
-        if let Some(obj) = sidecar.as_object_mut() {
-            obj.insert("integrations".into(), rendered.sidecar);
-        }
+        let mut sidecar = HandoffSidecar::new(args, &meta, markdown_path);
+        sidecar.integrations = rendered.sidecar;
         self.budget.recorded_jobs = rendered.recorded_jobs;
         self.budget.recorded_workspace = git.workspace.clone();
-        if let (Some(ws), Some(obj)) = (&git.workspace, sidecar.as_object_mut()) {
-            obj.insert("workspace".into(), json!(ws));
-        }
+        sidecar.workspace = git.workspace.clone();
         self.outstanding.handoff_cuts = narrative_cuts(args);
         if let Some(result) = resume {
             markdown = super::resume::with_resume_section(markdown, result);
-            if let Some(obj) = sidecar.as_object_mut() {
-                obj.insert("resumeCheck".into(), json!(result));
-            }
+            sidecar.resume_check = Some(result.clone());
         }
         let fingerprint = HandoffFingerprint::new(args, moment.now_ms, git.head.as_deref());
         Ok((markdown, sidecar, fingerprint))

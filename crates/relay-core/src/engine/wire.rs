@@ -26,6 +26,7 @@ mod config;
 mod event;
 
 pub use config::*;
+pub use event::PiCompactReason;
 
 /// Pi's `outcome` of a turn or a run (`turn_end`, `agent_end`), as the wire carries it: a plain
 /// string. A value this Relay does not know is kept as [`PiOutcome::Other`] and counts as not
@@ -296,8 +297,8 @@ pub enum Event {
     SessionCompactFailed {
         /// `manual`, `threshold` or `overflow`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[cfg_attr(test, ts(optional))]
-        reason: Option<String>,
+        #[cfg_attr(test, ts(optional, type = "string"))]
+        reason: Option<PiCompactReason>,
         #[serde(default)]
         aborted: bool,
         /// Pi's `errorMessage` (e.g. "Compaction failed: Nothing to compact (session too small)");
@@ -308,7 +309,8 @@ pub enum Event {
     },
     SessionBeforeCompact {
         /// `manual`, `threshold` or `overflow`.
-        reason: String,
+        #[cfg_attr(test, ts(type = "string"))]
+        reason: PiCompactReason,
         will_retry: bool,
         /// The user's `/compact <instructions>`, when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -452,7 +454,7 @@ pub enum Effect {
     WriteRelaunchMarker {
         path: String,
         #[cfg_attr(test, ts(type = "unknown"))]
-        marker: Value,
+        marker: super::files::RelaunchMarker,
         #[serde(skip_serializing)]
         #[cfg_attr(test, ts(skip))]
         key: RelaunchKey,
@@ -463,13 +465,13 @@ pub enum Effect {
     /// An event for `events.jsonl` (executed by the binding, never reaches the extension).
     Telemetry {
         #[cfg_attr(test, ts(type = "unknown"))]
-        event: Value,
+        event: Box<super::files::TelemetryLine>,
     },
     /// The session's `status/<sessionId>.json` (executed by the binding, never reaches the
     /// extension).
     WriteStatus {
         #[cfg_attr(test, ts(type = "unknown"))]
-        status: Value,
+        status: Box<super::files::StatusFile>,
     },
     /// A file of Relay's could not be written (`text` says which and why): the binding tells
     /// the user once per engine, with every other failed write.

@@ -109,23 +109,6 @@ fn optional_fields_accept_absent_null_and_empty() {
 }
 
 #[test]
-fn sidecar_keeps_full_text_and_metadata() {
-    let facts = text_of(20_000, "fact");
-    let a = args("goal", "next", &facts);
-    let v = sidecar_json(&a, &meta(), "/r/.ai-work/handoffs/s42-3.md");
-    assert_eq!(v["facts"], json!(facts));
-    assert_eq!(v["heading"], json!("Handoff s42-3"));
-    assert_eq!(v["git"]["state"], json!("repo"));
-    assert_eq!(v["createdAt"], json!("2023-11-14T23:13:20+01:00"));
-    assert_eq!(v["cutSections"][0]["section"], json!("facts"));
-    let fp = HandoffFingerprint::from_value(&v["fingerprint"]).unwrap();
-    assert_eq!(
-        fp,
-        HandoffFingerprint::new(&a, 1_700_000_000_000, meta().git_head.as_deref())
-    );
-}
-
-#[test]
 fn timestamps_format_with_offset() {
     assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00+00:00");
     assert_eq!(

@@ -125,7 +125,7 @@ fn kinds(fx: &[PolicyEffect]) -> Vec<String> {
             },
             PolicyEffect::Continue { .. } => "continue".to_string(),
             PolicyEffect::Relaunch { reason } => format!("relaunch:{}", reason.as_str()),
-            PolicyEffect::Event { name, .. } => format!("event:{name}"),
+            PolicyEffect::Event { .. } => format!("event:{}", e.event_name().unwrap_or_default()),
         })
         .collect()
 }
@@ -906,12 +906,12 @@ fn idle_request_at_the_settle_point_needs_pending_work_and_a_large_context() {
     assert_eq!(names(&fx), ["event:idle_handoff_requested", "continue"]);
     assert!(s.idle_requested);
     assert_eq!(s.phase, Phase::Idle);
-    let PolicyEffect::Event { fields, .. } = &fx[0] else {
+    let PolicyEffect::Event { event, .. } = &fx[0] else {
         panic!("{fx:?}")
     };
     assert_eq!(
-        fields,
-        &json!({"tokens": 150_000, "idleMinTokens": 150_000, "requiresHandoff": true})
+        serde_json::to_value(event).unwrap(),
+        json!({"event": "idle_handoff_requested", "tokens": 150_000, "idleMinTokens": 150_000, "requiresHandoff": true})
     );
     // No second request while it is open, also across internal continuations (no
     // BeforeAgentStart between them) and turn ends.
@@ -954,10 +954,10 @@ fn idle_handoff_blocks_other_tools_and_commits_an_uncounted_idle_reset_at_turn_e
     // The same turn end commits it as an idle reset that continues the run.
     let (s, fx) = step(&s, &p, &PolicyInput::TurnEnd { continues: true });
     assert_eq!(names(&fx), ["event:handoff_committed", "reset:idle"]);
-    let PolicyEffect::Event { fields, .. } = &fx[0] else {
+    let PolicyEffect::Event { event, .. } = &fx[0] else {
         panic!("{fx:?}")
     };
-    assert_eq!(fields["source"], "idle");
+    assert_eq!(serde_json::to_value(event).unwrap()["source"], "idle");
     assert_eq!(
         fx[1],
         PolicyEffect::RequestReset {
@@ -1015,15 +1015,18 @@ fn idle_request_in_observe_is_would_events_with_requires_handoff() {
     let p = params();
     let (s, fx) = step_mode(Mode::Observe, &base(200_000), &p, &settle(true));
     assert_eq!(fx.len(), 2);
-    let PolicyEffect::Event { name, fields } = &fx[0] else {
+    let PolicyEffect::Event { event, .. } = &fx[0] else {
         panic!("{fx:?}")
     };
-    assert_eq!(name, "would_idle_handoff_requested");
-    assert_eq!(fields["requiresHandoff"], true);
-    let PolicyEffect::Event { name, .. } = &fx[1] else {
-        panic!("{fx:?}")
-    };
-    assert_eq!(name, "would_continue");
+    assert_eq!(
+        fx[0].event_name().as_deref(),
+        Some("would_idle_handoff_requested")
+    );
+    assert_eq!(
+        serde_json::to_value(event).unwrap()["requiresHandoff"],
+        true
+    );
+    assert_eq!(fx[1].event_name().as_deref(), Some("would_continue"));
     // The same latch as enforcement: no second preview in this run.
     assert!(s.projected && s.idle_requested);
     assert!(step_mode(Mode::Observe, &s, &p, &settle(true)).1.is_empty());

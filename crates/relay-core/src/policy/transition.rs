@@ -9,11 +9,9 @@
     clippy::indexing_slicing
 )]
 
-use serde_json::json;
-
 use super::{
     event, CommitKind, FallbackReason, Floor, Mode, NotifyLevel, PendingHandoff, Phase,
-    PolicyEffect, PolicyInput, PolicyParams, PolicyReset, PolicyState,
+    PolicyEffect, PolicyEvent, PolicyInput, PolicyParams, PolicyReset, PolicyState, Threshold,
 };
 use crate::render::policy::*;
 use crate::tool_name::ToolName;
@@ -101,16 +99,13 @@ fn arm_fallback(
     s.fallback = Some(reason);
     s.fallback_turns = 0;
     s.soft_latched = true;
-    fx.push(event(
-        "fallback_armed",
-        json!({
-            "reason": reason.as_str(),
-            "tokens": s.tokens,
-            "floor": s.floor,
-            "handoffsCommitted": s.handoffs_committed,
-            "maxHandoffsPerSession": p.max_handoffs_per_session,
-        }),
-    ));
+    fx.push(event(PolicyEvent::FallbackArmed {
+        reason: reason.as_str().into(),
+        tokens: s.tokens,
+        floor: s.floor,
+        handoffs_committed: s.handoffs_committed,
+        max_handoffs_per_session: p.max_handoffs_per_session,
+    }));
 }
 
 fn on_usage(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
@@ -127,18 +122,22 @@ fn on_usage(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
         .map(|f| t.saturating_sub(f) >= th.min_progress)
         .unwrap_or(false);
     if progress_ok && t >= th.hard {
-        fx.push(event(
-            "threshold_crossed",
-            json!({"threshold": "hard", "tokens": t, "floor": s.floor, "limit": th.hard}),
-        ));
+        fx.push(event(PolicyEvent::ThresholdCrossed {
+            threshold: Threshold::Hard,
+            tokens: t,
+            floor: s.floor,
+            limit: th.hard,
+        }));
         let reason = guard_trip(s, p).unwrap_or(FallbackReason::Hard);
         arm_fallback(s, p, reason, fx);
     } else if progress_ok && t >= th.handoff {
         if s.phase != Phase::HandoffRequired {
-            fx.push(event(
-                "threshold_crossed",
-                json!({"threshold": "handoff", "tokens": t, "floor": s.floor, "limit": th.handoff}),
-            ));
+            fx.push(event(PolicyEvent::ThresholdCrossed {
+                threshold: Threshold::Handoff,
+                tokens: t,
+                floor: s.floor,
+                limit: th.handoff,
+            }));
             s.soft_latched = true;
             match guard_trip(s, p) {
                 Some(reason) => arm_fallback(s, p, reason, fx),
@@ -152,10 +151,12 @@ fn on_usage(s: &mut PolicyState, p: &PolicyParams, fx: &mut Vec<PolicyEffect>) {
         if !s.soft_latched {
             s.soft_latched = true;
             s.phase = Phase::SoftNotified;
-            fx.push(event(
-                "threshold_crossed",
-                json!({"threshold": "soft", "tokens": t, "floor": s.floor, "limit": th.soft}),
-            ));
+            fx.push(event(PolicyEvent::ThresholdCrossed {
+                threshold: Threshold::Soft,
+                tokens: t,
+                floor: s.floor,
+                limit: th.soft,
+            }));
             fx.push(PolicyEffect::Notify {
                 level: NotifyLevel::Info,
                 text: render_soft_advisory(t, &th),
@@ -216,10 +217,12 @@ fn commit_pending(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
     };
     s.phase = Phase::Compacting;
     s.committing = Some(pending.kind);
-    fx.push(event(
-        "handoff_committed",
-        json!({"source": pending.kind.as_str(), "kind": pending.kind.as_str(), "path": pending.path, "tokens": s.tokens}),
-    ));
+    fx.push(event(PolicyEvent::HandoffCommitted {
+        source: pending.kind,
+        kind: pending.kind,
+        path: pending.path.clone(),
+        tokens: s.tokens,
+    }));
     // An idle commit is the scheduler's idle reset (source "idle"), served at this boundary.
     let idle = pending.kind == CommitKind::Idle;
     fx.push(PolicyEffect::RequestReset {
@@ -258,10 +261,12 @@ fn forced_reset(
     // At the hard limit a run that was still working continues by itself; after the cap or the
     // loop guard the user decides.
     let continue_run = at_turn_end && reason == FallbackReason::Hard;
-    fx.push(event(
-        "forced_reset",
-        json!({"reason": reason.as_str(), "tokens": s.tokens, "atTurnEnd": at_turn_end, "continues": continue_run}),
-    ));
+    fx.push(event(PolicyEvent::ForcedReset {
+        reason: reason.as_str().into(),
+        tokens: s.tokens,
+        at_turn_end,
+        continues: continue_run,
+    }));
     fx.push(PolicyEffect::RequestReset {
         source: PolicyReset::Forced,
         kind,
@@ -302,16 +307,13 @@ fn idle_input_reset(
     s.phase = Phase::Compacting;
     s.committing = Some(CommitKind::Idle);
     s.pending = None;
-    fx.push(event(
-        "idle_input_reset",
-        json!({
-            "idleMs": idle,
-            "idleMinutesMs": p.idle_ms,
-            "tokens": tokens,
-            "keepRecentTokens": p.keep_recent_tokens,
-            "path": path,
-        }),
-    ));
+    fx.push(event(PolicyEvent::IdleInputReset {
+        idle_ms: idle,
+        idle_minutes_ms: p.idle_ms,
+        tokens,
+        keep_recent_tokens: p.keep_recent_tokens,
+        path: path.to_string(),
+    }));
     fx.push(PolicyEffect::RequestReset {
         source: PolicyReset::IdleInput,
         kind: CommitKind::Idle,
@@ -384,10 +386,11 @@ fn on_tool_call(
     }
     if let Some((reason, terminate)) = block_reason(s, p) {
         s.blocked_calls.push(id.to_string());
-        fx.push(event(
-            "tool_blocked",
-            json!({"tool": name, "phase": s.phase.as_str(), "tokens": s.tokens}),
-        ));
+        fx.push(event(PolicyEvent::ToolBlocked {
+            tool: name.to_string(),
+            phase: s.phase,
+            tokens: s.tokens,
+        }));
         fx.push(PolicyEffect::Block { reason, terminate });
     }
 }
@@ -396,14 +399,16 @@ fn on_tool_call(
 /// asked for; ignored while a reset is under way or a fallback a handoff cannot bypass is armed.
 fn on_handoff_written(s: &mut PolicyState, path: &str, fx: &mut Vec<PolicyEffect>) {
     match (s.phase, s.fallback) {
-        (Phase::Compacting, _) => fx.push(event(
-            "handoff_ignored",
-            json!({"path": path, "why": "reset already in progress"}),
-        )),
-        (Phase::FallbackArmed, Some(r)) if r != FallbackReason::Hard => fx.push(event(
-            "handoff_ignored",
-            json!({"path": path, "why": format!("{} fallback: a handoff cannot bypass it", r.as_str())}),
-        )),
+        (Phase::Compacting, _) => fx.push(event(PolicyEvent::HandoffIgnored {
+            path: path.to_string(),
+            why: "reset already in progress".into(),
+        })),
+        (Phase::FallbackArmed, Some(r)) if r != FallbackReason::Hard => {
+            fx.push(event(PolicyEvent::HandoffIgnored {
+                path: path.to_string(),
+                why: format!("{} fallback: a handoff cannot bypass it", r.as_str()),
+            }))
+        }
         (phase, _) => {
             let kind = match phase {
                 Phase::HandoffRequired => CommitKind::Budget,
@@ -421,10 +426,11 @@ fn on_handoff_written(s: &mut PolicyState, path: &str, fx: &mut Vec<PolicyEffect
                 kind,
             });
             s.phase = Phase::HandoffPendingCommit;
-            fx.push(event(
-                "handoff_written",
-                json!({"path": path, "kind": kind.as_str(), "tokens": s.tokens}),
-            ));
+            fx.push(event(PolicyEvent::HandoffWritten {
+                path: path.to_string(),
+                kind,
+                tokens: s.tokens,
+            }));
         }
     }
 }
@@ -454,10 +460,11 @@ fn on_tool_finished(
             _ if s.soft_latched => Phase::SoftNotified,
             _ => Phase::Idle,
         };
-        fx.push(event(
-            "handoff_invalidated",
-            json!({"path": p.path, "tool": name, "kind": p.kind.as_str()}),
-        ));
+        fx.push(event(PolicyEvent::HandoffInvalidated {
+            path: p.path,
+            tool: name.to_string(),
+            kind: p.kind,
+        }));
     }
 }
 
@@ -497,14 +504,17 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
         // One settle answer: the reset already due wins; a handoff request would be sent into
         // a window that is being replaced.
         Phase::HandoffRequired | Phase::FallbackArmed if at.reset_due => {
-            fx.push(event(
-                "settle_reset_due",
-                json!({"tokens": s.tokens, "phase": s.phase.as_str()}),
-            ));
+            fx.push(event(PolicyEvent::SettleResetDue {
+                tokens: s.tokens,
+                phase: s.phase,
+            }));
         }
         Phase::HandoffRequired if !s.settle_continued => {
             s.settle_continued = true;
-            fx.push(event("settle_continuation", json!({"tokens": s.tokens})));
+            fx.push(event(PolicyEvent::SettleContinuation {
+                tokens: s.tokens,
+                fallback: None,
+            }));
             fx.push(PolicyEffect::Continue {
                 text: render_settle_continuation(s.tokens, &p.thresholds),
             });
@@ -512,10 +522,10 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
         // At the hard limit a handoff can still commit: ask for it once per run.
         Phase::FallbackArmed if s.fallback == Some(FallbackReason::Hard) && !s.settle_continued => {
             s.settle_continued = true;
-            fx.push(event(
-                "settle_continuation",
-                json!({"tokens": s.tokens, "fallback": "hard"}),
-            ));
+            fx.push(event(PolicyEvent::SettleContinuation {
+                tokens: s.tokens,
+                fallback: Some(FallbackReason::Hard.as_str().into()),
+            }));
             fx.push(PolicyEffect::Continue {
                 text: if p.relaunch {
                     render_hard_settle_continuation_relaunch(s.tokens, &p.thresholds)
@@ -528,10 +538,10 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
         Phase::FallbackArmed if p.relaunch => {
             let reason = s.fallback.unwrap_or(FallbackReason::Hard);
             s.settle_continued = true;
-            fx.push(event(
-                "fallback_relaunch",
-                json!({"reason": reason.as_str(), "tokens": s.tokens}),
-            ));
+            fx.push(event(PolicyEvent::FallbackRelaunch {
+                reason: reason.as_str().into(),
+                tokens: s.tokens,
+            }));
             fx.push(PolicyEffect::Relaunch { reason });
         }
         Phase::FallbackArmed => forced_reset(s, p, false, fx),
@@ -539,14 +549,11 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
             // One handoff request per external run, whichever asks first.
             s.idle_requested = true;
             s.settle_continued = true;
-            fx.push(event(
-                "idle_handoff_requested",
-                json!({
-                    "tokens": s.tokens,
-                    "idleMinTokens": p.idle_min_tokens,
-                    "requiresHandoff": s.pending.is_none(),
-                }),
-            ));
+            fx.push(event(PolicyEvent::IdleHandoffRequested {
+                tokens: s.tokens,
+                idle_min_tokens: p.idle_min_tokens,
+                requires_handoff: s.pending.is_none(),
+            }));
             fx.push(PolicyEffect::Continue {
                 text: render_idle_continuation(s.tokens, p.idle_min_tokens),
             });
@@ -585,10 +592,10 @@ fn on_reset_dropped(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
         _ if s.soft_latched => Phase::SoftNotified,
         _ => Phase::Idle,
     };
-    fx.push(event(
-        "reset_dropped",
-        json!({"kind": kind.map(|k| k.as_str()), "phase": s.phase.as_str()}),
-    ));
+    fx.push(event(PolicyEvent::ResetDropped {
+        kind,
+        phase: s.phase,
+    }));
 }
 
 /// A reset was installed: a counted commit is counted, and the window starts idle.
@@ -606,10 +613,9 @@ fn on_reset_applied(s: &mut PolicyState, fx: &mut Vec<PolicyEffect>) {
     s.fallback_turns = 0;
     s.idle_requested = false;
     s.blocked_calls.clear();
-    fx.push(event(
-        "reset_applied",
-        json!({"handoffsCommitted": s.handoffs_committed}),
-    ));
+    fx.push(event(PolicyEvent::ResetApplied {
+        handoffs_committed: s.handoffs_committed,
+    }));
 }
 
 /// The state rebuilt from a branch on which Relay gave up resetting the current window: the

@@ -333,6 +333,9 @@ fn a_field_cannot_forge_or_hide_a_section() {
         assert!(md.contains(forged), "{forged:?} not escaped:\n{md}");
     }
     // The sidecar keeps the text as written.
-    assert_eq!(sidecar_json(&a, &m, "/h.md")["goal"], json!(a.goal));
+    assert_eq!(
+        crate::engine::files::HandoffSidecar::new(&a, &m, "/h.md").goal,
+        a.goal
+    );
     insta::assert_snapshot!(md);
 }

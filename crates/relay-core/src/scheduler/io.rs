@@ -43,6 +43,23 @@ impl ResetSource {
             ResetSource::Threshold => "threshold",
         }
     }
+
+    /// The source a window marker records ([`ResetSource::as_str`]); `None` for one this Relay
+    /// does not know (a later Relay's), which each reader handles explicitly.
+    pub fn parse(name: &str) -> Option<ResetSource> {
+        [
+            ResetSource::NewContext,
+            ResetSource::Fallback,
+            ResetSource::Handoff,
+            ResetSource::Forced,
+            ResetSource::Idle,
+            ResetSource::Manual,
+            ResetSource::Overflow,
+            ResetSource::Threshold,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 /// `session_before_compact`'s `reason`.

@@ -78,17 +78,19 @@ fn a_status_file_and_a_telemetry_line_keep_their_shape() {
     ));
 }
 
-/// The parts the scenario above leaves null, and an event field named like the envelope's.
+/// The parts the scenario above leaves null, a policy event's line, and an event field named
+/// like the envelope's (only an unknown event read back can have one: it is left out).
 #[test]
 fn the_last_handoff_and_action_and_an_events_own_fields_keep_their_shape() {
-    use super::status_file::{LastAction, LastHandoff, TelemetryLine};
+    use crate::engine::files::{LastAction, LastHandoff, TelemetryEvent, TelemetryLine};
+    use crate::policy::{Mode, Phase, PolicyEvent};
     let last = serde_json::to_string(&(
         Some(LastHandoff {
-            path: "/s/handoffs/s1-1.md",
+            path: "/s/handoffs/s1-1.md".into(),
             at: 5,
         }),
         Some(LastAction {
-            event: "tool_blocked",
+            event: "tool_blocked".into(),
             at: 6,
         }),
     ))
@@ -97,19 +99,32 @@ fn the_last_handoff_and_action_and_an_events_own_fields_keep_their_shape() {
         last,
         r#"[{"path":"/s/handoffs/s1-1.md","at":5},{"event":"tool_blocked","at":6}]"#
     );
-    let mut fields = serde_json::Map::new();
-    fields.insert("tool".into(), json!("bash"));
-    fields.insert("tokens".into(), json!(7));
     let line = TelemetryLine {
-        ts: 1,
-        event: "tool_blocked",
-        session_id: "s1",
-        window_id: "pcw:s1:root",
-        mode: "enforce",
-        fields,
+        ts: Some(1),
+        session_id: "s1".into(),
+        window_id: Some("pcw:s1:root".into()),
+        mode: Some(Mode::Enforce),
+        would: false,
+        event: TelemetryEvent::Policy(PolicyEvent::ToolBlocked {
+            tool: "bash".into(),
+            phase: Phase::HandoffRequired,
+            tokens: Some(7),
+        }),
     };
     assert_eq!(
         serde_json::to_string(&line).unwrap(),
-        r#"{"ts":1,"event":"tool_blocked","sessionId":"s1","windowId":"pcw:s1:root","mode":"enforce","tool":"bash","tokens":7}"#
+        r#"{"ts":1,"event":"tool_blocked","sessionId":"s1","windowId":"pcw:s1:root","mode":"enforce","tool":"bash","phase":"handoff-required","tokens":7}"#
+    );
+    let mut fields = serde_json::Map::new();
+    fields.insert("event".into(), json!("from_a_newer_relay"));
+    fields.insert("windowId".into(), json!("not the envelope's"));
+    fields.insert("tokens".into(), json!(7));
+    let line = TelemetryLine {
+        event: TelemetryEvent::Other(fields),
+        ..line
+    };
+    assert_eq!(
+        serde_json::to_string(&line).unwrap(),
+        r#"{"ts":1,"event":"from_a_newer_relay","sessionId":"s1","windowId":"pcw:s1:root","mode":"enforce","tokens":7}"#
     );
 }

@@ -330,7 +330,7 @@ impl Engine {
                 session_id,
                 sequence,
                 markdown: markdown.clone(),
-                sidecar,
+                sidecar: Box::new(sidecar),
             },
         );
         op.rendered = Some(Rendered {

@@ -337,11 +337,14 @@ fn the_handoff_carries_its_resume_check_section() {
         .unwrap();
     let section = md.split("## Resume check").nth(1).unwrap();
     insta::assert_snapshot!(section);
-    assert_eq!(sidecar["resumeCheck"], json!(check));
+    assert_eq!(
+        serde_json::to_value(&sidecar).unwrap()["resumeCheck"],
+        json!(check)
+    );
     let (plain, sidecar, _) = e
         .handoff_render(&parsed, &git, None, None, PATH, 1, &moment())
         .unwrap();
-    assert!(!plain.contains("## Resume check") && sidecar.get("resumeCheck").is_none());
+    assert!(!plain.contains("## Resume check") && sidecar.resume_check.is_none());
     // A failing, flooding check still fits the handoff's budget, and the handoff is written.
     let mut big = result(0, &"x".repeat(4096));
     big.output.tail = "y".repeat(4096);

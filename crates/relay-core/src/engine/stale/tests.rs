@@ -132,7 +132,10 @@ fn the_handoff_records_the_workspace_in_its_sidecar_and_on_the_branch() {
     let (md, sidecar, fp) = e
         .handoff_render(&parsed, &git, None, None, PATH, 1, &moment())
         .unwrap();
-    assert_eq!(sidecar["workspace"], json!(workspace()));
+    assert_eq!(
+        serde_json::to_value(&sidecar).unwrap()["workspace"],
+        json!(workspace())
+    );
     let reply = e.handoff_written(PATH, md, fp, &moment());
     let persist = reply.persist.unwrap();
     assert_eq!(persist.custom_type, HANDOFF_TYPE);
@@ -147,7 +150,7 @@ fn the_handoff_records_the_workspace_in_its_sidecar_and_on_the_branch() {
     let (md, sidecar, fp) = e
         .handoff_render(&parsed, &git, None, None, PATH, 1, &moment())
         .unwrap();
-    assert!(sidecar.get("workspace").is_none());
+    assert!(sidecar.workspace.is_none());
     let persist = e.handoff_written(PATH, md, fp, &moment()).persist.unwrap();
     assert!(persist.data.get("workspace").is_none());
 }

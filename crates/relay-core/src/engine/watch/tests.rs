@@ -165,7 +165,9 @@ fn events(reply: &HookReply, name: &str) -> Vec<Value> {
         .effects
         .iter()
         .filter_map(|fx| match fx {
-            Effect::Telemetry { event } if event["event"] == name => Some(event.clone()),
+            Effect::Telemetry { event } if event.name() == name => {
+                Some(serde_json::to_value(event).unwrap())
+            }
             _ => None,
         })
         .collect()

@@ -1,6 +1,8 @@
 //! What an [`Event`] says beyond its fields: its hook's name, and what the hook returns as Pi's
 //! `continue` beside the engine's result.
 
+use serde::{Deserialize, Serialize};
+
 use super::{Event, HookResult};
 
 impl Event {
@@ -40,6 +42,59 @@ impl Event {
             Event::SessionBeforeCompact { .. } => "session_before_compact",
             Event::SessionBeforeTree { .. } => "session_before_tree",
             Event::Command { .. } => "command",
+        }
+    }
+}
+
+/// Pi's `reason` for a compaction (`session_before_compact`, `session_compact_failed`), as the
+/// wire carries it: a plain string. A value this Relay does not know is kept as
+/// [`PiCompactReason::Other`]; each place that reads the reason says what an unknown one means.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum PiCompactReason {
+    /// `/compact`.
+    Manual,
+    /// The window reached Pi's compaction threshold.
+    Threshold,
+    /// The provider refused the request as too long.
+    Overflow,
+    /// A reason a later Pi may send.
+    Other(String),
+}
+
+impl PiCompactReason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            PiCompactReason::Manual => "manual",
+            PiCompactReason::Threshold => "threshold",
+            PiCompactReason::Overflow => "overflow",
+            PiCompactReason::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for PiCompactReason {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "manual" => PiCompactReason::Manual,
+            "threshold" => PiCompactReason::Threshold,
+            "overflow" => PiCompactReason::Overflow,
+            _ => PiCompactReason::Other(s),
+        }
+    }
+}
+
+impl From<&str> for PiCompactReason {
+    fn from(s: &str) -> Self {
+        PiCompactReason::from(s.to_string())
+    }
+}
+
+impl From<PiCompactReason> for String {
+    fn from(r: PiCompactReason) -> Self {
+        match r {
+            PiCompactReason::Other(s) => s,
+            known => known.as_str().to_string(),
         }
     }
 }
