@@ -33,10 +33,10 @@ use crate::render::memory_tool as texts;
 use crate::ToolOutput;
 
 /// The tool's name, as registered with Pi (Anthropic's).
-pub const TOOL: &str = "memory";
+pub const TOOL: &str = args::MEMORY;
 
 /// The folder that stands for the notes.
-pub const ROOT: &str = "/memories";
+pub const ROOT: &str = args::MEMORY_ROOT;
 
 /// One notes call: the tool and its arguments.
 #[derive(Debug, Clone, PartialEq)]

@@ -69,7 +69,6 @@ pub use thresholds::{
     DEFAULT_IDLE_MIN_TOKENS, DEFAULT_KEEP_RECENT_TOKENS, SEED_MAIN, SEED_SUBAGENT,
 };
 
-pub use crate::render::policy::*;
 pub use failure::{classify_compact_failure, FailureKind};
 pub use transition::{
     armed_by_compaction_failure, disarm_compaction_failure, handoff_is_forced, notes_access, step,

@@ -533,12 +533,12 @@ pub fn push_located_entries_of_lines(
     text: &str,
     base: u64,
     out: &mut Vec<Entry>,
-    at: &mut Vec<super::LineAt>,
+    at: &mut Vec<super::types::LineAt>,
 ) {
     push_lines(text, |entry, start, end| {
         let len = u32::try_from(end - start).unwrap_or(u32::MAX);
         out.push(entry);
-        at.push(super::LineAt {
+        at.push(super::types::LineAt {
             offset: base + start as u64,
             len,
         });

@@ -60,7 +60,7 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
         EntryKind::Custom { custom_type, data } if custom_type == "pi-context/note" => {
             match note_op(&data) {
                 Some(op) => EntryKind::Custom {
-                    custom_type: crate::notes::NOTE_CUSTOM_TYPE.to_string(),
+                    custom_type: crate::records::NOTE_CUSTOM_TYPE.to_string(),
                     data: op,
                 },
                 None => EntryKind::Custom { custom_type, data },
@@ -68,7 +68,7 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
         }
         EntryKind::Custom { custom_type, data } if custom_type == "pi-context/reset-marker" => {
             EntryKind::Custom {
-                custom_type: crate::engine::RESET_MARKER_TYPE.to_string(),
+                custom_type: crate::records::RESET_MARKER_TYPE.to_string(),
                 data,
             }
         }

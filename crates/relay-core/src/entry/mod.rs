@@ -31,7 +31,7 @@ mod types;
 
 pub use branch::{
     branch_indices, stream_branch, stream_branch_by_parents, stream_branch_by_parents_at,
-    BranchSink, LineAt, LinearFeed,
+    BranchSink, LinearFeed,
 };
 pub use decode::ESTIMATED_IMAGE_CHARS;
 pub use decode::{
@@ -41,8 +41,8 @@ pub use decode::{
 pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};
 pub use types::{
-    Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
-    StopReason, SystemDelta,
+    Entry, EntryKind, Header, Line, LineAt, LineError, Message, ParseError, ParsedSession,
+    Replacement, StopReason, SystemDelta,
 };
 
 #[cfg(test)]

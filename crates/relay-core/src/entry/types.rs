@@ -231,3 +231,12 @@ pub struct ParsedSession {
     pub entries: Vec<Entry>,
     pub errors: Vec<LineError>,
 }
+
+/// Where an entry's line is in its session file: the offset of its first byte and its length in
+/// bytes (without the line break). A sink that keeps it can read the line again later instead of
+/// holding its text (see `History`'s line source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineAt {
+    pub offset: u64,
+    pub len: u32,
+}

@@ -6,6 +6,7 @@
 )]
 
 use super::*;
+use crate::render::policy::*;
 use serde_json::json;
 
 macro_rules! snap {

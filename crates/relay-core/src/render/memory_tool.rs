@@ -9,8 +9,7 @@
     clippy::indexing_slicing
 )]
 
-use crate::args::{invalid, quote_name};
-use crate::memory_tool::{ROOT, TOOL};
+use crate::args::{invalid, quote_name, MEMORY as TOOL, MEMORY_ROOT as ROOT};
 use crate::ToolOutput;
 
 /// An argument the command does not use; `takes` are the ones it does.
