@@ -542,13 +542,6 @@ fn path_reason(e: &NoteError) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use crate::{args, ToolOutput};
     use serde_json::json;

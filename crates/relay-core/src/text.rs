@@ -142,13 +142,6 @@ pub fn head_tail_preview(s: &str, whole_max: usize, head: usize, tail: usize) ->
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use proptest::prelude::*;
 

@@ -1,12 +1,5 @@
 //! Decoding, the one error format, the schemas, and the checked-in schema file.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 use serde_json::json;
 

@@ -3,13 +3,6 @@
 //! extension's `prepareArguments`, then the engine's tool or `context_handoff` steps). Each gets a
 //! clear error naming the tool and the argument, within a bounded size, and changes nothing.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};

@@ -1,13 +1,6 @@
 //! Engine-level tests: observations in, effects out, on a mirrored branch built from real entry
 //! JSON. Texts the model sees are snapshot-tested.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::tools::note_after;

@@ -1,12 +1,5 @@
 //! Tests of the mirror, the search and the tools (snapshots in `src/snapshots/`).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 use crate::entry::{parse_line, Entry, EntryKind, Line, Message};
 use crate::text::{byte_at_char, char_count};

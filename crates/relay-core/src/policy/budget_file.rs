@@ -564,13 +564,6 @@ fn parse_resume_checks(
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use crate::policy::*;
     use serde_json::json;

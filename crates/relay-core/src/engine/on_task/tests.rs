@@ -1,11 +1,4 @@
 //! The continuation after an early stop: which windows, which replies, once per window.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use super::super::wire::{ConfigSources, Event, Observation, CONTINUE_TYPE};

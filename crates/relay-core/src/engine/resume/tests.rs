@@ -1,11 +1,4 @@
 //! Resume checks in the engine: where the command comes from, when it runs, what the model sees.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::super::wire::ConfigSources;

@@ -1,13 +1,6 @@
 //! The stale-handoff check in the engine: recorded by the handoff (sidecar and branch), due once
 //! before the first answer of the window it opens, its record read back after a reload, its
 //! message placed after the resume and watch checks.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::super::wire::{

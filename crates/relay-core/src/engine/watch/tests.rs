@@ -1,12 +1,5 @@
 //! The optional integrations in the engine: the watch check of a window opened by a handoff, and
 //! the shared context guard (effective off, Pi's compaction passed through, the threshold log).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::super::wire::{
