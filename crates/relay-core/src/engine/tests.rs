@@ -11,22 +11,44 @@ use crate::policy::Mode;
 
 const SID: &str = "01a2-test-session";
 
-fn moment(tokens: Option<u64>) -> Moment {
+/// The moment the engine's tests observe (shared with its other test modules): a fixed clock, zone,
+/// model and cwd, no pending messages, with the given usage, window size and guard state.
+pub(super) fn moment_with(usage: Option<Usage>, window: u64, guard: GuardState) -> Moment {
     Moment {
         now_ms: 1_764_450_000_000,
         tz_offset_minutes: 60,
-        usage: Some(Usage {
-            tokens,
-            context_window: 100_000,
-        }),
+        usage,
         model: Some("faux/faux-1".into()),
-        context_window: Some(100_000),
+        context_window: Some(window),
         has_pending_messages: false,
         pending_work: 0,
         cwd: "/work/project".into(),
-        context_guard: crate::engine::GuardState::Unavailable,
+        context_guard: guard,
         subagent: false,
     }
+}
+
+/// A fresh engine of session `sid` configured with `relay` as the global settings' `relay` object
+/// in /work/project (shared with the engine's other test modules; the configuration is valid).
+pub(super) fn engine_configured(sid: &str, relay: serde_json::Value) -> Engine {
+    let mut e = Engine::new();
+    e.resync(sid, &[]);
+    let sources = ConfigSources {
+        global: Some(json!({ "relay": relay })),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    e
+}
+
+/// A moment with `tokens` used of a 100k window (shared with the hostile-input tests).
+pub(super) fn moment(tokens: Option<u64>) -> Moment {
+    let usage = Usage {
+        tokens,
+        context_window: 100_000,
+    };
+    moment_with(Some(usage), 100_000, GuardState::Unavailable)
 }
 
 fn obs(event: Event, tokens: Option<u64>) -> Observation {

@@ -3,7 +3,7 @@ use serde_json::{json, Value};
 
 use super::super::wire::{ConfigSources, Event, Observation, CONTINUE_TYPE};
 use super::*;
-use crate::engine::tests::Branch;
+use crate::engine::tests::{moment_with, Branch};
 use crate::entry::Entry;
 
 const SID: &str = "01a2-on-task-session";
@@ -12,16 +12,8 @@ const QUESTION: &str = "What would you like me to do next?";
 
 fn moment(pending: bool) -> Moment {
     Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: None,
-        model: Some("faux/faux-1".into()),
-        context_window: Some(24_000),
         has_pending_messages: pending,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: crate::engine::GuardState::Unavailable,
-        subagent: false,
+        ..moment_with(None, 24_000, crate::engine::GuardState::Unavailable)
     }
 }
 

@@ -7,7 +7,7 @@ use super::super::wire::{
     ConfigSources, Event, GitFacts, GuardState, Moment, Observation, CONTINUE_TYPE, HANDOFF_TYPE,
 };
 use super::*;
-use crate::engine::tests::Branch;
+use crate::engine::tests::{moment_with, Branch};
 use crate::entry::Entry;
 use crate::handoff::{GitState, HandoffFingerprint};
 use crate::staleness::{compare, DirtySet, FileStamp, Stamp, WorkspaceNow};
@@ -18,18 +18,7 @@ const PATH: &str = "/work/project/.ai-work/handoffs/01a2-stale-session-1.md";
 const HEAD: &str = "0123456789012345678901234567890123456789";
 
 fn moment() -> Moment {
-    Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: None,
-        model: Some("faux/faux-1".into()),
-        context_window: Some(200_000),
-        has_pending_messages: false,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: GuardState::default(),
-        subagent: false,
-    }
+    moment_with(None, 200_000, GuardState::default())
 }
 
 fn enforcing() -> Engine {

@@ -3,11 +3,11 @@
 use serde_json::json;
 
 use super::super::wire::{
-    ConfigSources, Effect, Event, GuardState, HookReply, HookResult, Moment, Observation, Usage,
-    CONTINUE_TYPE, HANDOFF_TYPE,
+    Effect, Event, GuardState, HookReply, HookResult, Moment, Observation, Usage, CONTINUE_TYPE,
+    HANDOFF_TYPE,
 };
 use super::*;
-use crate::engine::tests::Branch;
+use crate::engine::tests::{engine_configured, moment_with, Branch};
 use crate::entry::Entry;
 use crate::handoff::HandoffFingerprint;
 
@@ -16,33 +16,15 @@ const WIN2: &str = "pcw:01a2-watch-session:0000beef";
 const PATH: &str = "/work/project/.ai-work/handoffs/01a2-watch-session-1.md";
 
 fn moment(tokens: Option<u64>, guard: GuardState) -> Moment {
-    Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: tokens.map(|t| Usage {
-            tokens: Some(t),
-            context_window: 200_000,
-        }),
-        model: Some("faux/faux-1".into()),
-        context_window: Some(200_000),
-        has_pending_messages: false,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: guard,
-        subagent: false,
-    }
+    let usage = tokens.map(|t| Usage {
+        tokens: Some(t),
+        context_window: 200_000,
+    });
+    moment_with(usage, 200_000, guard)
 }
 
 fn engine_with(budget: Value) -> Engine {
-    let mut e = Engine::new();
-    e.resync(SID, &[]);
-    let sources = ConfigSources {
-        global: Some(json!({"relay": {"budget": budget}})),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
-    e
+    engine_configured(SID, json!({ "budget": budget }))
 }
 
 fn enforcing() -> Engine {
