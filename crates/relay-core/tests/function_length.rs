@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::{self, Visit};
 
+#[path = "support/source.rs"]
+mod source;
+use source::{rust_files, test_only};
+
 /// The longest body allowed, in lines, braces included.
 const MAX_LINES: usize = 120;
 
@@ -57,36 +61,6 @@ impl Measure {
             lines: close.saturating_sub(open) + 1,
         });
     }
-}
-
-/// `#[cfg(test)]`, `#[cfg(all(test, ...))]` or `#[test]`: compiled only into test builds.
-fn test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        if attr.path().is_ident("test") {
-            return true;
-        }
-        if !attr.path().is_ident("cfg") {
-            return false;
-        }
-        let Ok(list) = attr.meta.require_list() else {
-            return false;
-        };
-        let tokens: Vec<String> = list
-            .tokens
-            .clone()
-            .into_iter()
-            .map(|t| t.to_string())
-            .collect();
-        match tokens.as_slice() {
-            [one] => one == "test",
-            [all, group] if all == "all" => group
-                .trim_start_matches('(')
-                .trim_end_matches(')')
-                .split(',')
-                .any(|arg| arg.trim() == "test"),
-            _ => false,
-        }
-    })
 }
 
 /// The last path segment of an impl's type (`Engine` for `impl Engine`, `Foo` for `&Foo<T>`).
@@ -178,23 +152,6 @@ fn test_file(relative: &Path) -> bool {
     name == "tests.rs"
         || name.ends_with("_tests.rs")
         || relative.components().any(|c| c.as_os_str() == "tests")
-}
-
-/// The `.rs` files under `dir`, recursively, in a stable order.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| e.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())))
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The workspace root (two levels above relay-core's manifest).

@@ -22,30 +22,12 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::{self, Visit};
 
+#[path = "support/source.rs"]
+mod source;
+use source::{rust_files, test_only};
+
 /// A module's path below the crate root (`["engine", "wire"]`); the root is empty.
 type ModPath = Vec<String>;
-
-/// `#[cfg(test)]`, `#[cfg(all(test, ...))]` or `#[test]`: compiled only into test builds.
-fn test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        if attr.path().is_ident("test") {
-            return true;
-        }
-        if !attr.path().is_ident("cfg") {
-            return false;
-        }
-        let Ok(list) = attr.meta.require_list() else {
-            return false;
-        };
-        let text = list.tokens.to_string().replace(' ', "");
-        text == "test"
-            || (text.starts_with("all(")
-                && text
-                    .trim_end_matches(')')
-                    .split([',', '('])
-                    .any(|a| a == "test"))
-    })
-}
 
 /// A file that holds only test code, by its name.
 fn test_file(path: &Path) -> bool {
@@ -137,22 +119,25 @@ impl Collect {
 
 impl<'ast> Visit<'ast> for Collect {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Const(i) => &i.attrs,
-            syn::Item::Enum(i) => &i.attrs,
-            syn::Item::Fn(i) => &i.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            syn::Item::Macro(i) => &i.attrs,
-            syn::Item::Mod(i) => &i.attrs,
-            syn::Item::Static(i) => &i.attrs,
-            syn::Item::Struct(i) => &i.attrs,
-            syn::Item::Trait(i) => &i.attrs,
-            syn::Item::Type(i) => &i.attrs,
-            syn::Item::Union(i) => &i.attrs,
-            syn::Item::Use(i) => &i.attrs,
+        use syn::Item;
+        // Each item's attributes and the name it defines (an inline module's contents are not
+        // this module's own items; a `mod x;` is a child file).
+        let (attrs, defines) = match item {
+            Item::Const(i) => (&i.attrs, Some(&i.ident)),
+            Item::Enum(i) => (&i.attrs, Some(&i.ident)),
+            Item::Fn(i) => (&i.attrs, Some(&i.sig.ident)),
+            Item::Impl(i) => (&i.attrs, None),
+            Item::Macro(i) => (&i.attrs, i.ident.as_ref()),
+            Item::Mod(i) => (&i.attrs, i.content.as_ref().map(|_| &i.ident)),
+            Item::Static(i) => (&i.attrs, Some(&i.ident)),
+            Item::Struct(i) => (&i.attrs, Some(&i.ident)),
+            Item::Trait(i) => (&i.attrs, Some(&i.ident)),
+            Item::Type(i) => (&i.attrs, Some(&i.ident)),
+            Item::Union(i) => (&i.attrs, Some(&i.ident)),
+            Item::Use(i) => (&i.attrs, None),
             _ => return visit::visit_item(self, item),
         };
-        if let syn::Item::Mod(m) = item {
+        if let Item::Mod(m) = item {
             if m.content.is_none() && self.inline_depth == 0 {
                 self.facts.children.insert(m.ident.to_string());
             }
@@ -160,32 +145,13 @@ impl<'ast> Visit<'ast> for Collect {
         if test_only(attrs) {
             return;
         }
-        match item {
-            syn::Item::Const(i) => self.define(&i.ident),
-            syn::Item::Enum(i) => self.define(&i.ident),
-            syn::Item::Fn(i) => self.define(&i.sig.ident),
-            syn::Item::Static(i) => self.define(&i.ident),
-            syn::Item::Struct(i) => self.define(&i.ident),
-            syn::Item::Trait(i) => self.define(&i.ident),
-            syn::Item::Type(i) => self.define(&i.ident),
-            syn::Item::Union(i) => self.define(&i.ident),
-            syn::Item::Macro(i) => {
-                if let Some(ident) = &i.ident {
-                    self.define(ident);
-                }
-            }
-            _ => {}
+        if let Some(ident) = defines {
+            self.define(ident);
         }
-        if let syn::Item::Mod(m) = item {
-            if m.content.is_some() {
-                self.define(&m.ident);
-                self.inline_depth += 1;
-                visit::visit_item(self, item);
-                self.inline_depth -= 1;
-                return;
-            }
-        }
+        let inline = matches!(item, Item::Mod(m) if m.content.is_some());
+        self.inline_depth += usize::from(inline);
         visit::visit_item(self, item);
+        self.inline_depth -= usize::from(inline);
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
@@ -390,25 +356,6 @@ impl Crate {
             }
         }
         out
-    }
-}
-
-/// The `.rs` files under `dir`, recursively, in a stable order.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| {
-            e.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-                .path()
-        })
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
     }
 }
 
