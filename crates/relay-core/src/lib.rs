@@ -34,6 +34,9 @@ pub mod text;
 pub mod time;
 pub mod tool_name;
 
+#[cfg(test)]
+mod test_support;
+
 use serde::Serialize;
 
 /// What a tool call returns to the model: a text (JSON for structured tools) and an error flag.

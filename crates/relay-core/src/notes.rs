@@ -1476,16 +1476,8 @@ mod tests {
 
     mod capped {
         use super::*;
-        use crate::args::{abbreviated, MAX_RESULT_BYTES};
-
-        fn within_cap(out: &ToolOutput) -> Value {
-            assert!(
-                out.text.len() <= MAX_RESULT_BYTES,
-                "{} bytes",
-                out.text.len()
-            );
-            parsed(out)
-        }
+        use crate::args::abbreviated;
+        use crate::test_support::within_cap;
 
         fn snap(name: &str, v: &Value) {
             insta::assert_snapshot!(name, serde_json::to_string_pretty(&abbreviated(v)).unwrap());

@@ -102,35 +102,42 @@ impl<'ast> Visit<'ast> for Measure {
     }
 
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        if test_only(&f.attrs) {
-            return;
-        }
-        self.record(&f.sig.ident, &f.block);
-        // A function's own items (nested `fn`s) are measured too, on their own.
-        let owner = std::mem::take(&mut self.owner);
-        visit::visit_item_fn(self, f);
-        self.owner = owner;
+        self.function(&f.attrs, &f.sig, Some(&f.block), |m| {
+            visit::visit_item_fn(m, f)
+        });
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        if test_only(&f.attrs) {
-            return;
-        }
-        self.record(&f.sig.ident, &f.block);
-        let owner = std::mem::take(&mut self.owner);
-        visit::visit_impl_item_fn(self, f);
-        self.owner = owner;
+        self.function(&f.attrs, &f.sig, Some(&f.block), |m| {
+            visit::visit_impl_item_fn(m, f)
+        });
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
-        if test_only(&f.attrs) {
+        self.function(&f.attrs, &f.sig, f.default.as_ref(), |m| {
+            visit::visit_trait_item_fn(m, f)
+        });
+    }
+}
+
+impl Measure {
+    /// A function (unless test-only): its body measured, then its own items (nested `fn`s),
+    /// measured on their own, outside its type.
+    fn function(
+        &mut self,
+        attrs: &[syn::Attribute],
+        sig: &syn::Signature,
+        body: Option<&syn::Block>,
+        walk: impl FnOnce(&mut Self),
+    ) {
+        if test_only(attrs) {
             return;
         }
-        if let Some(block) = &f.default {
-            self.record(&f.sig.ident, block);
+        if let Some(block) = body {
+            self.record(&sig.ident, block);
         }
         let owner = std::mem::take(&mut self.owner);
-        visit::visit_trait_item_fn(self, f);
+        walk(self);
         self.owner = owner;
     }
 }

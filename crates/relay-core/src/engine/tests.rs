@@ -1616,7 +1616,8 @@ fn overflow_hook(e: &mut Engine, will_retry: bool) -> HookReply {
     ))
 }
 
-fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
+/// The telemetry events named `name` of a reply (shared with the watch tests).
+pub(super) fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
     reply
         .effects
         .iter()

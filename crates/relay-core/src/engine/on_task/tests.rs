@@ -212,15 +212,21 @@ fn the_setting_off_disables_it_and_relay_off_too() {
     assert_eq!(continued(&settle(&mut e, false)), None);
 }
 
+/// An earlier request answered, then [`REQUEST`] and a tool call.
+fn two_requests_then_a_tool_call(b: &mut Branch) -> Vec<Entry> {
+    let mut entries = vec![
+        user(b, "Write the CHANGELOG entry."),
+        answer(b, "Written."),
+        user(b, REQUEST),
+    ];
+    entries.extend(tool_call(b));
+    entries
+}
+
 #[test]
 fn the_latest_of_two_requests_is_quoted_also_across_a_window_without_input() {
     let mut b = Branch::new();
-    let mut entries = vec![
-        user(&mut b, "Write the CHANGELOG entry."),
-        answer(&mut b, "Written."),
-        user(&mut b, REQUEST),
-    ];
-    entries.extend(tool_call(&mut b));
+    let mut entries = two_requests_then_a_tool_call(&mut b);
     entries.extend(reset(&mut b, Some("fallback"), 1));
     // The second window works and fills up without the user writing anything.
     entries.extend(tool_call(&mut b));
@@ -250,12 +256,7 @@ fn manual_reset_summary(e: &mut Engine) -> String {
 #[test]
 fn the_boot_block_marks_the_latest_request_also_after_a_window_without_input() {
     let mut b = Branch::new();
-    let mut entries = vec![
-        user(&mut b, "Write the CHANGELOG entry."),
-        answer(&mut b, "Written."),
-        user(&mut b, REQUEST),
-    ];
-    entries.extend(tool_call(&mut b));
+    let mut entries = two_requests_then_a_tool_call(&mut b);
     let block = format!(
         "<earlier_user_input shown=\"2\" total=\"2\">\n<user_message>\nWrite the CHANGELOG entry.\n</user_message>\n<user_message latest=\"true\">\n{REQUEST}\n</user_message>\n</earlier_user_input>"
     );

@@ -193,15 +193,7 @@ fn nothing_differed_records_the_check_and_shows_nothing() {
     let mut e = enforcing();
     e.resync(SID, &entries);
     let (rec, window) = e.stale_check().unwrap();
-    let same = WorkspaceNow {
-        repo_root: rec.repo_root.clone(),
-        git_state: rec.git_state,
-        branch: rec.branch.clone(),
-        head: rec.head.clone(),
-        ancestry: None,
-        dirty: rec.dirty.clone(),
-        files: rec.files.clone(),
-    };
+    let same = crate::staleness::tests::same(&rec);
     let marker = stale_record(&window, 7, &compare(&rec, &same), false);
     let mut all = entries.clone();
     all.push(record_entry(&mut b, &marker));
