@@ -21,13 +21,6 @@
 //! The schemas state types only (no minimum, no pattern): every value check is made here, so that
 //! the model always reads errors in this one format.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Display;

@@ -2,13 +2,6 @@
 //! duplicate back-off; the markdown under the section budgets is [`crate::render::handoff`]. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
 //! collected by the caller independently of the model.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};

@@ -17,13 +17,6 @@
 //!   every record whole (full job commands included).
 //! - A corrupt record (not an object, no id) is left out and counted.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -18,13 +18,6 @@
 //! - Every error names `memory`, the argument and, where the model must do something else, the
 //!   notes tool to use ([`crate::render::memory_tool`], snapshot-tested).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use crate::args::{self, Memory, MemoryCommand};

@@ -45,13 +45,6 @@
 //! one of a reset Relay owns arms [`FallbackReason::CompactionFailure`] at once
 //! ([`PolicyInput::CompactionFailed`]); transient ones are retried, the third arms it.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 pub mod budget_file;
 mod failure;
 pub mod glob;

@@ -42,13 +42,6 @@
 //! - Note operations are the exception that was always strict: a note that does not parse is
 //!   skipped and reported by name ([`NoteRecord::op`]), never applied half-read.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

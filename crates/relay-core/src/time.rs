@@ -23,13 +23,6 @@
 //! on ordinary times; the handoff's printed offsets beyond ±23:59 and years outside 0–9999 in
 //! forms that are not ISO 8601 (`+166:40`, `-001`, `10000`), which this one does not.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 /// The largest offset RFC 3339 can write, in minutes (23:59).
 pub const MAX_OFFSET_MINUTES: i32 = 23 * 60 + 59;
 

@@ -7,13 +7,6 @@
 //! where it closes; a repeated id resolves to its last occurrence. Every way of walking gives the
 //! same entries in the same order.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use rustc_hash::FxHashMap as HashMap;
 
 use super::decode::{last_entry_of_line, parse_line};

@@ -6,13 +6,6 @@
 //! error, and a line that cannot be decoded is reported with its line number while the rest of the
 //! file still loads. Decoding never panics, whatever the input.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::fmt;
 

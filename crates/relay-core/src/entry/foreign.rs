@@ -26,13 +26,6 @@
 //!   cap (`budget`), as that package's handoffs do unless they were idle ones. The handoff file
 //!   is read from `handoffPath` or `path`, a duplicate back-off fingerprint from `fingerprint`.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Map, Value};
 
 use super::types::EntryKind;

@@ -14,13 +14,6 @@
 //! types kept as [`EntryKind::Unknown`], so a newer Pi's sessions still load. Every public item is
 //! re-exported here: `crate::entry::X` is the path to use.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 mod branch;
 mod decode;
 mod foreign;

@@ -14,13 +14,6 @@
 //! O(1), filtered listings walk posting lists); the mirror is a projection of the branch and holds
 //! nothing a replay would not rebuild; tool errors are model-readable and name the argument.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 pub(crate) mod blocks;
 mod search;
 mod store;

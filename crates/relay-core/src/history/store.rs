@@ -23,13 +23,6 @@
 //! `/fork` or `/clone`, which copies those entries into a session of another id, keeps the id the
 //! copied entries name. Before any such entry it is the current session's.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 

@@ -9,13 +9,6 @@
 //! another file at the same offsets) and the read fails with [`TextUnavailable`], which the tools
 //! report and which asks the host to load the session again.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 

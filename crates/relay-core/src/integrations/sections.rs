@@ -2,13 +2,6 @@
 //! written with the texts of [`crate::render::integrations`] (which read only the facts' types),
 //! and what the sidecar keeps of them.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use super::*;

@@ -4,13 +4,6 @@
 //! note on shortened sections. The arguments, the sidecar and the duplicate back-off are
 //! [`crate::handoff`].
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use crate::handoff::{
