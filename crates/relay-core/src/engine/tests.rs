@@ -845,18 +845,10 @@ fn generated_wire_ts_is_current() {
          // field that is not declared here.\n\n{}",
         decls.join("\n")
     );
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../extension/src/generated/wire.ts");
-    if std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let current = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        current == text,
-        "{} is stale (or missing): regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire`",
-        path.display()
+    crate::test_support::check_generated(
+        "../../extension/src/generated/wire.ts",
+        &text,
+        "regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire`",
     );
 }
 
