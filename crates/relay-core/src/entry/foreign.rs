@@ -73,9 +73,9 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
             estimate_chars,
         } => {
             let custom_type = match custom_type.as_str() {
-                "pi-context/boot" => crate::engine::BOOT_TYPE.to_string(),
-                "pi-context/guidance" => crate::engine::REMINDER_TYPE.to_string(),
-                "pi-context/continuation" => crate::engine::CONTINUE_TYPE.to_string(),
+                "pi-context/boot" => crate::records::BOOT_TYPE.to_string(),
+                "pi-context/guidance" => crate::records::REMINDER_TYPE.to_string(),
+                "pi-context/continuation" => crate::records::CONTINUE_TYPE.to_string(),
                 _ => custom_type,
             };
             EntryKind::CustomMessage {
