@@ -25,11 +25,10 @@ use arbitrary::{Result, Unstructured};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use relay_core::engine::files::HandoffSidecar;
 use relay_core::handoff::{
-    GitState, HandoffArgs, HandoffError, HandoffMeta, MAX_MARKDOWN_BYTES, NARRATIVE_BUDGET_BYTES,
+    heading, narrative_cuts, GitState, HandoffArgs, HandoffError, HandoffMeta, MAX_MARKDOWN_BYTES,
+    NARRATIVE_BUDGET_BYTES,
 };
-use relay_core::render::handoff::{
-    heading, narrative_cuts, render_markdown, render_markdown_with, shortened_reply,
-};
+use relay_core::render::handoff::{render_markdown, render_markdown_with, shortened_reply};
 use serde_json::{json, Map, Value};
 
 /// The target's body: panics when a property does not hold.

@@ -1,5 +1,7 @@
 //! Runs the built `relay` binary on session files written to a temporary folder.
 
+mod common;
+
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,16 +31,7 @@ struct Temp(PathBuf);
 
 impl Temp {
     fn new(name: &str) -> Temp {
-        let dir = std::env::temp_dir().join(format!(
-            "relay-cli-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        Temp(dir)
+        Temp(common::fresh_dir(&format!("relay-cli-{name}")))
     }
 
     fn write(&self, rel: &str, text: &str) -> PathBuf {

@@ -4,6 +4,8 @@
 //! the second: one `new_context`), and `fixtures/repo/.ai-work/handoffs/` holds the handoff the
 //! first run wrote.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -46,16 +48,7 @@ fn json(o: &Output) -> serde_json::Value {
 
 /// A fresh folder under the system's temporary folder.
 fn temp(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "relay-cli-{tag}-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::fresh_dir(&format!("relay-cli-{tag}"))
 }
 
 const MAIN: &str = "handoff-and-reset.jsonl";

@@ -1,6 +1,8 @@
 //! `relay config` and `relay doctor` against real settings files, a real trust store and real
 //! executables on PATH, each in a fresh temporary folder.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -9,14 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_relay");
 
 /// A fresh folder: `agent/` (Pi's agent folder), `work/` (the project), `bin/` (PATH).
 fn temp(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "relay-config-{tag}-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
+    let dir = common::fresh_dir(&format!("relay-config-{tag}"));
     for sub in ["agent", "work/.pi", "bin"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }

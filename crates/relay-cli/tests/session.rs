@@ -1,6 +1,8 @@
 //! The pi-session wrapper against a fake `pi` (tests/fixtures/fake-pi.sh): real processes, real
 //! marker files, the wrapper's real exit status and stderr.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -13,14 +15,7 @@ struct Case {
 impl Case {
     /// A working directory, a marker directory and a plan for the fake pi (one line per launch).
     fn new(name: &str, plan: &[&str]) -> Case {
-        let root = std::env::temp_dir().join(format!(
-            "pi-session-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
+        let root = common::fresh_dir(&format!("pi-session-{name}"));
         fs::create_dir_all(root.join("work")).unwrap();
         fs::create_dir_all(root.join("fake")).unwrap();
         let root = root.canonicalize().unwrap();

@@ -21,13 +21,6 @@
 //! The schemas state types only (no minimum, no pattern): every value check is made here, so that
 //! the model always reads errors in this one format.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Display;
@@ -47,15 +40,21 @@ pub const HISTORY_LIST_WINDOWS: &str = "history_list_windows";
 pub const HISTORY_LIST_ITEMS: &str = "history_list_items";
 pub const HISTORY_READ_ITEM: &str = "history_read_item";
 pub const HISTORY_SEARCH_CONTENTS: &str = "history_search_contents";
-pub const NOTES_LIST_FILES_BY_PREFIX: &str = crate::notes::TOOL_LIST;
-pub const NOTES_READ_FILE: &str = crate::notes::TOOL_READ;
-pub const NOTES_SEARCH_CONTENTS: &str = crate::notes::TOOL_SEARCH;
-pub const NOTES_APPEND_TO_FILE: &str = crate::notes::TOOL_APPEND;
-pub const NOTES_WRITE_FILE: &str = crate::notes::TOOL_WRITE;
+pub const NOTES_LIST_FILES_BY_PREFIX: &str = "notes_list_files_by_prefix";
+pub const NOTES_READ_FILE: &str = "notes_read_file";
+pub const NOTES_SEARCH_CONTENTS: &str = "notes_search_contents";
+pub const NOTES_APPEND_TO_FILE: &str = "notes_append_to_file";
+pub const NOTES_WRITE_FILE: &str = "notes_write_file";
 pub const NEW_CONTEXT: &str = "new_context";
 pub const CONTEXT_HANDOFF: &str = "context_handoff";
 pub const GET_CONTEXT_REMAINING: &str = "get_context_remaining";
-pub const MEMORY: &str = crate::memory_tool::TOOL;
+/// The roles of history items, as the history tools show them and accept them in filters, in
+/// the order of `history`'s `Role`.
+pub const ROLE_NAMES: [&str; 4] = ["user", "assistant", "tool", "system"];
+/// The memory tool's name, as registered with Pi (Anthropic's).
+pub const MEMORY: &str = "memory";
+/// The memory tool's folder that stands for the notes.
+pub const MEMORY_ROOT: &str = "/memories";
 
 // ---------------------------------------------------------------------------------------------
 // The one error format
@@ -348,28 +347,44 @@ pub use aliases::*;
 pub use kinds::*;
 
 // ---------------------------------------------------------------------------------------------
+// The tools' defaults (`history` and `notes` name them too)
+
+/// `history_list_items` returns at most this many items unless `limit` says otherwise.
+pub const DEFAULT_HISTORY_LIST_ITEMS_LIMIT: usize = 50;
+/// `history_search_contents` returns at most this many items unless `limit` says otherwise.
+pub const DEFAULT_HISTORY_SEARCH_LIMIT: usize = 20;
+/// `history_list_items` shows at most this many characters of each item by default.
+pub const DEFAULT_MAX_CHARS_PER_ITEM: usize = 1200;
+/// `history_read_item` returns at most this many characters by default.
+pub const DEFAULT_READ_LIMIT_CHARS: usize = 20_000;
+/// Default number of files listed by `notes_list_files_by_prefix`.
+pub const DEFAULT_NOTES_LIST_LIMIT: u64 = 100;
+/// Default number of matching lines returned by `notes_search_contents`.
+pub const DEFAULT_NOTES_SEARCH_LIMIT: u64 = 50;
+
+// ---------------------------------------------------------------------------------------------
 // The tools' parameters
 
 fn yes() -> Flag {
     Flag(true)
 }
 fn list_items_limit() -> PositiveInt {
-    PositiveInt(crate::history::DEFAULT_LIST_ITEMS_LIMIT)
+    PositiveInt(DEFAULT_HISTORY_LIST_ITEMS_LIMIT)
 }
 fn max_chars_per_item() -> PositiveInt {
-    PositiveInt(crate::history::DEFAULT_MAX_CHARS_PER_ITEM)
+    PositiveInt(DEFAULT_MAX_CHARS_PER_ITEM)
 }
 fn read_limit_chars() -> PositiveInt {
-    PositiveInt(crate::history::DEFAULT_READ_LIMIT_CHARS)
+    PositiveInt(DEFAULT_READ_LIMIT_CHARS)
 }
 fn history_search_limit() -> PositiveInt {
-    PositiveInt(crate::history::DEFAULT_SEARCH_LIMIT)
+    PositiveInt(DEFAULT_HISTORY_SEARCH_LIMIT)
 }
 fn notes_list_limit() -> PositiveInt {
-    PositiveInt(usize::try_from(crate::notes::DEFAULT_LIST_LIMIT).unwrap_or(usize::MAX))
+    PositiveInt(usize::try_from(DEFAULT_NOTES_LIST_LIMIT).unwrap_or(usize::MAX))
 }
 fn notes_search_limit() -> PositiveInt {
-    PositiveInt(usize::try_from(crate::notes::DEFAULT_SEARCH_LIMIT).unwrap_or(usize::MAX))
+    PositiveInt(usize::try_from(DEFAULT_NOTES_SEARCH_LIMIT).unwrap_or(usize::MAX))
 }
 fn first_line() -> LineIndex {
     LineIndex(1)

@@ -18,13 +18,6 @@
 //!
 //! The stub text is [`crate::render::clearing::render_stub`] (snapshot-tested).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use crate::render::clearing::render_stub;
 use crate::settings::ClearToolResults;
 use crate::tool_name::ToolName;

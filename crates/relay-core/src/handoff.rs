@@ -2,19 +2,13 @@
 //! back-off (the JSON sidecar is [`crate::engine::files::HandoffSidecar`]); the markdown under the section budgets is [`crate::render::handoff`]. Pure: metadata (time, cwd, git) arrives in [`HandoffMeta`],
 //! collected by the caller independently of the model.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::args;
+use crate::text::{char_count, floor_char_boundary};
 use crate::ToolOutput;
 
 /// The whole markdown file is capped at 48 KiB of UTF-8.
@@ -178,6 +172,108 @@ impl SectionCut {
     pub fn removed_chars(&self) -> usize {
         self.chars_before - self.chars_after
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The narrative budget: which sections the markdown shortens, and to what (the markdown itself
+// is render/handoff.rs)
+
+/// The unique heading text (without `# `).
+pub fn heading(meta: &HandoffMeta) -> String {
+    format!("Handoff {}-{}", meta.session_id, meta.sequence)
+}
+
+pub(crate) fn narrative(args: &HandoffArgs) -> Vec<(&'static str, &str)> {
+    let mut v = vec![
+        ("goal", args.goal.as_str()),
+        ("next_step", args.next_step.as_str()),
+        ("facts", args.facts.as_str()),
+    ];
+    if let Some(d) = &args.decisions {
+        v.push(("decisions", d));
+    }
+    if let Some(o) = &args.open_items {
+        v.push(("open_items", o));
+    }
+    if let Some(h) = &args.hypotheses {
+        v.push(("hypotheses", h));
+    }
+    v
+}
+
+/// The narrative sections cut by the 12 KiB budget (empty when everything fits).
+pub fn narrative_cuts(args: &HandoffArgs) -> Vec<SectionCut> {
+    fit_narrative(&narrative(args), NARRATIVE_BUDGET_BYTES).1
+}
+
+/// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker; also the
+/// number of bytes kept.
+fn cut_text(text: &str, keep: usize) -> (String, usize) {
+    let end = floor_char_boundary(text, keep);
+    let kept = text.get(..end).unwrap_or_default().trim_end();
+    let removed = char_count(text.get(kept.len()..).unwrap_or_default());
+    (format!("{kept}\n…(cut, {removed} chars)"), kept.len())
+}
+
+/// Fit the narrative sections into `budget` bytes: the longest sections are cut to a common length
+/// (water-filling) so that short sections stay whole.
+pub(crate) fn fit_narrative(
+    sections: &[(&str, &str)],
+    budget: usize,
+) -> (Vec<String>, Vec<SectionCut>) {
+    let total: usize = sections.iter().map(|(_, t)| t.len()).sum();
+    if total <= budget {
+        return (
+            sections.iter().map(|(_, t)| t.to_string()).collect(),
+            Vec::new(),
+        );
+    }
+    let size_at = |cap: usize| -> usize {
+        sections
+            .iter()
+            .map(|(_, t)| {
+                if t.len() <= cap {
+                    t.len()
+                } else {
+                    cut_text(t, cap).0.len()
+                }
+            })
+            .sum()
+    };
+    let max_len = sections.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
+    // Largest cap whose rendering fits; size_at is non-decreasing in cap for practical purposes,
+    // and the result is re-checked below.
+    let (mut lo, mut hi) = (0usize, max_len);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if size_at(mid) <= budget {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mut cap = lo;
+    while cap > 0 && size_at(cap) > budget {
+        cap -= 1;
+    }
+    let mut out = Vec::new();
+    let mut cuts = Vec::new();
+    for (name, text) in sections {
+        if text.len() <= cap {
+            out.push(text.to_string());
+        } else {
+            let (t, kept) = cut_text(text, cap);
+            cuts.push(SectionCut {
+                section: name.to_string(),
+                chars_before: char_count(text),
+                chars_after: char_count(text.get(..kept).unwrap_or_default()),
+                bytes_before: text.len(),
+                bytes_after: kept,
+            });
+            out.push(t);
+        }
+    }
+    (out, cuts)
 }
 
 /// Whether `c` is written without spaces between words (Han ideographs, Hiragana): each such

@@ -18,13 +18,6 @@
 //! - Every error names `memory`, the argument and, where the model must do something else, the
 //!   notes tool to use ([`crate::render::memory_tool`], snapshot-tested).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use crate::args::{self, Memory, MemoryCommand};
@@ -33,10 +26,10 @@ use crate::render::memory_tool as texts;
 use crate::ToolOutput;
 
 /// The tool's name, as registered with Pi (Anthropic's).
-pub const TOOL: &str = "memory";
+pub const TOOL: &str = args::MEMORY;
 
 /// The folder that stands for the notes.
-pub const ROOT: &str = "/memories";
+pub const ROOT: &str = args::MEMORY_ROOT;
 
 /// One notes call: the tool and its arguments.
 #[derive(Debug, Clone, PartialEq)]

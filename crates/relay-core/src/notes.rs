@@ -37,13 +37,6 @@
 //! Relay's operations. Unknown extra keys are ignored (forward compatibility); a missing or
 //! mistyped known key makes the whole operation invalid, and the error names it.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -54,7 +47,7 @@ use crate::records::{NoteRecord, Record};
 mod tools;
 
 /// The `customType` of the custom session entry carrying one note operation in its `data`.
-pub const NOTE_CUSTOM_TYPE: &str = "relay/note";
+pub use crate::records::NOTE_CUSTOM_TYPE;
 /// Maximum size of one note, in UTF-8 bytes, after an operation.
 pub const MAX_NOTE_BYTES: usize = 1_000_000;
 /// Maximum length of a note path, in UTF-8 bytes.
@@ -63,18 +56,18 @@ pub const MAX_PATH_BYTES: usize = 256;
 pub const MAX_TIMESTAMP_MS: i64 = 8_640_000_000_000_000;
 
 /// Default number of files listed by `notes_list_files_by_prefix`.
-pub const DEFAULT_LIST_LIMIT: u64 = 100;
+pub const DEFAULT_LIST_LIMIT: u64 = crate::args::DEFAULT_NOTES_LIST_LIMIT;
 /// Default number of matching lines returned by `notes_search_contents`.
-pub const DEFAULT_SEARCH_LIMIT: u64 = 50;
+pub const DEFAULT_SEARCH_LIMIT: u64 = crate::args::DEFAULT_NOTES_SEARCH_LIMIT;
 /// A matching line longer than this many Unicode characters is cut and ends with `…`.
 pub const SEARCH_LINE_MAX_CHARS: usize = 300;
 
 /// Tool names, as registered with Pi.
-pub const TOOL_LIST: &str = "notes_list_files_by_prefix";
-pub const TOOL_READ: &str = "notes_read_file";
-pub const TOOL_SEARCH: &str = "notes_search_contents";
-pub const TOOL_APPEND: &str = "notes_append_to_file";
-pub const TOOL_WRITE: &str = "notes_write_file";
+pub const TOOL_LIST: &str = crate::args::NOTES_LIST_FILES_BY_PREFIX;
+pub const TOOL_READ: &str = crate::args::NOTES_READ_FILE;
+pub const TOOL_SEARCH: &str = crate::args::NOTES_SEARCH_CONTENTS;
+pub const TOOL_APPEND: &str = crate::args::NOTES_APPEND_TO_FILE;
+pub const TOOL_WRITE: &str = crate::args::NOTES_WRITE_FILE;
 
 /// Why a note operation was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -542,13 +535,6 @@ fn path_reason(e: &NoteError) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use crate::{args, ToolOutput};
     use serde_json::json;
@@ -1483,16 +1469,8 @@ mod tests {
 
     mod capped {
         use super::*;
-        use crate::args::{abbreviated, MAX_RESULT_BYTES};
-
-        fn within_cap(out: &ToolOutput) -> Value {
-            assert!(
-                out.text.len() <= MAX_RESULT_BYTES,
-                "{} bytes",
-                out.text.len()
-            );
-            parsed(out)
-        }
+        use crate::args::abbreviated;
+        use crate::test_support::within_cap;
 
         fn snap(name: &str, v: &Value) {
             insta::assert_snapshot!(name, serde_json::to_string_pretty(&abbreviated(v)).unwrap());

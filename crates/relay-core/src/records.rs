@@ -42,25 +42,70 @@
 //! - Note operations are the exception that was always strict: a note that does not parse is
 //!   skipped and reported by name ([`NoteRecord::op`]), never applied half-read.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::engine::wire::{
-    Marker, CLEARING_TYPE, FALLBACK_DISARMED_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE,
-    RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, WATCH_CHECK_TYPE,
-};
 use crate::handoff::HandoffFingerprint;
 use crate::integrations::RecordedJob;
 use crate::resume_check::CheckResult;
 use crate::staleness::{StaleReport, WorkspaceRecord};
+
+/// customType of the visible boot block of the root window.
+pub const BOOT_TYPE: &str = "relay/boot";
+/// customType of the once-per-window low-budget reminder.
+pub const REMINDER_TYPE: &str = "relay/reminder";
+/// customType of the marker entry appended just before a reset's compaction entry.
+pub const RESET_MARKER_TYPE: &str = "relay/reset";
+/// customType of the hidden continuation after a reset.
+pub const CONTINUE_TYPE: &str = "relay/continue";
+/// customType of the hidden message that continues a window's first run once when it stopped
+/// early after an automatic or forced reset (a question, an empty or meta reply): it quotes the
+/// user's latest request. At most one per window, counted on the branch.
+pub const CONTINUE_TASK_TYPE: &str = "relay/continue-task";
+/// customType of the borrowed turn's note-taking steer.
+pub const STEER_TYPE: &str = "relay/notes-steer";
+/// The visible message that tells the model a reset did not happen.
+pub const RESET_FAILED_TYPE: &str = "relay/reset-failed";
+/// customType of the record of a written handoff (path and duplicate fingerprint).
+pub const HANDOFF_TYPE: &str = "relay/handoff";
+/// customType of the policy's settle continuation asking for a handoff.
+pub const HANDOFF_REQUEST_TYPE: &str = "relay/handoff-request";
+/// customType of the record of a resume check run after a committed handoff reset (its result,
+/// for the window it belongs to).
+pub const RESUME_CHECK_TYPE: &str = "relay/resume-check";
+/// customType of the record of a new window's watch check (the recorded jobs and watches the
+/// pi-jobs registry no longer lists), for the window it belongs to.
+pub const WATCH_CHECK_TYPE: &str = "relay/watch-check";
+/// customType of the record of a tool-result clearing (`{windowId, items, tokensFreed,
+/// tokensBefore}`), appended with its `context_edit` entries: the status line, `/relay` and
+/// `relay timeline` count clearings from it.
+pub const CLEARING_TYPE: &str = "relay/clear-tool-results";
+/// customType of the record of a new window's stale-handoff check (what differs between the
+/// workspace its handoff recorded and the workspace when the window started), for its window.
+pub const STALE_CHECK_TYPE: &str = "relay/stale-check";
+/// customType of the record that Pi's own summarizer (let through while the context guard is
+/// off) failed in a window, and of the record that the window's one mechanical fallback was
+/// used (`spent`): the fallback's state is a projection of the branch, so /reload and `pi -c`
+/// keep it.
+pub const NATIVE_FALLBACK_TYPE: &str = "relay/native-fallback";
+/// customType of the record that a mode or guard change disarmed the compaction-failure fallback
+/// of a window (Relay gave up resetting it): the disarm is a projection of the branch, so
+/// /reload, /tree and `pi -c` do not arm it again.
+pub const FALLBACK_DISARMED_TYPE: &str = "relay/fallback-disarmed";
+/// The `customType` of the custom session entry carrying one note operation in its `data`.
+pub const NOTE_CUSTOM_TYPE: &str = "relay/note";
+
+/// A `custom` entry for `pi.appendEntry(customType, data)`; `data` is one of the typed records
+/// of [`crate::records`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Marker {
+    pub custom_type: String,
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub data: Value,
+}
 
 /// The version of every record this Relay writes.
 pub const VERSION: u64 = 1;
@@ -288,7 +333,7 @@ record_struct! {
 
 impl Record for NoteRecord {}
 impl CustomRecord for NoteRecord {
-    const CUSTOM_TYPE: &'static str = crate::notes::NOTE_CUSTOM_TYPE;
+    const CUSTOM_TYPE: &'static str = NOTE_CUSTOM_TYPE;
 }
 
 impl NoteRecord {

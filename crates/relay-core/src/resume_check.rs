@@ -5,13 +5,6 @@
 //! The command is never chosen here and never by the model: the engine takes it from the
 //! operator (`PI_RESUME_CHECK`, else `resumeChecks[<session name>]`, see `engine::resume`).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::{Deserialize, Serialize};
 
 /// How the command ended.

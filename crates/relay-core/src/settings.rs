@@ -47,13 +47,6 @@
 //! back to the global one: the project decided). Unknown keys are reported and ignored. Nothing
 //! here panics.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{Map, Value};
 
 use crate::policy::budget_file::{key_names, known_key, KeyKind};
@@ -469,13 +462,6 @@ fn show(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use serde_json::json;
 

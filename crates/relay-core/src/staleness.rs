@@ -8,13 +8,6 @@
 //! ([`compare`]); [`crate::render::staleness`] renders the window message, at most
 //! [`MESSAGE_BUDGET_BYTES`] with every list's omissions counted. Nothing that differs → no message.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};

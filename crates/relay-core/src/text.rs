@@ -8,13 +8,6 @@
 //! returns is a character boundary of the text it was given, so slicing with it cannot fail, and
 //! no cut ever splits a character.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 /// Number of Unicode scalar values in `s` (counts non-continuation bytes; vectorizes well).
 pub fn char_count(s: &str) -> usize {
     // Every byte that is not a UTF-8 continuation byte (0b10xx_xxxx) starts a character.
@@ -142,13 +135,6 @@ pub fn head_tail_preview(s: &str, whole_max: usize, head: usize, tail: usize) ->
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use proptest::prelude::*;
 

@@ -23,13 +23,6 @@
 //! on ordinary times; the handoff's printed offsets beyond ±23:59 and years outside 0–9999 in
 //! forms that are not ISO 8601 (`+166:40`, `-001`, `10000`), which this one does not.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 /// The largest offset RFC 3339 can write, in minutes (23:59).
 pub const MAX_OFFSET_MINUTES: i32 = 23 * 60 + 59;
 
@@ -79,13 +72,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use proptest::prelude::*;
 

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::{self, Visit};
 
+#[path = "support/source.rs"]
+mod source;
+use source::{rust_files, test_only};
+
 /// The longest body allowed, in lines, braces included.
 const MAX_LINES: usize = 120;
 
@@ -59,36 +63,6 @@ impl Measure {
     }
 }
 
-/// `#[cfg(test)]`, `#[cfg(all(test, ...))]` or `#[test]`: compiled only into test builds.
-fn test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        if attr.path().is_ident("test") {
-            return true;
-        }
-        if !attr.path().is_ident("cfg") {
-            return false;
-        }
-        let Ok(list) = attr.meta.require_list() else {
-            return false;
-        };
-        let tokens: Vec<String> = list
-            .tokens
-            .clone()
-            .into_iter()
-            .map(|t| t.to_string())
-            .collect();
-        match tokens.as_slice() {
-            [one] => one == "test",
-            [all, group] if all == "all" => group
-                .trim_start_matches('(')
-                .trim_end_matches(')')
-                .split(',')
-                .any(|arg| arg.trim() == "test"),
-            _ => false,
-        }
-    })
-}
-
 /// The last path segment of an impl's type (`Engine` for `impl Engine`, `Foo` for `&Foo<T>`).
 fn type_name(ty: &syn::Type) -> String {
     match ty {
@@ -128,35 +102,42 @@ impl<'ast> Visit<'ast> for Measure {
     }
 
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        if test_only(&f.attrs) {
-            return;
-        }
-        self.record(&f.sig.ident, &f.block);
-        // A function's own items (nested `fn`s) are measured too, on their own.
-        let owner = std::mem::take(&mut self.owner);
-        visit::visit_item_fn(self, f);
-        self.owner = owner;
+        self.function(&f.attrs, &f.sig, Some(&f.block), |m| {
+            visit::visit_item_fn(m, f)
+        });
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        if test_only(&f.attrs) {
-            return;
-        }
-        self.record(&f.sig.ident, &f.block);
-        let owner = std::mem::take(&mut self.owner);
-        visit::visit_impl_item_fn(self, f);
-        self.owner = owner;
+        self.function(&f.attrs, &f.sig, Some(&f.block), |m| {
+            visit::visit_impl_item_fn(m, f)
+        });
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
-        if test_only(&f.attrs) {
+        self.function(&f.attrs, &f.sig, f.default.as_ref(), |m| {
+            visit::visit_trait_item_fn(m, f)
+        });
+    }
+}
+
+impl Measure {
+    /// A function (unless test-only): its body measured, then its own items (nested `fn`s),
+    /// measured on their own, outside its type.
+    fn function(
+        &mut self,
+        attrs: &[syn::Attribute],
+        sig: &syn::Signature,
+        body: Option<&syn::Block>,
+        walk: impl FnOnce(&mut Self),
+    ) {
+        if test_only(attrs) {
             return;
         }
-        if let Some(block) = &f.default {
-            self.record(&f.sig.ident, block);
+        if let Some(block) = body {
+            self.record(&sig.ident, block);
         }
         let owner = std::mem::take(&mut self.owner);
-        visit::visit_trait_item_fn(self, f);
+        walk(self);
         self.owner = owner;
     }
 }
@@ -178,23 +159,6 @@ fn test_file(relative: &Path) -> bool {
     name == "tests.rs"
         || name.ends_with("_tests.rs")
         || relative.components().any(|c| c.as_os_str() == "tests")
-}
-
-/// The `.rs` files under `dir`, recursively, in a stable order.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| e.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())))
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The workspace root (two levels above relay-core's manifest).

@@ -166,21 +166,17 @@ impl JsonSchema for RoleName {
         "RoleName".into()
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "string", "enum": crate::history::ROLE_NAMES})
+        json_schema!({"type": "string", "enum": ROLE_NAMES})
     }
 }
 
 impl<'de> Deserialize<'de> for RoleName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         checked(d, |v| match &v {
-            Value::String(s) if crate::history::ROLE_NAMES.contains(&s.as_str()) => {
-                Ok(RoleName(s.clone()))
-            }
+            Value::String(s) if ROLE_NAMES.contains(&s.as_str()) => Ok(RoleName(s.clone())),
             _ => Err(format!(
                 "must be one of {}, got {}",
-                crate::history::ROLE_NAMES
-                    .map(|n| format!("\"{n}\""))
-                    .join(", "),
+                ROLE_NAMES.map(|n| format!("\"{n}\"")).join(", "),
                 quote(&v)
             )),
         })

@@ -1,12 +1,5 @@
 //! Decoding, the one error format, the schemas, and the checked-in schema file.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 use serde_json::json;
 
@@ -311,23 +304,15 @@ fn ok_any(tool: &str, args: Value) -> String {
 /// `UPDATE_GENERATED=1 cargo test -p relay-core generated`.
 #[test]
 fn generated_tool_params_file_is_current() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../extension/src/generated/tool-params.json");
     let want = format!(
         "{}\n",
         serde_json::to_string_pretty(&parameter_schemas()).unwrap()
     );
-    if std::env::var_os("UPDATE_GENERATED").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &want).unwrap();
-        return;
-    }
-    let got = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        got == want,
-        "{} is stale (or missing): the tool parameters in crates/relay-core/src/args.rs changed. \
+    crate::test_support::check_generated(
+        "../../extension/src/generated/tool-params.json",
+        &want,
+        "the tool parameters in crates/relay-core/src/args.rs changed. \
          Regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated` and commit it.",
-        path.display()
     );
 }
 

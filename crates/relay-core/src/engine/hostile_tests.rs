@@ -3,51 +3,19 @@
 //! extension's `prepareArguments`, then the engine's tool or `context_handoff` steps). Each gets a
 //! clear error naming the tool and the argument, within a bounded size, and changes nothing.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::tests::Branch;
+use super::tests::{engine_configured, moment, Branch};
 use super::*;
 use crate::args;
 
 const SID: &str = "01a2-hostile-session";
 
-fn moment(tokens: Option<u64>) -> Moment {
-    Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: Some(Usage {
-            tokens,
-            context_window: 100_000,
-        }),
-        model: Some("faux/faux-1".into()),
-        context_window: Some(100_000),
-        has_pending_messages: false,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: crate::engine::GuardState::Unavailable,
-        subagent: false,
-    }
-}
-
 /// An enforcing engine with one window of history and two notes.
 fn engine() -> Engine {
-    let mut e = Engine::new();
-    e.resync(SID, &[]);
-    let sources = ConfigSources {
-        global: Some(json!({"relay": {"budget": {"mode": "enforce"}}})),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
+    let mut e = engine_configured(SID, json!({"budget": {"mode": "enforce"}}));
     let mut b = Branch::new();
     e.append(&[
         b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),

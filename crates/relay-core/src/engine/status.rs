@@ -23,7 +23,7 @@ impl Engine {
     fn status_text(&self, moment: &Moment) -> String {
         let mode = self.budget_mode();
         if !self.enabled() {
-            return match policy::render_mode_footer(&mode) {
+            return match crate::render::policy::render_mode_footer(&mode) {
                 Some(footer) => format!("relay off · {footer}"),
                 None => "relay off".into(),
             };
@@ -43,7 +43,7 @@ impl Engine {
         if let Some(p) = self.scheduler.pending() {
             s.push_str(&format!(" · reset pending ({})", p.as_str()));
         }
-        if let Some(footer) = policy::render_mode_footer(&mode) {
+        if let Some(footer) = crate::render::policy::render_mode_footer(&mode) {
             s.push_str(" · ");
             s.push_str(&footer);
         }

@@ -1,13 +1,6 @@
 //! Engine-level tests: observations in, effects out, on a mirrored branch built from real entry
 //! JSON. Texts the model sees are snapshot-tested.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::tools::note_after;
@@ -19,22 +12,44 @@ use crate::policy::Mode;
 
 const SID: &str = "01a2-test-session";
 
-fn moment(tokens: Option<u64>) -> Moment {
+/// The moment the engine's tests observe (shared with its other test modules): a fixed clock, zone,
+/// model and cwd, no pending messages, with the given usage, window size and guard state.
+pub(super) fn moment_with(usage: Option<Usage>, window: u64, guard: GuardState) -> Moment {
     Moment {
         now_ms: 1_764_450_000_000,
         tz_offset_minutes: 60,
-        usage: Some(Usage {
-            tokens,
-            context_window: 100_000,
-        }),
+        usage,
         model: Some("faux/faux-1".into()),
-        context_window: Some(100_000),
+        context_window: Some(window),
         has_pending_messages: false,
         pending_work: 0,
         cwd: "/work/project".into(),
-        context_guard: crate::engine::GuardState::Unavailable,
+        context_guard: guard,
         subagent: false,
     }
+}
+
+/// A fresh engine of session `sid` configured with `relay` as the global settings' `relay` object
+/// in /work/project (shared with the engine's other test modules; the configuration is valid).
+pub(super) fn engine_configured(sid: &str, relay: serde_json::Value) -> Engine {
+    let mut e = Engine::new();
+    e.resync(sid, &[]);
+    let sources = ConfigSources {
+        global: Some(json!({ "relay": relay })),
+        cwd: Some("/work/project".into()),
+        ..ConfigSources::default()
+    };
+    assert!(e.configure(&sources).is_empty());
+    e
+}
+
+/// A moment with `tokens` used of a 100k window (shared with the hostile-input tests).
+pub(super) fn moment(tokens: Option<u64>) -> Moment {
+    let usage = Usage {
+        tokens,
+        context_window: 100_000,
+    };
+    moment_with(Some(usage), 100_000, GuardState::Unavailable)
 }
 
 fn obs(event: Event, tokens: Option<u64>) -> Observation {
@@ -834,18 +849,10 @@ fn generated_wire_ts_is_current() {
          // field that is not declared here.\n\n{}",
         decls.join("\n")
     );
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../extension/src/generated/wire.ts");
-    if std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let current = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        current == text,
-        "{} is stale (or missing): regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire`",
-        path.display()
+    crate::test_support::check_generated(
+        "../../extension/src/generated/wire.ts",
+        &text,
+        "regenerate it with `UPDATE_GENERATED=1 cargo test -p relay-core generated_wire`",
     );
 }
 
@@ -1608,7 +1615,8 @@ fn overflow_hook(e: &mut Engine, will_retry: bool) -> HookReply {
     ))
 }
 
-fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
+/// The telemetry events named `name` of a reply (shared with the watch tests).
+pub(super) fn events_named(reply: &HookReply, name: &str) -> Vec<serde_json::Value> {
     reply
         .effects
         .iter()
@@ -3225,7 +3233,7 @@ fn an_unknown_compaction_reason_is_kept_and_answered_as_a_threshold_one() {
         let mut e = engine();
         let mut b = Branch::new();
         e.append(&[b.user("hello")]);
-        let reply = e.handle(&obs(
+        let reply = e.observe(&obs(
             Event::SessionBeforeCompact {
                 reason: reason.into(),
                 will_retry: false,

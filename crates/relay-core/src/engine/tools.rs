@@ -19,12 +19,14 @@ use super::files::{HandoffSidecar, TelemetryEvent};
 use super::wire::{GitFacts, HookReply, Moment, ToolReply};
 use super::Engine;
 use crate::args;
-use crate::handoff::{duplicate_check, HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta};
+use crate::handoff::{
+    duplicate_check, narrative_cuts, HandoffArgs, HandoffError, HandoffFingerprint, HandoffMeta,
+};
 use crate::integrations::{self, IntegrationFacts};
 use crate::notes::NoteOp;
 use crate::policy::{self, handoff_is_forced, Mode, PolicyInput};
 use crate::records::{CustomRecord, HandoffRecord};
-use crate::render::handoff::{narrative_cuts, render_markdown_with, shortened_reply};
+use crate::render::handoff::{render_markdown_with, shortened_reply};
 use crate::resume_check::CheckResult;
 use crate::scheduler::NewContextAnswer;
 use crate::settings::remaining_tokens;

@@ -7,17 +7,10 @@
 //! where it closes; a repeated id resolves to its last occurrence. Every way of walking gives the
 //! same entries in the same order.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use rustc_hash::FxHashMap as HashMap;
 
 use super::decode::{last_entry_of_line, parse_line};
-use super::types::{Entry, Line};
+use super::types::{Entry, Line, LineAt};
 
 /// The indices (into `entries`) of the path from the root to `leaf_id`, following `parent_id`.
 /// Without a leaf, the last entry is the leaf. An unknown leaf gives an empty path; a missing
@@ -65,15 +58,6 @@ fn branch_path<'a>(
 }
 
 /// Receives the entries of a branch from [`stream_branch`].
-/// Where an entry's line is in its session file: the offset of its first byte and its length in
-/// bytes (without the line break). A sink that keeps it can read the line again later instead of
-/// holding its text (see `History`'s line source).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LineAt {
-    pub offset: u64,
-    pub len: u32,
-}
-
 pub trait BranchSink {
     /// Starts (or starts over): forget every entry received since the previous `begin`.
     fn begin(&mut self);

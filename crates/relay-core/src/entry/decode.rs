@@ -6,13 +6,6 @@
 //! error, and a line that cannot be decoded is reported with its line number while the rest of the
 //! file still loads. Decoding never panics, whatever the input.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::fmt;
 
@@ -533,12 +526,12 @@ pub fn push_located_entries_of_lines(
     text: &str,
     base: u64,
     out: &mut Vec<Entry>,
-    at: &mut Vec<super::LineAt>,
+    at: &mut Vec<super::types::LineAt>,
 ) {
     push_lines(text, |entry, start, end| {
         let len = u32::try_from(end - start).unwrap_or(u32::MAX);
         out.push(entry);
-        at.push(super::LineAt {
+        at.push(super::types::LineAt {
             offset: base + start as u64,
             len,
         });

@@ -26,13 +26,6 @@
 //!   cap (`budget`), as that package's handoffs do unless they were idle ones. The handoff file
 //!   is read from `handoffPath` or `path`, a duplicate back-off fingerprint from `fingerprint`.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Map, Value};
 
 use super::types::EntryKind;
@@ -60,7 +53,7 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
         EntryKind::Custom { custom_type, data } if custom_type == "pi-context/note" => {
             match note_op(&data) {
                 Some(op) => EntryKind::Custom {
-                    custom_type: crate::notes::NOTE_CUSTOM_TYPE.to_string(),
+                    custom_type: crate::records::NOTE_CUSTOM_TYPE.to_string(),
                     data: op,
                 },
                 None => EntryKind::Custom { custom_type, data },
@@ -68,7 +61,7 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
         }
         EntryKind::Custom { custom_type, data } if custom_type == "pi-context/reset-marker" => {
             EntryKind::Custom {
-                custom_type: crate::engine::RESET_MARKER_TYPE.to_string(),
+                custom_type: crate::records::RESET_MARKER_TYPE.to_string(),
                 data,
             }
         }
@@ -80,9 +73,9 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
             estimate_chars,
         } => {
             let custom_type = match custom_type.as_str() {
-                "pi-context/boot" => crate::engine::BOOT_TYPE.to_string(),
-                "pi-context/guidance" => crate::engine::REMINDER_TYPE.to_string(),
-                "pi-context/continuation" => crate::engine::CONTINUE_TYPE.to_string(),
+                "pi-context/boot" => crate::records::BOOT_TYPE.to_string(),
+                "pi-context/guidance" => crate::records::REMINDER_TYPE.to_string(),
+                "pi-context/continuation" => crate::records::CONTINUE_TYPE.to_string(),
                 _ => custom_type,
             };
             EntryKind::CustomMessage {

@@ -16,13 +16,6 @@
 //! Only `budget`, `hard` and `forcedHard` commits count toward `maxHandoffsPerSession`; every
 //! other commit type, including ones this version does not know (such as `idle`), never does.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::Value;
 
 use crate::records::{Record, WindowRecord};

@@ -14,13 +14,6 @@
 //! types kept as [`EntryKind::Unknown`], so a newer Pi's sessions still load. Every public item is
 //! re-exported here: `crate::entry::X` is the path to use.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 mod branch;
 mod decode;
 mod foreign;
@@ -31,7 +24,7 @@ mod types;
 
 pub use branch::{
     branch_indices, stream_branch, stream_branch_by_parents, stream_branch_by_parents_at,
-    BranchSink, LineAt, LinearFeed,
+    BranchSink, LinearFeed,
 };
 pub use decode::ESTIMATED_IMAGE_CHARS;
 pub use decode::{
@@ -41,8 +34,8 @@ pub use decode::{
 pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};
 pub use types::{
-    Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
-    StopReason, SystemDelta,
+    Entry, EntryKind, Header, Line, LineAt, LineError, Message, ParseError, ParsedSession,
+    Replacement, StopReason, SystemDelta,
 };
 
 #[cfg(test)]

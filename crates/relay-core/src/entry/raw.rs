@@ -3,13 +3,6 @@
 //! serde's view of Pi's JSON lives here: which fields exist, how content blocks and strings are
 //! read or skipped (a skipped value is still checked as the full reading would check it).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;

@@ -17,13 +17,6 @@
 //! time of the first pass, 10 runs each, alternating builds: median 530 ms with serde alone,
 //! 365 ms with this path (1.45× less); see bench/NOTES.md, "the first pass's skim, byte-level".
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 
 use super::raw::{RawLine, RawUsage, SkimAny, SkimContent, SkimMessage, SkimStr, Str};

@@ -2,13 +2,6 @@
 //! the same refusal) on generated lines, on damaged ones, and on every line of the golden session
 //! files; and the fast path does take Pi's message lines.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::path::PathBuf;
 
 use proptest::prelude::*;

@@ -1,12 +1,5 @@
 //! Tests of decoding and branch walking.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 use serde_json::{json, Value};
 

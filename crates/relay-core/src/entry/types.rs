@@ -5,13 +5,6 @@
 //! Contract: these are plain data. Every field is what Pi wrote, reduced to what Relay needs;
 //! nothing here decodes, validates or walks (see `decode` and `branch`).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::fmt;
 
 use serde_json::Value;
@@ -230,4 +223,13 @@ pub struct ParsedSession {
     pub header: Option<Header>,
     pub entries: Vec<Entry>,
     pub errors: Vec<LineError>,
+}
+
+/// Where an entry's line is in its session file: the offset of its first byte and its length in
+/// bytes (without the line break). A sink that keeps it can read the line again later instead of
+/// holding its text (see `History`'s line source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineAt {
+    pub offset: u64,
+    pub len: u32,
 }

@@ -14,13 +14,6 @@
 //! O(1), filtered listings walk posting lists); the mirror is a projection of the branch and holds
 //! nothing a replay would not rebuild; tool errors are model-readable and name the argument.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 pub(crate) mod blocks;
 mod search;
 mod store;
@@ -29,17 +22,17 @@ mod tools;
 
 /// Re-exported for the engine's usage estimate (which counts what JavaScript's `length` counts).
 pub use crate::text::utf16_len;
-pub use store::{History, ROLE_NAMES};
-pub use text::{LineSource, TextUnavailable};
+pub use store::{History, LineSource, ROLE_NAMES};
+pub use text::TextUnavailable;
 
 /// `history_list_items` returns at most this many items unless `limit` says otherwise.
-pub const DEFAULT_LIST_ITEMS_LIMIT: usize = 50;
+pub const DEFAULT_LIST_ITEMS_LIMIT: usize = crate::args::DEFAULT_HISTORY_LIST_ITEMS_LIMIT;
 /// `history_search_contents` returns at most this many items unless `limit` says otherwise.
-pub const DEFAULT_SEARCH_LIMIT: usize = 20;
+pub const DEFAULT_SEARCH_LIMIT: usize = crate::args::DEFAULT_HISTORY_SEARCH_LIMIT;
 /// `history_list_items` shows at most this many characters of each item by default.
-pub const DEFAULT_MAX_CHARS_PER_ITEM: usize = 1200;
+pub const DEFAULT_MAX_CHARS_PER_ITEM: usize = crate::args::DEFAULT_MAX_CHARS_PER_ITEM;
 /// `history_read_item` returns at most this many characters by default.
-pub const DEFAULT_READ_LIMIT_CHARS: usize = 20_000;
+pub const DEFAULT_READ_LIMIT_CHARS: usize = crate::args::DEFAULT_READ_LIMIT_CHARS;
 /// Characters of context shown on each side of a search match.
 pub const SNIPPET_CONTEXT_CHARS: usize = 80;
 

@@ -13,13 +13,6 @@
 //! newest-first search of a rare needle scans the rest of a large arena on two scoped threads,
 //! or the rest of the text read back chunk by chunk.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use memchr::memmem;
 
 use super::blocks::Needle;

@@ -23,19 +23,11 @@
 //! `/fork` or `/clone`, which copies those entries into a session of another id, keeps the id the
 //! copied entries name. Before any such entry it is the current session's.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::text::{LineSource, Place};
 use crate::entry::{Entry, EntryKind, LineAt, WindowMarker};
 use crate::text::char_count;
 
@@ -50,23 +42,37 @@ pub(super) enum Role {
     System = 3,
 }
 
+/// The lines of the session file a history was loaded from. The host provides it (relay-io's
+/// `SessionLines`: a handle kept open on the file, read with `pread`), so that this crate does
+/// no IO of its own.
+pub trait LineSource: Send + Sync + std::fmt::Debug {
+    /// Appends to `out` the `len` bytes of the file at `offset` (fewer only at the end of the
+    /// file). An error names the file and says why.
+    fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<(), String>;
+}
+
+/// Where an item's text is (from [`ItemMeta`]).
+pub(super) enum Place {
+    /// In the arena, from this byte on.
+    Arena(usize),
+    /// Only in the session file, on this line.
+    Line(LineAt),
+}
+
 const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::Tool, Role::System];
 
-/// The roles of history items, as the tools show them and accept them in filters.
-pub const ROLE_NAMES: [&str; 4] = [
-    Role::User.as_str(),
-    Role::Assistant.as_str(),
-    Role::Tool.as_str(),
-    Role::System.as_str(),
-];
+/// The roles of history items, as the tools show them and accept them in filters (named in
+/// `args`, whose filter kinds check them).
+pub use crate::args::ROLE_NAMES;
 
 impl Role {
     pub(super) const fn as_str(self) -> &'static str {
+        let [user, assistant, tool, system] = ROLE_NAMES;
         match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-            Role::System => "system",
+            Role::User => user,
+            Role::Assistant => assistant,
+            Role::Tool => tool,
+            Role::System => system,
         }
     }
 
@@ -732,7 +738,7 @@ fn root_id_named_by(kind: &EntryKind) -> Option<&str> {
     let named = match kind {
         EntryKind::CustomMessage {
             custom_type, text, ..
-        } if custom_type == crate::engine::BOOT_TYPE => line_value(text, "current_window_id: "),
+        } if custom_type == crate::records::BOOT_TYPE => line_value(text, "current_window_id: "),
         EntryKind::CustomMessage {
             custom_type,
             details: fields,

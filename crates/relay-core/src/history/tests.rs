@@ -1,12 +1,5 @@
 //! Tests of the mirror, the search and the tools (snapshots in `src/snapshots/`).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 use crate::entry::{parse_line, Entry, EntryKind, Line, Message};
 use crate::text::{byte_at_char, char_count};
@@ -1095,16 +1088,7 @@ fn awkward_text(n: usize) -> String {
 
 mod capped {
     use super::*;
-    use crate::args::MAX_RESULT_BYTES;
-
-    fn within_cap(out: &ToolOutput) -> Value {
-        assert!(
-            out.text.len() <= MAX_RESULT_BYTES,
-            "{} bytes over the cap",
-            out.text.len()
-        );
-        ok(out.clone())
-    }
+    use crate::test_support::within_cap;
 
     #[test]
     fn read_item_with_a_huge_limit_is_capped_and_pages_to_the_end() {

@@ -9,27 +9,11 @@
 //! another file at the same offsets) and the read fails with [`TextUnavailable`], which the tools
 //! report and which asks the host to load the session again.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
-use super::store::{item_parts, text_check, History, ItemMeta};
+use super::store::{item_parts, text_check, History, ItemMeta, Place};
 use crate::entry::{last_entry_of_line, EntryKind, LineAt};
-
-/// The lines of the session file a history was loaded from. The host provides it (relay-io's
-/// `SessionLines`: a handle kept open on the file, read with `pread`), so that this crate does
-/// no IO of its own.
-pub trait LineSource: Send + Sync + std::fmt::Debug {
-    /// Appends to `out` the `len` bytes of the file at `offset` (fewer only at the end of the
-    /// file). An error names the file and says why.
-    fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<(), String>;
-}
 
 /// An item's text could not be read back from the session file (the text says why).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,14 +23,6 @@ impl std::fmt::Display for TextUnavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-/// Where an item's text is (from [`ItemMeta`]).
-pub(super) enum Place {
-    /// In the arena, from this byte on.
-    Arena(usize),
-    /// Only in the session file, on this line.
-    Line(LineAt),
 }
 
 /// Lines read at once when the items that need reading lie this close in the file.

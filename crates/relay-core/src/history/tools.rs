@@ -6,13 +6,6 @@
 //! success, the one argument error format otherwise. Offsets and lengths count Unicode
 //! characters, never bytes; no text is ever cut inside a character.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Map, Value};
 
 use super::search::{Filter, Hit};

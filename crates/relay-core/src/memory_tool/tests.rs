@@ -1,11 +1,4 @@
 //! The memory tool's translation into notes calls, and every error text it writes (snapshots).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::*;

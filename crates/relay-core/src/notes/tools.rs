@@ -5,13 +5,6 @@
 //! [`super::SEARCH_LINE_MAX_CHARS`]). Every result is capped at `args`' 64 KiB with a
 //! `next_offset` to page on; every argument error is a tool error naming the argument.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use memchr::memmem;
 use serde_json::{json, Map, Value};
 

@@ -1,13 +1,6 @@
 //! Budget configuration: parsing and validation of the seed-compatible `context-budget.json` object
 //! (or the `budget` sub-object of Relay's settings), mode resolution and threshold resolution.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -564,13 +557,6 @@ fn parse_resume_checks(
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use super::*;
     use crate::policy::*;
     use serde_json::json;

@@ -1,13 +1,6 @@
 //! Failure classification: how a failed compaction of Relay's is treated, judged from Pi's error
 //! text (benign, transient, persistent).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::Serialize;
 
 /// How a failed compaction of Relay's is treated, judged from Pi's error text

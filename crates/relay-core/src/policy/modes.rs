@@ -1,13 +1,6 @@
 //! The budget policy's mode in a working directory: the configured mode, the effective one and
 //! why they differ (an invalid configuration, the `enforceCwds` restriction).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::Serialize;
 
 use super::glob;

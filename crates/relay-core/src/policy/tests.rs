@@ -1,11 +1,5 @@
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
+use crate::render::policy::*;
 use serde_json::json;
 
 macro_rules! snap {

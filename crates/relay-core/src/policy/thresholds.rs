@@ -1,13 +1,6 @@
 //! Thresholds per model and role (the seed's, derived from the window and Pi's reserve, or
 //! configured, partial overrides completed by the default ratios) and the policy's parameters.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde::Serialize;
 
 use super::{BudgetConfig, LoopGuard};

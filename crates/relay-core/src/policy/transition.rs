@@ -2,12 +2,6 @@
 //! the tool blocks, the handoff commit, the forced and idle resets, and [`step`] / [`step_mode`]
 //! that compose them.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use super::{
     event, CommitKind, FallbackReason, Floor, Mode, NotifyLevel, PendingHandoff, Phase,

@@ -3,13 +3,6 @@
 //! then the handoff, the reset notice, the earlier user input, the `/compact` instructions and the
 //! pending user request. See the escaping rules in [`super`].
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use std::fmt::Write as _;
 
 use super::{

@@ -1,13 +1,6 @@
 //! The stub that replaces a cleared tool result in every later request (the clearing itself is
 //! [`crate::clearing`]).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::group_digits;
 
 /// The one line that replaces a cleared tool result in the model's context.

@@ -4,87 +4,12 @@
 //! note on shortened sections. The arguments, the sidecar and the duplicate back-off are
 //! [`crate::handoff`].
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use crate::handoff::{
-    format_timestamp, GitState, HandoffArgs, HandoffError, HandoffMeta, SectionCut,
-    MAX_MARKDOWN_BYTES, NARRATIVE_BUDGET_BYTES,
+    fit_narrative, format_timestamp, heading, narrative, GitState, HandoffArgs, HandoffError,
+    HandoffMeta, SectionCut, MAX_MARKDOWN_BYTES, NARRATIVE_BUDGET_BYTES,
 };
-use crate::text::{char_count, floor_char_boundary};
-
-/// Cut `text` to at most `keep` bytes (at a char boundary) and append the marker; also the
-/// number of bytes kept.
-fn cut_text(text: &str, keep: usize) -> (String, usize) {
-    let end = floor_char_boundary(text, keep);
-    let kept = text.get(..end).unwrap_or_default().trim_end();
-    let removed = char_count(text.get(kept.len()..).unwrap_or_default());
-    (format!("{kept}\n…(cut, {removed} chars)"), kept.len())
-}
-
-/// Fit the narrative sections into `budget` bytes: the longest sections are cut to a common length
-/// (water-filling) so that short sections stay whole.
-fn fit_narrative(sections: &[(&str, &str)], budget: usize) -> (Vec<String>, Vec<SectionCut>) {
-    let total: usize = sections.iter().map(|(_, t)| t.len()).sum();
-    if total <= budget {
-        return (
-            sections.iter().map(|(_, t)| t.to_string()).collect(),
-            Vec::new(),
-        );
-    }
-    let size_at = |cap: usize| -> usize {
-        sections
-            .iter()
-            .map(|(_, t)| {
-                if t.len() <= cap {
-                    t.len()
-                } else {
-                    cut_text(t, cap).0.len()
-                }
-            })
-            .sum()
-    };
-    let max_len = sections.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
-    // Largest cap whose rendering fits; size_at is non-decreasing in cap for practical purposes,
-    // and the result is re-checked below.
-    let (mut lo, mut hi) = (0usize, max_len);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if size_at(mid) <= budget {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let mut cap = lo;
-    while cap > 0 && size_at(cap) > budget {
-        cap -= 1;
-    }
-    let mut out = Vec::new();
-    let mut cuts = Vec::new();
-    for (name, text) in sections {
-        if text.len() <= cap {
-            out.push(text.to_string());
-        } else {
-            let (t, kept) = cut_text(text, cap);
-            cuts.push(SectionCut {
-                section: name.to_string(),
-                chars_before: char_count(text),
-                chars_after: char_count(text.get(..kept).unwrap_or_default()),
-                bytes_before: text.len(),
-                bytes_after: kept,
-            });
-            out.push(t);
-        }
-    }
-    (out, cuts)
-}
 
 /// A section body that cannot start a section of its own: every line that would open a top-level
 /// markdown block able to end or hide the sections after it (an ATX heading `#`, a setext
@@ -121,34 +46,6 @@ fn opens_block(rest: &str) -> bool {
         || rest.starts_with("```")
         || rest.starts_with("~~~")
         || (!t.is_empty() && (t.bytes().all(|b| b == b'=') || t.bytes().all(|b| b == b'-')))
-}
-
-/// The unique heading text (without `# `).
-pub fn heading(meta: &HandoffMeta) -> String {
-    format!("Handoff {}-{}", meta.session_id, meta.sequence)
-}
-
-fn narrative(args: &HandoffArgs) -> Vec<(&'static str, &str)> {
-    let mut v = vec![
-        ("goal", args.goal.as_str()),
-        ("next_step", args.next_step.as_str()),
-        ("facts", args.facts.as_str()),
-    ];
-    if let Some(d) = &args.decisions {
-        v.push(("decisions", d));
-    }
-    if let Some(o) = &args.open_items {
-        v.push(("open_items", o));
-    }
-    if let Some(h) = &args.hypotheses {
-        v.push(("hypotheses", h));
-    }
-    v
-}
-
-/// The narrative sections cut by the 12 KiB budget (empty when everything fits).
-pub fn narrative_cuts(args: &HandoffArgs) -> Vec<SectionCut> {
-    fit_narrative(&narrative(args), NARRATIVE_BUDGET_BYTES).1
 }
 
 /// The first line of a handoff's body: whose words the sections are.

@@ -3,13 +3,6 @@
 //! `<watch_check>`. Which records are pending, and what the sidecar keeps, is decided in
 //! [`crate::integrations`]; these functions take what it selected.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use crate::integrations::{
     JobRecord, RecordedJob, Section, CLAIMS_BUDGET_BYTES, JOBS_BUDGET_BYTES, JOB_LINE_MAX_CHARS,
     QUESTIONS_BUDGET_BYTES, QUESTIONS_MAX_LINES, QUESTION_LINE_MAX_CHARS, SUBAGENTS_BUDGET_BYTES,

@@ -2,15 +2,7 @@
 //! must do something else, the notes tool to use, and says that nothing changed (the translation
 //! into notes calls is [`crate::memory_tool`]).
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-use crate::args::{invalid, quote_name};
-use crate::memory_tool::{ROOT, TOOL};
+use crate::args::{invalid, quote_name, MEMORY as TOOL, MEMORY_ROOT as ROOT};
 use crate::ToolOutput;
 
 /// An argument the command does not use; `takes` are the ones it does.

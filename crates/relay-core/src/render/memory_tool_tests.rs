@@ -1,11 +1,4 @@
 //! Every error text the memory tool writes, through its translation (snapshot).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use crate::memory_tool::tests::error;

@@ -9,13 +9,6 @@
 //! - Every outcome is visible: an exit code, a signal, a timeout (the process group was killed), a
 //!   spawn error, and a background process that kept the output open after the command exited.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use crate::resume_check::{CheckOutput, CheckResult, CheckStatus};
 use crate::text::floor_char_boundary;
 

@@ -2,13 +2,6 @@
 //! and the workspace now ([`crate::staleness::StaleReport`]), within
 //! [`MESSAGE_BUDGET_BYTES`] with every list's omissions counted; none when nothing differs.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use crate::staleness::{Ancestry, GitDrift, Listed, StaleReport, MAX_DIRTY, MESSAGE_BUDGET_BYTES};
 use crate::text::{floor_char_boundary, head_tail_preview};
 

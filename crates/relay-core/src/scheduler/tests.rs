@@ -1,13 +1,6 @@
 //! Table test: one row per lifecycle rule (seed 000's lifecycle table plus the scheduler rules),
 //! and snapshot traces of complete lifecycles.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 use std::fmt::Write as _;
 

@@ -1,13 +1,6 @@
 //! Pi's two settings layers (global, and the project's when trusted) merged as Pi's
 //! `SettingsManager` merges them, and which file a key path's value came from.
 
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::Value;
 
 use super::*;

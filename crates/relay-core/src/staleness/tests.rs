@@ -1,10 +1,3 @@
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use super::*;
 
 pub(crate) fn file(size: u64, mtime_ms: i64, hash: Option<&str>) -> Stamp {

@@ -1,13 +1,6 @@
 //! The status file and a telemetry line as the binding writes them, byte for byte (snapshots):
 //! tools that read `status/<sessionId>.json` and `events.jsonl` rely on their keys and order.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use crate::engine::wire::{ConfigSources, Effect, Event, GuardState, Moment, Observation, Usage};

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::handoff::{
     format_timestamp, GitState, HandoffArgs, HandoffFingerprint, HandoffMeta, SectionCut,
 };
-use crate::render::handoff::{heading, narrative_cuts};
+use crate::handoff::{heading, narrative_cuts};
 use crate::resume_check::CheckResult;
 use crate::staleness::WorkspaceRecord;
 

@@ -1,16 +1,9 @@
 //! The continuation after an early stop: which windows, which replies, once per window.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::{json, Value};
 
 use super::super::wire::{ConfigSources, Event, Observation, CONTINUE_TYPE};
 use super::*;
-use crate::engine::tests::Branch;
+use crate::engine::tests::{moment_with, Branch};
 use crate::entry::Entry;
 
 const SID: &str = "01a2-on-task-session";
@@ -19,16 +12,8 @@ const QUESTION: &str = "What would you like me to do next?";
 
 fn moment(pending: bool) -> Moment {
     Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: None,
-        model: Some("faux/faux-1".into()),
-        context_window: Some(24_000),
         has_pending_messages: pending,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: crate::engine::GuardState::Unavailable,
-        subagent: false,
+        ..moment_with(None, 24_000, crate::engine::GuardState::Unavailable)
     }
 }
 
@@ -227,15 +212,21 @@ fn the_setting_off_disables_it_and_relay_off_too() {
     assert_eq!(continued(&settle(&mut e, false)), None);
 }
 
+/// An earlier request answered, then [`REQUEST`] and a tool call.
+fn two_requests_then_a_tool_call(b: &mut Branch) -> Vec<Entry> {
+    let mut entries = vec![
+        user(b, "Write the CHANGELOG entry."),
+        answer(b, "Written."),
+        user(b, REQUEST),
+    ];
+    entries.extend(tool_call(b));
+    entries
+}
+
 #[test]
 fn the_latest_of_two_requests_is_quoted_also_across_a_window_without_input() {
     let mut b = Branch::new();
-    let mut entries = vec![
-        user(&mut b, "Write the CHANGELOG entry."),
-        answer(&mut b, "Written."),
-        user(&mut b, REQUEST),
-    ];
-    entries.extend(tool_call(&mut b));
+    let mut entries = two_requests_then_a_tool_call(&mut b);
     entries.extend(reset(&mut b, Some("fallback"), 1));
     // The second window works and fills up without the user writing anything.
     entries.extend(tool_call(&mut b));
@@ -265,12 +256,7 @@ fn manual_reset_summary(e: &mut Engine) -> String {
 #[test]
 fn the_boot_block_marks_the_latest_request_also_after_a_window_without_input() {
     let mut b = Branch::new();
-    let mut entries = vec![
-        user(&mut b, "Write the CHANGELOG entry."),
-        answer(&mut b, "Written."),
-        user(&mut b, REQUEST),
-    ];
-    entries.extend(tool_call(&mut b));
+    let mut entries = two_requests_then_a_tool_call(&mut b);
     let block = format!(
         "<earlier_user_input shown=\"2\" total=\"2\">\n<user_message>\nWrite the CHANGELOG entry.\n</user_message>\n<user_message latest=\"true\">\n{REQUEST}\n</user_message>\n</earlier_user_input>"
     );

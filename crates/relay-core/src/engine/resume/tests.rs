@@ -1,14 +1,6 @@
 //! Resume checks in the engine: where the command comes from, when it runs, what the model sees.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
-use super::super::wire::ConfigSources;
 use super::super::wire::{Event, GitFacts, Observation, ResumeFacts, CONTINUE_TYPE, HANDOFF_TYPE};
 use super::*;
 use crate::entry::Entry;
@@ -21,30 +13,11 @@ const WIN2: &str = "pcw:01a2-resume-session:0000beef";
 const PATH: &str = "/work/project/.ai-work/handoffs/01a2-resume-session-1.md";
 
 fn moment() -> Moment {
-    Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: None,
-        model: Some("faux/faux-1".into()),
-        context_window: Some(100_000),
-        has_pending_messages: false,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: crate::engine::GuardState::Unavailable,
-        subagent: false,
-    }
+    moment_with(None, 100_000, crate::engine::GuardState::Unavailable)
 }
 
 fn engine_with(budget: Value) -> Engine {
-    let mut e = Engine::new();
-    e.resync(SID, &[]);
-    let sources = ConfigSources {
-        global: Some(json!({"relay": {"budget": budget}})),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
-    e
+    engine_configured(SID, json!({ "budget": budget }))
 }
 
 fn enforcing() -> Engine {
@@ -62,7 +35,7 @@ fn args() -> Value {
     json!({"goal": "ship it", "next_step": "run the tests", "facts": "tests pass at HEAD"})
 }
 
-use crate::engine::tests::Branch;
+use crate::engine::tests::{engine_configured, moment_with, Branch};
 
 fn result(code: i32, out: &str) -> CheckResult {
     CheckResult {

@@ -1,20 +1,13 @@
 //! The stale-handoff check in the engine: recorded by the handoff (sidecar and branch), due once
 //! before the first answer of the window it opens, its record read back after a reload, its
 //! message placed after the resume and watch checks.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::super::wire::{
     ConfigSources, Event, GitFacts, GuardState, Moment, Observation, CONTINUE_TYPE, HANDOFF_TYPE,
 };
 use super::*;
-use crate::engine::tests::Branch;
+use crate::engine::tests::{moment_with, Branch};
 use crate::entry::Entry;
 use crate::handoff::{GitState, HandoffFingerprint};
 use crate::staleness::{compare, DirtySet, FileStamp, Stamp, WorkspaceNow};
@@ -25,18 +18,7 @@ const PATH: &str = "/work/project/.ai-work/handoffs/01a2-stale-session-1.md";
 const HEAD: &str = "0123456789012345678901234567890123456789";
 
 fn moment() -> Moment {
-    Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: None,
-        model: Some("faux/faux-1".into()),
-        context_window: Some(200_000),
-        has_pending_messages: false,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: GuardState::default(),
-        subagent: false,
-    }
+    moment_with(None, 200_000, GuardState::default())
 }
 
 fn enforcing() -> Engine {
@@ -214,15 +196,7 @@ fn nothing_differed_records_the_check_and_shows_nothing() {
     let mut e = enforcing();
     e.resync(SID, &entries);
     let (rec, window) = e.stale_check().unwrap();
-    let same = WorkspaceNow {
-        repo_root: rec.repo_root.clone(),
-        git_state: rec.git_state,
-        branch: rec.branch.clone(),
-        head: rec.head.clone(),
-        ancestry: None,
-        dirty: rec.dirty.clone(),
-        files: rec.files.clone(),
-    };
+    let same = crate::staleness::tests::same(&rec);
     let marker = stale_record(&window, 7, &compare(&rec, &same), false);
     let mut all = entries.clone();
     all.push(record_entry(&mut b, &marker));

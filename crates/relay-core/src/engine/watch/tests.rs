@@ -1,20 +1,13 @@
 //! The optional integrations in the engine: the watch check of a window opened by a handoff, and
 //! the shared context guard (effective off, Pi's compaction passed through, the threshold log).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
 use serde_json::json;
 
 use super::super::wire::{
-    ConfigSources, Effect, Event, GuardState, HookReply, HookResult, Moment, Observation, Usage,
-    CONTINUE_TYPE, HANDOFF_TYPE,
+    Effect, Event, GuardState, HookReply, HookResult, Moment, Observation, Usage, CONTINUE_TYPE,
+    HANDOFF_TYPE,
 };
 use super::*;
-use crate::engine::tests::Branch;
+use crate::engine::tests::{engine_configured, events_named, moment_with, Branch};
 use crate::entry::Entry;
 use crate::handoff::HandoffFingerprint;
 
@@ -23,33 +16,15 @@ const WIN2: &str = "pcw:01a2-watch-session:0000beef";
 const PATH: &str = "/work/project/.ai-work/handoffs/01a2-watch-session-1.md";
 
 fn moment(tokens: Option<u64>, guard: GuardState) -> Moment {
-    Moment {
-        now_ms: 1_764_450_000_000,
-        tz_offset_minutes: 60,
-        usage: tokens.map(|t| Usage {
-            tokens: Some(t),
-            context_window: 200_000,
-        }),
-        model: Some("faux/faux-1".into()),
-        context_window: Some(200_000),
-        has_pending_messages: false,
-        pending_work: 0,
-        cwd: "/work/project".into(),
-        context_guard: guard,
-        subagent: false,
-    }
+    let usage = tokens.map(|t| Usage {
+        tokens: Some(t),
+        context_window: 200_000,
+    });
+    moment_with(usage, 200_000, guard)
 }
 
 fn engine_with(budget: Value) -> Engine {
-    let mut e = Engine::new();
-    e.resync(SID, &[]);
-    let sources = ConfigSources {
-        global: Some(json!({"relay": {"budget": budget}})),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
-    e
+    engine_configured(SID, json!({ "budget": budget }))
 }
 
 fn enforcing() -> Engine {
@@ -149,6 +124,16 @@ fn handle(e: &mut Engine, event: Event, tokens: Option<u64>, guard: GuardState) 
     })
 }
 
+/// Pi's compaction hook (`reason`, retried or not) at 10k tokens with the guard `guard`.
+fn compact_at_10k(e: &mut Engine, reason: &str, will_retry: bool, guard: GuardState) -> HookReply {
+    let event = Event::SessionBeforeCompact {
+        reason: reason.into(),
+        will_retry,
+        custom_instructions: None,
+    };
+    handle(e, event, Some(10_000), guard)
+}
+
 fn status_text(reply: &HookReply) -> String {
     reply
         .effects
@@ -158,19 +143,6 @@ fn status_text(reply: &HookReply) -> String {
             _ => None,
         })
         .unwrap()
-}
-
-fn events(reply: &HookReply, name: &str) -> Vec<Value> {
-    reply
-        .effects
-        .iter()
-        .filter_map(|fx| match fx {
-            Effect::Telemetry { event } if event.name() == name => {
-                Some(serde_json::to_value(event).unwrap())
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
@@ -196,10 +168,17 @@ fn the_context_guard_off_makes_enforce_effectively_off_and_the_footer_says_why()
     };
     let reply = handle(&mut e, call.clone(), Some(40_000), GuardState::Off);
     assert_eq!(reply.result, None);
-    assert!(events(&reply, "threshold_crossed").is_empty(), "{reply:?}");
+    assert!(
+        events_named(&reply, "threshold_crossed").is_empty(),
+        "{reply:?}"
+    );
     // ...and, consulted live, enforces again once the guard is back on.
     let reply = handle(&mut e, call, Some(40_000), GuardState::On);
-    assert_eq!(events(&reply, "threshold_crossed").len(), 1, "{reply:?}");
+    assert_eq!(
+        events_named(&reply, "threshold_crossed").len(),
+        1,
+        "{reply:?}"
+    );
     assert_eq!(e.budget_mode().effective, crate::policy::Mode::Enforce);
 }
 
@@ -207,45 +186,18 @@ fn the_context_guard_off_makes_enforce_effectively_off_and_the_footer_says_why()
 fn guard_off_passes_pis_compaction_through_but_keeps_overflow_recovery() {
     for reason in ["manual", "threshold"] {
         let mut e = enforcing();
-        let reply = handle(
-            &mut e,
-            Event::SessionBeforeCompact {
-                reason: reason.into(),
-                will_retry: false,
-                custom_instructions: None,
-            },
-            Some(10_000),
-            GuardState::Off,
-        );
+        let reply = compact_at_10k(&mut e, reason, false, GuardState::Off);
         assert_eq!(reply.result, None, "{reason}: Pi's own compaction runs");
     }
     let mut e = enforcing();
-    let reply = handle(
-        &mut e,
-        Event::SessionBeforeCompact {
-            reason: "overflow".into(),
-            will_retry: true,
-            custom_instructions: None,
-        },
-        Some(10_000),
-        GuardState::Off,
-    );
+    let reply = compact_at_10k(&mut e, "overflow", true, GuardState::Off);
     assert!(
         matches!(reply.result, Some(HookResult::Reset { .. })),
         "overflow recovery stays: {reply:?}"
     );
     // With the guard on, a threshold compaction is Relay's reset as before.
     let mut e = enforcing();
-    let reply = handle(
-        &mut e,
-        Event::SessionBeforeCompact {
-            reason: "manual".into(),
-            will_retry: false,
-            custom_instructions: None,
-        },
-        Some(10_000),
-        GuardState::On,
-    );
+    let reply = compact_at_10k(&mut e, "manual", false, GuardState::On);
     assert!(matches!(reply.result, Some(HookResult::Reset { .. })));
 }
 
@@ -267,7 +219,7 @@ fn guard_off_threshold_is_logged_once_per_crossing_and_re_armed_below() {
             Some(tokens),
             GuardState::Off,
         );
-        for ev in events(&reply, "guard_off_threshold") {
+        for ev in events_named(&reply, "guard_off_threshold") {
             seen.push((tokens, ev["threshold"].as_str().unwrap().to_string()));
         }
     }
@@ -282,7 +234,7 @@ fn guard_off_threshold_is_logged_once_per_crossing_and_re_armed_below() {
     // An explicit mode "off" stays silent.
     let mut e = engine_with(json!({"mode": "off"}));
     let reply = handle(&mut e, call("x"), Some(90_000), GuardState::Off);
-    assert!(events(&reply, "guard_off_threshold").is_empty());
+    assert!(events_named(&reply, "guard_off_threshold").is_empty());
 }
 
 #[test]
