@@ -2,31 +2,34 @@
 //! the status file and the relaunch marker (each a small write), and the configuration files read
 //! before the engine sees the configuration. Everything else in an output is the extension's.
 //!
-//! A failed write never fails the hook: the first one is a warning notification (later ones are
-//! not reported again), and a status failure is also an `error` event when the event log can
-//! still be written. A relaunch marker that could not be written is handed back: the host tells
+//! A failed write never fails the hook: it goes back to the engine
+//! ([`relay_core::engine::Input::WriteFailed`]), which tells the user of the first one, and a
+//! status failure is also an `error` event (once) when the event log can still be written. A relaunch marker that could not be written is handed back: the host tells
 //! the engine ([`relay_core::engine::Input::RelaunchUnwritten`]), which resets in-process instead.
 
 use std::path::{Path, PathBuf};
 
 use relay_core::engine::files::{RelaunchMarker, TelemetryEvent, TelemetryLine};
-use relay_core::engine::{ConfigSources, Effect, NotifyLevel, RelaunchKey};
+use relay_core::engine::{ConfigSources, Effect, RelaunchKey};
 
 use crate::jobs::now_ms;
 
-/// Where Relay's files go, and whether a failed write was told already.
+/// Where Relay's files go.
 #[derive(Debug, Default)]
 pub struct Files {
     /// `PI_CONTEXT_BUDGET_STATE_DIR`, or agentDir/context-budget (from the configuration).
     state_dir: Option<PathBuf>,
-    write_failure_told: bool,
+    /// A failed status write was logged as an `error` event (once: the log is not flooded).
+    status_failure_logged: bool,
 }
 
-/// What [`Files::execute`] leaves: the effects for the extension, and why the relaunch marker
-/// could not be written (then no `shutdown` is among the effects).
+/// What [`Files::execute`] leaves: the effects for the extension, the writes that failed (for
+/// the engine), and why the relaunch marker could not be written (then no `shutdown` is among
+/// the effects).
 #[derive(Debug, Default)]
 pub struct Executed {
     pub effects: Vec<Effect>,
+    pub failed_writes: Vec<String>,
     pub relaunch_unwritten: Option<String>,
 }
 
@@ -57,26 +60,12 @@ impl Files {
         let _ = crate::telemetry::append_event(dir, &event);
     }
 
-    fn tell_write_failure(&mut self, kept: &mut Vec<Effect>, text: String) {
-        if self.write_failure_told {
-            return;
-        }
-        self.write_failure_told = true;
-        kept.push(Effect::Notify {
-            text: format!(
-                "{text}. Relay keeps working; failures to write its files are not reported again."
-            ),
-            level: NotifyLevel::Warning,
-        });
-    }
-
     /// Perform the file effects among `effects` (of session `session_id`) and keep the rest.
     pub fn execute(&mut self, effects: Vec<Effect>, session_id: &str) -> Executed {
         let mut done = Executed {
             effects: Vec::with_capacity(effects.len()),
-            relaunch_unwritten: None,
+            ..Executed::default()
         };
-        let kept = &mut done.effects;
         for effect in effects {
             match effect {
                 Effect::WriteRelaunchMarker { path, marker, key } => {
@@ -90,7 +79,6 @@ impl Files {
                 }
                 // Pi is only asked to shut down for a relaunch once its marker is written.
                 Effect::Shutdown if done.relaunch_unwritten.is_some() => {}
-                Effect::WriteFailed { text } => self.tell_write_failure(kept, text),
                 Effect::Telemetry { mut event } => {
                     // Events made without a clock (configuration problems) get their time here.
                     event.ts.get_or_insert_with(now_ms);
@@ -102,9 +90,7 @@ impl Files {
                             )
                         })
                     });
-                    if let Some(text) = failed {
-                        self.tell_write_failure(kept, text);
-                    }
+                    done.failed_writes.extend(failed);
                 }
                 Effect::WriteStatus { mut status } => {
                     status.pid = Some(std::process::id());
@@ -119,13 +105,14 @@ impl Files {
                             })
                     });
                     if let Some(text) = failed {
-                        if !self.write_failure_told {
+                        if !self.status_failure_logged {
+                            self.status_failure_logged = true;
                             self.error_event("telemetry", session_id, &text);
                         }
-                        self.tell_write_failure(kept, text);
+                        done.failed_writes.push(text);
                     }
                 }
-                other => kept.push(other),
+                other => done.effects.push(other),
             }
         }
         done

@@ -236,7 +236,11 @@ impl Binding {
             .files
             .execute(std::mem::take(&mut out.effects), &session);
         out.effects = executed.effects;
-        let mut more = Vec::new();
+        let mut more: Vec<Output> = executed
+            .failed_writes
+            .into_iter()
+            .map(|text| self.inner.handle(Input::WriteFailed { text }))
+            .collect();
         if let (Some(why), Some(observation)) = (executed.relaunch_unwritten, observation) {
             // No relaunch: the engine resets in-process at this same settle point instead.
             more.push(self.inner.handle(Input::RelaunchUnwritten {

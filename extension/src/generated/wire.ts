@@ -319,7 +319,6 @@ export type Effect =
 	| { "kind": "removeRelaunchMarker", path: string }
 	| { "kind": "telemetry", event: unknown }
 	| { "kind": "writeStatus", status: unknown }
-	| { "kind": "writeFailed", text: string }
 	| { "kind": "activeTools", withhold: Array<string>, restore: Array<string> };
 
 /**

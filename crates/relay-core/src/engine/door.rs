@@ -184,6 +184,11 @@ pub enum Input {
     #[serde(skip)]
     #[cfg_attr(test, ts(skip))]
     Feed(super::wire::Feed),
+    /// The host could not write one of Relay's files (events, status): `text` says which and
+    /// why. The user is told once per engine, with every other failed write.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    WriteFailed { text: String },
     /// The relaunch marker `observation`'s output asked for could not be written (`why`): the
     /// engine resets in-process instead.
     #[serde(skip)]

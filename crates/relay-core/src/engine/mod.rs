@@ -209,6 +209,8 @@ pub struct Engine {
     /// [`Engine::restarted`].
     last_sources: Option<ConfigSources>,
     toggle: Option<String>,
+    /// A failed write of Relay's files was told (once per engine).
+    write_failure_told: bool,
 }
 
 /// Why a threshold compaction in this window would not free anything (see
@@ -252,6 +254,7 @@ impl Engine {
             told: Vec::new(),
             last_sources: None,
             toggle: None,
+            write_failure_told: false,
         }
     }
 

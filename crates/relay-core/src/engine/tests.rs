@@ -3065,21 +3065,53 @@ fn a_taken_handoff_number_is_chosen_again_and_a_failed_write_commits_from_memory
     let out = e.done(out.op.unwrap(), &[full], &m);
     let reply = out.reply.unwrap();
     assert!(reply.text.contains("\"written\":false"), "{}", reply.text);
+    let told: Vec<&str> = out
+        .effects
+        .iter()
+        .filter_map(|fx| match fx {
+            Effect::Notify { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
-        out.effects
-            .iter()
-            .filter(|fx| matches!(fx, Effect::WriteFailed { .. }))
-            .count(),
+        told.len(),
         1,
-        "the user is told once, by the binding: {:?}",
-        out.effects
+        "told once, not also as a failed job: {told:?}"
     );
     assert!(
-        !out.effects
-            .iter()
-            .any(|fx| matches!(fx, Effect::Notify { .. })),
-        "not also as a failed job"
+        told[0].starts_with("relay: cannot write the handoff file ")
+            && told[0].ends_with("failures to write its files are not reported again."),
+        "{told:?}"
     );
+    // A later failed write of the host's (the status file) is not told again.
+    let later = e.handle(Input::WriteFailed {
+        text: "relay: cannot write the status file in /x: denied".into(),
+    });
+    assert!(later.effects.is_empty(), "{:?}", later.effects);
+}
+
+#[test]
+fn the_first_failed_write_of_the_hosts_is_told_once_and_a_restarted_engine_remembers() {
+    let mut e = engine();
+    let first = e.handle(Input::WriteFailed {
+        text: "relay: cannot append to /s/events.jsonl: No space left on device".into(),
+    });
+    assert_eq!(
+        first.effects,
+        vec![Effect::Notify {
+            text: "relay: cannot append to /s/events.jsonl: No space left on device. Relay keeps working; failures to write its files are not reported again.".into(),
+            level: NotifyLevel::Warning,
+        }]
+    );
+    let again = e.handle(Input::WriteFailed {
+        text: "relay: x".into(),
+    });
+    assert!(again.effects.is_empty());
+    let mut restarted = e.restarted();
+    let after = restarted.handle(Input::WriteFailed {
+        text: "relay: y".into(),
+    });
+    assert!(after.effects.is_empty(), "{:?}", after.effects);
 }
 
 #[test]

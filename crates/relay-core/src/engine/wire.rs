@@ -438,9 +438,6 @@ pub enum Effect {
         #[cfg_attr(test, ts(type = "unknown"))]
         status: Box<super::files::StatusFile>,
     },
-    /// A file of Relay's could not be written (`text` says which and why): the binding tells
-    /// the user once per engine, with every other failed write.
-    WriteFailed { text: String },
     /// Which of Relay's registered tools are declared to the model: `pi.setActiveTools` with Pi's
     /// active tools less `withhold`, plus each of `restore` not active yet (left as they are
     /// when that changes nothing). A withheld tool stays registered; the model does not know it.

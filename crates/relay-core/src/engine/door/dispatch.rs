@@ -58,6 +58,7 @@ impl Engine {
         // Jobs of this engine may still run: the new one's ids follow theirs.
         fresh.ops.continue_from(&self.ops);
         fresh.told = self.told.clone();
+        fresh.write_failure_told = self.write_failure_told;
         if let Some(sources) = &self.last_sources {
             // Its warnings were told when it first applied.
             let mut told = std::mem::take(&mut fresh.told);
@@ -89,6 +90,21 @@ impl Engine {
     pub fn with_ids_after(mut self, first: u64) -> Self {
         self.ops.start_after(first);
         self
+    }
+
+    /// A file of Relay's could not be written: the first such failure is one warning, later
+    /// ones are not told (the engine's one record of what it told the user).
+    pub(super) fn write_failed(&mut self, text: String) -> Option<Effect> {
+        if self.write_failure_told {
+            return None;
+        }
+        self.write_failure_told = true;
+        Some(Effect::Notify {
+            text: format!(
+                "{text}. Relay keeps working; failures to write its files are not reported again."
+            ),
+            level: NotifyLevel::Warning,
+        })
     }
 
     /// The session the mirror holds.
@@ -205,6 +221,10 @@ impl Engine {
             Input::Feed(feed) => match self.feed(feed) {
                 Ok(()) => Output::default(),
                 Err(text) => Self::refused(text),
+            },
+            Input::WriteFailed { text } => Output {
+                effects: self.write_failed(text).into_iter().collect(),
+                ..Output::default()
             },
             Input::RelaunchUnwritten { why, observation } => {
                 Output::from_hook(self.relaunch_unwritten(&observation, &why))

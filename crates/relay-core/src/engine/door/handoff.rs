@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::super::wire::{Effect, GitFacts, Moment, ResumeFacts, ToolReply};
+use super::super::wire::{GitFacts, Moment, ResumeFacts, ToolReply};
 use super::super::Engine;
 use super::{
     aborted, aborted_reply, deadlines, failure_of, git_unknown, value_of, GitWire, HandoffOp,
@@ -249,12 +249,11 @@ impl Engine {
                     moment,
                     &error,
                 );
-                reply.effects.push(Effect::WriteFailed {
-                    text: format!(
-                        "relay: cannot write the handoff file {}: {error}; the handoff is kept in the session and the next window starts from it",
-                        rendered.path
-                    ),
-                });
+                let text = format!(
+                    "relay: cannot write the handoff file {}: {error}; the handoff is kept in the session and the next window starts from it",
+                    rendered.path
+                );
+                reply.effects.extend(self.write_failed(text));
                 Self::tool_output(reply)
             }
         }
