@@ -9,15 +9,6 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 // Relay runs on Unix only: Linux, and macOS (type-checked, never run there). It uses Unix process
 // groups, file modes and O_NOFOLLOW (`std::os::unix`, rustix) with no Windows equivalent.

@@ -20,15 +20,6 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 pub mod binding;
 
