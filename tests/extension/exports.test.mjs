@@ -1,4 +1,4 @@
-// The addon's surface is the one door (ARCHITECTURE.md, "Flow of one Pi event"): the exports and
+// The addon's surface is the one door (ARCHITECTURE.md, "A request through the door"): the exports and
 // the Engine's methods are exactly the documented list, so a new feature cannot grow a method.
 import { test } from "node:test";
 import assert from "node:assert/strict";

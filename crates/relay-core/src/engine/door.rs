@@ -19,7 +19,7 @@
 //! reads has no JSON form, so the host hands it back in process with the job's `Done`.
 //!
 //! **Adding a job kind:** a [`Work`] variant here, its step in the operation that asks for it,
-//! and its runner (relay-node's `jobs.rs` for work in Rust, the extension's `driver.ts` for facts
+//! and its runner (relay-io's `jobs.rs` for work in Rust, the extension's `adapter.ts` for facts
 //! only the host has). Nothing else changes.
 
 use std::collections::BTreeMap;
