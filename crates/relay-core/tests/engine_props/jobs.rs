@@ -18,6 +18,10 @@ use super::{wire, Answered, Host, CWD};
 
 /// HEAD as the generated git jobs report it.
 const HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
+/// What a failed job's error says (the engine tells the user once, in any mode).
+pub const FAILED: &str = "permission denied (os error 13)";
+/// What a job stopped at its deadline says.
+pub const DEADLINE: &str = "did not finish within its deadline";
 /// The answers one operation may take before it counts as waiting forever.
 const MAX_ANSWERS: usize = 16;
 
@@ -219,7 +223,7 @@ impl Host {
                 JobOutcome::Aborted
             }
             (Fate::Failed, _) => JobOutcome::Failed {
-                error: format!("{name}: permission denied (os error 13)"),
+                error: format!("{name}: {FAILED}"),
                 exists: false,
             },
             (Fate::Deadline, _) => {
@@ -227,7 +231,7 @@ impl Host {
                     self.now_ms = self.now_ms.max(job.deadline_ms);
                 }
                 JobOutcome::Failed {
-                    error: format!("{name} did not finish within its deadline"),
+                    error: format!("{name} {DEADLINE}"),
                     exists: false,
                 }
             }

@@ -1652,9 +1652,13 @@ impl Host {
                     let recalled = hook == Hook::SessionStart
                         && self.toggle.is_some()
                         && (text.starts_with("relay: on") || text.starts_with("relay: off"));
+                    // A job that failed is told once, whatever the mode (jobs.rs's failures).
+                    let job_failed = matches!(hook, Hook::Context | Hook::ToolCall)
+                        && (text.contains(jobs::FAILED) || text.contains(jobs::DEADLINE));
                     check!(
                         hook == Hook::Command
                             || recalled
+                            || job_failed
                             || (enabled && mode == Mode::Enforce)
                             || reset_failed
                             || overflow
