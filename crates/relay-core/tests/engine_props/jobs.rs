@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 use relay_core::engine::{
-    Answer, Feed, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, Loaded, Output, Work,
-    BACKGROUND_LOAD_BYTES,
+    Answer, Engine, Feed, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, Loaded, Output,
+    Work, BACKGROUND_LOAD_BYTES,
 };
 use relay_core::handoff::GitState;
 use relay_core::integrations::{StoreContents, StoreFacts};
@@ -293,7 +293,7 @@ impl Host {
                 command: command.clone(),
                 source: source.clone(),
                 status: CheckStatus::Exited {
-                    code: i32::from(self.fate_at % 2 == 0),
+                    code: i32::from(self.fate_at.is_multiple_of(2)),
                 },
                 output: CheckOutput {
                     head: "checked\n".into(),
@@ -305,7 +305,7 @@ impl Host {
             }),
             Work::StaleCheck { .. } => value(StaleReport {
                 // Every other check finds the workspace moved.
-                git: if self.fate_at % 2 == 0 {
+                git: if self.fate_at.is_multiple_of(2) {
                     GitDrift::NotRecorded
                 } else {
                     GitDrift::Unavailable
@@ -428,8 +428,6 @@ pub(super) fn fresh_engine(host: &Host) -> Engine {
     }
     fresh
 }
-
-use relay_core::engine::Engine;
 
 /// `/relay <args>` to `engine`: its output.
 pub(super) fn command(engine: &mut Engine, host: &Host, args: &str) -> Output {
