@@ -113,6 +113,14 @@ impl Host {
                 "job {} was handed out twice",
                 job.id
             );
+            check!(
+                job.deadline_ms > self.now_ms,
+                "job {} ({}) is due at {}, before now ({})",
+                job.id,
+                kind(&job.work),
+                job.deadline_ms,
+                self.now_ms
+            );
         }
         self.waiting_for_branch = out.needs_branch;
         self.last_tip = out.tip.clone();
@@ -190,10 +198,28 @@ impl Host {
                 .map_err(|e| format!("the wire rejects the moment: {e}"))?;
             out = self.call(Input::Done {
                 op,
-                results,
+                results: results.clone(),
                 moment,
                 loaded: Loaded::default(),
             })?;
+            // The same answer again (a runner that reported twice): nothing waits for it.
+            let again = self.engine.handle(Input::Done {
+                op,
+                results,
+                moment: serde_json::from_value(self.moment_json(with_usage))
+                    .map_err(|e| format!("the wire rejects the moment: {e}"))?,
+                loaded: Loaded::default(),
+            });
+            check!(
+                again.op.is_none()
+                    && again.jobs.is_empty()
+                    && again.run_now.is_none()
+                    && again.effects.is_empty()
+                    && again.result.is_none()
+                    && again.reply.is_none()
+                    && again.appends.is_empty(),
+                "operation {op} answered twice acted again: {again:?}"
+            );
             check!(
                 out.op != Some(op),
                 "operation {op} was answered and is waited for again"
