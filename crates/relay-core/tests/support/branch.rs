@@ -1,5 +1,5 @@
 //! The invariants of a session branch and of the engine's mirror, shared by the whole-engine
-//! property test (`engine_props.rs`, on the branch its Pi-like host builds) and the session-file
+//! property test (`engine_props/`, on the branch its Pi-like host builds) and the session-file
 //! checker (`session_check.rs`, on the JSONL a soak run through the real Pi wrote).
 //!
 //! User prompts are recognised by their markers (`«user-N»`, see [`marker`]): both the generated

@@ -1,0 +1,371 @@
+//! The tests beside the property: the checks themselves can fail, the engine bugs the property
+//! test found (kept as regressions, or ignored while open), and the generator's reach.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// The checks themselves can fail
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn prompt_markers_are_found() {
+    assert_eq!(
+        prompts_in("a «user-1» b «user-12»"),
+        vec!["«user-1»", "«user-12»"]
+    );
+    assert!(prompts_in("no prompt here").is_empty());
+}
+
+#[test]
+fn the_checker_rejects_a_reset_without_a_request() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Enforce,
+        max_handoffs: 10,
+    };
+    let mut host = Host::new(100_000, settings, vec![Fate::Done]).unwrap();
+    host.streaming = true;
+    host.hook(Hook::BeforeAgentStart, Value::Null).unwrap();
+    host.tool("call_1", "new_context", &json!({})).unwrap();
+    let plan = match host
+        .hook(Hook::BeforeSettle, json!({ "outcome": "completed" }))
+        .unwrap()
+        .result
+    {
+        Some(HookResult::Reset { plan }) => plan,
+        other => panic!("expected a reset, got {other:?}"),
+    };
+    // The same reset once more, at the next settle point, with no new request in between.
+    let err = host
+        .check_reset(Hook::BeforeSettle, &json!({}), &plan)
+        .unwrap_err();
+    assert!(err.contains("without a request"), "{err}");
+}
+
+#[test]
+fn the_checker_rejects_a_second_borrowed_turn_in_one_window() {
+    let mut host = Host::new(
+        100_000,
+        Settings {
+            enabled: true,
+            mode: Mode::Observe,
+            max_handoffs: 10,
+        },
+        vec![Fate::Done],
+    )
+    .unwrap();
+    host.streaming = true;
+    host.steers.push((
+        "take notes".into(),
+        json!({ "v": relay_core::records::VERSION }),
+    ));
+    let steer = json!({ "kind": "send", "customType": STEER_TYPE, "content": "take notes", "display": true, "triggerTurn": true, "deliverAs": "steer" });
+    let err = host
+        .check_effects(Hook::BeforeCompact, &[steer], true)
+        .unwrap_err();
+    assert!(err.contains("second borrowed turn"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine bugs the property test found, kept as regression tests
+// ---------------------------------------------------------------------------------------------
+
+/// Minimal sequence: settings `enabled: true`, budget `mode: "enforce"`; `/relay off`; a prompt
+/// whose first answer calls `context_handoff`. The window features are off, so the policy only
+/// observes (`policy_step` downgrades enforce to observe) and the scheduler is disabled, yet
+/// `handoff_begin` looks at the budget mode alone: the binding writes the handoff file, the
+/// reply persists a `relay/handoff` entry and tells the model "at the end of this turn the
+/// context resets" — and `turn_end` answers nothing. Fixed: `handoff_begin` refuses while Relay
+/// is off, with `written: false`.
+#[test]
+fn regression_handoff_while_disabled_writes_and_promises_a_reset() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Enforce,
+        max_handoffs: 10,
+    };
+    let mut host = Host::new(100_000, settings, vec![Fate::Done]).unwrap();
+    host.hook(Hook::Command, json!({ "args": "off" })).unwrap();
+    host.streaming = true;
+    host.hook(Hook::BeforeAgentStart, Value::Null).unwrap();
+    let args = json!({ "goal": "g", "next_step": "n", "facts": "f" });
+    let reply = host.tool("call_1", "context_handoff", &args).unwrap();
+    let end = host
+        .hook(
+            Hook::TurnEnd,
+            json!({ "outcome": "completed", "toolResults": 0 }),
+        )
+        .unwrap();
+    assert!(
+        reply.text.contains("\"written\":false"),
+        "disabled Relay wrote a handoff: {}",
+        reply.text
+    );
+    assert!(end.result.is_none());
+}
+
+fn text_turn(usage_permille: u64) -> Turn {
+    Turn {
+        reply: Reply::Text,
+        usage_permille,
+        compaction_fails: false,
+        steer: false,
+    }
+}
+
+/// Minimal sequence (50k window, reserve 16,384, any budget mode): a prompt whose answer crosses
+/// Pi's threshold (37,501 > 33,616): Relay borrows a turn (notes steer + cancel) and resets at the
+/// settle point. `/tree` back to the borrowed turn's answer, still in the first window. The next
+/// prompt's pre-prompt threshold check is answered with a reset, which Pi fails to append
+/// (`session_compact_failed`, e.g. the user interrupted it). The run's answer crosses again and
+/// Relay borrows a second turn in the same window: the navigation (`Invalidate`) re-armed the
+/// allowance although the branch shows the window's borrowed turn. A reload or `/relay off` +
+/// `/relay on` re-armed it the same way. Fixed: after each of them the engine restores the
+/// allowance from the branch (`Scheduler::restore_allowance`, spent when the window holds the
+/// note-taking steer).
+#[test]
+fn regression_second_borrowed_turn_in_one_window() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Off,
+        max_handoffs: 10,
+    };
+    let crossing = Run {
+        turns: vec![text_turn(750)],
+        abort_at: None,
+        queue_at: None,
+        pre_compaction_fails: false,
+        reload_at: None,
+    };
+    // boot, user, answer, steer, borrowed answer | marker, compaction, continuation, answer
+    let back_into_first_window = Action::Navigate { back: 4 };
+    let failed_reset = Run {
+        pre_compaction_fails: true,
+        ..crossing.clone()
+    };
+    let actions = [
+        Action::Prompt(crossing),
+        back_into_first_window,
+        Action::Prompt(failed_reset),
+    ];
+    session(50_000, settings, vec![Fate::Done], &actions).unwrap();
+}
+
+/// Found by the property test (1 case in about 2,000): a reset the engine still owes (an overflow
+/// reset that failed, the window still full) stays owed after the user's own `/compact` fails too,
+/// so the engine's retry at the next settle point is the owed one, not a second reset.
+#[test]
+fn regression_a_failed_manual_compact_leaves_the_owed_retry_owed() {
+    let observe = Settings {
+        enabled: true,
+        mode: Mode::Observe,
+        max_handoffs: 1,
+    };
+    let full_then_overflow = Run {
+        turns: vec![
+            text_turn(750),
+            text_turn(0),
+            text_turn(0),
+            Turn {
+                reply: Reply::OverflowError,
+                usage_permille: 0,
+                compaction_fails: true,
+                steer: false,
+            },
+        ],
+        abort_at: None,
+        queue_at: Some(1),
+        pre_compaction_fails: false,
+        reload_at: None,
+    };
+    let actions = [
+        Action::Settings(observe),
+        Action::Prompt(full_then_overflow),
+        Action::Compact { fails: true },
+        Action::Command("on"),
+        Action::Prompt(Run {
+            turns: vec![text_turn(0)],
+            abort_at: None,
+            queue_at: None,
+            pre_compaction_fails: false,
+            reload_at: None,
+        }),
+    ];
+    let start = Settings {
+        mode: Mode::Off,
+        ..observe
+    };
+    session(50_000, start, vec![Fate::Done], &actions).unwrap();
+}
+
+/// An engine defect the property test found (seed `cc 8a20911e…` in main.proptest-regressions):
+/// the budget policy's open handoff request (`PolicyState::idle_requested`, and the "one
+/// handoff request per run" it stands for) lives in the engine's memory, not on the branch. In
+/// enforce mode, a run that settles with pending work (`pendingWork: 1`) and enough context is
+/// asked for an idle handoff (`agent_before_settle` → continue, the `relay/handoff-request`
+/// message on the branch); a `/reload` before the next request (Pi lets it through mid-run) makes
+/// a new engine, which does not see that request and, at the run's next settle point, asks for
+/// the handoff a second time in the same run. Kept ignored until the engine reads the open
+/// request back from the branch; the property test lets it through
+/// (`Host::forgive_mid_run_reload`).
+#[test]
+#[ignore = "engine defect: a /reload mid-run forgets the run's handoff request"]
+fn bug_a_reload_mid_run_asks_for_a_second_handoff_in_the_run() {
+    let start = Settings {
+        enabled: true,
+        mode: Mode::Off,
+        max_handoffs: 1,
+    };
+    let enforce = Settings {
+        mode: Mode::Enforce,
+        ..start
+    };
+    let tools = |tools: Vec<Tool>, usage_permille: u64| Turn {
+        reply: Reply::Tools(tools),
+        usage_permille,
+        compaction_fails: false,
+        steer: false,
+    };
+    let actions = [
+        Action::Settings(enforce),
+        Action::Prompt(Run {
+            turns: vec![text_turn(0)],
+            abort_at: None,
+            queue_at: None,
+            pre_compaction_fails: false,
+            reload_at: None,
+        }),
+        // The second prompt's run has pending work: its settle point asks for an idle handoff,
+        // and the user reloads before the request that follows it.
+        Action::Prompt(Run {
+            turns: vec![
+                tools(vec![Tool::NewContext], 0),
+                tools(vec![Tool::Bash { fails: false }], 160),
+            ],
+            abort_at: None,
+            queue_at: None,
+            pre_compaction_fails: false,
+            reload_at: Some((3, OpenKind::NoFile)),
+        }),
+    ];
+    let strict = |host: &mut Host| host.forgive_mid_run_reload = false;
+    session_with(50_000, start, vec![Fate::Done], &actions, strict).unwrap();
+}
+
+/// A second one (seed `cc b994d482…` in main.proptest-regressions): on a branch without a boot block (a new session, or `/tree` back to the root) a `/reload`
+/// while a run is active (`session_start` with `runActive: true`) answers with the boot block as
+/// a `triggerTurn: false` message; Pi holds it until the turn ends, and when that turn is reset
+/// (here Pi's overflow, retried) the boot block lands in the next window: the branch then has a
+/// boot block outside the first window.
+#[test]
+#[ignore = "engine defect: a /reload mid-run sends the boot block into the run"]
+fn bug_a_reload_mid_run_sends_a_boot_block_into_the_run() {
+    let settings = Settings {
+        enabled: true,
+        mode: Mode::Off,
+        max_handoffs: 1,
+    };
+    let actions = [
+        Action::Navigate { back: 1 },
+        Action::Prompt(Run {
+            turns: vec![Turn {
+                reply: Reply::OverflowError,
+                usage_permille: 0,
+                compaction_fails: false,
+                steer: false,
+            }],
+            abort_at: None,
+            queue_at: None,
+            pre_compaction_fails: false,
+            reload_at: Some((0, OpenKind::NoFile)),
+        }),
+    ];
+    let strict = |host: &mut Host| host.forgive_mid_run_reload = false;
+    session_with(50_000, settings, vec![Fate::Done], &actions, strict).unwrap();
+}
+
+/// The generator must reach every decision the invariants speak about; otherwise the property
+/// test could pass by never exercising them. A fixed seed keeps this deterministic.
+#[test]
+fn generated_sessions_reach_every_decision() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = (
+        prop_oneof![Just(50_000u64), Just(100_000), Just(200_000)],
+        settings(),
+        jobs::fates(),
+        prop::collection::vec(action(), 1..30),
+    );
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let wanted = [
+        "reset(new_context",
+        "reset(handoff",
+        "reset(idle",
+        "reset(forced",
+        "reset(fallback",
+        "reset(overflow",
+        "reset(manual",
+        "reset(threshold",
+        "+continuation",
+        "-> block",
+        "-> continue",
+        "-> task-continuation",
+        "-> clear(",
+        "-> cancel",
+        "send(relay/notes-steer)",
+        "send(relay/reminder)",
+        "send(relay/boot)",
+        "send(relay/reset-failed)",
+        "event(would_",
+        "event(handoff_committed)",
+        "event(forced_reset)",
+        "session_compact_failed",
+        "== navigate",
+        "== reload mid-run",
+        "== reload (open: NoFile",
+        "== reload (open: Small",
+        "== reload (open: Large",
+        "== resume",
+        "== steer",
+        "== retry",
+        "job",
+        "git -> Done",
+        "writeHandoff -> Done",
+        "writeHandoff -> Taken",
+        "resumeCheck -> Done",
+        "staleCheck -> Done",
+        "-> Aborted",
+        "-> Deadline",
+        "-> Failed",
+        "== queued",
+        "\"outcome\":\"aborted\"",
+        "\"outcome\":\"error\"",
+        "\"willRetry\":true",
+        "tool context_handoff -> ok persist",
+        "tool new_context -> error",
+    ];
+    for _ in 0..400 {
+        let (window, settings, fates, actions) = strategy.new_tree(&mut runner).unwrap().current();
+        let mut host = Host::new(window, settings, fates).unwrap();
+        for action in &actions {
+            host.act(action).unwrap();
+        }
+        for line in &host.trace {
+            for w in wanted {
+                if line.contains(w) {
+                    *seen.entry(w).or_default() += 1;
+                }
+            }
+        }
+    }
+    let missing: Vec<_> = wanted.iter().filter(|w| !seen.contains_key(*w)).collect();
+    assert!(
+        missing.is_empty(),
+        "never generated: {missing:?}\nseen: {seen:#?}"
+    );
+    eprintln!("{seen:#?}");
+}
