@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use relay_core::engine::Engine;
+use relay_core::engine::{Engine, LoadedBranch};
 use relay_core::entry::{
     branch_indices, parse_line, parse_session, stream_branch, BranchSink, Entry, EntryKind, Line,
 };
@@ -293,24 +293,19 @@ fn main() {
             .into_iter()
             .map(|i| parsed.entries[i].clone())
             .collect();
-        let mut engine = Engine::new();
-        engine.resync("bench-session", &branch);
-        engine
+        Engine::from(LoadedBranch::of("bench-session", &branch))
     });
-    struct Replay<'a>(&'a mut Engine);
-    impl BranchSink for Replay<'_> {
-        fn begin(&mut self) {
-            self.0.begin_resync("bench-session");
-        }
+    struct Replay(LoadedBranch);
+    impl BranchSink for Replay {
+        fn begin(&mut self) {}
         fn entry(&mut self, entry: Entry) {
-            self.0.push_replayed(&entry);
+            self.0.push(&entry);
         }
     }
     let load_stream = time(3, || {
-        let mut engine = Engine::new();
-        assert!(stream_branch(&text, &leaf, &mut Replay(&mut engine)));
-        engine.end_resync();
-        engine
+        let mut replay = Replay(LoadedBranch::new("bench-session"));
+        assert!(stream_branch(&text, &leaf, &mut replay));
+        Engine::from(replay.0)
     });
     let mut history = build(&branch);
     let heap_grown = history.heap_bytes();

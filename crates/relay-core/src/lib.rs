@@ -13,7 +13,7 @@
 )]
 
 pub mod args;
-pub mod clearing;
+mod clearing;
 pub mod effective;
 pub mod engine;
 pub mod entry;
@@ -21,9 +21,9 @@ pub mod handoff;
 pub mod history;
 pub mod host;
 pub mod integrations;
-pub mod memory_tool;
+mod memory_tool;
 pub mod notes;
-pub mod on_task;
+mod on_task;
 pub mod policy;
 pub mod records;
 pub mod render;
@@ -31,9 +31,9 @@ pub mod resume_check;
 pub mod scheduler;
 pub mod settings;
 pub mod staleness;
-pub mod text;
+mod text;
 pub mod time;
-pub mod tool_name;
+mod tool_name;
 
 #[cfg(test)]
 mod test_support;

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use relay_core::engine::Engine;
+use relay_core::engine::{Engine, LoadedBranch};
 use relay_core::entry::{branch_indices, parse_session, Entry, EntryKind};
 use relay_core::records::{
     HandoffRecord, NoteRecord, Record, ResetMarkerRecord, StaleCheckRecord, WindowRecord, VERSION,
@@ -60,8 +60,7 @@ fn every_golden_session_reads_as_the_relay_that_wrote_it_meant() {
             .collect();
         assert_eq!(branch.len(), parsed.entries.len(), "{name}: one branch");
 
-        let mut engine = Engine::new();
-        engine.resync(&session_id, &branch);
+        let engine = Engine::from(LoadedBranch::of(&session_id, &branch));
 
         // The windows: the root, the one new_context opened, the handoff's, the overflow's.
         let windows = tool(
@@ -85,7 +84,7 @@ fn every_golden_session_reads_as_the_relay_that_wrote_it_meant() {
             ],
             "{name}"
         );
-        assert_eq!(engine.window_count(), 4, "{name}");
+        assert_eq!(engine.history().window_count(), 4, "{name}");
 
         // The notes: written in the first window, appended in the second.
         let note = tool(&engine, "notes_read_file", json!({"path": "task/plan.md"}));

@@ -1,4 +1,4 @@
-//! The session-file checker: every invariant of the property test (`engine_props.rs`), checked on
+//! The session-file checker: every invariant of the property test (`engine_props/`), checked on
 //! a session file the real Pi wrote with Relay loaded — the soak run's (`tests/soak/`).
 //!
 //! ```sh
@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::ExitCode;
 
-use relay_core::engine::{Engine, Moment, CONTINUE_TYPE, RESET_MARKER_TYPE};
+use relay_core::engine::{Engine, LoadedBranch, Moment, CONTINUE_TYPE, RESET_MARKER_TYPE};
 use relay_core::entry::{branch_indices, parse_session, Entry, EntryKind};
 use serde_json::{json, Value};
 
@@ -264,9 +264,8 @@ fn check_session(text: &str, prompts: u32) -> Result<Report, String> {
             report.blocked_calls += 1;
         }
         if READ_TOOLS.contains(&name.as_str()) && !blocked {
-            let mut fresh = Engine::new();
-            fresh.resync(&session_id, &branch[..i]);
-            let theirs = fresh.tool(name, args, &moment);
+            let mut fresh = Engine::from(LoadedBranch::of(&session_id, &branch[..i]));
+            let theirs = branch::tool_reply(&mut fresh, name, args, &moment);
             check!(
                 theirs.text == m.text && theirs.is_error == m.is_error,
                 "{name} {args} (result {}) differs from a fresh resync of the branch up to it:\n{}\n---\n{}",
@@ -292,8 +291,7 @@ fn check_session(text: &str, prompts: u32) -> Result<Report, String> {
             }
         }
     }
-    let mut fresh = Engine::new();
-    fresh.resync(&session_id, &branch);
+    let fresh = Engine::from(LoadedBranch::of(&session_id, &branch));
     let replayed = branch::notes_of(&fresh);
     check!(
         replayed == wrote,
@@ -303,9 +301,9 @@ fn check_session(text: &str, prompts: u32) -> Result<Report, String> {
     );
     report.notes = replayed.len();
     check!(
-        fresh.window_count() == report.windows,
+        fresh.history().window_count() == report.windows,
         "a fresh resync sees {} windows, the branch has {}",
-        fresh.window_count(),
+        fresh.history().window_count(),
         report.windows
     );
     Ok(report)
@@ -432,16 +430,14 @@ fn sample(tamper: &str) -> String {
     let listing = if tamper == "stale listing" {
         "{\"files\":[]}".to_string()
     } else {
-        let mut fresh = Engine::new();
         let parsed = parse_session(&s.text());
-        fresh.resync(SAMPLE_SID, &parsed.entries);
-        fresh
-            .tool(
-                "notes_list_files_by_prefix",
-                &json!({"prefix":""}),
-                &moment("/work").unwrap_or_else(|e| panic!("{e}")),
-            )
-            .text
+        let mut fresh = Engine::from(LoadedBranch::of(SAMPLE_SID, &parsed.entries));
+        branch::tool_text(
+            &mut fresh,
+            "notes_list_files_by_prefix",
+            &json!({"prefix":""}),
+            &moment("/work").unwrap_or_else(|e| panic!("{e}")),
+        )
     };
     s.call(
         "c4",

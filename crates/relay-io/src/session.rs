@@ -940,20 +940,25 @@ mod tests {
         fs::remove_dir_all(dir).unwrap();
     }
 
-    /// Replays a streamed branch into an engine, as the addon does.
-    struct Replay<'a>(&'a mut relay_core::engine::Engine, bool);
+    /// Replays a streamed branch into a `LoadedBranch` (texts held), as a load at once does.
+    struct Replay(relay_core::engine::LoadedBranch, bool);
 
-    impl BranchSink for Replay<'_> {
+    impl BranchSink for Replay {
         fn begin(&mut self) {
-            self.0.begin_resync("S");
+            self.0 = relay_core::engine::LoadedBranch::new("S");
             self.1 = true;
         }
         fn entry(&mut self, entry: Entry) {
-            self.0.push_replayed(&entry);
+            self.0.push(&entry);
         }
         fn entry_ref(&mut self, entry: &Entry) {
-            self.0.push_replayed(entry);
+            self.0.push(entry);
         }
+    }
+
+    /// The engine whose mirror is `branch` of session `S`, resynced.
+    fn resynced(branch: &[Entry]) -> relay_core::engine::Engine {
+        relay_core::engine::Engine::from(relay_core::engine::LoadedBranch::of("S", branch))
     }
 
     /// Loads a branch as the addon's whole load does: into a `LoadedBranch` that keeps each
@@ -993,8 +998,7 @@ mod tests {
             branch: None,
         };
         assert!(stream_session_branch_with(file, leaf, &mut sink, threads).unwrap());
-        let mut engine = relay_core::engine::Engine::new();
-        engine.install(sink.branch.unwrap());
+        let engine = relay_core::engine::Engine::from(sink.branch.unwrap());
         let held = engine.history().held_text_bytes();
         (engine, held)
     }
@@ -1056,13 +1060,11 @@ mod tests {
                         .into_iter()
                         .map(|i| parsed.entries[i].clone())
                         .collect();
-                let mut expected = relay_core::engine::Engine::new();
-                expected.resync("S", &branch);
-                let mut got = relay_core::engine::Engine::new();
-                let mut replay = Replay(&mut got, false);
+                let expected = resynced(&branch);
+                let mut replay = Replay(relay_core::engine::LoadedBranch::new("S"), false);
                 let found = stream_session_branch(&file, leaf, &mut replay).unwrap();
                 assert!(found && replay.1, "{name} {leaf}");
-                got.end_resync();
+                let got = relay_core::engine::Engine::from(replay.0);
                 assert_eq!(got.tip(), Some(leaf));
                 assert_eq!(history_view(&got), history_view(&expected), "{name} {leaf}");
                 // The same, with the texts left in the file and read back by offset.
@@ -1074,8 +1076,7 @@ mod tests {
                     "{name} {leaf}"
                 );
             }
-            let mut engine = relay_core::engine::Engine::new();
-            let mut replay = Replay(&mut engine, false);
+            let mut replay = Replay(relay_core::engine::LoadedBranch::new("S"), false);
             assert!(!stream_session_branch(&file, "nope", &mut replay).unwrap());
         }
         fs::remove_dir_all(dir).unwrap();
@@ -1116,14 +1117,12 @@ mod tests {
                     .map(|i| parsed.entries[i].clone())
                     .collect();
             assert!(branch.len() > 2000, "{name}");
-            let mut expected = relay_core::engine::Engine::new();
-            expected.resync("S", &branch);
+            let expected = resynced(&branch);
             // Two threads, and the one-thread fallback used when no thread can be started.
             for threads in [Threads::Two, Threads::One] {
-                let mut got = relay_core::engine::Engine::new();
-                let mut replay = Replay(&mut got, false);
+                let mut replay = Replay(relay_core::engine::LoadedBranch::new("S"), false);
                 assert!(stream_session_branch_with(&file, &leaf, &mut replay, threads).unwrap());
-                got.end_resync();
+                let got = relay_core::engine::Engine::from(replay.0);
                 assert_eq!(got.tip(), Some(leaf.as_str()));
                 assert_eq!(
                     history_view(&got),

@@ -433,7 +433,7 @@ impl Engine {
     /// launch prompt file is missing, the disk is full, …). No relaunch: the user is told, and at
     /// the settle point that chose the relaunch the window is reset in-process instead, the
     /// mechanical reset Relay does without the wrapper. No relaunch is tried again in this window.
-    pub fn relaunch_unwritten(&mut self, obs: &Observation, why: &str) -> HookReply {
+    pub(crate) fn relaunch_unwritten(&mut self, obs: &Observation, why: &str) -> HookReply {
         let mut reply = HookReply::default();
         let Some(req) = self.budget.relaunch.take() else {
             return reply;

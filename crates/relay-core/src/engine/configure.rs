@@ -67,7 +67,7 @@ impl Engine {
     }
 
     /// Validate and apply configuration; every problem is reported with its file and key path.
-    pub fn configure(&mut self, sources: &ConfigSources) -> Vec<ConfigIssue> {
+    pub(crate) fn configure(&mut self, sources: &ConfigSources) -> Vec<ConfigIssue> {
         let layers = SettingsLayers::merge(
             sources.global.as_ref(),
             sources.global_error.as_deref(),
@@ -126,7 +126,7 @@ impl Engine {
 
     /// The same, answering with a reply whose effects report each issue once (`seen` holds what
     /// this runtime already reported).
-    pub fn configure_reply(
+    pub(crate) fn configure_reply(
         &mut self,
         sources: &ConfigSources,
         seen: &mut Vec<String>,

@@ -297,7 +297,7 @@ pub struct Output {
 }
 
 impl Output {
-    pub fn from_hook(reply: HookReply) -> Self {
+    pub(crate) fn from_hook(reply: HookReply) -> Self {
         Output {
             effects: reply.effects,
             result: reply.result,
@@ -685,7 +685,7 @@ impl Engine {
     // ----- results and failures -----
 
     /// The results of operation `op`'s jobs (its appends already fed).
-    pub fn done(&mut self, op: u64, results: &[JobResult], moment: &Moment) -> Output {
+    pub(crate) fn done(&mut self, op: u64, results: &[JobResult], moment: &Moment) -> Output {
         let mut out = match self.ops.waiting.remove(&op) {
             Some(Op::Context(c)) => self.context_done(c, results, moment),
             Some(Op::Handoff(h)) => self.handoff_done(h, results, moment),

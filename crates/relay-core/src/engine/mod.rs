@@ -251,12 +251,6 @@ impl Engine {
         }
     }
 
-    /// Forget the operations that wait for jobs (another session, a full reload): their results
-    /// no longer apply.
-    pub fn forget_operations(&mut self) {
-        self.ops.clear();
-    }
-
     // ----- getters -----
 
     /// The id of the newest mirrored entry.
@@ -265,11 +259,11 @@ impl Engine {
     }
 
     /// Whether entry `id` is mirrored.
-    pub fn contains(&self, id: &str) -> bool {
+    pub(crate) fn contains(&self, id: &str) -> bool {
         self.mirror.history.contains(id)
     }
 
-    pub fn window_count(&self) -> usize {
+    pub(crate) fn window_count(&self) -> usize {
         self.mirror.history.window_count()
     }
 
@@ -593,7 +587,7 @@ impl Engine {
     // ----- observations -----
 
     /// One observation in, the effects and hook result out.
-    pub fn observe(&mut self, obs: &Observation) -> HookReply {
+    pub(crate) fn observe(&mut self, obs: &Observation) -> HookReply {
         let mut moment = obs.moment.clone();
         moment.usage = self.mirror.usage(&obs.moment);
         let moment = &moment;

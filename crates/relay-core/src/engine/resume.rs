@@ -41,7 +41,7 @@ pub(super) const RESUME_RESERVE_BYTES: usize =
 
 impl Engine {
     /// The command the operator configured for this session, if any.
-    pub fn resume_command(&self, facts: &ResumeFacts) -> Option<ResumeCommand> {
+    pub(crate) fn resume_command(&self, facts: &ResumeFacts) -> Option<ResumeCommand> {
         if let Some(env) = facts.env.as_deref().filter(|e| !e.trim().is_empty()) {
             return Some(ResumeCommand {
                 command: env.to_string(),
@@ -64,7 +64,7 @@ impl Engine {
     /// The command to run right before the handoff `args` is written, or `None` when none runs:
     /// no command configured, not enforcing, a subagent, or a handoff that would not be written
     /// (invalid arguments, a duplicate the back-off refuses).
-    pub fn handoff_resume_command(
+    pub(crate) fn handoff_resume_command(
         &mut self,
         args: &Value,
         moment: &Moment,
@@ -95,7 +95,7 @@ impl Engine {
     /// committed handoff, its first request is not answered yet, it has no check on the branch
     /// and none was handed out for it. Cheap (the `context` hook asks before every request;
     /// only a `true` makes the extension collect the facts).
-    pub fn resume_check_due(&self) -> bool {
+    pub(crate) fn resume_check_due(&self) -> bool {
         let w = self.mirror.current_window();
         w.opened_by_handoff
             && w.resume_check.is_none()
@@ -107,7 +107,7 @@ impl Engine {
 
     /// The after-reset check to run now, with the window it belongs to; marks it handed out, so
     /// it runs once for the window.
-    pub fn reset_resume_command(
+    pub(crate) fn reset_resume_command(
         &mut self,
         moment: &Moment,
         facts: &ResumeFacts,
@@ -125,7 +125,7 @@ impl Engine {
 
     /// The message the current window's requests carry: right after the boot block (the
     /// compaction summary, the first visible message), the same text every time.
-    pub fn resume_context(&self) -> Option<ContextMessage> {
+    pub(crate) fn resume_context(&self) -> Option<ContextMessage> {
         let (_, content, at_ms) = self.mirror.current_window().resume_check.as_ref()?;
         Some(ContextMessage {
             index: 1,

@@ -48,7 +48,7 @@ pub(super) struct WindowCheck {
 impl Engine {
     /// Whether the window's stale-handoff check is still to run. Cheap: the `context` hook asks
     /// before every request and collects facts only on `true`.
-    pub fn stale_check_due(&self) -> bool {
+    pub(crate) fn stale_check_due(&self) -> bool {
         let w = self.mirror.current_window();
         let first_or_again = match &w.stale_check {
             None => !self.mirror.window_answered(),
@@ -62,7 +62,7 @@ impl Engine {
 
     /// The check to run now: what the handoff recorded and the window its record belongs to.
     /// Marks it handed out, so it runs once for the window.
-    pub fn stale_check(&mut self) -> Option<(WorkspaceRecord, String)> {
+    pub(crate) fn stale_check(&mut self) -> Option<(WorkspaceRecord, String)> {
         if !self.stale_check_due() {
             return None;
         }
@@ -75,7 +75,7 @@ impl Engine {
 
     /// The message the current window's requests carry (after the boot block, the resume check
     /// and the watch check), the same text every time; `None` when nothing differed.
-    pub fn stale_context(&self) -> Option<ContextMessage> {
+    pub(crate) fn stale_context(&self) -> Option<ContextMessage> {
         let check = self.mirror.current_window().stale_check.as_ref()?;
         let index = 1
             + u32::from(self.resume_context().is_some())

@@ -43,7 +43,7 @@ pub const RESET_GUARD_HANDOFF: &str = "context_handoff: refused: this context wi
 
 impl Engine {
     /// Run one of Relay's tools (`context_handoff` goes through the `handoff_*` steps instead).
-    pub fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
+    pub(crate) fn tool(&mut self, name: &str, args: &Value, moment: &Moment) -> ToolReply {
         self.tz_offset_minutes = moment.tz_offset_minutes;
         self.observe_guard(moment);
         // Only the tools whose spec says `uses_pi_usage` get Pi's figure; the others are judged by
@@ -146,7 +146,7 @@ impl Engine {
     }
 
     /// `context_handoff`, step 1: is the tool active, and are the arguments valid?
-    pub fn handoff_begin(
+    pub(crate) fn handoff_begin(
         &mut self,
         args: &Value,
         moment: &Moment,
@@ -202,7 +202,7 @@ impl Engine {
     /// optional integrations list, each section within its own allowance; `None` renders every
     /// integration as unavailable).
     #[allow(clippy::too_many_arguments)]
-    pub fn handoff_render(
+    pub(crate) fn handoff_render(
         &mut self,
         args: &HandoffArgs,
         git: &GitFacts,
@@ -262,7 +262,7 @@ impl Engine {
     }
 
     /// `context_handoff`, step 3: the files are written; arm the commit at this turn's end.
-    pub fn handoff_written(
+    pub(crate) fn handoff_written(
         &mut self,
         path: &str,
         markdown: String,
@@ -336,7 +336,7 @@ impl Engine {
     /// the handoff still commits from memory, since the next window's boot block carries the
     /// whole markdown, and the reply tells the model that the file at `path` does not exist.
     /// `error` is the write's error text. The user is told by the binding.
-    pub fn handoff_unsaved(
+    pub(crate) fn handoff_unsaved(
         &mut self,
         path: &str,
         markdown: String,

@@ -25,7 +25,7 @@ mod tests;
 impl Engine {
     /// Whether the window's watch check is still to run. Cheap: the `context` hook asks before
     /// every request and reads the registry only on `true`.
-    pub fn watch_check_due(&self) -> bool {
+    pub(crate) fn watch_check_due(&self) -> bool {
         let w = self.mirror.current_window();
         w.opened_by_handoff
             && w.recorded_jobs.as_ref().is_some_and(|j| !j.is_empty())
@@ -36,7 +36,7 @@ impl Engine {
 
     /// Compare the recorded work with `live` (the registry's records; `None`: no registry) and
     /// hand out the branch record to append when something is missing. Runs once per window.
-    pub fn watch_check(&mut self, live: Option<&[Value]>, now_ms: i64) -> Option<Marker> {
+    pub(crate) fn watch_check(&mut self, live: Option<&[Value]>, now_ms: i64) -> Option<Marker> {
         if !self.watch_check_due() {
             return None;
         }
@@ -57,7 +57,7 @@ impl Engine {
 
     /// The message the current window's requests carry, after the boot block and the resume
     /// check, the same text every time.
-    pub fn watch_context(&self) -> Option<ContextMessage> {
+    pub(crate) fn watch_context(&self) -> Option<ContextMessage> {
         let (_, content, at_ms) = self.mirror.current_window().watch_check.as_ref()?;
         let index = 1 + u32::from(self.resume_context().is_some());
         Some(ContextMessage {

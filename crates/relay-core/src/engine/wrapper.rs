@@ -45,7 +45,8 @@ impl Ownership {
     }
 
     /// What the status file shows of it (never the marker or the key).
-    pub fn status(&self) -> OwnershipStatus<'_> {
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> OwnershipStatus<'_> {
         OwnershipStatus {
             owned: self.owned,
             reason: &self.reason,

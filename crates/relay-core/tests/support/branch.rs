@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use relay_core::engine::{
-    Engine, Moment, BOOT_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, REMINDER_TYPE, STEER_TYPE,
+    Engine, Input, Moment, ToolReply, BOOT_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, REMINDER_TYPE,
+    STEER_TYPE,
 };
 use relay_core::entry::{Entry, EntryKind};
 use serde_json::{json, Value};
@@ -59,6 +60,22 @@ pub const MIRROR_PROBES: [(&str, &str); 3] = [
     ("notes_list_files_by_prefix", r#"{"prefix":""}"#),
 ];
 
+/// What tool `name` answers, through the engine's one door.
+pub fn tool_text(engine: &mut Engine, name: &str, args: &Value, moment: &Moment) -> String {
+    tool_reply(engine, name, args, moment).text
+}
+
+/// The reply of tool `name`, through the engine's one door.
+pub fn tool_reply(engine: &mut Engine, name: &str, args: &Value, moment: &Moment) -> ToolReply {
+    let out = engine.handle(Input::Tool {
+        call_id: "probe".into(),
+        name: name.into(),
+        args: args.clone(),
+        moment: moment.clone(),
+    });
+    out.reply.unwrap_or_default()
+}
+
 /// The notes an engine holds, by path.
 pub fn notes_of(engine: &Engine) -> BTreeMap<String, String> {
     engine
@@ -88,8 +105,8 @@ pub fn check_mirror(live: &mut Engine, fresh: &mut Engine, moment: &Moment) -> R
     );
     for (tool, args) in MIRROR_PROBES {
         let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-        let ours = live.tool(tool, &args, moment).text;
-        let theirs = fresh.tool(tool, &args, moment).text;
+        let ours = tool_text(live, tool, &args, moment);
+        let theirs = tool_text(fresh, tool, &args, moment);
         check!(
             ours == theirs,
             "{tool} differs from a resync:\n{ours}\n---\n{theirs}"

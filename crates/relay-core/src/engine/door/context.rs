@@ -16,7 +16,7 @@ impl Engine {
 
     /// A `context` hook: the observation, then the window's checks (each a job when due), then
     /// the messages the request carries. Nothing due: one answer.
-    pub fn context_hook(&mut self, obs: &Observation) -> Output {
+    pub(crate) fn context_hook(&mut self, obs: &Observation) -> Output {
         let reply = self.observe(obs);
         let out = Output::from_hook(reply);
         self.context_next(&obs.moment, out)

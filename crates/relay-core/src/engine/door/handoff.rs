@@ -20,7 +20,7 @@ impl Engine {
 
     /// A tool call: `context_handoff` starts an operation with jobs; every other tool answers at
     /// once.
-    pub fn tool_input(&mut self, name: &str, args: &Value, moment: &Moment) -> Output {
+    pub(crate) fn tool_input(&mut self, name: &str, args: &Value, moment: &Moment) -> Output {
         if ToolName::of(name) != ToolName::ContextHandoff {
             return Self::tool_output(self.tool(name, args, moment));
         }

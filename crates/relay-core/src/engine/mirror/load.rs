@@ -20,6 +20,15 @@ impl LoadedBranch {
         LoadedBranch { mirror }
     }
 
+    /// The branch of session `session_id` made of `entries`, root first.
+    pub fn of(session_id: &str, entries: &[Entry]) -> Self {
+        let mut branch = LoadedBranch::new(session_id);
+        for entry in entries {
+            branch.push(entry);
+        }
+        branch
+    }
+
     /// The next entry of the branch.
     pub fn push(&mut self, entry: &Entry) {
         let _ = self.mirror.push(entry);
@@ -76,11 +85,21 @@ impl LoadedBranch {
     }
 }
 
+/// An engine whose mirror is `branch` (what a load installs; the same state a resync of its
+/// entries gives), for tools and tests that read a session without a host.
+impl From<LoadedBranch> for Engine {
+    fn from(branch: LoadedBranch) -> Self {
+        let mut engine = Engine::new();
+        engine.install(branch);
+        engine
+    }
+}
+
 /// Feeding the mirror: the engine's inputs that keep it equal to Pi's branch.
 impl Engine {
     /// Replace the mirror with a branch replayed elsewhere ([`LoadedBranch`]); the same as
     /// `begin_resync`, `push_replayed` for each of its entries, then `end_resync`.
-    pub fn install(&mut self, loaded: LoadedBranch) {
+    pub(crate) fn install(&mut self, loaded: LoadedBranch) {
         let session_id = loaded.mirror.history.session_id().to_string();
         self.begin_resync(&session_id);
         self.mirror = loaded.mirror;
@@ -89,7 +108,7 @@ impl Engine {
 
     /// Whether the history holds every window's texts: false between installing a skimmed
     /// branch ([`LoadedBranch::skimmed`]) and [`Engine::complete`].
-    pub fn history_complete(&self) -> bool {
+    pub(crate) fn history_complete(&self) -> bool {
         !self.mirror.skimmed
     }
 
@@ -99,7 +118,7 @@ impl Engine {
     /// stored handoff, the scheduler) stays, as it was already the branch's. False, with nothing
     /// changed, when the two disagree on the branch (its entries, windows, notes, turns or
     /// commits) or the mirror is not skimmed.
-    pub fn complete(&mut self, loaded: LoadedBranch) -> bool {
+    pub(crate) fn complete(&mut self, loaded: LoadedBranch) -> bool {
         let (old, mut new) = (&mut self.mirror, loaded.mirror);
         let same = old.skimmed
             && !new.skimmed
@@ -125,7 +144,7 @@ impl Engine {
     }
 
     /// Replace the mirror with a whole branch, root first.
-    pub fn resync(&mut self, session_id: &str, entries: &[Entry]) {
+    pub(crate) fn resync(&mut self, session_id: &str, entries: &[Entry]) {
         self.begin_resync(session_id);
         for entry in entries {
             self.push_replayed(entry);
@@ -136,7 +155,7 @@ impl Engine {
     /// Streaming form of [`Engine::resync`]: `begin_resync`, then `push_replayed` for each entry
     /// of the branch (root first), then `end_resync` gives exactly the state `resync` gives for
     /// the same entries, without holding the whole branch in memory at once.
-    pub fn begin_resync(&mut self, session_id: &str) {
+    pub(crate) fn begin_resync(&mut self, session_id: &str) {
         self.mirror = Mirror::new(session_id);
         self.mirror.replaying = true;
         self.budget.handoff_ready = None;
@@ -145,12 +164,12 @@ impl Engine {
     }
 
     /// The next entry of a branch being replayed after [`Engine::begin_resync`].
-    pub fn push_replayed(&mut self, entry: &Entry) {
+    pub(crate) fn push_replayed(&mut self, entry: &Entry) {
         self.push(entry);
     }
 
     /// Ends a replay started by [`Engine::begin_resync`].
-    pub fn end_resync(&mut self) {
+    pub(crate) fn end_resync(&mut self) {
         self.mirror.replaying = false;
         // Attempt ids recorded on the branch are history: new attempts must never match them.
         self.scheduler
@@ -167,7 +186,7 @@ impl Engine {
     /// mirror a branch Pi does not have: nothing is appended and the answer says so; the host then
     /// reloads the whole branch ([`Input::Resync`](super::door::Input), asked for by the output's
     /// `needs_branch`).
-    pub fn append(&mut self, entries: &[Entry]) -> Appended {
+    pub(crate) fn append(&mut self, entries: &[Entry]) -> Appended {
         let mut parent = self.tip().map(str::to_string);
         for entry in entries {
             if entry.parent_id != parent {
@@ -185,7 +204,7 @@ impl Engine {
     }
 
     /// Drop every entry after `id` (all entries when `id` is None), as after a tree navigation.
-    pub fn truncate_after(&mut self, id: Option<&str>) {
+    pub(crate) fn truncate_after(&mut self, id: Option<&str>) {
         match id {
             None => {
                 let sid = self.mirror.history.session_id().to_string();
@@ -240,7 +259,7 @@ pub enum Appended {
 
 impl Appended {
     /// The warning for entries that do not descend from the tip.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         match self {
             Appended::Mirrored => None,
             Appended::NotDescending { entry, tip } => Some(format!(
