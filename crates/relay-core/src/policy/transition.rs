@@ -2,7 +2,6 @@
 //! the tool blocks, the handoff commit, the forced and idle resets, and [`step`] / [`step_mode`]
 //! that compose them.
 
-
 use super::{
     event, CommitKind, FallbackReason, Floor, Mode, NotifyLevel, PendingHandoff, Phase,
     PolicyEffect, PolicyEvent, PolicyInput, PolicyParams, PolicyReset, PolicyState, Threshold,
