@@ -236,6 +236,10 @@ pub enum Event {
         /// run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
         #[serde(default, rename = "continue")]
         chained: bool,
+        /// The run's abort signal fired (`ctx.signal.aborted`): a turn the user aborted while a
+        /// tool ran still reports `completed`, and the engine reads it as aborted.
+        #[serde(default)]
+        aborted: bool,
     },
     AgentEnd,
     AgentBeforeSettle {
@@ -286,8 +290,9 @@ pub enum Event {
     SessionBeforeTree {
         /// The user chose to summarize the branch being left.
         user_wants_summary: bool,
-        /// Compaction entries (window resets) among the entries Pi would summarize.
-        resets_to_summarize: u32,
+        /// The `type` of each entry Pi would summarize (`preparation.entriesToSummarize`): its
+        /// compaction entries are window resets.
+        summarizing: Vec<String>,
     },
     /// `/relay <args>`.
     Command {
@@ -579,6 +584,17 @@ impl From<ToolOutput> for ToolReply {
             ..ToolReply::default()
         }
     }
+}
+
+/// A command the host registers: its name, description and argument completions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CommandSpec {
+    pub name: String,
+    pub description: String,
+    /// The arguments offered for completion (those starting with what the user typed).
+    pub completions: Vec<String>,
 }
 
 /// One tool as the extension registers it: name, label, description and the JSON Schema of its
