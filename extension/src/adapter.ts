@@ -34,8 +34,8 @@ export function releaseRuntime(token: object): void {
 
 /**
  * Background work a host integration reports (jobs, watches, subagents): a process-wide function
- * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending. The engine judges
- * it (the idle handoff at the settle point); a missing or failing function counts as none.
+ * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending, handed to the
+ * engine as it answered (a number; the engine reads it). A missing or failing function counts as none.
  */
 const PENDING_WORK = Symbol.for("relay.pending-work");
 type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
@@ -43,7 +43,7 @@ type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
 function pendingWork(): number {
 	try {
 		const n = (globalThis as PendingWorkHost)[PENDING_WORK]?.();
-		return typeof n === "number" && Number.isInteger(n) && n > 0 ? Math.min(n, 0xffff_ffff) : 0;
+		return typeof n === "number" ? n : 0;
 	} catch {
 		return 0;
 	}

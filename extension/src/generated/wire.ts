@@ -45,8 +45,9 @@ export type Moment = {
 	/**
 	 * Background work the session still waits for (jobs, watches, subagents), as a host
 	 * integration reports it: the extension reads the process-wide
-	 * `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0). With a large
-	 * context, pending work at the settle point asks for an idle handoff.
+	 * `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0), whatever
+	 * number it returned: anything but a positive integer counts as none ([`count_of`]). With a
+	 * large context, pending work at the settle point asks for an idle handoff.
 	 */
 	pendingWork: number,
 	cwd: string,

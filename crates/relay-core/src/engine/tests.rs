@@ -3651,3 +3651,29 @@ fn describe_names_the_relay_command_and_its_completions() {
         .starts_with("Relay context windows: /relay (status)"));
 }
 
+/// The pending-work count goes to the engine as the host integration returned it; the engine
+/// reads a positive integer (capped at `u32::MAX`) and counts anything else as none.
+#[test]
+fn a_moments_pending_work_is_the_hosts_raw_count() {
+    let read = |value: serde_json::Value| {
+        let mut m = serde_json::to_value(moment(None)).unwrap();
+        m["pendingWork"] = value;
+        serde_json::from_value::<Moment>(m).unwrap().pending_work
+    };
+    assert_eq!(read(json!(3)), 3);
+    assert_eq!(read(json!(1e20)), u32::MAX);
+    assert_eq!(read(json!(4_294_967_296u64)), u32::MAX);
+    for none in [
+        json!(0),
+        json!(-2),
+        json!(2.5),
+        json!(null),
+        json!("3"),
+        json!(true),
+    ] {
+        assert_eq!(read(none.clone()), 0, "{none}");
+    }
+    let mut m = serde_json::to_value(moment(None)).unwrap();
+    m.as_object_mut().unwrap().remove("pendingWork");
+    assert_eq!(serde_json::from_value::<Moment>(m).unwrap().pending_work, 0);
+}

@@ -147,9 +147,11 @@ pub struct Moment {
     pub has_pending_messages: bool,
     /// Background work the session still waits for (jobs, watches, subagents), as a host
     /// integration reports it: the extension reads the process-wide
-    /// `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0). With a large
-    /// context, pending work at the settle point asks for an idle handoff.
-    #[serde(default)]
+    /// `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0), whatever
+    /// number it returned: anything but a positive integer counts as none ([`count_of`]). With a
+    /// large context, pending work at the settle point asks for an idle handoff.
+    #[serde(default, deserialize_with = "count_of")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub pending_work: u32,
     pub cwd: String,
     /// The shared guard library's `isGuardOff("context")` at this moment (`<agent dir>/lib/guards.ts`,
@@ -161,6 +163,19 @@ pub struct Moment {
     /// (an SDK child session): the hosting rule's answer. The budget policy then uses the
     /// `subagent` thresholds, unless `relay.role` declares the session's role.
     pub subagent: bool,
+}
+
+/// A count a host integration reported, as JSON gave it: a positive integer (at most
+/// `u32::MAX`), anything else none.
+fn count_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = match Value::deserialize(d)? {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        _ => 0.0,
+    };
+    Ok(match n.is_finite() && n.fract() == 0.0 && n > 0.0 {
+        true => n.min(f64::from(u32::MAX)) as u32,
+        false => 0,
+    })
 }
 
 impl Moment {
