@@ -9,7 +9,7 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { Effect, Event, HookResult, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { Continuation, Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
@@ -581,19 +581,32 @@ export function resetDrafts(pi: ExtensionAPI, ctx: ExtensionContext, plan: Reset
 	const drafts: SessionBoundaryDraft[] = [
 		{ type: "compaction", summary: plan.summary, firstKeptEntryId: markerId, details: plan.details },
 	];
-	if (plan.continuation) {
-		const { customType, content, details } = plan.continuation;
-		drafts.push({ type: "custom_message", customType, content, display: false, details });
-	}
+	if (plan.continuation) drafts.push(hidden(plan.continuation));
 	return { markerId, drafts };
 }
 
-/** The boundary drafts of a tool-result clearing: one `context_edit` per result (its stub as the replacement), then the record. */
-export function clearDrafts(clear: Extract<HookResult, { kind: "clear" }>): SessionBoundaryDraft[] {
-	return [
-		...clear.edits.map((e) => ({ type: "context_edit" as const, targetId: e.targetId, replacement: { content: [{ type: "text" as const, text: e.text }] } })),
-		{ type: "custom" as const, customType: clear.record.customType, data: clear.record.data },
-	];
+/** A hidden custom message draft. */
+function hidden({ customType, content, details }: Continuation): SessionBoundaryDraft {
+	return { type: "custom_message", customType, content, display: false, details };
+}
+
+/**
+ * A boundary hook's answer (`turn_end`, `agent_before_settle`): Pi's drafts, then the engine's (a
+ * clearing: one `context_edit` per result with its stub, then the record; a continuation; a
+ * reset), and Pi's `continue` as the engine says; nothing when the engine adds none.
+ */
+export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries: SessionBoundaryDraft[], out: Output) {
+	const result = out.result;
+	let drafts: SessionBoundaryDraft[];
+	if (result?.kind === "clear") {
+		drafts = [
+			...result.edits.map((e) => ({ type: "context_edit" as const, targetId: e.targetId, replacement: { content: [{ type: "text" as const, text: e.text }] } })),
+			{ type: "custom" as const, customType: result.record.customType, data: result.record.data },
+		];
+	} else if (result?.kind === "continue") drafts = [hidden(result.continuation)];
+	else if (result?.kind === "reset") drafts = resetDrafts(pi, ctx, result.plan).drafts;
+	else return undefined;
+	return { entries: [...entries, ...drafts], continue: out.continue === true };
 }
 
 /** The visible messages of a request with the engine's messages inserted where it says. */

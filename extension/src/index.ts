@@ -5,7 +5,7 @@ import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import {
 	ask,
-	clearDrafts,
+	boundaryAnswer,
 	bindRuntime,
 	drive,
 	moment,
@@ -258,12 +258,7 @@ export default function relay(pi: ExtensionAPI) {
 				outcome: event.outcome,
 				aborted: ctx.signal?.aborted === true,
 				continue: event.continue,
-			}), (out) => {
-				if (out.result?.kind === "clear") return { entries: [...event.entries, ...clearDrafts(out.result)], continue: out.continue === true };
-				if (out.result?.kind !== "reset") return undefined;
-				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
-				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
-			}),
+			}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
 		);
 	});
 	pi.on("agent_end", (_event, ctx) =>
@@ -273,15 +268,9 @@ export default function relay(pi: ExtensionAPI) {
 	);
 	pi.on("agent_before_settle", (event, ctx) =>
 		whenLoaded(rt.state, () =>
-			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) => {
-				if (out.result?.kind === "continue") {
-					const { customType, content, details } = out.result.continuation;
-					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false, details }], continue: out.continue === true };
-				}
-				if (out.result?.kind !== "reset") return undefined;
-				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
-				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
-			}),
+			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
+				boundaryAnswer(pi, ctx, event.entries, out),
+			),
 		),
 	);
 	pi.on("agent_settled", (event, ctx) =>
