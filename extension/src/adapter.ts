@@ -9,7 +9,7 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { Effect, Event, HookResult, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { Continuation, Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
@@ -34,8 +34,8 @@ export function releaseRuntime(token: object): void {
 
 /**
  * Background work a host integration reports (jobs, watches, subagents): a process-wide function
- * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending. The engine judges
- * it (the idle handoff at the settle point); a missing or failing function counts as none.
+ * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending, handed to the
+ * engine as it answered (a number; the engine reads it). A missing or failing function counts as none.
  */
 const PENDING_WORK = Symbol.for("relay.pending-work");
 type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
@@ -43,7 +43,7 @@ type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
 function pendingWork(): number {
 	try {
 		const n = (globalThis as PendingWorkHost)[PENDING_WORK]?.();
-		return typeof n === "number" && Number.isInteger(n) && n > 0 ? Math.min(n, 0xffff_ffff) : 0;
+		return typeof n === "number" ? n : 0;
 	} catch {
 		return 0;
 	}
@@ -223,14 +223,21 @@ function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
  * Pi's `getBranch()` (after a caught panic, in another session, or when the engine asks).
  */
 export function reload(rt: Runtime, ctx: ExtensionContext): void {
+	open(rt, ctx, false);
+}
+
+/** Open Pi's session in the engine (its file and leaf; the branch itself when the engine asks for it). */
+function open(rt: Runtime, ctx: ExtensionContext, background: boolean, readAhead?: string): Output {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
 	rt.state.sessionId = sessionId;
 	rt.state.tip = undefined;
 	const size = fileSize(file);
-	perform(rt, ctx, call(rt, { type: "open", sessionId, file: size === null ? null : file!, size, leaf: sm.getLeafId(), background: false }));
+	const out = call(rt, { type: "open", sessionId, file: size === null ? null : file!, size, leaf: sm.getLeafId(), background, ...(readAhead ? { readAhead } : {}) });
+	perform(rt, ctx, out);
 	if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
+	return out;
 }
 
 /**
@@ -353,11 +360,7 @@ export function sessionFileOf(argv: string[], cwd: string): string | undefined {
 	}
 	if (typeof session !== "string" || session === "") return undefined;
 	const file = resolve(cwd, session);
-	try {
-		return statSync(file).isFile() ? file : undefined;
-	} catch {
-		return undefined;
-	}
+	return fileSize(file) === null ? undefined : file;
 }
 
 /** Whether a Relay runtime of this process already read a session ahead (one does, the first). */
@@ -442,19 +445,11 @@ function dropPrefetch(rt: Runtime): void {
 
 /** {@link openSession} once any read ahead is back (`readAhead`: its tip, on Pi's branch). */
 function openNow(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void, readAhead?: string): void {
-	const sm = ctx.sessionManager;
-	const sessionId = sm.getSessionId();
-	const file = sm.getSessionFile();
 	const token = {};
 	rt.state.loadToken = token;
-	rt.state.sessionId = sessionId;
-	rt.state.tip = undefined;
 	let out: Output | null = null;
 	try {
-		const size = fileSize(file);
-		out = call(rt, { type: "open", sessionId, file: size === null ? null : file!, size, leaf: sm.getLeafId(), background: true, ...(readAhead ? { readAhead } : {}) });
-		perform(rt, ctx, out);
-		if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
+		out = open(rt, ctx, true, readAhead);
 	} catch (error) {
 		report(error);
 	}
@@ -463,10 +458,9 @@ function openNow(rt: Runtime, ctx: ExtensionContext, after: () => void, report: 
 		after();
 		return;
 	}
-	const loading = loadPass(rt, ctx, out, token, report)
-		.then((next) => {
-			if (rt.state.loadToken !== token) return;
-			after();
+	const loading = loadPass(rt, ctx, out.jobs, out.op, token, report)
+		.then(() => {
+			if (rt.state.loadToken === token) after();
 		})
 		.finally(() => {
 			if (rt.state.loading === loading) rt.state.loading = undefined;
@@ -475,17 +469,14 @@ function openNow(rt: Runtime, ctx: ExtensionContext, after: () => void, report: 
 }
 
 /** Run a load job and hand its result to the engine (a failure reloads the session in full). */
-async function loadPass(rt: Runtime, ctx: ExtensionContext, out: Output, token: object, report: (error: unknown) => void): Promise<Output | null> {
-	const results = await Promise.all(out.jobs.map((job) => runJob(job, ctx)));
-	if (rt.state.loadToken !== token) return null;
+async function loadPass(rt: Runtime, ctx: ExtensionContext, jobs: Job[], op: number, token: object, report: (error: unknown) => void): Promise<void> {
+	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
+	if (rt.state.loadToken !== token) return;
 	try {
-		const next = call(rt, { type: "done", op: out.op!, results, moment: moment(ctx, false, rt.subagent) });
-		perform(rt, ctx, next);
+		perform(rt, ctx, call(rt, { type: "done", op, results, moment: moment(ctx, false, rt.subagent) }));
 		if (rt.state.needsBranch) reload(rt, ctx);
-		return next;
 	} catch (error) {
 		report(error);
-		return null;
 	}
 }
 
@@ -501,9 +492,7 @@ function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
 			console.error(`relay: loading the history failed: ${message}`);
 		}
 	};
-	const completing = loadPass(rt, ctx, { effects: [], messages: [], appends: [], jobs: [job], op: job.id, tip: null, needsBranch: false, historyComplete: false }, token, report)
-		.then(() => undefined)
-		.finally(() => {
+	const completing = loadPass(rt, ctx, [job], job.id, token, report).finally(() => {
 			if (rt.state.completing === completing) rt.state.completing = undefined;
 		});
 	rt.state.completing = completing;
@@ -592,19 +581,32 @@ export function resetDrafts(pi: ExtensionAPI, ctx: ExtensionContext, plan: Reset
 	const drafts: SessionBoundaryDraft[] = [
 		{ type: "compaction", summary: plan.summary, firstKeptEntryId: markerId, details: plan.details },
 	];
-	if (plan.continuation) {
-		const { customType, content, details } = plan.continuation;
-		drafts.push({ type: "custom_message", customType, content, display: false, details });
-	}
+	if (plan.continuation) drafts.push(hidden(plan.continuation));
 	return { markerId, drafts };
 }
 
-/** The boundary drafts of a tool-result clearing: one `context_edit` per result (its stub as the replacement), then the record. */
-export function clearDrafts(clear: Extract<HookResult, { kind: "clear" }>): SessionBoundaryDraft[] {
-	return [
-		...clear.edits.map((e) => ({ type: "context_edit" as const, targetId: e.targetId, replacement: { content: [{ type: "text" as const, text: e.text }] } })),
-		{ type: "custom" as const, customType: clear.record.customType, data: clear.record.data },
-	];
+/** A hidden custom message draft. */
+function hidden({ customType, content, details }: Continuation): SessionBoundaryDraft {
+	return { type: "custom_message", customType, content, display: false, details };
+}
+
+/**
+ * A boundary hook's answer (`turn_end`, `agent_before_settle`): Pi's drafts, then the engine's (a
+ * clearing: one `context_edit` per result with its stub, then the record; a continuation; a
+ * reset), and Pi's `continue` as the engine says; nothing when the engine adds none.
+ */
+export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries: SessionBoundaryDraft[], out: Output) {
+	const result = out.result;
+	let drafts: SessionBoundaryDraft[];
+	if (result?.kind === "clear") {
+		drafts = [
+			...result.edits.map((e) => ({ type: "context_edit" as const, targetId: e.targetId, replacement: { content: [{ type: "text" as const, text: e.text }] } })),
+			{ type: "custom" as const, customType: result.record.customType, data: result.record.data },
+		];
+	} else if (result?.kind === "continue") drafts = [hidden(result.continuation)];
+	else if (result?.kind === "reset") drafts = resetDrafts(pi, ctx, result.plan).drafts;
+	else return undefined;
+	return { entries: [...entries, ...drafts], continue: out.continue === true };
 }
 
 /** The visible messages of a request with the engine's messages inserted where it says. */

@@ -5,7 +5,7 @@ import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import {
 	ask,
-	clearDrafts,
+	boundaryAnswer,
 	bindRuntime,
 	drive,
 	moment,
@@ -40,20 +40,22 @@ export default function relay(pi: ExtensionAPI) {
 	// Without a core for this machine, or on a Pi older than Relay supports, register nothing: say
 	// so once and let Pi run without Relay (the engine decides which versions are supported).
 	let rt: Runtime;
-	let description: Description;
+	let description: Description | undefined;
+	let refusal: string | null;
 	try {
 		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
 		description = ask(rt, { type: "describe", piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName() }) as Description;
+		refusal = description.refusal;
 	} catch (error) {
 		// No core for this machine: the message names the platform and the command that builds it.
-		description = { refusal: error instanceof Error ? error.message : String(error), tools: [], renderedTypes: [] };
+		refusal = error instanceof Error ? error.message : String(error);
 		rt = undefined as never;
 	}
-	const refusal = description.refusal;
-	if (refusal) {
-		console.error(refusal);
+	if (refusal || !description) {
+		const text = refusal || "relay: no description";
+		console.error(text);
 		pi.on("session_start", (_event, ctx) => {
-			if (ctx.hasUI) ctx.ui.notify(refusal, "error");
+			if (ctx.hasUI) ctx.ui.notify(text, "error");
 		});
 		return;
 	}
@@ -123,7 +125,7 @@ export default function relay(pi: ExtensionAPI) {
 							{ type: "toolCall", id: "relay-schema-check", name: spec.name, arguments: prepared.args as never },
 						);
 					} catch (error) {
-						const message = (error instanceof Error ? error.message : String(error)).slice(0, 65_536);
+						const message = error instanceof Error ? error.message : String(error);
 						const refused = ask(rt, { type: "schema_refused", tool: spec.name, message }) as { error?: string };
 						if (refused.error !== undefined) throw new Error(refused.error);
 					}
@@ -175,11 +177,9 @@ export default function relay(pi: ExtensionAPI) {
 	// A navigation may land in an earlier window: it waits for the whole history.
 	pi.on("session_before_tree", (event, ctx) =>
 		whenComplete(rt, ctx, () => {
-			const preparation = event.preparation;
-			const resetsToSummarize = preparation.userWantsSummary ? preparation.entriesToSummarize.filter((e) => e.type === "compaction").length : 0;
-			return then(handle(ctx, "session_before_tree", { userWantsSummary: preparation.userWantsSummary, resetsToSummarize }), (out) =>
-				out.result?.kind === "cancel" ? { cancel: true } : undefined,
-			);
+			const { userWantsSummary, entriesToSummarize } = event.preparation;
+			const summarizing = entriesToSummarize.map((e) => e.type);
+			return then(handle(ctx, "session_before_tree", { userWantsSummary, summarizing }), (out) => (out.result?.kind === "cancel" ? { cancel: true } : undefined));
 		}),
 	);
 	pi.on("session_tree", (_event, ctx) =>
@@ -255,15 +255,10 @@ export default function relay(pi: ExtensionAPI) {
 		return whenLoaded(rt.state, () =>
 			then(handle(ctx, "turn_end", {
 				toolResults: event.toolResults.length,
-				// A turn the user aborted while a tool ran still reports `completed`; the signal says it.
-				outcome: ctx.signal?.aborted ? "aborted" : event.outcome,
+				outcome: event.outcome,
+				aborted: ctx.signal?.aborted === true,
 				continue: event.continue,
-			}), (out) => {
-				if (out.result?.kind === "clear") return { entries: [...event.entries, ...clearDrafts(out.result)], continue: out.continue === true };
-				if (out.result?.kind !== "reset") return undefined;
-				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
-				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
-			}),
+			}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
 		);
 	});
 	pi.on("agent_end", (_event, ctx) =>
@@ -273,15 +268,9 @@ export default function relay(pi: ExtensionAPI) {
 	);
 	pi.on("agent_before_settle", (event, ctx) =>
 		whenLoaded(rt.state, () =>
-			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, ...jobsOf() }), (out) => {
-				if (out.result?.kind === "continue") {
-					const { customType, content, details } = out.result.continuation;
-					return { entries: [...event.entries, { type: "custom_message" as const, customType, content, display: false, details }], continue: out.continue === true };
-				}
-				if (out.result?.kind !== "reset") return undefined;
-				const { drafts } = resetDrafts(pi, ctx, out.result.plan);
-				return { entries: [...event.entries, ...drafts], continue: out.continue === true };
-			}),
+			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
+				boundaryAnswer(pi, ctx, event.entries, out),
+			),
 		),
 	);
 	pi.on("agent_settled", (event, ctx) =>
@@ -314,7 +303,7 @@ export default function relay(pi: ExtensionAPI) {
 					if (result?.kind === "cancel") return { cancel: true };
 					if (result?.kind !== "reset") return undefined;
 					try {
-						const { markerId } = resetDrafts(pi, ctx, { ...result.plan, continuation: null });
+						const { markerId } = resetDrafts(pi, ctx, result.plan);
 						return {
 							compaction: {
 								summary: result.plan.summary,
@@ -338,19 +327,13 @@ export default function relay(pi: ExtensionAPI) {
 
 	registerRenderers(pi, description.renderedTypes);
 
-	pi.registerCommand("relay", {
-		description: "Relay context windows: /relay (status), /relay config (every setting in force and where it came from), /relay on, /relay off",
-		getArgumentCompletions: (prefix: string) =>
-			["on", "off", "status", "config"].filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
+	const command = description.command;
+	pi.registerCommand(command.name, {
+		description: command.description,
+		getArgumentCompletions: (prefix: string) => command.completions.filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
 			await whenLoaded(rt.state, () => undefined);
 			handle(ctx, "command", { args: args.trim() });
 		},
 	});
-}
-
-/** The live jobs registry's records, for the settle point (absent: no registry). */
-function jobsOf(): { jobs?: unknown[] } {
-	const jobs = jobRecords();
-	return jobs ? { jobs } : {};
 }

@@ -7,8 +7,6 @@ import { closeSync, constants, fstatSync, openSync, readSync, unlinkSync, type S
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
 
-/** The largest global settings file read directly (the engine's MAX_SETTINGS_FILE_BYTES). */
-const MAX_SETTINGS_BYTES = 1024 * 1024;
 /** The largest relaunch key file read (a key is 64 hex digits). */
 const MAX_KEY_BYTES = 4096;
 
@@ -64,23 +62,6 @@ export function readSmallFile(file: string, cap: number, followLinks = true): { 
 		return { error: error instanceof Error ? error.message : String(error) };
 	} finally {
 		closeSync(fd);
-	}
-}
-
-/**
- * Pi's settings object for this runtime; on a Pi without getSettings() (none Relay supports has
- * none), the global settings file, read as any file Relay reads (`readSmallFile`).
- */
-function piSettings(pi: ExtensionAPI, globalFile: string): Pick<ConfigSources, "global" | "globalError"> {
-	const api = pi as unknown as { getSettings?: () => unknown };
-	if (typeof api.getSettings === "function") return { global: api.getSettings() ?? null, globalError: undefined };
-	const read = readSmallFile(globalFile, MAX_SETTINGS_BYTES);
-	if (read === null) return { global: null, globalError: undefined };
-	if ("error" in read) return { global: null, globalError: read.error };
-	try {
-		return { global: read.text.trim() ? JSON.parse(read.text) : {}, globalError: undefined };
-	} catch (error) {
-		return { global: null, globalError: error instanceof Error ? error.message : String(error) };
 	}
 }
 
@@ -162,7 +143,7 @@ export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext, guardsErro
 	const agentDir = getAgentDir();
 	const globalFile = join(agentDir, "settings.json");
 	return {
-		...piSettings(pi, globalFile),
+		global: pi.getSettings() ?? null,
 		projectFile: join(ctx.cwd, CONFIG_DIR_NAME, "settings.json"),
 		projectTrusted: ctx.isProjectTrusted(),
 		globalFile,

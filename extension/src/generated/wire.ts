@@ -45,8 +45,9 @@ export type Moment = {
 	/**
 	 * Background work the session still waits for (jobs, watches, subagents), as a host
 	 * integration reports it: the extension reads the process-wide
-	 * `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0). With a large
-	 * context, pending work at the settle point asks for an idle handoff.
+	 * `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0), whatever
+	 * number it returned: anything but a positive integer counts as none ([`count_of`]). With a
+	 * large context, pending work at the settle point asks for an idle handoff.
 	 */
 	pendingWork: number,
 	cwd: string,
@@ -104,6 +105,11 @@ export type Event =
 		 * run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
 		 */
 		continue: boolean,
+		/**
+		 * The run's abort signal fired (`ctx.signal.aborted`): a turn the user aborted while a
+		 * tool ran still reports `completed`, and the engine reads it as aborted.
+		 */
+		aborted: boolean,
 	}
 	| { "type": "agent_end" }
 	| {
@@ -156,9 +162,10 @@ export type Event =
 		 */
 		userWantsSummary: boolean,
 		/**
-		 * Compaction entries (window resets) among the entries Pi would summarize.
+		 * The `type` of each entry Pi would summarize (`preparation.entriesToSummarize`): its
+		 * compaction entries are window resets.
 		 */
-		resetsToSummarize: number,
+		summarizing: Array<string>,
 	}
 	| { "type": "command", args: string };
 
@@ -419,6 +426,18 @@ export type ToolSpec = {
 	 * session's earlier windows still load (`historyComplete()` false), it waits for them.
 	 */
 	needsHistory: boolean,
+};
+
+/**
+ * A command the host registers: its name, description and argument completions.
+ */
+export type CommandSpec = {
+	name: string,
+	description: string,
+	/**
+	 * The arguments offered for completion (those starting with what the user typed).
+	 */
+	completions: Array<string>,
 };
 
 /**
@@ -721,6 +740,10 @@ export type Description = {
 	 * The custom message types Pi's TUI shows with Relay's one line.
 	 */
 	renderedTypes: Array<string>,
+	/**
+	 * The `/relay` command.
+	 */
+	command: CommandSpec,
 };
 
 /**

@@ -42,6 +42,8 @@ mod dispatch;
 mod handoff;
 pub mod session;
 
+#[cfg(test)]
+pub(super) use dispatch::{pi_error_head, PI_ERROR_HEAD};
 pub use session::{BACKGROUND_LOAD_BYTES, WAITING};
 
 /// How long the host gives each kind of job (milliseconds from the input's `nowMs`). The runner
@@ -161,7 +163,8 @@ pub enum Input {
         #[cfg_attr(test, ts(type = "unknown"))]
         args: Value,
     },
-    /// Pi's schema check refused the prepared arguments of `tool` with `message` (Pi's error):
+    /// Pi's schema check refused the prepared arguments of `tool` with `message` (Pi's error, as
+    /// Pi gave it; the engine reads its first 64 Ki UTF-16 units):
     /// `value` is `{error}` when it is Pi's refusal (the tool error to give instead, without
     /// Pi's copy of every argument), `{}` when the message is not Pi's refusal.
     SchemaRefused { tool: String, message: String },
@@ -446,6 +449,8 @@ pub struct Description {
     pub tools: Vec<super::wire::ToolSpec>,
     /// The custom message types Pi's TUI shows with Relay's one line.
     pub rendered_types: Vec<String>,
+    /// The `/relay` command.
+    pub command: super::wire::CommandSpec,
 }
 
 /// The git facts a `git` job gives back.

@@ -45,8 +45,15 @@ impl Engine {
             Event::TurnEnd {
                 tool_results,
                 outcome,
+                aborted,
                 ..
-            } => self.on_turn_end(*tool_results, outcome.as_ref(), moment, reply),
+            } => {
+                let outcome = match aborted {
+                    true => Some(&PiOutcome::Aborted),
+                    false => outcome.as_ref(),
+                };
+                self.on_turn_end(*tool_results, outcome, moment, reply)
+            }
             Event::AgentEnd => {
                 self.scheduler.handle(SchedInput::AgentEnd);
             }
@@ -67,8 +74,12 @@ impl Engine {
             ),
             Event::SessionBeforeTree {
                 user_wants_summary,
-                resets_to_summarize,
-            } => self.on_before_tree(*user_wants_summary, *resets_to_summarize, reply),
+                summarizing,
+            } => {
+                let resets = summarizing.iter().filter(|t| *t == "compaction").count();
+                let resets = u32::try_from(resets).unwrap_or(u32::MAX);
+                self.on_before_tree(*user_wants_summary, resets, reply)
+            }
             Event::SessionBeforeCompact {
                 reason,
                 will_retry,
@@ -559,16 +570,18 @@ impl Engine {
             })
             .into_iter()
             .map(|out| match out {
-                // An overflow Pi will not retry had its reply already: nothing is pending.
+                // An overflow Pi will not retry had its reply already: nothing is pending. A
+                // reset answered from the compaction hook installs no continuation: Pi retries
+                // or goes on by itself after its compaction.
                 SchedOutput::Reset {
                     attempt,
                     source,
-                    continuation,
                     restate_dropped_request,
+                    ..
                 } => SchedOutput::Reset {
                     attempt,
                     source,
-                    continuation,
+                    continuation: false,
                     restate_dropped_request: restate_dropped_request && will_retry,
                 },
                 other => other,

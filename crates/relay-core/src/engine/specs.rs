@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::wire::ToolSpec;
+use super::wire::{CommandSpec, ToolSpec};
 use crate::args;
 use crate::tool_name::ToolName;
 
@@ -90,4 +90,13 @@ pub fn tool_specs() -> Vec<ToolSpec> {
             "Anthropic's memory tool over your notes (the same files as the notes_* tools; they survive window resets). /memories is the folder of all notes: /memories/plan.md is the note plan.md. Commands: view (a note, optionally view_range [first, last]; or a folder: lists its notes), create (path, file_text: the whole note), str_replace (path, old_str occurring exactly once, new_str), insert (path, insert_line: after this line, 0 = at the start; insert_text), delete (path). rename is not supported: write the new note and delete the old one.",
         ),
     ]
+}
+
+/// The `/relay` command Relay registers (its arguments are `Engine`'s status and toggle).
+pub fn command_spec() -> CommandSpec {
+    CommandSpec {
+        name: "relay".into(),
+        description: "Relay context windows: /relay (status), /relay config (every setting in force and where it came from), /relay on, /relay off".into(),
+        completions: ["on", "off", "status", "config"].map(String::from).to_vec(),
+    }
 }

@@ -155,6 +155,7 @@ fn boot_block_is_sent_once_at_session_start_and_never_again_once_mirrored() {
 fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     let mut e = engine();
     let go_on = || Event::TurnEnd {
+        aborted: false,
         chained: false,
         tool_results: 1,
         outcome: None,
@@ -168,6 +169,7 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
     // Never after a final answer (it must stay the run's last message) nor per request.
     let last = e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 0,
             outcome: None,
@@ -653,6 +655,7 @@ fn enforced_after_first_answer() -> (Engine, Branch) {
     e.append(&[b.answer("first", 5_000)]);
     e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 0,
             outcome: None,
@@ -703,6 +706,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     e.append(&[b.answer("first", 5_000)]);
     e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 0,
             outcome: None,
@@ -823,6 +827,7 @@ fn generated_wire_ts_is_current() {
         decl::<super::wire::ContextEdit>(&cfg),
         decl::<ToolReply>(&cfg),
         decl::<ToolSpec>(&cfg),
+        decl::<super::wire::CommandSpec>(&cfg),
         decl::<ResumeFacts>(&cfg),
         decl::<ContextMessage>(&cfg),
         decl::<GuardState>(&cfg),
@@ -1177,11 +1182,14 @@ fn the_budget_file_path_is_the_env_value_else_the_agent_dirs_file() {
 #[test]
 fn tree_navigation_with_a_summary_across_a_reset_is_cancelled_only_while_on() {
     let mut e = engine();
-    let tree = |summary, resets| {
+    // Pi names the entries it would summarize; their compaction entries are the resets.
+    let tree = |summary, resets: usize| {
+        let mut summarizing = vec!["message".to_string(); 3];
+        summarizing.extend(std::iter::repeat_n("compaction".to_string(), resets));
         obs(
             Event::SessionBeforeTree {
                 user_wants_summary: summary,
-                resets_to_summarize: resets,
+                summarizing,
             },
             None,
         )
@@ -1456,6 +1464,7 @@ fn an_oversize_narrative_is_reported_in_the_handoff_reply() {
     // The boot block of the next window carries the labels.
     let reply = e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 1,
             outcome: None,
@@ -1515,6 +1524,7 @@ fn an_unsaved_handoff_still_commits_and_its_reply_says_the_file_is_missing() {
     insta::assert_snapshot!("handoff_reply_unsaved", reply.text);
     let reply = e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 1,
             outcome: None,
@@ -1870,6 +1880,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         e.append(&[b.answer("waiting", 15_000)]);
         e.observe(&obs(
             Event::TurnEnd {
+                aborted: false,
                 chained: false,
                 tool_results: 0,
                 outcome: None,
@@ -2703,6 +2714,7 @@ fn commit_handoff(e: &mut Engine, args: &serde_json::Value, m: &Moment) -> (Tool
     assert!(!reply.is_error, "{}", reply.text);
     let end = e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 1,
             outcome: None,
@@ -3174,6 +3186,7 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     }
     e.append(&entries);
     let turn_end = Event::TurnEnd {
+        aborted: false,
         chained: false,
         tool_results: 1,
         outcome: None,
@@ -3356,6 +3369,7 @@ fn a_boundary_hook_continues_for_a_continuation_and_keeps_what_earlier_handlers_
     };
     assert!(plan.continuation.is_some());
     let turn_end = |chained| Event::TurnEnd {
+        aborted: false,
         tool_results: 0,
         outcome: None,
         chained,
@@ -3456,6 +3470,7 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
     // The crossing is overdue: the next turn end resets.
     let end = e.observe(&obs(
         Event::TurnEnd {
+            aborted: false,
             chained: false,
             tool_results: 1,
             outcome: Some("completed".into()),
@@ -3507,4 +3522,190 @@ fn only_a_trusted_projects_settings_file_is_read_and_a_refused_one_is_one_warnin
         e.settings.config.agent_name, "global-agent",
         "the global settings stay in force"
     );
+}
+
+// ----- facts the host hands over raw; the engine decides (issue 35, item 4) -----
+
+/// A turn the user aborted while a tool ran reports `completed`; the host says the run's abort
+/// signal fired (`aborted`), and the engine reads the turn as aborted: the borrowed turn whose
+/// request carried the steer resets nothing, as for Pi's own `aborted` outcome.
+#[test]
+fn a_turn_end_under_a_fired_abort_signal_counts_as_aborted() {
+    let hook = Event::SessionBeforeCompact {
+        reason: "threshold".into(),
+        will_retry: false,
+        custom_instructions: None,
+    };
+    let turn_end = |aborted, outcome: &str| {
+        obs(
+            Event::TurnEnd {
+                aborted,
+                chained: false,
+                tool_results: 1,
+                outcome: Some(outcome.into()),
+            },
+            None,
+        )
+    };
+    let run = |end: Observation| {
+        let mut e = engine();
+        let mut b = Branch::new();
+        e.observe(&obs(Event::SessionStart { run_active: false }, None));
+        e.observe(&obs(Event::BeforeAgentStart, None));
+        e.append(&[b.user("work"), b.answer("a", 90_000)]);
+        let crossing = e.observe(&Observation {
+            moment: Moment {
+                usage: None,
+                ..moment(None)
+            },
+            event: hook.clone(),
+        });
+        assert!(
+            !sends(&crossing, STEER_TYPE).is_empty(),
+            "the turn is borrowed"
+        );
+        e.append(&[
+            b.custom_message(STEER_TYPE, "take notes"),
+            b.answer("noted", 91_000),
+        ]);
+        e.observe(&end).result
+    };
+    assert!(matches!(
+        run(turn_end(false, "completed")),
+        Some(HookResult::Reset { .. })
+    ));
+    assert_eq!(run(turn_end(false, "aborted")), None);
+    assert_eq!(
+        run(turn_end(true, "completed")),
+        None,
+        "the signal says aborted"
+    );
+}
+
+/// Pi's `entriesToSummarize` types go to the engine as they are; it counts the resets.
+#[test]
+fn a_tree_summary_counts_the_compaction_entries_pi_names() {
+    let mut e = engine();
+    let reply = e.observe(&obs(
+        Event::SessionBeforeTree {
+            user_wants_summary: true,
+            summarizing: ["message", "compaction", "custom", "compaction"]
+                .map(String::from)
+                .to_vec(),
+        },
+        None,
+    ));
+    assert_eq!(reply.result, Some(HookResult::Cancel));
+    assert!(
+        notify_texts(&reply).contains("over 2 context windows"),
+        "{reply:?}"
+    );
+}
+
+/// Every reset answered from the compaction hook (manual, threshold, overflow) goes out without
+/// the continuation a boundary reset carries: Pi goes on by itself after its compaction.
+#[test]
+fn the_compaction_hooks_reset_carries_no_continuation() {
+    for reason in ["manual", "overflow"] {
+        let mut e = engine();
+        let mut b = Branch::new();
+        e.append(&[b.user("hello"), b.answer("a", 90_000)]);
+        let hook = Event::SessionBeforeCompact {
+            reason: reason.into(),
+            will_retry: true,
+            custom_instructions: None,
+        };
+        let out = e.handle(Input::Hook {
+            observation: obs(hook, Some(99_000)),
+        });
+        let Some(HookResult::Reset { plan }) = &out.result else {
+            panic!("{reason}: {:?}", out.result)
+        };
+        assert_eq!(plan.continuation, None, "{reason}");
+        let wire = serde_json::to_value(&out).unwrap();
+        assert_eq!(
+            wire["result"]["plan"]["continuation"],
+            serde_json::Value::Null
+        );
+    }
+}
+
+/// Pi's raw schema-check error goes to the engine; it reads the first 64 Ki UTF-16 units (a
+/// 100 MB argument is not copied into the answer) and never splits a character.
+#[test]
+fn a_schema_refusal_reads_the_head_of_pis_raw_error() {
+    use super::door::{pi_error_head, PI_ERROR_HEAD};
+    let short = "Validation failed for tool \"x\":\n  - path: must be string";
+    assert_eq!(pi_error_head(short), short);
+    let long = format!("{}{}", "a".repeat(PI_ERROR_HEAD - 1), "😀tail");
+    let head = pi_error_head(&long);
+    assert_eq!(
+        head.len(),
+        PI_ERROR_HEAD - 1,
+        "the emoji would be split: left out"
+    );
+    let even = "b".repeat(PI_ERROR_HEAD + 10);
+    assert_eq!(crate::text::utf16_len(pi_error_head(&even)), PI_ERROR_HEAD);
+    let mut e = engine();
+    let message = format!(
+        "Validation failed for tool \"notes_read_file\":\n  - path: must be string\n\nReceived arguments:\n{}",
+        "x".repeat(200_000)
+    );
+    let out = e.handle(Input::SchemaRefused {
+        tool: "notes_read_file".into(),
+        message,
+    });
+    let Some(Answer::Refused { error: Some(error) }) = out.value else {
+        panic!("{:?}", out.value)
+    };
+    assert!(
+        error.len() < 1_000 && error.contains("path: must be string"),
+        "{error}"
+    );
+}
+
+/// The `/relay` command as the host registers it.
+#[test]
+fn describe_names_the_relay_command_and_its_completions() {
+    let out = engine().handle(Input::Describe {
+        pi_version: "1.6.0".into(),
+        config_dir: ".pi".into(),
+        runtime: "node 22.19.0".into(),
+    });
+    let Some(Answer::Description(d)) = out.value else {
+        panic!("{:?}", out.value)
+    };
+    assert_eq!(d.command.name, "relay");
+    assert_eq!(d.command.completions, ["on", "off", "status", "config"]);
+    assert!(d
+        .command
+        .description
+        .starts_with("Relay context windows: /relay (status)"));
+}
+
+/// The pending-work count goes to the engine as the host integration returned it; the engine
+/// reads a positive integer (capped at `u32::MAX`) and counts anything else as none.
+#[test]
+fn a_moments_pending_work_is_the_hosts_raw_count() {
+    let read = |value: serde_json::Value| {
+        let mut m = serde_json::to_value(moment(None)).unwrap();
+        m["pendingWork"] = value;
+        serde_json::from_value::<Moment>(m).unwrap().pending_work
+    };
+    assert_eq!(read(json!(3)), 3);
+    assert_eq!(read(json!(1e20)), u32::MAX);
+    assert_eq!(read(json!(4_294_967_296u64)), u32::MAX);
+    for none in [
+        json!(0),
+        json!(-2),
+        json!(2.5),
+        json!(null),
+        json!("3"),
+        json!(true),
+    ] {
+        assert_eq!(read(none.clone()), 0, "{none}");
+    }
+    let mut m = serde_json::to_value(moment(None)).unwrap();
+    m.as_object_mut().unwrap().remove("pendingWork");
+    assert_eq!(serde_json::from_value::<Moment>(m).unwrap().pending_work, 0);
 }

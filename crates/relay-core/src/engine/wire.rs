@@ -147,9 +147,11 @@ pub struct Moment {
     pub has_pending_messages: bool,
     /// Background work the session still waits for (jobs, watches, subagents), as a host
     /// integration reports it: the extension reads the process-wide
-    /// `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0). With a large
-    /// context, pending work at the settle point asks for an idle handoff.
-    #[serde(default)]
+    /// `globalThis[Symbol.for("relay.pending-work")]` function (a count; absent = 0), whatever
+    /// number it returned: anything but a positive integer counts as none ([`count_of`]). With a
+    /// large context, pending work at the settle point asks for an idle handoff.
+    #[serde(default, deserialize_with = "count_of")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub pending_work: u32,
     pub cwd: String,
     /// The shared guard library's `isGuardOff("context")` at this moment (`<agent dir>/lib/guards.ts`,
@@ -161,6 +163,19 @@ pub struct Moment {
     /// (an SDK child session): the hosting rule's answer. The budget policy then uses the
     /// `subagent` thresholds, unless `relay.role` declares the session's role.
     pub subagent: bool,
+}
+
+/// A count a host integration reported, as JSON gave it: a positive integer (at most
+/// `u32::MAX`), anything else none.
+fn count_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = match Value::deserialize(d)? {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        _ => 0.0,
+    };
+    Ok(match n.is_finite() && n.fract() == 0.0 && n > 0.0 {
+        true => n.min(f64::from(u32::MAX)) as u32,
+        false => 0,
+    })
 }
 
 impl Moment {
@@ -236,6 +251,10 @@ pub enum Event {
         /// run to go on): the engine's answer keeps it ([`HookReply::continue_run`]).
         #[serde(default, rename = "continue")]
         chained: bool,
+        /// The run's abort signal fired (`ctx.signal.aborted`): a turn the user aborted while a
+        /// tool ran still reports `completed`, and the engine reads it as aborted.
+        #[serde(default)]
+        aborted: bool,
     },
     AgentEnd,
     AgentBeforeSettle {
@@ -286,8 +305,9 @@ pub enum Event {
     SessionBeforeTree {
         /// The user chose to summarize the branch being left.
         user_wants_summary: bool,
-        /// Compaction entries (window resets) among the entries Pi would summarize.
-        resets_to_summarize: u32,
+        /// The `type` of each entry Pi would summarize (`preparation.entriesToSummarize`): its
+        /// compaction entries are window resets.
+        summarizing: Vec<String>,
     },
     /// `/relay <args>`.
     Command {
@@ -576,6 +596,17 @@ impl From<ToolOutput> for ToolReply {
             ..ToolReply::default()
         }
     }
+}
+
+/// A command the host registers: its name, description and argument completions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CommandSpec {
+    pub name: String,
+    pub description: String,
+    /// The arguments offered for completion (those starting with what the user typed).
+    pub completions: Vec<String>,
 }
 
 /// One tool as the extension registers it: name, label, description and the JSON Schema of its

@@ -23,6 +23,22 @@ fn toggle_memory() -> std::sync::MutexGuard<'static, HashMap<String, String>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// How much of Pi's schema-check error the engine reads (UTF-16 units, as JavaScript counts):
+/// Pi's list of what is wrong comes first, its copy of every argument (which may be 100 MB) after.
+pub(in crate::engine) const PI_ERROR_HEAD: usize = 65_536;
+
+/// The first [`PI_ERROR_HEAD`] UTF-16 units of `message` (never splitting a character).
+pub(in crate::engine) fn pi_error_head(message: &str) -> &str {
+    let mut units = 0;
+    for (at, c) in message.char_indices() {
+        units += c.len_utf16();
+        if units > PI_ERROR_HEAD {
+            return &message[..at];
+        }
+    }
+    message
+}
+
 impl Engine {
     /// The engine's one entry: one input in, what to do about it out.
     pub fn handle(&mut self, input: Input) -> Output {
@@ -132,6 +148,7 @@ impl Engine {
             } => answer(Answer::Description(Description {
                 refusal: crate::host::host_refusal(&pi_version, &config_dir, &runtime),
                 tools: super::super::tool_specs(),
+                command: super::super::specs::command_spec(),
                 rendered_types: super::super::tui::RENDERED_TYPES
                     .iter()
                     .map(|t| t.to_string())
@@ -196,9 +213,10 @@ impl Engine {
                 },
             }),
             Input::SchemaRefused { tool, message } => {
-                answer(match crate::args::is_schema_refusal(&message) {
+                let message = pi_error_head(&message);
+                answer(match crate::args::is_schema_refusal(message) {
                     true => Answer::Refused {
-                        error: Some(crate::args::schema_refusal(&tool, &message)),
+                        error: Some(crate::args::schema_refusal(&tool, message)),
                     },
                     false => Answer::Refused { error: None },
                 })

@@ -273,6 +273,7 @@ fn pending_jobs_ask_for_the_idle_handoff() {
         handle(
             &mut e,
             Event::TurnEnd {
+                aborted: false,
                 chained: false,
                 tool_results: 0,
                 outcome: None,
