@@ -592,26 +592,38 @@ function hidden({ customType, content, details }: Continuation): SessionBoundary
 
 /**
  * A boundary hook's answer (`turn_end`, `agent_before_settle`): Pi's drafts, then the engine's (a
- * clearing: one `context_edit` per result with its stub, then the record; a continuation; a
- * reset), and Pi's `continue` as the engine says; nothing when the engine adds none.
+ * clearing's record, a continuation, a reset), and Pi's `continue` as the engine says; nothing
+ * when the engine adds none.
  */
 export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries: SessionBoundaryDraft[], out: Output) {
 	const result = out.result;
 	let drafts: SessionBoundaryDraft[];
-	if (result?.kind === "clear") {
-		drafts = [
-			...result.edits.map((e) => ({ type: "context_edit" as const, targetId: e.targetId, replacement: { content: [{ type: "text" as const, text: e.text }] } })),
-			{ type: "custom" as const, customType: result.record.customType, data: result.record.data },
-		];
-	} else if (result?.kind === "continue") drafts = [hidden(result.continuation)];
+	if (result?.kind === "clear") drafts = [{ type: "custom", customType: result.record.customType, data: result.record.data }];
+	else if (result?.kind === "continue") drafts = [hidden(result.continuation)];
 	else if (result?.kind === "reset") drafts = resetDrafts(pi, ctx, result.plan).drafts;
 	else return undefined;
 	return { entries: [...entries, ...drafts], continue: out.continue === true };
 }
 
-/** The visible messages of a request with the engine's messages inserted where it says. */
-export function withMessages<M>(messages: M[], out: Output): M[] {
+/**
+ * A request as the engine says it goes out: its cleared tool results replaced by their stubs (the
+ * `nth` result answering each call), its messages inserted where it says. `undefined`: unchanged.
+ */
+export function request<M>(messages: M[], out: Output): M[] | undefined {
+	if (out.messages.length === 0 && out.stubs.length === 0) return undefined;
 	let result = messages;
+	if (out.stubs.length > 0) {
+		const stubs = new Map(out.stubs.map((s) => [`${s.nth}:${s.call}`, s.text]));
+		const seen = new Map<string, number>();
+		result = messages.map((m) => {
+			const r = m as { role?: string; toolCallId?: string };
+			if (r.role !== "toolResult" || typeof r.toolCallId !== "string") return m;
+			const nth = seen.get(r.toolCallId) ?? 0;
+			seen.set(r.toolCallId, nth + 1);
+			const text = stubs.get(`${nth}:${r.toolCallId}`);
+			return text === undefined ? m : ({ ...m, content: [{ type: "text", text }] } as M);
+		});
+	}
 	for (const message of out.messages) {
 		const inserted = {
 			role: "custom",

@@ -17,7 +17,7 @@ import {
 	closeSession,
 	whenComplete,
 	whenLoaded,
-	withMessages,
+	request,
 	type EventFields,
 	type Runtime,
 } from "./adapter.ts";
@@ -78,7 +78,7 @@ export default function relay(pi: ExtensionAPI) {
 			} catch {
 				// The engine itself cannot answer: the last resort keeps Pi's summarizer away.
 				console.error(`relay: ${where} failed: ${message}`);
-				return { effects: [], messages: [], appends: [], jobs: [], tip: null, needsBranch: true, historyComplete: true, ...(where === "session_before_compact" ? { result: { kind: "cancel" as const } } : {}) };
+				return { effects: [], messages: [], stubs: [], appends: [], jobs: [], tip: null, needsBranch: true, historyComplete: true, ...(where === "session_before_compact" ? { result: { kind: "cancel" as const } } : {}) };
 			}
 		};
 		try {
@@ -233,7 +233,10 @@ export default function relay(pi: ExtensionAPI) {
 	// once and stops their work (a resume check's process group is killed).
 	pi.on("context", (event, ctx) =>
 		whenLoaded(rt.state, () =>
-			then(handle(ctx, "context", {}, ctx.signal), (out) => (out.messages.length > 0 ? { messages: withMessages(event.messages, out) } : undefined)),
+			then(handle(ctx, "context", {}, ctx.signal), (out) => {
+				const messages = request(event.messages, out);
+				return messages ? { messages } : undefined;
+			}),
 		),
 	);
 	pi.on("tool_call", (event, ctx) =>

@@ -99,7 +99,9 @@ test("pi -p: thirteen 12k-token outputs in a 200k window are cleared without a r
 	// Every output is still whole in the session file.
 	const saved = run.lines.filter((l) => l.type === "message" && l.message.toolName === "fetch_page").map((l) => textOf(l.message.content));
 	assert.deepEqual(saved, Array.from({ length: PAGES }, (_, i) => pageText(i + 1)));
-	assert.equal(run.lines.filter((l) => l.type === "context_edit").length, stubs.length);
+	// The stubs live in the clearings' records (no context_edit entry: Pi would walk the branch for each).
+	assert.equal(run.lines.filter((l) => l.type === "context_edit").length, 0);
+	assert.equal(clearings.flatMap((c) => c.data.stubs).length, stubs.length);
 
 	// Resumed, the session sends the same request (plus the answer and the new prompt), and the
 	// model follows the first stub back to the whole output.

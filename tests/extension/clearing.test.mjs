@@ -1,5 +1,5 @@
 // Tool-result clearing (issue 26, item 3) on the real Pi agent loop: old tool results give way to
-// a one-line stub in later requests (Pi's context_edit entries, appended at turn_end), the newest,
+// a one-line stub in later requests (a record appended at turn_end, applied in the context hook), the newest,
 // the excluded and Relay's own notes/history results stay whole, the session keeps every result,
 // a stub reads back through history_read_item, and /reload and /tree build the same request.
 import { test } from "node:test";
@@ -80,11 +80,12 @@ test("old tool results become stubs; the newest, the excluded and Relay's own st
 		}
 		// Page 3 alone would free less than clearAtLeast: it stays until a clearing pays.
 		assert.ok(third.text.startsWith("PAGE-3"));
-		// One clearing, on the branch: two context edits and their record.
-		const edits = ofType(t, "context_edit");
-		assert.equal(edits.length, 2);
+		// One clearing, on the branch: one record holding the two stubs the requests carry (no
+		// context_edit entry: Pi would walk the whole branch for each).
+		assert.equal(ofType(t, "context_edit").length, 0);
 		const [record] = ofType(t, "custom", "relay/clear-tool-results");
 		assert.equal(record.data.items, 2);
+		assert.deepEqual(record.data.stubs.map((s) => s.text), [first.text, second.text]);
 		assert.ok(record.data.tokensFreed >= 5_000, JSON.stringify(record.data));
 		// /relay says what the clearing freed (the footer reads the same record).
 		const said = (await captureStderr(() => t.session.prompt("/relay"))).join("\n");
@@ -131,6 +132,28 @@ test("/reload and /tree build the same request; a navigation to before the clear
 		await t.session.prompt("From before the clearing.");
 		const pages = resultsIn(t.requests.at(-1)).filter((r) => r.tool === "fetch_page").map((r) => r.text.slice(0, 6));
 		assert.deepEqual(pages, ["PAGE-1", "PAGE-2"]);
+	} finally {
+		await t.dispose();
+	}
+});
+
+test("a provider that reuses tool call ids: each stub replaces the one result it was made for", async () => {
+	// Some providers number tool calls per answer (`call_0` every time): the stubs find their
+	// results by call id and by how many results of that id came before.
+	const steps = [1, 2, 3, 4].map((n) => tool("fetch_page", { n }, "call_0")).concat(["fetched"]);
+	const t = await startSession({ settings: { relay: { clearToolResults: { triggerTokens: 10_000, keep: 2, clearAtLeast: 5_000 } } }, extraFactories: [bigTools], steps });
+	try {
+		await t.session.prompt("Fetch the pages.");
+		assert.deepEqual(t.errors, []);
+		const last = resultsIn(t.requests.at(-1));
+		assert.equal(last.length, 4);
+		assert.match(last[0].text, STUB);
+		assert.ok(last[0].text.includes("fetch_page"), last[0].text);
+		assert.match(last[1].text, STUB);
+		assert.ok(last[2].text.startsWith("PAGE-3"), last[2].text.slice(0, 80));
+		assert.ok(last[3].text.startsWith("PAGE-4"), last[3].text.slice(0, 80));
+		const [record] = ofType(t, "custom", "relay/clear-tool-results");
+		assert.deepEqual(record.data.stubs.map((s) => [s.call, s.nth ?? 0]), [["call_0", 0], ["call_0", 1]]);
 	} finally {
 		await t.dispose();
 	}

@@ -27,7 +27,7 @@ export function reply(step) {
 	if (typeof step === "function") return step;
 	let message = step;
 	if (step.tools) message = fauxAssistantMessage(step.tools.map((t) => fauxToolCall(t.tool, t.args ?? {})), { stopReason: "toolUse" });
-	else if (step.tool) message = fauxAssistantMessage([fauxToolCall(step.tool, step.args ?? {})], { stopReason: "toolUse" });
+	else if (step.tool) message = fauxAssistantMessage([fauxToolCall(step.tool, step.args ?? {}, step.id ? { id: step.id } : undefined)], { stopReason: "toolUse" });
 	else if (step.error) message = fauxAssistantMessage([], { stopReason: "error", errorMessage: step.error });
 	else if (typeof step.text === "string") message = fauxAssistantMessage(step.text);
 	if (step.tokens !== undefined) return { message, tokens: step.tokens };
@@ -259,7 +259,7 @@ export function writeJson(file, value) {
 // ---- small helpers shared by the test files ----
 
 /** A scripted tool call step. */
-export const tool = (name, args = {}) => ({ tool: name, args });
+export const tool = (name, args = {}, id) => ({ tool: name, args, ...(id ? { id } : {}) });
 
 /** The roles a provider request carries, without the system prompt. */
 export const roles = (request) => request.filter((m) => m.role !== "system").map((m) => m.role);

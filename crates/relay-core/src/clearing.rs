@@ -3,8 +3,11 @@
 //! As a window fills, its old tool results give way, in every later request, to a one-line stub
 //! that names the tool, says how large the result was and how to read it back
 //! (`history_read_item` with its window and item id). The session file keeps every result whole;
-//! the stub is a Pi `context_edit` entry (Pi 1.3 and later: branch-relative and persisted, so a
-//! `/reload`, a `/tree` navigation and a resume build the same request).
+//! the stubs are written into the clearing's record on the branch (branch-relative and persisted,
+//! so a `/reload`, a `/tree` navigation and a resume build the same request) and put in place of
+//! the results where each request is built (the `context` hook). Pi's `context_edit` entries
+//! would do the same, but Pi checks each one by walking the whole branch, twice: a clearing of
+//! hundreds of results on a long branch held Pi for seconds (ARCHITECTURE.md).
 //!
 //! **Contract** ([`decide`], a pure function of the window's tool results and its size):
 //! - nothing happens below the trigger ([`trigger_tokens`]);
@@ -57,12 +60,19 @@ pub struct ToolResultView<'a> {
     pub tokens: u64,
     /// A context edit already replaced it (a stub of Relay's or another extension's edit).
     pub edited: bool,
+    /// The tool call it answers (`None`: a result without one, which a stub could not find in
+    /// the request), and how many earlier results of the window answer a call of that id.
+    pub call: Option<&'a str>,
+    pub nth: u32,
 }
 
-/// One result to replace: its entry and the stub that replaces it.
+/// One result to replace: its entry, its tool call (and `nth`, as in [`ToolResultView`]) and the
+/// stub that replaces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cleared {
     pub entry_id: String,
+    pub call: String,
+    pub nth: u32,
     pub stub: String,
 }
 
@@ -99,6 +109,7 @@ pub fn decide(
     let mut items = Vec::new();
     let mut freed = 0u64;
     for r in results.iter().take(older) {
+        let Some(call) = r.call else { continue };
         if r.edited || never_cleared(r.tool) || cfg.exclude_tools.iter().any(|t| t == r.tool) {
             continue;
         }
@@ -110,6 +121,8 @@ pub fn decide(
         freed += r.tokens - stub_tokens;
         items.push(Cleared {
             entry_id: r.entry_id.to_string(),
+            call: call.to_string(),
+            nth: r.nth,
             stub,
         });
     }
@@ -132,6 +145,8 @@ mod tests {
             chars: (tokens * 4) as usize,
             tokens,
             edited: false,
+            call: Some(id),
+            nth: 0,
         }
     }
 
@@ -166,13 +181,16 @@ mod tests {
         views[2].tool = "history_read_item";
         views[3].tool = "bash";
         views[4].edited = true;
+        // A result that answers no tool call cannot be found in a request: it stays.
+        views[0].call = None;
         let mut c = cfg(3, 1);
         c.exclude_tools = vec!["bash".into()];
         let got = decide(&c, Some(1), Some(200_000), "w", &views).unwrap();
         let ids: Vec<_> = got.items.iter().map(|i| i.entry_id.as_str()).collect();
-        assert_eq!(ids, ["e0", "e5"]);
+        assert_eq!(ids, ["e5"]);
+        assert_eq!((got.items[0].call.as_str(), got.items[0].nth), ("e5", 0));
         let stub = estimate_tokens(&got.items[0].stub);
-        assert_eq!(got.tokens_freed, 2 * (12_000 - stub));
+        assert_eq!(got.tokens_freed, 12_000 - stub);
     }
 
     #[test]

@@ -78,8 +78,9 @@ pub const RESUME_CHECK_TYPE: &str = "relay/resume-check";
 /// pi-jobs registry no longer lists), for the window it belongs to.
 pub const WATCH_CHECK_TYPE: &str = "relay/watch-check";
 /// customType of the record of a tool-result clearing (`{windowId, items, tokensFreed,
-/// tokensBefore}`), appended with its `context_edit` entries: the status line, `/relay` and
-/// `relay timeline` count clearings from it.
+/// tokensBefore, stubs}`): the stubs every later request of the window carries instead of the
+/// results (applied in the `context` hook); the status line, `/relay` and `relay timeline` count
+/// clearings from it. An earlier Relay appended one `context_edit` entry per result with it.
 pub const CLEARING_TYPE: &str = "relay/clear-tool-results";
 /// customType of the record of a new window's stale-handoff check (what differs between the
 /// workspace its handoff recorded and the workspace when the window started), for its window.
@@ -157,6 +158,10 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A record struct whose lenient fields say so with one word instead of a serde attribute block
 /// each: `lenient` (absent, `null` or of another type, it reads as its default: [`lenient`]),
 /// `lenient skip_none` (also left out when written as `None`), `lenient skip_false` (also left
@@ -175,6 +180,18 @@ macro_rules! record_struct {
         $(#[$fm:meta])* lenient skip_false pub $f:ident : $t:ty, $($rest:tt)*) => {
         record_struct!(@fields $head [$($done)* $(#[$fm])*
             #[serde(default, deserialize_with = "lenient", skip_serializing_if = "is_false")]
+            pub $f: $t,] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*]
+        $(#[$fm:meta])* lenient skip_zero pub $f:ident : $t:ty, $($rest:tt)*) => {
+        record_struct!(@fields $head [$($done)* $(#[$fm])*
+            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "is_zero")]
+            pub $f: $t,] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*]
+        $(#[$fm:meta])* lenient skip_empty pub $f:ident : $t:ty, $($rest:tt)*) => {
+        record_struct!(@fields $head [$($done)* $(#[$fm])*
+            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Vec::is_empty")]
             pub $f: $t,] $($rest)*);
     };
     (@fields $head:tt [$($done:tt)*]
@@ -425,7 +442,9 @@ impl CustomRecord for StaleCheckRecord {
 
 record_struct! {
     /// A tool-result clearing (`relay/clear-tool-results`): `{v, windowId, items, tokensFreed,
-    /// tokensBefore}`.
+    /// tokensBefore, stubs}`. `stubs` (absent before it was added; such a clearing's stubs are
+    /// the `context_edit` entries appended with it) are what replaces each result in the
+    /// window's later requests.
     #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
     #[serde(rename_all = "camelCase")]
     pub struct ClearingRecord {
@@ -434,6 +453,21 @@ record_struct! {
         lenient pub items: u64,
         lenient pub tokens_freed: u64,
         lenient pub tokens_before: Option<u64>,
+        lenient skip_empty pub stubs: Vec<ClearedStub>,
+    }
+}
+
+record_struct! {
+    /// One result a clearing replaced: its entry (`id`), the tool call it answers (`call`, with
+    /// `nth` counting the earlier results of the window that answer a call of the same id, so
+    /// that a provider reusing call ids cannot make one stub replace two results) and its stub.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ClearedStub {
+        lenient pub id: String,
+        lenient pub call: String,
+        lenient skip_zero pub nth: u32,
+        lenient pub text: String,
     }
 }
 

@@ -299,7 +299,7 @@ export type HookResult =
 	| { "kind": "block", reason: string, terminate: boolean }
 	| { "kind": "reset", plan: ResetPlan }
 	| { "kind": "continue", continuation: Continuation }
-	| { "kind": "clear", edits: Array<ContextEdit>, record: Marker }
+	| { "kind": "clear", record: Marker }
 	| { "kind": "compact", attempt: number };
 
 /**
@@ -380,10 +380,10 @@ export type Continuation = {
 };
 
 /**
- * A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",
- * targetId, replacement: {content: [{type: "text", text}]}}`.
+ * A cleared tool result's stub in a request: the `toolResult` message answering `call` (the
+ * `nth` such message of the request, counted from 0) gets `[{type: "text", text}]` as its content.
  */
-export type ContextEdit = { targetId: string, text: string };
+export type ToolStub = { call: string, nth: number, text: string };
 
 /**
  * A tool's answer: the text the model reads, plus what the adapter must persist first.
@@ -623,6 +623,11 @@ export type Output = {
 	 * Custom messages to insert into the request of a `context` hook, each at its index.
 	 */
 	messages: Array<ContextMessage>,
+	/**
+	 * The stubs that replace the current window's cleared tool results in the request of a
+	 * `context` hook (each the result answering its call; empty: none).
+	 */
+	stubs: Array<ToolStub>,
 	/**
 	 * Entries to append to the session (`pi.appendEntry`), in order, before anything else.
 	 */

@@ -1,8 +1,12 @@
 //! Tool-result clearing in the engine: at a `turn_end` whose tool results keep the run going and
 //! that installs nothing else, the current window's old tool results are replaced in every later
 //! request by a stub ([`crate::clearing`] decides which and renders the stubs). The answer is a
-//! [`HookResult::Clear`]: one `context_edit` boundary draft per result and a
-//! `relay/clear-tool-results` record, which the status line, `/relay` and `relay timeline` count.
+//! [`HookResult::Clear`]: one `relay/clear-tool-results` record holding the stubs, which every
+//! later `context` hook of the window puts in place of the results ([`Output::stubs`]) and which
+//! the status line, `/relay` and `relay timeline` count. One entry per clearing: Pi's own
+//! `context_edit` entries would cost a walk of the whole branch each (ARCHITECTURE.md).
+//!
+//! [`Output::stubs`]: super::door::Output::stubs
 //!
 //! Everything the decision reads is a projection of the branch (the window's tool results, what
 //! earlier edits replaced, Pi's estimate of the window), and what it writes is persisted on the
@@ -10,10 +14,10 @@
 //! refuses leave the branch as it was: the next turn end decides again.
 
 use super::files::TelemetryEvent;
-use super::wire::{ContextEdit, Effect, HookReply, HookResult, Moment};
+use super::wire::{Effect, HookReply, HookResult, Moment};
 use super::Engine;
 use crate::clearing::{decide, trigger_tokens};
-use crate::records::{ClearingRecord, CustomRecord};
+use crate::records::{ClearedStub, ClearingRecord, CustomRecord};
 use crate::settings::reminder_threshold;
 
 impl Engine {
@@ -64,6 +68,16 @@ impl Engine {
             items: clearing.items.len() as u64,
             tokens_freed: clearing.tokens_freed,
             tokens_before: tokens,
+            stubs: clearing
+                .items
+                .into_iter()
+                .map(|c| ClearedStub {
+                    id: c.entry_id,
+                    call: c.call,
+                    nth: c.nth,
+                    text: c.stub,
+                })
+                .collect(),
         };
         // events.jsonl is the budget policy's log: an event there only while it enforces (the
         // branch's record is what the status line, `/relay` and `relay timeline` read).
@@ -80,14 +94,6 @@ impl Engine {
             });
         }
         reply.result = Some(HookResult::Clear {
-            edits: clearing
-                .items
-                .into_iter()
-                .map(|c| ContextEdit {
-                    target_id: c.entry_id,
-                    text: c.stub,
-                })
-                .collect(),
             record: record.marker(),
         });
         true
@@ -98,10 +104,10 @@ impl Engine {
         let window = self.mirror.history.current_window_id();
         let mut here = (0, 0);
         let mut all = (0, 0);
-        for (_, w, freed) in &self.mirror.clearings {
-            all = (all.0 + 1, all.1 + freed);
-            if w == window {
-                here = (here.0 + 1, here.1 + freed);
+        for c in &self.mirror.clearings {
+            all = (all.0 + 1, all.1 + c.freed);
+            if c.window_id == window {
+                here = (here.0 + 1, here.1 + c.freed);
             }
         }
         (here, all)

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::wire::{
     ConfigSources, ContextMessage, Effect, GitFacts, HookReply, HookResult, Marker, Moment,
-    NotifyLevel, Observation, ToolReply,
+    NotifyLevel, Observation, ToolReply, ToolStub,
 };
 use super::Engine;
 use crate::handoff::{GitState, HandoffArgs, HandoffFingerprint};
@@ -258,6 +258,9 @@ pub struct Output {
     pub reply: Option<ToolReply>,
     /// Custom messages to insert into the request of a `context` hook, each at its index.
     pub messages: Vec<ContextMessage>,
+    /// The stubs that replace the current window's cleared tool results in the request of a
+    /// `context` hook (each the result answering its call; empty: none).
+    pub stubs: Vec<ToolStub>,
     /// Entries to append to the session (`pi.appendEntry`), in order, before anything else.
     pub appends: Vec<Marker>,
     /// Work to run off Pi's event loop.

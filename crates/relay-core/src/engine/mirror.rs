@@ -205,8 +205,8 @@ pub(super) struct Mirror {
     /// oldest first: a handoff asks the live registry about them besides the task directory's.
     subagent_ids: Vec<(usize, String)>,
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
-    /// first: position, window id, tokens freed.
-    pub(super) clearings: Vec<(usize, String, u64)>,
+    /// first.
+    pub(super) clearings: Vec<ClearingMark>,
     /// What a clearing of the current window would free, kept as the window grows (see
     /// `mirror/clearable.rs`).
     clearable: std::cell::RefCell<clearable::Clearable>,
@@ -216,6 +216,17 @@ pub(super) struct Mirror {
     /// [`LoadedBranch::skimmed`]): everything but the history's texts is the branch's, so the
     /// hooks can go on; the history tools wait for [`Engine::complete`].
     pub(super) skimmed: bool,
+}
+
+/// A tool-result clearing on the branch: its position, window, the tokens it freed and the stubs
+/// it put in place of the results (none for a clearing of an earlier Relay, whose stubs are
+/// `context_edit` entries Pi applies).
+#[derive(Debug, Clone)]
+pub(super) struct ClearingMark {
+    pub(super) pos: usize,
+    pub(super) window_id: String,
+    pub(super) freed: u64,
+    pub(super) stubs: Vec<crate::records::ClearedStub>,
 }
 
 impl Mirror {
@@ -617,8 +628,12 @@ impl Mirror {
             t if t == CLEARING_TYPE => {
                 // Every field is optional: a record that says nothing freed nothing.
                 let record = ClearingRecord::read(data).unwrap_or_default();
-                self.clearings
-                    .push((pos, record.window_id, record.tokens_freed));
+                self.clearings.push(ClearingMark {
+                    pos,
+                    window_id: record.window_id,
+                    freed: record.tokens_freed,
+                    stubs: record.stubs,
+                });
             }
             t if t == STALE_CHECK_TYPE => {
                 if let Some(check) =
@@ -672,6 +687,7 @@ impl Mirror {
             .usage_marks
             .partition_point(|m| m.pos < self.current.start);
         let marks = self.usage_marks.get(from..).unwrap_or_default();
+        let mut calls: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
         marks
             .iter()
             .filter_map(|m| match &m.mark {
@@ -680,18 +696,45 @@ impl Mirror {
                     edited,
                     editable: Editable::Content,
                     system: None,
+                    call,
                     ..
                 } => {
                     let (tool, chars) = self.history.tool_result_at(m.pos)?;
+                    let call = call.as_deref();
+                    let nth = call.map_or(0, |c| {
+                        let seen = calls.entry(c).or_insert(0);
+                        *seen += 1;
+                        *seen - 1
+                    });
                     Some(crate::clearing::ToolResultView {
                         entry_id: self.history.entry_id_at(m.pos),
                         tool,
                         chars,
                         tokens: *current,
                         edited: *edited,
+                        call,
+                        nth,
                     })
                 }
                 _ => None,
+            })
+            .collect()
+    }
+
+    /// The stubs of the current window's clearings, oldest first: what its requests carry in
+    /// place of the cleared results. O(stubs of the window).
+    pub(super) fn window_stubs(&self) -> Vec<super::wire::ToolStub> {
+        let start = self.current.start;
+        let from = self.clearings.partition_point(|c| c.pos < start);
+        self.clearings
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|c| &c.stubs)
+            .map(|s| super::wire::ToolStub {
+                call: s.call.clone(),
+                nth: s.nth,
+                text: s.text.clone(),
             })
             .collect()
     }

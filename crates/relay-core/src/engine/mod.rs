@@ -78,9 +78,9 @@ pub use resume::{resume_record, ResumeCommand};
 pub use specs::tool_specs;
 pub use stale::stale_record;
 pub use wire::{
-    BudgetFilePath, ConfigSources, ContextEdit, ContextMessage, Continuation, DeliverAs, Effect,
-    Event, Feed, GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel,
-    Observation, PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, Usage,
+    BudgetFilePath, ConfigSources, ContextMessage, Continuation, DeliverAs, Effect, Event, Feed,
+    GitFacts, GuardState, HookReply, HookResult, Marker, Moment, NotifyLevel, Observation,
+    PiOutcome, RelaunchKey, ResetPlan, ResumeFacts, ToolReply, ToolSpec, ToolStub, Usage,
     WrapperFacts, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE,
     HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
     RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,

@@ -824,7 +824,7 @@ fn generated_wire_ts_is_current() {
         decl::<ResetPlan>(&cfg),
         decl::<Marker>(&cfg),
         decl::<Continuation>(&cfg),
-        decl::<super::wire::ContextEdit>(&cfg),
+        decl::<super::wire::ToolStub>(&cfg),
         decl::<ToolReply>(&cfg),
         decl::<ToolSpec>(&cfg),
         decl::<super::wire::CommandSpec>(&cfg),
@@ -3194,26 +3194,41 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     // Below the trigger: nothing.
     assert_eq!(e.observe(&obs(turn_end.clone(), Some(9_999))).result, None);
     let reply = e.observe(&obs(turn_end.clone(), Some(20_000)));
-    let Some(HookResult::Clear { edits, record }) = reply.result else {
+    let Some(HookResult::Clear { record }) = reply.result else {
         panic!("expected a clearing, got {:?}", reply.result)
     };
     // The oldest fetch_page results (not keep_me, not the notes result, not the newest).
-    let targets: Vec<&str> = edits.iter().map(|e| e.target_id.as_str()).collect();
+    let stubs: Vec<crate::records::ClearedStub> =
+        serde_json::from_value(record.data["stubs"].clone()).unwrap();
+    let targets: Vec<&str> = stubs.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(targets, [entries[2].id.as_str(), entries[5].id.as_str()]);
-    assert!(edits[0].text.contains(&format!(
+    assert!(stubs[0].text.contains(&format!(
         r#"history_read_item {{"window_id":"pcw:{SID}:root","item_id":"{}"}}"#,
         entries[2].id
     )));
     assert_eq!(record.custom_type, CLEARING_TYPE);
     assert_eq!(record.data["items"], 2);
-    // Pi appends the drafts; the next turn end clears nothing more, and the footer says it.
-    let mut appended: Vec<Entry> = edits
-        .iter()
-        .map(|c| b.entry(json!({"type":"context_edit","targetId":c.target_id,"replacement":{"content":[{"type":"text","text":c.text}]}})))
-        .collect();
-    appended.push(b.custom(CLEARING_TYPE, record.data.clone()));
+    // Before Pi appends the record, requests carry the results whole.
+    assert!(e
+        .context_hook(&obs(Event::Context, Some(20_000)))
+        .stubs
+        .is_empty());
+    // Pi appends the record; the next turn end clears nothing more, and the footer says it.
+    let appended = vec![b.custom(CLEARING_TYPE, record.data.clone())];
     e.append(&appended);
     assert_eq!(e.observe(&obs(turn_end.clone(), Some(20_000))).result, None);
+    // Every later request carries the stubs in place of the results, found by their calls.
+    let sent = e.context_hook(&obs(Event::Context, Some(20_000))).stubs;
+    let expected: Vec<ToolStub> = stubs
+        .iter()
+        .map(|s| ToolStub {
+            call: s.call.clone(),
+            nth: s.nth,
+            text: s.text.clone(),
+        })
+        .collect();
+    assert_eq!(sent, expected);
+    assert_eq!([sent[0].call.as_str(), sent[1].call.as_str()], ["c0", "c3"]);
     let Effect::Status { text: Some(footer) } = e.status_effect(&moment(Some(20_000))) else {
         panic!("no footer")
     };
@@ -3225,10 +3240,34 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
         )),
         "{footer}"
     );
-    // A reload of the branch decides the same: nothing more to clear.
+    // A reload of the branch decides the same (nothing more to clear) and sends the same stubs.
     let mut fresh = engine();
     configure(&mut fresh);
     fresh.append(&[entries.clone(), appended].concat());
+    assert_eq!(
+        fresh.context_hook(&obs(Event::Context, Some(20_000))).stubs,
+        expected
+    );
+    // An earlier Relay's clearing (a record without stubs, and one `context_edit` per result,
+    // which Pi applies): its results count as cleared too, and no stub is sent for them.
+    let mut old = engine();
+    configure(&mut old);
+    let mut data = record.data.clone();
+    data.as_object_mut().unwrap().remove("stubs");
+    let mut edits: Vec<Entry> = stubs
+        .iter()
+        .map(|s| b.entry(json!({"type":"context_edit","targetId":s.id,"replacement":{"content":[{"type":"text","text":s.text}]}})))
+        .collect();
+    edits.push(b.custom(CLEARING_TYPE, data));
+    old.append(&[entries.clone(), edits].concat());
+    assert_eq!(
+        old.observe(&obs(turn_end.clone(), Some(20_000))).result,
+        None
+    );
+    assert!(old
+        .context_hook(&obs(Event::Context, Some(20_000)))
+        .stubs
+        .is_empty());
     assert_eq!(fresh.observe(&obs(turn_end, Some(20_000))).result, None);
 }
 

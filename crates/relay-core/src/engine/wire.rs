@@ -496,13 +496,14 @@ pub struct Continuation {
     pub details: Value,
 }
 
-/// A `context_edit` boundary draft whose replacement is one text block: `{type: "context_edit",
-/// targetId, replacement: {content: [{type: "text", text}]}}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A cleared tool result's stub in a request: the `toolResult` message answering `call` (the
+/// `nth` such message of the request, counted from 0) gets `[{type: "text", text}]` as its content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
-pub struct ContextEdit {
-    pub target_id: String,
+pub struct ToolStub {
+    pub call: String,
+    pub nth: u32,
     pub text: String,
 }
 
@@ -520,13 +521,10 @@ pub enum HookResult {
     Reset { plan: ResetPlan },
     /// Keep the run going with one hidden message (boundary draft + `continue: true`).
     Continue { continuation: Continuation },
-    /// From `turn_end`: replace old tool results in future requests (boundary drafts: one
-    /// `context_edit` per result, its replacement the stub text, then `record` as a `custom`
-    /// entry; the run's `continue` unchanged).
-    Clear {
-        edits: Vec<ContextEdit>,
-        record: Marker,
-    },
+    /// From `turn_end`: replace old tool results in future requests (one boundary draft:
+    /// `record` as a `custom` entry, holding the stubs every later `context` hook of the window
+    /// puts in place; the run's `continue` unchanged).
+    Clear { record: Marker },
     /// From `input`: start Pi's compaction (`ctx.compact()`) and wait for it before the input
     /// goes on unchanged; its `manual` hook is answered with the reset of `attempt`, and its
     /// error callback is reported as [`Event::CompactError`] with the same `attempt`.

@@ -143,6 +143,12 @@ fn every_record_round_trips_with_todays_version() {
         items: 4,
         tokens_freed: 5_000,
         tokens_before: Some(120_000),
+        stubs: vec![ClearedStub {
+            id: "e1".into(),
+            call: "toolu_1".into(),
+            nth: 1,
+            text: "[stub]".into(),
+        }],
     });
     for spent in [false, true] {
         let native = round_trip(NativeFallbackRecord {
@@ -206,6 +212,7 @@ fn todays_writers_are_byte_compatible_apart_from_the_version() {
                 items: 2,
                 tokens_freed: 9,
                 tokens_before: Some(10),
+                stubs: Vec::new(),
             }
             .to_value(),
             r#"{"v":1,"windowId":"w1","items":2,"tokensFreed":9,"tokensBefore":10}"#,

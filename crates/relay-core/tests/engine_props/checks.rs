@@ -279,6 +279,42 @@ impl Host {
             .collect();
         let acting = hook != Hook::Command;
         self.check_effects(hook, &effects, enabled || !acting)?;
+        // A request carries the stubs of every clearing of its window, in order, and no other.
+        let start = self
+            .branch
+            .iter()
+            .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
+            .unwrap_or(0);
+        let cleared: Vec<(String, u64, String)> = self
+            .branch
+            .iter()
+            .skip(start)
+            .filter_map(|b| match &b.kind {
+                EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
+                    data["stubs"].as_array().cloned()
+                }
+                _ => None,
+            })
+            .flatten()
+            .map(|s| {
+                let text = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+                (text("call"), s["nth"].as_u64().unwrap_or(0), text("text"))
+            })
+            .collect();
+        let sent: Vec<(String, u64, String)> = reply
+            .stubs
+            .iter()
+            .map(|s| (s.call.clone(), u64::from(s.nth), s.text.clone()))
+            .collect();
+        check!(
+            hook != Hook::Context || sent == cleared,
+            "the request's stubs {sent:?} are not its window's clearings {cleared:?}"
+        );
+        check!(
+            hook == Hook::Context || sent.is_empty(),
+            "{} answers stubs",
+            hook.name()
+        );
         // A final answer stays the run's last message: no reminder is queued behind it.
         if hook == Hook::TurnEnd && extra["toolResults"].as_u64() == Some(0) {
             check!(
@@ -369,32 +405,39 @@ impl Host {
                 );
             }
             HookResult::Reset { plan } => self.check_reset(hook, extra, plan)?,
-            HookResult::Clear { edits, record } => {
+            HookResult::Clear { record } => {
                 check!(hook == Hook::TurnEnd, "a clearing from {}", hook.name());
-                check!(!edits.is_empty(), "a clearing of nothing");
                 check!(
                     record.custom_type == CLEARING_TYPE,
                     "clearing record {}",
                     record.custom_type
                 );
-                // Every target is a tool result of the current window that no edit replaced yet.
+                let stubs = record.data["stubs"].as_array().cloned().unwrap_or_default();
+                check!(!stubs.is_empty(), "a clearing of nothing");
+                // Every target is a tool result of the current window, found by its call, that
+                // no earlier clearing or edit replaced.
                 let start = self
                     .branch
                     .iter()
                     .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
                     .unwrap_or(0);
-                for e in edits {
-                    let target = self.branch.iter().skip(start).find(|b| b.id == e.target_id);
+                for stub in &stubs {
+                    let id = stub["id"].as_str().unwrap_or_default();
+                    let target = self.branch.iter().skip(start).find(|b| b.id == id);
                     check!(
-                        matches!(target.map(|t| &t.kind), Some(EntryKind::Message(m)) if m.role == "toolResult"),
-                        "a clearing edits {} (not a tool result of the current window)",
-                        e.target_id
+                        matches!(target.map(|t| &t.kind), Some(EntryKind::Message(m)) if m.role == "toolResult" && m.tool_call_id.as_deref() == stub["call"].as_str()),
+                        "a clearing replaces {id} (not a tool result of the current window, or not by its call)"
                     );
-                    check!(
-                        !self.branch.iter().any(|b| matches!(&b.kind, EntryKind::ContextEdit { target_id, .. } if *target_id == e.target_id)),
-                        "a clearing edits {} again",
-                        e.target_id
-                    );
+                    let again = self.branch.iter().any(|b| match &b.kind {
+                        EntryKind::ContextEdit { target_id, .. } => target_id == id,
+                        EntryKind::Custom { custom_type, data } if custom_type == CLEARING_TYPE => {
+                            data["stubs"]
+                                .as_array()
+                                .is_some_and(|s| s.iter().any(|s| s["id"] == id))
+                        }
+                        _ => false,
+                    });
+                    check!(!again, "a clearing replaces {id} again");
                 }
             }
         }

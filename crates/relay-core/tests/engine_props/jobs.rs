@@ -191,6 +191,7 @@ impl Host {
                 (op, jobs.iter().map(|j| self.run_job(j)).collect())
             } else {
                 answered.appends = out.appends;
+                answered.stubs = out.stubs;
                 return Ok(answered);
             };
             self.tick();

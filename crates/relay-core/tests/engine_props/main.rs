@@ -93,7 +93,7 @@ use std::fmt::Write as _;
 use proptest::prelude::*;
 use relay_core::engine::{
     ConfigSources, Effect, Engine, HookResult, Input, Marker, Moment, Observation, Output,
-    ResetPlan, ToolReply, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE,
+    ResetPlan, ToolReply, ToolStub, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE,
     HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
     STEER_TYPE,
 };
@@ -129,6 +129,8 @@ struct Answered {
     /// fed before its `Done`).
     appends: Vec<Marker>,
     reply: Option<ToolReply>,
+    /// The stubs a `context` hook puts in place of cleared tool results.
+    stubs: Vec<ToolStub>,
 }
 
 /// The output as JSON: it must serialise (the binding hands it to the extension as JSON), and a
@@ -1379,12 +1381,8 @@ impl Host {
                     self.install(plan, true, false);
                     more |= go_on;
                 }
-                if let Some(HookResult::Clear { edits, record }) = &end.result {
-                    // Pi appends the drafts in order: the edits, then the record.
-                    for e in edits {
-                        self.entry(json!({"type": "context_edit", "targetId": e.target_id,
-                            "replacement": {"content": [{"type": "text", "text": e.text}]}}));
-                    }
+                if let Some(HookResult::Clear { record }) = &end.result {
+                    // Pi appends the draft: the record that holds the stubs.
                     self.entry(json!({"type": "custom", "customType": record.custom_type, "data": record.data}));
                 }
                 more |= overflow_retry || !self.steers.is_empty() || self.queued();
@@ -1580,7 +1578,10 @@ fn result_name(r: &HookResult) -> String {
         }
         HookResult::Continue { .. } => "continue".into(),
         HookResult::Compact { .. } => "compact".into(),
-        HookResult::Clear { edits, .. } => format!("clear({})", edits.len()),
+        HookResult::Clear { record } => format!(
+            "clear({})",
+            record.data["stubs"].as_array().map_or(0, Vec::len)
+        ),
     }
 }
 

@@ -97,6 +97,8 @@ impl Engine {
         .into_iter()
         .flatten()
         .collect();
+        // The window's clearings hold for every request of it, whatever else the hook says.
+        out.stubs = self.mirror.window_stubs();
         out
     }
 

@@ -70,7 +70,10 @@ impl Mirror {
             .as_ref()
             .is_some_and(|(s, id)| *s == start && id == window_id);
         let new = self.usage_marks.get(c.seen..);
-        let edited = new.is_some_and(|n| n.iter().any(|m| matches!(m.mark, Mark::Edit { .. })));
+        let edited = new.is_some_and(|n| {
+            n.iter()
+                .any(|m| matches!(m.mark, Mark::Edit { .. } | Mark::Cleared { .. }))
+        });
         if !same_window || new.is_none() || edited {
             fresh(c);
         }
@@ -81,6 +84,7 @@ impl Mirror {
                 edited,
                 editable: Editable::Content,
                 system: None,
+                call,
                 ..
             } = &m.mark
             else {
@@ -89,7 +93,7 @@ impl Mirror {
             let Some((tool, chars)) = self.history.tool_result_at(m.pos) else {
                 continue;
             };
-            let freed = if *edited || never_cleared(tool) {
+            let freed = if *edited || call.is_none() || never_cleared(tool) {
                 0
             } else {
                 let id = self.history.entry_id_at(m.pos);

@@ -106,7 +106,7 @@ impl Mirror {
             self.written_jobs = None;
             self.written_workspace = None;
         }
-        while self.clearings.last().is_some_and(|(p, _, _)| *p >= len) {
+        while self.clearings.last().is_some_and(|c| c.pos >= len) {
             self.clearings.pop();
         }
         while self

@@ -98,10 +98,12 @@ pub(in crate::engine) enum Mark {
         current: u64,
         usage: Option<u64>,
         removed: bool,
-        /// A context edit replaced it (in the branch as mirrored).
+        /// A context edit or a clearing's stub replaced it (in the branch as mirrored).
         edited: bool,
         editable: Editable,
         system: Option<Box<SystemDelta>>,
+        /// A tool result's call id (what a clearing's stub finds it by in a request).
+        call: Option<Box<str>>,
     },
     /// The compaction that opens the window: its summary message and its system snapshot.
     Opening {
@@ -113,6 +115,9 @@ pub(in crate::engine) enum Mark {
         target: Option<usize>,
         replacement: Option<Replacement>,
     },
+    /// A clearing whose stubs replace the tool results at `targets` where requests are built:
+    /// they are cleared, but Pi's estimate does not see the stubs (Pi applies no edit).
+    Cleared { targets: Vec<usize> },
 }
 
 #[derive(Debug, Clone)]
@@ -139,6 +144,9 @@ impl Mirror {
                     _ => Editable::No,
                 };
                 let estimate = tokens(m.estimate_chars);
+                let call = (m.role == "toolResult")
+                    .then(|| m.tool_call_id.as_deref().map(Box::from))
+                    .flatten();
                 Mark::Message {
                     original: estimate,
                     current: estimate,
@@ -147,6 +155,7 @@ impl Mirror {
                     edited: false,
                     editable,
                     system: m.system.clone(),
+                    call,
                 }
             }
             EntryKind::CustomMessage { estimate_chars, .. } => {
@@ -159,6 +168,7 @@ impl Mirror {
                     edited: false,
                     editable: Editable::Content,
                     system: None,
+                    call: None,
                 }
             }
             EntryKind::BranchSummary { summary, .. } => {
@@ -171,6 +181,7 @@ impl Mirror {
                     edited: false,
                     editable: Editable::No,
                     system: None,
+                    call: None,
                 }
             }
             EntryKind::Compaction {
@@ -188,6 +199,21 @@ impl Mirror {
                 target: self.history.position_of(target_id),
                 replacement: *replacement,
             },
+            // The clearing `push_custom` just took in (its stubs name their entries).
+            EntryKind::Custom { custom_type, .. } if custom_type == CLEARING_TYPE => {
+                let Some(c) = self.clearings.last().filter(|c| c.pos == pos) else {
+                    return;
+                };
+                let targets: Vec<usize> = c
+                    .stubs
+                    .iter()
+                    .filter_map(|s| self.history.position_of(&s.id))
+                    .collect();
+                if targets.is_empty() {
+                    return;
+                }
+                Mark::Cleared { targets }
+            }
             _ => return,
         };
         self.usage_marks.push(UsageMark { pos, mark });
@@ -238,6 +264,22 @@ pub(in crate::engine) fn apply_mark(
 ) {
     let edit = match marks.get(i).map(|m| &m.mark) {
         None => return,
+        Some(Mark::Cleared { targets }) => {
+            let targets = targets.clone();
+            let window = marks.get_mut(from..i).unwrap_or_default();
+            for target in targets {
+                if let Ok(at) = window.binary_search_by_key(&target, |m| m.pos) {
+                    if let Some(UsageMark {
+                        mark: Mark::Message { edited, .. },
+                        ..
+                    }) = window.get_mut(at)
+                    {
+                        *edited = true;
+                    }
+                }
+            }
+            return;
+        }
         Some(Mark::Opening { summary, system }) => {
             e.all += summary;
             if let Some(d) = system {
