@@ -149,6 +149,8 @@ export async function startSession({
 	virtual = false,
 	// Whether Pi trusts the project (`ctx.isProjectTrusted()`).
 	projectTrusted = true,
+	// Whether Relay is loaded (false: Pi alone, with `extraFactories` only; for the benches).
+	relay = true,
 } = {}) {
 	const agentDir = join(root, "agent");
 	const cwd = join(root, "work");
@@ -186,6 +188,7 @@ export async function startSession({
 		agentDir,
 		settingsManager,
 		...scripted.loaderOptions,
+		additionalExtensionPaths: relay ? scripted.loaderOptions.additionalExtensionPaths : [],
 		extensionFactories: [...scripted.loaderOptions.extensionFactories, ...extraFactories],
 	});
 	await resourceLoader.reload();
