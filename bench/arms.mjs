@@ -61,6 +61,24 @@ function piVersionOf() {
 	return "unknown";
 }
 const piVersion = piVersionOf();
+
+// Time inside Relay's engine: every call through the addon's one door, `Engine.handle` (the
+// extension and this script share the loaded library, as in bench/reset.mjs). Jobs the engine
+// asks for run on the libuv pool, off Pi's thread, and are not counted.
+let engineMs = 0;
+{
+	const { native } = await import(new URL("../extension/src/native.ts", import.meta.url).href);
+	const proto = native().Engine.prototype;
+	const handle = proto.handle;
+	proto.handle = function (...args) {
+		const a = performance.now();
+		try {
+			return handle.apply(this, args);
+		} finally {
+			engineMs += performance.now() - a;
+		}
+	};
+}
 const relayVersion = JSON.parse(readFileSync(new URL("../extension/package.json", import.meta.url), "utf8")).version;
 
 // ---- the task --------------------------------------------------------------------------------
@@ -238,10 +256,19 @@ function model({ relay, seedPlan, record }) {
 
 // ---- one arm, one seed ------------------------------------------------------------------------
 
-const ARM_NAMES = { 1: "Pi compaction", 2: "masking", 3: "Relay resets", 4: "Relay defaults" };
+// Arm 5, a diagnostic outside the default set: arm 1 with an extension that subscribes to every
+// hook Relay does and does nothing (bench/host/empty.ts): Pi's own time around those hooks.
+const ARM_NAMES = { 1: "Pi compaction", 2: "masking", 3: "Relay resets", 4: "Relay defaults", 5: "Pi + empty hooks" };
+const emptyHooks = async () => {
+	const { relayHooks } = await import("./host/empty.ts");
+	const hooks = relayHooks();
+	return (pi) => {
+		for (const event of hooks) pi.on(event, () => undefined);
+	};
+};
 
 async function runArm(arm, seed) {
-	const relay = arm >= 3;
+	const relay = arm === 3 || arm === 4;
 	const seedPlan = plan(seed);
 	const main = new CacheLedger();
 	const m = { summaryRequests: 0, summaryInput: 0, summaryOutput: 0, boundaryRequests: 0, boundaryInput: 0, boundaryRead: 0, boundaryOutput: 0, output: 0, searchRequests: 0, overflows: 0, gaps: [], boundaryGaps: [] };
@@ -287,10 +314,12 @@ async function runArm(arm, seed) {
 	const scripted = model({ relay, seedPlan, record });
 	const extra = [tools];
 	if (arm === 2) extra.push(masking(MASK_TURNS));
+	if (arm === 5) extra.push(await emptyHooks());
 	const settings = { compaction: COMPACTION };
 	if (arm === 3) settings.relay = { clearToolResults: { enabled: false } };
-	const t = await startSession({ relay, contextWindow: WINDOW, settings, extraFactories: extra, steps: Array.from({ length: 4 * CALLS + 200 }, () => scripted.step), persist: true });
+	const t = await startSession({ relay, contextWindow: WINDOW, settings, extraFactories: extra, steps: Array.from({ length: 4 * CALLS + 200 }, () => scripted.step), persist: true, recordRequests: false });
 	const t0 = performance.now();
+	const engine0 = engineMs;
 	try {
 		for (let k = 0; k < seedPlan.runs.length; k++) {
 			if (k > 0) scripted.nextRun();
@@ -335,6 +364,8 @@ async function runArm(arm, seed) {
 			boundaryMs: sum(m.boundaryGaps),
 			boundaryMsMedian: median(m.boundaryGaps),
 			gapMs: median(m.gaps),
+			engineMs: engineMs - engine0,
+			piMs: sum(m.gaps) + sum(m.boundaryGaps),
 			facts,
 			seconds,
 			errors: t.errors.map(String),
@@ -398,6 +429,8 @@ const ROWS = [
 	["Pi-side time at boundaries, total (ms)", (r) => r.boundaryMs, "ms"],
 	["  per boundary, median (ms)", (r) => r.boundaryMsMedian, "ms"],
 	["  per ordinary request, median (ms)", (r) => r.gapMs, "ms"],
+	["Pi-side time over the run, total (ms)", (r) => r.piMs, "ms"],
+	["  of which inside Relay's engine (ms)", (r) => r.engineMs, "ms"],
 ];
 const stats = (arm, f) => {
 	const xs = results[arm].map(f);
