@@ -41,13 +41,16 @@ const SUMMARY_CHARS = 8_000;
 const PREFIX_CHARS = 4_000;
 const NOTES_CHARS = 1_500;
 
-// Price table, US dollars per million tokens (list prices as published by the vendors, 2025; a
-// summary request is sent with cache retention off, so it pays the plain input price).
+// Price table, US dollars per million tokens, list prices as published when this bench was written
+// (PRICE_DATE; not fetched at run time): Claude Sonnet 5.5 from Anthropic's pricing page (cache
+// write: the 5-minute cache); GPT-5.4 from OpenAI's list (cached input at a tenth; no surcharge for
+// writing the cache, so a write pays the input price). A summary request is sent with cache
+// retention off (Pi's completeSummarization), so it pays the plain input price.
 const PRICES = [
-	{ name: "Claude Sonnet 4.5", input: 3.0, cacheRead: 0.3, cacheWrite: 3.75, output: 15.0 },
-	{ name: "GPT-5", input: 1.25, cacheRead: 0.125, cacheWrite: 1.25, output: 10.0 },
+	{ name: "Claude Sonnet 5.5", input: 2.0, cacheRead: 0.2, cacheWrite: 2.5, output: 10.0 },
+	{ name: "GPT-5.4", input: 2.5, cacheRead: 0.25, cacheWrite: 2.5, output: 15.0 },
 ];
-const PRICE_DATE = "2025-10";
+const PRICE_DATE = "2026-12-04";
 
 /** The version of the Pi the harness loads (the package.json above its resolved entry). */
 function piVersionOf() {
@@ -442,7 +445,7 @@ console.log(`# make bench-arms, ${new Date().toISOString().slice(0, 16).replace(
 console.log(`Pi ${piVersion} (SDK agent loop, faux provider), Relay ${relayVersion}, Node ${process.version}; ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), load average ${load0} at the start, ${loadavg().map((x) => x.toFixed(2)).join(" ")} at the end; total ${total.toFixed(0)} s.`);
 console.log(`Task: ${CALLS} tool calls in turns of 1–${TURN_MAX}, ${PROMPTS.length} user messages (the task with a standing constraint, a redirect at ${PROMPTS[1].at * 100} %, a fact at ${PROMPTS[2].at * 100} %, the wrap-up at ${PROMPTS[3].at * 100} %), outputs 70 % 400–8,000 characters, 25 % 8,000–40,000, 5 % 40,000–100,000; ${FACTS.length} planted facts. Seeds ${SEEDS.join(", ")}.`);
 console.log(`Window ${group(WINDOW)} tokens; Pi compaction ${JSON.stringify(COMPACTION)} in every arm; masking keeps the last ${MASK_TURNS} turns; scripted summary ${group(SUMMARY_CHARS)} characters (split-turn prefix ${group(PREFIX_CHARS)}), Relay notes ${group(NOTES_CHARS)}; the model's own words keep ${OWN_WORDS === "all" ? "every planted fact they can see" : "the facts the user stated"}.`);
-console.log(`Prices per million tokens (input / cache read / cache write / output), list prices as of ${PRICE_DATE}: ${PRICES.map((p) => `${p.name} $${p.input} / $${p.cacheRead} / $${p.cacheWrite} / $${p.output}`).join("; ")}.`);
+console.log(`Prices per million tokens (input / cache read / cache write / output), list prices as of ${PRICE_DATE} (not fetched at run time): ${PRICES.map((p) => `${p.name} $${p.input} / $${p.cacheRead} / $${p.cacheWrite} / $${p.output}`).join("; ")}.`);
 console.log("");
 const arms = ARMS;
 const header = ["", ...arms.map((a) => `${a} ${ARM_NAMES[a]}`)];
@@ -458,12 +461,14 @@ for (const [name, f, kind] of ROWS) {
 		return c;
 	});
 	console.log(`| ${name} | ${cells.join(" | ")} |`);
+	const pairs = [];
 	for (let i = 0; i < arms.length; i++)
 		for (let j = i + 1; j < arms.length; j++) {
 			const a = stats(arms[i], f);
 			const b = stats(arms[j], f);
-			if (a.lo <= b.hi && b.lo <= a.hi && !(a.lo === a.hi && b.lo === b.hi && a.med === b.med)) overlaps.push(`${name.trim()}: ${arms[i]}–${arms[j]}`);
+			if (a.lo <= b.hi && b.lo <= a.hi && !(a.lo === a.hi && b.lo === b.hi && a.med === b.med)) pairs.push(`${arms[i]}–${arms[j]}`);
 		}
+	if (pairs.length) overlaps.push(`${name.trim()} (${pairs.join(", ")})`);
 }
 for (const fact of FACTS) {
 	const cells = arms.map((a) => {
