@@ -222,7 +222,9 @@ function model({ relay, seedPlan, record }) {
 		if (state.pendingSearch) {
 			const fact = state.pendingSearch;
 			state.pendingSearch = null;
-			const result = tail.filter((m) => m.role === "toolResult").map((m) => textOfContent(m.content)).join("\n");
+			// The latest search result in the request (a note written in between leaves it earlier).
+			const found = messages.findLast((m) => m.role === "toolResult" && m.toolName === "history_search_contents");
+			const result = found ? textOfContent(found.content) : "";
 			state.facts.set(fact.id, result.includes(fact.text) ? "search" : "gone");
 		}
 		const turn = runTurns()[state.turn];
