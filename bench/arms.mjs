@@ -20,7 +20,7 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startSession } from "../tests/extension/harness.mjs";
-import { CacheLedger, between, digest, outputSize, rng, tokensOf } from "./common.mjs";
+import { CacheLedger, between, bill, digest, outputSize, rng, tokensOf } from "./common.mjs";
 import { masking } from "./masking.mjs";
 
 const env = process.env;
@@ -335,8 +335,7 @@ async function runArm(arm, seed) {
 		const compactions = branch.filter((e) => e.type === "compaction");
 		const clearings = branch.filter((e) => e.type === "custom" && e.customType === "relay/clear-tool-results").length;
 		const facts = Object.fromEntries(FACTS.map((f) => [f.id, scripted.state.facts.get(f.id) ?? "not reached"]));
-		const cost = (p) =>
-			((main.total - main.read - main.write) * p.input + main.read * p.cacheRead + main.write * p.cacheWrite + m.summaryInput * p.input + (m.output + m.summaryOutput) * p.output) / 1e6;
+		const cost = (p) => bill({ uncached: m.summaryInput, read: main.read, write: main.write, output: m.output + m.summaryOutput }, p) / 1e6;
 		const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 		return {
 			arm,
@@ -352,7 +351,7 @@ async function runArm(arm, seed) {
 			// Boundary requests at the first price table: a summary pays the plain input price; a
 			// note request reads from the cache what it shares with the request before it.
 			boundaryCost:
-				(m.summaryInput * PRICES[0].input + m.boundaryRead * PRICES[0].cacheRead + (m.boundaryInput - m.boundaryRead) * PRICES[0].cacheWrite + (m.summaryOutput + m.boundaryOutput) * PRICES[0].output) / 1e6,
+				bill({ uncached: m.summaryInput, read: m.boundaryRead, write: m.boundaryInput - m.boundaryRead, output: m.summaryOutput + m.boundaryOutput }, PRICES[0]) / 1e6,
 			searchRequests: m.searchRequests,
 			input: main.total + m.summaryInput,
 			uncached: m.summaryInput,

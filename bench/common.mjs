@@ -89,3 +89,10 @@ export class CacheLedger {
 		return { size, shared, isBreak };
 	}
 }
+
+/**
+ * A bill at one price table (`{input, cacheRead, cacheWrite, output}`, per token or per unit):
+ * `uncached` input tokens at the input price, cache reads and writes at theirs, and the output.
+ */
+export const bill = ({ uncached = 0, read = 0, write = 0, output = 0 }, price) =>
+	uncached * price.input + read * price.cacheRead + write * price.cacheWrite + output * (price.output ?? 0);

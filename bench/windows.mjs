@@ -13,7 +13,7 @@
 // Token counts are Pi's own estimate of each message (ceil(characters / 4)), the same on both
 // sides; the system prompt and the model's output are left out (equal on both sides).
 import { startSession } from "../tests/extension/harness.mjs";
-import { CacheLedger, digest, sizes, tokensOf } from "./common.mjs";
+import { CacheLedger, bill, digest, sizes, tokensOf } from "./common.mjs";
 
 const CALLS = Number(process.env.RELAY_BENCH_CALLS ?? 300);
 const SEED = Number(process.env.RELAY_BENCH_SEED ?? 1);
@@ -62,7 +62,8 @@ async function run(label, clearToolResults) {
 			total,
 			read,
 			write,
-			bill: 0.1 * read + 1.25 * write,
+			// In input-token units: a cache read at 0.1x the input price, a write at 1.25x.
+			bill: bill({ read, write }, { input: 1, cacheRead: 0.1, cacheWrite: 1.25 }),
 			seconds: (performance.now() - t0) / 1000,
 			errors: t.errors.length,
 		};
