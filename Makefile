@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows clean pi-versions package fuzz soak
+.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows bench-arms clean pi-versions package fuzz soak
 
 all: build
 
@@ -161,6 +161,12 @@ bench-host: build
 # resets, request sizes, input tokens and the cache-priced bill side by side.
 bench-windows: build
 	$(NODE) bench/windows.mjs
+
+# Relay against Pi's own summary compaction and observation masking on one scripted long task
+# through the real Pi loop (issue 37): four arms, three seeds, the table with medians and ranges.
+# RELAY_BENCH_CALLS, _SEEDS, _ARMS, _WINDOW make a quicker or other run (bench/README.md).
+bench-arms: build
+	$(NODE) bench/arms.mjs
 
 clean:
 	cargo clean

@@ -12,35 +12,12 @@
 //
 // Token counts are Pi's own estimate of each message (ceil(characters / 4)), the same on both
 // sides; the system prompt and the model's output are left out (equal on both sides).
-import { startSession, textOf } from "../tests/extension/harness.mjs";
+import { startSession } from "../tests/extension/harness.mjs";
+import { CacheLedger, bill, digest, sizes, tokensOf } from "./common.mjs";
 
 const CALLS = Number(process.env.RELAY_BENCH_CALLS ?? 300);
 const SEED = Number(process.env.RELAY_BENCH_SEED ?? 1);
 const WINDOW = 200_000;
-
-/** mulberry32: a small seeded generator, so both runs see the same outputs. */
-function rng(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-
-/** Output sizes in characters: 70 % small (file reads, listings), 25 % medium (test logs, diffs), 5 % large dumps. */
-function sizes(n, seed) {
-	const r = rng(seed);
-	const between = (lo, hi) => Math.round(lo + (hi - lo) * r());
-	return Array.from({ length: n }, () => {
-		const p = r();
-		if (p < 0.7) return between(400, 8_000);
-		if (p < 0.95) return between(8_000, 40_000);
-		return between(40_000, 100_000);
-	});
-}
 
 const output = (n, chars) => `OUT-${n} ` + `line ${n}: result text of a tool call; `.repeat(Math.ceil(chars / 30)).slice(0, chars);
 
@@ -56,19 +33,6 @@ const tools = (pi) => {
 	});
 };
 
-/** Pi's estimate of one message (ceil(chars/4)): its text, tool calls and their arguments. */
-function tokensOf(m) {
-	let chars = 0;
-	const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content ?? []);
-	for (const b of content) {
-		if (b.type === "text") chars += b.text.length;
-		else if (b.type === "toolCall") chars += b.name.length + JSON.stringify(b.arguments ?? {}).length;
-		else if (b.type === "thinking") chars += (b.thinking ?? "").length;
-	}
-	if (m.role === "compactionSummary" || m.role === "branchSummary") chars += (m.summary ?? "").length;
-	return Math.ceil(chars / 4);
-}
-
 async function run(label, clearToolResults) {
 	const steps = sizes(CALLS, SEED).map((chars, i) => ({ tool: "run_tool", args: { n: i + 1, chars } }));
 	const t = await startSession({
@@ -83,25 +47,9 @@ async function run(label, clearToolResults) {
 		await t.session.prompt("Run every step of the plan.");
 		// Relay's own continuations after a reset are extra requests; the script continues.
 		const requests = t.requests;
-		let total = 0;
-		let peak = 0;
-		let read = 0;
-		let write = 0;
-		let previous = [];
-		for (const request of requests) {
-			const tokens = request.map(tokensOf);
-			const size = tokens.reduce((a, b) => a + b, 0);
-			let shared = 0;
-			for (let i = 0; i < Math.min(previous.length, request.length); i++) {
-				if (JSON.stringify(previous[i]) !== JSON.stringify(request[i])) break;
-				shared += tokens[i];
-			}
-			total += size;
-			peak = Math.max(peak, size);
-			read += shared;
-			write += size - shared;
-			previous = request;
-		}
+		const ledger = new CacheLedger();
+		for (const request of requests) ledger.add(request.map((m) => ({ key: digest(m), tokens: tokensOf(m) })));
+		const { total, peak, read, write } = ledger;
 		const branch = t.sessionManager.getBranch();
 		return {
 			label,
@@ -114,7 +62,8 @@ async function run(label, clearToolResults) {
 			total,
 			read,
 			write,
-			bill: 0.1 * read + 1.25 * write,
+			// In input-token units: a cache read at 0.1x the input price, a write at 1.25x.
+			bill: bill({ read, write }, { input: 1, cacheRead: 0.1, cacheWrite: 1.25 }),
 			seconds: (performance.now() - t0) / 1000,
 			errors: t.errors.length,
 		};

@@ -42,7 +42,7 @@ export function reply(step) {
  * {input, totalTokens}). `models` defaults to one faux-1 of `contextWindow`. `loaderOptions` are
  * the resource loader options that load Relay and the usage patch.
  */
-export function scriptedModel({ models, contextWindow = 128000, steps = [], tokenSize } = {}) {
+export function scriptedModel({ models, contextWindow = 128000, steps = [], tokenSize, recordRequests = true } = {}) {
 	const faux = fauxProvider({
 		provider: "faux",
 		models: (models ?? [{ id: "faux-1", contextWindow }]).map((m) => ({ maxTokens: 4096, ...m })),
@@ -52,7 +52,7 @@ export function scriptedModel({ models, contextWindow = 128000, steps = [], toke
 	const queue = steps.map(reply);
 	let pendingTokens;
 	const script = async (context) => {
-		requests.push(structuredClone(context.messages));
+		if (recordRequests) requests.push(structuredClone(context.messages));
 		let next = queue.shift();
 		if (!next) return fauxAssistantMessage("(script exhausted)");
 		if (typeof next === "function") next = reply(await next(context));
@@ -149,6 +149,10 @@ export async function startSession({
 	virtual = false,
 	// Whether Pi trusts the project (`ctx.isProjectTrusted()`).
 	projectTrusted = true,
+	// Whether Relay is loaded (false: Pi alone, with `extraFactories` only; for the benches).
+	relay = true,
+	// Whether `requests` keeps a copy of every request (a bench that measures its own time says no).
+	recordRequests = true,
 } = {}) {
 	const agentDir = join(root, "agent");
 	const cwd = join(root, "work");
@@ -165,7 +169,7 @@ export async function startSession({
 			ownedEnv.push(key);
 		}
 	}
-	const scripted = scriptedModel({ contextWindow, steps, tokenSize });
+	const scripted = scriptedModel({ contextWindow, steps, tokenSize, recordRequests });
 	const { faux, requests } = scripted;
 	const modelRuntime = await fauxRuntime(agentDir, faux);
 	if (virtual) {
@@ -186,6 +190,7 @@ export async function startSession({
 		agentDir,
 		settingsManager,
 		...scripted.loaderOptions,
+		additionalExtensionPaths: relay ? scripted.loaderOptions.additionalExtensionPaths : [],
 		extensionFactories: [...scripted.loaderOptions.extensionFactories, ...extraFactories],
 	});
 	await resourceLoader.reload();
