@@ -1,7 +1,8 @@
 // An offline model for the demo and the end-to-end tests: registers pi-ai's faux provider as
 // provider "faux" (model faux-1) and replies from the JSON script in $RELAY_FAUX_SCRIPT.
 // A step is {"text": "..."} or {"tool": "name", "args": {...}}; "tokens": N makes Pi record N total
-// tokens of usage for that reply (to cross budget thresholds); "error": "..." replies with an error.
+// tokens of usage for that reply (to cross budget thresholds); "usage": {...} sets those usage fields
+// as a provider would report them (e.g. {"cost": {"total": 0.0123}}); "error": "..." replies with an error.
 // With RELAY_FAUX_TRACE=1 every request is printed to stderr as the model saw it; with
 // RELAY_FAUX_DUMP=<file> each request's whole message list is appended to that file as one JSON line.
 // {"followStub": true} calls history_read_item with the arguments the first cleared tool result of
@@ -15,6 +16,7 @@ interface Step {
 	tool?: string;
 	args?: Record<string, unknown>;
 	tokens?: number;
+	usage?: Record<string, unknown>;
 	error?: string;
 	followStub?: boolean;
 }
@@ -38,6 +40,7 @@ export default function (pi: ExtensionAPI) {
 	});
 	let n = 0;
 	let pendingTokens: number | undefined;
+	let pendingUsage: Record<string, unknown> | undefined;
 	const step = (context: { messages: Array<{ role: string; content?: unknown }> }) => {
 		const item = script[n++];
 		if (trace) {
@@ -49,6 +52,7 @@ export default function (pi: ExtensionAPI) {
 		}
 		if (dump) appendFileSync(dump, `${JSON.stringify(context.messages)}\n`);
 		pendingTokens = item?.tokens;
+		pendingUsage = item?.usage;
 		if (!item) return fauxAssistantMessage("(the demo script has no more replies)");
 		if (item.error) return fauxAssistantMessage([], { stopReason: "error", errorMessage: item.error });
 		if (item.followStub) {
@@ -66,9 +70,10 @@ export default function (pi: ExtensionAPI) {
 	pi.registerProvider(faux.provider);
 	pi.on("message_end", (event) => {
 		const message = event.message as any;
-		if (message.role !== "assistant" || pendingTokens === undefined) return undefined;
-		const tokens = pendingTokens;
+		if (message.role !== "assistant" || (pendingTokens === undefined && pendingUsage === undefined)) return undefined;
+		const fields = { ...(pendingTokens === undefined ? {} : { totalTokens: pendingTokens }), ...pendingUsage };
 		pendingTokens = undefined;
-		return { message: { ...message, usage: { ...message.usage, totalTokens: tokens } } };
+		pendingUsage = undefined;
+		return { message: { ...message, usage: { ...message.usage, ...fields } } };
 	});
 }

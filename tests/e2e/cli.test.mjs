@@ -337,6 +337,60 @@ test("relay sessions, notes, handoffs and timeline read what a real handoff run 
 	assert.deepEqual(pngSize(png), [1200, 680]);
 });
 
+test("relay stats on a session the real pi CLI made: the token totals are the sums of the assistant messages' usage", () => {
+	const run = runPi({
+		script: [
+			{ tool: "notes_write_file", args: { path: "plan.md", content: "step 1 done; next: step 2" }, usage: { cost: { total: 0.0125 } } },
+			{ text: "step 1 done" },
+			{ tool: "new_context" },
+			{ tool: "notes_read_file", args: { path: "plan.md" }, usage: { cost: { total: 0.0031 } } },
+			{ text: "step 2 done" },
+		],
+		prompts: ["Do step 1.", "Go on."],
+	});
+	assert.equal(run.status, 0, run.stderr);
+	// By hand: every assistant message's usage on the branch (the file is one branch here), cut at
+	// the compaction.
+	const entries = run.lines.filter((l) => l.type !== "session");
+	const windows = [[]];
+	for (const e of entries) {
+		if (e.type === "compaction") windows.push([]);
+		else if (e.type === "message" && e.message.role === "assistant") windows.at(-1).push(e.message.usage);
+	}
+	const sum = (usages, f) => usages.reduce((n, u) => n + f(u), 0);
+	const byHand = (usages) => ({
+		input: sum(usages, (u) => u.input),
+		cache_read: sum(usages, (u) => u.cacheRead),
+		cache_write: sum(usages, (u) => u.cacheWrite),
+		output: sum(usages, (u) => u.output),
+	});
+	const all = windows.flat();
+	assert.equal(windows.length, 2);
+	assert.ok(byHand(all).cache_read + byHand(all).cache_write > 0, "the faux provider reports its prompt as cache reads and writes");
+
+	const stats = relay("stats", run.file, "--json");
+	assert.equal(stats.status, 0, stats.stderr);
+	const ledger = JSON.parse(stats.stdout);
+	assert.equal(ledger.totals.requests, all.length);
+	assert.deepEqual(ledger.totals.tokens, byHand(all));
+	assert.deepEqual(ledger.windows.map((w) => w.tokens), windows.map(byHand));
+	assert.deepEqual(ledger.windows.map((w) => w.requests), windows.map((w) => w.length));
+	assert.ok(Math.abs(ledger.totals.cost - sum(all, (u) => u.cost.total)) < 1e-12, `${ledger.totals.cost}`);
+	const [compaction] = run.lines.filter((l) => l.type === "compaction");
+	assert.deepEqual(ledger.windows.map((w) => w.window_id.split(":").at(-1)), ["root", compaction.details.windowId.split(":").at(-1)]);
+	assert.deepEqual(ledger.windows[0].ended, { kind: "reset", commit: null, source: "new_context", at: compaction.timestamp });
+	assert.equal(ledger.windows[0].pi_summary_input, compaction.tokensBefore);
+	assert.equal(ledger.windows[1].ended.kind, "open");
+	assert.equal(ledger.totals.pi_summary_input, compaction.tokensBefore);
+
+	const text = relay("stats", run.file);
+	assert.equal(text.status, 0, text.stderr);
+	const total = text.stdout.split("\n").find((l) => l.trimStart().startsWith("total"));
+	const t = byHand(all);
+	const n = (x) => x.toLocaleString("en-US");
+	assert.deepEqual(total.trim().split(/\s+/), ["total", String(all.length), n(t.input), n(t.cache_read), n(t.cache_write), n(t.output), `$${ledger.totals.cost.toFixed(4)}`, "—", n(compaction.tokensBefore)]);
+});
+
 test("relay sessions: the title is Pi's session name when the session has one", async () => {
 	const { SessionManager } = await import("@earendil-works/pi-coding-agent");
 	const dir = mkdtempSync(join(tmpdir(), "relay-sessions-"));

@@ -1,5 +1,6 @@
 //! `relay`: inspect and search Pi session files with the same history tools the model uses, list
-//! sessions, notes, handoffs and running sessions, and draw a session's timeline.
+//! sessions, notes, handoffs and running sessions, draw a session's timeline and count what
+//! each of its windows cost.
 //!
 //! Exit status (every command): 0 success; 1 a well-formed request that found nothing (each
 //! command's help says what that means for it); 2 bad arguments or unreadable input.
@@ -183,6 +184,14 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = relay_core::settings::DEFAULT_RESERVE_TOKENS)]
         reserve: u64,
     },
+    /// What each context window of a session's current branch cost: requests, the provider's
+    /// input, cache-read, cache-write and output tokens, Pi's recorded cost, how the window ended,
+    /// its clearings, and what Pi's summary compaction would have sent at the same boundary; the
+    /// totals (exit 1: the branch holds no request).
+    Stats {
+        /// A session file (*.jsonl).
+        file: PathBuf,
+    },
     /// Every setting in force for a model and role, with where each value came from (default,
     /// derived from the window, global or project settings file, budget file, environment), and
     /// the warnings: the same text as `/relay config` in Pi.
@@ -328,6 +337,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Outcome> {
             window,
             reserve,
         } => cli::timeline::run(&file, output, window, reserve, json, out),
+        Command::Stats { file } => cli::stats::run(&file, json, out),
         Command::Config {
             model,
             window,

@@ -779,3 +779,60 @@ fn notes_export_never_follows_a_link_planted_at_a_note_file() {
             .is_symlink());
     }
 }
+
+/// `relay stats` on the real handoff run: the table as a snapshot, and its JSON totals against
+/// the assistant messages' usage summed here from the file.
+#[test]
+fn stats_counts_each_window_and_sums_the_usage_of_the_file() {
+    let o = relay(&["stats", MAIN]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!("stats_main", stdout(&o));
+    let ledger = json(&relay(&["stats", MAIN, "--json"]));
+    let text = std::fs::read_to_string(fixture(MAIN)).unwrap();
+    let (mut requests, mut sums) = (0u64, [0u64; 4]);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["type"] == "message" && v["message"]["role"] == "assistant" {
+            requests += 1;
+            let u = &v["message"]["usage"];
+            for (sum, key) in sums
+                .iter_mut()
+                .zip(["input", "cacheRead", "cacheWrite", "output"])
+            {
+                *sum += u[key].as_u64().unwrap_or(0);
+            }
+        }
+    }
+    let t = &ledger["totals"];
+    assert_eq!(t["requests"], requests);
+    assert_eq!(t["windows"], 3);
+    assert_eq!(
+        [
+            &t["tokens"]["input"],
+            &t["tokens"]["cache_read"],
+            &t["tokens"]["cache_write"],
+            &t["tokens"]["output"]
+        ],
+        sums.map(serde_json::Value::from).each_ref()
+    );
+    assert_eq!(ledger["windows"][0]["ended"]["kind"], "handoff");
+    assert_eq!(ledger["windows"][0]["ended"]["commit"], "budget");
+    assert_eq!(ledger["windows"][1]["ended"]["source"], "new_context");
+    assert_eq!(ledger["windows"][2]["ended"]["kind"], "open");
+}
+
+#[test]
+fn stats_of_a_session_without_requests_exits_1() {
+    let dir = temp("stats-empty");
+    let file = dir.join("empty.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s-empty\",\"timestamp\":\"T\",\"cwd\":\"/\"}\n\
+         {\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"T\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+    )
+    .unwrap();
+    let o = relay(&["stats", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("has no request on its current branch"));
+    assert!(stdout(&o).contains("1 window · 0 requests"));
+}

@@ -21,6 +21,7 @@ pub mod handoff;
 pub mod history;
 pub mod host;
 pub mod integrations;
+pub mod ledger;
 mod memory_tool;
 pub mod notes;
 mod on_task;

@@ -7,6 +7,7 @@ pub mod history;
 pub mod notes;
 pub mod search;
 pub mod sessions;
+pub mod stats;
 pub mod status;
 pub mod timeline;
 

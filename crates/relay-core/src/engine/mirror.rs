@@ -207,6 +207,9 @@ pub(super) struct Mirror {
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
     /// first.
     pub(super) clearings: Vec<ClearingMark>,
+    /// The branch's part in the ledger (`/relay stats`): each request, boundary and clearing
+    /// with its position, oldest first.
+    ledger_marks: Vec<(usize, crate::ledger::LedgerMark)>,
     /// What a clearing of the current window would free, kept as the window grows (see
     /// `mirror/clearable.rs`).
     clearable: std::cell::RefCell<clearable::Clearable>,
@@ -247,6 +250,7 @@ impl Mirror {
             subagent_ids: Vec::new(),
             written_handoff: None,
             clearings: Vec::new(),
+            ledger_marks: Vec::new(),
             clearable: Default::default(),
             written_jobs: None,
             written_workspace: None,
@@ -309,6 +313,15 @@ impl Mirror {
             .last()
             .copied()
             .filter(|&t| t >= self.current.start)
+    }
+
+    /// What each window of the branch cost (`/relay stats`).
+    pub(super) fn ledger(&self) -> crate::ledger::Ledger {
+        crate::ledger::ledger_of(
+            self.history.session_id(),
+            &self.history.window_ids(),
+            self.ledger_marks.iter().map(|(_, m)| m),
+        )
     }
 
     /// Budget/hard commits on the branch (they count toward the handoff cap).
@@ -444,6 +457,9 @@ impl Mirror {
             *self.unimported.entry(t.to_string()).or_default() += 1;
         }
         self.history.push_at(entry, at);
+        if let Some(mark) = crate::ledger::LedgerMark::of_entry(entry) {
+            self.ledger_marks.push((pos, mark));
+        }
         let observed = match &entry.kind {
             EntryKind::Compaction { details, .. } => self.push_window(pos, details),
             EntryKind::CustomMessage {

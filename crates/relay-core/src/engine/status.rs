@@ -56,7 +56,8 @@ impl Engine {
         }
     }
 
-    /// `/relay`, `/relay status`, `/relay config`, `/relay on`, `/relay off`.
+    /// `/relay`, `/relay status`, `/relay config`, `/relay stats` (the branch's ledger, from the
+    /// mirror), `/relay on`, `/relay off`.
     pub(super) fn command(&mut self, args: &str, moment: &Moment, reply: &mut HookReply) {
         let text = match args {
             "on" => {
@@ -121,8 +122,9 @@ impl Engine {
                     },
                 ))
             }
+            "stats" => crate::render::render_ledger(&self.mirror.ledger()),
             other => {
-                format!("relay: unknown argument {other:?}; use /relay, /relay config, /relay on or /relay off")
+                format!("relay: unknown argument {other:?}; use /relay, /relay config, /relay stats, /relay on or /relay off")
             }
         };
         reply.effects.push(Effect::Notify {

@@ -3715,7 +3715,10 @@ fn describe_names_the_relay_command_and_its_completions() {
         panic!("{:?}", out.value)
     };
     assert_eq!(d.command.name, "relay");
-    assert_eq!(d.command.completions, ["on", "off", "status", "config"]);
+    assert_eq!(
+        d.command.completions,
+        ["on", "off", "status", "config", "stats"]
+    );
     assert!(d
         .command
         .description

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::raw::{RawContent, RawLine, RawMessage, RawUsage, SkimMessage, Str};
 use super::types::{
     Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
-    SystemDelta,
+    SystemDelta, UsageParts,
 };
 use crate::text::utf16_len;
 
@@ -41,7 +41,8 @@ impl IntoMessage for SkimMessage<'_> {
             tool_name: owned(self.tool_name),
             tool_call_id: owned(self.tool_call_id),
             is_error: self.is_error.unwrap_or(false),
-            usage_total: self.usage.map(usage_total),
+            usage_total: self.usage.as_ref().map(usage_total),
+            usage: self.usage.as_ref().map(usage_parts),
             stop_reason: owned(self.stop_reason),
             custom_type: owned(self.custom_type),
             estimate_chars: 0,
@@ -197,8 +198,25 @@ fn system_delta(raw: &RawMessage<'_>) -> (SystemDelta, u64) {
     )
 }
 
+/// A usage in its parts (see [`UsageParts`]).
+fn usage_parts(u: &RawUsage) -> UsageParts {
+    let count = |v: Option<f64>| to_u64(v).unwrap_or(0);
+    UsageParts {
+        input: count(u.input),
+        output: count(u.output),
+        cache_read: count(u.cache_read),
+        cache_write: count(u.cache_write),
+        total: usage_total(u),
+        cost: u
+            .cost
+            .as_ref()
+            .and_then(|c| c.total)
+            .filter(|c| c.is_finite()),
+    }
+}
+
 /// Total tokens of a usage: `totalTokens`, or the sum of its parts.
-fn usage_total(u: RawUsage) -> u64 {
+fn usage_total(u: &RawUsage) -> u64 {
     let total = to_u64(u.total_tokens).unwrap_or(0);
     if total > 0 {
         total
@@ -245,7 +263,8 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         "compactionSummary" | "branchSummary" => owned(raw.summary).unwrap_or_default(),
         _ => content_text(raw.content, false),
     };
-    let usage_total = raw.usage.map(usage_total);
+    let usage_total = raw.usage.as_ref().map(usage_total);
+    let usage = raw.usage.as_ref().map(usage_parts);
     Message {
         role,
         text,
@@ -253,6 +272,7 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         tool_call_id: owned(raw.tool_call_id),
         is_error: raw.is_error.unwrap_or(false),
         usage_total,
+        usage,
         stop_reason: owned(raw.stop_reason),
         custom_type: owned(raw.custom_type),
         estimate_chars,

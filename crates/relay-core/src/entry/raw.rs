@@ -296,6 +296,29 @@ pub(super) struct RawUsage {
     pub(super) cache_write: Option<f64>,
     #[serde(rename = "totalTokens")]
     pub(super) total_tokens: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_cost")]
+    pub(super) cost: Option<RawCost>,
+}
+
+/// Pi's cost of a request (`usage.cost`): only its total is read.
+#[derive(Deserialize)]
+pub(super) struct RawCost {
+    pub(super) total: Option<f64>,
+}
+
+/// `usage.cost` as an object with a numeric (or null) `total`; any other shape is no cost, never
+/// a malformed line (the cost is read only for the ledger).
+fn lenient_cost<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RawCost>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Shape {
+        Cost(RawCost),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Option::<Shape>::deserialize(d)? {
+        Some(Shape::Cost(c)) => Some(c),
+        _ => None,
+    })
 }
 
 #[derive(Deserialize)]

@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 
-use super::raw::{RawLine, RawUsage, SkimAny, SkimContent, SkimMessage, SkimStr, Str};
+use super::raw::{RawCost, RawLine, RawUsage, SkimAny, SkimContent, SkimMessage, SkimStr, Str};
 
 /// Nesting (objects and arrays inside the line's object) beyond which the fast path gives up;
 /// serde_json's own limit is 128.
@@ -469,6 +469,39 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// `Option<RawCost>`: Pi's cost object, of which only `total` is kept.
+    fn cost(&mut self) -> Option<Option<RawCost>> {
+        if self.null()? {
+            return Some(None);
+        }
+        let mut total = None;
+        let mut seen = false;
+        self.object(|p, key| {
+            if key != b"total" {
+                return p.skip_value(4);
+            }
+            if seen {
+                return None;
+            }
+            seen = true;
+            total = p.number()?;
+            Some(())
+        })?;
+        Some(Some(RawCost { total }))
+    }
+
+    /// An `Option<f64>`: `null`, or any number JSON allows, read by serde_json itself (so the
+    /// value is exactly the one the full reading gives).
+    fn number(&mut self) -> Option<Option<f64>> {
+        if self.null()? {
+            return Some(None);
+        }
+        let start = self.at;
+        self.skip_number()?;
+        let text = self.text.get(start..self.at)?;
+        serde_json::from_str::<f64>(text).ok().map(Some)
+    }
+
     /// `Option<RawUsage>`.
     fn usage(&mut self) -> Option<Option<RawUsage>> {
         if self.null()? {
@@ -480,6 +513,7 @@ impl<'a> Reader<'a> {
             cache_read: None,
             cache_write: None,
             total_tokens: None,
+            cost: None,
         };
         let mut seen = 0u8;
         self.object(|p, key| {
@@ -489,6 +523,14 @@ impl<'a> Reader<'a> {
                 b"cacheRead" => (4, &mut u.cache_read),
                 b"cacheWrite" => (8, &mut u.cache_write),
                 b"totalTokens" => (16, &mut u.total_tokens),
+                b"cost" => {
+                    if seen & 32 != 0 {
+                        return None;
+                    }
+                    seen |= 32;
+                    u.cost = p.cost()?;
+                    return Some(());
+                }
                 _ => return p.skip_value(3),
             };
             if seen & bit != 0 {

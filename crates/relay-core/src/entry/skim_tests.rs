@@ -157,6 +157,22 @@ fn count(bad: bool) -> BoxedStrategy<String> {
     prop_oneof![5 => "0|[1-9][0-9]{0,14}".boxed(), bad => number(true).boxed(), 1 => Just("null".to_string()).boxed(), bad => value(true).boxed()].boxed()
 }
 
+/// Pi's `usage.cost`: its parts and total, numbers as Pi writes them (or anything, when bad).
+fn cost(bad: bool) -> BoxedStrategy<String> {
+    let part = || {
+        prop_oneof![4 => number(bad).boxed(), 1 => Just("null".to_string()).boxed(), u32::from(bad) => value(bad).boxed()].boxed()
+    };
+    (
+        fields(
+            bad,
+            vec![("input", part()), ("output", part()), ("total", part())],
+        ),
+        proptest::collection::vec(ws(), 1..4),
+    )
+        .prop_map(|(f, b)| object(f, b))
+        .boxed()
+}
+
 fn usage(bad: bool) -> BoxedStrategy<String> {
     (
         fields(
@@ -167,7 +183,10 @@ fn usage(bad: bool) -> BoxedStrategy<String> {
                 ("cacheRead", count(bad)),
                 ("cacheWrite", count(bad)),
                 ("totalTokens", count(bad)),
-                ("cost", value(bad).boxed()),
+                (
+                    "cost",
+                    prop_oneof![4 => cost(bad), 1 => value(bad).boxed()].boxed(),
+                ),
             ],
         ),
         proptest::collection::vec(ws(), 1..4),

@@ -76,7 +76,7 @@ pub enum EntryKind {
 }
 
 /// The message carried by a `message` entry, reduced to what Relay needs.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Message {
     /// "user", "assistant", "toolResult", "custom", "bashExecution", "compactionSummary",
     /// "branchSummary", "system", or whatever other role Pi wrote.
@@ -88,6 +88,9 @@ pub struct Message {
     pub is_error: bool,
     /// Total tokens of an assistant message's usage (`totalTokens`, or the sum of its parts).
     pub usage_total: Option<u64>,
+    /// An assistant message's usage in its parts, as the provider reported it (`None`: no
+    /// `usage` object).
+    pub usage: Option<UsageParts>,
     /// Pi's `stopReason` as written; read it through [`Message::stop`].
     pub stop_reason: Option<String>,
     pub custom_type: Option<String>,
@@ -99,6 +102,21 @@ pub struct Message {
     /// A system message's changes to the prompt and tools (replayed for Pi's current system
     /// message).
     pub system: Option<Box<SystemDelta>>,
+}
+
+/// An assistant message's `usage` as Pi recorded it from the provider: the provider's own token
+/// counts (a missing or malformed count is 0) and Pi's cost of the request (`cost.total`, `None`
+/// when Pi recorded none).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UsageParts {
+    /// Input tokens that were neither read from nor written to the prompt cache.
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// `totalTokens`, or the sum of the four counts when it is absent or 0.
+    pub total: u64,
+    pub cost: Option<f64>,
 }
 
 impl Message {

@@ -8,6 +8,7 @@
 //! - [`clearing`]: the stub that replaces a cleared tool result;
 //! - [`handoff`]: the handoff markdown and the note on shortened sections;
 //! - [`integrations`]: the handoff's integration sections and the `<watch_check>`;
+//! - [`ledger`]: the ledger of a branch's windows (`relay stats`, `/relay stats`);
 //! - [`memory_tool`]: the `memory` tool's errors;
 //! - [`resume_check`]: the resume check's handoff section and `<resume_check>` message;
 //! - [`staleness`]: the `<stale_handoff>` message;
@@ -37,6 +38,7 @@ pub mod boot;
 pub mod clearing;
 pub mod handoff;
 pub mod integrations;
+pub mod ledger;
 pub mod memory_tool;
 pub mod policy;
 pub mod resume_check;
@@ -47,6 +49,7 @@ pub use boot::{
     PREVIEW_WHOLE_MAX_CHARS, USER_INPUT_BLOCK_MAX_CHARS, USER_INPUT_MESSAGES,
     USER_INPUT_MESSAGE_MAX_CHARS,
 };
+pub use ledger::render_ledger;
 
 use std::fmt::Write as _;
 

@@ -109,6 +109,9 @@ impl Mirror {
         while self.clearings.last().is_some_and(|c| c.pos >= len) {
             self.clearings.pop();
         }
+        while self.ledger_marks.last().is_some_and(|(p, _)| *p >= len) {
+            self.ledger_marks.pop();
+        }
         while self
             .committed_handoffs
             .last()
