@@ -288,7 +288,7 @@ export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSig
 			: native()
 					.runJob(JSON.stringify(job))
 					.then((text) => result(JSON.parse(text)));
-	const guarded = work.catch((error: unknown) => result({ kind: "failed", error: error instanceof Error ? error.message : String(error), exists: false }));
+	const guarded = work.catch((error: unknown) => result({ kind: "failed", error: messageOf(error), exists: false }));
 	const waits: Promise<JobResult>[] = [guarded];
 	const cleanups: (() => void)[] = [];
 	const left = job.deadlineMs - Date.now();
