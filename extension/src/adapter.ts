@@ -139,23 +139,23 @@ export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T
 /**
  * What the driver remembers between inputs: the session the mirror holds and its tip (from the
  * engine's last output), whether the engine asked for the whole branch and whether its history
- * is complete, the start-up load in flight (`loading`, every hook waits for it) and the load that
- * completes a skimmed history (`completing`, only what reads earlier windows waits for it).
+ * is complete, and the one load in flight (`load`; `token` names the session it is for).
  */
 export type SyncState = {
 	sessionId?: string;
 	tip?: string | null;
 	needsBranch?: boolean;
 	historyComplete?: boolean;
-	loading?: Promise<void>;
-	completing?: Promise<void>;
-	loadToken?: object;
-	/** A session file read ahead of `session_start` ({@link prefetchSession}). */
-	prefetch?: Prefetch;
+	load?: Load;
+	token?: object;
 };
 
-/** A read ahead of the session file named on Pi's command line: the file and its job's end. */
-type Prefetch = { file: string; back: Promise<void>; abandoned: boolean; tip?: string | null };
+/**
+ * A load in flight: a read ahead of `file` (only the `open` of that file waits for it; `done`
+ * gives its tip), the start-up load (`blocks`: every hook and tool waits for it) or the whole
+ * history's (only what reads earlier windows waits for it). `done` never rejects.
+ */
+type Load = { done: Promise<unknown>; blocks: boolean; file?: string };
 
 /**
  * How far back from Pi's leaf {@link openSession} looks for the tip a read ahead reached: Pi
@@ -288,7 +288,7 @@ export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSig
 			: native()
 					.runJob(JSON.stringify(job))
 					.then((text) => result(JSON.parse(text)));
-	const guarded = work.catch((error: unknown) => result({ kind: "failed", error: error instanceof Error ? error.message : String(error), exists: false }));
+	const guarded = work.catch((error: unknown) => result({ kind: "failed", error: messageOf(error), exists: false }));
 	const waits: Promise<JobResult>[] = [guarded];
 	const cleanups: (() => void)[] = [];
 	const left = job.deadlineMs - Date.now();
@@ -366,6 +366,19 @@ export function sessionFileOf(argv: string[], cwd: string): string | undefined {
 /** Whether a Relay runtime of this process already read a session ahead (one does, the first). */
 const PREFETCHED = Symbol.for("relay.prefetched");
 
+/** The message of a thrown value. */
+export function messageOf(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
+}
+
+/** Make `load` the one in flight until it is done. */
+function track(rt: Runtime, load: Load): void {
+	rt.state.load = load;
+	void load.done.finally(() => {
+		if (rt.state.load === load) rt.state.load = undefined;
+	});
+}
+
 /**
  * While Pi is still starting (it has read the session but not yet started it), read the session
  * file named on its command line on the libuv pool: the first pass of {@link openSession}, done
@@ -380,98 +393,66 @@ export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice
 	flags[PREFETCHED] = true;
 	const file = sessionFileOf(argv, process.cwd());
 	if (!file) return;
-	let out: Output;
+	const warn = (error: unknown) => console.error(`relay: reading the session ahead failed: ${messageOf(error)}`);
+	const token = (rt.state.token = {});
 	try {
-		out = call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 });
-	} catch (error) {
-		console.error(`relay: reading the session ahead failed: ${error instanceof Error ? error.message : String(error)}`);
-		return;
-	}
-	const op = out.op;
-	if (op === undefined || op === null) return;
-	const prefetch: Prefetch = { file, abandoned: false, back: Promise.resolve() };
-	prefetch.back = Promise.all(out.jobs.map((job) => runJob(job, null))).then((results) => {
-		// An `open` that did not wait for it (another file) already dropped it.
-		if (prefetch.abandoned) return;
-		try {
+		const { op, jobs } = call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 });
+		if (op === undefined) return;
+		const done = Promise.all(jobs.map((job) => runJob(job, null))).then((results) => {
+			// An `open` of another file, or the session's end, dropped it.
+			if (rt.state.token !== token) return undefined;
 			// Before session_start there is no ctx: the moment of the process alone.
 			const value = call(rt, { type: "done", op, results, moment: moment(null) }).value as { tip?: string | null } | undefined;
-			prefetch.tip = value?.tip ?? null;
-		} catch (error) {
-			console.error(`relay: reading the session ahead failed: ${error instanceof Error ? error.message : String(error)}`);
-		}
-	});
-	rt.state.prefetch = prefetch;
+			return value?.tip ?? null;
+		});
+		track(rt, { done: done.catch(warn), blocks: false, file });
+	} catch (error) {
+		warn(error);
+	}
 }
 
 /**
  * Load the session at start-up, then run `after` (configuration and the `session_start` event).
  * A large session file is read on the libuv pool in two passes, so opening it does not hold Pi:
  * the engine answers `open` with a load job (the current window in full, the earlier windows
- * skimmed); `state.loading` is the promise every hook and tool awaits first ({@link whenLoaded}).
- * The whole history is a second load job the engine hands out when something needs it or the
- * first run settles; it runs while the hooks go on, and what reads earlier windows awaits it
- * ({@link whenComplete}).
+ * skimmed), which every hook and tool awaits first ({@link whenLoaded}). The whole history is a
+ * second load job the engine hands out when something needs it or the first run settles; it runs
+ * while the hooks go on, and what reads earlier windows awaits it ({@link whenComplete}).
  */
 export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
 	// A read ahead of this very file is waited for (the engine installs it at `open`); one of
 	// another file is dropped without a wait.
-	const prefetch = rt.state.prefetch;
-	if (prefetch && prefetch.file === ctx.sessionManager.getSessionFile()) {
-		const token = {};
-		rt.state.loadToken = token;
-		const loading: Promise<void> = prefetch.back
-			.then(() => {
-				if (rt.state.prefetch === prefetch) rt.state.prefetch = undefined;
-				if (rt.state.loadToken !== token) return;
-				openNow(rt, ctx, after, report, tipOnBranch(ctx, prefetch.tip));
-				return rt.state.loading;
-			})
-			.finally(() => {
-				if (rt.state.loading === loading) rt.state.loading = undefined;
-			});
-		rt.state.loading = loading;
-		return;
+	const ahead = rt.state.load?.file === ctx.sessionManager.getSessionFile() ? rt.state.load : undefined;
+	if (!ahead) {
+		rt.state.load = undefined;
+		rt.state.token = {};
 	}
-	dropPrefetch(rt);
-	openNow(rt, ctx, after, report);
-}
-
-/** Forget a read ahead nobody waits for: its result, when it comes, is not handed over. */
-function dropPrefetch(rt: Runtime): void {
-	if (rt.state.prefetch) rt.state.prefetch.abandoned = true;
-	rt.state.prefetch = undefined;
-}
-
-/** {@link openSession} once any read ahead is back (`readAhead`: its tip, on Pi's branch). */
-function openNow(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void, readAhead?: string): void {
-	const token = {};
-	rt.state.loadToken = token;
-	let out: Output | null = null;
-	try {
-		out = open(rt, ctx, true, readAhead);
-	} catch (error) {
-		report(error);
-	}
-	if (out?.op === undefined) {
-		rt.state.loading = undefined;
-		after();
-		return;
-	}
-	const loading = loadPass(rt, ctx, out.jobs, out.op, token, report)
-		.then(() => {
-			if (rt.state.loadToken === token) after();
-		})
-		.finally(() => {
-			if (rt.state.loading === loading) rt.state.loading = undefined;
+	const token = rt.state.token;
+	const start = (readAhead?: string): Promise<void> | undefined => {
+		if (rt.state.token !== token) return undefined;
+		let out: Output | null = null;
+		try {
+			out = open(rt, ctx, true, readAhead);
+		} catch (error) {
+			report(error);
+		}
+		if (out?.op === undefined) {
+			after();
+			return undefined;
+		}
+		return loadPass(rt, ctx, out.jobs, out.op, report).then(() => {
+			if (rt.state.token === token) after();
 		});
-	rt.state.loading = loading;
+	};
+	const done = ahead ? ahead.done.then((tip) => start(tipOnBranch(ctx, tip as string | null | undefined))) : start();
+	if (done) track(rt, { done, blocks: true });
 }
 
-/** Run a load job and hand its result to the engine (a failure reloads the session in full). */
-async function loadPass(rt: Runtime, ctx: ExtensionContext, jobs: Job[], op: number, token: object, report: (error: unknown) => void): Promise<void> {
+/** Run a load's jobs and hand their result to the engine (a failure reloads the session in full). */
+async function loadPass(rt: Runtime, ctx: ExtensionContext, jobs: Job[], op: number, report: (error: unknown) => void): Promise<void> {
+	const token = rt.state.token;
 	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
-	if (rt.state.loadToken !== token) return;
+	if (rt.state.token !== token) return;
 	try {
 		perform(rt, ctx, call(rt, { type: "done", op, results, moment: moment(ctx, false, rt.subagent) }));
 		if (rt.state.needsBranch) reload(rt, ctx);
@@ -480,22 +461,17 @@ async function loadPass(rt: Runtime, ctx: ExtensionContext, jobs: Job[], op: num
 	}
 }
 
-/** Run the whole history's load in the background; `state.completing` until it is in. */
+/** Run the whole history's load in the background. */
 function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
-	const token = rt.state.loadToken;
-	if (!token) return;
+	if (!rt.state.token) return;
 	const report = (error: unknown) => {
-		const message = error instanceof Error ? error.message : String(error);
 		try {
-			perform(rt, ctx, call(rt, { type: "failed", hook: "loading the history", message }));
+			perform(rt, ctx, call(rt, { type: "failed", hook: "loading the history", message: messageOf(error) }));
 		} catch {
-			console.error(`relay: loading the history failed: ${message}`);
+			console.error(`relay: loading the history failed: ${messageOf(error)}`);
 		}
 	};
-	const completing = loadPass(rt, ctx, [job], job.id, token, report).finally(() => {
-			if (rt.state.completing === completing) rt.state.completing = undefined;
-		});
-	rt.state.completing = completing;
+	track(rt, { done: loadPass(rt, ctx, [job], job.id, report), blocks: false });
 }
 
 /**
@@ -504,15 +480,14 @@ function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
  * false when it ends during that load, which the engine then stops (`close`) without anything else.
  */
 export function closeSession(rt: Runtime): boolean {
-	rt.state.loadToken = undefined;
-	dropPrefetch(rt);
-	if (!rt.state.loading) return true;
-	rt.state.loading = undefined;
-	rt.state.completing = undefined;
+	const starting = rt.state.load?.blocks === true;
+	rt.state.token = undefined;
+	rt.state.load = undefined;
+	if (!starting) return true;
 	try {
 		call(rt, { type: "close" });
 	} catch (error) {
-		console.error(`relay: stopping the session load failed: ${error instanceof Error ? error.message : String(error)}`);
+		console.error(`relay: stopping the session load failed: ${messageOf(error)}`);
 	}
 	return false;
 }
@@ -522,18 +497,17 @@ export function closeSession(rt: Runtime): boolean {
  * a skimmed history whose whole load has not started asks the engine for it first.
  */
 export function whenComplete<R>(rt: Runtime, ctx: ExtensionContext, body: () => R): R | Promise<Awaited<R>> {
-	const state = rt.state;
-	if (!state.loading && !state.completing && state.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
-	const pending = state.loading ?? state.completing;
-	if (!pending) return body();
-	return pending.then(() => whenComplete(rt, ctx, body)) as Promise<Awaited<R>>;
+	if (!rt.state.load && rt.state.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
+	const load = rt.state.load;
+	if (!load) return body();
+	return load.done.then(() => whenComplete(rt, ctx, body)) as Promise<Awaited<R>>;
 }
 
 /** Run `body` once no start-up load is in flight (at once, without a promise, when none is). */
 export function whenLoaded<R>(state: SyncState, body: () => R): R | Promise<Awaited<R>> {
-	const loading = state.loading;
-	if (!loading) return body();
-	return loading.then(() => whenLoaded(state, body)) as Promise<Awaited<R>>;
+	const load = state.load;
+	if (!load?.blocks) return body();
+	return load.done.then(() => whenLoaded(state, body)) as Promise<Awaited<R>>;
 }
 
 /** Carry out effects in order. */

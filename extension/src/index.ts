@@ -8,6 +8,7 @@ import {
 	boundaryAnswer,
 	bindRuntime,
 	drive,
+	messageOf,
 	moment,
 	noteAnswer,
 	openSession,
@@ -48,7 +49,7 @@ export default function relay(pi: ExtensionAPI) {
 		refusal = description.refusal;
 	} catch (error) {
 		// No core for this machine: the message names the platform and the command that builds it.
-		refusal = error instanceof Error ? error.message : String(error);
+		refusal = messageOf(error);
 		rt = undefined as never;
 	}
 	if (refusal || !description) {
@@ -63,6 +64,7 @@ export default function relay(pi: ExtensionAPI) {
 	prefetchSession(rt);
 	// Whether another Relay runtime was already bound in this process when this one started.
 	const runtime = {};
+	const lastResort = description.lastResort;
 
 	/**
 	 * Serve `input` through the engine; a failure of Relay's (a Pi call that threw, an addon
@@ -72,13 +74,14 @@ export default function relay(pi: ExtensionAPI) {
 	 */
 	const serve = (ctx: ExtensionContext, where: string, input: Input, signal?: AbortSignal): Output | Promise<Output> => {
 		const failed = (error: unknown): Output => {
-			const message = error instanceof Error ? error.message : String(error);
+			const message = messageOf(error);
 			try {
 				return drive(rt, ctx, { type: "failed", hook: where, message }) as Output;
 			} catch {
-				// The engine itself cannot answer: the last resort keeps Pi's summarizer away.
+				// The engine itself cannot answer: the answer it described for this hook or tool
+				// (a compaction hook is cancelled: Pi's summarizer stays away).
 				console.error(`relay: ${where} failed: ${message}`);
-				return { effects: [], messages: [], stubs: [], appends: [], jobs: [], tip: null, needsBranch: true, historyComplete: true, ...(where === "session_before_compact" ? { result: { kind: "cancel" as const } } : {}) };
+				return lastResort[where] ?? lastResort[""]!;
 			}
 		};
 		try {
@@ -110,7 +113,7 @@ export default function relay(pi: ExtensionAPI) {
 				try {
 					prepared = ask(rt, { type: "prepare", tool: spec.name, args: args ?? {} }) as typeof prepared;
 				} catch (error) {
-					console.error(`relay: ${spec.name} arguments: ${error instanceof Error ? error.message : String(error)}`);
+					console.error(`relay: ${spec.name} arguments: ${messageOf(error)}`);
 					return args as never;
 				}
 				if (prepared.error !== undefined) throw new Error(prepared.error);
@@ -125,8 +128,7 @@ export default function relay(pi: ExtensionAPI) {
 							{ type: "toolCall", id: "relay-schema-check", name: spec.name, arguments: prepared.args as never },
 						);
 					} catch (error) {
-						const message = error instanceof Error ? error.message : String(error);
-						const refused = ask(rt, { type: "schema_refused", tool: spec.name, message }) as { error?: string };
+						const refused = ask(rt, { type: "schema_refused", tool: spec.name, message: messageOf(error) }) as { error?: string };
 						if (refused.error !== undefined) throw new Error(refused.error);
 					}
 				}
@@ -142,7 +144,7 @@ export default function relay(pi: ExtensionAPI) {
 					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, spec.usesPiUsage, rt.subagent) },
 					signal,
 				);
-				const reply = out.reply ?? { text: `${spec.name} failed inside Relay`, isError: true };
+				const reply = out.reply ?? lastResort[spec.name]!.reply!;
 				return {
 					content: [{ type: "text" as const, text: reply.text }],
 					details: {},
@@ -171,7 +173,7 @@ export default function relay(pi: ExtensionAPI) {
 				// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
 				handle(ctx, "session_start", { runActive: !ctx.isIdle() });
 			},
-			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: error instanceof Error ? error.message : String(error) }),
+			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: messageOf(error) }),
 		);
 	});
 	// A navigation may land in an earlier window: it waits for the whole history.
@@ -213,7 +215,7 @@ export default function relay(pi: ExtensionAPI) {
 							},
 						});
 					} catch (error) {
-						handle(ctx, "compact_error", { attempt, errorMessage: error instanceof Error ? error.message : String(error) });
+						handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
 						resolve();
 					}
 				});
@@ -319,7 +321,7 @@ export default function relay(pi: ExtensionAPI) {
 						const failed = serve(ctx, "session_before_compact", {
 							type: "failed",
 							hook: "session_before_compact",
-							message: error instanceof Error ? error.message : String(error),
+							message: messageOf(error),
 						}) as Output;
 						return failed.result?.kind === "cancel" ? { cancel: true } : undefined;
 					}

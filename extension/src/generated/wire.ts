@@ -749,6 +749,13 @@ export type Description = {
 	 * The `/relay` command.
 	 */
 	command: CommandSpec,
+	/**
+	 * What the host answers for a hook or tool when the engine itself cannot (the last resort
+	 * after a failure the engine could not answer), by the hook's or tool's name; `""`: any
+	 * other. A compaction hook is cancelled (Pi's summarizer never runs behind Relay's back),
+	 * a tool fails, and the engine waits for the whole branch.
+	 */
+	lastResort: { [key in string]: Output },
 };
 
 /**

@@ -3725,6 +3725,38 @@ fn describe_names_the_relay_command_and_its_completions() {
         .starts_with("Relay context windows: /relay (status)"));
 }
 
+/// What the host answers when the engine cannot: a compaction hook cancelled, a tool's error
+/// result naming it, anything else nothing; each waits for the whole branch.
+#[test]
+fn describe_gives_the_last_resort_of_every_hook_and_tool() {
+    let out = engine().handle(Input::Describe {
+        pi_version: "1.6.0".into(),
+        config_dir: ".pi".into(),
+        runtime: "node 22.19.0".into(),
+    });
+    let Some(Answer::Description(d)) = out.value else {
+        panic!("{:?}", out.value)
+    };
+    let last = &d.last_resort;
+    assert_eq!(
+        last["session_before_compact"].result,
+        Some(HookResult::Cancel)
+    );
+    assert_eq!(last[""].result, None);
+    assert_eq!(last[""].reply, None);
+    for tool in &d.tools {
+        let reply = last[&tool.name.to_string()].reply.as_ref().unwrap();
+        assert_eq!(reply.text, format!("{} failed inside Relay", tool.name));
+        assert!(reply.is_error);
+    }
+    assert!(last.values().all(|o| o.needs_branch && o.history_complete));
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(
+        json["lastResort"]["session_before_compact"]["result"],
+        json!({"kind": "cancel"})
+    );
+}
+
 /// The pending-work count goes to the engine as the host integration returned it; the engine
 /// reads a positive integer (capped at `u32::MAX`) and counts anything else as none.
 #[test]

@@ -145,15 +145,19 @@ impl Engine {
                 pi_version,
                 config_dir,
                 runtime,
-            } => answer(Answer::Description(Description {
-                refusal: crate::host::host_refusal(&pi_version, &config_dir, &runtime),
-                tools: super::super::tool_specs(),
-                command: super::super::specs::command_spec(),
-                rendered_types: super::super::tui::RENDERED_TYPES
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect(),
-            })),
+            } => {
+                let tools = super::super::tool_specs();
+                answer(Answer::Description(Description {
+                    refusal: crate::host::host_refusal(&pi_version, &config_dir, &runtime),
+                    last_resort: Description::last_resorts(&tools),
+                    tools,
+                    command: super::super::specs::command_spec(),
+                    rendered_types: super::super::tui::RENDERED_TYPES
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect(),
+                }))
+            }
             Input::Configure { sources } => {
                 let mut told = std::mem::take(&mut self.told);
                 let reply = self.configure_reply(&sources, &mut told);
