@@ -679,13 +679,16 @@ impl Engine {
                 PolicyEffect::Relaunch { reason } => {
                     self.budget.relaunch = self.request_relaunch(reason, moment, reply);
                 }
-                PolicyEffect::Continue { text } => {
+                PolicyEffect::Continue { text, idle } => {
                     if reply.result.is_none() {
                         reply.result = Some(HookResult::Continue {
                             continuation: Continuation {
                                 custom_type: HANDOFF_REQUEST_TYPE.into(),
                                 content: text,
-                                details: crate::records::MessageDetails::current(),
+                                details: match idle {
+                                    true => crate::records::MessageDetails::idle_request(),
+                                    false => crate::records::MessageDetails::current(),
+                                },
                             },
                         });
                     }
