@@ -538,15 +538,13 @@ impl Engine {
             Some(false) => {
                 reply.appends.push(self.native_fallback_record(true));
                 self.native.passed = false;
-                let event = self.telemetry_event(
+                self.push_telemetry(
                     TelemetryEvent::NativeCompactionFallback {
                         reason: reason.as_str().to_string(),
                     },
                     moment,
+                    reply,
                 );
-                reply.effects.push(Effect::Telemetry {
-                    event: Box::new(event),
-                });
                 Some(true)
             }
             _ => {
