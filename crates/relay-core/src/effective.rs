@@ -122,14 +122,7 @@ fn budget_source(
 
 /// Compute the report.
 pub fn effective_config(sources: &ConfigSources, query: &ConfigQuery) -> EffectiveConfig {
-    let layers = SettingsLayers::merge(
-        sources.global.as_ref(),
-        sources.global_error.as_deref(),
-        sources.project.as_ref(),
-        sources.project_trusted,
-        sources.project_error.as_deref(),
-        sources.global_file.as_deref(),
-    );
+    let layers = sources.settings_layers();
     let (resolved, issues) = layers.resolve();
     let mut warnings: Vec<String> = issues.iter().map(ToString::to_string).collect();
     let budget = budget_source(

@@ -375,8 +375,10 @@ pub enum PolicyEffect {
         at_turn_end: bool,
         note: Option<String>,
     },
-    /// Continue the run with a hidden message asking the model for something.
-    Continue { text: String },
+    /// Continue the run with a hidden message asking the model for something; `idle`: it is the
+    /// idle handoff request (recorded as such, so that an engine re-created inside the run
+    /// knows the request is open).
+    Continue { text: String, idle: bool },
     /// The armed fallback ends this process instead of resetting the window (only with
     /// [`PolicyParams::relaunch`]): the engine writes the pi-session marker and requests Pi's
     /// shutdown at `agent_settled`; the wrapper starts a fresh Pi from the latest handoff.

@@ -561,10 +561,12 @@ impl ResetFailedDetails {
 record_struct! {
     /// The `details` of a custom message whose text is its content (`relay/boot`,
     /// `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`):
-    /// `{v}`. Earlier Relays wrote none.
+    /// `{v}`, and `idle: true` on the budget policy's idle handoff request (absent on every other
+    /// message, and on an idle request an earlier Relay wrote). Earlier Relays wrote none.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub struct MessageDetails {
         lenient pub v: u64,
+        lenient skip_false pub idle: bool,
     }
 }
 
@@ -573,7 +575,16 @@ impl Record for MessageDetails {}
 impl MessageDetails {
     /// Today's details, as JSON.
     pub fn current() -> Value {
-        MessageDetails { v: VERSION }.to_value()
+        MessageDetails::of(false)
+    }
+
+    /// The details of the idle handoff request (`relay/handoff-request`): `{v, idle: true}`.
+    pub fn idle_request() -> Value {
+        MessageDetails::of(true)
+    }
+
+    fn of(idle: bool) -> Value {
+        MessageDetails { v: VERSION, idle }.to_value()
     }
 }
 

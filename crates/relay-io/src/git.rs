@@ -410,15 +410,19 @@ pub fn now_until(
     Git::default().now(cwd, then, deadline)
 }
 
+/// git as the tests (this module's and the workspace's) run it.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use super::Git;
     use crate::fsx::test_support::TempDir;
     use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    use std::process::Command;
+    use std::time::{Duration, Instant};
 
-    /// git as the tests run it: never looking above the test's own folder for a repository, so
-    /// that a temp dir inside some checkout cannot change the answer.
-    fn git_below(dir: &Path) -> Git {
+    /// git that never looks above the test's own folder for a repository, so that a temp dir
+    /// inside some checkout cannot change the answer.
+    pub(crate) fn git_below(dir: &Path) -> Git {
         let ceiling = dir.parent().unwrap_or(dir).as_os_str().to_owned();
         Git {
             program: "git".into(),
@@ -426,11 +430,76 @@ mod tests {
         }
     }
 
-    fn soon() -> Instant {
+    pub(crate) fn soon() -> Instant {
         Instant::now() + Duration::from_secs(30)
     }
 
-    fn git(dir: &Path, args: &[&str]) {
+    /// A fake git: a shell script that records its pid and its background child's pid in
+    /// `pids`, then runs `body`.
+    pub(crate) fn fake_git(t: &TempDir, body: &str) -> (Git, std::path::PathBuf) {
+        let pids = t.0.join("pids");
+        let script = t.0.join("git");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho $$ >> '{}'\nsleep 30 &\necho $! >> '{}'\n{body}\n",
+                pids.display(),
+                pids.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (
+            Git {
+                program: script.into_os_string(),
+                env: Vec::new(),
+            },
+            pids,
+        )
+    }
+
+    /// Whether `pid` is gone (or a zombie waiting for init to reap it).
+    fn dead(pid: &str) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    /// The processes listed in `pids` still alive after a bounded wait (none, when all died).
+    pub(crate) fn all_dead(pids: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(pids).unwrap();
+        let pids: Vec<String> = text.lines().map(str::to_string).collect();
+        assert!(!pids.is_empty(), "the fake git ran");
+        // SIGKILL is delivered asynchronously: give the kernel a bounded moment.
+        let until = Instant::now() + Duration::from_secs(5);
+        while pids.iter().any(|p| !dead(p)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        pids.into_iter().filter(|p| !dead(p)).collect()
+    }
+
+    /// The fake git of [`fake_git`] ran once (it and its child wrote their pids), the deadline
+    /// stopped the rest, and neither process outlived it.
+    pub(crate) fn one_git_ran_and_died(pids: &Path) {
+        let lines = std::fs::read_to_string(pids).unwrap();
+        assert_eq!(
+            lines.lines().count(),
+            2,
+            "one git ran, then the deadline stopped the rest"
+        );
+        assert_eq!(
+            all_dead(pids),
+            Vec::<String>::new(),
+            "no process outlives the deadline"
+        );
+    }
+
+    /// `git -C dir args…` with a test identity and no signing; it must succeed.
+    pub(crate) fn git(dir: &Path, args: &[&str]) {
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)
@@ -447,6 +516,13 @@ mod tests {
             .expect("git is installed on every machine that runs these tests");
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{all_dead, fake_git, git, git_below, one_git_ran_and_died, soon};
+    use super::*;
+    use crate::fsx::test_support::TempDir;
 
     #[test]
     fn outside_a_repository_is_no_git() {
@@ -502,53 +578,6 @@ mod tests {
         assert_eq!(info.head.as_deref(), Some(head.as_str()));
     }
 
-    /// A fake git: a shell script that records its pid and its background child's pid in
-    /// `pids`, then runs `body`.
-    fn fake_git(t: &TempDir, body: &str) -> (Git, std::path::PathBuf) {
-        let pids = t.0.join("pids");
-        let script = t.0.join("git");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\necho $$ >> '{}'\nsleep 30 &\necho $! >> '{}'\n{body}\n",
-                pids.display(),
-                pids.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        (
-            Git {
-                program: script.into_os_string(),
-                env: Vec::new(),
-            },
-            pids,
-        )
-    }
-
-    /// Whether `pid` is gone (or a zombie waiting for init to reap it).
-    fn dead(pid: &str) -> bool {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => true,
-            Ok(stat) => stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        }
-    }
-
-    fn all_dead(pids: &Path) -> Vec<String> {
-        let text = std::fs::read_to_string(pids).unwrap();
-        let pids: Vec<String> = text.lines().map(str::to_string).collect();
-        assert!(!pids.is_empty(), "the fake git ran");
-        // SIGKILL is delivered asynchronously: give the kernel a bounded moment.
-        let until = Instant::now() + Duration::from_secs(5);
-        while pids.iter().any(|p| !dead(p)) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        pids.into_iter().filter(|p| !dead(p)).collect()
-    }
-
     #[test]
     fn a_hanging_git_is_killed_with_its_children_at_the_deadline() {
         let t = TempDir::new("hang");
@@ -559,17 +588,7 @@ mod tests {
             GitInfo::unknown(),
             "the deadline marks the metadata unknown"
         );
-        let lines = std::fs::read_to_string(&pids).unwrap();
-        assert_eq!(
-            lines.lines().count(),
-            2,
-            "one git ran, then the deadline stopped the rest"
-        );
-        assert_eq!(
-            all_dead(&pids),
-            Vec::<String>::new(),
-            "no process outlives the deadline"
-        );
+        one_git_ran_and_died(&pids);
     }
 
     #[test]

@@ -176,29 +176,16 @@ pub fn run(job_json: &str) -> Result<String, String> {
 /// Run `job` to its outcome on the calling thread (see [`run`]).
 pub fn execute(job: &Job) -> JobOutcome {
     let outcome = boundary::catch(|| {
-        boundary::inject("job", &|| kind(&job.work).to_string());
+        boundary::inject("job", &|| job.work.kind().to_string());
         run_job(job)
     });
     finished(job.id);
     outcome.unwrap_or_else(|text| {
         failed(format!(
             "relay: internal error in the {} job: {text}",
-            kind(&job.work)
+            job.work.kind()
         ))
     })
-}
-
-fn kind(work: &Work) -> &'static str {
-    match work {
-        Work::Git { .. } => "git",
-        Work::Stores { .. } => "stores",
-        Work::Facts { .. } => "facts",
-        Work::ResumeCheck { .. } => "resumeCheck",
-        Work::StaleCheck { .. } => "staleCheck",
-        Work::HandoffNumber { .. } => "handoffNumber",
-        Work::WriteHandoff { .. } => "writeHandoff",
-        Work::Load { .. } => "load",
-    }
 }
 
 fn run_job(job: &Job) -> JobOutcome {

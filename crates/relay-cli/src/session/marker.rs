@@ -50,20 +50,8 @@ pub fn file_name(pid: u32, nonce: &str) -> String {
 
 /// `(pid, nonce)` of a marker file name, when it has the marker's shape.
 pub fn parse_name(name: &OsStr) -> Option<(u32, String)> {
-    let name = name.to_str()?;
-    let stem = name.strip_suffix(".json")?;
-    let (pid, nonce) = stem.split_once('-')?;
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || pid.starts_with('0') {
-        return None;
-    }
-    if nonce.len() != 32
-        || !nonce
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    {
-        return None;
-    }
-    Some((pid.parse().ok()?, nonce.to_string()))
+    let (pid, nonce) = relay_core::engine::wrapper::parse_marker_name(name.to_str()?)?;
+    Some((pid, nonce.to_string()))
 }
 
 /// The key file name of a launch.

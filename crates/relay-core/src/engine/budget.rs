@@ -411,16 +411,14 @@ impl Engine {
             return;
         };
         if aborted {
-            let event = self.telemetry_event(
+            self.push_telemetry(
                 TelemetryEvent::RelaunchDropped {
                     reason: req.reason.as_str().into(),
                     why: "the run was aborted".into(),
                 },
                 moment,
+                reply,
             );
-            reply.effects.push(Effect::Telemetry {
-                event: Box::new(event),
-            });
             reply
                 .effects
                 .push(Effect::RemoveRelaunchMarker { path: req.path });
@@ -442,16 +440,14 @@ impl Engine {
         moment.usage = self.mirror.usage(&obs.moment);
         let moment = &moment;
         self.budget.relaunch_failed = Some(why.to_string());
-        let event = self.telemetry_event(
+        self.push_telemetry(
             TelemetryEvent::RelaunchFailed {
                 reason: req.reason.as_str().into(),
                 why: why.to_string(),
             },
             moment,
+            &mut reply,
         );
-        reply.effects.push(Effect::Telemetry {
-            event: Box::new(event),
-        });
         reply.effects.push(Effect::Notify {
             text: render_relaunch_fallback(why),
             level: NotifyLevel::Warning,
@@ -560,17 +556,15 @@ impl Engine {
             }
         }
         for (name, limit, n) in crossed {
-            let event = self.telemetry_event(
+            self.push_telemetry(
                 TelemetryEvent::GuardOffThreshold {
                     threshold: name.to_string(),
                     limit,
                     tokens: n,
                 },
                 moment,
+                reply,
             );
-            reply.effects.push(Effect::Telemetry {
-                event: Box::new(event),
-            });
         }
     }
 
@@ -584,17 +578,15 @@ impl Engine {
         if self.budget.logged_mismatch.as_ref() == Some(&mode) {
             return;
         }
-        let event = self.telemetry_event(
+        self.push_telemetry(
             TelemetryEvent::ModeMismatch {
                 configured_mode: mode.configured,
                 effective_mode: mode.effective,
                 reason: mode.reason.clone(),
             },
             moment,
+            reply,
         );
-        reply.effects.push(Effect::Telemetry {
-            event: Box::new(event),
-        });
         self.budget.logged_mismatch = Some(mode);
     }
 
@@ -679,13 +671,16 @@ impl Engine {
                 PolicyEffect::Relaunch { reason } => {
                     self.budget.relaunch = self.request_relaunch(reason, moment, reply);
                 }
-                PolicyEffect::Continue { text } => {
+                PolicyEffect::Continue { text, idle } => {
                     if reply.result.is_none() {
                         reply.result = Some(HookResult::Continue {
                             continuation: Continuation {
                                 custom_type: HANDOFF_REQUEST_TYPE.into(),
                                 content: text,
-                                details: crate::records::MessageDetails::current(),
+                                details: match idle {
+                                    true => crate::records::MessageDetails::idle_request(),
+                                    false => crate::records::MessageDetails::current(),
+                                },
                             },
                         });
                     }

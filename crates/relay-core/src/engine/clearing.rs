@@ -14,7 +14,7 @@
 //! refuses leave the branch as it was: the next turn end decides again.
 
 use super::files::TelemetryEvent;
-use super::wire::{Effect, HookReply, HookResult, Moment};
+use super::wire::{HookReply, HookResult, Moment};
 use super::Engine;
 use crate::clearing::{decide, trigger_tokens};
 use crate::records::{ClearedStub, ClearingRecord, CustomRecord};
@@ -88,10 +88,7 @@ impl Engine {
                 tokens_freed: record.tokens_freed,
                 tokens_before: record.tokens_before,
             };
-            let event = self.telemetry_event(data, moment);
-            reply.effects.push(Effect::Telemetry {
-                event: Box::new(event),
-            });
+            self.push_telemetry(data, moment, reply);
         }
         reply.result = Some(HookResult::Clear {
             record: record.marker(),

@@ -17,7 +17,7 @@ use super::files::{TelemetryEvent, TelemetryLine};
 use super::wire::{ConfigSources, Effect, HookReply, NotifyLevel};
 use super::Engine;
 use crate::scheduler::SchedInput;
-use crate::settings::{RelayConfig, ReserveTokens, Role, SettingsLayers};
+use crate::settings::{RelayConfig, ReserveTokens, Role};
 use crate::ConfigIssue;
 
 /// Relay's settings in the engine.
@@ -68,14 +68,7 @@ impl Engine {
 
     /// Validate and apply configuration; every problem is reported with its file and key path.
     pub(crate) fn configure(&mut self, sources: &ConfigSources) -> Vec<ConfigIssue> {
-        let layers = SettingsLayers::merge(
-            sources.global.as_ref(),
-            sources.global_error.as_deref(),
-            sources.project.as_ref(),
-            sources.project_trusted,
-            sources.project_error.as_deref(),
-            sources.global_file.as_deref(),
-        );
+        let layers = sources.settings_layers();
         let (resolved, mut issues) = layers.resolve();
         if let Some(why) = &sources.guards_error {
             issues.push(guards_issue(sources, why));

@@ -393,6 +393,22 @@ pub enum Work {
     },
 }
 
+impl Work {
+    /// The kind's name, as the `kind` tag of its JSON says it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Work::Git { .. } => "git",
+            Work::Stores { .. } => "stores",
+            Work::Facts { .. } => "facts",
+            Work::ResumeCheck { .. } => "resumeCheck",
+            Work::StaleCheck { .. } => "staleCheck",
+            Work::HandoffNumber { .. } => "handoffNumber",
+            Work::WriteHandoff { .. } => "writeHandoff",
+            Work::Load { .. } => "load",
+        }
+    }
+}
+
 /// Which part of a session a load job reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

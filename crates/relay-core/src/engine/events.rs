@@ -96,7 +96,7 @@ impl Engine {
     }
 
     /// `session_start`: nothing handed out survives; the policy's phase as the branch stands, and
-    /// the root window's boot block if it has none yet.
+    /// the root window's boot block if it has none yet (not into a run under way).
     fn on_session_start(&mut self, run_active: bool, moment: &Moment, reply: &mut HookReply) {
         self.scheduler.handle(SchedInput::Invalidate);
         self.restore_allowance();
@@ -108,18 +108,29 @@ impl Engine {
         self.budget.stale_recheck = true;
         self.budget.stale_started = None;
         // A /reload in the middle of a run (Pi 1.3 lets one through) starts this engine
-        // inside that run: its turn ends, crossings and settle point are the run's.
+        // inside that run: its turn ends, crossings and settle point are the run's, and so is
+        // the handoff request the engine before it sent (one per run, read from the branch).
         self.run_active = run_active;
         if run_active {
             self.scheduler.handle(SchedInput::BeforeAgentStart);
             self.last_activity_ms = Some(moment.now_ms);
+            let (asked, idle_open) = self.mirror.run_request();
+            self.budget.policy.settle_continued |= asked;
+            self.budget.policy.idle_requested |= idle_open;
         }
         self.report_skipped_notes(reply);
         self.report_unimported(reply);
         // The policy's phase as the branch stands (shown in the status file at once).
         let fx = self.policy_step(self.usage_input(moment));
         self.apply_policy(fx, moment, reply);
+        // The boot block opens the root window, before its first request. A run already under
+        // way made its requests without it (a reload inside a run, on a branch that has none:
+        // a new session, or `/tree` back to its root), and Pi would hold the message until the
+        // turn ends, where a reset can carry it into the next window. So the run goes on as it
+        // began; the next session_start while idle sends the block, as it does for any root
+        // window without one.
         if self.enabled()
+            && !run_active
             && self.window_count() == 1
             && self.mirror.current_window().boot_at.is_none()
             && !self.outstanding.boot
@@ -527,15 +538,13 @@ impl Engine {
             Some(false) => {
                 reply.appends.push(self.native_fallback_record(true));
                 self.native.passed = false;
-                let event = self.telemetry_event(
+                self.push_telemetry(
                     TelemetryEvent::NativeCompactionFallback {
                         reason: reason.as_str().to_string(),
                     },
                     moment,
+                    reply,
                 );
-                reply.effects.push(Effect::Telemetry {
-                    event: Box::new(event),
-                });
                 Some(true)
             }
             _ => {

@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::wire::{
     Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, FALLBACK_DISARMED_TYPE,
-    HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESUME_CHECK_TYPE,
-    STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
+    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
@@ -27,8 +27,8 @@ use crate::integrations::RecordedJob;
 use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::records::{
-    ClearingRecord, FallbackDisarmedRecord, HandoffRecord, NativeFallbackRecord, Record,
-    ReminderDetails, ResetFailedDetails, WindowRecord,
+    ClearingRecord, FallbackDisarmedRecord, HandoffRecord, MessageDetails, NativeFallbackRecord,
+    Record, ReminderDetails, ResetFailedDetails, WindowRecord,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedInput};
 use crate::staleness::WorkspaceRecord;
@@ -190,6 +190,10 @@ pub(super) struct Mirror {
     /// Positions of successful tool results other than `context_handoff` (progress for the loop
     /// guard).
     progress_marks: Vec<usize>,
+    /// Positions of the budget policy's handoff requests (`relay/handoff-request`), and of those
+    /// among them that were the idle request (`details.idle`): see [`Mirror::run_request`].
+    request_marks: Vec<usize>,
+    idle_request_marks: Vec<usize>,
     /// The newest handoff written on the branch and not yet committed (a `relay/handoff` entry):
     /// its position, path, duplicate fingerprint and `launch_prompt` (for a relaunch).
     written_handoff: Option<(usize, String, HandoffFingerprint, Option<String>)>,
@@ -247,6 +251,8 @@ impl Mirror {
             commit_marks: Vec::new(),
             turn_marks: Vec::new(),
             progress_marks: Vec::new(),
+            request_marks: Vec::new(),
+            idle_request_marks: Vec::new(),
             subagent_ids: Vec::new(),
             written_handoff: None,
             clearings: Vec::new(),
@@ -359,6 +365,27 @@ impl Mirror {
         } else {
             state
         }
+    }
+
+    /// The budget policy's handoff request in the run under way, as the branch holds it, for an
+    /// engine made inside that run (Pi 1.3 lets a `/reload` through while a run is active):
+    /// whether the run's one settle continuation was sent, and whether the idle handoff request
+    /// is still open (sent in the run and in the current window: a reset ends it). Pi writes no
+    /// mark where a run begins, and a steer or a follow-up is a user message like a prompt, so
+    /// the run is taken to begin at the branch's latest user message: a request after it is the
+    /// run's, and one before it counts as an earlier run's (after a steer, the request may come
+    /// once more in the run, as after a new prompt).
+    pub(super) fn run_request(&self) -> (bool, bool) {
+        let run_start = self.user_input_window().user_at.last().copied();
+        let in_run = |marks: &[usize]| {
+            marks
+                .last()
+                .copied()
+                .filter(|&p| run_start.is_none_or(|u| p > u))
+        };
+        let asked = in_run(&self.request_marks).is_some();
+        let idle_open = in_run(&self.idle_request_marks).is_some_and(|p| p >= self.current.start);
+        (asked, idle_open)
     }
 
     /// The newest subagent ids tool results named on the branch (at most
@@ -581,6 +608,13 @@ impl Mirror {
             }
             t if t == CONTINUE_TASK_TYPE => {
                 self.current.continued_task_at.get_or_insert(pos);
+                Observed::Other
+            }
+            t if t == HANDOFF_REQUEST_TYPE => {
+                self.request_marks.push(pos);
+                if MessageDetails::read(details).is_some_and(|d| d.idle) {
+                    self.idle_request_marks.push(pos);
+                }
                 Observed::Other
             }
             t if t == RESET_FAILED_TYPE => {

@@ -344,13 +344,11 @@ impl Engine {
                 Failure::Reported { message, .. } => message.map(str::to_string),
                 Failure::Rejected => None,
             };
-            let event = self.telemetry_event(
+            self.push_telemetry(
                 files::TelemetryEvent::IdleInputSkipped { attempt, why },
                 moment,
+                reply,
             );
-            reply.effects.push(Effect::Telemetry {
-                event: Box::new(event),
-            });
             return;
         }
         self.report_failure(attempt, ResetSource::Idle, failure, moment, reply);
@@ -443,15 +441,13 @@ impl Engine {
             return;
         }
         reply.appends.push(self.native_fallback_record(false));
-        let event = self.telemetry_event(
+        self.push_telemetry(
             files::TelemetryEvent::NativeCompactionFailed {
                 reason: reason.map(str::to_string),
             },
             moment,
+            reply,
         );
-        reply.effects.push(Effect::Telemetry {
-            event: Box::new(event),
-        });
         reply.effects.push(Effect::Notify {
             text: render_native_fallback_notice(),
             level: NotifyLevel::Warning,
@@ -517,33 +513,29 @@ impl Engine {
                     return;
                 }
                 let handoff = plan.details.kind.as_deref() == Some("handoff");
-                let event = self.telemetry_event(
+                self.push_telemetry(
                     files::TelemetryEvent::OverflowBackstop {
                         handoff,
                         will_retry,
                         attempt: plan.details.attempt,
                     },
                     moment,
+                    reply,
                 );
-                reply.effects.push(Effect::Telemetry {
-                    event: Box::new(event),
-                });
             }
             Some(HookResult::Cancel) => {
                 if let Some(why) = off {
                     // An explicit `mode: "off"` writes no telemetry; the warning still says why
                     // the request failed.
                     if self.budget_mode().effective != crate::policy::Mode::Off {
-                        let event = self.telemetry_event(
+                        self.push_telemetry(
                             files::TelemetryEvent::OverflowRecoveryOff {
                                 why: why.to_string(),
                                 will_retry,
                             },
                             moment,
+                            reply,
                         );
-                        reply.effects.push(Effect::Telemetry {
-                            event: Box::new(event),
-                        });
                     }
                     reply.effects.push(Effect::Notify {
                         text: render_overflow_recovery_off(why),
@@ -568,15 +560,13 @@ impl Engine {
         }
         self.outstanding.exhausted_reported = Some(window);
         if self.budget_mode().effective != crate::policy::Mode::Off {
-            let event = self.telemetry_event(
+            self.push_telemetry(
                 files::TelemetryEvent::OverflowRecoveryExhausted {
                     via: via.to_string(),
                 },
                 moment,
+                reply,
             );
-            reply.effects.push(Effect::Telemetry {
-                event: Box::new(event),
-            });
         }
         reply.effects.push(Effect::Notify {
             text: render_overflow_exhausted(),

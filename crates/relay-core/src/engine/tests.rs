@@ -29,17 +29,48 @@ pub(super) fn moment_with(usage: Option<Usage>, window: u64, guard: GuardState) 
     }
 }
 
+/// `turn_end` of a turn that ended normally with no tool results (shared with the engine's
+/// other test modules).
+pub(super) fn turn_end() -> Event {
+    Event::TurnEnd {
+        aborted: false,
+        chained: false,
+        tool_results: 0,
+        outcome: None,
+    }
+}
+
 /// A fresh engine of session `sid` configured with `relay` as the global settings' `relay` object
 /// in /work/project (shared with the engine's other test modules; the configuration is valid).
 pub(super) fn engine_configured(sid: &str, relay: serde_json::Value) -> Engine {
+    engine_with_sources(
+        sid,
+        &ConfigSources {
+            global: Some(json!({ "relay": relay })),
+            cwd: Some("/work/project".into()),
+            ..ConfigSources::default()
+        },
+    )
+}
+
+/// A fresh engine of session [`SID`] in enforce mode in /work/project, its state folder
+/// /tmp/relay-state (named in its status and telemetry effects).
+pub(super) fn enforcing_with_state_dir() -> Engine {
+    engine_with_sources(
+        SID,
+        &ConfigSources {
+            global: Some(json!({ "relay": { "budget": { "mode": "enforce" } } })),
+            cwd: Some("/work/project".into()),
+            state_dir: Some("/tmp/relay-state".into()),
+            ..ConfigSources::default()
+        },
+    )
+}
+
+fn engine_with_sources(sid: &str, sources: &ConfigSources) -> Engine {
     let mut e = Engine::new();
     e.resync(sid, &[]);
-    let sources = ConfigSources {
-        global: Some(json!({ "relay": relay })),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
+    assert!(e.configure(sources).is_empty());
     e
 }
 
@@ -167,15 +198,7 @@ fn reminder_fires_once_per_window_at_reserve_plus_margin() {
         "41,000 left: no reminder yet"
     );
     // Never after a final answer (it must stay the run's last message) nor per request.
-    let last = e.observe(&obs(
-        Event::TurnEnd {
-            aborted: false,
-            chained: false,
-            tool_results: 0,
-            outcome: None,
-        },
-        Some(59_040),
-    ));
+    let last = e.observe(&obs(turn_end(), Some(59_040)));
     assert!(
         sends(&last, REMINDER_TYPE).is_empty(),
         "not after a final answer"
@@ -653,15 +676,7 @@ fn enforced_after_first_answer() -> (Engine, Branch) {
     e.append(&[b.user("go")]);
     e.observe(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.answer("first", 5_000)]);
-    e.observe(&obs(
-        Event::TurnEnd {
-            aborted: false,
-            chained: false,
-            tool_results: 0,
-            outcome: None,
-        },
-        Some(5_000),
-    ));
+    e.observe(&obs(turn_end(), Some(5_000)));
     (e, b)
 }
 
@@ -704,15 +719,7 @@ fn observe_mode_turns_every_decision_into_a_would_event() {
     e.append(&[b.user("go")]);
     e.observe(&obs(Event::BeforeAgentStart, None));
     e.append(&[b.answer("first", 5_000)]);
-    e.observe(&obs(
-        Event::TurnEnd {
-            aborted: false,
-            chained: false,
-            tool_results: 0,
-            outcome: None,
-        },
-        Some(5_000),
-    ));
+    e.observe(&obs(turn_end(), Some(5_000)));
     let reply = e.observe(&obs(
         Event::ToolCall {
             tool_name: "notes_write_file".into(),
@@ -1826,14 +1833,7 @@ fn mode_off_still_recovers_from_an_overflow_without_telemetry() {
 /// observation after its compaction is appended writes the settled phase again.
 #[test]
 fn the_status_file_shows_compacting_while_an_overflow_reset_is_in_flight() {
-    let mut e = engine();
-    let sources = ConfigSources {
-        global: Some(json!({ "relay": { "budget": { "mode": "enforce" } } })),
-        cwd: Some("/work/project".into()),
-        state_dir: Some("/tmp/relay-state".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
+    let mut e = enforcing_with_state_dir();
     let phase = |reply: &HookReply| {
         reply.effects.iter().find_map(|eff| match eff {
             Effect::WriteStatus { status } => {
@@ -1878,15 +1878,7 @@ fn the_idle_request_needs_a_queued_follow_up_or_reported_work() {
         e.append(&[b.user("go")]);
         e.observe(&obs(Event::BeforeAgentStart, None));
         e.append(&[b.answer("waiting", 15_000)]);
-        e.observe(&obs(
-            Event::TurnEnd {
-                aborted: false,
-                chained: false,
-                tool_results: 0,
-                outcome: None,
-            },
-            Some(15_000),
-        ));
+        e.observe(&obs(turn_end(), Some(15_000)));
         let mut o = obs(
             Event::AgentBeforeSettle {
                 chained: false,

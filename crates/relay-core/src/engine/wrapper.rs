@@ -61,8 +61,9 @@ pub struct OwnershipStatus<'a> {
     pub reason: &'a str,
 }
 
-/// `(pid, nonce)` of a marker file name `<pid>-<32 hex>.json`.
-fn parse_name(name: &str) -> Option<(u32, &str)> {
+/// `(pid, nonce)` of a marker file name `<pid>-<32 hex>.json` (the pi-session wrapper reads its
+/// markers' names with it too).
+pub fn parse_marker_name(name: &str) -> Option<(u32, &str)> {
     let stem = name.strip_suffix(".json")?;
     let (pid, nonce) = stem.split_once('-')?;
     if pid.is_empty() || pid.starts_with('0') || !pid.bytes().all(|b| b.is_ascii_digit()) {
@@ -95,7 +96,7 @@ pub fn ownership(facts: Option<&WrapperFacts>, subagent: bool) -> Ownership {
         ));
     }
     let name = marker.rsplit('/').next().unwrap_or_default();
-    let Some((pid, nonce)) = parse_name(name) else {
+    let Some((pid, nonce)) = parse_marker_name(name) else {
         return Ownership::not(format!(
             "PI_RELAUNCH_MARKER's file name {name} is not <pid>-<nonce>.json"
         ));

@@ -49,7 +49,7 @@ const KNOWN_COMMITS: [&str; 7] = [
 
 /// The entry as Relay reads it: theirs rewritten where the meaning matches, else unchanged.
 pub fn adopt(kind: EntryKind) -> EntryKind {
-    match kind {
+    let mut kind = match kind {
         EntryKind::Custom { custom_type, data } if custom_type == "pi-context/note" => {
             match note_op(&data) {
                 Some(op) => EntryKind::Custom {
@@ -65,44 +65,22 @@ pub fn adopt(kind: EntryKind) -> EntryKind {
                 data,
             }
         }
-        EntryKind::CustomMessage {
-            custom_type,
-            text,
-            display,
-            details,
-            estimate_chars,
-        } => {
-            let custom_type = match custom_type.as_str() {
-                "pi-context/boot" => crate::records::BOOT_TYPE.to_string(),
-                "pi-context/guidance" => crate::records::REMINDER_TYPE.to_string(),
-                "pi-context/continuation" => crate::records::CONTINUE_TYPE.to_string(),
-                _ => custom_type,
-            };
-            EntryKind::CustomMessage {
-                custom_type,
-                text,
-                display,
-                details,
-                estimate_chars,
-            }
-        }
-        EntryKind::Compaction {
-            summary,
-            first_kept_entry_id,
-            tokens_before,
-            details,
-            from_hook,
-            system_message,
-        } => EntryKind::Compaction {
-            summary,
-            first_kept_entry_id,
-            tokens_before,
-            details: window_details(details),
-            from_hook,
-            system_message,
-        },
         other => other,
+    };
+    match &mut kind {
+        EntryKind::CustomMessage { custom_type, .. } => {
+            let ours = match custom_type.as_str() {
+                "pi-context/boot" => crate::records::BOOT_TYPE,
+                "pi-context/guidance" => crate::records::REMINDER_TYPE,
+                "pi-context/continuation" => crate::records::CONTINUE_TYPE,
+                _ => return kind,
+            };
+            *custom_type = ours.to_string();
+        }
+        EntryKind::Compaction { details, .. } => *details = window_details(std::mem::take(details)),
+        _ => {}
     }
+    kind
 }
 
 /// A pi-context note operation as Relay's, or `None` when it has no Relay meaning.

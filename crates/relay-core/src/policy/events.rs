@@ -188,7 +188,7 @@ impl PolicyEvent {
                 at_turn_end: *at_turn_end,
                 note: note.clone(),
             },
-            PolicyEffect::Continue { text } => PolicyEvent::Continue { text: text.clone() },
+            PolicyEffect::Continue { text, .. } => PolicyEvent::Continue { text: text.clone() },
             PolicyEffect::Relaunch { reason } => PolicyEvent::Relaunch { reason: *reason },
         }
     }

@@ -510,6 +510,7 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
             }));
             fx.push(PolicyEffect::Continue {
                 text: render_settle_continuation(s.tokens, &p.thresholds),
+                idle: false,
             });
         }
         // At the hard limit a handoff can still commit: ask for it once per run.
@@ -525,6 +526,7 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
                 } else {
                     render_hard_settle_continuation(s.tokens, &p.thresholds)
                 },
+                idle: false,
             });
         }
         // With an owned wrapper: a fresh process instead of a mechanical reset.
@@ -549,6 +551,7 @@ fn on_before_settle(s: &mut PolicyState, p: &PolicyParams, at: Settle, fx: &mut 
             }));
             fx.push(PolicyEffect::Continue {
                 text: render_idle_continuation(s.tokens, p.idle_min_tokens),
+                idle: true,
             });
         }
         _ => {}

@@ -176,6 +176,14 @@ fn every_record_round_trips_with_todays_version() {
         error: None,
     });
     assert_eq!(MessageDetails::current(), json!({"v": VERSION}));
+    assert_eq!(
+        MessageDetails::idle_request(),
+        json!({"v": VERSION, "idle": true})
+    );
+    round_trip(MessageDetails {
+        v: VERSION,
+        idle: true,
+    });
 }
 
 #[test]

@@ -47,19 +47,20 @@ impl ResetSource {
     /// The source a window marker records ([`ResetSource::as_str`]); `None` for one this Relay
     /// does not know (a later Relay's), which each reader handles explicitly.
     pub fn parse(name: &str) -> Option<ResetSource> {
-        [
-            ResetSource::NewContext,
-            ResetSource::Fallback,
-            ResetSource::Handoff,
-            ResetSource::Forced,
-            ResetSource::Idle,
-            ResetSource::Manual,
-            ResetSource::Overflow,
-            ResetSource::Threshold,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name)
+        ResetSource::ALL.into_iter().find(|s| s.as_str() == name)
     }
+
+    /// Every source.
+    pub const ALL: [ResetSource; 8] = [
+        ResetSource::NewContext,
+        ResetSource::Fallback,
+        ResetSource::Handoff,
+        ResetSource::Forced,
+        ResetSource::Idle,
+        ResetSource::Manual,
+        ResetSource::Overflow,
+        ResetSource::Threshold,
+    ];
 }
 
 /// `session_before_compact`'s `reason`.

@@ -943,16 +943,7 @@ fn transcript_overflow_abort_and_toggle() {
 /// is `None` (its readers say what that means).
 #[test]
 fn a_recorded_reset_source_reads_back_and_an_unknown_one_is_none() {
-    for source in [
-        ResetSource::NewContext,
-        ResetSource::Fallback,
-        ResetSource::Handoff,
-        ResetSource::Forced,
-        ResetSource::Idle,
-        ResetSource::Manual,
-        ResetSource::Overflow,
-        ResetSource::Threshold,
-    ] {
+    for source in ResetSource::ALL {
         assert_eq!(ResetSource::parse(source.as_str()), Some(source));
     }
     assert_eq!(ResetSource::parse("budget"), None);

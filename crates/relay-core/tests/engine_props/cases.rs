@@ -198,19 +198,16 @@ fn regression_a_failed_manual_compact_leaves_the_owed_retry_owed() {
     session(50_000, start, vec![Fate::Done], &actions).unwrap();
 }
 
-/// An engine defect the property test found (seed `cc 8a20911e…` in main.proptest-regressions):
-/// the budget policy's open handoff request (`PolicyState::idle_requested`, and the "one
-/// handoff request per run" it stands for) lives in the engine's memory, not on the branch. In
-/// enforce mode, a run that settles with pending work (`pendingWork: 1`) and enough context is
-/// asked for an idle handoff (`agent_before_settle` → continue, the `relay/handoff-request`
-/// message on the branch); a `/reload` before the next request (Pi lets it through mid-run) makes
-/// a new engine, which does not see that request and, at the run's next settle point, asks for
-/// the handoff a second time in the same run. Kept ignored until the engine reads the open
-/// request back from the branch; the property test lets it through
-/// (`Host::forgive_mid_run_reload`).
+/// An engine bug the property test found (seed `cc 8a20911e…` in main.proptest-regressions), now
+/// fixed: the budget policy's open handoff request (`PolicyState::idle_requested`, and the "one
+/// handoff request per run" it stands for) lived only in the engine's memory. In enforce mode, a
+/// run that settles with pending work (`pendingWork: 1`) and enough context is asked for an idle
+/// handoff (`agent_before_settle` → continue, the `relay/handoff-request` message on the branch);
+/// a `/reload` before the next request (Pi 1.3 lets one through mid-run) made a new engine, which
+/// did not see that request and, at the run's next settle point, asked for the handoff a second
+/// time in the same run. The engine now reads the run's request back from the branch.
 #[test]
-#[ignore = "engine defect: a /reload mid-run forgets the run's handoff request"]
-fn bug_a_reload_mid_run_asks_for_a_second_handoff_in_the_run() {
+fn regression_a_reload_mid_run_keeps_the_runs_handoff_request() {
     let start = Settings {
         enabled: true,
         mode: Mode::Off,
@@ -230,10 +227,7 @@ fn bug_a_reload_mid_run_asks_for_a_second_handoff_in_the_run() {
         Action::Settings(enforce),
         Action::Prompt(Run {
             turns: vec![text_turn(0)],
-            abort_at: None,
-            queue_at: None,
-            pre_compaction_fails: false,
-            reload_at: None,
+            ..Run::default()
         }),
         // The second prompt's run has pending work: its settle point asks for an idle handoff,
         // and the user reloads before the request that follows it.
@@ -242,24 +236,21 @@ fn bug_a_reload_mid_run_asks_for_a_second_handoff_in_the_run() {
                 tools(vec![Tool::NewContext], 0),
                 tools(vec![Tool::Bash { fails: false }], 160),
             ],
-            abort_at: None,
-            queue_at: None,
-            pre_compaction_fails: false,
             reload_at: Some((3, OpenKind::NoFile)),
+            ..Run::default()
         }),
     ];
-    let strict = |host: &mut Host| host.forgive_mid_run_reload = false;
-    session_with(50_000, start, vec![Fate::Done], &actions, strict).unwrap();
+    session(50_000, start, vec![Fate::Done], &actions).unwrap();
 }
 
-/// A second one (seed `cc b994d482…` in main.proptest-regressions): on a branch without a boot block (a new session, or `/tree` back to the root) a `/reload`
-/// while a run is active (`session_start` with `runActive: true`) answers with the boot block as
-/// a `triggerTurn: false` message; Pi holds it until the turn ends, and when that turn is reset
-/// (here Pi's overflow, retried) the boot block lands in the next window: the branch then has a
-/// boot block outside the first window.
+/// A second one (seed `cc b994d482…` in main.proptest-regressions), now fixed: on a branch
+/// without a boot block (a new session, or `/tree` back to the root) a `/reload` while a run is
+/// active (`session_start` with `runActive: true`) answered with the boot block as a
+/// `triggerTurn: false` message; Pi holds it until the turn ends, and when that turn is reset
+/// (here Pi's overflow, retried) the boot block landed in the next window: the branch then had a
+/// boot block outside the first window. The engine now sends no boot block into a run under way.
 #[test]
-#[ignore = "engine defect: a /reload mid-run sends the boot block into the run"]
-fn bug_a_reload_mid_run_sends_a_boot_block_into_the_run() {
+fn regression_a_reload_mid_run_sends_no_boot_block_into_the_run() {
     let settings = Settings {
         enabled: true,
         mode: Mode::Off,
@@ -274,14 +265,11 @@ fn bug_a_reload_mid_run_sends_a_boot_block_into_the_run() {
                 compaction_fails: false,
                 steer: false,
             }],
-            abort_at: None,
-            queue_at: None,
-            pre_compaction_fails: false,
             reload_at: Some((0, OpenKind::NoFile)),
+            ..Run::default()
         }),
     ];
-    let strict = |host: &mut Host| host.forgive_mid_run_reload = false;
-    session_with(50_000, settings, vec![Fate::Done], &actions, strict).unwrap();
+    session(50_000, settings, vec![Fate::Done], &actions).unwrap();
 }
 
 /// The generator must reach every decision the invariants speak about; otherwise the property

@@ -73,19 +73,6 @@ pub fn open_kind() -> impl Strategy<Value = OpenKind> {
     ]
 }
 
-fn kind(work: &Work) -> &'static str {
-    match work {
-        Work::Git { .. } => "git",
-        Work::Stores { .. } => "stores",
-        Work::Facts { .. } => "facts",
-        Work::ResumeCheck { .. } => "resumeCheck",
-        Work::StaleCheck { .. } => "staleCheck",
-        Work::HandoffNumber { .. } => "handoffNumber",
-        Work::WriteHandoff { .. } => "writeHandoff",
-        Work::Load { .. } => "load",
-    }
-}
-
 fn value<T: serde::Serialize>(v: T) -> Value {
     serde_json::to_value(v).expect("a job's value serialises")
 }
@@ -117,7 +104,7 @@ impl Host {
                 job.deadline_ms > self.now_ms,
                 "job {} ({}) is due at {}, before now ({})",
                 job.id,
-                kind(&job.work),
+                job.work.kind(),
                 job.deadline_ms,
                 self.now_ms
             );
@@ -240,7 +227,7 @@ impl Host {
     /// Run one job the way the runner would, to the generated fate.
     fn run_job(&mut self, job: &Job) -> JobResult {
         let fate = self.fate();
-        let name = kind(&job.work);
+        let name = job.work.kind();
         self.trace
             .push(format!("  job {} {name} -> {fate:?}", job.id));
         let outcome = match (fate, &job.work) {

@@ -260,7 +260,7 @@ struct Turn {
     steer: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Run {
     turns: Vec<Turn>,
     /// The user aborts at this turn (its answer is cut off).
@@ -269,8 +269,8 @@ struct Run {
     queue_at: Option<usize>,
     /// A pre-prompt compaction fails after the hook.
     pre_compaction_fails: bool,
-    /// `/reload` while this request is about to be sent (Pi lets it through mid-run): the new
-    /// engine starts inside the run.
+    /// `/reload` while this request is about to be sent (Pi 1.3's `AgentSession.reload` does
+    /// not wait for the run to end; 1.6's refuses): the new engine starts inside the run.
     reload_at: Option<(usize, OpenKind)>,
 }
 
@@ -470,11 +470,6 @@ struct Host {
     user_steers: Vec<String>,
     /// Pi's auto-retry of a transient error is due after `agent_end`.
     retry_pending: bool,
-    /// Two known engine defects are let through: after a `/reload` in the middle of a run the new
-    /// engine may ask for a handoff the old one already asked for in that run
-    /// (`bug_a_reload_mid_run_asks_for_a_second_handoff_in_the_run`), and on a branch without a
-    /// boot block it sends one into the run (`bug_a_reload_mid_run_sends_a_boot_block_into_the_run`).
-    forgive_mid_run_reload: bool,
     /// How many branch entries the engine has been given.
     mirrored: usize,
     next_id: u64,
@@ -545,7 +540,6 @@ impl Host {
             jobs_seen: BTreeSet::new(),
             user_steers: Vec::new(),
             retry_pending: false,
-            forgive_mid_run_reload: true,
             mirrored: 0,
             next_id: 0,
             now_ms: 1_764_450_000_000,
@@ -1521,6 +1515,19 @@ impl Host {
         self.check_state()
     }
 
+    /// A user message stands on the branch after its latest handoff request (or there is none).
+    fn user_message_since_request(&self) -> bool {
+        let request = self.branch.iter().rposition(|e| {
+            matches!(&e.kind, EntryKind::CustomMessage { custom_type, .. }
+                if custom_type == HANDOFF_REQUEST_TYPE)
+        });
+        let user = self
+            .branch
+            .iter()
+            .rposition(|e| matches!(&e.kind, EntryKind::Message(m) if m.role == "user"));
+        request.is_none_or(|r| user.is_some_and(|u| u > r))
+    }
+
     /// `/reload` or a resume: the engine that lived through the session goes, a new one is
     /// configured, opened and resynced from the branch; it answers `/relay` status and
     /// `get_context_remaining` as the old one did.
@@ -1534,18 +1541,13 @@ impl Host {
         self.hook(Hook::SessionShutdown, json!({ "reason": reason }))?;
         let before_start = self.branch.len();
         self.start(reason, open)?;
-        // A new engine: its policy state is the branch's, with no request open.
-        self.idle_requested = false;
-        if self.streaming && self.forgive_mid_run_reload {
+        // A new engine: its policy state is the branch's. Idle, no request is open. Inside a
+        // run it reads the run's handoff request back from the branch, the run taken to begin at
+        // the latest user message (a steer or a follow-up is one, as a prompt is): a request
+        // before it ends there, as a new prompt would end it.
+        if !self.streaming || self.user_message_since_request() {
+            self.idle_requested = false;
             self.run_continues = 0;
-            // The second defect: a boot block sent into the run.
-            let before = self.held.len();
-            self.held
-                .retain(|(custom_type, _, _)| custom_type != BOOT_TYPE);
-            if self.held.len() != before {
-                self.trace
-                    .push("  (boot block sent mid-run: dropped)".into());
-            }
         }
         if self.branch.len() == before_start {
             let mut new = std::mem::take(&mut self.engine);
@@ -1603,18 +1605,7 @@ fn session(
     fates: Vec<Fate>,
     actions: &[Action],
 ) -> Result<(), String> {
-    session_with(window, settings, fates, actions, |_| {})
-}
-
-fn session_with(
-    window: u64,
-    settings: Settings,
-    fates: Vec<Fate>,
-    actions: &[Action],
-    setup: impl FnOnce(&mut Host),
-) -> Result<(), String> {
     let mut host = Host::new(window, settings, fates)?;
-    setup(&mut host);
     let outcome = host.check_state().and_then(|()| {
         for action in actions {
             host.act(action)?;

@@ -3,42 +3,11 @@
 
 use super::*;
 use crate::fsx::test_support::TempDir;
+use crate::git::test_support::{fake_git, git, git_below, one_git_ran_and_died, soon};
 use relay_core::handoff::GitState;
 use relay_core::render::staleness::render_window_message;
 use relay_core::staleness::{compare, Ancestry, GitDrift, StaleReport};
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-
-/// git that never looks above the test's folder for a repository.
-fn git_below(dir: &Path) -> Git {
-    let ceiling = dir.parent().unwrap_or(dir).as_os_str().to_owned();
-    Git {
-        program: "git".into(),
-        env: vec![("GIT_CEILING_DIRECTORIES".into(), ceiling)],
-    }
-}
-
-fn soon() -> Instant {
-    Instant::now() + Duration::from_secs(30)
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.invalid",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .expect("git is installed on every machine that runs these tests");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 /// A repository on branch `trunk` with two committed files and one commit, `b.txt` modified and
 /// `new.txt` untracked.
@@ -265,22 +234,7 @@ fn no_git_on_path_is_unavailable_and_the_files_are_still_compared() {
 fn a_hanging_git_is_killed_at_the_one_deadline_and_the_result_is_unavailable() {
     let t = repo("ws-hang");
     let (_, rec) = git_below(&t.0).workspace_record(&t.0, &files(), soon());
-    let script = t.0.join("hanging-git");
-    let pids = t.0.join("pids");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho $$ >> '{}'\nsleep 30 &\necho $! >> '{}'\nwait\n",
-            pids.display(),
-            pids.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let hanging = Git {
-        program: script.into_os_string(),
-        env: Vec::new(),
-    };
+    let (hanging, pids) = fake_git(&t, "wait");
     // A handoff that recorded no repository runs no git at the resume (its files are compared).
     let mut no_repo = rec.clone();
     no_repo.git_state = GitState::Unknown;
@@ -296,28 +250,7 @@ fn a_hanging_git_is_killed_at_the_one_deadline_and_the_result_is_unavailable() {
     assert_eq!(r.git, GitDrift::Unavailable);
     // The files were stamped before git ran: unchanged, so only git is said.
     assert!(r.changed.is_empty() && r.vanished.is_empty(), "{r:?}");
-    let ran = std::fs::read_to_string(&pids).unwrap();
-    assert_eq!(
-        ran.lines().count(),
-        2,
-        "one git, then the deadline stopped the rest"
-    );
-    for pid in ran.lines() {
-        let until = Instant::now() + Duration::from_secs(5);
-        let alive = || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                !s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-        };
-        while alive() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(!alive(), "process {pid} outlived the deadline");
-    }
+    one_git_ran_and_died(&pids);
 }
 
 #[test]

@@ -3,8 +3,7 @@
 
 use serde_json::json;
 
-use crate::engine::wire::{ConfigSources, Effect, Event, GuardState, Moment, Observation, Usage};
-use crate::engine::Engine;
+use crate::engine::wire::{Effect, Event, GuardState, Moment, Observation, Usage};
 use crate::entry::parse_entry;
 
 fn observe(event: Event) -> Observation {
@@ -30,15 +29,7 @@ fn observe(event: Event) -> Observation {
 
 #[test]
 fn a_status_file_and_a_telemetry_line_keep_their_shape() {
-    let mut e = Engine::new();
-    e.resync("01a2-test-session", &[]);
-    let sources = ConfigSources {
-        global: Some(json!({ "relay": { "budget": { "mode": "enforce" } } })),
-        cwd: Some("/work/project".into()),
-        state_dir: Some("/tmp/relay-state".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
+    let mut e = crate::engine::tests::enforcing_with_state_dir();
     let user = json!({"type": "message", "id": "00000001", "parentId": null,
         "timestamp": "2025-11-29T21:00:00.000Z", "message": {"role": "user", "content": "big"}});
     e.append(&[parse_entry(&user.to_string()).unwrap()]);

@@ -29,6 +29,19 @@ impl Engine {
         }
     }
 
+    /// [`Engine::telemetry_event`], as an effect of `reply`.
+    pub(in crate::engine) fn push_telemetry(
+        &self,
+        event: TelemetryEvent,
+        moment: &Moment,
+        reply: &mut HookReply,
+    ) {
+        let line = self.telemetry_event(event, moment);
+        reply.effects.push(Effect::Telemetry {
+            event: Box::new(line),
+        });
+    }
+
     fn status_key(&self) -> StatusKey {
         let p = &self.budget.policy;
         StatusKey {

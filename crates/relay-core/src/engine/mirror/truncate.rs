@@ -123,6 +123,8 @@ impl Mirror {
             &mut self.commit_marks,
             &mut self.turn_marks,
             &mut self.progress_marks,
+            &mut self.request_marks,
+            &mut self.idle_request_marks,
         ] {
             while marks.last().is_some_and(|&p| p >= len) {
                 marks.pop();

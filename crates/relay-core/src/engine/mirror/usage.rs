@@ -133,6 +133,20 @@ impl Mirror {
     /// and system snapshot); a context edit changes its target and distrusts earlier usage.
     pub(in crate::engine) fn account_usage(&mut self, pos: usize, entry: &Entry) {
         let tokens = |chars: u64| chars.div_ceil(4);
+        // A message as it enters the context: its own estimate, not removed or edited yet.
+        let message = |chars: u64, usage: Option<u64>, editable, system, call| {
+            let estimate = tokens(chars);
+            Mark::Message {
+                original: estimate,
+                current: estimate,
+                usage,
+                removed: false,
+                edited: false,
+                editable,
+                system,
+                call,
+            }
+        };
         let mark = match &entry.kind {
             EntryKind::Message(m) => {
                 let valid = m.role == "assistant"
@@ -143,46 +157,18 @@ impl Mirror {
                     "assistant" => Editable::Assistant,
                     _ => Editable::No,
                 };
-                let estimate = tokens(m.estimate_chars);
+                let usage = if valid { m.usage_total } else { None };
                 let call = (m.role == "toolResult")
                     .then(|| m.tool_call_id.as_deref().map(Box::from))
                     .flatten();
-                Mark::Message {
-                    original: estimate,
-                    current: estimate,
-                    usage: if valid { m.usage_total } else { None },
-                    removed: false,
-                    edited: false,
-                    editable,
-                    system: m.system.clone(),
-                    call,
-                }
+                message(m.estimate_chars, usage, editable, m.system.clone(), call)
             }
             EntryKind::CustomMessage { estimate_chars, .. } => {
-                let estimate = tokens(*estimate_chars);
-                Mark::Message {
-                    original: estimate,
-                    current: estimate,
-                    usage: None,
-                    removed: false,
-                    edited: false,
-                    editable: Editable::Content,
-                    system: None,
-                    call: None,
-                }
+                message(*estimate_chars, None, Editable::Content, None, None)
             }
             EntryKind::BranchSummary { summary, .. } => {
-                let estimate = tokens(crate::history::utf16_len(summary) as u64);
-                Mark::Message {
-                    original: estimate,
-                    current: estimate,
-                    usage: None,
-                    removed: false,
-                    edited: false,
-                    editable: Editable::No,
-                    system: None,
-                    call: None,
-                }
+                let chars = crate::history::utf16_len(summary) as u64;
+                message(chars, None, Editable::No, None, None)
             }
             EntryKind::Compaction {
                 summary,

@@ -7,7 +7,7 @@ use super::super::wire::{
     HANDOFF_TYPE,
 };
 use super::*;
-use crate::engine::tests::{engine_configured, events_named, moment_with, Branch};
+use crate::engine::tests::{engine_configured, events_named, moment_with, turn_end, Branch};
 use crate::entry::Entry;
 use crate::handoff::HandoffFingerprint;
 
@@ -270,17 +270,7 @@ fn pending_jobs_ask_for_the_idle_handoff() {
         );
         e.append(&[b.entry(json!({"type":"message","message":{"role":"assistant",
             "content":[{"type":"text","text":"waiting"}],"stopReason":"stop","usage":{"totalTokens":15000}}}))]);
-        handle(
-            &mut e,
-            Event::TurnEnd {
-                aborted: false,
-                chained: false,
-                tool_results: 0,
-                outcome: None,
-            },
-            Some(15_000),
-            GuardState::Unavailable,
-        );
+        handle(&mut e, turn_end(), Some(15_000), GuardState::Unavailable);
         handle(
             &mut e,
             Event::AgentBeforeSettle {

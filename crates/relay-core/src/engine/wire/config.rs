@@ -173,6 +173,18 @@ pub fn state_dir(env: Option<&str>, agent_dir: Option<&str>) -> Option<String> {
 }
 
 impl ConfigSources {
+    /// Pi's settings layers as these sources hold them (global, then the trusted project's).
+    pub fn settings_layers(&self) -> crate::settings::SettingsLayers {
+        crate::settings::SettingsLayers::merge(
+            self.global.as_ref(),
+            self.global_error.as_deref(),
+            self.project.as_ref(),
+            self.project_trusted,
+            self.project_error.as_deref(),
+            self.global_file.as_deref(),
+        )
+    }
+
     /// Where status and events go (see [`state_dir`]).
     pub fn resolved_state_dir(&self) -> Option<String> {
         state_dir(self.state_dir.as_deref(), self.agent_dir.as_deref())
