@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows clean pi-versions package fuzz soak
+.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows bench-long clean pi-versions package fuzz soak
 
 all: build
 
@@ -161,6 +161,12 @@ bench-host: build
 # resets, request sizes, input tokens and the cache-priced bill side by side.
 bench-windows: build
 	$(NODE) bench/windows.mjs
+
+# The cost of one turn as the session grows (1k to 100k branch entries), bare Pi, an extension
+# with Relay's hooks doing nothing, and Relay, through the real Pi loop (issue 36): a table and
+# bench/long-<date>.svg.
+bench-long: build
+	$(NODE) bench/long.mjs
 
 clean:
 	cargo clean

@@ -1,12 +1,13 @@
 // `make bench-long` (issue 36, item 3): what one turn costs as the session grows. One scripted run
 // through the real Pi agent loop (the SDK and the faux model of tests/extension/harness.mjs) on a
 // resumed session of 1k, 5k, 25k and 100k branch entries, for bare Pi, an extension that subscribes
-// to Relay's hooks and does nothing (bench/host/empty.ts), and Relay.
+// to Relay's hooks and does nothing (bench/host/empty.ts), and Relay (with its defaults, and with
+// tool-result clearing off).
 //
 // Method: bench/session-gen.mjs writes each session (realistic entries, a Pi compaction every
 // 1,000 entries, so the current window is about 1,000 entries at every size and what grows is the
-// branch);
-// a child process per size and variant opens a private copy with Pi's SessionManager, prompts once,
+// branch); a child process per size, variant and run (RELAY_LONG_RUNS, 2, the variants alternating)
+// opens a private copy with Pi's SessionManager, prompts once,
 // and the faux model answers RELAY_LONG_TURNS (20) tool calls of a one-line tool, then a text. A
 // turn's cost is the wall time from the provider's answer (the faux script returning the tool call)
 // to the next request (the script called again): Pi appending the answer, the tool call and its
@@ -32,7 +33,11 @@ const EMPTY = join(HERE, "host", "empty.ts");
 const SIZES = (process.env.RELAY_LONG_SIZES ?? "1000,5000,25000,100000").split(",").map(Number);
 const TURNS = Number(process.env.RELAY_LONG_TURNS ?? 20);
 const WARMUP = Number(process.env.RELAY_LONG_WARMUP ?? 3);
-const VARIANTS = ["bare", "empty", "relay"];
+const VARIANTS = ["bare", "empty", "relay", "relayNoClear"];
+// The plot's three lines; Relay with tool-result clearing off is printed beside them (what the
+// clearing's Pi `context_edit` entries cost each turn, issue 36 item 1).
+const PLOTTED = ["bare", "empty", "relay"];
+const RUNS = Number(process.env.RELAY_LONG_RUNS ?? 2);
 const COMPACTION_EVERY = 1_000;
 // Relay's own cost per turn (Relay minus the empty extension) at every size (issue 36).
 const TARGET_MS = 2;
@@ -47,7 +52,7 @@ const median = (xs) => {
 async function one(size, variant) {
 	const { session, copyWithCwd } = await import("./session-gen.mjs");
 	const { startSession, fauxAssistantMessage, fauxToolCall } = await import("../tests/extension/harness.mjs");
-	const gen = session(`long-c${COMPACTION_EVERY}`, { seed: 1, maxEntries: size, compactionEvery: COMPACTION_EVERY });
+	const gen = session(`long-c${COMPACTION_EVERY}`, { seed: 1, targetBytes: Infinity, maxEntries: size, compactionEvery: COMPACTION_EVERY });
 	const root = mkdtempSync(join(tmpdir(), "relay-long-"));
 	const cwd = join(root, "work");
 	const file = join(root, "session.jsonl");
@@ -69,9 +74,9 @@ async function one(size, variant) {
 		root,
 		sessionFile: file,
 		contextWindow: 1_000_000_000,
-		settings: { compaction: { enabled: false } },
+		settings: { compaction: { enabled: false }, ...(variant === "relayNoClear" ? { relay: { clearToolResults: { enabled: false } } } : {}) },
 		extraFactories: [step],
-		relay: variant === "relay",
+		relay: variant.startsWith("relay"),
 		extensions,
 	});
 	// The faux model's own answers, without the harness's copy of every request: each records when
@@ -115,7 +120,7 @@ async function one(size, variant) {
 function svg(rows) {
 	const W = 640, H = 400, L = 64, R = 130, T = 30, B = 50;
 	const xs = rows.map((r) => r.branch);
-	const ys = rows.flatMap((r) => VARIANTS.map((v) => r[v]));
+	const ys = rows.flatMap((r) => PLOTTED.map((v) => r[v]));
 	const x0 = Math.log10(Math.min(...xs)), x1 = Math.log10(Math.max(...xs));
 	const y1 = Math.max(...ys) * 1.1 || 1;
 	const px = (x) => L + ((Math.log10(x) - x0) / (x1 - x0 || 1)) * (W - L - R);
@@ -133,7 +138,7 @@ function svg(rows) {
 		out.push(`<line x1="${L}" y1="${py(y).toFixed(1)}" x2="${W - R}" y2="${py(y).toFixed(1)}" stroke="#eeeeee"/>`);
 	}
 	out.push(`<text x="14" y="${(T + H - B) / 2}" transform="rotate(-90 14 ${(T + H - B) / 2})" text-anchor="middle">ms per turn</text>`);
-	VARIANTS.forEach((v, i) => {
+	PLOTTED.forEach((v, i) => {
 		const pts = rows.map((r) => `${px(r.branch).toFixed(1)},${py(r[v]).toFixed(1)}`).join(" ");
 		out.push(`<polyline fill="none" stroke="${colors[v]}" stroke-width="2" points="${pts}"/>`);
 		for (const r of rows) out.push(`<circle cx="${px(r.branch).toFixed(1)}" cy="${py(r[v]).toFixed(1)}" r="3" fill="${colors[v]}"/>`);
@@ -153,6 +158,9 @@ async function main() {
 	console.log(`${TURNS} tool turns per run, the first ${WARMUP} left out, median of the rest; a Pi compaction every ${COMPACTION_EVERY} entries in the generated sessions.`);
 	for (const size of SIZES) {
 		const row = { size };
+		const turns = Object.fromEntries(VARIANTS.map((v) => [v, { wall: [], cpu: [] }]));
+		// The variants alternate, run after run, so that a change of load on the machine falls on all.
+		for (let run = 0; run < RUNS; run++)
 		for (const variant of VARIANTS) {
 			const out = execFileSync(node, ["--max-old-space-size=8192", fileURLToPath(import.meta.url), "--one", String(size), variant], {
 				encoding: "utf8",
@@ -162,34 +170,40 @@ async function main() {
 			const r = JSON.parse(out.trim().split("\n").at(-1));
 			if (r.errors.length) throw new Error(`${variant} at ${size}: ${r.errors.join("; ")}`);
 			row.branch = r.branch;
-			row[variant] = median(r.turns.slice(WARMUP));
-			row[`${variant}All`] = r.turns;
-			row[`${variant}Cpu`] = median(r.cpuTurns.slice(WARMUP));
+			turns[variant].wall.push(...r.turns.slice(WARMUP));
+			turns[variant].cpu.push(...r.cpuTurns.slice(WARMUP));
+			row[`${variant}Entries`] = r.after - r.branch;
+		}
+		for (const variant of VARIANTS) {
+			row[variant] = median(turns[variant].wall);
+			row[`${variant}Cpu`] = median(turns[variant].cpu);
 		}
 		results.push(row);
-		console.error(`  ${size}: bare ${row.bare.toFixed(2)} ms, empty ${row.empty.toFixed(2)} ms, relay ${row.relay.toFixed(2)} ms`);
+		console.error(`  ${size}: bare ${row.bare.toFixed(2)} ms, empty ${row.empty.toFixed(2)} ms, relay ${row.relay.toFixed(2)} ms, relay without clearing ${row.relayNoClear.toFixed(2)} ms; entries the run appended: ${VARIANTS.map((v) => `${v} ${row[`${v}Entries`]}`).join(", ")}`);
 	}
 	const f = (n) => n.toFixed(2);
 	console.log("");
-	console.log("| branch entries | bare Pi | empty extension (Relay's hooks) | Relay | Relay minus empty (Relay's own) | empty minus bare (Pi, for any subscriber) | Relay / empty | target |");
-	console.log("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+	console.log("Wall time per turn (median):");
+	console.log("");
+	console.log("| branch entries | bare Pi | empty extension (Relay's hooks) | Relay | Relay, clearing off | Relay minus empty (Relay's own) | the same, clearing off | empty minus bare (Pi, for any subscriber) | Relay / empty | target |");
+	console.log("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
 	for (const r of results) {
 		const own = r.relay - r.empty;
-		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(r.bare)} ms | ${f(r.empty)} ms | ${f(r.relay)} ms | ${f(own)} ms | ${f(r.empty - r.bare)} ms | ${(r.relay / r.empty).toFixed(2)}× | ${own <= TARGET_MS ? "≤ 2 ms: met" : "≤ 2 ms: NOT met"} |`);
+		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(r.bare)} ms | ${f(r.empty)} ms | ${f(r.relay)} ms | ${f(r.relayNoClear)} ms | ${f(own)} ms | ${f(r.relayNoClear - r.empty)} ms | ${f(r.empty - r.bare)} ms | ${(r.relay / r.empty).toFixed(2)}× | ${own <= TARGET_MS ? "≤ 2 ms: met" : "≤ 2 ms: NOT met"} |`);
 	}
 	console.log("");
 	console.log("The same turns in CPU time of the Pi process (all its threads; less sensitive to other load on the machine):");
 	console.log("");
-	console.log("| branch entries | bare Pi | empty extension | Relay | Relay minus empty | empty minus bare |");
-	console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
+	console.log("| branch entries | bare Pi | empty extension | Relay | Relay, clearing off | Relay minus empty | the same, clearing off | empty minus bare |");
+	console.log("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 	for (const r of results) {
-		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(r.bareCpu)} ms | ${f(r.emptyCpu)} ms | ${f(r.relayCpu)} ms | ${f(r.relayCpu - r.emptyCpu)} ms | ${f(r.emptyCpu - r.bareCpu)} ms |`);
+		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(r.bareCpu)} ms | ${f(r.emptyCpu)} ms | ${f(r.relayCpu)} ms | ${f(r.relayNoClearCpu)} ms | ${f(r.relayCpu - r.emptyCpu)} ms | ${f(r.relayNoClearCpu - r.emptyCpu)} ms | ${f(r.emptyCpu - r.bareCpu)} ms |`);
 	}
 	const first = results[0], last = results.at(-1);
 	if (first !== last) {
 		const growth = (k) => (last[k] - first[k]) / ((last.branch - first.branch) / 1000);
 		console.log("");
-		console.log(`Growth per 1,000 branch entries (${first.branch.toLocaleString("en-US")} → ${last.branch.toLocaleString("en-US")}): bare ${growth("bare").toFixed(3)} ms, empty extension ${growth("empty").toFixed(3)} ms, Relay ${growth("relay").toFixed(3)} ms; Relay's own (Relay minus empty) ${(growth("relay") - growth("empty")).toFixed(3)} ms.`);
+		console.log(`Growth per 1,000 branch entries (${first.branch.toLocaleString("en-US")} → ${last.branch.toLocaleString("en-US")}), wall: bare ${growth("bare").toFixed(3)} ms, empty extension ${growth("empty").toFixed(3)} ms, Relay ${growth("relay").toFixed(3)} ms (clearing off ${growth("relayNoClear").toFixed(3)} ms); Relay's own (Relay minus empty) ${(growth("relay") - growth("empty")).toFixed(3)} ms. CPU: bare ${growth("bareCpu").toFixed(3)} ms, empty ${growth("emptyCpu").toFixed(3)} ms, Relay ${growth("relayCpu").toFixed(3)} ms (clearing off ${growth("relayNoClearCpu").toFixed(3)} ms).`);
 		console.log("What grows with the branch in the empty extension and not in bare Pi is Pi's: for every `turn_end` and `agent_before_settle` subscriber Pi builds a preview of the whole branch (`_buildBoundaryContext`).");
 	}
 	const date = new Date().toISOString().slice(0, 10);
