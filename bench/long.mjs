@@ -19,7 +19,9 @@
 //   RELAY_LONG_SIZES=1000,5000 node_modules/.bin/node bench/long.mjs
 //
 // Prints the table with the differences (Relay minus the empty extension: Relay's own cost; the
-// empty extension minus bare Pi: what Pi spends for any extension with these hooks) and writes
+// empty extension minus bare Pi: what Pi spends for any extension with these hooks), the same in
+// CPU time, and the time between bench/host's timing probes loaded around the empty extension and
+// around Relay (two more variants: the extension's own handlers per turn, per hook), and writes
 // bench/long-<date>.svg (turn cost against branch length, three lines).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -30,10 +32,15 @@ import { performance } from "node:perf_hooks";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 const EMPTY = join(HERE, "host", "empty.ts");
+const BEFORE = join(HERE, "host", "timing-before.ts");
+const AFTER = join(HERE, "host", "timing-after.ts");
+const RELAY = join(HERE, "..", "extension", "src", "index.ts");
+// The probes of bench/host.mjs around the extension: Pi runs an event's handlers in load order, so
+// the time between the two probes is the extension's own (its handlers and the jobs they await).
 const SIZES = (process.env.RELAY_LONG_SIZES ?? "1000,5000,25000,100000").split(",").map(Number);
 const TURNS = Number(process.env.RELAY_LONG_TURNS ?? 20);
 const WARMUP = Number(process.env.RELAY_LONG_WARMUP ?? 3);
-const VARIANTS = ["bare", "empty", "relay", "relayNoClear"];
+const VARIANTS = ["bare", "empty", "relay", "relayNoClear", "emptyProbed", "relayProbed"];
 // The plot's three lines; Relay with tool-result clearing off is printed beside them (what the
 // clearing's Pi `context_edit` entries cost each turn, issue 36 item 1).
 const PLOTTED = ["bare", "empty", "relay"];
@@ -69,14 +76,19 @@ async function one(size, variant) {
 			},
 		});
 	};
-	const extensions = variant === "bare" ? [] : variant === "empty" ? [EMPTY] : undefined;
+	const extensions = {
+		bare: [],
+		empty: [EMPTY],
+		emptyProbed: [BEFORE, EMPTY, AFTER],
+		relayProbed: [BEFORE, RELAY, AFTER],
+	}[variant];
 	const t = await startSession({
 		root,
 		sessionFile: file,
 		contextWindow: 1_000_000_000,
 		settings: { compaction: { enabled: false }, ...(variant === "relayNoClear" ? { relay: { clearToolResults: { enabled: false } } } : {}) },
 		extraFactories: [step],
-		relay: variant.startsWith("relay"),
+		relay: variant === "relay" || variant === "relayNoClear",
 		extensions,
 	});
 	// The faux model's own answers, without the harness's copy of every request: each records when
@@ -109,11 +121,41 @@ async function one(size, variant) {
 		turns.push(asked[i] - answered[i - 1]);
 		cpuTurns.push(cpuAsked[i] - cpuAnswered[i - 1]);
 	}
+	// Between the probes: per turn, the sum of the intervals from a `before` mark to the next
+	// `after` mark of the same event that fall between the answer and the next request.
+	const marks = globalThis[Symbol.for("relay.host-bench")] ?? [];
+	const between = [];
+	for (let i = 1; i < asked.length; i++) {
+		let sum = 0;
+		const open = new Map();
+		for (const m of marks) {
+			if (m.t < answered[i - 1] || m.t > asked[i]) continue;
+			if (m.probe === "before") open.set(m.event, m.t);
+			else if (open.has(m.event)) {
+				sum += m.t - open.get(m.event);
+				open.delete(m.event);
+			}
+		}
+		between.push(sum);
+	}
+	// Per event, the mean over the measured turns.
+	const perEvent = {};
+	{
+		const open = new Map();
+		for (const m of marks) {
+			if (m.t < answered[WARMUP] || m.t > asked.at(-1)) continue;
+			if (m.probe === "before") open.set(m.event, m.t);
+			else if (open.has(m.event)) {
+				perEvent[m.event] = (perEvent[m.event] ?? 0) + (m.t - open.get(m.event)) / (asked.length - 1 - WARMUP);
+				open.delete(m.event);
+			}
+		}
+	}
 	const errors = t.errors.map(String);
 	const after = t.sessionManager.getBranch().length;
 	await t.dispose();
 	rmSync(root, { recursive: true, force: true });
-	process.stdout.write(JSON.stringify({ size, variant, branch, after, turns, cpuTurns, errors }) + "\n");
+	process.stdout.write(JSON.stringify({ size, variant, branch, after, turns, cpuTurns, between, perEvent, errors }) + "\n");
 }
 
 /** Turn cost against branch length, three lines, as a small hand-written SVG. */
@@ -158,7 +200,7 @@ async function main() {
 	console.log(`${TURNS} tool turns per run, the first ${WARMUP} left out, median of the rest; a Pi compaction every ${COMPACTION_EVERY} entries in the generated sessions.`);
 	for (const size of SIZES) {
 		const row = { size };
-		const turns = Object.fromEntries(VARIANTS.map((v) => [v, { wall: [], cpu: [] }]));
+		const turns = Object.fromEntries(VARIANTS.map((v) => [v, { wall: [], cpu: [], between: [] }]));
 		// The variants alternate, run after run, so that a change of load on the machine falls on all.
 		for (let run = 0; run < RUNS; run++)
 		for (const variant of VARIANTS) {
@@ -172,11 +214,16 @@ async function main() {
 			row.branch = r.branch;
 			turns[variant].wall.push(...r.turns.slice(WARMUP));
 			turns[variant].cpu.push(...r.cpuTurns.slice(WARMUP));
+			turns[variant].between.push(...r.between.slice(WARMUP));
+			for (const [event, ms] of Object.entries(r.perEvent)) {
+				row[`${variant}:${event}`] = (row[`${variant}:${event}`] ?? 0) + ms / RUNS;
+			}
 			row[`${variant}Entries`] = r.after - r.branch;
 		}
 		for (const variant of VARIANTS) {
 			row[variant] = median(turns[variant].wall);
 			row[`${variant}Cpu`] = median(turns[variant].cpu);
+			row[`${variant}Between`] = median(turns[variant].between);
 		}
 		results.push(row);
 		console.error(`  ${size}: bare ${row.bare.toFixed(2)} ms, empty ${row.empty.toFixed(2)} ms, relay ${row.relay.toFixed(2)} ms, relay without clearing ${row.relayNoClear.toFixed(2)} ms; entries the run appended: ${VARIANTS.map((v) => `${v} ${row[`${v}Entries`]}`).join(", ")}`);
@@ -198,6 +245,26 @@ async function main() {
 	console.log("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 	for (const r of results) {
 		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(r.bareCpu)} ms | ${f(r.emptyCpu)} ms | ${f(r.relayCpu)} ms | ${f(r.relayNoClearCpu)} ms | ${f(r.relayCpu - r.emptyCpu)} ms | ${f(r.relayNoClearCpu - r.emptyCpu)} ms | ${f(r.emptyCpu - r.bareCpu)} ms |`);
+	}
+	console.log("");
+	console.log("Between the probes (bench/host's timing probes around the extension, its handlers of one turn summed; the probes'");
+	console.log("own `turn_end` subscriptions add Pi's previews to both, and the interval holds Pi's preview after the extension's handler):");
+	console.log("");
+	console.log("| branch entries | empty extension | Relay | Relay minus empty (Relay's own per turn) | target |");
+	console.log("| ---: | ---: | ---: | ---: | --- |");
+	for (const r of results) {
+		const own = r.relayProbedBetween - r.emptyProbedBetween;
+		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(r.emptyProbedBetween)} ms | ${f(r.relayProbedBetween)} ms | ${f(own)} ms | ${own <= TARGET_MS ? "≤ 2 ms: met" : "≤ 2 ms: NOT met"} |`);
+	}
+	console.log("");
+	console.log("The same per hook (mean ms per turn between the probes; `turn_end` holds Pi's preview of the whole branch after the handler):");
+	console.log("");
+	console.log("| branch entries | `context` empty / Relay | `tool_call` + `tool_result` empty / Relay | `turn_end` empty / Relay |");
+	console.log("| ---: | ---: | ---: | ---: |");
+	for (const r of results) {
+		const g = (v, e) => r[`${v}:${e}`] ?? 0;
+		const tools = (v) => g(v, "tool_call") + g(v, "tool_result");
+		console.log(`| ${r.branch.toLocaleString("en-US")} | ${f(g("emptyProbed", "context"))} / ${f(g("relayProbed", "context"))} ms | ${f(tools("emptyProbed"))} / ${f(tools("relayProbed"))} ms | ${f(g("emptyProbed", "turn_end"))} / ${f(g("relayProbed", "turn_end"))} ms |`);
 	}
 	const first = results[0], last = results.at(-1);
 	if (first !== last) {
