@@ -5,7 +5,7 @@ NAPI := $(CURDIR)/node_modules/@napi-rs/cli/dist/cli.js
 TSC := $(CURDIR)/node_modules/typescript/bin/tsc
 STAMP := node_modules/.relay-installed
 
-.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows bench-arms clean pi-versions package fuzz soak
+.PHONY: all deps build addon test-addon cli typecheck demo check test test-rust test-extension test-e2e lint bench bench-host bench-windows bench-arms bench-long clean pi-versions package fuzz soak
 
 all: build
 
@@ -167,6 +167,12 @@ bench-windows: build
 # RELAY_BENCH_CALLS, _SEEDS, _ARMS, _WINDOW make a quicker or other run (bench/README.md).
 bench-arms: build
 	$(NODE) bench/arms.mjs
+
+# The cost of one turn as the session grows (1k to 100k branch entries), bare Pi, an extension
+# with Relay's hooks doing nothing, and Relay, through the real Pi loop (issue 36): a table and
+# bench/long-<date>.svg.
+bench-long: build
+	$(NODE) bench/long.mjs
 
 clean:
 	cargo clean

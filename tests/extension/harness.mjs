@@ -40,9 +40,10 @@ export function reply(step) {
  * `requests` (the exact message list Pi sent), and a step's `tokens` overrides the usage Pi
  * records for that reply (a number sets the total; an object sets usage fields, e.g.
  * {input, totalTokens}). `models` defaults to one faux-1 of `contextWindow`. `loaderOptions` are
- * the resource loader options that load Relay and the usage patch.
+ * the resource loader options that load Relay (unless `relay` is false: bare Pi; `extensions`, a
+ * list of paths, loads those instead) and the usage patch.
  */
-export function scriptedModel({ models, contextWindow = 128000, steps = [], tokenSize, recordRequests = true } = {}) {
+export function scriptedModel({ models, contextWindow = 128000, steps = [], tokenSize, recordRequests = true, relay = true, extensions } = {}) {
 	const faux = fauxProvider({
 		provider: "faux",
 		models: (models ?? [{ id: "faux-1", contextWindow }]).map((m) => ({ maxTokens: 4096, ...m })),
@@ -86,7 +87,7 @@ export function scriptedModel({ models, contextWindow = 128000, steps = [], toke
 			queue.push(...more.map(reply));
 		},
 		loaderOptions: {
-			additionalExtensionPaths: [RELAY],
+			additionalExtensionPaths: extensions ?? (relay ? [RELAY] : []),
 			extensionFactories: [usagePatch],
 			noSkills: true,
 			noPromptTemplates: true,
@@ -149,8 +150,10 @@ export async function startSession({
 	virtual = false,
 	// Whether Pi trusts the project (`ctx.isProjectTrusted()`).
 	projectTrusted = true,
-	// Whether Relay is loaded (false: Pi alone, with `extraFactories` only; for the benches).
+	// Load Relay; false runs bare Pi with the same faux model and usage patch. `extensions` (paths)
+	// loads those extensions instead.
 	relay = true,
+	extensions,
 	// Whether `requests` keeps a copy of every request (a bench that measures its own time says no).
 	recordRequests = true,
 } = {}) {
@@ -169,7 +172,7 @@ export async function startSession({
 			ownedEnv.push(key);
 		}
 	}
-	const scripted = scriptedModel({ contextWindow, steps, tokenSize, recordRequests });
+	const scripted = scriptedModel({ contextWindow, steps, tokenSize, recordRequests, relay, extensions });
 	const { faux, requests } = scripted;
 	const modelRuntime = await fauxRuntime(agentDir, faux);
 	if (virtual) {
@@ -190,7 +193,7 @@ export async function startSession({
 		agentDir,
 		settingsManager,
 		...scripted.loaderOptions,
-		additionalExtensionPaths: relay ? scripted.loaderOptions.additionalExtensionPaths : [],
+		additionalExtensionPaths: scripted.loaderOptions.additionalExtensionPaths,
 		extensionFactories: [...scripted.loaderOptions.extensionFactories, ...extraFactories],
 	});
 	await resourceLoader.reload();

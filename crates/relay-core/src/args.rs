@@ -397,12 +397,12 @@ fn last_line() -> LineIndex {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryListWindows {
-    /// At most this many windows (default: all of them; a reply holds at most 64 KiB).
+    /// At most this many windows (default: all).
     pub limit: Option<PositiveInt>,
-    /// Skip this many windows first (continue from a reply's next_offset).
+    /// Skip this many (a reply's next_offset).
     #[serde(default)]
     pub offset: NonNegativeInt,
-    /// Newest window first.
+    /// Newest first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
 }
@@ -411,24 +411,24 @@ pub struct HistoryListWindows {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryListItems {
-    /// Only items of this window.
+    /// Only this window's items.
     pub window_id: Option<Text>,
-    /// Only items with this role.
+    /// Only this role.
     pub role: Option<RoleName>,
-    /// Only tool items of this namespace (the tool name before its first underscore).
+    /// The tool name before its first _.
     pub tool_namespace: Option<Text>,
-    /// Only tool items of this tool.
+    /// Only this tool.
     pub tool_name: Option<Text>,
-    /// At most this many items (a reply holds at most 64 KiB: it stops earlier and says next_offset).
+    /// At most this many items.
     #[serde(default = "list_items_limit")]
     pub limit: PositiveInt,
-    /// Skip this many matching items first (continue from a reply's next_offset).
+    /// Skip this many (a reply's next_offset).
     #[serde(default)]
     pub offset: NonNegativeInt,
-    /// Newest item first.
+    /// Newest first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
-    /// Cut each item's content to this many characters (read the rest with history_read_item).
+    /// Characters shown per item (history_read_item reads the rest).
     #[serde(default = "max_chars_per_item")]
     pub max_chars_per_item: PositiveInt,
 }
@@ -437,15 +437,13 @@ pub struct HistoryListItems {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryReadItem {
-    /// The item's window id.
+    /// The item's window.
     pub window_id: Text,
-    /// The item id.
     pub item_id: Text,
-    /// Start at this character offset.
+    /// First character.
     #[serde(default)]
     pub offset_chars: NonNegativeInt,
-    /// Read at most this many characters (a reply holds at most 64 KiB of text; next_offset_chars
-    /// says where to continue).
+    /// At most this many characters.
     #[serde(default = "read_limit_chars")]
     pub limit_chars: PositiveInt,
 }
@@ -454,24 +452,22 @@ pub struct HistoryReadItem {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistorySearchContents {
-    /// Case-sensitive literal text to find (no regex).
     pub query: Query,
-    /// Only items of this window.
+    /// Only this window's items.
     pub window_id: Option<Text>,
-    /// Only items with this role.
+    /// Only this role.
     pub role: Option<RoleName>,
-    /// Only tool items of this namespace (the tool name before its first underscore).
+    /// The tool name before its first _.
     pub tool_namespace: Option<Text>,
-    /// Only tool items of this tool.
+    /// Only this tool.
     pub tool_name: Option<Text>,
-    /// At most this many matching items (a reply holds at most 64 KiB: it stops earlier and says
-    /// next_offset).
+    /// At most this many items.
     #[serde(default = "history_search_limit")]
     pub limit: PositiveInt,
-    /// Skip this many matching items first (continue from a reply's next_offset).
+    /// Skip this many (a reply's next_offset).
     #[serde(default)]
     pub offset: NonNegativeInt,
-    /// Newest item first.
+    /// Newest first.
     #[serde(default = "yes")]
     pub recent_first: Flag,
 }
@@ -480,13 +476,13 @@ pub struct HistorySearchContents {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotesListFilesByPrefix {
-    /// Only notes whose path starts with this prefix (empty: all notes).
+    /// Empty: all notes.
     #[serde(default)]
     pub prefix: Text,
-    /// At most this many files (a reply holds at most 64 KiB: it stops earlier and says next_offset).
+    /// At most this many notes.
     #[serde(default = "notes_list_limit")]
     pub limit: PositiveInt,
-    /// Skip this many files first (continue from a reply's next_offset).
+    /// Skip this many (a reply's next_offset).
     #[serde(default)]
     pub offset: NonNegativeInt,
 }
@@ -495,17 +491,14 @@ pub struct NotesListFilesByPrefix {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotesReadFile {
-    /// Note path.
     pub path: Text,
-    /// First line, 1-based; negative values count from the end (-1 = last line).
+    /// First line, 1-based; negative counts from the end.
     #[serde(default = "first_line")]
     pub start_line: LineIndex,
-    /// Last line, inclusive; negative values count from the end (-1 = last line). A reply holds
-    /// at most 64 KiB of text: a longer range stops early and says next_start_line.
+    /// Last line, inclusive; -1 is the last.
     #[serde(default = "last_line")]
     pub end_line: LineIndex,
-    /// Start this many characters into start_line (continue inside a long line from a reply's
-    /// next_offset_chars).
+    /// Start this many characters into start_line (a reply's next_offset_chars).
     #[serde(default)]
     pub offset_chars: NonNegativeInt,
 }
@@ -514,16 +507,14 @@ pub struct NotesReadFile {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotesSearchContents {
-    /// Case-sensitive literal text to find.
     pub query: Query,
-    /// Only notes whose path starts with this prefix (empty: all notes).
+    /// Only notes under this prefix.
     #[serde(default)]
     pub path_prefix: Text,
-    /// At most this many matching lines (a reply holds at most 64 KiB: it stops earlier and says
-    /// next_offset).
+    /// At most this many lines.
     #[serde(default = "notes_search_limit")]
     pub limit: PositiveInt,
-    /// Skip this many matching lines first (continue from a reply's next_offset).
+    /// Skip this many (a reply's next_offset).
     #[serde(default)]
     pub offset: NonNegativeInt,
 }
@@ -532,9 +523,8 @@ pub struct NotesSearchContents {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotesAppendToFile {
-    /// Note path, relative, like plan.md or task/progress.md.
+    /// Relative, like plan.md or task/log.md.
     pub path: Text,
-    /// Text to append.
     pub content: Text,
 }
 
@@ -542,9 +532,9 @@ pub struct NotesAppendToFile {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotesWriteFile {
-    /// Note path, relative, like plan.md or task/progress.md.
+    /// Relative, like plan.md or task/log.md.
     pub path: Text,
-    /// The whole new content; empty deletes the note.
+    /// The whole note; empty deletes it.
     pub content: Text,
 }
 
@@ -556,18 +546,16 @@ pub struct ContextHandoff {
     pub goal: NonBlank,
     /// The exact next action.
     pub next_step: NonBlank,
-    /// The state you checked: HEAD/commits, test and CI results, completed work (recorded as your
-    /// claims; Relay records git branch and HEAD itself).
+    /// The state you checked: commits, test and CI results, completed work.
     pub facts: NonBlank,
     /// Decisions taken, and why.
     pub decisions: Option<Text>,
-    /// The user's constraints, verbatim.
+    /// The user's constraints, verbatim (never shortened).
     pub user_constraints: Option<Text>,
-    /// What is still open.
     pub open_items: Option<Text>,
-    /// Unverified explanations, explicitly not facts.
+    /// Unverified explanations, kept apart from facts.
     pub hypotheses: Option<Text>,
-    /// Absolute paths to read first in the next window.
+    /// Absolute paths to read first.
     #[serde(default)]
     pub files_to_read: PathList,
     /// Absolute path of a prompt file for a relaunch.
@@ -670,25 +658,20 @@ impl<'de> Deserialize<'de> for LineRange {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
-    /// view, create, str_replace, insert, delete or rename.
     pub command: MemoryCommand,
-    /// A path under /memories (/memories itself is the folder of all notes).
+    /// Under /memories.
     pub path: Option<Text>,
-    /// view: the lines to show, [first, last], 1-based, inclusive; -1 as last is the end.
+    /// view: [first, last] line, 1-based; last -1 is the end.
     pub view_range: Option<LineRange>,
-    /// create: the whole content of the file.
+    /// create: the whole note.
     pub file_text: Option<Text>,
-    /// str_replace: the text to replace; it must occur exactly once.
+    /// str_replace: occurs exactly once.
     pub old_str: Option<Text>,
-    /// str_replace: its replacement.
     pub new_str: Option<Text>,
-    /// insert: the line after which the text goes (0: at the start).
+    /// insert: after this line (0: at the start).
     pub insert_line: Option<NonNegativeInt>,
-    /// insert: the text to insert.
     pub insert_text: Option<Text>,
-    /// rename: the current path.
     pub old_path: Option<Text>,
-    /// rename: the new path.
     pub new_path: Option<Text>,
 }
 
@@ -818,6 +801,9 @@ fn tidy_property(p: &mut Value) {
             .unwrap_or_default();
         let text = format!("{description} Default: {default}.");
         obj.insert("description".into(), text.trim_start().into());
+        // Said once, in the description: the key would cost every request its bytes again (Pi's
+        // schema check ignores `default`; the decoder applies the defaults).
+        obj.remove("default");
     }
 }
 

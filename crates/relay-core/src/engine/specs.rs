@@ -27,67 +27,67 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec(
             "history_list_windows",
             "History: list windows",
-            "List the context windows of this session (oldest window is the root), each with what opened it (a handoff or a reset). Every item of every window stays readable with the history tools, even after resets. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early and next_offset says where to continue (pass it as offset).",
+            "List this session's context windows (the oldest is the root) with item counts and what opened each (handoff, reset, compaction). Replies stop at 64 KiB; continue with offset=next_offset.",
         ),
         spec(
             "history_list_items",
             "History: list items",
-            "List items (user, assistant, tool and system messages) of the durable session history, including windows before resets. Filter by window_id, role, tool_namespace or tool_name. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early (the last item may be cut) and next_offset says where to continue (pass it as offset).",
+            "List items (user, assistant, tool, system) of any window, also before resets, each cut to max_chars_per_item. Replies stop at 64 KiB (the last item may be cut); continue with offset=next_offset.",
         ),
         spec(
             "history_read_item",
             "History: read item",
-            "Read one history item by window_id and item_id, as a range of Unicode characters (offset_chars, limit_chars). The reply says where the next range starts (next_offset_chars). A reply holds at most 64 KiB (65,536 bytes of JSON): a longer range is cut there and next_offset_chars continues right after it.",
+            "Read a range of Unicode characters of one history item. Replies stop at 64 KiB; next_offset_chars says where the next range starts.",
         ),
         spec(
             "history_search_contents",
             "History: search",
-            "Search every item of the session history, across all windows, for a case-sensitive literal substring (no regex, no semantic search). Filter by window_id, role, tool_namespace or tool_name. A reply holds at most 64 KiB (65,536 bytes of JSON): more hits than fit stop early and next_offset says where to continue (pass it as offset).",
+            "Find a case-sensitive literal substring (no regex, no semantic search) in the items of every window, with a snippet around each hit. Replies stop at 64 KiB; continue with offset=next_offset.",
         ),
         spec(
             "notes_list_files_by_prefix",
             "Notes: list",
-            "List your notes (session-scoped virtual files that survive window resets) whose path starts with prefix, with line and byte counts. A reply holds at most 64 KiB (65,536 bytes of JSON): a longer list stops early and next_offset says where to continue (pass it as offset).",
+            "List your notes (session-scoped virtual files that survive window resets) under a path prefix, with line and byte counts. Replies stop at 64 KiB; continue with offset=next_offset.",
         ),
         spec(
             "notes_read_file",
             "Notes: read",
-            "Read a note, optionally a line range: start_line and end_line are 1-based and inclusive; negative values count from the end (-1 is the last line). A reply holds at most 64 KiB (65,536 bytes of JSON): a longer range stops after the last whole line that fits (or inside a very long line) and next_start_line (with next_offset_chars inside a line) says where to continue.",
+            "Read a note or a line range of it. Replies stop at 64 KiB after the last whole line that fits; next_start_line (and next_offset_chars inside a long line) says where to continue.",
         ),
         spec(
             "notes_search_contents",
             "Notes: search",
-            "Search your notes for a case-sensitive literal substring; returns matching lines with their line numbers. path_prefix narrows the search. A reply holds at most 64 KiB (65,536 bytes of JSON): more matching lines than fit stop early and next_offset says where to continue (pass it as offset).",
+            "Find a case-sensitive literal substring in your notes: the matching lines with their numbers. Replies stop at 64 KiB; continue with offset=next_offset.",
         ),
         spec(
             "notes_append_to_file",
             "Notes: append",
-            "Append text to a note, creating it if needed. Paths are relative virtual paths like plan/todo.md. A note holds at most 1,000,000 UTF-8 bytes.",
+            "Append text to a note, creating it if needed. A note holds at most 1,000,000 UTF-8 bytes.",
         ),
         spec(
             "notes_write_file",
             "Notes: write",
-            "Create or replace a note with the given content. Empty content deletes the note. Paths are relative virtual paths like plan/todo.md. A note holds at most 1,000,000 UTF-8 bytes.",
+            "Create or replace a note; empty content deletes it. A note holds at most 1,000,000 UTF-8 bytes.",
         ),
         spec(
             "new_context",
             "New context window",
-            "Start a fresh context window once this run settles: the conversation so far leaves the context (it stays searchable with the history tools) and the new window opens with your notes index. Write notes first. Call it alone in its tool batch.",
+            "Start a fresh context window once this run settles: the conversation leaves the context (the history tools still find it); the new window opens with your notes index. Write notes first; call it alone in its batch.",
         ),
         spec(
             "context_handoff",
             "Context handoff",
-            "Write a structured handoff and continue in a fresh context window from it (when the budget policy enforces; otherwise nothing is written). Required: goal (the task, verbatim where it matters), next_step (the exact next action), facts (the state you checked: commits, test results, completed work). Optional: decisions, user_constraints (verbatim, never shortened), open_items, hypotheses (unverified, kept apart from facts), files_to_read (absolute paths), launch_prompt (absolute path). Everything you write is recorded as your own claims for the next window to check; git branch and HEAD are recorded by Relay itself. The narrative sections (goal, next_step, facts, decisions, open_items, hypotheses) share 12 KiB: longer ones are shortened in the handoff, and the reply's shortened field names each one with its size before and after (the JSON sidecar keeps them whole). Call it alone and end your turn: the reset happens at the end of this turn.",
+            "Write a structured handoff and continue from it in a fresh window (only when the budget policy enforces; else nothing is written). Your fields are recorded as claims for the next window to check; Relay records git branch and HEAD. The narrative fields share 12 KiB: longer ones are shortened (the reply names them; the JSON sidecar keeps them whole). Call it alone and end your turn: the reset follows.",
         ),
         spec(
             "get_context_remaining",
             "Context remaining",
-            "Report the estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null when Pi cannot estimate it (no reply with usage yet in this window).",
+            "Estimated tokens left in this window before the compaction reserve: {\"remaining_tokens\": n}, or null before Pi can estimate it (no reply with usage yet in this window).",
         ),
         spec(
             "memory",
             "Memory",
-            "Anthropic's memory tool over your notes (the same files as the notes_* tools; they survive window resets). /memories is the folder of all notes: /memories/plan.md is the note plan.md. Commands: view (a note, optionally view_range [first, last]; or a folder: lists its notes), create (path, file_text: the whole note), str_replace (path, old_str occurring exactly once, new_str), insert (path, insert_line: after this line, 0 = at the start; insert_text), delete (path). rename is not supported: write the new note and delete the old one.",
+            "Anthropic's memory tool over your notes (the notes_* files). /memories is the folder of all notes: /memories/plan.md is the note plan.md. Commands: view (a note, optionally view_range; a folder lists its notes), create, str_replace, insert, delete. rename is unsupported: create the new note, delete the old.",
         ),
     ]
 }
@@ -100,3 +100,7 @@ pub fn command_spec() -> CommandSpec {
         completions: ["on", "off", "status", "config", "stats"].map(String::from).to_vec(),
     }
 }
+
+#[cfg(test)]
+#[path = "specs_tests.rs"]
+mod tests;

@@ -259,11 +259,11 @@ fn earlier_input(messages: &[&str]) -> EarlierInput {
 }
 
 const PROTOCOL_HEAD: &str = "<context_window_protocol>
-You are working in one context window of a longer task. Earlier windows are not shown here and were not summarized.
-- Notes carry your state from one window to the next. Keep them current as you work with notes_write_file and notes_append_to_file (goal, decisions, progress, next step); read them with notes_list_files_by_prefix, notes_read_file and notes_search_contents.
-- Everything from earlier windows is still stored. Find it with history_list_windows, history_list_items, history_search_contents and history_read_item, using the window ids above.
-- get_context_remaining reports how many tokens this window has left.
-- When this window is cluttered or a phase of the task is done, update your notes, then call new_context as the only tool call in its batch; work continues in a fresh window.
+This is one window of a longer task; earlier windows are not shown or summarized.
+- Notes carry your state across windows: keep goal, decisions, progress and next step current (notes_write_file, notes_append_to_file); read them with notes_list_files_by_prefix, notes_read_file, notes_search_contents.
+- Earlier windows stay stored: find them with history_list_windows, history_list_items, history_search_contents, history_read_item.
+- get_context_remaining: the tokens this window has left.
+- When the window is cluttered or a phase is done, update your notes, then call new_context alone in its batch; work continues in a fresh window.
 ";
 
 const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous window stopped. Check that the workspace still matches it, then continue from its next step.
