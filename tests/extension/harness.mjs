@@ -50,10 +50,16 @@ export function scriptedModel({ models, contextWindow = 128000, steps = [], toke
 		tokenSize,
 	});
 	const requests = [];
+	// The time spent copying requests (a bench leaves it out of the time it measures).
+	const recorded = { ms: 0 };
 	const queue = steps.map(reply);
 	let pendingTokens;
 	const script = async (context) => {
-		if (recordRequests) requests.push(structuredClone(context.messages));
+		if (recordRequests) {
+			const start = performance.now();
+			requests.push(structuredClone(context.messages));
+			recorded.ms += performance.now() - start;
+		}
 		let next = queue.shift();
 		if (!next) return fauxAssistantMessage("(script exhausted)");
 		if (typeof next === "function") next = reply(await next(context));
@@ -77,6 +83,7 @@ export function scriptedModel({ models, contextWindow = 128000, steps = [], toke
 	return {
 		faux,
 		requests,
+		recorded,
 		/** Drop the scripted replies not used yet and queue these instead. */
 		rescript(...more) {
 			queue.length = 0;
@@ -228,6 +235,10 @@ export async function startSession({
 		agentDir,
 		rescript: scripted.rescript,
 		script: scripted.script,
+		/** Milliseconds spent copying requests into `requests` so far. */
+		get recordedMs() {
+			return scripted.recorded.ms;
+		},
 		/** The tool results the model received, in order, as {toolName, text, isError}. */
 		toolResults() {
 			return sessionManager
