@@ -164,34 +164,17 @@ fn is_zero(n: &u32) -> bool {
 
 /// A record struct whose lenient fields say so with one word instead of a serde attribute block
 /// each: `lenient` (absent, `null` or of another type, it reads as its default: [`lenient`]),
-/// `lenient skip_none` (also left out when written as `None`), `lenient skip_false` (also left
-/// out when `false`). An unmarked field keeps its own attributes: the required fields.
+/// `lenient skip("Option::is_none")` (also left out when written as `None`; any predicate, such
+/// as `"is_false"`, `"is_zero"`, `"Vec::is_empty"`). An unmarked field keeps its own attributes:
+/// the required fields.
 macro_rules! record_struct {
     ($(#[$m:meta])* pub struct $name:ident { $($body:tt)* }) => {
         record_struct!(@fields [$(#[$m])* pub struct $name] [] $($body)*);
     };
     (@fields $head:tt [$($done:tt)*]
-        $(#[$fm:meta])* lenient skip_none pub $f:ident : $t:ty, $($rest:tt)*) => {
+        $(#[$fm:meta])* lenient skip($skip:literal) pub $f:ident : $t:ty, $($rest:tt)*) => {
         record_struct!(@fields $head [$($done)* $(#[$fm])*
-            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
-            pub $f: $t,] $($rest)*);
-    };
-    (@fields $head:tt [$($done:tt)*]
-        $(#[$fm:meta])* lenient skip_false pub $f:ident : $t:ty, $($rest:tt)*) => {
-        record_struct!(@fields $head [$($done)* $(#[$fm])*
-            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "is_false")]
-            pub $f: $t,] $($rest)*);
-    };
-    (@fields $head:tt [$($done:tt)*]
-        $(#[$fm:meta])* lenient skip_zero pub $f:ident : $t:ty, $($rest:tt)*) => {
-        record_struct!(@fields $head [$($done)* $(#[$fm])*
-            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "is_zero")]
-            pub $f: $t,] $($rest)*);
-    };
-    (@fields $head:tt [$($done:tt)*]
-        $(#[$fm:meta])* lenient skip_empty pub $f:ident : $t:ty, $($rest:tt)*) => {
-        record_struct!(@fields $head [$($done)* $(#[$fm])*
-            #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Vec::is_empty")]
+            #[serde(default, deserialize_with = "lenient", skip_serializing_if = $skip)]
             pub $f: $t,] $($rest)*);
     };
     (@fields $head:tt [$($done:tt)*]
@@ -223,11 +206,11 @@ record_struct! {
         /// Always [`WINDOW_TAG`]; a compaction with another tag (or none) is not Relay's.
         pub relay: String,
         lenient pub v: u64,
-        lenient skip_none pub window_id: Option<String>,
-        lenient skip_none pub previous_window_id: Option<String>,
-        lenient skip_none pub attempt: Option<u64>,
+        lenient skip("Option::is_none") pub window_id: Option<String>,
+        lenient skip("Option::is_none") pub previous_window_id: Option<String>,
+        lenient skip("Option::is_none") pub attempt: Option<u64>,
         /// The reset's source (`new_context`, `handoff`, `overflow`, …).
-        lenient skip_none pub source: Option<String>,
+        lenient skip("Option::is_none") pub source: Option<String>,
         /// `"handoff"` or `"reset"` (earlier: the commit type, or `null`).
         lenient pub kind: Option<String>,
         /// The budget commit the reset stands for, or `null`.
@@ -235,9 +218,9 @@ record_struct! {
         /// The handoff file the window opens with, or `null`.
         lenient pub handoff_path: Option<String>,
         /// The package whose compaction this was read from (never written by Relay).
-        lenient skip_none pub imported_from: Option<String>,
+        lenient skip("Option::is_none") pub imported_from: Option<String>,
         /// pi-context-budget's duplicate back-off fingerprint (never written by Relay).
-        lenient skip_none pub fingerprint: Option<HandoffFingerprint>,
+        lenient skip("Option::is_none") pub fingerprint: Option<HandoffFingerprint>,
     }
 }
 
@@ -373,9 +356,9 @@ record_struct! {
         /// The handoff's launch prompt for a relaunch, or `null`.
         lenient pub launch_prompt: Option<String>,
         /// The jobs and watches recorded for the next window's watch check (absent: no registry).
-        lenient skip_none pub jobs: Option<Vec<RecordedJob>>,
+        lenient skip("Option::is_none") pub jobs: Option<Vec<RecordedJob>>,
         /// The workspace recorded for the next window's stale-handoff check (absent: not collected).
-        lenient skip_none pub workspace: Option<WorkspaceRecord>,
+        lenient skip("Option::is_none") pub workspace: Option<WorkspaceRecord>,
     }
 }
 
@@ -429,9 +412,9 @@ record_struct! {
         lenient pub v: u64,
         pub window_id: String,
         lenient pub at_ms: i64,
-        lenient skip_none pub report: Option<StaleReport>,
+        lenient skip("Option::is_none") pub report: Option<StaleReport>,
         /// Run again at a session start (the workspace moved since the window's last check).
-        lenient skip_false pub recheck: bool,
+        lenient skip("is_false") pub recheck: bool,
     }
 }
 
@@ -453,7 +436,7 @@ record_struct! {
         lenient pub items: u64,
         lenient pub tokens_freed: u64,
         lenient pub tokens_before: Option<u64>,
-        lenient skip_empty pub stubs: Vec<ClearedStub>,
+        lenient skip("Vec::is_empty") pub stubs: Vec<ClearedStub>,
     }
 }
 
@@ -466,7 +449,7 @@ record_struct! {
     pub struct ClearedStub {
         lenient pub id: String,
         lenient pub call: String,
-        lenient skip_zero pub nth: u32,
+        lenient skip("is_zero") pub nth: u32,
         lenient pub text: String,
     }
 }
@@ -485,7 +468,7 @@ record_struct! {
     pub struct NativeFallbackRecord {
         lenient pub v: u64,
         pub window_id: String,
-        lenient skip_false pub spent: bool,
+        lenient skip("is_false") pub spent: bool,
     }
 }
 
@@ -517,7 +500,7 @@ record_struct! {
     #[serde(rename_all = "camelCase")]
     pub struct ReminderDetails {
         lenient pub v: u64,
-        lenient skip_none pub window_id: Option<String>,
+        lenient skip("Option::is_none") pub window_id: Option<String>,
     }
 }
 
@@ -566,7 +549,7 @@ record_struct! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub struct MessageDetails {
         lenient pub v: u64,
-        lenient skip_false pub idle: bool,
+        lenient skip("is_false") pub idle: bool,
     }
 }
 

@@ -3695,9 +3695,8 @@ fn a_schema_refusal_reads_the_head_of_pis_raw_error() {
     );
 }
 
-/// The `/relay` command as the host registers it.
-#[test]
-fn describe_names_the_relay_command_and_its_completions() {
+/// What `describe` answers a Pi 1.6 host on Node.
+fn description() -> super::door::Description {
     let out = engine().handle(Input::Describe {
         pi_version: "1.6.0".into(),
         config_dir: ".pi".into(),
@@ -3706,6 +3705,13 @@ fn describe_names_the_relay_command_and_its_completions() {
     let Some(Answer::Description(d)) = out.value else {
         panic!("{:?}", out.value)
     };
+    d
+}
+
+/// The `/relay` command as the host registers it.
+#[test]
+fn describe_names_the_relay_command_and_its_completions() {
+    let d = description();
     assert_eq!(d.command.name, "relay");
     assert_eq!(
         d.command.completions,
@@ -3721,14 +3727,7 @@ fn describe_names_the_relay_command_and_its_completions() {
 /// result naming it, anything else nothing; each waits for the whole branch.
 #[test]
 fn describe_gives_the_last_resort_of_every_hook_and_tool() {
-    let out = engine().handle(Input::Describe {
-        pi_version: "1.6.0".into(),
-        config_dir: ".pi".into(),
-        runtime: "node 22.19.0".into(),
-    });
-    let Some(Answer::Description(d)) = out.value else {
-        panic!("{:?}", out.value)
-    };
+    let d = description();
     let last = &d.last_resort;
     assert_eq!(
         last["session_before_compact"].result,

@@ -86,18 +86,8 @@ impl History {
     /// `has_more` says whether more items matched. Parameters: [`args::HistoryListItems`].
     pub fn list_items(&self, args: &Value) -> ToolOutput {
         const TOOL: &str = args::HISTORY_LIST_ITEMS;
-        let a: args::HistoryListItems = match args::decode(TOOL, args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        let filter = match self.filter(
-            TOOL,
-            a.window_id.as_ref(),
-            a.role.as_ref(),
-            a.tool_name.as_ref(),
-            a.tool_namespace.as_ref(),
-        ) {
-            Ok(f) => f,
+        let (a, filter) = match self.scoped::<args::HistoryListItems>(TOOL, args) {
+            Ok(decoded) => decoded,
             Err(e) => return e,
         };
         let (limit, max_chars, offset) = (a.limit.0, a.max_chars_per_item.0, a.offset.0);
@@ -273,18 +263,8 @@ impl History {
     /// [`args::HistorySearchContents`].
     pub fn search_contents(&self, args: &Value) -> ToolOutput {
         const TOOL: &str = args::HISTORY_SEARCH_CONTENTS;
-        let a: args::HistorySearchContents = match args::decode(TOOL, args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        let filter = match self.filter(
-            TOOL,
-            a.window_id.as_ref(),
-            a.role.as_ref(),
-            a.tool_name.as_ref(),
-            a.tool_namespace.as_ref(),
-        ) {
-            Ok(f) => f,
+        let (a, filter) = match self.scoped::<args::HistorySearchContents>(TOOL, args) {
+            Ok(decoded) => decoded,
             Err(e) => return e,
         };
         let (query, limit, offset) = (a.query.0.as_str(), a.limit.0, a.offset.0);
@@ -330,6 +310,18 @@ impl History {
 
     /// Resolves the filter arguments. An unknown window is an error; a tool name or namespace
     /// that no item carries is not (nothing matches).
+    /// A scoped tool's arguments and the filter they ask for.
+    fn scoped<A: args::ToolArgs + Scoped>(
+        &self,
+        tool: &str,
+        args: &Value,
+    ) -> Result<(A, Filter), ToolOutput> {
+        let a: A = args::decode(tool, args)?;
+        let (window_id, role, tool_name, tool_namespace) = a.scope();
+        let filter = self.filter(tool, window_id, role, tool_name, tool_namespace)?;
+        Ok((a, filter))
+    }
+
     fn filter(
         &self,
         tool: &str,
@@ -426,3 +418,30 @@ fn unknown_window(id: &str) -> String {
         args::quote(&id.into())
     )
 }
+
+/// The arguments of a history tool that narrow the items it reads: window, role, tool name and
+/// namespace.
+trait Scoped {
+    fn scope(&self) -> Scope<'_>;
+}
+
+type Scope<'a> = (
+    Option<&'a args::Text>,
+    Option<&'a args::RoleName>,
+    Option<&'a args::Text>,
+    Option<&'a args::Text>,
+);
+
+/// One `impl Scoped` per tool whose arguments have the four scoping fields.
+macro_rules! scoped {
+    ($($t:ty),*) => {$(
+        impl Scoped for $t {
+            fn scope(&self) -> Scope<'_> {
+                let s = self;
+                (s.window_id.as_ref(), s.role.as_ref(), s.tool_name.as_ref(), s.tool_namespace.as_ref())
+            }
+        }
+    )*};
+}
+
+scoped!(args::HistoryListItems, args::HistorySearchContents);

@@ -183,25 +183,21 @@ fn a_recorded_head_the_repository_does_not_have() {
     let t = repo("ws-unknown");
     let g = git_below(&t.0);
     let (_, mut rec) = g.workspace_record(&t.0, &[], soon());
-    rec.head = Some("0123456789abcdef0123456789abcdef01234567".into());
-    let r = report(&g, &rec);
-    let GitDrift::Compared {
-        head: Some(head), ..
-    } = &r.git
-    else {
-        panic!("{:?}", r.git)
+    let ancestry = |rec: &WorkspaceRecord| {
+        let r = report(&g, rec);
+        let GitDrift::Compared {
+            head: Some(head), ..
+        } = &r.git
+        else {
+            panic!("{:?}", r.git)
+        };
+        head.ancestry.clone()
     };
-    assert_eq!(head.ancestry, Some(Ancestry::UnknownCommit));
+    rec.head = Some("0123456789abcdef0123456789abcdef01234567".into());
+    assert_eq!(ancestry(&rec), Some(Ancestry::UnknownCommit));
     // A recorded value that is not a commit id never reaches git as an argument.
     rec.head = Some("--output=/tmp/x".into());
-    let r = report(&g, &rec);
-    let GitDrift::Compared {
-        head: Some(head), ..
-    } = &r.git
-    else {
-        panic!("{:?}", r.git)
-    };
-    assert_eq!(head.ancestry, Some(Ancestry::UnknownCommit));
+    assert_eq!(ancestry(&rec), Some(Ancestry::UnknownCommit));
 }
 
 #[test]
