@@ -38,10 +38,12 @@ use crate::resume_check::CheckResult;
 use crate::staleness::WorkspaceRecord;
 
 mod context;
+mod description;
 mod dispatch;
 mod handoff;
 pub mod session;
 
+pub use description::Description;
 #[cfg(test)]
 pub(super) use dispatch::{pi_error_head, PI_ERROR_HEAD};
 pub use session::{BACKGROUND_LOAD_BYTES, WAITING};
@@ -456,54 +458,6 @@ pub enum JobOutcome {
     },
     /// Pi's abort signal fired (Esc) before the job finished.
     Aborted,
-}
-
-/// What `describe` answers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Description {
-    /// Why this Pi cannot run Relay (`null`: it can).
-    pub refusal: Option<String>,
-    pub tools: Vec<super::wire::ToolSpec>,
-    /// The custom message types Pi's TUI shows with Relay's one line.
-    pub rendered_types: Vec<String>,
-    /// The `/relay` command.
-    pub command: super::wire::CommandSpec,
-    /// What the host answers for a hook or tool when the engine itself cannot (the last resort
-    /// after a failure the engine could not answer), by the hook's or tool's name; `""`: any
-    /// other. A compaction hook is cancelled (Pi's summarizer never runs behind Relay's back),
-    /// a tool fails, and the engine waits for the whole branch.
-    pub last_resort: BTreeMap<String, Output>,
-}
-
-impl Description {
-    /// [`Description::last_resort`] for these tools.
-    pub(super) fn last_resorts(tools: &[super::wire::ToolSpec]) -> BTreeMap<String, Output> {
-        let fallback = |result: Option<HookResult>, reply: Option<ToolReply>| Output {
-            result,
-            reply,
-            needs_branch: true,
-            history_complete: true,
-            ..Output::default()
-        };
-        let mut map = BTreeMap::from([
-            (String::new(), fallback(None, None)),
-            (
-                "session_before_compact".to_string(),
-                fallback(Some(HookResult::Cancel), None),
-            ),
-        ]);
-        for tool in tools {
-            let reply = ToolReply {
-                text: format!("{} failed inside Relay", tool.name),
-                is_error: true,
-                ..ToolReply::default()
-            };
-            map.insert(tool.name.to_string(), fallback(None, Some(reply)));
-        }
-        map
-    }
 }
 
 /// The git facts a `git` job gives back.
