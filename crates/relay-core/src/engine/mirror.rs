@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::wire::{
     Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, FALLBACK_DISARMED_TYPE,
-    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, PINS_TYPE, REMINDER_TYPE,
+    RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
@@ -28,7 +28,7 @@ use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::records::{
     ClearingRecord, FallbackDisarmedRecord, HandoffRecord, MessageDetails, NativeFallbackRecord,
-    Record, ReminderDetails, ResetFailedDetails, WindowRecord,
+    PinsRecord, Record, ReminderDetails, ResetFailedDetails, WindowRecord,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedInput};
 use crate::staleness::WorkspaceRecord;
@@ -211,6 +211,9 @@ pub(super) struct Mirror {
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
     /// first.
     pub(super) clearings: Vec<ClearingMark>,
+    /// The user's pinned instructions on the branch (`relay/pins` records, each the whole list
+    /// after a change), oldest first: the newest is in force ([`Mirror::pins`]).
+    pin_marks: Vec<(usize, Vec<String>)>,
     /// The branch's part in the ledger (`/relay stats`): each request, boundary and clearing
     /// with its position, oldest first.
     ledger_marks: Vec<(usize, crate::ledger::LedgerMark)>,
@@ -257,6 +260,7 @@ impl Mirror {
             written_handoff: None,
             clearings: Vec::new(),
             ledger_marks: Vec::new(),
+            pin_marks: Vec::new(),
             clearable: Default::default(),
             written_jobs: None,
             written_workspace: None,
@@ -319,6 +323,14 @@ impl Mirror {
             .last()
             .copied()
             .filter(|&t| t >= self.current.start)
+    }
+
+    /// The user's pinned instructions in force: the newest `relay/pins` record's list.
+    pub(super) fn pins(&self) -> &[String] {
+        self.pin_marks
+            .last()
+            .map(|(_, pins)| pins.as_slice())
+            .unwrap_or_default()
     }
 
     /// What each window of the branch cost (`/relay stats`).
@@ -717,6 +729,14 @@ impl Mirror {
                     } else {
                         self.current.native_failed_at.get_or_insert(pos);
                     }
+                }
+            }
+            t if t == PINS_TYPE => {
+                // A record without its list stands for nothing; one past the limits (written by
+                // hand) is cut to them.
+                if let Some(record) = PinsRecord::read(data) {
+                    self.pin_marks
+                        .push((pos, crate::pins::bounded(record.pins)));
                 }
             }
             t if t == RESUME_CHECK_TYPE => {

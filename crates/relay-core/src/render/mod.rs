@@ -40,6 +40,7 @@ pub mod handoff;
 pub mod integrations;
 pub mod ledger;
 pub mod memory_tool;
+pub mod pins;
 pub mod policy;
 pub mod resume_check;
 pub mod staleness;
@@ -50,11 +51,14 @@ pub use boot::{
     USER_INPUT_MESSAGE_MAX_CHARS,
 };
 pub use ledger::render_ledger;
+pub use pins::{render_pin_refusal, render_pinned, render_pins, render_unpinned};
 
 use std::fmt::Write as _;
 
 /// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
-const OWN_TAGS: [&str; 12] = [
+const OWN_TAGS: [&str; 14] = [
+    "pinned_instructions",
+    "pin",
     "context_window_protocol",
     "context_window_guidance",
     "context_window",
