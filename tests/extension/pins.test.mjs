@@ -56,6 +56,7 @@ test("a pin stands in every later window's boot block across automatic resets, t
 
 		await t.session.reload();
 		assert.match(await relay(t, "pins"), /1 of 10 pinned instructions[\s\S]*\n1\. PIN-4417: never push to main/);
+		assert.match(await relay(t, "status"), /\npins: 1 \(/);
 		await t.session.prompt("Do C.");
 		const compactions = ofType(t, "compaction");
 		assert.equal(compactions.length, 3, "a third automatic reset after the reload");

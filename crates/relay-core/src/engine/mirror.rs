@@ -28,7 +28,7 @@ use crate::notes::{NoteOp, Notes, NOTE_CUSTOM_TYPE};
 use crate::policy::{PolicyInput, PolicyState};
 use crate::records::{
     ClearingRecord, FallbackDisarmedRecord, HandoffRecord, MessageDetails, NativeFallbackRecord,
-    PinsRecord, Record, ReminderDetails, ResetFailedDetails, WindowRecord,
+    Record, ReminderDetails, ResetFailedDetails, WindowRecord,
 };
 use crate::scheduler::{AttemptId, ResetSource, SchedInput};
 use crate::staleness::WorkspaceRecord;
@@ -36,6 +36,7 @@ use crate::tool_name::ToolName;
 
 mod clearable;
 mod load;
+mod pins;
 mod truncate;
 mod usage;
 
@@ -323,14 +324,6 @@ impl Mirror {
             .last()
             .copied()
             .filter(|&t| t >= self.current.start)
-    }
-
-    /// The user's pinned instructions in force: the newest `relay/pins` record's list.
-    pub(super) fn pins(&self) -> &[String] {
-        self.pin_marks
-            .last()
-            .map(|(_, pins)| pins.as_slice())
-            .unwrap_or_default()
     }
 
     /// What each window of the branch cost (`/relay stats`).
@@ -731,14 +724,7 @@ impl Mirror {
                     }
                 }
             }
-            t if t == PINS_TYPE => {
-                // A record without its list stands for nothing; one past the limits (written by
-                // hand) is cut to them.
-                if let Some(record) = PinsRecord::read(data) {
-                    self.pin_marks
-                        .push((pos, crate::pins::bounded(record.pins)));
-                }
-            }
+            t if t == PINS_TYPE => self.push_pins(pos, data),
             t if t == RESUME_CHECK_TYPE => {
                 if let Some(check) =
                     super::resume::window_check(data, self.history.current_window_id())

@@ -81,6 +81,7 @@ impl Engine {
                     current_window_id: self.mirror.history.current_window_id(),
                     window_count: self.window_count(),
                     note_count: self.mirror.notes.len(),
+                    pin_count: self.mirror.pins().len(),
                     remaining_tokens: moment
                         .usage
                         .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve)),

@@ -3805,6 +3805,7 @@ fn pins_reach_every_later_boot_block_until_unpinned() {
     entries.push(b.custom(crate::records::PINS_TYPE, marker.data.clone()));
     e.append(&entries[1..]);
     assert!(notify_texts(&command(&mut e, "pins")).contains("\n1. Never push to main."));
+    assert!(notify_texts(&command(&mut e, "")).contains("\npins: 1 ("));
     // A refusal appends nothing and names the limit.
     let refused = command(&mut e, &format!("pin {}", "x".repeat(501)));
     assert!(refused.appends.is_empty());

@@ -332,6 +332,8 @@ pub struct StatusInfo<'a> {
     /// Number of windows on the current branch (1 before the first reset).
     pub window_count: usize,
     pub note_count: usize,
+    /// The user's pinned instructions (`/relay pins`); the line is left out without any.
+    pub pin_count: usize,
     /// Reserve-adjusted remaining tokens; `None` when Pi cannot estimate.
     pub remaining_tokens: Option<u64>,
     pub reserve_tokens: u64,
@@ -379,6 +381,13 @@ pub fn render_status(s: &StatusInfo) -> String {
         s.window_count.max(1)
     );
     let _ = writeln!(out, "notes: {}", s.note_count);
+    if s.pin_count > 0 {
+        let _ = writeln!(
+            out,
+            "pins: {} (every new window's boot block repeats them; /relay pins lists them)",
+            s.pin_count
+        );
+    }
     match s.remaining_tokens {
         Some(r) => {
             let _ = writeln!(

@@ -474,6 +474,7 @@ fn status_text() {
         current_window_id: "pcw:0195f3a2:5e6f7a8b",
         window_count: 3,
         note_count: 4,
+        pin_count: 2,
         remaining_tokens: Some(91_234),
         reserve_tokens: 16_384,
         reminder_threshold: Some(40_960),
@@ -492,6 +493,8 @@ fn status_text() {
         cleared_branch: (3, 180_002),
     };
     let on = render_status(&s);
+    assert!(on.contains("\npins: 2 ("));
+    s.pin_count = 0;
     s.clearing = None;
     s.clearing_enabled = false;
     s.enabled = false;
