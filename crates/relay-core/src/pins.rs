@@ -6,10 +6,10 @@
 //! - The list lives on the session branch as [`crate::records::PinsRecord`] entries, each the
 //!   whole list after a change; the newest on the branch is in force, so /reload, /tree, /fork and
 //!   a resume keep it.
-//! - Bounded: at most [`MAX_PINS`] pins of at most [`PIN_MAX_CHARS`] characters each (about
-//!   1,300 tokens in all at Pi's four characters a token). A pin past a limit is refused with a
-//!   text naming the limit, never cut; a record read back past the limits (written by hand) is
-//!   cut to them.
+//! - Bounded: at most [`MAX_PINS`] pins of at most [`PIN_MAX_CHARS`] characters each: the boot
+//!   block grows by at most 5,461 characters with the markup and protocol line (about 1,370
+//!   tokens at Pi's four characters a token). A pin past a limit is refused with a text naming
+//!   the limit, never cut; a record read back past the limits (written by hand) is cut to them.
 
 use crate::text::char_count;
 
