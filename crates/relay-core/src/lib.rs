@@ -25,6 +25,7 @@ pub mod ledger;
 mod memory_tool;
 pub mod notes;
 mod on_task;
+pub mod pins;
 pub mod policy;
 pub mod records;
 pub mod render;

@@ -15,6 +15,7 @@
 //! | tool-result clearing | `custom` `relay/clear-tool-results`, `data` | [`ClearingRecord`] |
 //! | guard-off native fallback | `custom` `relay/native-fallback`, `data` | [`NativeFallbackRecord`] |
 //! | compaction-failure fallback disarmed | `custom` `relay/fallback-disarmed`, `data` | [`FallbackDisarmedRecord`] |
+//! | the user's pinned instructions | `custom` `relay/pins`, `data` | [`PinsRecord`] |
 //! | low-budget reminder | `custom_message` `relay/reminder`, `details` | [`ReminderDetails`] |
 //! | reset failed | `custom_message` `relay/reset-failed`, `details` | [`ResetFailedDetails`] |
 //! | boot block, notes steer, continuation, continue-task, handoff request | `custom_message` `relay/boot`, `relay/notes-steer`, `relay/continue`, `relay/continue-task`, `relay/handoff-request`, `details` (their text is the content) | [`MessageDetails`] |
@@ -94,6 +95,9 @@ pub const NATIVE_FALLBACK_TYPE: &str = "relay/native-fallback";
 /// of a window (Relay gave up resetting it): the disarm is a projection of the branch, so
 /// /reload, /tree and `pi -c` do not arm it again.
 pub const FALLBACK_DISARMED_TYPE: &str = "relay/fallback-disarmed";
+/// customType of the record of the user's pinned instructions (`/relay pin`, `/relay unpin`):
+/// each record holds the whole list after the change, so the newest on the branch is in force.
+pub const PINS_TYPE: &str = "relay/pins";
 /// The `customType` of the custom session entry carrying one note operation in its `data`.
 pub const NOTE_CUSTOM_TYPE: &str = "relay/note";
 
@@ -475,6 +479,23 @@ record_struct! {
 impl Record for NativeFallbackRecord {}
 impl CustomRecord for NativeFallbackRecord {
     const CUSTOM_TYPE: &'static str = NATIVE_FALLBACK_TYPE;
+}
+
+record_struct! {
+    /// The user's pinned instructions after a `/relay pin` or `/relay unpin` (`relay/pins`):
+    /// `{v, pins: [text, …]}`, the whole list in force from this entry on (the newest record on
+    /// the branch wins). `pins` is required: a record without it stands for nothing.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct PinsRecord {
+        lenient pub v: u64,
+        pub pins: Vec<String>,
+    }
+}
+
+impl Record for PinsRecord {}
+impl CustomRecord for PinsRecord {
+    const CUSTOM_TYPE: &'static str = PINS_TYPE;
 }
 
 record_struct! {

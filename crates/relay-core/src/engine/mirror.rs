@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::wire::{
     Moment, Usage, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, FALLBACK_DISARMED_TYPE,
-    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, PINS_TYPE, REMINDER_TYPE,
+    RESET_FAILED_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
 };
 use super::Engine;
 use crate::entry::{Entry, EntryKind, Replacement, StopReason, SystemDelta, WindowMarker};
@@ -36,6 +36,7 @@ use crate::tool_name::ToolName;
 
 mod clearable;
 mod load;
+mod pins;
 mod truncate;
 mod usage;
 
@@ -211,6 +212,9 @@ pub(super) struct Mirror {
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
     /// first.
     pub(super) clearings: Vec<ClearingMark>,
+    /// The user's pinned instructions on the branch (`relay/pins` records, each the whole list
+    /// after a change), oldest first: the newest is in force ([`Mirror::pins`]).
+    pin_marks: Vec<(usize, Vec<String>)>,
     /// The branch's part in the ledger (`/relay stats`): each request, boundary and clearing
     /// with its position, oldest first.
     ledger_marks: Vec<(usize, crate::ledger::LedgerMark)>,
@@ -257,6 +261,7 @@ impl Mirror {
             written_handoff: None,
             clearings: Vec::new(),
             ledger_marks: Vec::new(),
+            pin_marks: Vec::new(),
             clearable: Default::default(),
             written_jobs: None,
             written_workspace: None,
@@ -719,6 +724,7 @@ impl Mirror {
                     }
                 }
             }
+            t if t == PINS_TYPE => self.push_pins(pos, data),
             t if t == RESUME_CHECK_TYPE => {
                 if let Some(check) =
                     super::resume::window_check(data, self.history.current_window_id())

@@ -150,6 +150,7 @@ impl Engine {
             reset_notice: extras.reset_notice,
             earlier_user_input: extras.earlier,
             compact_instructions: extras.compact_instructions,
+            pins: self.mirror.pins(),
         };
         render_boot_block(&block)
     }

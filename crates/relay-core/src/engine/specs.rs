@@ -96,8 +96,8 @@ pub fn tool_specs() -> Vec<ToolSpec> {
 pub fn command_spec() -> CommandSpec {
     CommandSpec {
         name: "relay".into(),
-        description: "Relay context windows: /relay (status), /relay config (every setting in force and where it came from), /relay stats (what each window cost), /relay on, /relay off".into(),
-        completions: ["on", "off", "status", "config", "stats"].map(String::from).to_vec(),
+        description: "Relay context windows: /relay (status), /relay config (every setting in force and where it came from), /relay stats (what each window cost), /relay pins (the instructions every window's boot block repeats), /relay pin <text>, /relay unpin <n>, /relay on, /relay off".into(),
+        completions: ["on", "off", "status", "config", "stats", "pins", "pin", "unpin"].map(String::from).to_vec(),
     }
 }
 

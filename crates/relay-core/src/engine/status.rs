@@ -57,7 +57,8 @@ impl Engine {
     }
 
     /// `/relay`, `/relay status`, `/relay config`, `/relay stats` (the branch's ledger, from the
-    /// mirror), `/relay on`, `/relay off`.
+    /// mirror), `/relay pins`, `/relay pin <text>`, `/relay unpin <n>` (the user's pinned
+    /// instructions, [`crate::pins`]), `/relay on`, `/relay off`.
     pub(super) fn command(&mut self, args: &str, moment: &Moment, reply: &mut HookReply) {
         let text = match args {
             "on" => {
@@ -80,6 +81,7 @@ impl Engine {
                     current_window_id: self.mirror.history.current_window_id(),
                     window_count: self.window_count(),
                     note_count: self.mirror.notes.len(),
+                    pin_count: self.mirror.pins().len(),
                     remaining_tokens: moment
                         .usage
                         .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve)),
@@ -123,15 +125,47 @@ impl Engine {
                 ))
             }
             "stats" => crate::render::render_ledger(&self.mirror.ledger()),
-            other => {
-                format!("relay: unknown argument {other:?}; use /relay, /relay config, /relay stats, /relay on or /relay off")
-            }
+            "pins" => crate::render::render_pins(self.mirror.pins()),
+            other => match other.split_once(char::is_whitespace).unwrap_or((other, "")) {
+                ("pin", text) => self.pin(text, reply),
+                ("unpin", n) => self.unpin(n, reply),
+                _ => format!("relay: unknown argument {other:?}; use /relay, /relay config, /relay stats, /relay pins, /relay pin <text>, /relay unpin <n>, /relay on or /relay off"),
+            },
         };
         reply.effects.push(Effect::Notify {
             text,
             level: NotifyLevel::Info,
         });
         reply.effects.push(self.status_effect(moment));
+    }
+
+    /// `/relay pin <text>`: the list with the pin added, appended to the branch (the mirror takes
+    /// it in when Pi feeds the entry back), or the refusal naming the limit.
+    fn pin(&self, text: &str, reply: &mut HookReply) -> String {
+        match crate::pins::add(self.mirror.pins(), text) {
+            Ok(pins) => {
+                let said = crate::render::render_pinned(&pins);
+                reply.appends.push(pins_record(pins));
+                said
+            }
+            Err(refusal) => crate::render::render_pin_refusal(&refusal),
+        }
+    }
+
+    /// `/relay unpin <n>`: the list without pin `n`, appended to the branch, or the refusal.
+    fn unpin(&self, n: &str, reply: &mut HookReply) -> String {
+        match crate::pins::remove(self.mirror.pins(), n) {
+            Ok((pins, removed)) => {
+                let said = crate::render::render_unpinned(
+                    n.trim().parse().unwrap_or_default(),
+                    &removed,
+                    pins.len(),
+                );
+                reply.appends.push(pins_record(pins));
+                said
+            }
+            Err(refusal) => crate::render::render_pin_refusal(&refusal),
+        }
     }
 
     /// The low-budget reminder, once per window, when the physical remaining capacity drops to
@@ -212,4 +246,14 @@ impl Engine {
             });
         }
     }
+}
+
+/// The branch record of the pinned instructions after a change.
+fn pins_record(pins: Vec<String>) -> crate::records::Marker {
+    use crate::records::CustomRecord;
+    crate::records::PinsRecord {
+        v: crate::records::VERSION,
+        pins,
+    }
+    .marker()
 }

@@ -3715,7 +3715,7 @@ fn describe_names_the_relay_command_and_its_completions() {
     assert_eq!(d.command.name, "relay");
     assert_eq!(
         d.command.completions,
-        ["on", "off", "status", "config", "stats"]
+        ["on", "off", "status", "config", "stats", "pins", "pin", "unpin"]
     );
     assert!(d
         .command
@@ -3773,4 +3773,79 @@ fn a_moments_pending_work_is_the_hosts_raw_count() {
     let mut m = serde_json::to_value(moment(None)).unwrap();
     m.as_object_mut().unwrap().remove("pendingWork");
     assert_eq!(serde_json::from_value::<Moment>(m).unwrap().pending_work, 0);
+}
+
+/// `/relay pin` appends the whole list as a `relay/pins` record; once Pi feeds it back, every
+/// window a reset opens carries the pin in its boot block, a reload of the branch keeps it, a
+/// navigation to before the record drops it, and `/relay unpin` removes it from the next window.
+#[test]
+fn pins_reach_every_later_boot_block_until_unpinned() {
+    let mut e = engine();
+    let mut b = Branch::new();
+    let mut entries = vec![b.user("Start.")];
+    e.append(&entries);
+    let before_pin = entries[0].id.clone();
+    let command =
+        |e: &mut Engine, args: &str| e.observe(&obs(Event::Command { args: args.into() }, None));
+    let pinned = command(&mut e, "pin   Never push to main.  ");
+    assert!(
+        notify_texts(&pinned).contains("pinned as 1 of 10"),
+        "{}",
+        notify_texts(&pinned)
+    );
+    let [marker] = pinned.appends.as_slice() else {
+        panic!("{:?}", pinned.appends)
+    };
+    assert_eq!(marker.custom_type, crate::records::PINS_TYPE);
+    assert_eq!(
+        marker.data,
+        json!({"v": 1, "pins": ["Never push to main."]})
+    );
+    entries.push(b.custom(crate::records::PINS_TYPE, marker.data.clone()));
+    e.append(&entries[1..]);
+    assert!(notify_texts(&command(&mut e, "pins")).contains("\n1. Never push to main."));
+    assert!(notify_texts(&command(&mut e, "")).contains("\npins: 1 ("));
+    // A refusal appends nothing and names the limit.
+    let refused = command(&mut e, &format!("pin {}", "x".repeat(501)));
+    assert!(refused.appends.is_empty());
+    assert!(notify_texts(&refused).contains("at most 500 characters and this one has 501"));
+    let manual = |e: &mut Engine| {
+        let reply = e.observe(&obs(
+            Event::SessionBeforeCompact {
+                reason: "manual".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(10_000),
+        ));
+        let Some(HookResult::Reset { plan }) = reply.result else {
+            panic!("{:?}", reply.result)
+        };
+        plan.summary
+    };
+    let pin = "<pinned_instructions count=\"1\">\n<pin n=\"1\">\nNever push to main.\n</pin>\n</pinned_instructions>\n<recent_notes>";
+    assert!(manual(&mut e).contains(pin));
+    // A reload of the same branch derives the same pins.
+    let mut reloaded = engine();
+    reloaded.resync(SID, &entries);
+    assert!(notify_texts(&command(&mut reloaded, "pins")).contains("\n1. Never push to main."));
+    // Unpinned: the next window's boot block leaves it out.
+    let unpinned = command(&mut reloaded, "unpin 1");
+    assert!(notify_texts(&unpinned).contains("unpinned 1"));
+    let [marker] = unpinned.appends.as_slice() else {
+        panic!("{:?}", unpinned.appends)
+    };
+    assert_eq!(marker.data, json!({"v": 1, "pins": []}));
+    let mut after = entries.clone();
+    after.push(b.custom(crate::records::PINS_TYPE, marker.data.clone()));
+    reloaded.append(&after[entries.len()..]);
+    assert!(!manual(&mut reloaded).contains("pinned_instructions"));
+    assert!(notify_texts(&command(&mut reloaded, "unpin 1")).contains("there are no pins"));
+    // A navigation (/tree) to before the unpin brings the pin back; to before the pin, none.
+    for (to, pinned) in [(&entries[1].id, true), (&before_pin, false)] {
+        let mut navigated = engine();
+        navigated.resync(SID, &after);
+        navigated.truncate_after(Some(to));
+        assert_eq!(manual(&mut navigated).contains(pin), pinned, "{to}");
+    }
 }

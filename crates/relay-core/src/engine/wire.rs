@@ -87,8 +87,9 @@ impl From<PiOutcome> for String {
 // `records` (below the engine, which the records' readers and writers share); named here too.
 pub use crate::records::{
     Marker, BOOT_TYPE, CLEARING_TYPE, CONTINUE_TASK_TYPE, CONTINUE_TYPE, FALLBACK_DISARMED_TYPE,
-    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE,
-    RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE, WATCH_CHECK_TYPE,
+    HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, NATIVE_FALLBACK_TYPE, PINS_TYPE, REMINDER_TYPE,
+    RESET_FAILED_TYPE, RESET_MARKER_TYPE, RESUME_CHECK_TYPE, STALE_CHECK_TYPE, STEER_TYPE,
+    WATCH_CHECK_TYPE,
 };
 
 // ---------------------------------------------------------------------------------------------

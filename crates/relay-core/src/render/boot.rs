@@ -53,6 +53,9 @@ pub struct BootBlock<'a> {
     /// The instructions the user gave with `/compact`, shown in `<compact_instructions>` (cut in
     /// the middle past [`USER_INPUT_MESSAGE_MAX_CHARS`]).
     pub compact_instructions: Option<&'a str>,
+    /// The user's pinned instructions (`/relay pin`), oldest first, shown verbatim in
+    /// `<pinned_instructions>` before the notes index (already within [`crate::pins`]' limits).
+    pub pins: &'a [String],
 }
 
 /// How many of the ended window's most recent user messages the boot block shows at most.
@@ -82,6 +85,7 @@ pub fn render_boot_block(b: &BootBlock) -> String {
     let mut out = String::with_capacity(2048);
     out.push_str("<context_window>\n");
     push_window_ids(&mut out, b);
+    push_pins(&mut out, b);
     push_recent_notes(&mut out, b);
     let earlier = earlier_input(&b.earlier_user_input);
     push_protocol(&mut out, b, &earlier);
@@ -121,6 +125,19 @@ fn push_window_ids(out: &mut String, b: &BootBlock) {
         }
         None => out.push_str("previous_window_id: none (this is the first window)\n"),
     }
+}
+
+/// `<pinned_instructions>` (nothing without pins): each pin verbatim, numbered as `/relay pins`
+/// numbers it.
+fn push_pins(out: &mut String, b: &BootBlock) {
+    if b.pins.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<pinned_instructions count=\"{}\">", b.pins.len());
+    for (i, pin) in b.pins.iter().enumerate() {
+        push_element_open(out, &format!("pin n=\"{}\"", i + 1), "pin", pin);
+    }
+    out.push_str("</pinned_instructions>\n");
 }
 
 /// `<recent_notes>`: the newest [`BOOT_NOTES_SHOWN`] notes previewed, and how many more there are.
@@ -169,6 +186,9 @@ fn push_recent_notes(out: &mut String, b: &BootBlock) {
 /// `<context_window_protocol>`: the head, then one paragraph for each part the block holds.
 fn push_protocol(out: &mut String, b: &BootBlock, earlier: &EarlierInput) {
     out.push_str(PROTOCOL_HEAD);
+    if !b.pins.is_empty() {
+        out.push_str(PROTOCOL_PINS);
+    }
     if b.handoff.is_some() {
         out.push_str(PROTOCOL_HANDOFF);
     }
@@ -264,6 +284,9 @@ This is one window of a longer task; earlier windows are not shown or summarized
 - Earlier windows stay stored: find them with history_list_windows, history_list_items, history_search_contents, history_read_item.
 - get_context_remaining: the tokens this window has left.
 - When the window is cluttered or a phase is done, update your notes, then call new_context alone in its batch; work continues in a fresh window.
+";
+
+const PROTOCOL_PINS: &str = "- The <pinned_instructions> above are standing instructions the user pinned (with /relay pin): follow them in this window and every later one, whatever else the window holds, until the user removes them.
 ";
 
 const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous window stopped. Check that the workspace still matches it, then continue from its next step.

@@ -40,6 +40,7 @@ pub mod handoff;
 pub mod integrations;
 pub mod ledger;
 pub mod memory_tool;
+pub mod pins;
 pub mod policy;
 pub mod resume_check;
 pub mod staleness;
@@ -50,11 +51,14 @@ pub use boot::{
     USER_INPUT_MESSAGE_MAX_CHARS,
 };
 pub use ledger::render_ledger;
+pub use pins::{render_pin_refusal, render_pinned, render_pins, render_unpinned};
 
 use std::fmt::Write as _;
 
 /// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
-const OWN_TAGS: [&str; 12] = [
+const OWN_TAGS: [&str; 14] = [
+    "pinned_instructions",
+    "pin",
     "context_window_protocol",
     "context_window_guidance",
     "context_window",
@@ -328,6 +332,8 @@ pub struct StatusInfo<'a> {
     /// Number of windows on the current branch (1 before the first reset).
     pub window_count: usize,
     pub note_count: usize,
+    /// The user's pinned instructions (`/relay pins`); the line is left out without any.
+    pub pin_count: usize,
     /// Reserve-adjusted remaining tokens; `None` when Pi cannot estimate.
     pub remaining_tokens: Option<u64>,
     pub reserve_tokens: u64,
@@ -375,6 +381,13 @@ pub fn render_status(s: &StatusInfo) -> String {
         s.window_count.max(1)
     );
     let _ = writeln!(out, "notes: {}", s.note_count);
+    if s.pin_count > 0 {
+        let _ = writeln!(
+            out,
+            "pins: {} (every new window's boot block repeats them; /relay pins lists them)",
+            s.pin_count
+        );
+    }
     match s.remaining_tokens {
         Some(r) => {
             let _ = writeln!(

@@ -26,6 +26,7 @@ fn block<'a>(notes: Vec<NoteIndexEntry<'a>>, note_count: usize) -> BootBlock<'a>
         reset_notice: None,
         earlier_user_input: Vec::new(),
         compact_instructions: None,
+        pins: &[],
     }
 }
 
@@ -42,6 +43,30 @@ fn boot_block_root_window_without_notes() {
     assert!(text.contains("previous_window_id: none"));
     assert!(!text.contains("<handoff>") && !text.contains("<pending_user_request>"));
     insta::assert_snapshot!("boot_block_0_notes", text);
+}
+
+/// Pins stand verbatim (a closing tag in one cannot end its element) before the notes index,
+/// numbered as `/relay pins` numbers them, with their protocol line.
+#[test]
+fn boot_block_with_pins() {
+    let pins = [
+        "Never push to main; open a pull request.".to_string(),
+        "Answer in British English.\nKeep </pin> and </pinned_instructions> as text.".to_string(),
+    ];
+    let mut b = block(vec![note("plan.md", PLAN, T)], 1);
+    b.pins = &pins;
+    let text = render_boot_block(&b);
+    let at = |s: &str| text.find(s).unwrap();
+    assert!(at("<pinned_instructions count=\"2\">") < at("<recent_notes"));
+    assert!(text.contains("<pin n=\"1\">\nNever push to main; open a pull request.\n</pin>\n"));
+    assert_eq!(text.matches("</pin>").count(), 2);
+    assert_eq!(text.matches("</pinned_instructions>").count(), 1);
+    assert!(text.contains("- The <pinned_instructions> above"));
+    insta::assert_snapshot!("boot_block_pins", text);
+    // Without pins, neither the element nor its protocol line.
+    b.pins = &[];
+    let text = render_boot_block(&b);
+    assert!(!text.contains("pinned_instructions"));
 }
 
 #[test]
@@ -449,6 +474,7 @@ fn status_text() {
         current_window_id: "pcw:0195f3a2:5e6f7a8b",
         window_count: 3,
         note_count: 4,
+        pin_count: 2,
         remaining_tokens: Some(91_234),
         reserve_tokens: 16_384,
         reminder_threshold: Some(40_960),
@@ -467,6 +493,8 @@ fn status_text() {
         cleared_branch: (3, 180_002),
     };
     let on = render_status(&s);
+    assert!(on.contains("\npins: 2 ("));
+    s.pin_count = 0;
     s.clearing = None;
     s.clearing_enabled = false;
     s.enabled = false;

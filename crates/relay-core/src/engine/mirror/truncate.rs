@@ -95,7 +95,7 @@ impl Mirror {
     }
 
     /// After a truncation to `len` entries: the branch-wide records at or past it (the written
-    /// and committed handoffs, clearings, commit/turn/progress and usage marks) are dropped.
+    /// and committed handoffs, clearings, pins, commit/turn/progress and usage marks) are dropped.
     fn drop_branch_marks_from(&mut self, len: usize) {
         if self
             .written_handoff
@@ -111,6 +111,9 @@ impl Mirror {
         }
         while self.ledger_marks.last().is_some_and(|(p, _)| *p >= len) {
             self.ledger_marks.pop();
+        }
+        while self.pin_marks.last().is_some_and(|(p, _)| *p >= len) {
+            self.pin_marks.pop();
         }
         while self
             .committed_handoffs
