@@ -35,6 +35,7 @@ use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
 
 mod clearable;
+mod in_progress;
 mod load;
 mod truncate;
 mod usage;
@@ -116,6 +117,11 @@ pub(super) struct WindowState {
     pub(super) recorded_workspace: Option<Box<WorkspaceRecord>>,
     /// The window's latest stale-handoff check (a `relay/stale-check` entry for this window).
     pub(super) stale_check: Option<super::stale::WindowCheck>,
+    /// The window's tool calls, oldest first, and the positions of its assistant messages that
+    /// said something besides calling tools: the next window's `<in_progress>` (see
+    /// `mirror/in_progress.rs`).
+    calls: Vec<in_progress::CallMark>,
+    words_at: Vec<usize>,
 }
 
 impl WindowState {
@@ -512,6 +518,7 @@ impl Mirror {
                 if m.stop() == Some(StopReason::ToolUse) {
                     self.current.tool_called_at.get_or_insert(pos);
                 }
+                self.push_calls(pos, m);
                 if !m.stop().is_some_and(|r| r.failed_or_cut()) {
                     self.current.rearmed_at.get_or_insert(pos);
                 }
@@ -519,6 +526,7 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "toolResult" => {
                 self.current.tool_called_at.get_or_insert(pos);
+                self.push_call_result(pos, m);
                 if m.tool_name
                     .as_deref()
                     .is_some_and(|n| crate::integrations::SUBAGENT_TOOLS.contains(&n))

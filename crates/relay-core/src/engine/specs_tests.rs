@@ -44,6 +44,7 @@ fn root_boot_block() -> String {
         reset_notice: None,
         earlier_user_input: vec![],
         compact_instructions: None,
+        in_progress: None,
     })
 }
 
