@@ -5,16 +5,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { captureStderr, joined, ofType, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
+import { captureStderr, joined, ofType, outsideInProgress, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
 import { budgetEnv } from "./budget-helpers.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
 // window compactable (pi-host-facts.md §5).
 const COMPACTABLE = { compaction: { enabled: true, keepRecentTokens: 1 } };
-
-// A request's text without the boot block's <in_progress> section, which carries the closing
-// window's last actions (and the model's last words) on purpose (tests/extension/in-progress.test.mjs).
-const outsideInProgress = (text) => text.replace(/<in_progress [^>]*>\n[\s\S]*?<\/in_progress>\n/, "");
 
 test("new_context: the next request holds only the boot block and one hidden continuation", async () => {
 	const t = await startSession({
