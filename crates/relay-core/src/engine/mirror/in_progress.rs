@@ -164,3 +164,99 @@ impl Mirror {
         (!p.is_empty()).then(|| render_in_progress(&p))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::parse_entry;
+    use serde_json::json;
+
+    const T0: i64 = 1_764_450_000_000;
+
+    /// `n` tool calls (a `write` of `f<i>.rs` every third, the rest `bash`), each with its
+    /// result (every fifth an error), then the assistant's words.
+    fn branch(n: usize) -> Vec<Entry> {
+        let mut bodies = vec![json!({"type":"message","message":{"role":"user","content":"go"}})];
+        for i in 1..=n {
+            let (name, args) = if i % 3 == 0 {
+                ("write", json!({"path": format!("f{i}.rs"), "content": "x"}))
+            } else {
+                ("bash", json!({"command": format!("echo {i}")}))
+            };
+            bodies.push(json!({"type":"message","message":{"role":"assistant","stopReason":"toolUse",
+                "timestamp": T0 + i as i64 * 1000,
+                "content":[{"type":"toolCall","id":format!("c{i}"),"name":name,"arguments":args}]}}));
+            bodies.push(
+                json!({"type":"message","message":{"role":"toolResult","toolCallId":format!("c{i}"),
+                "toolName":name,"isError": i % 5 == 0,"content":[{"type":"text","text":"r"}]}}),
+            );
+        }
+        bodies.push(
+            json!({"type":"message","message":{"role":"assistant","stopReason":"stop",
+            "content":[{"type":"text","text":"WORDS"}]}}),
+        );
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut b)| {
+                b["id"] = json!(format!("e{i}"));
+                b["parentId"] = if i == 0 {
+                    json!(null)
+                } else {
+                    json!(format!("e{}", i - 1))
+                };
+                b["timestamp"] = json!("2025-11-29T21:00:00.000Z");
+                parse_entry(&b.to_string()).unwrap()
+            })
+            .collect()
+    }
+
+    fn mirror_of(entries: &[Entry]) -> Mirror {
+        let mut m = Mirror::new("s");
+        for e in entries {
+            m.push(e);
+        }
+        m
+    }
+
+    #[test]
+    fn the_section_names_the_last_eight_calls_and_counts_the_rest() {
+        let entries = branch(12);
+        let text = mirror_of(&entries).in_progress(T0 + 20_000).unwrap();
+        assert!(text.starts_with(
+            "<in_progress tool_calls_shown=\"8\" tool_calls_total=\"12\">\n(4 earlier"
+        ));
+        assert!(!text.contains("echo 4<") && text.contains("<tool_call n=\"5\" tool=\"bash\" result=\"error\" ago=\"15 s\">echo 5</tool_call>"));
+        assert!(
+            text.contains("<files_written shown=\"4\" total=\"4\">\nf3.rs\nf6.rs\nf9.rs\nf12.rs\n")
+        );
+        assert!(text.contains("<last_words>\nWORDS\n</last_words>"));
+        assert_eq!(
+            Mirror::new("s").in_progress(T0),
+            None,
+            "a window that did nothing"
+        );
+    }
+
+    /// A navigation back into the window (`/tree`) gives what a reload of the shorter branch
+    /// gives: nothing past the new leaf, nothing before it lost.
+    #[test]
+    fn a_truncation_gives_what_a_replay_of_the_shorter_branch_gives() {
+        let entries = branch(12);
+        for keep in [1, 2, 3, 10, 17, 18, 24, 25] {
+            let mut m = mirror_of(&entries);
+            assert!(m.truncate_after(&entries[keep - 1].id));
+            let replayed = mirror_of(&entries[..keep]);
+            assert_eq!(m.in_progress(T0), replayed.in_progress(T0), "kept {keep}");
+        }
+        // A call whose result was cut off has none.
+        let mut m = mirror_of(&entries);
+        assert!(m.truncate_after(&entries[23].id));
+        let text = m.in_progress(T0 + 20_000).unwrap();
+        assert!(
+            text.contains("result=\"none\" ago=\"8 s\">f12.rs</tool_call>"),
+            "{text}"
+        );
+        assert!(!text.contains("last_words") && !text.contains("f12.rs\n"));
+    }
+}
