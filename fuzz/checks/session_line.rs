@@ -24,13 +24,16 @@ use std::sync::OnceLock;
 /// How many listed items are read back and searched for (keeps each run fast).
 const MAX_ITEMS_CHECKED: usize = 16;
 
-/// What the skimmed reading keeps of a fully read entry: a message loses its text, its estimate
-/// and its system delta.
+/// What the skimmed reading keeps of a fully read entry: a message loses its text, its estimate,
+/// its system delta and its tool calls.
 fn skimmed(mut e: Entry) -> Entry {
     if let EntryKind::Message(m) = &mut e.kind {
         m.text.clear();
         m.estimate_chars = 0;
         m.system = None;
+        // The tool calls are read from the content, as the texts are (`<in_progress>` reads
+        // them from the current window, which is never skimmed).
+        m.tool_calls = Box::default();
     }
     e
 }

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { captureStderr, joined, ofType, readJsonl, resultsOf, roles, startSession, textOf, tool, within } from "./harness.mjs";
+import { captureStderr, joined, ofType, outsideInProgress, readJsonl, resultsOf, roles, startSession, textOf, tool, within } from "./harness.mjs";
 import { budgetEnv, budgetSession, CONSTRAINT, enforce, FACTS, gitRepo, GOAL, HANDOFF, newRoot, NEXT, probeTool, THRESHOLDS, WINDOW } from "./budget-helpers.mjs";
 
 const modeOf = (path) => statSync(path).mode & 0o777;
@@ -102,7 +102,7 @@ test("enforce: the handoff's turn end resets the window and the automatic contin
 		const text = joined(fresh);
 		assert.match(text, /<handoff>[\s\S]*GOAL-7731[\s\S]*NEXT-4410[\s\S]*<\/handoff>/);
 		assert.ok(text.includes(CONSTRAINT.split("\n")[0]), "the user constraint travels with the handoff");
-		assert.ok(!text.includes("OLD-CONVO-5521"), "the old conversation is out of the request");
+		assert.ok(!outsideInProgress(text).includes("OLD-CONVO-5521"), "the old conversation is out of the request (but for <in_progress>)");
 		assert.ok(!text.includes("PROMPT-TWO-3318"), "the last prompt is out of the request");
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
 		assert.equal(ofType(t, "custom_message", "relay/continue")[0].display, false);
@@ -345,7 +345,8 @@ test("hard limit: without a handoff the window is reset mechanically and work co
 	assert.equal(ofType(forced.t, "custom_message", "relay/continue").length, 1, "the task continues by itself");
 	assert.equal(forced.t.requests.length, 4);
 	const fresh = joined(forced.t.requests[3]);
-	assert.ok(!fresh.includes("Started.") && !fresh.includes("probe_work"), "the old conversation is gone");
+	assert.ok(!outsideInProgress(fresh).includes("Started.") && !outsideInProgress(fresh).includes("probe_work"), "the old conversation is gone (but for <in_progress>)");
+	assert.match(fresh, /<tool_call n="1" tool="probe_work" result="[a-z]+"/, "the last actions are named");
 	// Only the user's own words come along, labelled as earlier input (a forced reset keeps them).
 	assert.match(fresh, /<earlier_user_input shown="2" total="2">\n<user_message>\nStart\.\n<\/user_message>\n<user_message latest="true">\nBig step\.\n<\/user_message>/);
 	assert.ok(forced.events.some((e) => e.event === "fallback_armed" && e.reason === "hard"));

@@ -286,6 +286,10 @@ export const roles = (request) => request.filter((m) => m.role !== "system").map
 /** One provider request as `role:text` lines. */
 export const joined = (request) => request.map((m) => `${m.role}:${textOf(m.content)}`).join("\n");
 
+/** A request's text without the boot block's <in_progress> section, which carries the closing
+ * window's last actions (tool calls and the model's last words) on purpose (in-progress.test.mjs). */
+export const outsideInProgress = (text) => text.replace(/<in_progress [^>]*>\n[\s\S]*?<\/in_progress>\n/, "");
+
 /** Branch entries of a type (and customType). */
 export const ofType = (t, type, customType) =>
 	t.sessionManager.getBranch().filter((e) => e.type === type && (!customType || e.customType === customType));

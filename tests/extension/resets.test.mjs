@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { captureStderr, joined, ofType, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
+import { captureStderr, joined, ofType, outsideInProgress, readJsonl, roles, startSession, textOf, tool, within } from "./harness.mjs";
 import { budgetEnv } from "./budget-helpers.mjs";
 
 // Pi starts its own summarizer only on threshold crossings it can compact; a tiny keep makes any
@@ -31,7 +31,8 @@ test("new_context: the next request holds only the boot block and one hidden con
 		const text = joined(fresh);
 		assert.match(text, /<context_window>/);
 		assert.match(text, /plan\.md/, "the notes index lists the note");
-		assert.ok(!text.includes("OLD-TOPIC"), "old conversation is out of the provider context");
+		assert.ok(!outsideInProgress(text).includes("OLD-TOPIC"), "old conversation is out of the provider context");
+		assert.match(text, /<last_words>\nWorking on OLD-TOPIC\.\n<\/last_words>/, "but for the model's last words");
 		assert.equal(ofType(t, "compaction").length, 1);
 		assert.equal(ofType(t, "custom_message", "relay/continue").length, 1);
 		const details = ofType(t, "compaction")[0].details;
@@ -688,7 +689,8 @@ test("new_context whose run ends in a provider error resets before the next inpu
 		const fresh = t.requests[3];
 		assert.match(textOf(fresh.find((m) => m.role === "user").content), /<context_window>/);
 		assert.match(joined(fresh), /NEXT-INPUT-5151/);
-		assert.ok(!joined(fresh).includes("ERRORED-TOPIC"), "the old window is out of the provider context");
+		assert.ok(!outsideInProgress(joined(fresh)).includes("ERRORED-TOPIC"), "the old window is out of the provider context");
+		assert.match(joined(fresh), /<last_words>\nWorking on ERRORED-TOPIC\.\n<\/last_words>/, "but for the model's last words");
 		assert.match(joined(fresh), /plan\.md/, "the notes index lists the note");
 		assert.equal(textOf(t.sessionManager.getBranch().at(-1).message.content), "Answered in the fresh window.");
 		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));

@@ -634,7 +634,7 @@ fn walk(
 pub fn default_text(path: &str) -> String {
     let d = BudgetConfig::default();
     match path {
-        "enabled" | "continueAfterReset" | "memoryTool" => "true".into(),
+        "enabled" | "continueAfterReset" | "memoryTool" | "inProgress" => "true".into(),
         "reminderMarginTokens" => DEFAULT_REMINDER_MARGIN_TOKENS.to_string(),
         "agentName" => format!("\"{DEFAULT_AGENT_NAME}\""),
         "role" => "unset (the hosting rule decides)".into(),

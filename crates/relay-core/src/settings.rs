@@ -13,6 +13,7 @@
 //! | `continueAfterReset` | boolean: continue once when the first reply after an automatic or forced reset stops early (see `crate::on_task`) | `true` |
 //! | `budget` | object, passed through raw and validated by the budget module | absent |
 //! | `role` | `"main"` or `"subagent"`: this session's budget role, declared by an SDK host | absent: the hosting rule decides |
+//! | `inProgress` | boolean: a reset's boot block carries the closing window's last actions (`<in_progress>`, see `crate::render::in_progress`) | `true` |
 //! | `clearToolResults` | object: tool-result clearing (see [`ClearToolResults`] and `crate::clearing`) | on, see below |
 //!
 //! `relay.clearToolResults` keys (each validated on its own, an invalid one falls back to its
@@ -88,6 +89,7 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
     ("role", KeyKind::OneOf(&["main", "subagent"])),
     ("clearToolResults", KeyKind::Object(CLEAR_KEYS)),
     ("memoryTool", KeyKind::Bool),
+    ("inProgress", KeyKind::Bool),
 ];
 
 /// The keys of `relay.clearToolResults`.
@@ -171,6 +173,9 @@ pub struct RelayConfig {
     pub clear_tool_results: ClearToolResults,
     /// `relay.memoryTool`: the `memory` tool is declared to the model (`false` withholds it).
     pub memory_tool: bool,
+    /// `relay.inProgress`: a reset's boot block carries the closing window's last actions
+    /// (`<in_progress>`, see `render::in_progress`).
+    pub in_progress: bool,
 }
 
 impl Default for RelayConfig {
@@ -184,6 +189,7 @@ impl Default for RelayConfig {
             role: None,
             clear_tool_results: ClearToolResults::default(),
             memory_tool: true,
+            in_progress: true,
         }
     }
 }
@@ -278,6 +284,16 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
         Value::as_bool,
     ) {
         cfg.memory_tool = v;
+    }
+    if let Some(v) = check_key(
+        obj,
+        "inProgress",
+        "true or false",
+        "true",
+        &mut issues,
+        Value::as_bool,
+    ) {
+        cfg.in_progress = v;
     }
     cfg.role = check_key(
         obj,
@@ -491,7 +507,7 @@ mod tests {
     fn every_key_accepts_valid_values() {
         let (cfg, issues) = resolve(
             Some(
-                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"memoryTool":false,"budget":{"mode":"observe"},"role":"subagent",
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"memoryTool":false,"inProgress":false,"budget":{"mode":"observe"},"role":"subagent",
                     "clearToolResults":{"enabled":true,"triggerTokens":90000,"keep":0,"clearAtLeast":0,"excludeTools":[" fetch_page "]}}),
             ),
             None,
@@ -514,6 +530,7 @@ mod tests {
                     exclude_tools: vec!["fetch_page".into()],
                 },
                 memory_tool: false,
+                in_progress: false,
             }
         );
         // A bad key of the clearing names its whole path; the others still apply.
@@ -605,7 +622,13 @@ mod tests {
         }
         // The whole message, and the default in force.
         type Kept = fn(&RelayConfig) -> bool;
-        let worded: [(Value, &str, &str, Kept); 3] = [
+        let worded: [(Value, &str, &str, Kept); 4] = [
+            (
+                json!({"inProgress":1}),
+                "relay.inProgress",
+                "expected true or false, got 1; using the default (true)",
+                |c| c.in_progress,
+            ),
             (
                 json!({"reminderMarginTokens":0}),
                 "relay.reminderMarginTokens",
@@ -785,7 +808,7 @@ mod tests {
                 reserve: DEFAULT_RESERVE_TOKENS,
                 budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
                 warnings: &[
-                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults, memoryTool)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults, memoryTool, inProgress)",
                     "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
                     "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
                     "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a non-negative whole number, got \"lots\"; using 16384",

@@ -35,6 +35,7 @@ use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
 
 mod clearable;
+mod in_progress;
 mod load;
 mod pins;
 mod truncate;
@@ -117,6 +118,11 @@ pub(super) struct WindowState {
     pub(super) recorded_workspace: Option<Box<WorkspaceRecord>>,
     /// The window's latest stale-handoff check (a `relay/stale-check` entry for this window).
     pub(super) stale_check: Option<super::stale::WindowCheck>,
+    /// The window's tool calls, oldest first, and the positions of its assistant messages that
+    /// said something besides calling tools: the next window's `<in_progress>` (see
+    /// `mirror/in_progress.rs`).
+    calls: Vec<in_progress::CallMark>,
+    words_at: Vec<usize>,
 }
 
 impl WindowState {
@@ -211,7 +217,7 @@ pub(super) struct Mirror {
     subagent_ids: Vec<(usize, String)>,
     /// The tool-result clearings on the branch (`relay/clear-tool-results` entries), oldest
     /// first.
-    pub(super) clearings: Vec<ClearingMark>,
+    pub(super) clearings: Vec<clearable::ClearingMark>,
     /// The user's pinned instructions on the branch (`relay/pins` records, each the whole list
     /// after a change), oldest first: the newest is in force ([`Mirror::pins`]).
     pin_marks: Vec<(usize, Vec<String>)>,
@@ -227,17 +233,6 @@ pub(super) struct Mirror {
     /// [`LoadedBranch::skimmed`]): everything but the history's texts is the branch's, so the
     /// hooks can go on; the history tools wait for [`Engine::complete`].
     pub(super) skimmed: bool,
-}
-
-/// A tool-result clearing on the branch: its position, window, the tokens it freed and the stubs
-/// it put in place of the results (none for a clearing of an earlier Relay, whose stubs are
-/// `context_edit` entries Pi applies).
-#[derive(Debug, Clone)]
-pub(super) struct ClearingMark {
-    pub(super) pos: usize,
-    pub(super) window_id: String,
-    pub(super) freed: u64,
-    pub(super) stubs: Vec<crate::records::ClearedStub>,
 }
 
 impl Mirror {
@@ -517,6 +512,7 @@ impl Mirror {
                 if m.stop() == Some(StopReason::ToolUse) {
                     self.current.tool_called_at.get_or_insert(pos);
                 }
+                self.push_calls(pos, m);
                 if !m.stop().is_some_and(|r| r.failed_or_cut()) {
                     self.current.rearmed_at.get_or_insert(pos);
                 }
@@ -524,6 +520,7 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "toolResult" => {
                 self.current.tool_called_at.get_or_insert(pos);
+                self.push_call_result(pos, m);
                 if m.tool_name
                     .as_deref()
                     .is_some_and(|n| crate::integrations::SUBAGENT_TOOLS.contains(&n))
@@ -683,7 +680,7 @@ impl Mirror {
             t if t == CLEARING_TYPE => {
                 // Every field is optional: a record that says nothing freed nothing.
                 let record = ClearingRecord::read(data).unwrap_or_default();
-                self.clearings.push(ClearingMark {
+                self.clearings.push(clearable::ClearingMark {
                     pos,
                     window_id: record.window_id,
                     freed: record.tokens_freed,
@@ -773,24 +770,6 @@ impl Mirror {
                     })
                 }
                 _ => None,
-            })
-            .collect()
-    }
-
-    /// The stubs of the current window's clearings, oldest first: what its requests carry in
-    /// place of the cleared results. O(stubs of the window).
-    pub(super) fn window_stubs(&self) -> Vec<super::wire::ToolStub> {
-        let start = self.current.start;
-        let from = self.clearings.partition_point(|c| c.pos < start);
-        self.clearings
-            .get(from..)
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|c| &c.stubs)
-            .map(|s| super::wire::ToolStub {
-                call: s.call.clone(),
-                nth: s.nth,
-                text: s.text.clone(),
             })
             .collect()
     }

@@ -7,7 +7,8 @@
 //! - A reset plan is complete data: a marker entry, a compaction whose summary is the next
 //!   window's boot block (window ids, notes index, protocol; the handoff or forced-reset note; for
 //!   an automatic or manual reset the ended window's recent user input, bounded; the `/compact`
-//!   instructions; the dropped user request when the scheduler asks to restate it), and at most
+//!   instructions; the dropped user request when the scheduler asks to restate it; the closing
+//!   window's last actions in `<in_progress>` unless `relay.inProgress` is off), and at most
 //!   one continuation.
 //! - Window ids are `pcw:<session>:<8 hex>`, unique on the branch, derived from the session, the
 //!   time and the branch length: no random source.
@@ -40,6 +41,8 @@ pub(super) struct BootExtras<'a> {
     pub(super) earlier: Vec<&'a str>,
     /// The user's `/compact` instructions.
     pub(super) compact_instructions: Option<&'a str>,
+    /// The closing window's `<in_progress>` section, rendered.
+    pub(super) in_progress: Option<&'a str>,
 }
 
 impl Engine {
@@ -151,6 +154,7 @@ impl Engine {
             earlier_user_input: extras.earlier,
             compact_instructions: extras.compact_instructions,
             pins: self.mirror.pins(),
+            in_progress: extras.in_progress,
         };
         render_boot_block(&block)
     }
@@ -196,6 +200,14 @@ impl Engine {
             (Some(forced), ResetSource::Forced) => continuation && forced.continue_run,
             _ => continuation,
         };
+        // The closing window's last actions, read from the branch once, as the window closes: the
+        // summary is the next window's boot block, the same bytes in every request of it.
+        let in_progress = self
+            .settings
+            .config
+            .in_progress
+            .then(|| self.mirror.in_progress(moment.now_ms))
+            .flatten();
         let summary = self.boot_text(
             Some(&window_id),
             Some(&previous),
@@ -206,6 +218,7 @@ impl Engine {
                 reset_notice: notice,
                 earlier: earlier.iter().map(|t| t.as_ref()).collect(),
                 compact_instructions,
+                in_progress: in_progress.as_deref(),
             },
         );
         let source_name = source.as_str();

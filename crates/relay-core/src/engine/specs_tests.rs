@@ -45,6 +45,7 @@ fn root_boot_block() -> String {
         earlier_user_input: vec![],
         compact_instructions: None,
         pins: &[],
+        in_progress: None,
     })
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::raw::{RawContent, RawLine, RawMessage, RawUsage, SkimMessage, Str};
 use super::types::{
     Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
-    SystemDelta, UsageParts,
+    SystemDelta, ToolCall, UsageParts,
 };
 use crate::text::utf16_len;
 
@@ -47,6 +47,7 @@ impl IntoMessage for SkimMessage<'_> {
             custom_type: owned(self.custom_type),
             estimate_chars: 0,
             system: None,
+            tool_calls: Box::default(),
         }
     }
 }
@@ -248,6 +249,17 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         }
         _ => 0,
     };
+    let tool_calls = if role == "assistant" {
+        let at_ms = raw
+            .timestamp
+            .as_ref()
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite() && t.abs() < 1e16)
+            .map(|t| t as i64);
+        tool_calls_of(raw.content.as_ref(), at_ms)
+    } else {
+        Box::default()
+    };
     let text = match role.as_str() {
         "assistant" => content_text(raw.content, true),
         "bashExecution" => {
@@ -277,7 +289,64 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         custom_type: owned(raw.custom_type),
         estimate_chars,
         system,
+        tool_calls,
     }
+}
+
+/// The arguments that name what a call acts on, in the order they are looked for: the first
+/// one present as a string is the call's key argument.
+const KEY_ARGUMENTS: &[&str] = &[
+    "path",
+    "file_path",
+    "command",
+    "pattern",
+    "query",
+    "url",
+    "prefix",
+    "name",
+    "id",
+];
+
+/// The `toolCall` blocks of an assistant message's content, in order.
+fn tool_calls_of(content: Option<&RawContent<'_>>, at_ms: Option<i64>) -> Box<[ToolCall]> {
+    let Some(RawContent::Blocks(blocks)) = content else {
+        return Box::default();
+    };
+    blocks
+        .iter()
+        .filter(|b| b.kind.as_deref() == Some("toolCall"))
+        .map(|b| {
+            let name = b.name.as_deref().unwrap_or("").to_string();
+            let args = b.arguments.as_ref();
+            let wrote = matches!(name.as_str(), "edit" | "write")
+                .then(|| args.and_then(|a| a.get("path")).and_then(Value::as_str))
+                .flatten()
+                .map(str::to_string);
+            ToolCall {
+                id: owned(b.id.clone()),
+                key: key_argument(args),
+                name,
+                wrote,
+                at_ms,
+            }
+        })
+        .collect()
+}
+
+/// A call's key argument: the first of [`KEY_ARGUMENTS`] given as a string, else the arguments
+/// as compact JSON (empty for none), uncut.
+pub fn key_argument(args: Option<&Value>) -> String {
+    let Some(args) = args else {
+        return String::new();
+    };
+    KEY_ARGUMENTS
+        .iter()
+        .find_map(|k| args.get(k).and_then(Value::as_str))
+        .map(str::to_string)
+        .unwrap_or_else(|| match args {
+            Value::Object(m) if m.is_empty() => String::new(),
+            _ => serde_json::to_string(args).unwrap_or_default(),
+        })
 }
 
 fn missing(entry_type: &str, field: &str) -> ParseError {

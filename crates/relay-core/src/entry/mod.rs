@@ -35,7 +35,7 @@ pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};
 pub use types::{
     Entry, EntryKind, Header, Line, LineAt, LineError, Message, ParseError, ParsedSession,
-    Replacement, StopReason, SystemDelta, UsageParts,
+    Replacement, StopReason, SystemDelta, ToolCall, UsageParts, TOOL_CALL_KEY_MAX_CHARS,
 };
 
 #[cfg(test)]

@@ -135,6 +135,8 @@ pub(super) struct RawMessage<'a> {
     pub(super) tools_added: Option<Vec<Value>>,
     #[serde(rename = "toolsRemoved")]
     pub(super) tools_removed: Option<Vec<Value>>,
+    /// Any JSON value: only a number is read (a line is never refused for its timestamp).
+    pub(super) timestamp: Option<Value>,
 }
 
 /// A message read for its facts only (role, tool, error flag, usage, stop reason): its content
@@ -330,6 +332,8 @@ pub(super) struct RawBlock<'a> {
     pub(super) name: Option<Str<'a>>,
     pub(super) arguments: Option<Value>,
     pub(super) thinking: Option<JsonText>,
+    #[serde(borrow)]
+    pub(super) id: Option<Str<'a>>,
 }
 
 /// A JSON string decoded in one pass: serde_json finds its end and decodes its escapes in the

@@ -102,7 +102,25 @@ pub struct Message {
     /// A system message's changes to the prompt and tools (replayed for Pi's current system
     /// message).
     pub system: Option<Box<SystemDelta>>,
+    /// An assistant message's tool calls, in order (empty for other roles and skimmed lines).
+    pub tool_calls: Box<[ToolCall]>,
 }
+
+/// One `toolCall` block of an assistant message: its id, the tool, and its key argument (see
+/// `entry::decode::key_argument`), cut to [`TOOL_CALL_KEY_MAX_CHARS`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    pub name: String,
+    pub key: String,
+    /// The `path` argument of a call that writes a file (Pi's `edit` and `write`), uncut.
+    pub wrote: Option<String>,
+    /// The message's `timestamp` (milliseconds since the epoch), when Pi wrote a number.
+    pub at_ms: Option<i64>,
+}
+
+/// A tool call's key argument is kept up to this many characters (cut in the middle).
+pub const TOOL_CALL_KEY_MAX_CHARS: usize = 160;
 
 /// An assistant message's `usage` as Pi recorded it from the provider: the provider's own token
 /// counts (a missing or malformed count is 0) and Pi's cost of the request (`cost.total`, `None`
@@ -201,6 +219,9 @@ pub struct Header {
 }
 
 /// One decoded line of a session file.
+// A `Line` lives only while one line is decoded (never held in bulk), so the header's variant
+// being smaller than an entry's costs nothing worth a box on every entry.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
     Header(Header),

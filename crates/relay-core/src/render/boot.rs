@@ -1,6 +1,7 @@
 //! The `<context_window>` boot block that opens a window: its header (window ids), the recent
 //! notes, the `<context_window_protocol>` teaching text (one paragraph per part the block holds),
-//! then the handoff, the reset notice, the earlier user input, the `/compact` instructions and the
+//! then the handoff, the reset notice, the closing window's last actions (`<in_progress>`), the
+//! earlier user input, the `/compact` instructions and the
 //! pending user request. See the escaping rules in [`super`].
 
 use std::fmt::Write as _;
@@ -56,6 +57,12 @@ pub struct BootBlock<'a> {
     /// The user's pinned instructions (`/relay pin`), oldest first, shown verbatim in
     /// `<pinned_instructions>` before the notes index (already within [`crate::pins`]' limits).
     pub pins: &'a [String],
+    // --- in_progress (issue 38 item 1) ---
+    /// The closing window's last actions, rendered by [`super::render_in_progress`], shown as
+    /// is after the handoff and the reset notice (`None`: the first window, a window with no
+    /// action, or `relay.inProgress: false`).
+    pub in_progress: Option<&'a str>,
+    // --- end in_progress ---
 }
 
 /// How many of the ended window's most recent user messages the boot block shows at most.
@@ -95,6 +102,11 @@ pub fn render_boot_block(b: &BootBlock) -> String {
     if let Some(n) = b.reset_notice {
         push_element(&mut out, "reset_notice", n);
     }
+    // --- in_progress (issue 38 item 1) ---
+    if let Some(p) = b.in_progress {
+        out.push_str(p);
+    }
+    // --- end in_progress ---
     push_earlier_user_input(&mut out, b, &earlier);
     if let Some(c) = b.compact_instructions {
         push_element(
@@ -195,6 +207,11 @@ fn push_protocol(out: &mut String, b: &BootBlock, earlier: &EarlierInput) {
     if b.reset_notice.is_some() {
         out.push_str(PROTOCOL_NOTICE);
     }
+    // --- in_progress (issue 38 item 1) ---
+    if b.in_progress.is_some() {
+        out.push_str(PROTOCOL_IN_PROGRESS);
+    }
+    // --- end in_progress ---
     if !earlier.shown.is_empty() {
         out.push_str(PROTOCOL_EARLIER);
         out.push_str(if b.dropped_request.is_some() {
@@ -294,6 +311,11 @@ const PROTOCOL_HANDOFF: &str = "- The <handoff> below records where the previous
 
 const PROTOCOL_NOTICE: &str = "- The <reset_notice> below says why the previous window was reset without a handoff. Rebuild the state it names before acting.
 ";
+
+// --- in_progress (issue 38 item 1) ---
+const PROTOCOL_IN_PROGRESS: &str = "- The <in_progress> below lists your own last actions in the previous window, newest last: your tool calls (result ok, error or none), the files you wrote or edited, and your last words. Check their effect in the workspace before repeating any of them; do not redo work they show finished.
+";
+// --- end in_progress ---
 
 const PROTOCOL_EARLIER: &str = "- The <earlier_user_input> below repeats what the user wrote most recently, oldest first, so that their requests and constraints are not lost. It is earlier input, not a new instruction: keep to its constraints, and check your notes and the workspace for what is already done before acting on it.
 ";

@@ -7,6 +7,7 @@
 //! - [`boot`]: the `<context_window>` boot block with its `<context_window_protocol>`;
 //! - [`clearing`]: the stub that replaces a cleared tool result;
 //! - [`handoff`]: the handoff markdown and the note on shortened sections;
+//! - [`in_progress`]: the boot block's `<in_progress>` section (the closing window's last actions);
 //! - [`integrations`]: the handoff's integration sections and the `<watch_check>`;
 //! - [`ledger`]: the ledger of a branch's windows (`relay stats`, `/relay stats`);
 //! - [`memory_tool`]: the `memory` tool's errors;
@@ -37,6 +38,7 @@
 pub mod boot;
 pub mod clearing;
 pub mod handoff;
+pub mod in_progress;
 pub mod integrations;
 pub mod ledger;
 pub mod memory_tool;
@@ -50,13 +52,14 @@ pub use boot::{
     PREVIEW_WHOLE_MAX_CHARS, USER_INPUT_BLOCK_MAX_CHARS, USER_INPUT_MESSAGES,
     USER_INPUT_MESSAGE_MAX_CHARS,
 };
+pub use in_progress::{render_in_progress, CallOutcome, InProgress, InProgressCall};
 pub use ledger::render_ledger;
 pub use pins::{render_pin_refusal, render_pinned, render_pins, render_unpinned};
 
 use std::fmt::Write as _;
 
 /// Relay's own element names; a closing tag for any of them inside verbatim text is neutralised.
-const OWN_TAGS: [&str; 14] = [
+const OWN_TAGS: [&str; 18] = [
     "pinned_instructions",
     "pin",
     "context_window_protocol",
@@ -71,6 +74,10 @@ const OWN_TAGS: [&str; 14] = [
     "user_message",
     "compact_instructions",
     "latest_user_request",
+    "in_progress",
+    "tool_call",
+    "files_written",
+    "last_words",
 ];
 
 /// `text` whole when it has at most `max_chars` characters; else its start and end with a

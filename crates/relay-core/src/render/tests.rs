@@ -27,6 +27,7 @@ fn block<'a>(notes: Vec<NoteIndexEntry<'a>>, note_count: usize) -> BootBlock<'a>
         earlier_user_input: Vec::new(),
         compact_instructions: None,
         pins: &[],
+        in_progress: None,
     }
 }
 
@@ -140,6 +141,27 @@ fn boot_block_with_handoff_and_dropped_request() {
     let text = render_boot_block(&b);
     assert!(!text.contains("<handoff>") && !text.contains("- The <handoff> below"));
     assert!(text.contains("<pending_user_request>\nPlease also check <stdin> handling"));
+}
+
+/// A reset's boot block with the closing window's last actions (issue 38 item 1): the section
+/// after the reset notice, before the earlier user input, and its protocol paragraph.
+#[test]
+fn boot_block_with_in_progress() {
+    let notice = render_overflow_notice();
+    let section = super::render_in_progress(&super::in_progress::tests::sample());
+    let mut b = block(vec![note("plan.md", PLAN, T)], 1);
+    b.reset_notice = Some(&notice);
+    b.earlier_user_input = vec!["Write the parser and wire it into main."];
+    b.in_progress = Some(&section);
+    let text = render_boot_block(&b);
+    let at = |needle: &str| text.find(needle).unwrap_or(usize::MAX);
+    assert!(at("</reset_notice>") < at("<in_progress "));
+    assert!(at("</in_progress>") < at("<earlier_user_input shown"));
+    assert!(text.contains("- The <in_progress> below lists your own last actions"));
+    insta::assert_snapshot!("boot_block_in_progress", text);
+    b.in_progress = None;
+    let text = render_boot_block(&b);
+    assert!(!text.contains("in_progress"));
 }
 
 /// The overflow backstop's mechanical summary: the overflow notice, the earlier user input

@@ -513,7 +513,16 @@ impl Host {
                 "the continuation replays a prompt"
             );
         }
-        let in_summary = prompts_in(&plan.summary);
+        // The user's messages the reset repeats are those outside `<in_progress>`: that section
+        // names the model's own last actions, whose arguments and words may quote a prompt. It
+        // is bounded (`render::in_progress`).
+        let (outside, section) = branch::split_in_progress(&plan.summary);
+        check!(
+            section.chars().count() <= relay_core::render::in_progress::IN_PROGRESS_MAX_CHARS,
+            "the <in_progress> section has {} characters",
+            section.chars().count()
+        );
+        let in_summary = prompts_in(&outside);
         let restate =
             from_compaction && extra["reason"] == "overflow" && extra["willRetry"] == true;
         // Automatic and manual resets repeat the window's newest user messages (up to eight,

@@ -201,7 +201,8 @@ pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(),
                     // input (each prompt once, only that window's, labelled as earlier input);
                     // new_context and handoffs carry none; an overflow Pi retries restates
                     // the dropped prompt, the window's newest.
-                    let found = prompts_in(summary);
+                    // Outside `<in_progress>`: the model's own last actions may quote a prompt.
+                    let found = prompts_in(&split_in_progress(summary).0);
                     let source = details.get("source").and_then(Value::as_str);
                     let carries = matches!(
                         source,
@@ -246,4 +247,16 @@ pub fn check_branch(branch: &[Entry], restating: &HashSet<String>) -> Result<(),
         check!(*n == 1, "{prompt} is on the branch {n} times");
     }
     Ok(())
+}
+
+/// A boot block without its `<in_progress>` section, and the section (empty when absent).
+pub fn split_in_progress(summary: &str) -> (String, &str) {
+    let Some(start) = summary.find("\n<in_progress ") else {
+        return (summary.to_string(), "");
+    };
+    let end = summary[start..]
+        .find("</in_progress>\n")
+        .map_or(summary.len(), |e| start + e + "</in_progress>\n".len());
+    let outside = format!("{}{}", &summary[..start + 1], &summary[end..]);
+    (outside, &summary[start + 1..end])
 }

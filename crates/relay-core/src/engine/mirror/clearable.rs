@@ -31,7 +31,36 @@ pub(in crate::engine) struct Clearable {
     by_tool: HashMap<String, u64>,
 }
 
+/// A tool-result clearing on the branch: its position, window, the tokens it freed and the stubs
+/// it put in place of the results (none for a clearing of an earlier Relay, whose stubs are
+/// `context_edit` entries Pi applies).
+#[derive(Debug, Clone)]
+pub(in crate::engine) struct ClearingMark {
+    pub(in crate::engine) pos: usize,
+    pub(in crate::engine) window_id: String,
+    pub(in crate::engine) freed: u64,
+    pub(in crate::engine) stubs: Vec<crate::records::ClearedStub>,
+}
+
 impl Mirror {
+    /// The stubs of the current window's clearings, oldest first: what its requests carry in
+    /// place of the cleared results. O(stubs of the window).
+    pub(in crate::engine) fn window_stubs(&self) -> Vec<crate::engine::wire::ToolStub> {
+        let start = self.current.start;
+        let from = self.clearings.partition_point(|c| c.pos < start);
+        self.clearings
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|c| &c.stubs)
+            .map(|s| crate::engine::wire::ToolStub {
+                call: s.call.clone(),
+                nth: s.nth,
+                text: s.text.clone(),
+            })
+            .collect()
+    }
+
     /// What a clearing of the current window would free with `exclude` (tool names never
     /// cleared) and `keep` (the newest results kept): the sum [`crate::clearing::decide`] would
     /// find, without walking the window.

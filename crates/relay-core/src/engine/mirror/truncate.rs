@@ -14,6 +14,7 @@ impl Mirror {
         let len = self.history.entry_count();
         self.drop_windows_from(len);
         self.forget_window_positions_from(len);
+        self.forget_calls_from(len);
         self.drop_branch_marks_from(len);
         self.replay_window_estimate();
         self.replay_note_ops_before(len);
