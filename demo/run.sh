@@ -27,8 +27,18 @@ say "2. The final answer pi printed on stdout"
 cat "$DEMO/stdout.txt"
 
 FILE=$(find "$DEMO/sessions" -name '*.jsonl' | head -1)
-say "3. relay windows <session file>"
+say "3. Window 2's boot block carries window 1's last actions (<in_progress>, no model call)"
+"$NODE" -e '
+  const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const summary = lines.filter((l) => l.type === "compaction").map((l) => l.summary).pop() ?? "";
+  const section = summary.match(/<in_progress [\s\S]*?<\/in_progress>/);
+  if (!section) { console.error("no <in_progress> section in window 2"); process.exit(1); }
+  console.log(section[0]);
+' "$FILE"
+say "4. relay windows <session file>"
 "$RELAY" windows "$FILE"
-say "4. relay search parse_port <sessions folder>  (every window stays searchable)"
+say "5. relay search parse_port <sessions folder>  (every window stays searchable)"
 "$RELAY" search parse_port "$DEMO/sessions"
+say "6. relay stats <session file>  (what each window cost)"
+"$RELAY" stats "$FILE"
 say "Session file: $FILE"
