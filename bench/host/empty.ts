@@ -2,7 +2,9 @@
 // and the script's tool names that does nothing. What Pi spends around any extension's handlers
 // (its per-handler copy of the context messages, the tool machinery, and for a boundary hook,
 // `turn_end` or `agent_before_settle`, the preview of the whole branch it builds for it) shows up
-// here. The hooks are read from Relay's own source, so the two cannot drift apart.
+// here. The hooks are read from Relay's own source, so the two cannot drift apart: the ones it
+// always subscribes to (`pi.on`), not the boundary hooks it subscribes to only while its engine
+// needs them (`bindBoundary`), which a quiet window does without.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { readFileSync } from "node:fs";
 import { Type } from "typebox";
@@ -13,7 +15,7 @@ const RELAY_INDEX = new URL("../../extension/src/index.ts", import.meta.url);
 export function relayHooks(): string[] {
 	const source = readFileSync(RELAY_INDEX, "utf8");
 	const hooks = [...new Set([...source.matchAll(/\bpi\.on\(\s*"([a-z_]+)"/g)].map((m) => m[1]))];
-	if (!hooks.includes("context") || !hooks.includes("agent_before_settle")) throw new Error(`bench/host/empty.ts: could not read Relay's hooks from ${RELAY_INDEX.pathname}`);
+	if (!hooks.includes("context") || !hooks.includes("message_end")) throw new Error(`bench/host/empty.ts: could not read Relay's hooks from ${RELAY_INDEX.pathname}`);
 	return hooks;
 }
 

@@ -9,7 +9,7 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { Continuation, Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { BoundaryHooks, Continuation, Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
@@ -176,14 +176,47 @@ function tipOnBranch(ctx: ExtensionContext, tip: string | null | undefined): str
 }
 
 /** One Relay runtime: its engine, what the driver remembers, and the hosting rule's answer. */
-export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean };
+export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean; boundary?: Boundary };
 
-/** One crossing: `input` (and `feed`) in, the output back, the remembered tip updated. */
+/** The boundary hooks' handlers, and the unsubscribe function of each one subscribed now (`null`: a Pi without one). */
+type BoundaryHook = "turn_end" | "agent_before_settle";
+type Boundary = { handlers: Record<BoundaryHook, (event: never, ctx: ExtensionContext) => unknown>; off: Partial<Record<BoundaryHook, (() => void) | null>> };
+
+/**
+ * Subscribe to Pi's `turn_end` and `agent_before_settle` with `handlers` while the engine's latest
+ * output says it needs them ({@link followBoundary}); both until it says otherwise.
+ */
+export function bindBoundary(rt: Runtime, handlers: Boundary["handlers"]): void {
+	rt.boundary = { handlers, off: {} };
+	followBoundary(rt, { turnEnd: true, settle: true });
+}
+
+/**
+ * Follow the engine's `boundary`: Pi builds a preview of the whole branch for every boundary hook
+ * that has a subscriber, so Relay is subscribed only while the engine needs the hook.
+ */
+function followBoundary(rt: Runtime, needs: BoundaryHooks): void {
+	const b = rt.boundary;
+	if (!b) return;
+	for (const [hook, needed] of [["turn_end", needs.turnEnd], ["agent_before_settle", needs.settle]] as const) {
+		const off = b.off[hook];
+		if (needed && off === undefined) {
+			const unsubscribe = rt.pi.on(hook as "turn_end", b.handlers[hook] as never) as unknown;
+			b.off[hook] = typeof unsubscribe === "function" ? (unsubscribe as () => void) : null;
+		} else if (!needed && off) {
+			delete b.off[hook];
+			off();
+		}
+	}
+}
+
+/** One crossing: `input` (and `feed`) in, the output back, the remembered tip and boundary hooks updated. */
 function call(rt: Runtime, input: Input, feed: string | null = null): Output {
 	const out = JSON.parse(rt.engine.handle(JSON.stringify(input), feed)) as Output;
 	rt.state.tip = out.tip;
 	rt.state.needsBranch = out.needsBranch;
 	rt.state.historyComplete = out.historyComplete;
+	followBoundary(rt, out.boundary);
 	return out;
 }
 

@@ -1,10 +1,18 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
-import { CONFIG_DIR_NAME, VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import {
+	CONFIG_DIR_NAME,
+	VERSION,
+	type AgentBeforeSettleEvent,
+	type ExtensionAPI,
+	type ExtensionContext,
+	type TurnEndEvent,
+} from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import {
 	ask,
+	bindBoundary,
 	boundaryAnswer,
 	bindRuntime,
 	drive,
@@ -254,29 +262,45 @@ export default function relay(pi: ExtensionAPI) {
 			return undefined;
 		}),
 	);
-	pi.on("turn_end", (event, ctx) => {
+	pi.on("turn_start", (_event, ctx) =>
+		whenLoaded(rt.state, () => {
+			handle(ctx, "turn_start");
+		}),
+	);
+	// Each message as it ends, before Pi appends it: the engine reads the coming boundary's usage
+	// from it (Pi awaits this hook before the turn's end, so the boundary hooks follow its answer).
+	pi.on("message_end", (event, ctx) => {
 		// Under a router model, the window is the one of the model that answered (Pi's rule).
 		noteAnswer(ctx, event.message);
-		return whenLoaded(rt.state, () =>
-			then(handle(ctx, "turn_end", {
-				toolResults: event.toolResults.length,
-				outcome: event.outcome,
-				aborted: ctx.signal?.aborted === true,
-				continue: event.continue,
-			}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
-		);
+		return whenLoaded(rt.state, () => {
+			handle(ctx, "message_end", { message: event.message });
+			return undefined;
+		});
+	});
+	// Pi's boundary hooks: subscribed only while the engine needs them (its `boundary` answer).
+	bindBoundary(rt, {
+		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) => {
+			noteAnswer(ctx, event.message);
+			return whenLoaded(rt.state, () =>
+				then(handle(ctx, "turn_end", {
+					toolResults: event.toolResults.length,
+					outcome: event.outcome,
+					aborted: ctx.signal?.aborted === true,
+					continue: event.continue,
+				}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
+			);
+		},
+		agent_before_settle: (event: AgentBeforeSettleEvent, ctx: ExtensionContext) =>
+			whenLoaded(rt.state, () =>
+				then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
+					boundaryAnswer(pi, ctx, event.entries, out),
+				),
+			),
 	});
 	pi.on("agent_end", (_event, ctx) =>
 		whenLoaded(rt.state, () => {
 			handle(ctx, "agent_end");
 		}),
-	);
-	pi.on("agent_before_settle", (event, ctx) =>
-		whenLoaded(rt.state, () =>
-			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
-				boundaryAnswer(pi, ctx, event.entries, out),
-			),
-		),
 	);
 	pi.on("agent_settled", (event, ctx) =>
 		whenLoaded(rt.state, () => {

@@ -276,6 +276,7 @@ impl Binding {
             out.tip = next.tip;
             out.needs_branch = next.needs_branch;
             out.history_complete = next.history_complete;
+            out.boundary = next.boundary;
         }
         Ok(out)
     }

@@ -89,6 +89,8 @@ export type Event =
 	| { "type": "context" }
 	| { "type": "tool_call", toolName: string, toolCallId: string }
 	| { "type": "tool_result", toolName: string, toolCallId: string, isError: boolean }
+	| { "type": "turn_start" }
+	| { "type": "message_end", message: unknown }
 	| {
 		"type": "turn_end",
 		/**
@@ -654,6 +656,12 @@ export type Output = {
 	 */
 	historyComplete: boolean,
 	/**
+	 * The boundary hooks the engine needs until an output says otherwise: the host subscribes to
+	 * Pi's `turn_end` / `agent_before_settle` only while their flag is set (Pi builds a preview
+	 * of the whole branch for every boundary that has a subscriber).
+	 */
+	boundary: BoundaryHooks,
+	/**
 	 * The whole history's load, to run in the background: the hook does not wait for it, only
 	 * what reads earlier windows does; its result comes back as `Done` with the job's id as `op`.
 	 */
@@ -663,6 +671,21 @@ export type Output = {
 	 * ahead's `done`).
 	 */
 	value?: Answer,
+};
+
+/**
+ * Which of Pi's boundary hooks the engine has something to decide at, as its state stands
+ * (`engine/boundary.rs`). Both are needed unless the engine knows the window is quiet.
+ */
+export type BoundaryHooks = {
+	/**
+	 * `turn_end`.
+	 */
+	turnEnd: boolean,
+	/**
+	 * `agent_before_settle`.
+	 */
+	settle: boolean,
 };
 
 /**

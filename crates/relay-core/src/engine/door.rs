@@ -278,6 +278,10 @@ pub struct Output {
     /// The mirror holds every window's texts (false while a large session's earlier windows are
     /// skimmed: the history tools and a navigation wait for the whole history).
     pub history_complete: bool,
+    /// The boundary hooks the engine needs until an output says otherwise: the host subscribes to
+    /// Pi's `turn_end` / `agent_before_settle` only while their flag is set (Pi builds a preview
+    /// of the whole branch for every boundary that has a subscriber).
+    pub boundary: BoundaryHooks,
     /// The whole history's load, to run in the background: the hook does not wait for it, only
     /// what reads earlier windows does; its result comes back as `Done` with the job's id as `op`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -302,6 +306,27 @@ pub struct Output {
     #[serde(skip)]
     #[cfg_attr(test, ts(skip))]
     pub refused: Option<String>,
+}
+
+/// Which of Pi's boundary hooks the engine has something to decide at, as its state stands
+/// (`engine/boundary.rs`). Both are needed unless the engine knows the window is quiet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BoundaryHooks {
+    /// `turn_end`.
+    pub turn_end: bool,
+    /// `agent_before_settle`.
+    pub settle: bool,
+}
+
+impl Default for BoundaryHooks {
+    fn default() -> Self {
+        BoundaryHooks {
+            turn_end: true,
+            settle: true,
+        }
+    }
 }
 
 impl Output {

@@ -42,6 +42,8 @@ impl Engine {
                 tool_call_id,
                 is_error,
             } => self.on_tool_result(tool_name, tool_call_id, *is_error, moment, reply),
+            // Their facts are read by `unseen_turn_end` and `boundary_hooks`, around every event.
+            Event::TurnStart | Event::MessageEnd { .. } => {}
             Event::TurnEnd {
                 tool_results,
                 outcome,

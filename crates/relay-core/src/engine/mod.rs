@@ -44,6 +44,7 @@
 //! **Architecture Invariant:** every reset goes through the one [`Scheduler`]; the engine only
 //! plans what the scheduler decided and remembers what it handed out until the mirror sees it.
 
+mod boundary;
 mod budget;
 pub(crate) use budget::select_budget;
 mod clearing;
@@ -70,8 +71,8 @@ mod hostile_tests;
 mod tests;
 
 pub use door::{
-    Answer, Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult, LoadPass, Loaded,
-    Output, Work, BACKGROUND_LOAD_BYTES,
+    Answer, BoundaryHooks, Description, GitWire, HostFacts, Input, Job, JobOutcome, JobResult,
+    LoadPass, Loaded, Output, Work, BACKGROUND_LOAD_BYTES,
 };
 pub use mirror::{Appended, LoadedBranch};
 pub use resume::{resume_record, ResumeCommand};
@@ -204,6 +205,12 @@ pub struct Engine {
     toggle: Option<String>,
     /// A failed write of Relay's files was told (once per engine).
     write_failure_told: bool,
+    /// The boundary hooks the engine needs, as the latest hook left its state (every output
+    /// carries it; `engine/boundary.rs`).
+    boundary: door::BoundaryHooks,
+    /// An assistant answer ended (`message_end`) and its turn's `turn_end` was not seen yet: a
+    /// turn end the host was told it need not send is counted at the next hook after it.
+    turn_open: bool,
 }
 
 /// Why a threshold compaction in this window would not free anything (see
@@ -248,6 +255,8 @@ impl Engine {
             last_sources: None,
             toggle: None,
             write_failure_told: false,
+            boundary: door::BoundaryHooks::default(),
+            turn_open: false,
         }
     }
 
@@ -588,6 +597,7 @@ impl Engine {
         let mut reply = HookReply::default();
         let mirrored = std::mem::take(&mut self.budget.pending_fx);
         self.apply_policy(mirrored, moment, &mut reply);
+        self.unseen_turn_end(&obs.event, moment, &mut reply);
         self.on_event(&obs.event, moment, &mut reply);
         if matches!(
             obs.event,
@@ -595,6 +605,8 @@ impl Engine {
                 | Event::Context
                 | Event::ToolCall { .. }
                 | Event::ToolResult { .. }
+                | Event::TurnStart
+                | Event::MessageEnd { .. }
                 | Event::TurnEnd { .. }
                 | Event::AgentEnd
                 | Event::AgentBeforeSettle { .. }
@@ -615,6 +627,7 @@ impl Engine {
             self.write_status_if_changed(moment, &mut reply);
         }
         reply.continue_run = obs.event.continue_with(reply.result.as_ref());
+        self.boundary = self.boundary_hooks(&obs.event, moment);
         reply
     }
 }

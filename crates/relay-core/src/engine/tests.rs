@@ -843,6 +843,7 @@ fn generated_wire_ts_is_current() {
         decl::<crate::integrations::StoreFacts>(&cfg),
         decl::<super::door::Input>(&cfg),
         decl::<super::door::Output>(&cfg),
+        decl::<super::door::BoundaryHooks>(&cfg),
         decl::<super::door::Job>(&cfg),
         decl::<super::door::Work>(&cfg),
         decl::<super::door::JobResult>(&cfg),

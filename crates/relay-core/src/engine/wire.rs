@@ -240,6 +240,16 @@ pub enum Event {
         tool_call_id: String,
         is_error: bool,
     },
+    /// Pi's `turn_start`: the turn before it has ended, seen or not (a turn end the engine did
+    /// not subscribe to is counted here, [`super::door::BoundaryHooks`]).
+    TurnStart,
+    /// Pi's `message_end`: the message as Pi hands it to extensions, before Pi appends it to the
+    /// branch. The engine reads the window's usage at the coming boundary from it (an
+    /// assistant's usage, the size of a tool result) to say which boundary hooks it needs.
+    MessageEnd {
+        #[cfg_attr(test, ts(type = "unknown"))]
+        message: Value,
+    },
     TurnEnd {
         /// How many tool results the turn produced (blocked calls included): a turn with none is
         /// the model trying to stop; with some, the run goes on to another request.

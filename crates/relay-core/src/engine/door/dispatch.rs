@@ -63,6 +63,7 @@ impl Engine {
         out.tip = self.tip().map(str::to_string);
         out.needs_branch = self.loads.needs_branch;
         out.history_complete = self.history_complete();
+        out.boundary = self.boundary;
         out
     }
 

@@ -34,6 +34,8 @@ impl Event {
             Event::Context => "context",
             Event::ToolCall { .. } => "tool_call",
             Event::ToolResult { .. } => "tool_result",
+            Event::TurnStart => "turn_start",
+            Event::MessageEnd { .. } => "message_end",
             Event::TurnEnd { .. } => "turn_end",
             Event::AgentEnd => "agent_end",
             Event::AgentBeforeSettle { .. } => "agent_before_settle",
