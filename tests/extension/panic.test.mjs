@@ -57,8 +57,8 @@ function assertReportedOnce(stderr, where) {
 }
 
 test("a panic in a hook is reported once, the run completes, and the next event reloads the mirror from the session file", () => {
-	const r = runScenario("hook", "handle:turn_end");
-	assertReportedOnce(r.stderr, "handle (turn_end)");
+	const r = runScenario("hook", "handle:tool_result");
+	assertReportedOnce(r.stderr, "handle (tool_result)");
 	assert.deepEqual(r.piErrors, [], "nothing was thrown into Pi");
 	assert.equal(r.requests, 3, "all three scripted turns ran");
 	assert.equal(r.lastAssistant, "done.");
