@@ -19,6 +19,11 @@
 //!   its handlers): an assistant's valid usage replaces the figure, any other message adds its
 //!   `ceil(chars / 4)`, as Pi counts. Unknown usage or an unknown window is never quiet.
 //!
+//! `turn_end` is needed besides after an answer without a tool call (a run's last turn): another
+//! extension's `message_end` handler may rewrite the answer's usage after Relay's has run, so the
+//! last turn of a run is judged at `turn_end` as before; it costs one preview per prompt, not per
+//! turn.
+//!
 //! `agent_before_settle` is needed besides while the window could still get its one
 //! `relay/continue-task` (opened by an automatic or forced reset, no user message, no tool call
 //! and no continuation yet: `engine/on_task.rs`).
@@ -80,13 +85,24 @@ impl Engine {
     /// engine's usage estimate.
     pub(super) fn boundary_hooks(&self, event: &Event, moment: &Moment) -> BoundaryHooks {
         let tokens = moment.usage.and_then(|u| u.tokens);
-        let tokens = match event {
-            Event::MessageEnd { message } => {
-                message_of(message).and_then(|m| with_message(tokens, &m))
-            }
+        let answer = match event {
+            Event::MessageEnd { message } => message_of(message),
+            _ => None,
+        };
+        // A run's last answer (no tool call) is judged at its `turn_end` as always: another
+        // extension's `message_end` handler may still rewrite its usage after Relay's, and a run
+        // ends there once, so the preview it costs is per prompt, not per turn.
+        let last_answer = answer
+            .as_ref()
+            .is_some_and(|m| m.role == "assistant" && m.tool_calls.is_empty());
+        let tokens = match (event, &answer) {
+            (_, Some(m)) => with_message(tokens, m),
+            // A `message_end` whose message cannot be read: its size is unknown.
+            (Event::MessageEnd { .. }, None) => None,
             _ => tokens,
         };
-        let quiet = self.quiet_state()
+        let quiet = !last_answer
+            && self.quiet_state()
             && tokens
                 .zip(self.lowest_level(moment))
                 .is_some_and(|(t, level)| t < level);

@@ -82,6 +82,17 @@ fn a_quiet_window_needs_neither_hook_and_the_level_needs_turn_end() {
 }
 
 #[test]
+fn a_runs_last_answer_is_judged_at_its_turn_end_however_low_its_usage() {
+    let mut e = engine();
+    assert_eq!(observe(&mut e, WINDOW, answer(6_000)), QUIET);
+    let last = Event::MessageEnd {
+        message: json!({"role":"assistant","content":[{"type":"text","text":"Done."}],
+            "stopReason":"stop","usage":{"totalTokens":6_100}}),
+    };
+    assert_eq!(observe(&mut e, WINDOW, last), BOTH);
+}
+
+#[test]
 fn a_tool_result_that_reaches_the_level_asks_for_the_turn_end_before_pi_appends_it() {
     let mut e = engine();
     let below = level(&e) - 1_000;
