@@ -3849,3 +3849,70 @@ fn pins_reach_every_later_boot_block_until_unpinned() {
         assert_eq!(manual(&mut navigated).contains(pin), pinned, "{to}");
     }
 }
+
+/// A trusted project's `relay.pins` stand first in every boot block, before the session's own;
+/// `/relay pins` and `/relay config` say where each comes from; `/relay unpin` refuses a default
+/// pin naming the file; an untrusted project's pins are not in force.
+#[test]
+fn a_trusted_projects_default_pins_come_first_and_are_not_unpinned_in_the_session() {
+    let project = json!({"relay": {"pins": ["Run make test before every commit."]}});
+    for trusted in [true, false] {
+        let mut e = engine();
+        let issues = e.configure(&ConfigSources {
+            global: Some(json!({})),
+            project: Some(project.clone()),
+            project_trusted: trusted,
+            ..Default::default()
+        });
+        assert!(issues.is_empty(), "{issues:?}");
+        let mut b = Branch::new();
+        let mut entries = vec![b.user("Start.")];
+        e.append(&entries);
+        let command = |e: &mut Engine, args: &str| {
+            e.observe(&obs(Event::Command { args: args.into() }, None))
+        };
+        let pinned = command(&mut e, "pin Answer in British English.");
+        let [marker] = pinned.appends.as_slice() else {
+            panic!("{:?}", pinned.appends)
+        };
+        // The record holds the session's own pins only.
+        assert_eq!(
+            marker.data,
+            json!({"v": 1, "pins": ["Answer in British English."]})
+        );
+        entries.push(b.custom(crate::records::PINS_TYPE, marker.data.clone()));
+        e.append(&entries[1..]);
+        let reply = e.observe(&obs(
+            Event::SessionBeforeCompact {
+                reason: "manual".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(10_000),
+        ));
+        let Some(HookResult::Reset { plan }) = reply.result else {
+            panic!("{:?}", reply.result)
+        };
+        let listed = notify_texts(&command(&mut e, "pins"));
+        let config = notify_texts(&command(&mut e, "config"));
+        if trusted {
+            assert!(plan.summary.contains("<pinned_instructions count=\"2\">\n<pin n=\"1\">\nRun make test before every commit.\n</pin>\n<pin n=\"2\">\nAnswer in British English.\n</pin>"), "{}", plan.summary);
+            assert!(listed.contains("\n1. Run make test before every commit.  ← relay.pins in project settings (.pi/settings.json)\n2. Answer in British English."), "{listed}");
+            assert!(config.contains("  1  Run make test before every commit.  ← relay.pins in project settings (.pi/settings.json)\n  2  Answer in British English.  ← /relay pin in this session\n"), "{config}");
+            let refused = command(&mut e, "unpin 1");
+            assert!(refused.appends.is_empty());
+            assert!(notify_texts(&refused).contains(
+                "pin 1 is a default pin from relay.pins in project settings (.pi/settings.json)"
+            ));
+            assert!(notify_texts(&command(&mut e, "unpin 2")).contains("1 pinned instruction left"));
+        } else {
+            assert!(plan.summary.contains("<pinned_instructions count=\"1\">\n<pin n=\"1\">\nAnswer in British English.\n</pin>"), "{}", plan.summary);
+            assert!(!plan.summary.contains("Run make test"));
+            assert!(
+                listed.contains("\n1. Answer in British English."),
+                "{listed}"
+            );
+            assert!(!listed.contains("relay.pins"), "{listed}");
+        }
+    }
+}
