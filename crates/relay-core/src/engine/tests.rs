@@ -67,6 +67,22 @@ pub(super) fn enforcing_with_state_dir() -> Engine {
     )
 }
 
+/// A reload (`fresh`, a new engine, resynced on the same `entries` of session `sid`) shows the
+/// same `message` as the engine before it (`context`: one of the window's checks' messages) and
+/// runs no new check (`due`).
+pub(super) fn assert_reload_keeps(
+    mut fresh: Engine,
+    sid: &str,
+    entries: &[Entry],
+    message: ContextMessage,
+    context: fn(&Engine) -> Option<ContextMessage>,
+    due: fn(&Engine) -> bool,
+) {
+    fresh.resync(sid, entries);
+    assert_eq!(context(&fresh), Some(message));
+    assert!(!due(&fresh), "once per boundary, also after a reload");
+}
+
 fn engine_with_sources(sid: &str, sources: &ConfigSources) -> Engine {
     let mut e = Engine::new();
     e.resync(sid, &[]);
@@ -110,6 +126,34 @@ impl Branch {
         v["timestamp"] = json!("2025-11-29T21:00:00.000Z");
         self.last = Some(id);
         parse_entry(&v.to_string()).expect("test entry parses")
+    }
+    /// A window closed by a handoff written at `path` (fingerprint at 1 ms, `head`, text `x`;
+    /// `with`: one more field of the handoff record's data), the compaction that committed it
+    /// and opened window `win`, and the hidden continuation.
+    pub(super) fn handoff_window(
+        &mut self,
+        path: &str,
+        win: &str,
+        head: Option<&str>,
+        with: Option<(&str, serde_json::Value)>,
+    ) -> Vec<Entry> {
+        let fp = crate::handoff::HandoffFingerprint {
+            at_ms: 1,
+            head: head.map(str::to_string),
+            text: "x".into(),
+        };
+        let mut data = json!({"path": path, "fingerprint": fp.to_value()});
+        if let Some((key, value)) = with {
+            data[key] = value;
+        }
+        vec![
+            self.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
+            self.entry(json!({"type":"custom","customType":HANDOFF_TYPE,"data":data})),
+            self.entry(json!({"type":"compaction","summary":"<context_window>…</context_window>",
+                "firstKeptEntryId":null,"tokensBefore":1,
+                "details":{"relay":"window","windowId":win,"attempt":1,"source":"handoff","handoffPath":path}})),
+            self.entry(json!({"type":"custom_message","customType":CONTINUE_TYPE,"content":"Continue.","display":false})),
+        ]
     }
     fn user(&mut self, text: &str) -> Entry {
         self.entry(json!({"type":"message","message":{"role":"user","content":text}}))
