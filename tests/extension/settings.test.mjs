@@ -74,7 +74,7 @@ async function withFileSettings({ trusted, global, project }, body) {
 		const status = JSON.parse(
 			readFileSync(join(agentDir, "context-budget", "status", `${session.sessionManager.getSessionId()}.json`), "utf8"),
 		);
-		await body({ requests, stderr, errors, settingsManager, status });
+		await body({ requests, stderr, errors, settingsManager, status, session });
 	} finally {
 		await session.extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
 		session.dispose();
@@ -125,6 +125,32 @@ test("a trusted project's relay value wins per key, and its invalid value is rep
 		assert.deepEqual(errors, []);
 	});
 });
+
+// A project's default pins (`relay.pins`): in every window's boot block before the session's own
+// when Pi trusts the project, named by `/relay pins` with their file, refused by `/relay unpin`;
+// an untrusted project's are not in force.
+const PROJECT_PIN = "PIN-2208: run make test before every commit.";
+for (const trusted of [true, false]) {
+	test(`a${trusted ? " trusted" : "n untrusted"} project's relay.pins ${trusted ? "stand" : "do not stand"} in the boot block`, async () => {
+		await withFileSettings({ trusted, global: {}, project: { relay: { pins: [PROJECT_PIN] } } }, async ({ requests, errors, session }) => {
+			const boot = requests[0].map((m) => textOf(m.content)).find((t) => t.includes("<context_window>"));
+			const pinned = `<pinned_instructions count="1">\n<pin n="1">\n${PROJECT_PIN}\n</pin>\n</pinned_instructions>`;
+			assert.equal(boot.includes(pinned), trusted, boot);
+			assert.equal(boot.includes("PIN-2208"), trusted, boot);
+			const said = (await captureStderr(() => session.prompt("/relay pins"))).join("\n");
+			const unpin = (await captureStderr(() => session.prompt("/relay unpin 1"))).join("\n");
+			if (trusted) {
+				assert.match(said, /\n1\. PIN-2208: run make test before every commit\.  ← relay\.pins in project settings \(\.pi\/settings\.json\)/);
+				assert.match(unpin, /pin 1 is a default pin from relay\.pins in project settings \(\.pi\/settings\.json\)/);
+			} else {
+				assert.match(said, /no pinned instructions/);
+				assert.match(unpin, /there are no pins/);
+			}
+			assert.equal(session.sessionManager.getEntries().filter((e) => e.customType === "relay/pins").length, 0, "nothing recorded");
+			assert.deepEqual(errors, []);
+		});
+	});
+}
 
 test("a global problem names the global file", async () => {
 	await withFileSettings(

@@ -77,7 +77,7 @@ fn settings(root: &Path) {
     );
     write(
         &root.join("work/.pi/settings.json"),
-        r#"{"relay": {"budget": {"main": {"hard": 120000}}}}"#,
+        r#"{"relay": {"budget": {"main": {"hard": 120000}}, "pins": ["Run make test before every commit."]}}"#,
     );
 }
 
@@ -105,6 +105,8 @@ fn config_names_where_each_value_came_from_and_follows_pi_trust_store() {
         shown.contains("ignored: the project is not trusted (--untrusted)"),
         "{shown}"
     );
+    // An untrusted project's default pins are not in force either.
+    assert!(shown.contains("\nPinned instructions: none\n"), "{shown}");
     write(
         &root.join("agent/trust.json"),
         &format!("{{{}: false}}", serde_json::to_string(&work).unwrap()),
@@ -121,13 +123,12 @@ fn config_names_where_each_value_came_from_and_follows_pi_trust_store() {
         &["--json", "config", "--model", "a/b", "--role", "subagent"],
     );
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = doc["report"]["inForce"]
-        .as_array()
-        .or(doc["report"]["in_force"].as_array())
-        .unwrap();
+    let rows = doc["report"]["in_force"].as_array().unwrap();
     let role = rows.iter().find(|r| r["key"] == "role").unwrap();
     assert_eq!(role["value"], "subagent");
     assert_eq!(role["origin"], "--role (default main)");
+    // The project is untrusted by now: no pins.
+    assert_eq!(doc["report"]["pins"], serde_json::json!([]));
 }
 
 #[test]

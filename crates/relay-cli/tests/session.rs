@@ -185,15 +185,16 @@ fn refusal_line(out: &Output) -> String {
         .to_string()
 }
 
-#[test]
-fn no_relaunch_on_an_unsigned_marker() {
-    let case = Case::new("unsigned", &["unsigned 0"]);
-    let out = refused(&case, 0, "(unsigned marker)");
+/// Runs the fake pi's `kind` of invalid marker: refused (`why`), the refusal line says what is
+/// wrong with the marker (`what`), and the marker is kept as evidence.
+fn refused_invalid_marker(kind: &str, why: &str, what: &str) {
+    let case = Case::new(kind, &[&format!("{kind} 0")]);
+    let out = refused(&case, 0, why);
     let m = case.marker_of(1);
     assert_eq!(
         refusal_line(&out),
         format!(
-            "pi-session: not relaunching: invalid marker: {m}: it is not a signed marker (unknown field `cwd`, expected `marker` or `mac` at line 1 column 6) (unsigned marker); the marker {m} is kept",
+            "pi-session: not relaunching: invalid marker: {m}: {what} {why}; the marker {m} is kept",
             m = m.display()
         )
     );
@@ -201,16 +202,20 @@ fn no_relaunch_on_an_unsigned_marker() {
 }
 
 #[test]
+fn no_relaunch_on_an_unsigned_marker() {
+    refused_invalid_marker(
+        "unsigned",
+        "(unsigned marker)",
+        "it is not a signed marker (unknown field `cwd`, expected `marker` or `mac` at line 1 column 6)",
+    );
+}
+
+#[test]
 fn no_relaunch_on_a_marker_signed_with_another_key() {
-    let case = Case::new("badmac", &["badmac 0"]);
-    let out = refused(&case, 0, "(forged marker)");
-    let m = case.marker_of(1);
-    assert_eq!(
-        refusal_line(&out),
-        format!(
-            "pi-session: not relaunching: invalid marker: {m}: its signature does not verify with this launch's key (forged marker); the marker {m} is kept",
-            m = m.display()
-        )
+    refused_invalid_marker(
+        "badmac",
+        "(forged marker)",
+        "its signature does not verify with this launch's key",
     );
 }
 

@@ -137,6 +137,23 @@ pub fn mark_capped(out: &mut Value, how_to_continue: &str) {
     }
 }
 
+/// A paged tool's answer: the object `out` closed by `next_offset`, where the next page starts
+/// (`next`) when there is `more`, else null; when `capped`, the `capped` sentence that says to
+/// call again from there for `the_rest` ("the next files", …).
+pub fn paged(mut out: Value, next: usize, more: bool, capped: bool, the_rest: &str) -> ToolOutput {
+    if let Value::Object(m) = &mut out {
+        let next_offset = if more { Value::from(next) } else { Value::Null };
+        m.insert("next_offset".into(), next_offset);
+    }
+    if capped {
+        mark_capped(
+            &mut out,
+            &format!("call again with offset {next} for {the_rest}"),
+        );
+    }
+    ToolOutput::json(&out)
+}
+
 /// The room left in one tool result, counted in bytes of compact JSON.
 #[derive(Debug, Clone)]
 pub struct ResultBudget {

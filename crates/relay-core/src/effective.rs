@@ -50,6 +50,8 @@ pub struct ConfigQuery<'a> {
     /// The mode as the engine applies it (context guard, `/relay off`); `None`: computed from the
     /// configuration and the cwd alone.
     pub mode: Option<EffectiveMode>,
+    /// The pins the session added with `/relay pin` (the CLI reads no session: none).
+    pub session_pins: &'a [String],
 }
 
 /// One setting: its key (or a name for a derived value), the value in force and where it came from.
@@ -69,6 +71,9 @@ pub struct EffectiveConfig {
     pub in_force: Vec<Setting>,
     /// Every key Relay reads, as set or defaulted.
     pub keys: Vec<Setting>,
+    /// The pinned instructions in force, numbered as `/relay pins` numbers them (key `1`, `2`, …),
+    /// each with where it was pinned.
+    pub pins: Vec<Setting>,
     /// Every problem found in the sources, naming the file and key path.
     pub warnings: Vec<String>,
 }
@@ -169,6 +174,7 @@ pub fn effective_config(sources: &ConfigSources, query: &ConfigQuery) -> Effecti
         ),
         in_force: r.in_force,
         keys,
+        pins: pins_in_force(&resolved, &layers, query.session_pins),
         warnings: r.warnings,
     }
 }
@@ -630,12 +636,39 @@ fn walk(
     }
 }
 
+/// The pins in force (`crate::pins::Pins`): the settings' `relay.pins`, then the session's own.
+fn pins_in_force(
+    resolved: &ResolvedSettings,
+    layers: &SettingsLayers,
+    session: &[String],
+) -> Vec<Setting> {
+    let defaults = &resolved.relay.pins;
+    let from = layers
+        .source_of("relay.pins")
+        .unwrap_or_else(|| "the settings".into());
+    let pins = crate::pins::Pins { defaults, session };
+    pins.in_force()
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| Setting {
+            key: (i + 1).to_string(),
+            value: text,
+            origin: if i < defaults.len() {
+                format!("relay.pins in {from}")
+            } else {
+                "/relay pin in this session".into()
+            },
+        })
+        .collect()
+}
+
 /// The default of a key path (`budget.` for the budget's keys, `compaction.` for Pi's), as shown.
 pub fn default_text(path: &str) -> String {
     let d = BudgetConfig::default();
     match path {
         "enabled" | "continueAfterReset" | "memoryTool" | "inProgress" => "true".into(),
         "reminderMarginTokens" => DEFAULT_REMINDER_MARGIN_TOKENS.to_string(),
+        "pins" => "[]".into(),
         "agentName" => format!("\"{DEFAULT_AGENT_NAME}\""),
         "role" => "unset (the hosting rule decides)".into(),
         "budget.mode" => format!("\"{}\"", d.mode.as_str()),
@@ -727,6 +760,12 @@ pub fn render_effective_config(report: &EffectiveConfig) -> String {
     table(&mut out, &report.in_force);
     out.push_str("\nEvery setting:\n");
     table(&mut out, &report.keys);
+    if report.pins.is_empty() {
+        out.push_str("\nPinned instructions: none\n");
+    } else {
+        out.push_str("\nPinned instructions (every window's boot block repeats them):\n");
+        table(&mut out, &report.pins);
+    }
     if report.warnings.is_empty() {
         out.push_str("\nWarnings: none\n");
     } else {

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::engine::wire::CLEARING_TYPE;
 use crate::entry::{Entry, EntryKind, UsageParts, WindowMarker};
-use crate::records::{ClearingRecord, Record, WindowRecord};
+use crate::records::{ClearingRecord, Record};
 
 /// One entry's part in the ledger.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,8 +62,7 @@ impl LedgerMark {
                 details,
                 ..
             } => {
-                let record = WindowRecord::read(details);
-                let marker = WindowMarker::of_record(record.as_ref());
+                let (record, marker) = WindowMarker::read(details);
                 Some(LedgerMark::Boundary(Box::new(Boundary {
                     kind: marker.kind,
                     commit: marker.commit,

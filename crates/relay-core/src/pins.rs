@@ -6,7 +6,10 @@
 //! - The list lives on the session branch as [`crate::records::PinsRecord`] entries, each the
 //!   whole list after a change; the newest on the branch is in force, so /reload, /tree, /fork and
 //!   a resume keep it.
-//! - Bounded: at most [`MAX_PINS`] pins of at most [`PIN_MAX_CHARS`] characters each: the boot
+//! - A project can ship default pins (`relay.pins` in its settings, honoured only when Pi trusts
+//!   the project; the global settings may hold some too): they come first in every window's
+//!   list, and `/relay unpin` refuses them, naming where they are set ([`Pins`]).
+//! - Bounded: at most [`MAX_PINS`] pins in force (defaults included) of at most [`PIN_MAX_CHARS`] characters each: the boot
 //!   block grows by at most 5,461 characters with the markup and protocol line (about 1,370
 //!   tokens at Pi's four characters a token). A pin past a limit is refused with a text naming
 //!   the limit, never cut; a record read back past the limits (written by hand) is cut to them.
@@ -31,43 +34,81 @@ pub enum PinRefusal {
     Duplicate { n: usize },
     /// `/relay unpin` with an argument that is not the number of a pin (`count` pins exist).
     NoSuchPin { arg: String, count: usize },
+    /// `/relay unpin n` of a default pin: it comes from `relay.pins` in the settings.
+    FromSettings { n: usize },
 }
 
-/// The list after pinning `text` (trimmed), or why not.
-pub fn add(pins: &[String], text: &str) -> Result<Vec<String>, PinRefusal> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(PinRefusal::Empty);
-    }
-    let chars = char_count(text);
-    if chars > PIN_MAX_CHARS {
-        return Err(PinRefusal::TooLong { chars });
-    }
-    if let Some(i) = pins.iter().position(|p| p == text) {
-        return Err(PinRefusal::Duplicate { n: i + 1 });
-    }
-    if pins.len() >= MAX_PINS {
-        return Err(PinRefusal::Full);
-    }
-    let mut next = pins.to_vec();
-    next.push(text.to_string());
-    Ok(next)
+/// The pins in force: a project's (or the user's global) default pins from the settings
+/// (`relay.pins`, see `crate::settings`), then the ones pinned in this session that are not among
+/// them. `/relay pins` numbers them in this order and `/relay unpin` takes that number.
+#[derive(Debug, Clone, Copy)]
+pub struct Pins<'a> {
+    /// `relay.pins` from the settings in force (already within the limits).
+    pub defaults: &'a [String],
+    /// The session's own list: the newest `relay/pins` record on the branch.
+    pub session: &'a [String],
 }
 
-/// The list without pin `arg` (1-based, as `/relay pins` numbers them) and the removed text, or
-/// why not.
-pub fn remove(pins: &[String], arg: &str) -> Result<(Vec<String>, String), PinRefusal> {
-    let refuse = || PinRefusal::NoSuchPin {
-        arg: arg.trim().to_string(),
-        count: pins.len(),
-    };
-    let n: usize = arg.trim().parse().map_err(|_| refuse())?;
-    if n == 0 || n > pins.len() {
-        return Err(refuse());
+impl Pins<'_> {
+    /// The session's pins that are not also defaults.
+    fn own(&self) -> Vec<String> {
+        self.session
+            .iter()
+            .filter(|p| !self.defaults.contains(p))
+            .cloned()
+            .collect()
     }
-    let mut next = pins.to_vec();
-    let removed = next.remove(n - 1);
-    Ok((next, removed))
+
+    /// Every pin in force, defaults first, at most [`MAX_PINS`].
+    pub fn in_force(&self) -> Vec<String> {
+        let mut all = self.defaults.to_vec();
+        all.extend(self.own());
+        all.truncate(MAX_PINS);
+        all
+    }
+
+    /// The session's list after pinning `text` (trimmed), or why not. The limit counts the
+    /// defaults too: the boot block holds at most [`MAX_PINS`] pins.
+    pub fn add(&self, text: &str) -> Result<Vec<String>, PinRefusal> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(PinRefusal::Empty);
+        }
+        let chars = char_count(text);
+        if chars > PIN_MAX_CHARS {
+            return Err(PinRefusal::TooLong { chars });
+        }
+        let all = self.in_force();
+        if let Some(i) = all.iter().position(|p| p == text) {
+            return Err(PinRefusal::Duplicate { n: i + 1 });
+        }
+        if all.len() >= MAX_PINS {
+            return Err(PinRefusal::Full);
+        }
+        let mut next = self.own();
+        next.push(text.to_string());
+        Ok(next)
+    }
+
+    /// The session's list without pin `arg` (1-based, as `/relay pins` numbers them) and the
+    /// removed text, or why not: a default pin is removed where it is set, not here.
+    pub fn remove(&self, arg: &str) -> Result<(Vec<String>, String), PinRefusal> {
+        let all = self.in_force();
+        let refuse = || PinRefusal::NoSuchPin {
+            arg: arg.trim().to_string(),
+            count: all.len(),
+        };
+        let n: usize = arg.trim().parse().map_err(|_| refuse())?;
+        if n == 0 || n > all.len() {
+            return Err(refuse());
+        }
+        if n <= self.defaults.len() {
+            return Err(PinRefusal::FromSettings { n });
+        }
+        let mut next = self.own();
+        let removed = next.remove(n - 1 - self.defaults.len());
+        Ok((next, removed))
+    }
 }
 
 /// A list read back from the branch, within the limits: empty texts dropped, each cut to
@@ -90,6 +131,50 @@ mod tests {
 
     fn list(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("rule {i}")).collect()
+    }
+
+    fn add(session: &[String], text: &str) -> Result<Vec<String>, PinRefusal> {
+        Pins {
+            defaults: &[],
+            session,
+        }
+        .add(text)
+    }
+
+    fn remove(session: &[String], arg: &str) -> Result<(Vec<String>, String), PinRefusal> {
+        Pins {
+            defaults: &[],
+            session,
+        }
+        .remove(arg)
+    }
+
+    #[test]
+    fn default_pins_come_first_count_toward_the_limit_and_are_not_unpinned_here() {
+        let defaults = vec!["project rule".to_string()];
+        let session = vec!["project rule".to_string(), "mine".to_string()];
+        let pins = Pins {
+            defaults: &defaults,
+            session: &session,
+        };
+        assert_eq!(pins.in_force(), ["project rule", "mine"]);
+        assert_eq!(
+            pins.add("project rule"),
+            Err(PinRefusal::Duplicate { n: 1 })
+        );
+        assert_eq!(pins.add("second").unwrap(), ["mine", "second"]);
+        assert_eq!(pins.remove("1"), Err(PinRefusal::FromSettings { n: 1 }));
+        assert_eq!(
+            pins.remove("2").unwrap(),
+            (Vec::<String>::new(), "mine".to_string())
+        );
+        let full = list(MAX_PINS - 1);
+        let nearly = Pins {
+            defaults: &full,
+            session: &session,
+        };
+        assert_eq!(nearly.in_force().len(), MAX_PINS);
+        assert_eq!(nearly.add("one more"), Err(PinRefusal::Full));
     }
 
     #[test]

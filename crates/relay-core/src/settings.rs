@@ -14,6 +14,7 @@
 //! | `budget` | object, passed through raw and validated by the budget module | absent |
 //! | `role` | `"main"` or `"subagent"`: this session's budget role, declared by an SDK host | absent: the hosting rule decides |
 //! | `inProgress` | boolean: a reset's boot block carries the closing window's last actions (`<in_progress>`, see `crate::render::in_progress`) | `true` |
+//! | `pins` | array of at most 10 texts of at most 500 characters: default pinned instructions every window's boot block repeats before the session's own (see `crate::pins`; a project's only when Pi trusts it) | `[]` |
 //! | `clearToolResults` | object: tool-result clearing (see [`ClearToolResults`] and `crate::clearing`) | on, see below |
 //!
 //! `relay.clearToolResults` keys (each validated on its own, an invalid one falls back to its
@@ -50,6 +51,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::pins::{MAX_PINS, PIN_MAX_CHARS};
 use crate::policy::budget_file::{key_names, known_key, KeyKind};
 use crate::ConfigIssue;
 
@@ -90,6 +92,7 @@ pub const RELAY_KEYS: &[(&str, KeyKind)] = &[
     ("clearToolResults", KeyKind::Object(CLEAR_KEYS)),
     ("memoryTool", KeyKind::Bool),
     ("inProgress", KeyKind::Bool),
+    ("pins", KeyKind::TextList),
 ];
 
 /// The keys of `relay.clearToolResults`.
@@ -176,6 +179,8 @@ pub struct RelayConfig {
     /// `relay.inProgress`: a reset's boot block carries the closing window's last actions
     /// (`<in_progress>`, see `render::in_progress`).
     pub in_progress: bool,
+    /// `relay.pins`: default pinned instructions, before the session's own (`crate::pins`).
+    pub pins: Vec<String>,
 }
 
 impl Default for RelayConfig {
@@ -190,6 +195,7 @@ impl Default for RelayConfig {
             clear_tool_results: ClearToolResults::default(),
             memory_tool: true,
             in_progress: true,
+            pins: Vec::new(),
         }
     }
 }
@@ -240,10 +246,24 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
             ),
         });
     }
-    if let Some(v) = check_key(obj, "enabled", "true or false", "true", &mut issues, |v| {
-        v.as_bool()
-    }) {
-        cfg.enabled = v;
+    // The switches, all on by default.
+    let switches: [(&str, Switch); 4] = [
+        ("enabled", |c| &mut c.enabled),
+        ("continueAfterReset", |c| &mut c.continue_after_reset),
+        ("memoryTool", |c| &mut c.memory_tool),
+        ("inProgress", |c| &mut c.in_progress),
+    ];
+    for (key, field) in switches {
+        if let Some(v) = check_key(
+            obj,
+            key,
+            "true or false",
+            "true",
+            &mut issues,
+            Value::as_bool,
+        ) {
+            *field(&mut cfg) = v;
+        }
     }
     if let Some(v) = check_key(
         obj,
@@ -267,33 +287,15 @@ fn validate_relay(relay: Option<&Value>) -> (RelayConfig, Vec<ConfigIssue>) {
     }
     if let Some(v) = check_key(
         obj,
-        "continueAfterReset",
-        "true or false",
-        "true",
+        "pins",
+        &format!(
+            "an array of at most {MAX_PINS} non-empty texts of at most {PIN_MAX_CHARS} characters each"
+        ),
+        "[]",
         &mut issues,
-        Value::as_bool,
+        pin_list,
     ) {
-        cfg.continue_after_reset = v;
-    }
-    if let Some(v) = check_key(
-        obj,
-        "memoryTool",
-        "true or false",
-        "true",
-        &mut issues,
-        Value::as_bool,
-    ) {
-        cfg.memory_tool = v;
-    }
-    if let Some(v) = check_key(
-        obj,
-        "inProgress",
-        "true or false",
-        "true",
-        &mut issues,
-        Value::as_bool,
-    ) {
-        cfg.in_progress = v;
+        cfg.pins = v;
     }
     cfg.role = check_key(
         obj,
@@ -459,6 +461,25 @@ fn token_count(v: &Value) -> Option<u64> {
     (1..=MAX_TOKENS).contains(&n).then_some(n)
 }
 
+/// Where a boolean setting lands in [`RelayConfig`].
+type Switch = fn(&mut RelayConfig) -> &mut bool;
+
+/// `relay.pins`: each text trimmed, a repeated one once; a list past the limits is refused whole
+/// (the user sees the warning and edits the file; nothing is cut silently).
+fn pin_list(v: &Value) -> Option<Vec<String>> {
+    let mut pins: Vec<String> = Vec::new();
+    for p in v.as_array()? {
+        let p = p.as_str()?.trim();
+        if p.is_empty() || crate::text::char_count(p) > PIN_MAX_CHARS {
+            return None;
+        }
+        if !pins.iter().any(|q| q == p) {
+            pins.push(p.to_string());
+        }
+    }
+    (pins.len() <= MAX_PINS).then_some(pins)
+}
+
 fn agent_name(v: &Value) -> Option<String> {
     let s = v.as_str()?.trim();
     let ok = !s.is_empty()
@@ -507,7 +528,7 @@ mod tests {
     fn every_key_accepts_valid_values() {
         let (cfg, issues) = resolve(
             Some(
-                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"memoryTool":false,"inProgress":false,"budget":{"mode":"observe"},"role":"subagent",
+                json!({"enabled":false,"reminderMarginTokens":1000,"agentName":"  codex  ","continueAfterReset":false,"memoryTool":false,"inProgress":false,"pins":[" Never push to main. ","Never push to main."],"budget":{"mode":"observe"},"role":"subagent",
                     "clearToolResults":{"enabled":true,"triggerTokens":90000,"keep":0,"clearAtLeast":0,"excludeTools":[" fetch_page "]}}),
             ),
             None,
@@ -531,6 +552,7 @@ mod tests {
                 },
                 memory_tool: false,
                 in_progress: false,
+                pins: vec!["Never push to main.".into()],
             }
         );
         // A bad key of the clearing names its whole path; the others still apply.
@@ -582,6 +604,16 @@ mod tests {
             ("continueAfterReset", json!(null)),
             ("budget", json!("enforce")),
             ("budget", json!([1])),
+            ("pins", json!("Never push.")),
+            ("pins", json!(["ok", ""])),
+            ("pins", json!(["ok", 7])),
+            ("pins", json!(["x".repeat(PIN_MAX_CHARS + 1)])),
+            (
+                "pins",
+                json!((0..=MAX_PINS)
+                    .map(|i| format!("rule {i}"))
+                    .collect::<Vec<_>>()),
+            ),
         ];
         for (key, bad) in cases {
             // The bad key sits next to a valid other key, which must survive.
@@ -617,12 +649,19 @@ mod tests {
                     assert_eq!(cfg.agent_name, d.agent_name);
                     assert_eq!(cfg.continue_after_reset, d.continue_after_reset);
                     assert_eq!(cfg.budget, d.budget);
+                    assert_eq!(cfg.pins, d.pins);
                 }
             }
         }
         // The whole message, and the default in force.
         type Kept = fn(&RelayConfig) -> bool;
-        let worded: [(Value, &str, &str, Kept); 4] = [
+        let worded: [(Value, &str, &str, Kept); 5] = [
+            (
+                json!({"pins":["ok", ""]}),
+                "relay.pins",
+                "expected an array of at most 10 non-empty texts of at most 500 characters each, got [\"ok\",\"\"]; using the default ([])",
+                |c| c.pins.is_empty(),
+            ),
             (
                 json!({"inProgress":1}),
                 "relay.inProgress",
@@ -808,7 +847,7 @@ mod tests {
                 reserve: DEFAULT_RESERVE_TOKENS,
                 budget: Some(json!({"mode": "x", "main": {"soft": 0}})),
                 warnings: &[
-                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults, memoryTool, inProgress)",
+                    "global settings (/home/u/.pi/agent/settings.json): relay.colour: unknown key; ignored (known keys: enabled, reminderMarginTokens, agentName, continueAfterReset, budget, role, clearToolResults, memoryTool, inProgress, pins)",
                     "global settings (/home/u/.pi/agent/settings.json): relay.reminderMarginTokens: expected a whole number of tokens, at least 1, got -5; using the default (24576)",
                     "project settings (.pi/settings.json): relay.agentName: expected a non-empty name of at most 64 characters without control characters, got \"\"; using the default (\"pi\")",
                     "global settings (/home/u/.pi/agent/settings.json): compaction.reserveTokens: expected a non-negative whole number, got \"lots\"; using 16384",

@@ -175,6 +175,7 @@ pub fn config(req: ConfigRequest, json: bool, out: &mut dyn Write) -> anyhow::Re
         role_origin: "--role (default main)",
         toggle: None,
         mode: None,
+        session_pins: &[],
     };
     let mut report = effective_config(&sources, &query);
     report.warnings.splice(0..0, notes);

@@ -32,7 +32,7 @@ use anyhow::{bail, Result};
 use relay_core::engine::wire::CLEARING_TYPE;
 use relay_core::entry::{EntryKind, WindowMarker};
 use relay_core::policy::derived_thresholds;
-use relay_core::records::{ClearingRecord, Record, WindowRecord};
+use relay_core::records::{ClearingRecord, Record};
 use relay_core::settings::{reminder_threshold, DEFAULT_REMINDER_MARGIN_TOKENS};
 use serde_json::{json, Value};
 
@@ -198,8 +198,7 @@ pub fn collect(file: &Path, window: Option<u64>, reserve: u64) -> Result<Timelin
                 details,
                 ..
             } => {
-                let record = WindowRecord::read(details);
-                let marker = WindowMarker::of_record(record.as_ref());
+                let (record, marker) = WindowMarker::read(details);
                 // Pi's own compaction (or another package's): no window marker to show.
                 let record = record.unwrap_or_default();
                 markers.push(Marker {

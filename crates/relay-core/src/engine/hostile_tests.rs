@@ -274,6 +274,7 @@ fn sample(kind: &KeyKind, key: &str) -> Value {
         KeyKind::OneOf(options) => json!(options.last().unwrap()),
         KeyKind::PathList => json!(["/work"]),
         KeyKind::NameList => json!(["fetch_page"]),
+        KeyKind::TextList => json!(["Never push to main."]),
         KeyKind::Object(keys) => Value::Object(
             keys.iter()
                 .map(|(k, kind)| (k.to_string(), sample(kind, k)))
@@ -310,7 +311,7 @@ fn wrongs(kind: &KeyKind, null_is_absent: bool) -> Vec<Value> {
             a.iter()
                 .all(|p| p.as_str().is_some_and(|p| p.starts_with('/')))
         }),
-        KeyKind::NameList => v.as_array().is_some_and(|a| {
+        KeyKind::NameList | KeyKind::TextList => v.as_array().is_some_and(|a| {
             a.iter()
                 .all(|n| n.as_str().is_some_and(|n| !n.trim().is_empty()))
         }),

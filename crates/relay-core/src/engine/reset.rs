@@ -132,6 +132,7 @@ impl Engine {
         let first = ids.first().copied().unwrap_or("");
         let current = current.unwrap_or_else(|| history.current_window_id());
         let recent = notes.recent(3);
+        let pins = self.pins().in_force();
         let block = BootBlock {
             agent_name: &self.settings.config.agent_name,
             first_window_id: first,
@@ -153,7 +154,7 @@ impl Engine {
             reset_notice: extras.reset_notice,
             earlier_user_input: extras.earlier,
             compact_instructions: extras.compact_instructions,
-            pins: self.mirror.pins(),
+            pins: &pins,
             in_progress: extras.in_progress,
         };
         render_boot_block(&block)

@@ -81,7 +81,7 @@ impl Engine {
                     current_window_id: self.mirror.history.current_window_id(),
                     window_count: self.window_count(),
                     note_count: self.mirror.notes.len(),
-                    pin_count: self.mirror.pins().len(),
+                    pin_count: self.pins().in_force().len(),
                     remaining_tokens: moment
                         .usage
                         .and_then(|u| remaining_tokens(u.context_window, u.tokens, reserve)),
@@ -121,11 +121,16 @@ impl Engine {
                         role_origin: "the hosting rule (a nested Relay runtime is a subagent)",
                         toggle: self.settings.toggle,
                         mode: Some(self.budget_mode()),
+                        session_pins: self.mirror.pins(),
                     },
                 ))
             }
             "stats" => crate::render::render_ledger(&self.mirror.ledger()),
-            "pins" => crate::render::render_pins(self.mirror.pins()),
+            "pins" => crate::render::render_pins(
+                &self.pins().in_force(),
+                self.pins().defaults.len(),
+                &self.pins_origin(),
+            ),
             other => match other.split_once(char::is_whitespace).unwrap_or((other, "")) {
                 ("pin", text) => self.pin(text, reply),
                 ("unpin", n) => self.unpin(n, reply),
@@ -142,29 +147,35 @@ impl Engine {
     /// `/relay pin <text>`: the list with the pin added, appended to the branch (the mirror takes
     /// it in when Pi feeds the entry back), or the refusal naming the limit.
     fn pin(&self, text: &str, reply: &mut HookReply) -> String {
-        match crate::pins::add(self.mirror.pins(), text) {
+        match self.pins().add(text) {
             Ok(pins) => {
-                let said = crate::render::render_pinned(&pins);
+                let said = crate::render::render_pinned(
+                    &crate::pins::Pins {
+                        defaults: self.pins().defaults,
+                        session: &pins,
+                    }
+                    .in_force(),
+                );
                 reply.appends.push(pins_record(pins));
                 said
             }
-            Err(refusal) => crate::render::render_pin_refusal(&refusal),
+            Err(refusal) => crate::render::render_pin_refusal(&refusal, &self.pins_origin()),
         }
     }
 
     /// `/relay unpin <n>`: the list without pin `n`, appended to the branch, or the refusal.
     fn unpin(&self, n: &str, reply: &mut HookReply) -> String {
-        match crate::pins::remove(self.mirror.pins(), n) {
+        match self.pins().remove(n) {
             Ok((pins, removed)) => {
                 let said = crate::render::render_unpinned(
                     n.trim().parse().unwrap_or_default(),
                     &removed,
-                    pins.len(),
+                    pins.len() + self.pins().defaults.len(),
                 );
                 reply.appends.push(pins_record(pins));
                 said
             }
-            Err(refusal) => crate::render::render_pin_refusal(&refusal),
+            Err(refusal) => crate::render::render_pin_refusal(&refusal, &self.pins_origin()),
         }
     }
 
@@ -256,4 +267,23 @@ fn pins_record(pins: Vec<String>) -> crate::records::Marker {
         pins,
     }
     .marker()
+}
+
+impl Engine {
+    /// The pins in force: `relay.pins` from the settings, then the session's own (`crate::pins`).
+    pub(super) fn pins(&self) -> crate::pins::Pins<'_> {
+        crate::pins::Pins {
+            defaults: &self.settings.config.pins,
+            session: self.mirror.pins(),
+        }
+    }
+
+    /// The settings file that holds `relay.pins`, as `/relay pins` names it.
+    fn pins_origin(&self) -> String {
+        self.settings
+            .sources
+            .as_ref()
+            .and_then(|s| s.settings_layers().source_of("relay.pins"))
+            .unwrap_or_else(|| "the settings".into())
+    }
 }

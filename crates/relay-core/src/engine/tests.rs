@@ -67,6 +67,22 @@ pub(super) fn enforcing_with_state_dir() -> Engine {
     )
 }
 
+/// A reload (`fresh`, a new engine, resynced on the same `entries` of session `sid`) shows the
+/// same `message` as the engine before it (`context`: one of the window's checks' messages) and
+/// runs no new check (`due`).
+pub(super) fn assert_reload_keeps(
+    mut fresh: Engine,
+    sid: &str,
+    entries: &[Entry],
+    message: ContextMessage,
+    context: fn(&Engine) -> Option<ContextMessage>,
+    due: fn(&Engine) -> bool,
+) {
+    fresh.resync(sid, entries);
+    assert_eq!(context(&fresh), Some(message));
+    assert!(!due(&fresh), "once per boundary, also after a reload");
+}
+
 fn engine_with_sources(sid: &str, sources: &ConfigSources) -> Engine {
     let mut e = Engine::new();
     e.resync(sid, &[]);
@@ -110,6 +126,34 @@ impl Branch {
         v["timestamp"] = json!("2025-11-29T21:00:00.000Z");
         self.last = Some(id);
         parse_entry(&v.to_string()).expect("test entry parses")
+    }
+    /// A window closed by a handoff written at `path` (fingerprint at 1 ms, `head`, text `x`;
+    /// `with`: one more field of the handoff record's data), the compaction that committed it
+    /// and opened window `win`, and the hidden continuation.
+    pub(super) fn handoff_window(
+        &mut self,
+        path: &str,
+        win: &str,
+        head: Option<&str>,
+        with: Option<(&str, serde_json::Value)>,
+    ) -> Vec<Entry> {
+        let fp = crate::handoff::HandoffFingerprint {
+            at_ms: 1,
+            head: head.map(str::to_string),
+            text: "x".into(),
+        };
+        let mut data = json!({"path": path, "fingerprint": fp.to_value()});
+        if let Some((key, value)) = with {
+            data[key] = value;
+        }
+        vec![
+            self.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
+            self.entry(json!({"type":"custom","customType":HANDOFF_TYPE,"data":data})),
+            self.entry(json!({"type":"compaction","summary":"<context_window>…</context_window>",
+                "firstKeptEntryId":null,"tokensBefore":1,
+                "details":{"relay":"window","windowId":win,"attempt":1,"source":"handoff","handoffPath":path}})),
+            self.entry(json!({"type":"custom_message","customType":CONTINUE_TYPE,"content":"Continue.","display":false})),
+        ]
     }
     fn user(&mut self, text: &str) -> Entry {
         self.entry(json!({"type":"message","message":{"role":"user","content":text}}))
@@ -3848,5 +3892,72 @@ fn pins_reach_every_later_boot_block_until_unpinned() {
         navigated.resync(SID, &after);
         navigated.truncate_after(Some(to));
         assert_eq!(manual(&mut navigated).contains(pin), pinned, "{to}");
+    }
+}
+
+/// A trusted project's `relay.pins` stand first in every boot block, before the session's own;
+/// `/relay pins` and `/relay config` say where each comes from; `/relay unpin` refuses a default
+/// pin naming the file; an untrusted project's pins are not in force.
+#[test]
+fn a_trusted_projects_default_pins_come_first_and_are_not_unpinned_in_the_session() {
+    let project = json!({"relay": {"pins": ["Run make test before every commit."]}});
+    for trusted in [true, false] {
+        let mut e = engine();
+        let issues = e.configure(&ConfigSources {
+            global: Some(json!({})),
+            project: Some(project.clone()),
+            project_trusted: trusted,
+            ..Default::default()
+        });
+        assert!(issues.is_empty(), "{issues:?}");
+        let mut b = Branch::new();
+        let mut entries = vec![b.user("Start.")];
+        e.append(&entries);
+        let command = |e: &mut Engine, args: &str| {
+            e.observe(&obs(Event::Command { args: args.into() }, None))
+        };
+        let pinned = command(&mut e, "pin Answer in British English.");
+        let [marker] = pinned.appends.as_slice() else {
+            panic!("{:?}", pinned.appends)
+        };
+        // The record holds the session's own pins only.
+        assert_eq!(
+            marker.data,
+            json!({"v": 1, "pins": ["Answer in British English."]})
+        );
+        entries.push(b.custom(crate::records::PINS_TYPE, marker.data.clone()));
+        e.append(&entries[1..]);
+        let reply = e.observe(&obs(
+            Event::SessionBeforeCompact {
+                reason: "manual".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+            Some(10_000),
+        ));
+        let Some(HookResult::Reset { plan }) = reply.result else {
+            panic!("{:?}", reply.result)
+        };
+        let listed = notify_texts(&command(&mut e, "pins"));
+        let config = notify_texts(&command(&mut e, "config"));
+        if trusted {
+            assert!(plan.summary.contains("<pinned_instructions count=\"2\">\n<pin n=\"1\">\nRun make test before every commit.\n</pin>\n<pin n=\"2\">\nAnswer in British English.\n</pin>"), "{}", plan.summary);
+            assert!(listed.contains("\n1. Run make test before every commit.  ← relay.pins in project settings (.pi/settings.json)\n2. Answer in British English."), "{listed}");
+            assert!(config.contains("  1  Run make test before every commit.  ← relay.pins in project settings (.pi/settings.json)\n  2  Answer in British English.  ← /relay pin in this session\n"), "{config}");
+            let refused = command(&mut e, "unpin 1");
+            assert!(refused.appends.is_empty());
+            assert!(notify_texts(&refused).contains(
+                "pin 1 is a default pin from relay.pins in project settings (.pi/settings.json)"
+            ));
+            assert!(notify_texts(&command(&mut e, "unpin 2")).contains("1 pinned instruction left"));
+        } else {
+            assert!(plan.summary.contains("<pinned_instructions count=\"1\">\n<pin n=\"1\">\nAnswer in British English.\n</pin>"), "{}", plan.summary);
+            assert!(!plan.summary.contains("Run make test"));
+            assert!(
+                listed.contains("\n1. Answer in British English."),
+                "{listed}"
+            );
+            assert!(!listed.contains("relay.pins"), "{listed}");
+        }
     }
 }

@@ -38,7 +38,15 @@ const HANDOFF_COMMITS: [&str; 3] = ["voluntary", "budget", "hard"];
 impl WindowMarker {
     /// Reads a compaction's `details` in either shape (see the module documentation).
     pub fn of(details: &Value) -> WindowMarker {
-        Self::of_record(WindowRecord::read(details).as_ref())
+        Self::read(details).1
+    }
+
+    /// Reads a compaction's `details`: the window record (`None`: the compaction is not Relay's)
+    /// and the marker it makes.
+    pub fn read(details: &Value) -> (Option<WindowRecord>, WindowMarker) {
+        let record = WindowRecord::read(details);
+        let marker = Self::of_record(record.as_ref());
+        (record, marker)
     }
 
     /// Reads a window marker already deserialized (`None`: the compaction is not Relay's).

@@ -64,19 +64,12 @@ impl History {
             })
             .collect();
         let next = offset.saturating_add(windows.len());
-        let mut out = json!({
+        let out = json!({
             "total_windows": n,
             "current_window_id": self.current_window_id(),
             "windows": windows,
-            "next_offset": if next < n { Value::from(next) } else { Value::Null },
         });
-        if capped {
-            args::mark_capped(
-                &mut out,
-                &format!("call again with offset {next} for the rest"),
-            );
-        }
-        ToolOutput::json(&out)
+        args::paged(out, next, next < n, capped, "the rest")
     }
 
     /// `history_list_items`: lists durable history items (messages, tool results, compaction
@@ -138,17 +131,9 @@ impl History {
         }
         has_more |= items.len() < found.len();
         let next = offset.saturating_add(items.len());
-        let mut out = json!({
-            "items": items,
-            "has_more": has_more,
-            "next_offset": if has_more { Value::from(next) } else { Value::Null },
-        });
-        if capped {
-            args::mark_capped(&mut out, &format!(
-                "call again with offset {next} for the next items; read a cut item whole with history_read_item"
-            ));
-        }
-        ToolOutput::json(&out)
+        let out = json!({ "items": items, "has_more": has_more });
+        let the_rest = "the next items; read a cut item whole with history_read_item";
+        args::paged(out, next, has_more, capped, the_rest)
     }
 
     /// `history_read_item`: reads a range of Unicode characters of one history item, from
@@ -290,18 +275,8 @@ impl History {
         }
         has_more |= capped;
         let next = offset.saturating_add(items.len());
-        let mut out = json!({
-            "items": items,
-            "has_more": has_more,
-            "next_offset": if has_more { Value::from(next) } else { Value::Null },
-        });
-        if capped {
-            args::mark_capped(
-                &mut out,
-                &format!("call again with offset {next} for the next items"),
-            );
-        }
-        ToolOutput::json(&out)
+        let out = json!({ "items": items, "has_more": has_more });
+        args::paged(out, next, has_more, capped, "the next items")
     }
 
     // -----------------------------------------------------------------------------------------

@@ -148,19 +148,8 @@ impl Notes {
         }
         let next = offset.saturating_add(files.len());
         let truncated = next < total;
-        let mut out = json!({
-            "files": files,
-            "total": total,
-            "truncated": truncated,
-            "next_offset": if truncated { Value::from(next) } else { Value::Null },
-        });
-        if capped {
-            args::mark_capped(
-                &mut out,
-                &format!("call again with offset {next} for the next files"),
-            );
-        }
-        ToolOutput::json(&out)
+        let out = json!({ "files": files, "total": total, "truncated": truncated });
+        args::paged(out, next, truncated, capped, "the next files")
     }
 
     /// `notes_read_file {path, start_line?, end_line?}` →
@@ -351,18 +340,7 @@ impl Notes {
         }
         let next = offset.saturating_add(shown);
         let truncated = count > next;
-        let mut out = json!({
-            "matches": matches,
-            "match_count": count,
-            "truncated": truncated,
-            "next_offset": if truncated { Value::from(next) } else { Value::Null },
-        });
-        if capped {
-            args::mark_capped(
-                &mut out,
-                &format!("call again with offset {next} for the next matching lines"),
-            );
-        }
-        ToolOutput::json(&out)
+        let out = json!({ "matches": matches, "match_count": count, "truncated": truncated });
+        args::paged(out, next, truncated, capped, "the next matching lines")
     }
 }

@@ -130,6 +130,8 @@ pub enum KeyKind {
     PathList,
     /// An array of non-empty names (tool names).
     NameList,
+    /// An array of non-empty texts (`relay.pins`).
+    TextList,
     /// An object with these keys.
     Object(&'static [(&'static str, KeyKind)]),
     /// An object whose keys are names chosen by the user (models, session names), each holding

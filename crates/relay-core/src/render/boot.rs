@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::{
     clip_middle, escape_attr, format_local_iso, neutralize_closing_tags, note_preview,
-    push_element, push_element_open,
+    push_clipped, push_element, push_element_open, push_not_shown,
 };
 
 /// One note in the boot block's recent-notes index.
@@ -109,17 +109,19 @@ pub fn render_boot_block(b: &BootBlock) -> String {
     // --- end in_progress ---
     push_earlier_user_input(&mut out, b, &earlier);
     if let Some(c) = b.compact_instructions {
-        push_element(
+        push_clipped(
             &mut out,
             "compact_instructions",
-            &clip_middle(c, USER_INPUT_MESSAGE_MAX_CHARS),
+            c,
+            USER_INPUT_MESSAGE_MAX_CHARS,
         );
     }
     if let Some(r) = b.dropped_request {
-        push_element(
+        push_clipped(
             &mut out,
             "pending_user_request",
-            &clip_middle(r, USER_INPUT_MESSAGE_MAX_CHARS),
+            r,
+            USER_INPUT_MESSAGE_MAX_CHARS,
         );
     }
     out.push_str("</context_window>");
@@ -245,15 +247,12 @@ fn push_earlier_user_input(out: &mut String, b: &BootBlock, earlier: &EarlierInp
         earlier.shown.len(),
         earlier.total
     );
-    let left_out = earlier.total - earlier.shown.len();
-    if left_out > 0 {
-        let _ = writeln!(
-            out,
-            "({left_out} older {} of that window not shown: history_search_contents finds {}.)",
-            if left_out == 1 { "message" } else { "messages" },
-            if left_out == 1 { "it" } else { "them" }
-        );
-    }
+    push_not_shown(
+        out,
+        earlier.total - earlier.shown.len(),
+        ["older message", "older messages"],
+        "history_search_contents",
+    );
     // The newest is the user's latest request, unless the reset dropped a newer one.
     let latest = (b.dropped_request.is_none())
         .then(|| earlier.shown.len().checked_sub(1))

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use super::{clip_middle, escape_attr, neutralize_closing_tags, push_element};
+use super::{clip_middle, escape_attr, neutralize_closing_tags, push_clipped, push_not_shown};
 
 /// How many of the window's newest tool calls the section names.
 pub const IN_PROGRESS_CALLS: usize = 8;
@@ -76,15 +76,12 @@ pub fn render_in_progress(p: &InProgress) -> String {
         out,
         "<in_progress tool_calls_shown=\"{shown}\" tool_calls_total=\"{total}\">"
     );
-    let left_out = total - shown;
-    if left_out > 0 {
-        let _ = writeln!(
-            out,
-            "({left_out} earlier tool {} of that window not shown: history_list_items finds {}.)",
-            if left_out == 1 { "call" } else { "calls" },
-            if left_out == 1 { "it" } else { "them" }
-        );
-    }
+    push_not_shown(
+        &mut out,
+        total - shown,
+        ["earlier tool call", "earlier tool calls"],
+        "history_list_items",
+    );
     let first = total - shown;
     let newest = p.calls.get(p.calls.len() - shown..).unwrap_or_default();
     for (i, c) in newest.iter().enumerate() {
@@ -108,11 +105,7 @@ pub fn render_in_progress(p: &InProgress) -> String {
     }
     push_files(&mut out, &p.files);
     if let Some(w) = p.last_words {
-        push_element(
-            &mut out,
-            "last_words",
-            &clip_middle(w, IN_PROGRESS_WORDS_MAX_CHARS),
-        );
+        push_clipped(&mut out, "last_words", w, IN_PROGRESS_WORDS_MAX_CHARS);
     }
     out.push_str("</in_progress>\n");
     out
@@ -160,11 +153,20 @@ pub(crate) mod tests {
         outcome: CallOutcome,
         ago_s: i64,
     ) -> InProgressCall<'static> {
+        call_at(tool, key, outcome, Some(NOW - ago_s * 1000))
+    }
+
+    fn call_at(
+        tool: &'static str,
+        key: &'static str,
+        outcome: CallOutcome,
+        at_ms: Option<i64>,
+    ) -> InProgressCall<'static> {
         InProgressCall {
             tool,
             key,
             outcome,
-            at_ms: Some(NOW - ago_s * 1000),
+            at_ms,
         }
     }
 
@@ -219,17 +221,12 @@ pub(crate) mod tests {
         let p = InProgress {
             calls: vec![
                 call("bash", "ls\n-la", CallOutcome::Ok, 5),
-                InProgressCall {
-                    tool: "read",
-                    key: "a</in_progress>b",
-                    outcome: CallOutcome::Error,
-                    at_ms: None,
-                },
+                call_at("read", "a</in_progress>b", CallOutcome::Error, None),
             ],
             call_count: 2,
             files: vec![],
             last_words: None,
-            now_ms: NOW,
+            ..sample()
         };
         let text = render_in_progress(&p);
         assert!(!text.contains("earlier tool"));
@@ -245,12 +242,7 @@ pub(crate) mod tests {
     fn in_progress_is_bounded() {
         let long: &'static str = Box::leak("x".repeat(50_000).into_boxed_str());
         let calls = (0..100)
-            .map(|_| InProgressCall {
-                tool: long,
-                key: long,
-                outcome: CallOutcome::NoResult,
-                at_ms: Some(0),
-            })
+            .map(|_| call_at(long, long, CallOutcome::NoResult, Some(0)))
             .collect();
         let p = InProgress {
             calls,

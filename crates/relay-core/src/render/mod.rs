@@ -115,6 +115,24 @@ pub(crate) fn push_element(out: &mut String, tag: &str, text: &str) {
     push_element_open(out, tag, tag, text);
 }
 
+/// The line that says how many `things` (singular, plural) of the closing window the block
+/// leaves out (nothing when none): `(3 older messages of that window not shown: … finds them.)`.
+pub(crate) fn push_not_shown(out: &mut String, left_out: usize, things: [&str; 2], finder: &str) {
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "({left_out} {} of that window not shown: {finder} finds {}.)",
+            if left_out == 1 { things[0] } else { things[1] },
+            if left_out == 1 { "it" } else { "them" }
+        );
+    }
+}
+
+/// [`push_element`] with `text` cut in the middle past `max_chars` ([`clip_middle`]).
+pub(crate) fn push_clipped(out: &mut String, tag: &str, text: &str, max_chars: usize) {
+    push_element(out, tag, &clip_middle(text, max_chars));
+}
+
 /// [`push_element`] with attributes: `open` is the opening tag's inside, `tag` its name.
 pub(crate) fn push_element_open(out: &mut String, open: &str, tag: &str, text: &str) {
     let body = neutralize_closing_tags(text);
@@ -317,11 +335,7 @@ pub fn render_continue_task(request: Option<&str>) -> String {
     match request {
         Some(r) => {
             out.push_str("The user's latest request, quoted verbatim, is the task; earlier requests are history:\n");
-            push_element(
-                &mut out,
-                "latest_user_request",
-                &clip_middle(r, CONTINUE_TASK_REQUEST_MAX_CHARS),
-            );
+            push_clipped(&mut out, "latest_user_request", r, CONTINUE_TASK_REQUEST_MAX_CHARS);
         }
         None => out.push_str("The task is the user's latest request, the one the boot block shows as latest; earlier requests are history.\n"),
     }

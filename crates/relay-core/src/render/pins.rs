@@ -3,8 +3,9 @@
 
 use crate::pins::{PinRefusal, MAX_PINS, PIN_MAX_CHARS};
 
-/// `/relay pins`: every pin numbered as `/relay unpin` takes it, and how the list is bounded.
-pub fn render_pins(pins: &[String]) -> String {
+/// `/relay pins`: every pin numbered as `/relay unpin` takes it, and how the list is bounded. The
+/// first `defaults` pins come from `relay.pins` in the settings file `from` and say so.
+pub fn render_pins(pins: &[String], defaults: usize, from: &str) -> String {
     if pins.is_empty() {
         return format!(
             "relay: no pinned instructions. /relay pin <text> adds one (at most {MAX_PINS}, {PIN_MAX_CHARS} characters each); every window's boot block repeats it until /relay unpin <n> removes it."
@@ -16,6 +17,9 @@ pub fn render_pins(pins: &[String]) -> String {
     );
     for (i, pin) in pins.iter().enumerate() {
         out.push_str(&format!("\n{}. {pin}", i + 1));
+        if i < defaults {
+            out.push_str(&format!("  ← relay.pins in {from}"));
+        }
     }
     out
 }
@@ -37,8 +41,9 @@ pub fn render_unpinned(n: usize, removed: &str, left: usize) -> String {
     )
 }
 
-/// Why `/relay pin` or `/relay unpin` changed nothing, naming the limit.
-pub fn render_pin_refusal(refusal: &PinRefusal) -> String {
+/// Why `/relay pin` or `/relay unpin` changed nothing, naming the limit (`from`: the settings file
+/// that holds the default pins).
+pub fn render_pin_refusal(refusal: &PinRefusal, from: &str) -> String {
     match refusal {
         PinRefusal::Empty => "relay: nothing pinned: /relay pin <text> takes the instruction to pin.".into(),
         PinRefusal::TooLong { chars } => format!(
@@ -54,12 +59,17 @@ pub fn render_pin_refusal(refusal: &PinRefusal) -> String {
         PinRefusal::NoSuchPin { arg, count } => format!(
             "relay: nothing unpinned: {arg:?} is not a pin number; /relay unpin takes 1 to {count} (/relay pins lists them)."
         ),
+        PinRefusal::FromSettings { n } => format!(
+            "relay: nothing unpinned: pin {n} is a default pin from relay.pins in {from}; it stays in every window while the settings hold it (remove it there)."
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FROM: &str = "project settings (.pi/settings.json)";
 
     #[test]
     fn the_pin_texts() {
@@ -80,15 +90,17 @@ mod tests {
                 arg: "1".into(),
                 count: 0,
             },
+            PinRefusal::FromSettings { n: 1 },
         ];
         let mut all = vec![
-            render_pins(&[]),
-            render_pins(&pins),
-            render_pins(&pins[..1]),
+            render_pins(&[], 0, FROM),
+            render_pins(&pins, 0, FROM),
+            render_pins(&pins[..1], 0, FROM),
+            render_pins(&pins, 1, FROM),
             render_pinned(&pins),
             render_unpinned(1, &pins[0], 1),
         ];
-        all.extend(refusals.iter().map(render_pin_refusal));
+        all.extend(refusals.iter().map(|r| render_pin_refusal(r, FROM)));
         insta::assert_snapshot!("pin_texts", all.join("\n---\n"));
     }
 }

@@ -4,6 +4,41 @@
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
+// The cases' parts
+// ---------------------------------------------------------------------------------------------
+
+/// Relay's settings `enabled: true` with budget `mode` and `maxHandoffsPerSession`.
+fn relay_on(mode: Mode, max_handoffs: u32) -> Settings {
+    Settings {
+        enabled: true,
+        mode,
+        max_handoffs,
+    }
+}
+
+/// A turn answered with `reply` at this usage; no compaction fails, nobody steers.
+fn turn(reply: Reply, usage_permille: u64) -> Turn {
+    Turn {
+        reply,
+        usage_permille,
+        compaction_fails: false,
+        steer: false,
+    }
+}
+
+fn text_turn(usage_permille: u64) -> Turn {
+    turn(Reply::Text, usage_permille)
+}
+
+/// A prompt's run of these turns; nobody aborts, queues or reloads, no compaction fails.
+fn run(turns: Vec<Turn>) -> Run {
+    Run {
+        turns,
+        ..Run::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The checks themselves can fail
 // ---------------------------------------------------------------------------------------------
 
@@ -18,11 +53,7 @@ fn prompt_markers_are_found() {
 
 #[test]
 fn the_checker_rejects_a_reset_without_a_request() {
-    let settings = Settings {
-        enabled: true,
-        mode: Mode::Enforce,
-        max_handoffs: 10,
-    };
+    let settings = relay_on(Mode::Enforce, 10);
     let mut host = Host::new(100_000, settings, vec![Fate::Done]).unwrap();
     host.streaming = true;
     host.hook(Hook::BeforeAgentStart, Value::Null).unwrap();
@@ -44,16 +75,7 @@ fn the_checker_rejects_a_reset_without_a_request() {
 
 #[test]
 fn the_checker_rejects_a_second_borrowed_turn_in_one_window() {
-    let mut host = Host::new(
-        100_000,
-        Settings {
-            enabled: true,
-            mode: Mode::Observe,
-            max_handoffs: 10,
-        },
-        vec![Fate::Done],
-    )
-    .unwrap();
+    let mut host = Host::new(100_000, relay_on(Mode::Observe, 10), vec![Fate::Done]).unwrap();
     host.streaming = true;
     host.steers.push((
         "take notes".into(),
@@ -79,11 +101,7 @@ fn the_checker_rejects_a_second_borrowed_turn_in_one_window() {
 /// is off, with `written: false`.
 #[test]
 fn regression_handoff_while_disabled_writes_and_promises_a_reset() {
-    let settings = Settings {
-        enabled: true,
-        mode: Mode::Enforce,
-        max_handoffs: 10,
-    };
+    let settings = relay_on(Mode::Enforce, 10);
     let mut host = Host::new(100_000, settings, vec![Fate::Done]).unwrap();
     host.hook(Hook::Command, json!({ "args": "off" })).unwrap();
     host.streaming = true;
@@ -104,15 +122,6 @@ fn regression_handoff_while_disabled_writes_and_promises_a_reset() {
     assert!(end.result.is_none());
 }
 
-fn text_turn(usage_permille: u64) -> Turn {
-    Turn {
-        reply: Reply::Text,
-        usage_permille,
-        compaction_fails: false,
-        steer: false,
-    }
-}
-
 /// Minimal sequence (50k window, reserve 16,384, any budget mode): a prompt whose answer crosses
 /// Pi's threshold (37,501 > 33,616): Relay borrows a turn (notes steer + cancel) and resets at the
 /// settle point. `/tree` back to the borrowed turn's answer, still in the first window. The next
@@ -125,18 +134,8 @@ fn text_turn(usage_permille: u64) -> Turn {
 /// note-taking steer).
 #[test]
 fn regression_second_borrowed_turn_in_one_window() {
-    let settings = Settings {
-        enabled: true,
-        mode: Mode::Off,
-        max_handoffs: 10,
-    };
-    let crossing = Run {
-        turns: vec![text_turn(750)],
-        abort_at: None,
-        queue_at: None,
-        pre_compaction_fails: false,
-        reload_at: None,
-    };
+    let settings = relay_on(Mode::Off, 10);
+    let crossing = run(vec![text_turn(750)]);
     // boot, user, answer, steer, borrowed answer | marker, compaction, continuation, answer
     let back_into_first_window = Action::Navigate { back: 4 };
     let failed_reset = Run {
@@ -156,40 +155,26 @@ fn regression_second_borrowed_turn_in_one_window() {
 /// so the engine's retry at the next settle point is the owed one, not a second reset.
 #[test]
 fn regression_a_failed_manual_compact_leaves_the_owed_retry_owed() {
-    let observe = Settings {
-        enabled: true,
-        mode: Mode::Observe,
-        max_handoffs: 1,
-    };
+    let observe = relay_on(Mode::Observe, 1);
     let full_then_overflow = Run {
         turns: vec![
             text_turn(750),
             text_turn(0),
             text_turn(0),
             Turn {
-                reply: Reply::OverflowError,
-                usage_permille: 0,
                 compaction_fails: true,
-                steer: false,
+                ..turn(Reply::OverflowError, 0)
             },
         ],
-        abort_at: None,
         queue_at: Some(1),
-        pre_compaction_fails: false,
-        reload_at: None,
+        ..Run::default()
     };
     let actions = [
         Action::Settings(observe),
         Action::Prompt(full_then_overflow),
         Action::Compact { fails: true },
         Action::Command("on"),
-        Action::Prompt(Run {
-            turns: vec![text_turn(0)],
-            abort_at: None,
-            queue_at: None,
-            pre_compaction_fails: false,
-            reload_at: None,
-        }),
+        Action::Prompt(run(vec![text_turn(0)])),
     ];
     let start = Settings {
         mode: Mode::Off,
@@ -208,27 +193,15 @@ fn regression_a_failed_manual_compact_leaves_the_owed_retry_owed() {
 /// time in the same run. The engine now reads the run's request back from the branch.
 #[test]
 fn regression_a_reload_mid_run_keeps_the_runs_handoff_request() {
-    let start = Settings {
-        enabled: true,
-        mode: Mode::Off,
-        max_handoffs: 1,
-    };
+    let start = relay_on(Mode::Off, 1);
     let enforce = Settings {
         mode: Mode::Enforce,
         ..start
     };
-    let tools = |tools: Vec<Tool>, usage_permille: u64| Turn {
-        reply: Reply::Tools(tools),
-        usage_permille,
-        compaction_fails: false,
-        steer: false,
-    };
+    let tools = |tools: Vec<Tool>, usage_permille: u64| turn(Reply::Tools(tools), usage_permille);
     let actions = [
         Action::Settings(enforce),
-        Action::Prompt(Run {
-            turns: vec![text_turn(0)],
-            ..Run::default()
-        }),
+        Action::Prompt(run(vec![text_turn(0)])),
         // The second prompt's run has pending work: its settle point asks for an idle handoff,
         // and the user reloads before the request that follows it.
         Action::Prompt(Run {
@@ -251,20 +224,11 @@ fn regression_a_reload_mid_run_keeps_the_runs_handoff_request() {
 /// boot block outside the first window. The engine now sends no boot block into a run under way.
 #[test]
 fn regression_a_reload_mid_run_sends_no_boot_block_into_the_run() {
-    let settings = Settings {
-        enabled: true,
-        mode: Mode::Off,
-        max_handoffs: 1,
-    };
+    let settings = relay_on(Mode::Off, 1);
     let actions = [
         Action::Navigate { back: 1 },
         Action::Prompt(Run {
-            turns: vec![Turn {
-                reply: Reply::OverflowError,
-                usage_permille: 0,
-                compaction_fails: false,
-                steer: false,
-            }],
+            turns: vec![turn(Reply::OverflowError, 0)],
             reload_at: Some((0, OpenKind::NoFile)),
             ..Run::default()
         }),

@@ -35,7 +35,7 @@ fn args() -> Value {
     json!({"goal": "ship it", "next_step": "run the tests", "facts": "tests pass at HEAD"})
 }
 
-use crate::engine::tests::{engine_configured, moment_with, Branch};
+use crate::engine::tests::{assert_reload_keeps, engine_configured, moment_with, Branch};
 
 fn result(code: i32, out: &str) -> CheckResult {
     CheckResult {
@@ -230,15 +230,10 @@ fn after_a_committed_handoff_the_check_is_due_once_and_its_result_stays_with_the
         "content":[{"type":"text","text":"resumed"}],"stopReason":"stop","usage":{"totalTokens":6000}}}));
     e.append(std::slice::from_ref(&answer));
     assert_eq!(e.resume_context().as_ref(), Some(&ctx));
-    let mut reloaded = enforcing();
     let mut all = entries.clone();
     all.extend([record_entry, answer]);
-    reloaded.resync(SID, &all);
-    assert_eq!(reloaded.resume_context(), Some(ctx));
-    assert!(
-        !reloaded.resume_check_due(),
-        "once per boundary, also after a reload"
-    );
+    let (context, due) = (Engine::resume_context, Engine::resume_check_due);
+    assert_reload_keeps(enforcing(), SID, &all, ctx, context, due);
     // The next reset ends it.
     let next = b.entry(json!({"type":"compaction","summary":"s","firstKeptEntryId":null,"tokensBefore":1,
         "details":{"relay":"window","windowId":"pcw:01a2-resume-session:0000c0de","attempt":2,"source":"new_context"}}));

@@ -3,13 +3,11 @@
 //! message placed after the resume and watch checks.
 use serde_json::json;
 
-use super::super::wire::{
-    ConfigSources, Event, GitFacts, GuardState, Moment, Observation, CONTINUE_TYPE, HANDOFF_TYPE,
-};
+use super::super::wire::{Event, GitFacts, GuardState, Moment, Observation, HANDOFF_TYPE};
 use super::*;
-use crate::engine::tests::{moment_with, Branch};
+use crate::engine::tests::{assert_reload_keeps, engine_configured, moment_with, Branch};
 use crate::entry::Entry;
-use crate::handoff::{GitState, HandoffFingerprint};
+use crate::handoff::GitState;
 use crate::staleness::{compare, DirtySet, FileStamp, Stamp, WorkspaceNow};
 
 const SID: &str = "01a2-stale-session";
@@ -22,16 +20,11 @@ fn moment() -> Moment {
 }
 
 fn enforcing() -> Engine {
-    let mut e = Engine::new();
-    e.resync(SID, &[]);
-    let sources = ConfigSources {
-        global: Some(json!({"relay": {"budget": {"mode": "enforce",
-            "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}})),
-        cwd: Some("/work/project".into()),
-        ..ConfigSources::default()
-    };
-    assert!(e.configure(&sources).is_empty());
-    e
+    engine_configured(
+        SID,
+        json!({"budget": {"mode": "enforce",
+        "main": {"soft": 20000, "handoff": 30000, "hard": 60000, "minProgress": 1000}}}),
+    )
 }
 
 fn workspace() -> WorkspaceRecord {
@@ -56,23 +49,12 @@ fn workspace() -> WorkspaceRecord {
 /// A window, a handoff record (with `workspace`), the compaction that committed it, the
 /// continuation.
 fn handoff_branch(b: &mut Branch, workspace: Option<&WorkspaceRecord>) -> Vec<Entry> {
-    let fp = HandoffFingerprint {
-        at_ms: 1,
-        head: Some(HEAD.into()),
-        text: "x".into(),
-    };
-    let mut data = json!({"path": PATH, "fingerprint": fp.to_value()});
-    if let Some(w) = workspace {
-        data["workspace"] = json!(w);
-    }
-    vec![
-        b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
-        b.entry(json!({"type":"custom","customType":HANDOFF_TYPE,"data":data})),
-        b.entry(json!({"type":"compaction","summary":"<context_window>…</context_window>",
-            "firstKeptEntryId":null,"tokensBefore":1,
-            "details":{"relay":"window","windowId":WIN2,"attempt":1,"source":"handoff","handoffPath":PATH}})),
-        b.entry(json!({"type":"custom_message","customType":CONTINUE_TYPE,"content":"Continue.","display":false})),
-    ]
+    b.handoff_window(
+        PATH,
+        WIN2,
+        Some(HEAD),
+        workspace.map(|w| ("workspace", json!(w))),
+    )
 }
 
 fn record_entry(b: &mut Branch, m: &Marker) -> Entry {
@@ -163,13 +145,10 @@ fn due_once_before_the_first_answer_and_the_message_survives_a_reload() {
     assert_eq!(msg.timestamp, 7);
     assert_eq!(msg.custom_type, STALE_CHECK_TYPE);
     insta::assert_snapshot!(msg.content);
-    // A reload (a fresh engine on the same branch) shows the same message and runs no new check.
     let mut all = entries.clone();
     all.push(record);
-    let mut reloaded = enforcing();
-    reloaded.resync(SID, &all);
-    assert_eq!(reloaded.stale_context(), Some(msg));
-    assert!(!reloaded.stale_check_due());
+    let (context, due) = (Engine::stale_context, Engine::stale_check_due);
+    assert_reload_keeps(enforcing(), SID, &all, msg, context, due);
 }
 
 #[test]

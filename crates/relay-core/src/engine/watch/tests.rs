@@ -3,13 +3,13 @@
 use serde_json::json;
 
 use super::super::wire::{
-    Effect, Event, GuardState, HookReply, HookResult, Moment, Observation, Usage, CONTINUE_TYPE,
-    HANDOFF_TYPE,
+    Effect, Event, GuardState, HookReply, HookResult, Moment, Observation, Usage,
 };
 use super::*;
-use crate::engine::tests::{engine_configured, events_named, moment_with, turn_end, Branch};
+use crate::engine::tests::{
+    assert_reload_keeps, engine_configured, events_named, moment_with, turn_end, Branch,
+};
 use crate::entry::Entry;
-use crate::handoff::HandoffFingerprint;
 
 const SID: &str = "01a2-watch-session";
 const WIN2: &str = "pcw:01a2-watch-session:0000beef";
@@ -34,24 +34,7 @@ fn enforcing() -> Engine {
 
 /// A window, a handoff record listing `jobs`, the compaction that committed it, the continuation.
 fn handoff_branch(jobs: Option<Value>) -> Vec<Entry> {
-    let mut b = Branch::new();
-    let fp = HandoffFingerprint {
-        at_ms: 1,
-        head: None,
-        text: "x".into(),
-    };
-    let mut data = json!({"path": PATH, "fingerprint": fp.to_value()});
-    if let Some(j) = jobs {
-        data["jobs"] = j;
-    }
-    vec![
-        b.entry(json!({"type":"message","message":{"role":"user","content":"go"}})),
-        b.entry(json!({"type":"custom","customType":HANDOFF_TYPE,"data":data})),
-        b.entry(json!({"type":"compaction","summary":"<context_window>…</context_window>",
-            "firstKeptEntryId":null,"tokensBefore":1,
-            "details":{"relay":"window","windowId":WIN2,"attempt":1,"source":"handoff","handoffPath":PATH}})),
-        b.entry(json!({"type":"custom_message","customType":CONTINUE_TYPE,"content":"Continue.","display":false})),
-    ]
+    Branch::new().handoff_window(PATH, WIN2, None, jobs.map(|j| ("jobs", j)))
 }
 
 fn recorded() -> Value {
@@ -86,11 +69,8 @@ fn a_gone_watch_is_listed_on_every_request_of_the_new_window_and_survives_a_relo
     assert_eq!(msg.index, 1, "right after the boot block");
     assert_eq!(msg.timestamp, 5);
     insta::assert_snapshot!(msg.content);
-    // A reload (a fresh engine on the same branch) shows the same message and runs no new check.
-    let mut reloaded = enforcing();
-    reloaded.resync(SID, &entries);
-    assert_eq!(reloaded.watch_context(), Some(msg));
-    assert!(!reloaded.watch_check_due());
+    let (context, due) = (Engine::watch_context, Engine::watch_check_due);
+    assert_reload_keeps(enforcing(), SID, &entries, msg, context, due);
 }
 
 #[test]
