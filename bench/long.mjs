@@ -14,6 +14,10 @@
 // result, `turn_end`, the `context` hook, building the next request, and every extension handler
 // on the way. The first RELAY_LONG_WARMUP (3) turns are left out (start-up loads); the figure is
 // the median of the rest. Pi's compaction is off and the window is 10^9 tokens: no reset happens.
+// The generated window holds about 400k tokens, so Relay's levels (thresholds, idle request,
+// clearing trigger) are set above it (`QUIET`): every turn is one of a window's quiet ones, where
+// Relay is no boundary subscriber (issue 36, item 3). A window past its levels decides at every
+// turn end, as it must (`engine/boundary.rs`).
 //
 //   node_modules/.bin/node bench/long.mjs                       # 1k, 5k, 25k, 100k entries
 //   RELAY_LONG_SIZES=1000,5000 node_modules/.bin/node bench/long.mjs
@@ -46,6 +50,8 @@ const VARIANTS = ["bare", "empty", "relay", "relayNoClear", "emptyProbed", "rela
 const PLOTTED = ["bare", "empty", "relay"];
 const RUNS = Number(process.env.RELAY_LONG_RUNS ?? 2);
 const COMPACTION_EVERY = 1_000;
+// Relay's levels above the generated window's ~400k tokens (see the header).
+const QUIET = { budget: { main: { soft: 600_000, handoff: 700_000, hard: 800_000 }, idleMinTokens: 900_000 } };
 // Relay's own cost per turn (Relay minus the empty extension) at every size (issue 36).
 const TARGET_MS = 2;
 
@@ -86,7 +92,7 @@ async function one(size, variant) {
 		root,
 		sessionFile: file,
 		contextWindow: 1_000_000_000,
-		settings: { compaction: { enabled: false }, ...(variant === "relayNoClear" ? { relay: { clearToolResults: { enabled: false } } } : {}) },
+		settings: { compaction: { enabled: false }, relay: variant === "relayNoClear" ? { ...QUIET, clearToolResults: { enabled: false } } : { ...QUIET, clearToolResults: { triggerTokens: 600_000 } } },
 		extraFactories: [step],
 		relay: variant === "relay" || variant === "relayNoClear",
 		extensions,

@@ -14,7 +14,8 @@
 //!   borrowed or ready turn) and none in flight, and no reset was handed out;
 //! - the window's usage at the coming boundary is known and, with a margin
 //!   ([`margin_tokens`]), below every level a decision there reads: the policy's soft, handoff
-//!   and hard thresholds, `idleMinTokens`, the clearing trigger and the reminder's level. The
+//!   and hard thresholds, the clearing trigger and the reminder's level (and, for
+//!   `agent_before_settle` only, `idleMinTokens`: the idle handoff request is a settle decision). The
 //!   usage is the engine's estimate plus the message a `message_end` carries (Pi appends it after
 //!   its handlers): an assistant's valid usage replaces the figure, any other message adds its
 //!   `ceil(chars / 4)`, as Pi counts. Unknown usage or an unknown window is never quiet.
@@ -47,10 +48,12 @@ use crate::entry::{parse_entry, EntryKind, Message};
 use crate::policy::{Phase, PolicyInput};
 use crate::settings::reminder_threshold;
 
-/// The margin below every level: 1/32 of the window, at least 2,048 tokens (what Pi might append
-/// between the engine's last look and the boundary without a hook of its own).
+/// The margin below every level: 1/32 of the window, at least 2,048 and at most 16,384 tokens
+/// (what Pi might append between the engine's last look and the boundary without a hook of its
+/// own: a steer, another extension's message; the answer and the tool results the engine sees at
+/// their `message_end`, so the margin does not grow with the window past that).
 pub(super) fn margin_tokens(window: u64) -> u64 {
-    (window / 32).max(2_048)
+    (window / 32).clamp(2_048, 16_384)
 }
 
 /// The message a `message_end` carries, read as the mirror reads a message entry.
@@ -101,14 +104,16 @@ impl Engine {
             (Event::MessageEnd { .. }, None) => None,
             _ => tokens,
         };
-        let quiet = !last_answer
-            && self.quiet_state()
-            && tokens
-                .zip(self.lowest_level(moment))
-                .is_some_and(|(t, level)| t < level);
+        let quiet_state = self.quiet_state();
+        let below = |at_settle: bool| {
+            quiet_state
+                && tokens
+                    .zip(self.lowest_level(moment, at_settle))
+                    .is_some_and(|(t, level)| t < level)
+        };
         BoundaryHooks {
-            turn_end: !quiet,
-            settle: !quiet || self.may_continue_task(),
+            turn_end: last_answer || !below(false),
+            settle: !below(true) || self.may_continue_task(),
         }
     }
 
@@ -131,8 +136,9 @@ impl Engine {
     }
 
     /// The lowest usage at which a boundary decision could act, less the margin (`None`: the
-    /// window is unknown).
-    fn lowest_level(&self, moment: &Moment) -> Option<u64> {
+    /// window is unknown). `idleMinTokens` is a level only at the settle point (the idle handoff
+    /// request is asked for there, never at a turn end).
+    fn lowest_level(&self, moment: &Moment, at_settle: bool) -> Option<u64> {
         let window = moment.usage.map(|u| u.context_window).or(moment.window())?;
         if window == 0 {
             return None;
@@ -144,16 +150,14 @@ impl Engine {
             self.reserve_for(moment),
             self.settings.config.reminder_margin_tokens,
         );
-        let level = [
-            t.soft,
-            t.handoff,
-            t.hard,
-            params.idle_min_tokens,
-            window.saturating_sub(reminder),
-        ]
-        .into_iter()
-        .chain(self.clear_trigger(moment))
-        .min()?;
+        let level = [t.soft, t.handoff, t.hard, window.saturating_sub(reminder)]
+            .into_iter()
+            .chain(at_settle.then_some(params.idle_min_tokens))
+            .chain(
+                self.clear_trigger(moment)
+                    .filter(|_| self.settings.config.clear_tool_results.enabled),
+            )
+            .min()?;
         Some(level.saturating_sub(margin_tokens(window)))
     }
 

@@ -12,9 +12,15 @@ const SID: &str = "01a2-boundary-session";
 const WINDOW: u64 = 200_000;
 
 fn engine() -> Engine {
+    engine_with(None)
+}
+
+/// An engine whose settings hold `relay` (when given).
+fn engine_with(relay: Option<Value>) -> Engine {
     let mut e = Engine::new();
     let sources = ConfigSources {
         cwd: Some("/work/project".into()),
+        global: relay.map(|r| json!({ "relay": r })),
         ..ConfigSources::default()
     };
     assert!(e.configure(&sources).is_empty());
@@ -61,7 +67,7 @@ const BOTH: BoundaryHooks = BoundaryHooks {
 
 /// The lowest level a boundary decision reads in this engine's window, margin included.
 fn level(e: &Engine) -> u64 {
-    e.lowest_level(&moment_with(None, WINDOW, GuardState::Unavailable))
+    e.lowest_level(&moment_with(None, WINDOW, GuardState::Unavailable), false)
         .expect("a known window has a level")
 }
 
@@ -89,7 +95,38 @@ fn a_runs_last_answer_is_judged_at_its_turn_end_however_low_its_usage() {
         message: json!({"role":"assistant","content":[{"type":"text","text":"Done."}],
             "stopReason":"stop","usage":{"totalTokens":6_100}}),
     };
-    assert_eq!(observe(&mut e, WINDOW, last), BOTH);
+    assert_eq!(
+        observe(&mut e, WINDOW, last),
+        BoundaryHooks {
+            turn_end: true,
+            settle: false
+        }
+    );
+}
+
+#[test]
+fn the_clearing_trigger_is_a_level_only_while_clearing_is_on() {
+    let on = engine_with(Some(json!({"clearToolResults": {"triggerTokens": 30_000}})));
+    let off = engine_with(Some(
+        json!({"clearToolResults": {"triggerTokens": 30_000, "enabled": false}}),
+    ));
+    assert_eq!(level(&on), 30_000 - margin_tokens(WINDOW));
+    assert!(level(&off) > 30_000, "{}", level(&off));
+}
+
+#[test]
+fn idle_min_tokens_is_a_level_of_the_settle_point_only() {
+    let mut e = engine_with(Some(json!({"budget": {"idleMinTokens": 20_000}})));
+    // Below every turn-end level, above the idle request's (less the margin): the settle point
+    // may ask for the idle handoff, a turn end has nothing to decide.
+    assert_eq!(
+        observe(&mut e, WINDOW, answer(30_000)),
+        BoundaryHooks {
+            turn_end: false,
+            settle: true
+        }
+    );
+    assert_eq!(observe(&mut e, WINDOW, answer(6_000)), QUIET);
 }
 
 #[test]
@@ -194,4 +231,12 @@ fn a_turn_end_not_sent_is_counted_once_at_the_next_turn_start() {
     observe(&mut e, WINDOW, result("ok"));
     observe(&mut e, WINDOW, Event::AgentEnd);
     assert_eq!(e.budget.policy.turn, turn + 3);
+}
+
+#[test]
+fn the_margin_is_a_32nd_of_the_window_within_2k_and_16k() {
+    assert_eq!(margin_tokens(32_000), 2_048);
+    assert_eq!(margin_tokens(200_000), 6_250);
+    assert_eq!(margin_tokens(1_000_000), 16_384);
+    assert_eq!(margin_tokens(1_000_000_000), 16_384);
 }
