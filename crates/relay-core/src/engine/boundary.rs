@@ -44,7 +44,7 @@ use serde_json::Value;
 use super::door::BoundaryHooks;
 use super::wire::{Event, HookReply, Moment};
 use super::Engine;
-use crate::entry::{parse_entry, EntryKind, Message};
+use crate::entry::Message;
 use crate::policy::{Phase, PolicyInput};
 use crate::settings::reminder_threshold;
 
@@ -58,17 +58,7 @@ pub(super) fn margin_tokens(window: u64) -> u64 {
 
 /// The message a `message_end` carries, read as the mirror reads a message entry.
 fn message_of(message: &Value) -> Option<Message> {
-    let entry = serde_json::json!({
-        "type": "message",
-        "id": "relay-message-end",
-        "parentId": null,
-        "timestamp": "1970-01-01T00:00:00.000Z",
-        "message": message,
-    });
-    match parse_entry(&entry.to_string()).ok()?.kind {
-        EntryKind::Message(m) => Some(m),
-        _ => None,
-    }
+    crate::entry::message_of_value(message)
 }
 
 /// The usage after `message` joins a window whose usage is `tokens` (Pi's estimate: a valid

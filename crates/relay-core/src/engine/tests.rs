@@ -3820,6 +3820,22 @@ fn a_moments_pending_work_is_the_hosts_raw_count() {
     assert_eq!(serde_json::from_value::<Moment>(m).unwrap().pending_work, 0);
 }
 
+/// A `/compact` at 10,000 tokens: the boot block of the window Relay's reset opens.
+fn manual_reset_summary(e: &mut Engine) -> String {
+    let reply = e.observe(&obs(
+        Event::SessionBeforeCompact {
+            reason: "manual".into(),
+            will_retry: false,
+            custom_instructions: None,
+        },
+        Some(10_000),
+    ));
+    let Some(HookResult::Reset { plan }) = reply.result else {
+        panic!("{:?}", reply.result)
+    };
+    plan.summary
+}
+
 /// `/relay pin` appends the whole list as a `relay/pins` record; once Pi feeds it back, every
 /// window a reset opens carries the pin in its boot block, a reload of the branch keeps it, a
 /// navigation to before the record drops it, and `/relay unpin` removes it from the next window.
@@ -3854,20 +3870,7 @@ fn pins_reach_every_later_boot_block_until_unpinned() {
     let refused = command(&mut e, &format!("pin {}", "x".repeat(501)));
     assert!(refused.appends.is_empty());
     assert!(notify_texts(&refused).contains("at most 500 characters and this one has 501"));
-    let manual = |e: &mut Engine| {
-        let reply = e.observe(&obs(
-            Event::SessionBeforeCompact {
-                reason: "manual".into(),
-                will_retry: false,
-                custom_instructions: None,
-            },
-            Some(10_000),
-        ));
-        let Some(HookResult::Reset { plan }) = reply.result else {
-            panic!("{:?}", reply.result)
-        };
-        plan.summary
-    };
+    let manual = manual_reset_summary;
     let pin = "<pinned_instructions count=\"1\">\n<pin n=\"1\">\nNever push to main.\n</pin>\n</pinned_instructions>\n<recent_notes>";
     assert!(manual(&mut e).contains(pin));
     // A reload of the same branch derives the same pins.
@@ -3927,21 +3930,11 @@ fn a_trusted_projects_default_pins_come_first_and_are_not_unpinned_in_the_sessio
         );
         entries.push(b.custom(crate::records::PINS_TYPE, marker.data.clone()));
         e.append(&entries[1..]);
-        let reply = e.observe(&obs(
-            Event::SessionBeforeCompact {
-                reason: "manual".into(),
-                will_retry: false,
-                custom_instructions: None,
-            },
-            Some(10_000),
-        ));
-        let Some(HookResult::Reset { plan }) = reply.result else {
-            panic!("{:?}", reply.result)
-        };
+        let summary = manual_reset_summary(&mut e);
         let listed = notify_texts(&command(&mut e, "pins"));
         let config = notify_texts(&command(&mut e, "config"));
         if trusted {
-            assert!(plan.summary.contains("<pinned_instructions count=\"2\">\n<pin n=\"1\">\nRun make test before every commit.\n</pin>\n<pin n=\"2\">\nAnswer in British English.\n</pin>"), "{}", plan.summary);
+            assert!(summary.contains("<pinned_instructions count=\"2\">\n<pin n=\"1\">\nRun make test before every commit.\n</pin>\n<pin n=\"2\">\nAnswer in British English.\n</pin>"), "{}", summary);
             assert!(listed.contains("\n1. Run make test before every commit.  ← relay.pins in project settings (.pi/settings.json)\n2. Answer in British English."), "{listed}");
             assert!(config.contains("  1  Run make test before every commit.  ← relay.pins in project settings (.pi/settings.json)\n  2  Answer in British English.  ← /relay pin in this session\n"), "{config}");
             let refused = command(&mut e, "unpin 1");
@@ -3951,8 +3944,8 @@ fn a_trusted_projects_default_pins_come_first_and_are_not_unpinned_in_the_sessio
             ));
             assert!(notify_texts(&command(&mut e, "unpin 2")).contains("1 pinned instruction left"));
         } else {
-            assert!(plan.summary.contains("<pinned_instructions count=\"1\">\n<pin n=\"1\">\nAnswer in British English.\n</pin>"), "{}", plan.summary);
-            assert!(!plan.summary.contains("Run make test"));
+            assert!(summary.contains("<pinned_instructions count=\"1\">\n<pin n=\"1\">\nAnswer in British English.\n</pin>"), "{}", summary);
+            assert!(!summary.contains("Run make test"));
             assert!(
                 listed.contains("\n1. Answer in British English."),
                 "{listed}"

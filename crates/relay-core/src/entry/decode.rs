@@ -468,6 +468,13 @@ pub fn parse_line(line: &str) -> Result<Line, ParseError> {
 
 /// Parses one entry object given as JSON (for example a `getBranch()` element, stringified).
 /// A session header is an error here.
+/// A message as Pi hands it to an extension (`message_end`), read as a message entry's is, straight
+/// from the already parsed value (no copy, no second parse). `None`: not a message.
+pub fn message_of_value(v: &Value) -> Option<Message> {
+    use serde::Deserialize;
+    RawMessage::deserialize(v).ok().map(convert_message)
+}
+
 pub fn parse_entry(json: &str) -> Result<Entry, ParseError> {
     match parse_line(json)? {
         Line::Entry(e) => Ok(e),

@@ -28,7 +28,7 @@ pub use branch::{
 };
 pub use decode::ESTIMATED_IMAGE_CHARS;
 pub use decode::{
-    last_entry_of_line, parse_entries, parse_entry, parse_line, parse_session,
+    last_entry_of_line, message_of_value, parse_entries, parse_entry, parse_line, parse_session,
     push_entries_of_lines, push_located_entries_of_lines, skim_entry_of_line,
 };
 pub use foreign::{adopt, unimported};
