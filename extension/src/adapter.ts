@@ -139,10 +139,12 @@ export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T
 /**
  * What the driver remembers between inputs: the session the mirror holds and its tip (from the
  * engine's last output), whether the engine asked for the whole branch and whether its history
- * is complete, and the one load in flight (`load`; `token` names the session it is for).
+ * is complete, the one load in flight (`load`; `token` names the session it is for), and the
+ * window's stubs as the engine last sent them, by `nth:call` (they cross only when they change).
  */
 export type SyncState = {
 	sessionId?: string;
+	stubs?: Map<string, string>;
 	tip?: string | null;
 	needsBranch?: boolean;
 	historyComplete?: boolean;
@@ -216,6 +218,7 @@ function call(rt: Runtime, input: Input, feed: string | null = null): Output {
 	rt.state.tip = out.tip;
 	rt.state.needsBranch = out.needsBranch;
 	rt.state.historyComplete = out.historyComplete;
+	if (out.stubs) rt.state.stubs = new Map(out.stubs.map((s) => [`${s.nth}:${s.call}`, s.text]));
 	followBoundary(rt, out.boundary);
 	return out;
 }
@@ -616,11 +619,10 @@ export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries:
  * A request as the engine says it goes out: its cleared tool results replaced by their stubs (the
  * `nth` result answering each call), its messages inserted where it says. `undefined`: unchanged.
  */
-export function request<M>(messages: M[], out: Output): M[] | undefined {
-	if (out.messages.length === 0 && out.stubs.length === 0) return undefined;
+export function request<M>(messages: M[], out: Output, stubs: Map<string, string> | undefined): M[] | undefined {
+	if (out.messages.length === 0 && !stubs?.size) return undefined;
 	let result = messages;
-	if (out.stubs.length > 0) {
-		const stubs = new Map(out.stubs.map((s) => [`${s.nth}:${s.call}`, s.text]));
+	if (stubs?.size) {
 		const seen = new Map<string, number>();
 		result = messages.map((m) => {
 			const r = m as { role?: string; toolCallId?: string };

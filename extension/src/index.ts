@@ -244,7 +244,7 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("context", (event, ctx) =>
 		whenLoaded(rt.state, () =>
 			then(handle(ctx, "context", {}, ctx.signal), (out) => {
-				const messages = request(event.messages, out);
+				const messages = request(event.messages, out, rt.state.stubs);
 				return messages ? { messages } : undefined;
 			}),
 		),

@@ -626,10 +626,11 @@ export type Output = {
 	 */
 	messages: Array<ContextMessage>,
 	/**
-	 * The stubs that replace the current window's cleared tool results in the request of a
-	 * `context` hook (each the result answering its call; empty: none).
+	 * The stubs that replace the current window's cleared tool results in the requests of a
+	 * `context` hook (each the result answering its call; empty: none), sent when they differ
+	 * from the set the host last received, which holds while this is absent.
 	 */
-	stubs: Array<ToolStub>,
+	stubs?: Array<ToolStub>,
 	/**
 	 * Entries to append to the session (`pi.appendEntry`), in order, before anything else.
 	 */

@@ -260,9 +260,12 @@ pub struct Output {
     pub reply: Option<ToolReply>,
     /// Custom messages to insert into the request of a `context` hook, each at its index.
     pub messages: Vec<ContextMessage>,
-    /// The stubs that replace the current window's cleared tool results in the request of a
-    /// `context` hook (each the result answering its call; empty: none).
-    pub stubs: Vec<ToolStub>,
+    /// The stubs that replace the current window's cleared tool results in the requests of a
+    /// `context` hook (each the result answering its call; empty: none), sent when they differ
+    /// from the set the host last received, which holds while this is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub stubs: Option<Vec<ToolStub>>,
     /// Entries to append to the session (`pi.appendEntry`), in order, before anything else.
     pub appends: Vec<Marker>,
     /// Work to run off Pi's event loop.

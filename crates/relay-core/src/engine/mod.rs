@@ -211,6 +211,9 @@ pub struct Engine {
     /// An assistant answer ended (`message_end`) and its turn's `turn_end` was not seen yet: a
     /// turn end the host was told it need not send is counted at the next hook after it.
     turn_open: bool,
+    /// The window's stubs as the host last received them (`Output::stubs`); `None` until this
+    /// engine sent any. A request whose stubs are unchanged crosses without them.
+    stubs_told: Option<Vec<crate::records::ClearedStub>>,
 }
 
 /// Why a threshold compaction in this window would not free anything (see
@@ -252,6 +255,7 @@ impl Engine {
             tool_results_seen: 0,
             loads: door::session::Loads::default(),
             told: Vec::new(),
+            stubs_told: None,
             last_sources: None,
             toggle: None,
             write_failure_told: false,

@@ -3245,11 +3245,12 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     )));
     assert_eq!(record.custom_type, CLEARING_TYPE);
     assert_eq!(record.data["items"], 2);
-    // Before Pi appends the record, requests carry the results whole.
-    assert!(e
-        .context_hook(&obs(Event::Context, Some(20_000)))
-        .stubs
-        .is_empty());
+    // Before Pi appends the record, requests carry the results whole (the engine's first
+    // request tells the host so).
+    assert_eq!(
+        e.context_hook(&obs(Event::Context, Some(20_000))).stubs,
+        Some(vec![])
+    );
     // Pi appends the record; the next turn end clears nothing more, and the footer says it.
     let appended = vec![b.custom(CLEARING_TYPE, record.data.clone())];
     e.append(&appended);
@@ -3264,8 +3265,16 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
             text: s.text.clone(),
         })
         .collect();
-    assert_eq!(sent, expected);
-    assert_eq!([sent[0].call.as_str(), sent[1].call.as_str()], ["c0", "c3"]);
+    assert_eq!(sent.as_ref(), Some(&expected));
+    assert_eq!(
+        [expected[0].call.as_str(), expected[1].call.as_str()],
+        ["c0", "c3"]
+    );
+    // The next request's stubs are the same: they do not cross again; the host keeps them.
+    assert_eq!(
+        e.context_hook(&obs(Event::Context, Some(20_000))).stubs,
+        None
+    );
     let Effect::Status { text: Some(footer) } = e.status_effect(&moment(Some(20_000))) else {
         panic!("no footer")
     };
@@ -3283,7 +3292,7 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
     fresh.append(&[entries.clone(), appended].concat());
     assert_eq!(
         fresh.context_hook(&obs(Event::Context, Some(20_000))).stubs,
-        expected
+        Some(expected)
     );
     // An earlier Relay's clearing (a record without stubs, and one `context_edit` per result,
     // which Pi applies): its results count as cleared too, and no stub is sent for them.
@@ -3301,10 +3310,10 @@ fn a_turn_end_past_the_trigger_clears_old_tool_results_once() {
         old.observe(&obs(turn_end.clone(), Some(20_000))).result,
         None
     );
-    assert!(old
-        .context_hook(&obs(Event::Context, Some(20_000)))
-        .stubs
-        .is_empty());
+    assert_eq!(
+        old.context_hook(&obs(Event::Context, Some(20_000))).stubs,
+        Some(vec![])
+    );
     assert_eq!(fresh.observe(&obs(turn_end, Some(20_000))).result, None);
 }
 

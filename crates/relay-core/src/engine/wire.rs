@@ -518,6 +518,16 @@ pub struct ToolStub {
     pub text: String,
 }
 
+impl From<&crate::records::ClearedStub> for ToolStub {
+    fn from(s: &crate::records::ClearedStub) -> Self {
+        ToolStub {
+            call: s.call.clone(),
+            nth: s.nth,
+            text: s.text.clone(),
+        }
+    }
+}
+
 /// What the current hook must return to Pi.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]

@@ -156,6 +156,10 @@ impl Host {
         let mut answered = Answered::default();
         for _ in 0..MAX_ANSWERS {
             answered.effects.append(&mut out.effects);
+            if let Some(stubs) = out.stubs.take() {
+                self.stubs_held.clone_from(&stubs);
+                answered.stubs = Some(stubs);
+            }
             if out.result.is_some() {
                 answered.result = out.result.take();
             }
@@ -178,7 +182,6 @@ impl Host {
                 (op, jobs.iter().map(|j| self.run_job(j)).collect())
             } else {
                 answered.appends = out.appends;
-                answered.stubs = out.stubs;
                 return Ok(answered);
             };
             self.tick();

@@ -129,8 +129,8 @@ struct Answered {
     /// fed before its `Done`).
     appends: Vec<Marker>,
     reply: Option<ToolReply>,
-    /// The stubs a `context` hook puts in place of cleared tool results.
-    stubs: Vec<ToolStub>,
+    /// The stubs an output sent (a `context` hook's, when they changed).
+    stubs: Option<Vec<ToolStub>>,
 }
 
 /// The output as JSON: it must serialise (the binding hands it to the extension as JSON), and a
@@ -463,6 +463,9 @@ struct Host {
     waiting_for_branch: bool,
     /// The last output's tip.
     last_tip: Option<String>,
+    /// The window's stubs as the engine last sent them: what the host puts in place of cleared
+    /// tool results (it keeps them while an output sends none; a new engine starts without).
+    stubs_held: Vec<ToolStub>,
     /// Operations and jobs this engine handed out.
     ops_seen: BTreeSet<u64>,
     jobs_seen: BTreeSet<u64>,
@@ -536,6 +539,7 @@ impl Host {
             aborting: false,
             waiting_for_branch: false,
             last_tip: None,
+            stubs_held: Vec::new(),
             ops_seen: BTreeSet::new(),
             jobs_seen: BTreeSet::new(),
             user_steers: Vec::new(),
@@ -653,6 +657,7 @@ impl Host {
     /// `session_start`: a full sync of the mirror, configuration, then the hook.
     fn start(&mut self, reason: &str, open: Option<OpenKind>) -> Result<(), String> {
         self.engine = Engine::new();
+        self.stubs_held.clear();
         self.ops_seen.clear();
         self.jobs_seen.clear();
         self.waiting_for_branch = false;

@@ -2,7 +2,7 @@
 //! and in that order, each a job when it is due, then the messages every request of the window
 //! carries. Nothing due: one answer.
 
-use super::super::wire::{Marker, Moment, Observation, ResumeFacts};
+use super::super::wire::{Marker, Moment, Observation, ResumeFacts, ToolStub};
 use super::super::Engine;
 use super::{
     aborted, deadlines, finished_at, value_of, ContextOp, ContextStage, HostFacts, JobResult, Op,
@@ -97,8 +97,14 @@ impl Engine {
         .into_iter()
         .flatten()
         .collect();
-        // The window's clearings hold for every request of it, whatever else the hook says.
-        out.stubs = self.mirror.window_stubs();
+        // The window's clearings hold for every request of it, whatever else the hook says; they
+        // cross only when they differ from what the host holds (a compare, no copy).
+        let told = self.stubs_told.as_ref();
+        if !told.is_some_and(|told| told.iter().eq(self.mirror.window_stub_iter())) {
+            let stubs: Vec<_> = self.mirror.window_stub_iter().cloned().collect();
+            out.stubs = Some(stubs.iter().map(ToolStub::from).collect());
+            self.stubs_told = Some(stubs);
+        }
         out
     }
 

@@ -44,8 +44,10 @@ pub(in crate::engine) struct ClearingMark {
 
 impl Mirror {
     /// The stubs of the current window's clearings, oldest first: what its requests carry in
-    /// place of the cleared results. O(stubs of the window).
-    pub(in crate::engine) fn window_stubs(&self) -> Vec<crate::engine::wire::ToolStub> {
+    /// place of the cleared results. Borrowed; O(clearings of the window) to start.
+    pub(in crate::engine) fn window_stub_iter(
+        &self,
+    ) -> impl Iterator<Item = &crate::records::ClearedStub> {
         let start = self.current.start;
         let from = self.clearings.partition_point(|c| c.pos < start);
         self.clearings
@@ -53,12 +55,6 @@ impl Mirror {
             .unwrap_or_default()
             .iter()
             .flat_map(|c| &c.stubs)
-            .map(|s| crate::engine::wire::ToolStub {
-                call: s.call.clone(),
-                nth: s.nth,
-                text: s.text.clone(),
-            })
-            .collect()
     }
 
     /// What a clearing of the current window would free with `exclude` (tool names never
