@@ -4,8 +4,12 @@ import {
 	CONFIG_DIR_NAME,
 	VERSION,
 	type AgentBeforeSettleEvent,
+	type AgentSettledEvent,
 	type ExtensionAPI,
 	type ExtensionContext,
+	type MessageEndEvent,
+	type SessionCompactFailedEvent,
+	type ToolResultEvent,
 	type TurnEndEvent,
 } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
@@ -99,6 +103,7 @@ export default function relay(pi: ExtensionAPI) {
 			return failed(error);
 		}
 	};
+	const cancelled = (out: Output) => (out.result?.kind === "cancel" ? { cancel: true as const } : undefined);
 	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
 	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
 		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } }, signal);
@@ -189,14 +194,10 @@ export default function relay(pi: ExtensionAPI) {
 		whenComplete(rt, ctx, () => {
 			const { userWantsSummary, entriesToSummarize } = event.preparation;
 			const summarizing = entriesToSummarize.map((e) => e.type);
-			return then(handle(ctx, "session_before_tree", { userWantsSummary, summarizing }), (out) => (out.result?.kind === "cancel" ? { cancel: true } : undefined));
+			return then(handle(ctx, "session_before_tree", { userWantsSummary, summarizing }), cancelled);
 		}),
 	);
-	pi.on("session_tree", (_event, ctx) =>
-		whenComplete(rt, ctx, () => {
-			handle(ctx, "session_tree");
-		}),
-	);
+	pi.on("session_tree", (_event, ctx) => whenComplete(rt, ctx, () => void handle(ctx, "session_tree")));
 	pi.on("session_shutdown", (_event, ctx) => {
 		// A load still in flight is for nobody now (`pi -p` ends, /quit, a switch or /reload): it
 		// stops, Pi does not wait for it, and its result never reaches this ctx, which Pi makes
@@ -207,40 +208,30 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("input", (_event, ctx) =>
 		whenLoaded(rt.state, async () => {
 			configure(ctx, await loadGuards());
-			// The engine may ask for the window to be reset before this input runs (idle-input
-			// recovery): Pi's compaction is started and awaited here, its hook gets Relay's reset, and
-			// the input then goes on unchanged whatever the outcome.
+			// The engine may ask for a reset before this input runs (idle-input recovery): Pi's
+			// compaction is awaited here (its hook gets Relay's reset); the input goes on either way.
 			const out = await handle(ctx, "input");
-			if (out.result?.kind === "compact") {
-				const { attempt } = out.result;
-				await new Promise<void>((resolve) => {
-					try {
-						ctx.compact({
-							onComplete: () => resolve(),
-							onError: (error) => {
-								handle(ctx, "compact_error", { attempt, errorMessage: error.message });
-								resolve();
-							},
-						});
-					} catch (error) {
-						handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
-						resolve();
-					}
-				});
-			}
+			if (out.result?.kind !== "compact") return undefined;
+			const { attempt } = out.result;
+			const failed = (error: unknown) => void handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
+			await new Promise<void>((resolve) => {
+				try {
+					ctx.compact({ onComplete: () => resolve(), onError: (error) => resolve(failed(error)) });
+				} catch (error) {
+					resolve(failed(error));
+				}
+			});
 			return undefined;
 		}),
 	);
-	pi.on("before_agent_start", (_event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "before_agent_start");
-			return undefined;
-		}),
-	);
-	// The engine runs the window's checks (resume, watch, stale handoff) as jobs when they are due
-	// and answers with the messages every request of the window carries. The jobs run under the
-	// run's abort signal (`ctx.signal`, live while Pi prepares the request): Esc ends the wait at
-	// once and stops their work (a resume check's process group is killed).
+	// The hooks the engine only observes: each event's facts, once the start-up load is done.
+	const observe =
+		<T extends Event["type"], E>(type: T, fields: (event: E) => EventFields<T>) =>
+		(event: E, ctx: ExtensionContext) =>
+			whenLoaded(rt.state, () => void handle(ctx, type, fields(event)));
+	pi.on("before_agent_start", observe("before_agent_start", () => ({})));
+	// The window's checks (resume, watch, stale handoff) run as jobs under the run's abort signal
+	// (Esc ends the wait and their work); the answer is what every request of the window carries.
 	pi.on("context", (event, ctx) =>
 		whenLoaded(rt.state, () =>
 			then(handle(ctx, "context", {}, ctx.signal), (out) => {
@@ -256,26 +247,14 @@ export default function relay(pi: ExtensionAPI) {
 			),
 		),
 	);
-	pi.on("tool_result", (event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "tool_result", { toolName: event.toolName, toolCallId: event.toolCallId, isError: event.isError });
-			return undefined;
-		}),
-	);
-	pi.on("turn_start", (_event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "turn_start");
-		}),
-	);
-	// Each message as it ends, before Pi appends it: the engine reads the coming boundary's usage
-	// from it (Pi awaits this hook before the turn's end, so the boundary hooks follow its answer).
+	pi.on("tool_result", observe("tool_result", (e: ToolResultEvent) => ({ toolName: e.toolName, toolCallId: e.toolCallId, isError: e.isError })));
+	pi.on("turn_start", observe("turn_start", () => ({})));
+	// Each message as it ends, before Pi appends it: the coming boundary's usage (the boundary
+	// hooks follow the engine's answer).
 	pi.on("message_end", (event, ctx) => {
 		// Under a router model, the window is the one of the model that answered (Pi's rule).
 		noteAnswer(ctx, event.message);
-		return whenLoaded(rt.state, () => {
-			handle(ctx, "message_end", { message: event.message });
-			return undefined;
-		});
+		return observe("message_end", (e: MessageEndEvent) => ({ message: e.message }))(event, ctx);
 	});
 	// Pi's boundary hooks: subscribed only while the engine needs them (its `boundary` answer).
 	bindBoundary(rt, {
@@ -297,28 +276,18 @@ export default function relay(pi: ExtensionAPI) {
 				),
 			),
 	});
-	pi.on("agent_end", (_event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "agent_end");
-		}),
+	pi.on("agent_end", observe("agent_end", () => ({})));
+	pi.on("agent_settled", observe("agent_settled", (e: AgentSettledEvent) => ({ aborted: e.aborted })));
+	pi.on(
+		"session_compact_failed",
+		observe("session_compact_failed", (e: SessionCompactFailedEvent) => ({
+			reason: e.reason,
+			aborted: e.aborted === true,
+			...(e.errorMessage ? { errorMessage: e.errorMessage } : {}),
+		})),
 	);
-	pi.on("agent_settled", (event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "agent_settled", { aborted: event.aborted });
-		}),
-	);
-	pi.on("session_compact_failed", (event, ctx) =>
-		whenLoaded(rt.state, () => {
-			handle(ctx, "session_compact_failed", {
-				reason: event.reason,
-				aborted: event.aborted === true,
-				...(event.errorMessage ? { errorMessage: event.errorMessage } : {}),
-			});
-		}),
-	);
-	// Every compaction hook is answered with a reset or a cancel while Relay's windows are on,
-	// also when something fails on the way (the engine's failure policy): Pi's own summarizer
-	// never runs behind Relay's back.
+	// Every compaction hook is answered with a reset or a cancel while Relay's windows are on, also
+	// when something fails on the way (the engine's failure policy): Pi's summarizer never runs.
 	pi.on("session_before_compact", (event, ctx) =>
 		whenLoaded(rt.state, () =>
 			then(
@@ -329,25 +298,13 @@ export default function relay(pi: ExtensionAPI) {
 				}),
 				(out) => {
 					const result = out.result;
-					if (result?.kind === "cancel") return { cancel: true };
-					if (result?.kind !== "reset") return undefined;
+					if (result?.kind !== "reset") return cancelled(out);
 					try {
 						const { markerId } = resetDrafts(pi, ctx, result.plan);
-						return {
-							compaction: {
-								summary: result.plan.summary,
-								firstKeptEntryId: markerId ?? "",
-								tokensBefore: event.preparation?.tokensBefore ?? 0,
-								details: result.plan.details,
-							},
-						};
+						const { summary, details } = result.plan;
+						return { compaction: { summary, details, firstKeptEntryId: markerId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
 					} catch (error) {
-						const failed = serve(ctx, "session_before_compact", {
-							type: "failed",
-							hook: "session_before_compact",
-							message: messageOf(error),
-						}) as Output;
-						return failed.result?.kind === "cancel" ? { cancel: true } : undefined;
+						return cancelled(serve(ctx, "session_before_compact", { type: "failed", hook: "session_before_compact", message: messageOf(error) }) as Output);
 					}
 				},
 			),
