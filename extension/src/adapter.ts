@@ -1,9 +1,6 @@
-// The driver between Pi and the Rust engine: the one place that executes what the engine
-// answers. It turns Pi events into inputs, keeps the engine's branch mirror current (every input
-// carries what Pi appended since the engine's tip), carries out effects and appends, and runs the
-// jobs the engine asks for, off Pi's event loop, within their deadline and under Pi's abort
-// signal. It decides nothing: which job runs, in which order, and what a result means are the
-// engine's (crates/relay-core/src/engine/door.rs).
+// The driver between Pi and the engine: inputs in (each with what Pi appended since the engine's
+// tip), outputs carried out (appends, effects, jobs off Pi's event loop under their deadline and
+// Pi's abort signal). It decides nothing (crates/relay-core/src/engine/door.rs).
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
 import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding-agent";
 import { statSync } from "node:fs";
@@ -13,11 +10,7 @@ import type { BoundaryHooks, Continuation, Effect, Event, HostFacts, Input, Job,
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
-/**
- * The process-wide hosting marker: the first Relay runtime bound in a process is the primary one;
- * runtimes bound while it is alive (SDK child sessions) are subagents. Released at the primary's
- * shutdown, so a forked or resumed main session stays main.
- */
+/** The first Relay runtime bound in a process is the primary; one bound while it lives is a subagent's. */
 const HOST = Symbol.for("relay.primary-runtime");
 type Host = { [HOST]?: object };
 
@@ -32,11 +25,7 @@ export function releaseRuntime(token: object): void {
 	if (host[HOST] === token) delete host[HOST];
 }
 
-/**
- * Background work a host integration reports (jobs, watches, subagents): a process-wide function
- * `globalThis[Symbol.for("relay.pending-work")]` returning how many are pending, handed to the
- * engine as it answered (a number; the engine reads it). A missing or failing function counts as none.
- */
+/** How much background work an integration reports pending (`globalThis[Symbol.for("relay.pending-work")]()`). */
 const PENDING_WORK = Symbol.for("relay.pending-work");
 type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
 
@@ -152,17 +141,10 @@ export type SyncState = {
 	token?: object;
 };
 
-/**
- * A load in flight: a read ahead of `file` (only the `open` of that file waits for it; `done`
- * gives its tip), the start-up load (`blocks`: every hook and tool waits for it) or the whole
- * history's (only what reads earlier windows waits for it). `done` never rejects.
- */
+/** A load in flight (`done` never rejects): a read ahead of `file`, the start-up load (`blocks`), or the whole history's. */
 type Load = { done: Promise<unknown>; blocks: boolean; file?: string };
 
-/**
- * How far back from Pi's leaf {@link openSession} looks for the tip a read ahead reached: Pi
- * appends a few entries at start-up (a thinking level, a model change) after Relay read ahead.
- */
+/** How far back from Pi's leaf a read ahead's tip is looked for (Pi appends a few entries at start-up). */
 const READ_AHEAD_WALK = 64;
 
 /** `tip` when Pi's branch passes through it within {@link READ_AHEAD_WALK} entries of the leaf. */
@@ -184,19 +166,13 @@ export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState
 type BoundaryHook = "turn_end" | "agent_before_settle";
 type Boundary = { handlers: Record<BoundaryHook, (event: never, ctx: ExtensionContext) => unknown>; off: Partial<Record<BoundaryHook, (() => void) | null>> };
 
-/**
- * Subscribe to Pi's `turn_end` and `agent_before_settle` with `handlers` while the engine's latest
- * output says it needs them ({@link followBoundary}); both until it says otherwise.
- */
+/** Subscribe `handlers` to Pi's boundary hooks while the engine's outputs say it needs them. */
 export function bindBoundary(rt: Runtime, handlers: Boundary["handlers"]): void {
 	rt.boundary = { handlers, off: {} };
 	followBoundary(rt, { turnEnd: true, settle: true });
 }
 
-/**
- * Follow the engine's `boundary`: Pi builds a preview of the whole branch for every boundary hook
- * that has a subscriber, so Relay is subscribed only while the engine needs the hook.
- */
+/** Follow the engine's `boundary` (Pi previews the whole branch for each subscribed boundary hook). */
 function followBoundary(rt: Runtime, needs: BoundaryHooks): void {
 	const b = rt.boundary;
 	if (!b) return;
@@ -229,10 +205,8 @@ export function ask(rt: Runtime, input: Input): unknown {
 }
 
 /**
- * What Pi appended since the engine's tip, as a feed: the walk goes from Pi's leaf back to the
- * tip, so its cost is the number of new entries, never the session's length. A leaf that does
- * not descend from the tip (a navigation) asks the engine which of the walked entries it holds
- * and drops what follows that one.
+ * What Pi appended since the engine's tip (a walk from the leaf back to it: O(new entries)); after
+ * a navigation the engine says which walked entry it holds, and what follows it is dropped.
  */
 function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
 	const sm = ctx.sessionManager;
@@ -254,10 +228,7 @@ function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
 	return JSON.stringify({ truncate: true, after, append: keep.reverse() });
 }
 
-/**
- * Reload the engine's mirror in full: from the session file when it holds the branch, else from
- * Pi's `getBranch()` (after a caught panic, in another session, or when the engine asks).
- */
+/** Reload the engine's mirror in full (from the session file, else Pi's branch). */
 export function reload(rt: Runtime, ctx: ExtensionContext): void {
 	open(rt, ctx, false);
 }
@@ -276,11 +247,7 @@ function open(rt: Runtime, ctx: ExtensionContext, background: boolean, readAhead
 	return out;
 }
 
-/**
- * Hand `input` to the engine with what Pi appended, then carry out its output; an output that
- * waits for jobs is driven to its end (the jobs run off Pi's event loop; `signal`: Pi's abort).
- * Answers at once, without a promise, when nothing waits.
- */
+/** Hand `input` to the engine and carry out its output, driving an operation's jobs to its end (a promise only then). */
 export function drive(rt: Runtime, ctx: ExtensionContext, input: Input, signal?: AbortSignal): Output | Promise<Output> {
 	if (rt.state.sessionId !== ctx.sessionManager.getSessionId() || rt.state.needsBranch) reload(rt, ctx);
 	const out = call(rt, input, feedOf(rt, ctx));
@@ -300,21 +267,14 @@ async function follow(rt: Runtime, ctx: ExtensionContext, first: Output, signal?
 	return { ...out, effects };
 }
 
-/**
- * Carry out an output: the entries to append first, then the effects in order; the whole
- * history's load, when the engine hands it out, runs in the background ({@link completeHistory}).
- */
+/** Carry out an output: its appends, its effects in order, and the whole history's load in the background. */
 function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
 	for (const marker of out.appends) rt.pi.appendEntry(marker.customType, marker.data);
 	run(rt.pi, ctx, out.effects);
 	if (out.historyLoad) completeHistory(rt, ctx, out.historyLoad);
 }
 
-/**
- * Run one job: facts only the host has here, everything else in the addon on the libuv pool.
- * The job's deadline and Pi's abort signal end the wait (the outcome says which); a job never
- * rejects.
- */
+/** Run one job (host facts here, the rest on the addon's pool) until done, its deadline or Pi's abort; never rejects. */
 export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSignal): Promise<JobResult> {
 	const result = (outcome: JobResult["outcome"]): JobResult => ({ id: job.id, outcome });
 	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
@@ -381,11 +341,7 @@ function fileSize(file: string | undefined): number | null {
 	}
 }
 
-/**
- * The session file Pi was told to open on its command line (`--session <file>`, read with Pi's
- * own argument parser), when that is a file; `undefined` otherwise (no such flag, a session id,
- * a folder, a `--fork`, which opens a copy).
- */
+/** The session file of Pi's `--session <file>` (Pi's own parser), when it is a file and no `--fork`. */
 export function sessionFileOf(argv: string[], cwd: string): string | undefined {
 	let session: string | undefined;
 	try {
@@ -416,12 +372,8 @@ function track(rt: Runtime, load: Load): void {
 }
 
 /**
- * While Pi is still starting (it has read the session but not yet started it), read the session
- * file named on its command line on the libuv pool: the first pass of {@link openSession}, done
- * before `session_start` instead of after it (Pi spends a quarter of a second between loading
- * the extensions and `session_start` on a 256 MiB session). The engine keeps what was read for
- * the `open` of that file at its last entry and drops it for anything else; only the first
- * runtime of a process reads ahead (an in-process subagent has the parent's command line).
+ * Read the session file on Pi's command line ahead of `session_start`, on the pool (the engine
+ * keeps it for the `open` of that file); only the first runtime of a process does.
  */
 export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice(2)): void {
 	const flags = globalThis as { [PREFETCHED]?: boolean };
@@ -448,12 +400,9 @@ export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice
 }
 
 /**
- * Load the session at start-up, then run `after` (configuration and the `session_start` event).
- * A large session file is read on the libuv pool in two passes, so opening it does not hold Pi:
- * the engine answers `open` with a load job (the current window in full, the earlier windows
- * skimmed), which every hook and tool awaits first ({@link whenLoaded}). The whole history is a
- * second load job the engine hands out when something needs it or the first run settles; it runs
- * while the hooks go on, and what reads earlier windows awaits it ({@link whenComplete}).
+ * Load the session at start-up, then run `after`. A large file loads on the pool: the current
+ * window first, which every hook and tool awaits ({@link whenLoaded}); the whole history later,
+ * which only what reads earlier windows awaits ({@link whenComplete}).
  */
 export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
 	// A read ahead of this very file is waited for (the engine installs it at `open`); one of
@@ -510,11 +459,7 @@ function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
 	track(rt, { done: loadPass(rt, ctx, [job], job.id, report), blocks: false });
 }
 
-/**
- * The session ends: a load in flight is dropped (its result, when it comes, is ignored). True when
- * the session had started (its start-up load was done), so that the engine sees the end of it;
- * false when it ends during that load, which the engine then stops (`close`) without anything else.
- */
+/** The session ends: a load in flight is dropped. False when it ends during its start-up load (the engine stops it). */
 export function closeSession(rt: Runtime): boolean {
 	const starting = rt.state.load?.blocks === true;
 	rt.state.token = undefined;
@@ -528,10 +473,7 @@ export function closeSession(rt: Runtime): boolean {
 	return false;
 }
 
-/**
- * Run `body` once the start-up load and the completion of the history are done ({@link openSession});
- * a skimmed history whose whole load has not started asks the engine for it first.
- */
+/** Run `body` once the whole history is loaded (asking the engine for its load first when needed). */
 export function whenComplete<R>(rt: Runtime, ctx: ExtensionContext, body: () => R): R | Promise<Awaited<R>> {
 	if (!rt.state.load && rt.state.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
 	const load = rt.state.load;
@@ -567,17 +509,14 @@ export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] |
 				console.error(effect.text);
 				break;
 			case "activeTools": {
-				// The tools the engine withholds leave the set declared to the model; those it
-				// declares again rejoin it. Pi is not asked when nothing changes.
+				// Withheld tools leave the declared set, restored ones rejoin it; Pi is asked only on a change.
 				const active = pi.getActiveTools();
 				const next = [...active.filter((name) => !effect.withhold.includes(name)), ...effect.restore.filter((name) => !active.includes(name))];
 				if (next.length !== active.length || next.some((name, i) => name !== active[i])) pi.setActiveTools(next);
 				break;
 			}
 			case "shutdown":
-				// The relaunch marker is written: end this process so pi-session starts a fresh one.
-				// Interactive Pi quits at once when idle (this runs at agent_settled); print mode
-				// ignores the call and exits by itself after its last prompt.
+				// The relaunch marker is written: pi-session starts a fresh Pi (print mode exits by itself).
 				ctx.shutdown();
 				break;
 		}
@@ -600,11 +539,7 @@ function hidden({ customType, content, details }: Continuation): SessionBoundary
 	return { type: "custom_message", customType, content, display: false, details };
 }
 
-/**
- * A boundary hook's answer (`turn_end`, `agent_before_settle`): Pi's drafts, then the engine's (a
- * clearing's record, a continuation, a reset), and Pi's `continue` as the engine says; nothing
- * when the engine adds none.
- */
+/** A boundary hook's answer: Pi's drafts, then the engine's (clearing, continuation, reset), and its `continue`. */
 export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries: SessionBoundaryDraft[], out: Output) {
 	const result = out.result;
 	let drafts: SessionBoundaryDraft[];
@@ -615,10 +550,7 @@ export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries:
 	return { entries: [...entries, ...drafts], continue: out.continue === true };
 }
 
-/**
- * A request as the engine says it goes out: its cleared tool results replaced by their stubs (the
- * `nth` result answering each call), its messages inserted where it says. `undefined`: unchanged.
- */
+/** The request with the window's stubs in place (the `nth` result of each call) and the engine's messages inserted. */
 export function request<M>(messages: M[], out: Output, stubs: Map<string, string> | undefined): M[] | undefined {
 	if (out.messages.length === 0 && !stubs?.size) return undefined;
 	let result = messages;
