@@ -73,6 +73,29 @@ test("a user steer typed during the crossing turn: the note-taking request still
 	}
 });
 
+test("a crossing turn that leaves no room for a note-taking request: the window resets at once, no request larger than the window", async () => {
+	// 97,000 of 100,000 tokens: a note-taking request (the steer, the notes, a margin for the
+	// estimate) would be refused as too large by a provider, so none is asked for.
+	const t = await startSession({
+		contextWindow: 100_000,
+		settings: COMPACTABLE,
+		steps: [{ ...tool("notes_append_to_file", { path: "log.md", content: "did step A\n" }), tokens: 97_000 }, "Continuing with B."],
+	});
+	try {
+		await t.session.prompt("Do A then B.");
+		assert.equal(ofType(t, "custom_message", "relay/notes-steer").length, 0, "no note-taking steer");
+		const compactions = ofType(t, "compaction");
+		assert.equal(compactions.length, 1, "one reset");
+		assert.equal(compactions[0].details.source, "threshold");
+		assert.equal(t.requests.length, 2, "the crossing, then the new window");
+		assert.equal(newWindowRequest(t), 1, "the request after the crossing is the new window's");
+		for (const r of t.requests) assert.doesNotMatch(joined(r), STEER);
+		assert.equal(t.errors.length, 0, JSON.stringify(t.errors));
+	} finally {
+		await t.dispose();
+	}
+});
+
 test("an extension message delivered as a steer during the crossing turn: the reset waits for the note-taking request", async () => {
 	let t;
 	let api;

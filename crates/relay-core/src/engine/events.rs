@@ -576,8 +576,9 @@ impl Engine {
             .scheduler
             .handle(SchedInput::CompactHook {
                 reason,
-                // The fallback resets at once: no borrowed turn (no summarizer either).
-                idle: !self.run_active || native_fallback,
+                // The fallback resets at once: no borrowed turn (no summarizer either); nor does
+                // a window whose note-taking request would not fit it.
+                idle: !self.run_active || native_fallback || self.no_room_for_notes(moment),
             })
             .into_iter()
             .map(|out| match out {

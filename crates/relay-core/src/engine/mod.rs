@@ -216,6 +216,11 @@ pub struct Engine {
     stubs_told: Option<Vec<crate::records::ClearedStub>>,
 }
 
+/// What a note-taking turn adds to a request beyond the window's messages (tokens): the steer
+/// asking for notes, the notes the model writes, and a margin for Pi's estimate (characters / 4)
+/// counting fewer tokens than a provider does.
+const NOTE_TURN_ROOM: u64 = 4_096;
+
 /// Why a threshold compaction in this window would not free anything (see
 /// [`Engine::futile_threshold`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -489,6 +494,16 @@ impl Engine {
             tokens,
             min_progress,
         })
+    }
+
+    /// The window has no room for a note-taking turn: its request so far and
+    /// [`NOTE_TURN_ROOM`] exceed the context window, so that turn's request would be refused as
+    /// too large (one tool result can carry a window from under Pi's threshold to past its end).
+    fn no_room_for_notes(&self, moment: &Moment) -> bool {
+        self.mirror
+            .usage(moment)
+            .and_then(|u| Some(u.tokens?.saturating_add(NOTE_TURN_ROOM) > u.context_window))
+            .unwrap_or(false)
     }
 
     /// Tell the user once per window that its fresh start is over Pi's threshold (a stale figure

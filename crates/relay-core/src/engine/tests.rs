@@ -3569,6 +3569,42 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
     );
 }
 
+/// A crossing whose window has no room left for a note-taking request (its usage and
+/// `NOTE_TURN_ROOM` past the context window: one large tool result can carry a window from under
+/// Pi's threshold to its end) resets at once instead of borrowing a turn whose request a
+/// provider would refuse as too large; one token less borrows as before.
+#[test]
+fn a_crossing_without_room_for_the_note_taking_request_resets_at_once() {
+    let crossing = |tokens: u64| {
+        let mut e = engine();
+        let mut b = Branch::new();
+        e.observe(&obs(Event::SessionStart { run_active: false }, None));
+        e.observe(&obs(Event::BeforeAgentStart, None));
+        e.append(&[b.user("work"), b.answer("a", tokens)]);
+        e.observe(&Observation {
+            moment: Moment {
+                usage: None,
+                ..moment(None)
+            },
+            event: Event::SessionBeforeCompact {
+                reason: "threshold".into(),
+                will_retry: false,
+                custom_instructions: None,
+            },
+        })
+    };
+    let full = crossing(100_000 - NOTE_TURN_ROOM + 1);
+    assert!(sends(&full, STEER_TYPE).is_empty(), "no steer: {full:?}");
+    assert!(
+        matches!(full.result, Some(HookResult::Reset { .. })),
+        "{:?}",
+        full.result
+    );
+    let room = crossing(100_000 - NOTE_TURN_ROOM);
+    assert!(!sends(&room, STEER_TYPE).is_empty(), "borrows: {room:?}");
+    assert_eq!(room.result, Some(HookResult::Cancel));
+}
+
 /// Issue 34: an untrusted project's settings file is never opened; a trusted one's text is parsed
 /// here (an empty file is `{}`), and a refused or unreadable one is a warning naming the file,
 /// the rest of the configuration in force.
