@@ -3517,6 +3517,21 @@ fn a_boundary_hook_continues_for_a_continuation_and_keeps_what_earlier_handlers_
     );
 }
 
+/// Pi's threshold compaction hook, the usage left to the engine's own estimate.
+fn threshold_compaction(e: &mut Engine) -> HookReply {
+    e.observe(&Observation {
+        moment: Moment {
+            usage: None,
+            ..moment(None)
+        },
+        event: Event::SessionBeforeCompact {
+            reason: "threshold".into(),
+            will_retry: false,
+            custom_instructions: None,
+        },
+    })
+}
+
 /// The branch decides whether a window had its note-taking turn, also when the engine forgot the
 /// borrow before Pi delivered the steer (a `/reload` between the crossing and the request that
 /// carries it): once the steer is on the branch, a later crossing is overdue, never a second
@@ -3525,19 +3540,7 @@ fn a_boundary_hook_continues_for_a_continuation_and_keeps_what_earlier_handlers_
 fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
     let mut e = engine();
     let mut b = Branch::new();
-    let hook = |e: &mut Engine| {
-        e.observe(&Observation {
-            moment: Moment {
-                usage: None,
-                ..moment(None)
-            },
-            event: Event::SessionBeforeCompact {
-                reason: "threshold".into(),
-                will_retry: false,
-                custom_instructions: None,
-            },
-        })
-    };
+    let hook = threshold_compaction;
     let steered = |r: &HookReply| !sends(r, STEER_TYPE).is_empty();
     e.observe(&obs(Event::SessionStart { run_active: false }, None));
     e.observe(&obs(Event::BeforeAgentStart, None));
@@ -3581,17 +3584,7 @@ fn a_crossing_without_room_for_the_note_taking_request_resets_at_once() {
         e.observe(&obs(Event::SessionStart { run_active: false }, None));
         e.observe(&obs(Event::BeforeAgentStart, None));
         e.append(&[b.user("work"), b.answer("a", tokens)]);
-        e.observe(&Observation {
-            moment: Moment {
-                usage: None,
-                ..moment(None)
-            },
-            event: Event::SessionBeforeCompact {
-                reason: "threshold".into(),
-                will_retry: false,
-                custom_instructions: None,
-            },
-        })
+        threshold_compaction(&mut e)
     };
     let full = crossing(100_000 - NOTE_TURN_ROOM + 1);
     assert!(sends(&full, STEER_TYPE).is_empty(), "no steer: {full:?}");
