@@ -18,7 +18,6 @@ import {
 	drive,
 	messageOf,
 	moment,
-	noteAnswer,
 	openSession,
 	prefetchSession,
 	releaseRuntime,
@@ -101,7 +100,7 @@ export default function relay(pi: ExtensionAPI) {
 	};
 	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
 	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
-		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } }, signal);
+		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, rt), event: { type, ...extra } as Event } }, signal);
 
 	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
 		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
@@ -149,7 +148,7 @@ export default function relay(pi: ExtensionAPI) {
 				const out = await serve(
 					ctx,
 					spec.name,
-					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, spec.usesPiUsage, rt.subagent) },
+					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, rt, spec.usesPiUsage) },
 					signal,
 				);
 				const reply = out.reply ?? lastResort[spec.name]!.reply!;
@@ -269,27 +268,23 @@ export default function relay(pi: ExtensionAPI) {
 	);
 	// Each message as it ends, before Pi appends it: the engine reads the coming boundary's usage
 	// from it (Pi awaits this hook before the turn's end, so the boundary hooks follow its answer).
-	pi.on("message_end", (event, ctx) => {
-		// Under a router model, the window is the one of the model that answered (Pi's rule).
-		noteAnswer(ctx, event.message);
-		return whenLoaded(rt.state, () => {
+	pi.on("message_end", (event, ctx) =>
+		whenLoaded(rt.state, () => {
 			handle(ctx, "message_end", { message: event.message });
 			return undefined;
-		});
-	});
+		}),
+	);
 	// Pi's boundary hooks: subscribed only while the engine needs them (its `boundary` answer).
 	bindBoundary(rt, {
-		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) => {
-			noteAnswer(ctx, event.message);
-			return whenLoaded(rt.state, () =>
+		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) =>
+			whenLoaded(rt.state, () =>
 				then(handle(ctx, "turn_end", {
 					toolResults: event.toolResults.length,
 					outcome: event.outcome,
 					aborted: ctx.signal?.aborted === true,
 					continue: event.continue,
 				}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
-			);
-		},
+			),
 		agent_before_settle: (event: AgentBeforeSettleEvent, ctx: ExtensionContext) =>
 			whenLoaded(rt.state, () =>
 				then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
