@@ -6,7 +6,7 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { BoundaryHooks, Continuation, Effect, Event, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { BoundaryHooks, Continuation, Effect, Event, HostFacts, Input, Job, JobResult, ModelRef, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
 
@@ -38,14 +38,18 @@ function pendingWork(): number {
 	}
 }
 
+/** Pi's tag on a router (virtual) model (`VIRTUAL_MODEL_API` in Pi's virtual-models module). */
+const VIRTUAL_API = "pi-virtual";
+
 /**
  * Facts about the moment that every input carries. Pi computes them; the engine judges them.
  * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
  * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine
- * estimate usage from its mirror instead. Without a ctx (before `session_start`): the
+ * estimate usage from its mirror instead. Under a router model, the registry's window of the
+ * model the engine last named (`answeredModel`). Without a ctx (before `session_start`): the
  * process's own facts, no model.
  */
-export function moment(ctx: ExtensionContext | null, withUsage = false, subagent = false): Moment {
+export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, withUsage = false): Moment {
 	let usage: Moment["usage"] = null;
 	if (withUsage && ctx) {
 		try {
@@ -55,71 +59,23 @@ export function moment(ctx: ExtensionContext | null, withUsage = false, subagent
 			usage = null;
 		}
 	}
-	const model = ctx?.model ? `${ctx.model.provider}/${ctx.model.id}` : null;
+	const model = ctx?.model;
+	const router = (model as { api?: string } | undefined)?.api === VIRTUAL_API;
+	const answered = router ? rt?.state.answered : null;
 	return {
 		nowMs: Date.now(),
 		tzOffsetMinutes: -new Date().getTimezoneOffset(),
 		usage,
-		model,
-		contextWindow: ctx ? limitsWindow(ctx) : null,
+		model: model ? `${model.provider}/${model.id}` : null,
+		contextWindow: model ? (model.contextWindow ?? null) : null,
+		router,
+		answeredWindow: (answered && ctx?.modelRegistry.find(answered.provider, answered.model)?.contextWindow) ?? null,
 		hasPendingMessages: ctx?.hasPendingMessages() ?? false,
 		pendingWork: pendingWork(),
 		cwd: ctx?.cwd ?? process.cwd(),
 		contextGuard: contextGuard(),
-		subagent,
+		subagent: rt?.subagent ?? false,
 	};
-}
-
-/** Pi's tag on a router (virtual) model (`VIRTUAL_MODEL_API` in Pi's virtual-models module). */
-const VIRTUAL_API = "pi-virtual";
-
-/** The physical model that answered last in each session (`provider`, `model` of its response). */
-const ANSWERED = new WeakMap<object, { provider: string; model: string } | null>();
-
-/** How far back from Pi's leaf {@link limitsWindow} looks for the latest response when none was seen live. */
-const ANSWER_WALK = 1024;
-
-/**
- * Remember the physical model of a response (at `turn_end`): under a router model, its window is
- * the one Pi's own context usage and threshold read. Failed and aborted responses do not count
- * (Pi's `findLatestResponse`).
- */
-export function noteAnswer(ctx: ExtensionContext, message: unknown): void {
-	const m = message as { role?: string; provider?: string; model?: string; stopReason?: string } | undefined;
-	if (m?.role !== "assistant" || m.stopReason === "error" || m.stopReason === "aborted") return;
-	if (typeof m.provider === "string" && typeof m.model === "string") ANSWERED.set(ctx.sessionManager, { provider: m.provider, model: m.model });
-}
-
-/**
- * The context window whose limits apply, read as Pi reads it for its context usage: the current
- * model's; under a router (virtual) model, the window of the physical model that answered last,
- * else the one the router declares. 0 stays 0 (unknown: the engine never reads it as a window).
- */
-function limitsWindow(ctx: ExtensionContext): number | null {
-	const model = ctx.model;
-	if (!model) return null;
-	if ((model as { api?: string }).api !== VIRTUAL_API) return model.contextWindow ?? null;
-	const sm = ctx.sessionManager;
-	if (!ANSWERED.has(sm)) ANSWERED.set(sm, latestAnswer(ctx));
-	const answer = ANSWERED.get(sm);
-	const physical = answer ? ctx.modelRegistry.find(answer.provider, answer.model) : undefined;
-	return physical?.contextWindow || model.contextWindow || 0;
-}
-
-/** The latest successful response within {@link ANSWER_WALK} entries of Pi's leaf (a resumed session's). */
-function latestAnswer(ctx: ExtensionContext): { provider: string; model: string } | null {
-	const sm = ctx.sessionManager;
-	let id: string | null | undefined = sm.getLeafId();
-	for (let i = 0; id && i < ANSWER_WALK; i++) {
-		const entry = sm.getEntry(id) as { parentId: string | null; type: string; message?: { role?: string; provider?: string; model?: string; stopReason?: string } } | undefined;
-		if (!entry) break;
-		const m = entry.type === "message" ? entry.message : undefined;
-		if (m?.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted" && typeof m.provider === "string" && typeof m.model === "string") {
-			return { provider: m.provider, model: m.model };
-		}
-		id = entry.parentId;
-	}
-	return null;
 }
 
 /** The fields of the Pi event of type `T` besides its tag. */
@@ -127,14 +83,16 @@ export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T
 
 /**
  * What the driver remembers between inputs: the session the mirror holds and its tip (from the
- * engine's last output), whether the engine asked for the whole branch and whether its history
- * is complete, the one load in flight (`load`; `token` names the session it is for), and the
- * window's stubs as the engine last sent them, by `nth:call` (they cross only when they change).
+ * engine's last output), the model whose window it asked for (`answered`), whether the engine
+ * asked for the whole branch and whether its history is complete, the one load in flight (`load`;
+ * `token` names the session it is for), and the window's stubs as the engine last sent them, by
+ * `nth:call` (they cross only when they change).
  */
 export type SyncState = {
 	sessionId?: string;
 	stubs?: Map<string, string>;
 	tip?: string | null;
+	answered?: ModelRef | null;
 	needsBranch?: boolean;
 	historyComplete?: boolean;
 	load?: Load;
@@ -192,6 +150,7 @@ function followBoundary(rt: Runtime, needs: BoundaryHooks): void {
 function call(rt: Runtime, input: Input, feed: string | null = null): Output {
 	const out = JSON.parse(rt.engine.handle(JSON.stringify(input), feed)) as Output;
 	rt.state.tip = out.tip;
+	rt.state.answered = out.answeredModel;
 	rt.state.needsBranch = out.needsBranch;
 	rt.state.historyComplete = out.historyComplete;
 	if (out.stubs) rt.state.stubs = new Map(out.stubs.map((s) => [`${s.nth}:${s.call}`, s.text]));
@@ -260,7 +219,7 @@ async function follow(rt: Runtime, ctx: ExtensionContext, first: Output, signal?
 	const effects = [...out.effects];
 	while (out.op !== undefined) {
 		const results = await Promise.all(out.jobs.map((job) => runJob(job, ctx, signal)));
-		out = call(rt, { type: "done", op: out.op, results, moment: moment(ctx, false, rt.subagent) }, feedOf(rt, ctx));
+		out = call(rt, { type: "done", op: out.op, results, moment: moment(ctx, rt) }, feedOf(rt, ctx));
 		perform(rt, ctx, out);
 		effects.push(...out.effects);
 	}
@@ -439,7 +398,7 @@ async function loadPass(rt: Runtime, ctx: ExtensionContext, jobs: Job[], op: num
 	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
 	if (rt.state.token !== token) return;
 	try {
-		perform(rt, ctx, call(rt, { type: "done", op, results, moment: moment(ctx, false, rt.subagent) }));
+		perform(rt, ctx, call(rt, { type: "done", op, results, moment: moment(ctx, rt) }));
 		if (rt.state.needsBranch) reload(rt, ctx);
 	} catch (error) {
 		report(error);

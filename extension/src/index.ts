@@ -22,7 +22,6 @@ import {
 	drive,
 	messageOf,
 	moment,
-	noteAnswer,
 	openSession,
 	prefetchSession,
 	releaseRuntime,
@@ -106,7 +105,7 @@ export default function relay(pi: ExtensionAPI) {
 	const cancelled = (out: Output) => (out.result?.kind === "cancel" ? { cancel: true as const } : undefined);
 	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
 	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
-		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } as Event } }, signal);
+		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, rt), event: { type, ...extra } as Event } }, signal);
 
 	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
 		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
@@ -154,7 +153,7 @@ export default function relay(pi: ExtensionAPI) {
 				const out = await serve(
 					ctx,
 					spec.name,
-					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, spec.usesPiUsage, rt.subagent) },
+					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, rt, spec.usesPiUsage) },
 					signal,
 				);
 				const reply = out.reply ?? lastResort[spec.name]!.reply!;
@@ -250,25 +249,19 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("tool_result", observe("tool_result", (e: ToolResultEvent) => ({ toolName: e.toolName, toolCallId: e.toolCallId, isError: e.isError })));
 	pi.on("turn_start", observe("turn_start", () => ({})));
 	// Each message as it ends, before Pi appends it: the coming boundary's usage (the boundary
-	// hooks follow the engine's answer).
-	pi.on("message_end", (event, ctx) => {
-		// Under a router model, the window is the one of the model that answered (Pi's rule).
-		noteAnswer(ctx, event.message);
-		return observe("message_end", (e: MessageEndEvent) => ({ message: e.message }))(event, ctx);
-	});
+	// hooks follow the engine's answer) and, under a router model, the model that answered.
+	pi.on("message_end", observe("message_end", (e: MessageEndEvent) => ({ message: e.message })));
 	// Pi's boundary hooks: subscribed only while the engine needs them (its `boundary` answer).
 	bindBoundary(rt, {
-		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) => {
-			noteAnswer(ctx, event.message);
-			return whenLoaded(rt.state, () =>
+		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) =>
+			whenLoaded(rt.state, () =>
 				then(handle(ctx, "turn_end", {
 					toolResults: event.toolResults.length,
 					outcome: event.outcome,
 					aborted: ctx.signal?.aborted === true,
 					continue: event.continue,
 				}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
-			);
-		},
+			),
 		agent_before_settle: (event: AgentBeforeSettleEvent, ctx: ExtensionContext) =>
 			whenLoaded(rt.state, () =>
 				then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>

@@ -274,6 +274,7 @@ impl Binding {
                 out.continue_run = next.continue_run;
             }
             out.tip = next.tip;
+            out.answered_model = next.answered_model;
             out.needs_branch = next.needs_branch;
             out.history_complete = next.history_complete;
             out.boundary = next.boundary;

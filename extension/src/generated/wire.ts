@@ -32,12 +32,22 @@ export type Moment = {
 	 */
 	model: string | null,
 	/**
-	 * The context window whose limits apply now, as Pi's own context usage reads it: the current
-	 * model's, or under a router (virtual) model the window of the physical model that answered
-	 * last (before any answer, the one the virtual model declares). `null` or 0: unknown (read
-	 * through [`Moment::window`]).
+	 * The current model's declared context window (`ctx.model.contextWindow`). The engine's
+	 * door replaces it by the window whose limits apply (`Engine::limits_window`): under a
+	 * router, the answered model's. `null` or 0: unknown (read through [`Moment::window`]).
 	 */
 	contextWindow: number | null,
+	/**
+	 * The current model is a router (virtual) model (Pi's `api` tag `pi-virtual`): Pi reads the
+	 * window of the physical model that answered last.
+	 */
+	router: boolean,
+	/**
+	 * The declared context window of the model the engine's last output named
+	 * (`Output::answeredModel`, `ctx.modelRegistry.find(provider, model)`): `null` when it named
+	 * none or the registry has no such model.
+	 */
+	answeredWindow: number | null,
 	/**
 	 * `ctx.hasPendingMessages()`: the user has a prompt queued.
 	 */
@@ -648,6 +658,11 @@ export type Output = {
 	 */
 	tip: string | null,
 	/**
+	 * The physical model whose window the engine needs in the next inputs' `answeredWindow`:
+	 * the branch's latest successful answer's (`null`: none). Only read under a router model.
+	 */
+	answeredModel: ModelRef | null,
+	/**
 	 * The host must send the whole branch ([`Input::Resync`]) before anything else.
 	 */
 	needsBranch: boolean,
@@ -688,6 +703,12 @@ export type BoundaryHooks = {
 	 */
 	settle: boolean,
 };
+
+/**
+ * A physical model by Pi's names: `provider` and model id (`ctx.modelRegistry.find(provider,
+ * model)`).
+ */
+export type ModelRef = { provider: string, model: string };
 
 /**
  * One piece of work for the host.

@@ -18,7 +18,8 @@
 //!   `agent_before_settle` only, `idleMinTokens`: the idle handoff request is a settle decision). The
 //!   usage is the engine's estimate plus the message a `message_end` carries (Pi appends it after
 //!   its handlers): an assistant's valid usage replaces the figure, any other message adds its
-//!   `ceil(chars / 4)`, as Pi counts. Unknown usage or an unknown window is never quiet.
+//!   `ceil(chars / 4)`, as Pi counts. Unknown usage or an unknown window is never quiet (under a
+//!   router model, an answer by another model than the last one: `engine/router.rs`).
 //!
 //! `turn_end` is needed besides after an answer without a tool call (a run's last turn): another
 //! extension's `message_end` handler may rewrite the answer's usage after Relay's has run, so the
@@ -56,11 +57,6 @@ pub(super) fn margin_tokens(window: u64) -> u64 {
     (window / 32).clamp(2_048, 16_384)
 }
 
-/// The message a `message_end` carries, read as the mirror reads a message entry.
-fn message_of(message: &Value) -> Option<Message> {
-    crate::entry::message_of_value(message)
-}
-
 /// The usage after `message` joins a window whose usage is `tokens` (Pi's estimate: a valid
 /// assistant usage replaces the figure, any other message adds `ceil(chars / 4)`).
 fn with_message(tokens: Option<u64>, message: &Message) -> Option<u64> {
@@ -75,20 +71,23 @@ fn with_message(tokens: Option<u64>, message: &Message) -> Option<u64> {
 
 impl Engine {
     /// See the module documentation: the hooks needed after `event`, whose moment carries the
-    /// engine's usage estimate.
-    pub(super) fn boundary_hooks(&self, event: &Event, moment: &Moment) -> BoundaryHooks {
+    /// engine's usage estimate; `answer` is the message a `message_end` carries, read as the
+    /// mirror reads a message entry.
+    pub(super) fn boundary_hooks(
+        &self,
+        event: &Event,
+        answer: Option<&Message>,
+        moment: &Moment,
+    ) -> BoundaryHooks {
         let tokens = moment.usage.and_then(|u| u.tokens);
-        let answer = match event {
-            Event::MessageEnd { message } => message_of(message),
-            _ => None,
-        };
         // A run's last answer (no tool call) is judged at its `turn_end` as always: another
         // extension's `message_end` handler may still rewrite its usage after Relay's, and a run
         // ends there once, so the preview it costs is per prompt, not per turn.
-        let last_answer = answer
-            .as_ref()
-            .is_some_and(|m| m.role == "assistant" && m.tool_calls.is_empty());
-        let tokens = match (event, &answer) {
+        let last_answer = answer.is_some_and(|m| m.role == "assistant" && m.tool_calls.is_empty());
+        // Under a router, an answer by another model than the one whose window the moment holds:
+        // the window at this boundary is not known yet (the next input carries it).
+        let switched = answer.is_some_and(|m| self.answer_switched_window(moment, m));
+        let tokens = match (event, answer) {
             (_, Some(m)) => with_message(tokens, m),
             // A `message_end` whose message cannot be read: its size is unknown.
             (Event::MessageEnd { .. }, None) => None,
@@ -97,6 +96,7 @@ impl Engine {
         let quiet_state = self.quiet_state();
         let below = |at_settle: bool| {
             quiet_state
+                && !switched
                 && tokens
                     .zip(self.lowest_level(moment, at_settle))
                     .is_some_and(|(t, level)| t < level)

@@ -276,6 +276,9 @@ pub struct Output {
     pub op: Option<u64>,
     /// The newest entry the mirror holds.
     pub tip: Option<String>,
+    /// The physical model whose window the engine needs in the next inputs' `answeredWindow`:
+    /// the branch's latest successful answer's (`null`: none). Only read under a router model.
+    pub answered_model: Option<crate::entry::ModelRef>,
     /// The host must send the whole branch ([`Input::Resync`]) before anything else.
     pub needs_branch: bool,
     /// The mirror holds every window's texts (false while a large session's earlier windows are

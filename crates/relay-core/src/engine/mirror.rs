@@ -34,6 +34,7 @@ use crate::scheduler::{AttemptId, ResetSource, SchedInput};
 use crate::staleness::WorkspaceRecord;
 use crate::tool_name::ToolName;
 
+mod answers;
 mod clearable;
 mod in_progress;
 mod load;
@@ -194,6 +195,9 @@ pub(super) struct Mirror {
     commit_marks: Vec<usize>,
     /// Positions of the assistant messages on the branch: one per turn, the policy's turn clock.
     turn_marks: Vec<usize>,
+    /// Where the model of the latest successful answer changed, with that model, oldest first
+    /// (`mirror/answers.rs`).
+    answer_marks: Vec<(usize, crate::entry::ModelRef)>,
     /// Positions of successful tool results other than `context_handoff` (progress for the loop
     /// guard).
     progress_marks: Vec<usize>,
@@ -249,6 +253,7 @@ impl Mirror {
             max_attempt_seen: 0,
             commit_marks: Vec::new(),
             turn_marks: Vec::new(),
+            answer_marks: Vec::new(),
             progress_marks: Vec::new(),
             request_marks: Vec::new(),
             idle_request_marks: Vec::new(),
@@ -506,6 +511,7 @@ impl Mirror {
             }
             EntryKind::Message(m) if m.role == "assistant" => {
                 self.turn_marks.push(pos);
+                self.note_answer(pos, m);
                 if !m.stop().is_some_and(|r| r.aborted_or_failed()) {
                     self.current.answered_at.get_or_insert(pos);
                 }

@@ -56,6 +56,7 @@ mod mirror;
 mod on_task;
 mod reset;
 mod resume;
+mod router;
 mod specs;
 mod stale;
 mod status;
@@ -214,6 +215,9 @@ pub struct Engine {
     /// The window's stubs as the host last received them (`Output::stubs`); `None` until this
     /// engine sent any. A request whose stubs are unchanged crosses without them.
     stubs_told: Option<Vec<crate::records::ClearedStub>>,
+    /// The latest answer seen at its `message_end`, and the model the last output named
+    /// (`engine/router.rs`).
+    answers: router::Answers,
 }
 
 /// What a note-taking turn adds to a request beyond the window's messages (tokens): the steer
@@ -261,6 +265,7 @@ impl Engine {
             loads: door::session::Loads::default(),
             told: Vec::new(),
             stubs_told: None,
+            answers: router::Answers::default(),
             last_sources: None,
             toggle: None,
             write_failure_told: false,
@@ -646,7 +651,14 @@ impl Engine {
             self.write_status_if_changed(moment, &mut reply);
         }
         reply.continue_run = obs.event.continue_with(reply.result.as_ref());
-        self.boundary = self.boundary_hooks(&obs.event, moment);
+        let answer = match &obs.event {
+            Event::MessageEnd { message } => crate::entry::message_of_value(message),
+            _ => None,
+        };
+        self.boundary = self.boundary_hooks(&obs.event, answer.as_ref(), moment);
+        if let Some(message) = &answer {
+            self.note_live_answer(message);
+        }
         reply
     }
 }

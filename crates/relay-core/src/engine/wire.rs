@@ -139,11 +139,19 @@ pub struct Moment {
     pub usage: Option<Usage>,
     /// `provider/modelId` of the current model.
     pub model: Option<String>,
-    /// The context window whose limits apply now, as Pi's own context usage reads it: the current
-    /// model's, or under a router (virtual) model the window of the physical model that answered
-    /// last (before any answer, the one the virtual model declares). `null` or 0: unknown (read
-    /// through [`Moment::window`]).
+    /// The current model's declared context window (`ctx.model.contextWindow`). The engine's
+    /// door replaces it by the window whose limits apply (`Engine::limits_window`): under a
+    /// router, the answered model's. `null` or 0: unknown (read through [`Moment::window`]).
     pub context_window: Option<u64>,
+    /// The current model is a router (virtual) model (Pi's `api` tag `pi-virtual`): Pi reads the
+    /// window of the physical model that answered last.
+    #[serde(default)]
+    pub router: bool,
+    /// The declared context window of the model the engine's last output named
+    /// (`Output::answeredModel`, `ctx.modelRegistry.find(provider, model)`): `null` when it named
+    /// none or the registry has no such model.
+    #[serde(default)]
+    pub answered_window: Option<u64>,
     /// `ctx.hasPendingMessages()`: the user has a prompt queued.
     pub has_pending_messages: bool,
     /// Background work the session still waits for (jobs, watches, subagents), as a host
@@ -181,7 +189,8 @@ fn count_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 
 impl Moment {
     /// The context window, `None` while unknown: a model that declares none (a router model before
-    /// its first answer) reports 0, which is no window at all, never a full one.
+    /// its first answer) reports 0, which is no window at all, never a full one. Past the door,
+    /// the window whose limits apply (`Engine::limits_window`).
     pub fn window(&self) -> Option<u64> {
         self.context_window.filter(|w| *w > 0)
     }

@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use super::raw::{RawContent, RawLine, RawMessage, RawUsage, SkimMessage, Str};
 use super::types::{
-    Entry, EntryKind, Header, Line, LineError, Message, ParseError, ParsedSession, Replacement,
-    SystemDelta, ToolCall, UsageParts,
+    Entry, EntryKind, Header, Line, LineError, Message, ModelRef, ParseError, ParsedSession,
+    Replacement, SystemDelta, ToolCall, UsageParts,
 };
 use crate::text::utf16_len;
 
@@ -48,6 +48,7 @@ impl IntoMessage for SkimMessage<'_> {
             estimate_chars: 0,
             system: None,
             tool_calls: Box::default(),
+            model: model_of(self.role.as_deref(), self.provider, self.model),
         }
     }
 }
@@ -55,6 +56,21 @@ impl IntoMessage for SkimMessage<'_> {
 // ---------------------------------------------------------------------------------------------
 // Conversion
 // ---------------------------------------------------------------------------------------------
+
+/// An assistant message's model, when it names both its provider and its model.
+fn model_of(
+    role: Option<&str>,
+    provider: Option<Str<'_>>,
+    model: Option<Str<'_>>,
+) -> Option<Box<ModelRef>> {
+    match (role, provider, model) {
+        (Some("assistant"), Some(provider), Some(model)) => Some(Box::new(ModelRef {
+            provider: provider.into_owned(),
+            model: model.into_owned(),
+        })),
+        _ => None,
+    }
+}
 
 fn owned(s: Option<Str<'_>>) -> Option<String> {
     s.map(Cow::into_owned)
@@ -277,6 +293,7 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
     };
     let usage_total = raw.usage.as_ref().map(usage_total);
     let usage = raw.usage.as_ref().map(usage_parts);
+    let model = model_of(Some(role.as_str()), raw.provider, raw.model);
     Message {
         role,
         text,
@@ -290,6 +307,7 @@ fn convert_message(raw: RawMessage<'_>) -> Message {
         estimate_chars,
         system,
         tool_calls,
+        model,
     }
 }
 

@@ -34,8 +34,9 @@ pub use decode::{
 pub use foreign::{adopt, unimported};
 pub use marker::{WindowMarker, COUNTED_COMMITS};
 pub use types::{
-    Entry, EntryKind, Header, Line, LineAt, LineError, Message, ParseError, ParsedSession,
-    Replacement, StopReason, SystemDelta, ToolCall, UsageParts, TOOL_CALL_KEY_MAX_CHARS,
+    Entry, EntryKind, Header, Line, LineAt, LineError, Message, ModelRef, ParseError,
+    ParsedSession, Replacement, StopReason, SystemDelta, ToolCall, UsageParts,
+    TOOL_CALL_KEY_MAX_CHARS,
 };
 
 #[cfg(test)]

@@ -125,6 +125,10 @@ pub(super) struct RawMessage<'a> {
     #[serde(rename = "customType", borrow)]
     pub(super) custom_type: Option<Str<'a>>,
     #[serde(borrow)]
+    pub(super) provider: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(super) model: Option<Str<'a>>,
+    #[serde(borrow)]
     pub(super) command: Option<Str<'a>>,
     #[serde(borrow)]
     pub(super) output: Option<Str<'a>>,
@@ -159,6 +163,10 @@ pub(super) struct SkimMessage<'a> {
     pub(super) stop_reason: Option<Str<'a>>,
     #[serde(rename = "customType", borrow)]
     pub(super) custom_type: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(super) provider: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(super) model: Option<Str<'a>>,
     pub(super) command: Option<SkimStr>,
     pub(super) output: Option<SkimStr>,
     pub(super) summary: Option<SkimStr>,

@@ -1,6 +1,6 @@
 //! The byte-level fast path of [`super::skim_entry_of_line`] for `message` lines, the bulk of a
 //! session file: one pass over the line's bytes that keeps the few strings a skimmed entry holds
-//! (type, ids, timestamp, role, tool, stop reason, custom type) and the usage numbers, and checks
+//! (type, ids, timestamp, role, tool, stop reason, custom type, model) and the usage numbers, and checks
 //! every other value the way serde's reading into [`RawLine`]`<`[`SkimMessage`]`>` checks it,
 //! finding a string's end eight bytes at a time instead of decoding its escapes.
 //!
@@ -384,6 +384,8 @@ impl<'a> Reader<'a> {
             usage: None,
             stop_reason: None,
             custom_type: None,
+            provider: None,
+            model: None,
             command: None,
             output: None,
             summary: None,
@@ -408,6 +410,8 @@ impl<'a> Reader<'a> {
                 b"sections" => 1 << 11,
                 b"toolsAdded" => 1 << 12,
                 b"toolsRemoved" => 1 << 13,
+                b"provider" => 1 << 14,
+                b"model" => 1 << 15,
                 _ => return p.skip_value(2),
             };
             if seen & bit != 0 {
@@ -428,6 +432,8 @@ impl<'a> Reader<'a> {
                 b"summary" => m.summary = p.skim_str()?,
                 b"sections" => m.sections = p.skim_any(2)?,
                 b"toolsAdded" => m.tools_added = p.skim_list(2)?,
+                b"provider" => m.provider = p.kept_str()?,
+                b"model" => m.model = p.kept_str()?,
                 _ => m.tools_removed = p.skim_list(2)?,
             }
             Some(())

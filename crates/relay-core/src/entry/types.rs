@@ -104,6 +104,18 @@ pub struct Message {
     pub system: Option<Box<SystemDelta>>,
     /// An assistant message's tool calls, in order (empty for other roles and skimmed lines).
     pub tool_calls: Box<[ToolCall]>,
+    /// The model that wrote an assistant message (its `provider` and `model`, both strings; `None`
+    /// for other roles).
+    pub model: Option<Box<ModelRef>>,
+}
+
+/// A physical model by Pi's names: `provider` and model id (`ctx.modelRegistry.find(provider,
+/// model)`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ModelRef {
+    pub provider: String,
+    pub model: String,
 }
 
 /// One `toolCall` block of an assistant message: its id, the tool, and its key argument (see
@@ -141,6 +153,15 @@ impl Message {
     /// Pi's `stopReason` of an assistant message (`None` when absent).
     pub fn stop(&self) -> Option<StopReason> {
         self.stop_reason.as_deref().map(StopReason::from)
+    }
+
+    /// The model of a successful answer: an assistant message not failed or aborted that names
+    /// its model (Pi's `findLatestResponse`, whose model's window a router's usage reads).
+    pub fn answered_by(&self) -> Option<&ModelRef> {
+        match self.stop().is_some_and(|r| r.aborted_or_failed()) {
+            true => None,
+            false => self.model.as_deref(),
+        }
     }
 }
 

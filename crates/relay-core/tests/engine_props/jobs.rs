@@ -14,7 +14,7 @@ use relay_core::resume_check::{CheckOutput, CheckResult, CheckStatus};
 use relay_core::staleness::{DirtyDrift, DirtySet, GitDrift, Listed, StaleReport, WorkspaceRecord};
 use serde_json::{json, Value};
 
-use super::{wire, Answered, Host, CWD};
+use super::{wire, Answered, EntryKind, Host, CWD};
 
 /// HEAD as the generated git jobs report it.
 const HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -81,6 +81,10 @@ impl Host {
     /// One input through the door, and what every output must respect.
     pub(super) fn call(&mut self, input: Input) -> Result<Output, String> {
         let waiting = self.waiting_for_branch;
+        let (feed, hook) = (
+            matches!(input, Input::Feed(_)),
+            matches!(input, Input::Hook { .. }),
+        );
         let out = self.engine.handle(input);
         wire(&out)?;
         check!(
@@ -111,6 +115,21 @@ impl Host {
         }
         self.waiting_for_branch = out.needs_branch;
         self.last_tip = out.tip.clone();
+        if !feed {
+            self.answered = out.answered_model.clone();
+        }
+        // A hook follows a feed of the whole branch: it names the latest successful answer's model.
+        if hook && !out.needs_branch && out.refused.is_none() {
+            let latest = self.branch.iter().rev().find_map(|e| match &e.kind {
+                EntryKind::Message(m) => m.answered_by(),
+                _ => None,
+            });
+            check!(
+                out.answered_model.as_ref() == latest,
+                "the output names {:?}, the branch's latest answer is {latest:?}",
+                out.answered_model
+            );
+        }
         Ok(out)
     }
 

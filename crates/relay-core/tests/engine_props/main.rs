@@ -97,7 +97,7 @@ use relay_core::engine::{
     HANDOFF_REQUEST_TYPE, HANDOFF_TYPE, REMINDER_TYPE, RESET_FAILED_TYPE, RESET_MARKER_TYPE,
     STEER_TYPE,
 };
-use relay_core::entry::{parse_entry, Entry, EntryKind};
+use relay_core::entry::{parse_entry, Entry, EntryKind, ModelRef};
 use relay_core::notes::NOTE_CUSTOM_TYPE;
 use serde_json::{json, Value};
 
@@ -463,6 +463,11 @@ struct Host {
     waiting_for_branch: bool,
     /// The last output's tip.
     last_tip: Option<String>,
+    /// The model is a router (virtual) model that declares the same window as the two physical
+    /// models it routes to (`faux-1` on even prompts, `faux-2` on odd ones), and the model the
+    /// engine's last output (not a feed's) named, whose window the moment reports.
+    router: bool,
+    answered: Option<ModelRef>,
     /// The window's stubs as the engine last sent them: what the host puts in place of cleared
     /// tool results (it keeps them while an output sends none; a new engine starts without).
     stubs_held: Vec<ToolStub>,
@@ -539,6 +544,8 @@ impl Host {
             aborting: false,
             waiting_for_branch: false,
             last_tip: None,
+            router: window.is_multiple_of(2),
+            answered: None,
             stubs_held: Vec::new(),
             ops_seen: BTreeSet::new(),
             jobs_seen: BTreeSet::new(),
@@ -720,8 +727,14 @@ impl Host {
         if !matches!(stop, "error" | "length") {
             self.relay_retry_spent = false;
         }
+        let model = if self.prompts.is_multiple_of(2) {
+            "faux-1"
+        } else {
+            "faux-2"
+        };
         self.entry(json!({"type": "message", "message": {
             "role": "assistant", "content": content, "stopReason": stop,
+            "provider": "faux", "model": model,
             "usage": {"input": usage, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": usage},
         }}))
     }
@@ -813,8 +826,10 @@ impl Host {
             "nowMs": self.now_ms,
             "tzOffsetMinutes": 60,
             "usage": usage,
-            "model": "faux/faux-1",
+            "model": if self.router { "router/auto" } else { "faux/faux-1" },
             "contextWindow": self.window,
+            "router": self.router,
+            "answeredWindow": (self.router && self.answered.is_some()).then_some(self.window),
             "hasPendingMessages": self.queued(),
             // A host integration reporting background work during every third prompt's run: with
             // enough context its settle point asks for an idle handoff.

@@ -149,7 +149,7 @@ fn a_tool_result_that_reaches_the_level_asks_for_the_turn_end_before_pi_appends_
     // An assistant's usage replaces the figure; an aborted one does not count.
     let aborted: Value = json!({"role":"assistant","content":[],"stopReason":"aborted",
         "usage":{"totalTokens":below + 50_000}});
-    let m = message_of(&aborted).expect("an aborted answer parses");
+    let m = crate::entry::message_of_value(&aborted).expect("an aborted answer parses");
     assert_eq!(
         with_message(Some(7_000), &m),
         Some(7_000 + m.estimate_chars.div_ceil(4))

@@ -41,7 +41,9 @@ pub(in crate::engine) fn pi_error_head(message: &str) -> &str {
 
 impl Engine {
     /// The engine's one entry: one input in, what to do about it out.
-    pub fn handle(&mut self, input: Input) -> Output {
+    pub fn handle(&mut self, mut input: Input) -> Output {
+        let feed = matches!(input, Input::Feed(_));
+        self.resolve_window(&mut input);
         let mut out = self.dispatch(input);
         // Warnings go with an output that is not refused (a refused one fails the host's call).
         let warnings = match out.refused {
@@ -61,6 +63,7 @@ impl Engine {
             self.loads.needs_branch = true;
         }
         out.tip = self.tip().map(str::to_string);
+        out.answered_model = self.name_answer(feed);
         out.needs_branch = self.loads.needs_branch;
         out.history_complete = self.history_complete();
         out.boundary = self.boundary;

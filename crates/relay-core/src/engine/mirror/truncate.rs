@@ -96,7 +96,8 @@ impl Mirror {
     }
 
     /// After a truncation to `len` entries: the branch-wide records at or past it (the written
-    /// and committed handoffs, clearings, pins, commit/turn/progress and usage marks) are dropped.
+    /// and committed handoffs, clearings, pins, commit/turn/progress, usage and answer marks) are
+    /// dropped.
     fn drop_branch_marks_from(&mut self, len: usize) {
         if self
             .written_handoff
@@ -136,6 +137,9 @@ impl Mirror {
         }
         while self.usage_marks.last().is_some_and(|m| m.pos >= len) {
             self.usage_marks.pop();
+        }
+        while self.answer_marks.last().is_some_and(|(p, _)| *p >= len) {
+            self.answer_marks.pop();
         }
     }
 
