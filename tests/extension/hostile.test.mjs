@@ -72,11 +72,12 @@ test("100 MB arguments get short errors naming the argument; nothing is written 
 		assert.ok(search.text.length <= 65_536, `search reply of ${search.text.length} bytes`);
 		assert.equal(ofType(t, "custom", "relay/note").length, 0, "no note was persisted");
 		// 300 MB of arguments are far past the 128k-token window: Relay rolled the task into a new
-		// window once (the model wrote no handoff) at the end of the turn that crossed, before any
+		// window once (the model wrote no handoff) at Pi's threshold check after the turn that
+		// crossed, at once, since a note-taking request would not fit the window; before any
 		// provider overflow (also on Pi 1.3, whose faux provider counts the input twice), so the
 		// next prompt's request is small again.
 		await t.session.prompt("Carry on.");
-		assert.deepEqual(ofType(t, "compaction").map((c) => c.details.source), ["fallback"]);
+		assert.deepEqual(ofType(t, "compaction").map((c) => c.details.source), ["threshold"]);
 		const last = JSON.stringify(t.requests.at(-1));
 		assert.ok(last.length < 100_000, `the last request is ${last.length} bytes`);
 		assert.match(last, /Carry on\./);

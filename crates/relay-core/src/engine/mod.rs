@@ -220,10 +220,13 @@ pub struct Engine {
     answers: router::Answers,
 }
 
-/// What a note-taking turn adds to a request beyond the window's messages (tokens): the steer
-/// asking for notes, the notes the model writes, and a margin for Pi's estimate (characters / 4)
-/// counting fewer tokens than a provider does.
-const NOTE_TURN_ROOM: u64 = 4_096;
+/// The room a note-taking turn needs in a window of `window` tokens beyond its messages so far:
+/// the steer asking for notes, and a margin for Pi's estimate (characters / 4) counting fewer
+/// tokens than a provider does; a sixteenth of the window, at most 4,096 tokens (a 24,000-token
+/// window keeps 1,500, so a crossing at Pi's threshold there still gets its note-taking turn).
+fn note_turn_room(window: u64) -> u64 {
+    (window / 16).min(4_096)
+}
 
 /// Why a threshold compaction in this window would not free anything (see
 /// [`Engine::futile_threshold`]).
@@ -502,12 +505,15 @@ impl Engine {
     }
 
     /// The window has no room for a note-taking turn: its request so far and
-    /// [`NOTE_TURN_ROOM`] exceed the context window, so that turn's request would be refused as
+    /// [`note_turn_room`] exceed the context window, so that turn's request would be refused as
     /// too large (one tool result can carry a window from under Pi's threshold to past its end).
     fn no_room_for_notes(&self, moment: &Moment) -> bool {
         self.mirror
             .usage(moment)
-            .and_then(|u| Some(u.tokens?.saturating_add(NOTE_TURN_ROOM) > u.context_window))
+            .and_then(|u| {
+                let room = note_turn_room(u.context_window);
+                Some(u.tokens?.saturating_add(room) > u.context_window)
+            })
             .unwrap_or(false)
     }
 

@@ -3576,7 +3576,7 @@ fn a_window_whose_branch_shows_the_steer_never_borrows_a_second_turn() {
 }
 
 /// A crossing whose window has no room left for a note-taking request (its usage and
-/// `NOTE_TURN_ROOM` past the context window: one large tool result can carry a window from under
+/// `note_turn_room`, 4,096 tokens here, past the context window: one large tool result can carry a window from under
 /// Pi's threshold to its end) resets at once instead of borrowing a turn whose request a
 /// provider would refuse as too large; one token less borrows as before.
 #[test]
@@ -3589,14 +3589,14 @@ fn a_crossing_without_room_for_the_note_taking_request_resets_at_once() {
         e.append(&[b.user("work"), b.answer("a", tokens)]);
         threshold_compaction(&mut e)
     };
-    let full = crossing(100_000 - NOTE_TURN_ROOM + 1);
+    let full = crossing(100_000 - 4_096 + 1);
     assert!(sends(&full, STEER_TYPE).is_empty(), "no steer: {full:?}");
     assert!(
         matches!(full.result, Some(HookResult::Reset { .. })),
         "{:?}",
         full.result
     );
-    let room = crossing(100_000 - NOTE_TURN_ROOM);
+    let room = crossing(100_000 - 4_096);
     assert!(!sends(&room, STEER_TYPE).is_empty(), "borrows: {room:?}");
     assert_eq!(room.result, Some(HookResult::Cancel));
 }
