@@ -36,7 +36,7 @@ import {
 } from "./adapter.ts";
 import type { Description, Event, Input, Output } from "./generated/wire.ts";
 import { jobRecords, loadGuards } from "./integrations.ts";
-import { loadSettings, takeWrapperHandover } from "./settings.ts";
+import { dropRelaunchKeyFile, loadSettings, relaunchKeyFile, takeWrapperHandover } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
 import { native } from "./native.ts";
 
@@ -57,11 +57,13 @@ export default function relay(pi: ExtensionAPI) {
 	let refusal: string | null;
 	try {
 		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
-		description = ask(rt, { type: "describe", piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName() }) as Description;
+		const describe = { piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName(), relaunchKeyFile: relaunchKeyFile() };
+		description = ask(rt, { type: "describe", ...describe }) as Description;
 		refusal = description.refusal;
 	} catch (error) {
 		// No core for this machine: the message names the platform and the command that builds it.
 		refusal = messageOf(error);
+		dropRelaunchKeyFile();
 		rt = undefined as never;
 	}
 	if (refusal || !description) {

@@ -1,14 +1,11 @@
 // Collects the raw configuration sources for the engine. No precedence and no defaults here: the
 // engine merges the global and project settings the way Pi does, project only when trusted, and
-// validates them (crates/relay-core/src/engine/configure.rs). Every file read here is read by
-// `readSmallFile`: never blocking, only a regular file, within a cap.
+// validates them (crates/relay-core/src/engine/configure.rs). The guard library is vetted here by
+// `readSmallFile` (never blocking, only a regular file, within a cap); the addon reads the rest.
 import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { closeSync, constants, fstatSync, openSync, readSync, unlinkSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
-
-/** The largest relaunch key file read (a key is 64 hex digits). */
-const MAX_KEY_BYTES = 4096;
 
 function kindOf(stat: Stats): string {
 	if (stat.isFIFO()) return "a FIFO";
@@ -73,43 +70,44 @@ const WRAPPER_SLOT = Symbol.for("relay.pi-session-wrapper");
 type TakenWrapper = Omit<WrapperFacts, "pid" | "ppid" | "sessionFile">;
 
 /**
- * Take what pi-session handed this Pi, once, when Relay loads (before any tool can run): the
- * launch's relaunch key is read from `PI_RELAUNCH_KEY_FILE` and the file is removed, and every
- * wrapper variable is removed from `process.env`. A command the model runs (or a Pi it starts)
- * then inherits none of them and finds no key to sign a marker with; only Relay can sign the
- * marker the wrapper relaunches for. (`/proc/<pid>/environ` still shows Pi's initial variables:
- * the key file's path, but the file is gone.) When the variables are absent, what an earlier
- * load took stays.
+ * Take what pi-session handed this Pi, once, when Relay loads (before any tool can run): every
+ * wrapper variable is removed from `process.env`, and the relaunch key file's path goes to the
+ * addon with `describe` (`relaunchKeyFile`), which reads the key and removes the file (relay-io
+ * `relaunch::take_key`). A command the model runs (or a Pi it starts) then inherits none of them
+ * and finds no key to sign a marker with; only Relay can sign the marker the wrapper relaunches
+ * for. (`/proc/<pid>/environ` still shows Pi's initial variables: the key file's path, but the
+ * file is gone.) When the variables are absent, what an earlier load took stays.
  */
 export function takeWrapperHandover(): void {
 	const env = process.env;
 	if (!WRAPPER_VARS.some((name) => env[name] !== undefined)) return;
-	const relaunchKeyFile = env.PI_RELAUNCH_KEY_FILE || null;
-	let relaunchKey: string | null = null;
-	let relaunchKeyError: string | null = null;
-	if (relaunchKeyFile) {
-		// Read as any file Relay reads: a FIFO or a device at that path cannot hold Pi.
-		const read = readSmallFile(relaunchKeyFile, MAX_KEY_BYTES, false);
-		if (read === null) relaunchKeyError = "no such file";
-		else if ("error" in read) relaunchKeyError = read.error;
-		else relaunchKey = read.text;
-		try {
-			unlinkSync(relaunchKeyFile);
-		} catch {
-			// Already gone: the wrapper removes it too once Pi has exited.
-		}
-	}
 	const taken: TakenWrapper = {
 		relaunchMarker: env.PI_RELAUNCH_MARKER ?? null,
 		wrapper: env.PI_SESSION_WRAPPER ?? null,
 		wrapperPid: env.PI_SESSION_WRAPPER_PID ?? null,
 		launchId: env.PI_SESSION_LAUNCH_ID ?? null,
-		relaunchKeyFile,
-		relaunchKey,
-		relaunchKeyError,
+		relaunchKeyFile: env.PI_RELAUNCH_KEY_FILE || null,
 	};
 	(globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] = taken;
 	for (const name of WRAPPER_VARS) delete env[name];
+}
+
+function taken(): TakenWrapper | undefined {
+	return (globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] as TakenWrapper | undefined;
+}
+
+/** The relaunch key file pi-session named, for `describe` (the addon takes the key from it). */
+export function relaunchKeyFile(): string | undefined {
+	return taken()?.relaunchKeyFile ?? undefined;
+}
+
+/** Without an addon to take it, the key file is only removed (unread): no command the model runs finds it. */
+export function dropRelaunchKeyFile(): void {
+	try {
+		unlinkSync(relaunchKeyFile() ?? "");
+	} catch {
+		// None, or already gone.
+	}
 }
 
 /**
@@ -117,15 +115,13 @@ export function takeWrapperHandover(): void {
  * it: the engine decides whether this runtime owns the wrapper (crates/relay-core/src/engine/wrapper.rs).
  */
 function wrapperFacts(ctx: ExtensionContext): WrapperFacts {
-	const taken = (globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] as TakenWrapper | undefined;
+	const t = taken();
 	return {
-		relaunchMarker: taken?.relaunchMarker ?? null,
-		wrapper: taken?.wrapper ?? null,
-		wrapperPid: taken?.wrapperPid ?? null,
-		launchId: taken?.launchId ?? null,
-		relaunchKeyFile: taken?.relaunchKeyFile ?? null,
-		relaunchKey: taken?.relaunchKey ?? null,
-		relaunchKeyError: taken?.relaunchKeyError ?? null,
+		relaunchMarker: t?.relaunchMarker ?? null,
+		wrapper: t?.wrapper ?? null,
+		wrapperPid: t?.wrapperPid ?? null,
+		launchId: t?.launchId ?? null,
+		relaunchKeyFile: t?.relaunchKeyFile ?? null,
 		pid: process.pid,
 		ppid: process.ppid,
 		sessionFile: ctx.sessionManager.getSessionFile() ?? null,

@@ -266,18 +266,10 @@ export type WrapperFacts = {
 	 */
 	sessionFile: string | null,
 	/**
-	 * `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the extension removed the
-	 * file when it read it).
+	 * `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the binding takes it
+	 * from there once per process and removes the file: relay-io `relaunch::take_key`).
 	 */
 	relaunchKeyFile: string | null,
-	/**
-	 * The key that file held (64 hex digits), which signs the marker. Never shown.
-	 */
-	relaunchKey: string | null,
-	/**
-	 * Why the key file could not be read.
-	 */
-	relaunchKeyError: string | null,
 };
 
 /**
@@ -558,6 +550,11 @@ export type Input =
 		 * The JavaScript runtime and its version (`node 22.19.0`, `bun 1.4.5`).
 		 */
 		runtime: string,
+		/**
+		 * `PI_RELAUNCH_KEY_FILE`: the host takes the launch's key from it (once per process,
+		 * the file removed); the key reaches the engine in [`Input::Configure`].
+		 */
+		relaunchKeyFile?: string,
 	}
 	| { "type": "configure", sources: ConfigSources }
 	| {

@@ -79,6 +79,11 @@ pub enum Input {
         config_dir: String,
         /// The JavaScript runtime and its version (`node 22.19.0`, `bun 1.4.5`).
         runtime: String,
+        /// `PI_RELAUNCH_KEY_FILE`: the host takes the launch's key from it (once per process,
+        /// the file removed); the key reaches the engine in [`Input::Configure`].
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional))]
+        relaunch_key_file: Option<String>,
     },
     /// The raw configuration sources; warnings come back as effects.
     Configure { sources: Box<ConfigSources> },

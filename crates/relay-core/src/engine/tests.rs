@@ -3791,6 +3791,7 @@ fn description() -> super::door::Description {
         pi_version: "1.6.0".into(),
         config_dir: ".pi".into(),
         runtime: "node 22.19.0".into(),
+        relaunch_key_file: None,
     });
     let Some(Answer::Description(d)) = out.value else {
         panic!("{:?}", out.value)

@@ -146,6 +146,7 @@ impl Engine {
                 pi_version,
                 config_dir,
                 runtime,
+                .. // `relaunch_key_file`: the binding's
             } => {
                 let tools = super::super::tool_specs();
                 answer(Answer::Description(Description {
