@@ -1,66 +1,11 @@
 // Collects the raw configuration sources for the engine. No precedence and no defaults here: the
 // engine merges the global and project settings the way Pi does, project only when trusted, and
-// validates them (crates/relay-core/src/engine/configure.rs). The guard library is vetted here by
-// `readSmallFile` (never blocking, only a regular file, within a cap); the addon reads the rest.
+// validates them (crates/relay-core/src/engine/configure.rs). No file is read here: the addon
+// reads each file named (relay-io), never blocking, only a regular file, within a cap.
 import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { closeSync, constants, fstatSync, openSync, readSync, unlinkSync, type Stats } from "node:fs";
+import { unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
-
-function kindOf(stat: Stats): string {
-	if (stat.isFIFO()) return "a FIFO";
-	if (stat.isCharacterDevice()) return "a character device";
-	if (stat.isBlockDevice()) return "a block device";
-	if (stat.isSocket()) return "a socket";
-	if (stat.isDirectory()) return "a directory";
-	return "not a file";
-}
-
-function sizeOf(bytes: number): string {
-	if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
-	if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-	return `${bytes} bytes`;
-}
-
-/**
- * A small file someone else may have replaced by anything, read on Pi's thread without any
- * chance of blocking (as relay-io's `read_small_file`): opened with O_NONBLOCK (a FIFO opens at
- * once), judged by fstat on the opened descriptor (never a look at the path first), refused
- * unless it is a regular file of at most `cap` bytes. `null` when it does not exist; `{ error }`
- * says why it was refused or could not be read.
- */
-export function readSmallFile(file: string, cap: number, followLinks = true): { text: string } | { error: string } | null {
-	let fd: number;
-	try {
-		fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (followLinks ? 0 : constants.O_NOFOLLOW));
-	} catch (error) {
-		const code = (error as NodeJS.ErrnoException).code;
-		if (code === "ENOENT") return null;
-		if (code === "ELOOP" && !followLinks) return { error: "a symbolic link, not followed" };
-		return { error: error instanceof Error ? error.message : String(error) };
-	}
-	try {
-		const stat = fstatSync(fd);
-		if (!stat.isFile()) return { error: `${kindOf(stat)}, not a regular file` };
-		const tooLarge = { error: `larger than the ${sizeOf(cap)} limit` };
-		if (stat.size > cap) return tooLarge;
-		// One byte more than the cap tells a file that grew since the fstat.
-		const buffer = Buffer.alloc(stat.size + 1);
-		let length = 0;
-		for (;;) {
-			const read = readSync(fd, buffer, length, buffer.length - length, null);
-			if (read === 0) break;
-			length += read;
-			if (length > cap) return tooLarge;
-			if (length === buffer.length) return stat.size + 1 > cap ? tooLarge : { error: "changed while it was read" };
-		}
-		return { text: buffer.subarray(0, length).toString("utf8").replace(/^\uFEFF/, "") };
-	} catch (error) {
-		return { error: error instanceof Error ? error.message : String(error) };
-	} finally {
-		closeSync(fd);
-	}
-}
 
 /** The variables pi-session gives Pi (crates/relay-cli/src/session/mod.rs). */
 const WRAPPER_VARS = ["PI_RELAUNCH_MARKER", "PI_RELAUNCH_KEY_FILE", "PI_SESSION_WRAPPER", "PI_SESSION_WRAPPER_PID", "PI_SESSION_LAUNCH_ID"] as const;

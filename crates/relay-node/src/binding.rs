@@ -278,6 +278,7 @@ impl Binding {
                 out.result = next.result;
                 out.continue_run = next.continue_run;
             }
+            out.value = out.value.or(next.value);
             out.tip = next.tip;
             out.needs_branch = next.needs_branch;
             out.history_complete = next.history_complete;
@@ -601,6 +602,31 @@ mod tests {
             err.text().contains("unknown field `relaunchKey`"),
             "{err:?}"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `guards` is answered by a vet the engine asks for and the binding runs before the call
+    /// returns: no library, a refused one, one to import.
+    #[test]
+    fn the_guard_library_is_vetted_before_the_call_returns() {
+        let dir = scratch("guards");
+        let mut b = Binding::new();
+        let ask = |b: &mut Binding| {
+            b.out(json!({"type": "guards", "agentDir": dir})).unwrap()["value"].clone()
+        };
+        assert_eq!(ask(&mut b), json!({"file": null, "error": null}));
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        let file = lib.join("guards.ts");
+        std::fs::create_dir(&file).unwrap();
+        let path = file.to_string_lossy().into_owned();
+        assert_eq!(
+            ask(&mut b),
+            json!({"file": path, "error": "a directory, not a regular file"})
+        );
+        std::fs::remove_dir(&file).unwrap();
+        std::fs::write(&file, "export const isGuardOff = () => false;\n").unwrap();
+        assert_eq!(ask(&mut b), json!({"file": path, "error": null}));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -556,6 +556,7 @@ export type Input =
 		 */
 		relaunchKeyFile?: string,
 	}
+	| { "type": "guards", agentDir: string }
 	| { "type": "configure", sources: ConfigSources }
 	| {
 		"type": "open",
@@ -738,7 +739,8 @@ export type Work =
 		sessionId: string | null,
 		leaf: string | null,
 		pass: LoadPass,
-	};
+	}
+	| { "kind": "vet", path: string, cap: number };
 
 /**
  * A job's result, as the host hands it back.
@@ -792,7 +794,14 @@ export type HostFacts = {
 /**
  * The answer of a query input.
  */
-export type Answer = Description | { args: unknown } | { error?: string } | number | null | { tip: string | null };
+export type Answer =
+	| Description
+	| { args: unknown }
+	| { error?: string }
+	| number
+	| null
+	| { tip: string | null }
+	| { file: string | null, error: string | null };
 
 /**
  * Which part of a session a load job reads.

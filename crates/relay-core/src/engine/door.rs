@@ -85,6 +85,9 @@ pub enum Input {
         #[cfg_attr(test, ts(optional))]
         relaunch_key_file: Option<String>,
     },
+    /// May the host import the guard library of `agentDir` (`<agentDir>/lib/guards.ts`)? The
+    /// output asks for a [`Work::Vet`] of it to run at once; `value` is [`Answer::Guards`].
+    Guards { agent_dir: String },
     /// The raw configuration sources; warnings come back as effects.
     Configure { sources: Box<ConfigSources> },
     /// A session starts: load the branch that ends at `leaf` from `file`. A large file becomes a
@@ -226,6 +229,12 @@ pub enum Answer {
     Known(Option<usize>),
     /// A read ahead came back: the entry it read up to (`null`: nothing to install).
     ReadAhead { tip: Option<String> },
+    /// `guards`: the guard library to import (`file`; `null`: there is none), or why it is
+    /// refused (`error`: not a regular file, larger than [`super::wire::MAX_GUARDS_BYTES`]).
+    Guards {
+        file: Option<String>,
+        error: Option<String>,
+    },
 }
 
 /// Everything the engine answers.
@@ -410,6 +419,9 @@ pub enum Work {
         leaf: Option<String>,
         pass: LoadPass,
     },
+    /// Check `path` as a small file that cannot block (opened without blocking, judged on the
+    /// open descriptor): `value` is [`super::wire::Vetted`]. Runs at once (`run_now`): a few system calls.
+    Vet { path: String, cap: u64 },
 }
 
 impl Work {
@@ -424,6 +436,7 @@ impl Work {
             Work::HandoffNumber { .. } => "handoffNumber",
             Work::WriteHandoff { .. } => "writeHandoff",
             Work::Load { .. } => "load",
+            Work::Vet { .. } => "vet",
         }
     }
 }
@@ -528,6 +541,10 @@ pub struct HostFacts {
 pub(super) enum Op {
     Context(ContextOp),
     Handoff(Box<HandoffOp>),
+    /// A `guards` query's vet of `file`.
+    Guards {
+        file: String,
+    },
 }
 
 /// Where the `context` hook's checks stand.
@@ -718,6 +735,8 @@ impl Engine {
         let mut out = match self.ops.waiting.remove(&op) {
             Some(Op::Context(c)) => self.context_done(c, results, moment),
             Some(Op::Handoff(h)) => self.handoff_done(h, results, moment),
+            // Answered before the branch's state is asked (`guards_done`).
+            Some(Op::Guards { .. }) => return Output::default(),
             // Superseded (a new session) or answered already: nothing waits for it.
             None => return Output::default(),
         };

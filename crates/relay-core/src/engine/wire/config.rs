@@ -80,6 +80,21 @@ pub const MAX_SETTINGS_FILE_BYTES: u64 = 1024 * 1024;
 pub const MAX_BUDGET_FILE_BYTES: u64 = 1024 * 1024;
 /// The largest relaunch key file read (a key is 64 hex digits); symbolic links are not followed.
 pub const MAX_RELAUNCH_KEY_BYTES: u64 = 4096;
+/// The largest guard library (`<agent dir>/lib/guards.ts`) the host may import.
+pub const MAX_GUARDS_BYTES: u64 = 1024 * 1024;
+
+/// What a [`crate::engine::Work::Vet`] job found at its path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Vetted {
+    /// Nothing there.
+    Missing,
+    /// A regular file within the cap.
+    Regular,
+    /// Something else, or a file too large or unreadable: `why`.
+    Refused { why: String },
+}
 
 /// Facts about the pi-session wrapper as this process sees them (the extension collects them;
 /// the engine decides ownership from them and the hosting rule).
