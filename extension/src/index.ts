@@ -34,8 +34,8 @@ import {
 	type Runtime,
 } from "./adapter.ts";
 import type { Description, Event, Input, Output } from "./generated/wire.ts";
-import { jobRecords, loadGuards } from "./integrations.ts";
-import { loadSettings, takeWrapperHandover } from "./settings.ts";
+import { jobRecords, loadGuards, type GuardsVet } from "./integrations.ts";
+import { dropRelaunchKeyFile, loadSettings, relaunchKeyFile, takeWrapperHandover } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
 import { native } from "./native.ts";
 
@@ -56,11 +56,13 @@ export default function relay(pi: ExtensionAPI) {
 	let refusal: string | null;
 	try {
 		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
-		description = ask(rt, { type: "describe", piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName() }) as Description;
+		const describe = { piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName(), relaunchKeyFile: relaunchKeyFile() };
+		description = ask(rt, { type: "describe", ...describe }) as Description;
 		refusal = description.refusal;
 	} catch (error) {
 		// No core for this machine: the message names the platform and the command that builds it.
 		refusal = messageOf(error);
+		dropRelaunchKeyFile();
 		rt = undefined as never;
 	}
 	if (refusal || !description) {
@@ -109,6 +111,8 @@ export default function relay(pi: ExtensionAPI) {
 
 	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
 		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
+	// The shared guard library, vetted by the engine before it is imported (integrations.ts).
+	const guards = () => loadGuards((agentDir) => ask(rt, { type: "guards", agentDir }) as ReturnType<GuardsVet>);
 
 	for (const spec of description.tools) {
 		pi.registerTool({
@@ -171,7 +175,7 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("session_start", async (_event, ctx) => {
 		rt.subagent = bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
-		const guardsError = await loadGuards();
+		const guardsError = await guards();
 		// A large session is loaded off Pi's event loop: this hook returns at once, every other
 		// hook and tool waits for its current window, and what reads earlier windows waits for
 		// the whole history (see openSession); configuration and the engine's session_start
@@ -206,7 +210,7 @@ export default function relay(pi: ExtensionAPI) {
 	});
 	pi.on("input", (_event, ctx) =>
 		whenLoaded(rt.state, async () => {
-			configure(ctx, await loadGuards());
+			configure(ctx, await guards());
 			// The engine may ask for a reset before this input runs (idle-input recovery): Pi's
 			// compaction is awaited here (its hook gets Relay's reset); the input goes on either way.
 			const out = await handle(ctx, "input");

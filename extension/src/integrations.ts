@@ -8,39 +8,34 @@
 // - on disk (read by the addon off Pi's event loop): the pending-questions store, the issue-claim
 //   registry and this session's subagent task directory.
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
-import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { GuardState } from "./generated/wire.ts";
-import { readSmallFile } from "./settings.ts";
 
 type GuardLibrary = { isGuardOff?: (name: string) => unknown };
 let guards: GuardLibrary | undefined;
 let guardsTried: string | undefined;
 let guardsError: string | null = null;
 
-/** The largest guard library Relay imports. */
-const MAX_GUARDS_BYTES = 1024 * 1024;
+/** The engine's answer to `{type: "guards", agentDir}`: the library to import (`null`: none), or why not. */
+export type GuardsVet = (agentDir: string) => { file: string | null; error: string | null };
 /** How long the guard library's import may take before Relay goes on without it. */
 const GUARDS_IMPORT_MS = 2000;
 
 /**
- * Load `<agent dir>/lib/guards.ts` once per agent dir, when it exists (dynamic import; the file is
- * never written). It is first checked as any file Relay reads (`readSmallFile`: a regular file
- * within 1 MiB, opened without blocking), and its import is bounded, so that a FIFO or a device
- * put there cannot hold Pi's start-up. A library that fails to load leaves the guard
- * unavailable; when it exists but was refused, the answer says why (the engine warns once).
+ * Load the agent dir's guard library (`<agent dir>/lib/guards.ts`) once per agent dir, when it
+ * exists (dynamic import; the file is never written). The engine first has it vetted (`vet`: a
+ * regular file within its cap, opened without blocking), and its import is bounded, so that a
+ * FIFO or a device put there cannot hold Pi's start-up. A library that fails to load leaves the
+ * guard unavailable; when it exists but was refused, the answer says why (the engine warns once).
  */
-export async function loadGuards(): Promise<string | null> {
-	const file = join(getAgentDir(), "lib", "guards.ts");
-	if (guards || guardsTried === file) return guardsError;
-	const checked = readSmallFile(file, MAX_GUARDS_BYTES);
-	if (checked === null) return null;
-	guardsTried = file;
-	guardsError = null;
-	if ("error" in checked) {
-		guardsError = checked.error;
-		return guardsError;
-	}
+export async function loadGuards(vet: GuardsVet): Promise<string | null> {
+	const agentDir = getAgentDir();
+	if (guards || guardsTried === agentDir) return guardsError;
+	const { file, error } = vet(agentDir);
+	if (!file) return null;
+	guardsTried = agentDir;
+	guardsError = error;
+	if (guardsError) return guardsError;
 	let timer: NodeJS.Timeout | undefined;
 	const late = new Promise<"late">((resolve) => {
 		timer = setTimeout(() => resolve("late"), GUARDS_IMPORT_MS);

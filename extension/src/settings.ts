@@ -1,69 +1,11 @@
 // Collects the raw configuration sources for the engine. No precedence and no defaults here: the
 // engine merges the global and project settings the way Pi does, project only when trusted, and
-// validates them (crates/relay-core/src/engine/configure.rs). Every file read here is read by
-// `readSmallFile`: never blocking, only a regular file, within a cap.
+// validates them (crates/relay-core/src/engine/configure.rs). No file is read here: the addon
+// reads each file named (relay-io), never blocking, only a regular file, within a cap.
 import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { closeSync, constants, fstatSync, openSync, readSync, unlinkSync, type Stats } from "node:fs";
+import { unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
-
-/** The largest relaunch key file read (a key is 64 hex digits). */
-const MAX_KEY_BYTES = 4096;
-
-function kindOf(stat: Stats): string {
-	if (stat.isFIFO()) return "a FIFO";
-	if (stat.isCharacterDevice()) return "a character device";
-	if (stat.isBlockDevice()) return "a block device";
-	if (stat.isSocket()) return "a socket";
-	if (stat.isDirectory()) return "a directory";
-	return "not a file";
-}
-
-function sizeOf(bytes: number): string {
-	if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
-	if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-	return `${bytes} bytes`;
-}
-
-/**
- * A small file someone else may have replaced by anything, read on Pi's thread without any
- * chance of blocking (as relay-io's `read_small_file`): opened with O_NONBLOCK (a FIFO opens at
- * once), judged by fstat on the opened descriptor (never a look at the path first), refused
- * unless it is a regular file of at most `cap` bytes. `null` when it does not exist; `{ error }`
- * says why it was refused or could not be read.
- */
-export function readSmallFile(file: string, cap: number, followLinks = true): { text: string } | { error: string } | null {
-	let fd: number;
-	try {
-		fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (followLinks ? 0 : constants.O_NOFOLLOW));
-	} catch (error) {
-		const code = (error as NodeJS.ErrnoException).code;
-		if (code === "ENOENT") return null;
-		if (code === "ELOOP" && !followLinks) return { error: "a symbolic link, not followed" };
-		return { error: error instanceof Error ? error.message : String(error) };
-	}
-	try {
-		const stat = fstatSync(fd);
-		if (!stat.isFile()) return { error: `${kindOf(stat)}, not a regular file` };
-		const tooLarge = { error: `larger than the ${sizeOf(cap)} limit` };
-		if (stat.size > cap) return tooLarge;
-		// One byte more than the cap tells a file that grew since the fstat.
-		const buffer = Buffer.alloc(stat.size + 1);
-		let length = 0;
-		for (;;) {
-			const read = readSync(fd, buffer, length, buffer.length - length, null);
-			if (read === 0) break;
-			length += read;
-			if (length > cap) return tooLarge;
-			if (length === buffer.length) return stat.size + 1 > cap ? tooLarge : { error: "changed while it was read" };
-		}
-		return { text: buffer.subarray(0, length).toString("utf8").replace(/^\uFEFF/, "") };
-	} catch (error) {
-		return { error: error instanceof Error ? error.message : String(error) };
-	} finally {
-		closeSync(fd);
-	}
-}
 
 /** The variables pi-session gives Pi (crates/relay-cli/src/session/mod.rs). */
 const WRAPPER_VARS = ["PI_RELAUNCH_MARKER", "PI_RELAUNCH_KEY_FILE", "PI_SESSION_WRAPPER", "PI_SESSION_WRAPPER_PID", "PI_SESSION_LAUNCH_ID"] as const;
@@ -73,43 +15,44 @@ const WRAPPER_SLOT = Symbol.for("relay.pi-session-wrapper");
 type TakenWrapper = Omit<WrapperFacts, "pid" | "ppid" | "sessionFile">;
 
 /**
- * Take what pi-session handed this Pi, once, when Relay loads (before any tool can run): the
- * launch's relaunch key is read from `PI_RELAUNCH_KEY_FILE` and the file is removed, and every
- * wrapper variable is removed from `process.env`. A command the model runs (or a Pi it starts)
- * then inherits none of them and finds no key to sign a marker with; only Relay can sign the
- * marker the wrapper relaunches for. (`/proc/<pid>/environ` still shows Pi's initial variables:
- * the key file's path, but the file is gone.) When the variables are absent, what an earlier
- * load took stays.
+ * Take what pi-session handed this Pi, once, when Relay loads (before any tool can run): every
+ * wrapper variable is removed from `process.env`, and the relaunch key file's path goes to the
+ * addon with `describe` (`relaunchKeyFile`), which reads the key and removes the file (relay-io
+ * `relaunch::take_key`). A command the model runs (or a Pi it starts) then inherits none of them
+ * and finds no key to sign a marker with; only Relay can sign the marker the wrapper relaunches
+ * for. (`/proc/<pid>/environ` still shows Pi's initial variables: the key file's path, but the
+ * file is gone.) When the variables are absent, what an earlier load took stays.
  */
 export function takeWrapperHandover(): void {
 	const env = process.env;
 	if (!WRAPPER_VARS.some((name) => env[name] !== undefined)) return;
-	const relaunchKeyFile = env.PI_RELAUNCH_KEY_FILE || null;
-	let relaunchKey: string | null = null;
-	let relaunchKeyError: string | null = null;
-	if (relaunchKeyFile) {
-		// Read as any file Relay reads: a FIFO or a device at that path cannot hold Pi.
-		const read = readSmallFile(relaunchKeyFile, MAX_KEY_BYTES, false);
-		if (read === null) relaunchKeyError = "no such file";
-		else if ("error" in read) relaunchKeyError = read.error;
-		else relaunchKey = read.text;
-		try {
-			unlinkSync(relaunchKeyFile);
-		} catch {
-			// Already gone: the wrapper removes it too once Pi has exited.
-		}
-	}
 	const taken: TakenWrapper = {
 		relaunchMarker: env.PI_RELAUNCH_MARKER ?? null,
 		wrapper: env.PI_SESSION_WRAPPER ?? null,
 		wrapperPid: env.PI_SESSION_WRAPPER_PID ?? null,
 		launchId: env.PI_SESSION_LAUNCH_ID ?? null,
-		relaunchKeyFile,
-		relaunchKey,
-		relaunchKeyError,
+		relaunchKeyFile: env.PI_RELAUNCH_KEY_FILE || null,
 	};
 	(globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] = taken;
 	for (const name of WRAPPER_VARS) delete env[name];
+}
+
+function taken(): TakenWrapper | undefined {
+	return (globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] as TakenWrapper | undefined;
+}
+
+/** The relaunch key file pi-session named, for `describe` (the addon takes the key from it). */
+export function relaunchKeyFile(): string | undefined {
+	return taken()?.relaunchKeyFile ?? undefined;
+}
+
+/** Without an addon to take it, the key file is only removed (unread): no command the model runs finds it. */
+export function dropRelaunchKeyFile(): void {
+	try {
+		unlinkSync(relaunchKeyFile() ?? "");
+	} catch {
+		// None, or already gone.
+	}
 }
 
 /**
@@ -117,15 +60,13 @@ export function takeWrapperHandover(): void {
  * it: the engine decides whether this runtime owns the wrapper (crates/relay-core/src/engine/wrapper.rs).
  */
 function wrapperFacts(ctx: ExtensionContext): WrapperFacts {
-	const taken = (globalThis as Record<symbol, unknown>)[WRAPPER_SLOT] as TakenWrapper | undefined;
+	const t = taken();
 	return {
-		relaunchMarker: taken?.relaunchMarker ?? null,
-		wrapper: taken?.wrapper ?? null,
-		wrapperPid: taken?.wrapperPid ?? null,
-		launchId: taken?.launchId ?? null,
-		relaunchKeyFile: taken?.relaunchKeyFile ?? null,
-		relaunchKey: taken?.relaunchKey ?? null,
-		relaunchKeyError: taken?.relaunchKeyError ?? null,
+		relaunchMarker: t?.relaunchMarker ?? null,
+		wrapper: t?.wrapper ?? null,
+		wrapperPid: t?.wrapperPid ?? null,
+		launchId: t?.launchId ?? null,
+		relaunchKeyFile: t?.relaunchKeyFile ?? null,
 		pid: process.pid,
 		ppid: process.ppid,
 		sessionFile: ctx.sessionManager.getSessionFile() ?? null,

@@ -131,8 +131,9 @@ pub fn write_relaunch_marker(
     crate::relaunch::write_marker(Path::new(path), &key, marker)
 }
 
-/// Read the files the configuration names: the budget policy file, and the project's settings
-/// file when the project is trusted (never opened otherwise). On Pi's thread, so each is read as
+/// Read the files the configuration names: the budget policy file, the project's settings file
+/// when the project is trusted (never opened otherwise), and the relaunch key file
+/// ([`crate::relaunch::take_key`]). On Pi's thread, so each is read as
 /// something that cannot block: opened without blocking, only a regular file, within its cap
 /// ([`crate::fsx::read_small_text`]); a FIFO, a device or an oversize file is refused and
 /// reported by the engine as unreadable, naming the file.
@@ -148,5 +149,18 @@ pub fn read_config_files(sources: &mut ConfigSources) {
     if let Some(file) = sources.project_file_to_read().map(PathBuf::from) {
         let read = read_small_text(&file, MAX_SETTINGS_FILE_BYTES, true).map_err(|e| e.to_string());
         sources.set_project_text(read);
+    }
+    // The launch's key, taken when the runtime was described (else now; once per process).
+    if let Some(wrapper) = sources.wrapper.as_mut() {
+        if let Some(file) = wrapper
+            .relaunch_key_file
+            .as_deref()
+            .filter(|f| !f.is_empty())
+        {
+            match crate::relaunch::take_key(file) {
+                Ok(key) => wrapper.relaunch_key = Some(key),
+                Err(why) => wrapper.relaunch_key_error = Some(why),
+            }
+        }
     }
 }

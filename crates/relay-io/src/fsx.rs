@@ -403,6 +403,17 @@ pub fn read_small_text(
     }))
 }
 
+/// What [`read_small_file`] (links followed) makes of `path`, for a file someone else imports
+/// (the guard library): there, refused (why), or missing. Nothing is kept of its bytes.
+pub fn vet_small_file(path: &Path, cap: u64) -> relay_core::engine::wire::Vetted {
+    use relay_core::engine::wire::Vetted;
+    match read_small_file(path, cap, true) {
+        Ok(Some(_)) => Vetted::Regular,
+        Ok(None) => Vetted::Missing,
+        Err(e) => Vetted::Refused { why: e.to_string() },
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod test_support {
     use std::path::PathBuf;
@@ -586,6 +597,35 @@ mod tests {
         assert_eq!(
             SmallFileError::TooLarge { cap: 1 << 20 }.to_string(),
             "larger than the 1 MiB limit"
+        );
+    }
+
+    #[test]
+    fn a_vet_says_missing_regular_or_why_it_was_refused() {
+        use relay_core::engine::wire::Vetted;
+        let t = TempDir::new("vet");
+        let file = t.0.join("guards.ts");
+        assert_eq!(vet_small_file(&file, 8), Vetted::Missing);
+        fs::write(&file, "export {}").unwrap();
+        assert_eq!(
+            vet_small_file(&file, 8),
+            Vetted::Refused {
+                why: "larger than the 8 bytes limit".into()
+            }
+        );
+        assert_eq!(vet_small_file(&file, 9), Vetted::Regular);
+        let fifo = t.0.join("fifo.ts");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        assert_eq!(
+            vet_small_file(&fifo, 9),
+            Vetted::Refused {
+                why: "a FIFO, not a regular file".into()
+            }
         );
     }
 

@@ -263,6 +263,7 @@ fn run_job(job: &Job) -> JobOutcome {
                 },
             }
         }
+        Work::Vet { path, cap } => to_value(&crate::fsx::vet_small_file(Path::new(path), *cap)),
         Work::Load {
             file,
             session_id,

@@ -4,8 +4,8 @@
 //! # Format
 //!
 //! The wrapper makes a fresh 32-byte key for every launch and writes it as 64 lowercase hex
-//! digits to a key file (mode 0600, in the 0700 marker directory); Pi's extension reads it once at
-//! load and removes the file. A marker is one JSON object:
+//! digits to a key file (mode 0600, in the 0700 marker directory); Relay reads it once per process
+//! when it loads ([`take_key`]) and removes the file. A marker is one JSON object:
 //!
 //! ```text
 //! {"marker":{"cwd":…,"launchPrompt":…,"handoff":…,"sessionFile":…},"mac":"<64 hex digits>"}
@@ -22,6 +22,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use hmac::{KeyInit, Mac};
+use relay_core::engine::wire::{RelaunchKey, MAX_RELAUNCH_KEY_BYTES};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -216,6 +217,31 @@ pub fn write_marker(path: &Path, key: &Key, marker: &RelaunchMarker) -> Result<(
         .map_err(|e| format!("cannot write the relaunch marker {}: {e}", path.display()))
 }
 
+/// The launch's relaunch key, taken from pi-session's key file `path` once per process: read as
+/// a small file that cannot block Pi (at most [`MAX_RELAUNCH_KEY_BYTES`], a symbolic link not
+/// followed), then the file is removed whatever the read gave, so that a command the model runs
+/// finds no key. Every later call for `path` (another runtime, a `/reload`) gets the same
+/// outcome. The key is redacted wherever it is shown; an error never contains it.
+pub fn take_key(path: &str) -> Result<RelaunchKey, String> {
+    type Taken = std::collections::HashMap<String, Result<RelaunchKey, String>>;
+    static TAKEN: std::sync::OnceLock<std::sync::Mutex<Taken>> = std::sync::OnceLock::new();
+    let mut taken = TAKEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let outcome = taken.entry(path.to_string()).or_insert_with(|| {
+        let read = crate::fsx::read_small_text(Path::new(path), MAX_RELAUNCH_KEY_BYTES, false);
+        // Already gone: the wrapper removes it too once Pi has exited.
+        let _ = fs::remove_file(path);
+        match read {
+            Ok(Some(text)) => Ok(RelaunchKey::new(text)),
+            Ok(None) => Err("no such file".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    outcome.clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +265,70 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// `take_key` on a thread, within a bound: a read that blocked fails instead of hanging.
+    fn take_bounded(path: &Path) -> Result<RelaunchKey, String> {
+        let path = path.to_string_lossy().into_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(take_key(&path)).unwrap());
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("taking the key blocked")
+    }
+
+    #[test]
+    fn the_key_is_taken_once_its_file_removed_and_the_outcome_kept_for_the_process() {
+        let dir = scratch("take");
+        let file = dir.join("1.key");
+        let hex = "ab".repeat(32);
+        fs::write(&file, &hex).unwrap();
+        let first = take_bounded(&file).unwrap();
+        assert_eq!(first.expose(), hex);
+        assert!(!file.exists(), "the key file is removed once read");
+        // A second runtime (or a /reload) gets the same key; a file put there since is not read.
+        fs::write(&file, "cd".repeat(32)).unwrap();
+        assert_eq!(take_bounded(&file).unwrap().expose(), hex);
+        assert!(file.exists(), "read once: the later file is left alone");
+        let missing = dir.join("gone.key");
+        assert_eq!(take_bounded(&missing).unwrap_err(), "no such file");
+        fs::write(&missing, &hex).unwrap();
+        assert_eq!(take_bounded(&missing).unwrap_err(), "no such file", "kept");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_a_link_or_an_oversize_key_file_is_refused_at_once_and_removed() {
+        let dir = scratch("take-hostile");
+        let fifo = dir.join("fifo.key");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let target = dir.join("target.key");
+        fs::write(&target, "ab".repeat(32)).unwrap();
+        let link = dir.join("link.key");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let big = dir.join("big.key");
+        fs::write(&big, vec![b'a'; MAX_RELAUNCH_KEY_BYTES as usize + 1]).unwrap();
+        let got: Vec<_> = [&fifo, &link, &big]
+            .iter()
+            .map(|p| take_bounded(p).unwrap_err())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "a FIFO, not a regular file",
+                "a symbolic link, not followed",
+                "larger than the 4 KiB limit",
+            ]
+        );
+        for path in [&fifo, &link, &big] {
+            assert!(fs::symlink_metadata(path).is_err(), "{path:?} removed");
+        }
+        assert!(target.exists(), "the link's target is not touched");
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

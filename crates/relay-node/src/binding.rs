@@ -185,10 +185,15 @@ impl Binding {
         serde_json::to_string(&out).map_err(|e| invalid("output", e))
     }
 
-    /// Hand `input` to the engine with what only the host has: the configuration files read, a
-    /// load's branch taken from the runner; then settle its output.
+    /// Hand `input` to the engine with what only the host has: the relaunch key taken (at
+    /// `describe`), the configuration files read, a load's branch taken from the runner; then
+    /// settle its output.
     fn call(&mut self, mut input: Input) -> Result<Output, Failure> {
         match &mut input {
+            Input::Describe {
+                relaunch_key_file: Some(file),
+                ..
+            } => drop(relay_io::relaunch::take_key(file)),
             Input::Configure { sources } => self.files.configure(sources),
             Input::Done {
                 results, loaded, ..
@@ -273,6 +278,7 @@ impl Binding {
                 out.result = next.result;
                 out.continue_run = next.continue_run;
             }
+            out.value = out.value.or(next.value);
             out.tip = next.tip;
             out.answered_model = next.answered_model;
             out.needs_branch = next.needs_branch;
@@ -547,6 +553,81 @@ mod tests {
             "{why}"
         );
         assert!(!why.contains(&hex));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `describe` takes the relaunch key (the file removed, the key in no answer); `configure`
+    /// hands the engine that key, which the extension can neither send nor see.
+    #[test]
+    fn describe_takes_the_relaunch_key_and_configure_hands_it_to_the_engine_only() {
+        let dir = scratch("relaunch-key");
+        let file = dir.join("7-n.key");
+        let hex = "5a".repeat(32);
+        std::fs::write(&file, &hex).unwrap();
+        let mut b = Binding::new();
+        let described = b
+            .handle_input(
+                &json!({"type": "describe", "piVersion": "1.6.0", "configDir": ".pi",
+                    "runtime": "node 22.19.0", "relaunchKeyFile": file})
+                .to_string(),
+                None,
+            )
+            .unwrap();
+        assert!(!file.exists(), "the key file is removed at describe");
+        assert!(!described.contains(&hex));
+        let wrapper = json!({"relaunchMarker": "/m/7-n.json", "wrapper": "pi-session",
+            "wrapperPid": "7", "launchId": "n", "pid": 8, "ppid": 7, "sessionFile": null,
+            "relaunchKeyFile": file});
+        let sources = |wrapper: Value| {
+            json!({"global": {}, "projectTrusted": false, "globalFile": null,
+                "budgetConfigEnv": null, "agentDir": null, "stateDir": null, "cwd": null,
+                "wrapper": wrapper})
+            .to_string()
+        };
+        let configured = b.configure(&sources(wrapper.clone())).unwrap();
+        assert!(!configured.contains(&hex));
+        let mut sources_in = serde_json::from_str(&sources(wrapper.clone())).unwrap();
+        relay_io::effects::read_config_files(&mut sources_in);
+        let w: engine::WrapperFacts = sources_in.wrapper.unwrap();
+        assert_eq!(
+            w.relaunch_key.as_ref().map(|k| k.expose()),
+            Some(hex.as_str())
+        );
+        assert_eq!(w.relaunch_key_error, None);
+        assert!(!serde_json::to_string(&w).unwrap().contains(&hex));
+        // The extension cannot hand in a key of its own.
+        let mut forged = wrapper;
+        forged["relaunchKey"] = json!(hex);
+        let err = b.configure(&sources(forged)).unwrap_err();
+        assert!(
+            err.text().contains("unknown field `relaunchKey`"),
+            "{err:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `guards` is answered by a vet the engine asks for and the binding runs before the call
+    /// returns: no library, a refused one, one to import.
+    #[test]
+    fn the_guard_library_is_vetted_before_the_call_returns() {
+        let dir = scratch("guards");
+        let mut b = Binding::new();
+        let ask = |b: &mut Binding| {
+            b.out(json!({"type": "guards", "agentDir": dir})).unwrap()["value"].clone()
+        };
+        assert_eq!(ask(&mut b), json!({"file": null, "error": null}));
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        let file = lib.join("guards.ts");
+        std::fs::create_dir(&file).unwrap();
+        let path = file.to_string_lossy().into_owned();
+        assert_eq!(
+            ask(&mut b),
+            json!({"file": path, "error": "a directory, not a regular file"})
+        );
+        std::fs::remove_dir(&file).unwrap();
+        std::fs::write(&file, "export const isGuardOff = () => false;\n").unwrap();
+        assert_eq!(ask(&mut b), json!({"file": path, "error": null}));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -276,18 +276,10 @@ export type WrapperFacts = {
 	 */
 	sessionFile: string | null,
 	/**
-	 * `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the extension removed the
-	 * file when it read it).
+	 * `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the binding takes it
+	 * from there once per process and removes the file: relay-io `relaunch::take_key`).
 	 */
 	relaunchKeyFile: string | null,
-	/**
-	 * The key that file held (64 hex digits), which signs the marker. Never shown.
-	 */
-	relaunchKey: string | null,
-	/**
-	 * Why the key file could not be read.
-	 */
-	relaunchKeyError: string | null,
 };
 
 /**
@@ -568,7 +560,13 @@ export type Input =
 		 * The JavaScript runtime and its version (`node 22.19.0`, `bun 1.4.5`).
 		 */
 		runtime: string,
+		/**
+		 * `PI_RELAUNCH_KEY_FILE`: the host takes the launch's key from it (once per process,
+		 * the file removed); the key reaches the engine in [`Input::Configure`].
+		 */
+		relaunchKeyFile?: string,
 	}
+	| { "type": "guards", agentDir: string }
 	| { "type": "configure", sources: ConfigSources }
 	| {
 		"type": "open",
@@ -762,7 +760,8 @@ export type Work =
 		sessionId: string | null,
 		leaf: string | null,
 		pass: LoadPass,
-	};
+	}
+	| { "kind": "vet", path: string, cap: number };
 
 /**
  * A job's result, as the host hands it back.
@@ -816,7 +815,14 @@ export type HostFacts = {
 /**
  * The answer of a query input.
  */
-export type Answer = Description | { args: unknown } | { error?: string } | number | null | { tip: string | null };
+export type Answer =
+	| Description
+	| { args: unknown }
+	| { error?: string }
+	| number
+	| null
+	| { tip: string | null }
+	| { file: string | null, error: string | null };
 
 /**
  * Which part of a session a load job reads.

@@ -4,9 +4,9 @@
 //!
 //! **Only Relay inside this Pi can write a valid marker.** Every launch gets a fresh 32-byte key,
 //! written to `<wrapper pid>-<nonce>.key` (mode 0600, in the 0700 marker directory); Pi gets only
-//! that file's path (`PI_RELAUNCH_KEY_FILE`). Relay's extension reads the key when it loads,
-//! before any tool can run, removes the file and removes the wrapper's variables from Pi's
-//! environment, and signs the marker it writes (HMAC-SHA256, [`relay_io::relaunch`]). A command
+//! that file's path (`PI_RELAUNCH_KEY_FILE`). When Relay loads, before any tool can run, its
+//! extension removes the wrapper's variables from Pi's environment and its core reads the key
+//! and removes the file ([`relay_io::relaunch::take_key`]), and signs the marker it writes (HMAC-SHA256, [`relay_io::relaunch`]). A command
 //! the model runs inherits none of the variables and finds no key file, so whatever it writes at
 //! the marker path is refused. The wrapper removes the key file itself once Pi has exited.
 //!

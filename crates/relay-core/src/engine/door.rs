@@ -33,7 +33,7 @@ use super::wire::{
 };
 use super::Engine;
 use crate::handoff::{GitState, HandoffArgs, HandoffFingerprint};
-use crate::integrations::{StoreContents, StoreFacts, StorePaths};
+use crate::integrations::{StoreContents, StorePaths};
 use crate::resume_check::CheckResult;
 use crate::staleness::WorkspaceRecord;
 
@@ -48,23 +48,10 @@ pub use description::Description;
 pub(super) use dispatch::{pi_error_head, PI_ERROR_HEAD};
 pub use session::{BACKGROUND_LOAD_BYTES, WAITING};
 
-/// How long the host gives each kind of job (milliseconds from the input's `nowMs`). The runner
-/// in Rust has its own bounds as well (git's deadline, the resume check's timeout); the host's
-/// deadline is the last word: a job still running then counts as failed.
-pub mod deadlines {
-    /// Git metadata and the handoff's workspace record.
-    pub const GIT_MS: i64 = 3_000;
-    /// The integration stores on disk (regular files only).
-    pub const STORES_MS: i64 = 2_000;
-    /// The operator's resume check (30 s timeout, 1 s drain).
-    pub const RESUME_MS: i64 = 32_000;
-    /// The stale-handoff check (git and the file stamps).
-    pub const STALE_MS: i64 = 5_000;
-    /// Facts only the host has (the session's name, the in-process registries).
-    pub const FACTS_MS: i64 = 1_000;
-    /// Choosing a handoff file's number and writing it.
-    pub const FILE_MS: i64 = 5_000;
-}
+pub mod deadlines;
+mod facts;
+
+pub use facts::{GitWire, HostFacts};
 
 /// The deadline of a job that has none (a session load is bounded by the file's size, not by a
 /// clock): JavaScript's largest exact integer, which the host reads as "no deadline".
@@ -95,7 +82,15 @@ pub enum Input {
         config_dir: String,
         /// The JavaScript runtime and its version (`node 22.19.0`, `bun 1.4.5`).
         runtime: String,
+        /// `PI_RELAUNCH_KEY_FILE`: the host takes the launch's key from it (once per process,
+        /// the file removed); the key reaches the engine in [`Input::Configure`].
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional))]
+        relaunch_key_file: Option<String>,
     },
+    /// May the host import the guard library of `agentDir` (`<agentDir>/lib/guards.ts`)? The
+    /// output asks for a [`Work::Vet`] of it to run at once; `value` is [`Answer::Guards`].
+    Guards { agent_dir: String },
     /// The raw configuration sources; warnings come back as effects.
     Configure { sources: Box<ConfigSources> },
     /// A session starts: load the branch that ends at `leaf` from `file`. A large file becomes a
@@ -237,6 +232,12 @@ pub enum Answer {
     Known(Option<usize>),
     /// A read ahead came back: the entry it read up to (`null`: nothing to install).
     ReadAhead { tip: Option<String> },
+    /// `guards`: the guard library to import (`file`; `null`: there is none), or why it is
+    /// refused (`error`: not a regular file, larger than [`super::wire::MAX_GUARDS_BYTES`]).
+    Guards {
+        file: Option<String>,
+        error: Option<String>,
+    },
 }
 
 /// Everything the engine answers.
@@ -424,6 +425,9 @@ pub enum Work {
         leaf: Option<String>,
         pass: LoadPass,
     },
+    /// Check `path` as a small file that cannot block (opened without blocking, judged on the
+    /// open descriptor): `value` is [`super::wire::Vetted`]. Runs at once (`run_now`): a few system calls.
+    Vet { path: String, cap: u64 },
 }
 
 impl Work {
@@ -438,6 +442,7 @@ impl Work {
             Work::HandoffNumber { .. } => "handoffNumber",
             Work::WriteHandoff { .. } => "writeHandoff",
             Work::Load { .. } => "load",
+            Work::Vet { .. } => "vet",
         }
     }
 }
@@ -491,49 +496,6 @@ pub enum JobOutcome {
     Aborted,
 }
 
-/// The git facts a `git` job gives back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GitWire {
-    pub repo_root: Option<String>,
-    pub branch: Option<String>,
-    pub head: Option<String>,
-    pub state: GitState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<WorkspaceRecord>,
-}
-
-impl From<GitWire> for GitFacts {
-    fn from(g: GitWire) -> Self {
-        GitFacts {
-            repo_root: g.repo_root,
-            branch: g.branch,
-            head: g.head,
-            state: g.state,
-            workspace: g.workspace,
-        }
-    }
-}
-
-/// What a `facts` job gives back (each field only when asked for).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct HostFacts {
-    #[serde(default)]
-    #[cfg_attr(test, ts(optional))]
-    pub session_name: Option<String>,
-    #[serde(default)]
-    #[cfg_attr(test, ts(optional, type = "unknown[] | null"))]
-    pub jobs: Option<Vec<Value>>,
-    #[serde(default)]
-    #[cfg_attr(test, ts(optional, type = "unknown[] | null"))]
-    pub subagents: Option<Vec<Value>>,
-    #[serde(default)]
-    #[cfg_attr(test, ts(optional))]
-    pub store: Option<StoreFacts>,
-}
-
 // ---------------------------------------------------------------------------------------------
 // Operations that wait for jobs
 
@@ -542,6 +504,10 @@ pub struct HostFacts {
 pub(super) enum Op {
     Context(ContextOp),
     Handoff(Box<HandoffOp>),
+    /// A `guards` query's vet of `file`.
+    Guards {
+        file: String,
+    },
 }
 
 /// Where the `context` hook's checks stand.
@@ -732,6 +698,8 @@ impl Engine {
         let mut out = match self.ops.waiting.remove(&op) {
             Some(Op::Context(c)) => self.context_done(c, results, moment),
             Some(Op::Handoff(h)) => self.handoff_done(h, results, moment),
+            // Answered before the branch's state is asked (`guards_done`).
+            Some(Op::Guards { .. }) => return Output::default(),
             // Superseded (a new session) or answered already: nothing waits for it.
             None => return Output::default(),
         };

@@ -2991,6 +2991,7 @@ fn kinds(out: &Output) -> Vec<&'static str> {
             Work::HandoffNumber { .. } => "number",
             Work::WriteHandoff { .. } => "write",
             Work::Load { .. } => "load",
+            Work::Vet { .. } => "vet",
         })
         .collect()
 }
@@ -3787,11 +3788,93 @@ fn description() -> super::door::Description {
         pi_version: "1.6.0".into(),
         config_dir: ".pi".into(),
         runtime: "node 22.19.0".into(),
+        relaunch_key_file: None,
     });
     let Some(Answer::Description(d)) = out.value else {
         panic!("{:?}", out.value)
     };
     d
+}
+
+/// The `guards` query asks for a vet of `<agent dir>/lib/guards.ts` to run at once, and its
+/// `done` (before any session, and while the engine waits for a branch) answers what to import.
+#[test]
+fn the_guard_library_is_vetted_by_a_job_and_its_verdict_is_the_answer() {
+    use crate::engine::wire::MAX_GUARDS_BYTES;
+    let verdicts = [
+        (json!({"kind": "missing"}), None, None),
+        (json!({"kind": "regular"}), Some("/a/lib/guards.ts"), None),
+        (
+            json!({"kind": "refused", "why": "a FIFO, not a regular file"}),
+            Some("/a/lib/guards.ts"),
+            Some("a FIFO, not a regular file"),
+        ),
+    ];
+    for (value, file, error) in verdicts {
+        let mut e = Engine::waiting_for_branch();
+        let out = e.handle(Input::Guards {
+            agent_dir: "/a/".into(),
+        });
+        let job = out.run_now.clone().expect("a vet to run now");
+        assert_eq!(
+            job.work,
+            Work::Vet {
+                path: "/a/lib/guards.ts".into(),
+                cap: MAX_GUARDS_BYTES
+            }
+        );
+        assert_eq!((out.value, out.op), (None, None));
+        let done = |e: &mut Engine, outcome| {
+            e.handle(Input::Done {
+                op: job.id,
+                results: vec![JobResult {
+                    id: job.id,
+                    outcome,
+                }],
+                moment: Moment::default(),
+                loaded: Default::default(),
+            })
+        };
+        let out = done(&mut e, JobOutcome::Done { value, at_ms: 0 });
+        assert_eq!(
+            out.value,
+            Some(Answer::Guards {
+                file: file.map(str::to_string),
+                error: error.map(str::to_string)
+            })
+        );
+        assert_eq!(out.refused, None);
+        // Answered once: a second `done` of that job is refused as any other while waiting.
+        let again = done(&mut e, JobOutcome::Aborted);
+        assert_eq!(again.value, None);
+    }
+    // A vet that failed refuses the library.
+    let mut e = engine();
+    let job = e
+        .handle(Input::Guards {
+            agent_dir: "/b".into(),
+        })
+        .run_now
+        .unwrap();
+    let out = e.handle(Input::Done {
+        op: job.id,
+        results: vec![JobResult {
+            id: job.id,
+            outcome: JobOutcome::Failed {
+                error: "relay: internal error".into(),
+                exists: false,
+            },
+        }],
+        moment: Moment::default(),
+        loaded: Default::default(),
+    });
+    assert_eq!(
+        out.value,
+        Some(Answer::Guards {
+            file: Some("/b/lib/guards.ts".into()),
+            error: Some("relay: internal error".into())
+        })
+    );
 }
 
 /// The `/relay` command as the host registers it.

@@ -149,6 +149,7 @@ impl Engine {
                 pi_version,
                 config_dir,
                 runtime,
+                .. // `relaunch_key_file`: the binding's
             } => {
                 let tools = super::super::tool_specs();
                 answer(Answer::Description(Description {
@@ -229,20 +230,13 @@ impl Engine {
                     false => Answer::Refused { error: None },
                 })
             }
+            Input::Guards { agent_dir } => self.guards(&agent_dir),
             Input::Done {
                 op,
                 results,
                 moment,
                 loaded,
-            } => {
-                if self.is_load(op) {
-                    self.load_done(op, &results, loaded)
-                } else if self.loads.needs_branch {
-                    Self::refused(WAITING)
-                } else {
-                    self.done(op, &results, &moment)
-                }
-            }
+            } => self.jobs_done(op, &results, &moment, loaded),
             Input::Failed { hook, message } => self.failed(&hook, &message),
             Input::Feed(feed) => match self.feed(feed) {
                 Ok(()) => Output::default(),
@@ -304,5 +298,74 @@ impl Engine {
         out.effects = recalled;
         out.cancel = stopped.cancel;
         out
+    }
+}
+
+impl Engine {
+    /// The results of operation `op`'s jobs: a load's, a `guards` vet's, or those of an
+    /// operation that needs the branch.
+    fn jobs_done(
+        &mut self,
+        op: u64,
+        results: &[JobResult],
+        moment: &Moment,
+        loaded: Loaded,
+    ) -> Output {
+        if self.is_load(op) {
+            self.load_done(op, results, loaded)
+        } else if let Some(out) = self.guards_done(op, results) {
+            out
+        } else if self.loads.needs_branch {
+            Self::refused(WAITING)
+        } else {
+            self.done(op, results, moment)
+        }
+    }
+
+    /// The `guards` query: vet `<agent_dir>/lib/guards.ts` at once (a job the binding runs
+    /// before the call returns), answered by [`Engine::guards_done`].
+    fn guards(&mut self, agent_dir: &str) -> Output {
+        let sep = if agent_dir.ends_with('/') { "" } else { "/" };
+        let file = format!("{agent_dir}{sep}lib/guards.ts");
+        let id = self.ops.id();
+        let work = Work::Vet {
+            path: file.clone(),
+            cap: crate::engine::wire::MAX_GUARDS_BYTES,
+        };
+        self.ops.waiting.insert(id, Op::Guards { file });
+        Output {
+            run_now: Some(Job {
+                id,
+                deadline_ms: NO_DEADLINE_MS,
+                work,
+            }),
+            ..Output::default()
+        }
+    }
+
+    /// The answer to a `guards` query whose vet is job `op`; `None` for any other operation. A
+    /// library that is there but refused (or could not be vetted) is not imported.
+    fn guards_done(&mut self, op: u64, results: &[JobResult]) -> Option<Output> {
+        use crate::engine::wire::Vetted;
+        let Some(Op::Guards { .. }) = self.ops.waiting.get(&op) else {
+            return None;
+        };
+        let Some(Op::Guards { file }) = self.ops.waiting.remove(&op) else {
+            return None;
+        };
+        let (file, error) = match results.iter().find(|r| r.id == op).map(|r| &r.outcome) {
+            Some(JobOutcome::Done { value, .. }) => match Vetted::deserialize(value) {
+                Ok(Vetted::Missing) => (None, None),
+                Ok(Vetted::Regular) => (Some(file), None),
+                Ok(Vetted::Refused { why }) => (Some(file), Some(why)),
+                Err(e) => (Some(file), Some(e.to_string())),
+            },
+            Some(JobOutcome::Failed { error, .. }) => (Some(file), Some(error.clone())),
+            Some(JobOutcome::Aborted) | None => (Some(file), Some("not checked".to_string())),
+        };
+        Some(Output {
+            value: Some(Answer::Guards { file, error }),
+            ..Output::default()
+        })
     }
 }

@@ -78,6 +78,23 @@ pub const MAX_SETTINGS_FILE_BYTES: u64 = 1024 * 1024;
 /// The largest budget policy file (`context-budget.json`) Relay reads; a larger one is refused
 /// like an unreadable one (safe observe mode and a warning naming it).
 pub const MAX_BUDGET_FILE_BYTES: u64 = 1024 * 1024;
+/// The largest relaunch key file read (a key is 64 hex digits); symbolic links are not followed.
+pub const MAX_RELAUNCH_KEY_BYTES: u64 = 4096;
+/// The largest guard library (`<agent dir>/lib/guards.ts`) the host may import.
+pub const MAX_GUARDS_BYTES: u64 = 1024 * 1024;
+
+/// What a [`crate::engine::Work::Vet`] job found at its path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Vetted {
+    /// Nothing there.
+    Missing,
+    /// A regular file within the cap.
+    Regular,
+    /// Something else, or a file too large or unreadable: `why`.
+    Refused { why: String },
+}
 
 /// Facts about the pi-session wrapper as this process sees them (the extension collects them;
 /// the engine decides ownership from them and the hosting rule).
@@ -99,20 +116,22 @@ pub struct WrapperFacts {
     pub ppid: u32,
     /// `getSessionFile()` (`null` in memory).
     pub session_file: Option<String>,
-    /// `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the extension removed the
-    /// file when it read it).
+    /// `PI_RELAUNCH_KEY_FILE`: where the wrapper put this launch's key (the binding takes it
+    /// from there once per process and removes the file: relay-io `relaunch::take_key`).
     #[serde(default)]
     pub relaunch_key_file: Option<String>,
-    /// The key that file held (64 hex digits), which signs the marker. Never shown.
-    #[serde(default)]
-    #[cfg_attr(test, ts(type = "string | null"))]
+    /// The key that file held (64 hex digits), which signs the marker. Never shown, and never
+    /// sent by the extension: set by the binding's reader.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub relaunch_key: Option<RelaunchKey>,
-    /// Why the key file could not be read.
-    #[serde(default)]
+    /// Why the key file could not be read (set by the reader, like the key).
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub relaunch_key_error: Option<String>,
 }
 
-/// The pi-session wrapper's relaunch key for this launch, as the extension read it. It is never
+/// The pi-session wrapper's relaunch key for this launch, as the binding read it. It is never
 /// shown: `Debug` and serialization give `[redacted]`, so neither the status file, an event, a
 /// log line nor an error can carry it.
 #[derive(Clone, PartialEq, Eq, Default, Deserialize)]
