@@ -387,8 +387,9 @@ pub struct ResumeFacts {
     pub session_name: Option<String>,
 }
 
-/// Git facts the binding collects for a handoff (independently of the model). Rust to Rust only.
-#[derive(Debug, Clone)]
+/// Git facts a `git` job collects for a handoff (independently of the model). Rust to Rust only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct GitFacts {
     pub repo_root: Option<String>,
     pub branch: Option<String>,
@@ -396,6 +397,7 @@ pub struct GitFacts {
     pub state: GitState,
     /// What the handoff records of the workspace for the stale-handoff check of the window it
     /// opens (`None`: not collected; the window is then not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::staleness::WorkspaceRecord>,
 }
 

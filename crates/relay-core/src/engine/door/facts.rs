@@ -5,33 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::super::wire::GitFacts;
-use crate::handoff::GitState;
 use crate::integrations::StoreFacts;
-use crate::staleness::WorkspaceRecord;
 
-/// The git facts a `git` job gives back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GitWire {
-    pub repo_root: Option<String>,
-    pub branch: Option<String>,
-    pub head: Option<String>,
-    pub state: GitState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<WorkspaceRecord>,
-}
-
-impl From<GitWire> for GitFacts {
-    fn from(g: GitWire) -> Self {
-        GitFacts {
-            repo_root: g.repo_root,
-            branch: g.branch,
-            head: g.head,
-            state: g.state,
-            workspace: g.workspace,
-        }
-    }
-}
+/// The git facts a `git` job gives back: the handoff's [`GitFacts`] as the job writes them.
+pub type GitWire = GitFacts;
 
 /// What a `facts` job gives back (each field only when asked for).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::super::wire::{GitFacts, Moment, ResumeFacts, ToolReply};
+use super::super::wire::{Moment, ResumeFacts, ToolReply};
 use super::super::Engine;
 use super::{
     aborted, aborted_reply, deadlines, failure_of, git_unknown, value_of, GitWire, HandoffOp,
@@ -99,11 +99,7 @@ impl Engine {
         let first = jobs.first().copied().unwrap_or_default();
         match op.stage {
             HandoffStage::Collect => {
-                op.git = Some(
-                    value_of::<GitWire>(results, first)
-                        .map(GitFacts::from)
-                        .unwrap_or_else(git_unknown),
-                );
+                op.git = Some(value_of::<GitWire>(results, first).unwrap_or_else(git_unknown));
                 let facts = jobs
                     .get(1)
                     .and_then(|id| value_of::<HostFacts>(results, *id))
@@ -149,7 +145,7 @@ impl Engine {
             }
             HandoffStage::Recollect => {
                 if let Some(git) = value_of::<GitWire>(results, first) {
-                    op.git = Some(git.into());
+                    op.git = Some(git);
                 }
                 self.handoff_number(op, moment)
             }
