@@ -97,15 +97,20 @@ impl Engine {
         .into_iter()
         .flatten()
         .collect();
-        // The window's clearings hold for every request of it, whatever else the hook says; they
-        // cross only when they differ from what the host holds (a compare, no copy).
+        self.tell_stubs(&mut out);
+        out
+    }
+
+    /// The window's clearings hold for every request of it, whatever else the hook says: every
+    /// answer to a `context` hook leaves the host holding the window's stubs. They cross only
+    /// when they differ from what the host holds (a compare, no copy).
+    fn tell_stubs(&mut self, out: &mut Output) {
         let told = self.stubs_told.as_ref();
         if !told.is_some_and(|told| told.iter().eq(self.mirror.window_stub_iter())) {
             let stubs: Vec<_> = self.mirror.window_stub_iter().cloned().collect();
             out.stubs = Some(stubs.iter().map(ToolStub::from).collect());
             self.stubs_told = Some(stubs);
         }
-        out
     }
 
     fn context_resume(
@@ -145,9 +150,10 @@ impl Engine {
         results: &[JobResult],
         moment: &Moment,
     ) -> Output {
-        let out = Output::default();
+        let mut out = Output::default();
         if aborted(results) {
             self.context_aborted(&op);
+            self.tell_stubs(&mut out);
             return out;
         }
         let first = op.jobs.first().copied().unwrap_or_default();
