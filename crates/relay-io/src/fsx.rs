@@ -442,6 +442,16 @@ pub(crate) mod test_support {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+
+    /// A FIFO at `path` that no writer opens (a blocking open or read of it would hang).
+    pub fn make_fifo(path: &std::path::Path) {
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+    }
 }
 
 #[cfg(test)]
@@ -553,12 +563,7 @@ mod tests {
     fn a_fifo_a_device_a_folder_and_an_oversize_file_are_refused_at_once() {
         let t = TempDir::new("small-hostile");
         let fifo = t.0.join("fifo.json");
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::fsx::test_support::make_fifo(&fifo);
         let zero = t.0.join("zero.json");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
         let big = t.0.join("big.json");
@@ -615,12 +620,7 @@ mod tests {
         );
         assert_eq!(vet_small_file(&file, 9), Vetted::Regular);
         let fifo = t.0.join("fifo.ts");
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::fsx::test_support::make_fifo(&fifo);
         assert_eq!(
             vet_small_file(&fifo, 9),
             Vetted::Refused {

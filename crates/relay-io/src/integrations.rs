@@ -159,12 +159,7 @@ mod tests {
     fn a_fifo_in_the_claims_registry_place_is_unavailable_at_once() {
         let dir = temp("fifo-claims");
         let fifo = dir.join("registry.jsonl");
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::fsx::test_support::make_fifo(&fifo);
         // No writer ever opens it: a blocking open or read would hang here.
         assert_eq!(read_claims(&fifo), None);
     }

@@ -300,12 +300,7 @@ mod tests {
     fn a_fifo_a_link_or_an_oversize_key_file_is_refused_at_once_and_removed() {
         let dir = scratch("take-hostile");
         let fifo = dir.join("fifo.key");
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::fsx::test_support::make_fifo(&fifo);
         let target = dir.join("target.key");
         fs::write(&target, "ab".repeat(32)).unwrap();
         let link = dir.join("link.key");
