@@ -61,7 +61,7 @@ export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, 
 	}
 	const model = ctx?.model;
 	const router = (model as { api?: string } | undefined)?.api === VIRTUAL_API;
-	const answered = router ? rt?.state.answered : null;
+	const answered = router ? rt?.state.last?.answeredModel : null;
 	return {
 		nowMs: Date.now(),
 		tzOffsetMinutes: -new Date().getTimezoneOffset(),
@@ -82,40 +82,15 @@ export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, 
 export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T }>, "type">;
 
 /**
- * What the driver remembers between inputs: the session the mirror holds and its tip (from the
- * engine's last output), the model whose window it asked for (`answered`), whether the engine
- * asked for the whole branch and whether its history is complete, the one load in flight (`load`;
- * `token` names the session it is for), and the window's stubs as the engine last sent them, by
- * `nth:call` (they cross only when they change).
+ * What the driver remembers between inputs: the session the mirror holds, the engine's last
+ * output (its tip, the model whose window it asks for, whether it needs the branch or holds the
+ * whole history), the window's stubs as last sent (by `nth:call`: they cross only when they
+ * change), and the one load in flight (`token` names the session it is for).
  */
-export type SyncState = {
-	sessionId?: string;
-	stubs?: Map<string, string>;
-	tip?: string | null;
-	answered?: ModelRef | null;
-	needsBranch?: boolean;
-	historyComplete?: boolean;
-	load?: Load;
-	token?: object;
-};
+export type SyncState = { sessionId?: string; last?: Output; stubs?: Map<string, string>; load?: Load; token?: object };
 
 /** A load in flight (`done` never rejects): a read ahead of `file`, the start-up load (`blocks`), or the whole history's. */
 type Load = { done: Promise<unknown>; blocks: boolean; file?: string };
-
-/** How far back from Pi's leaf a read ahead's tip is looked for (Pi appends a few entries at start-up). */
-const READ_AHEAD_WALK = 64;
-
-/** `tip` when Pi's branch passes through it within {@link READ_AHEAD_WALK} entries of the leaf. */
-function tipOnBranch(ctx: ExtensionContext, tip: string | null | undefined): string | undefined {
-	if (!tip) return undefined;
-	const sm = ctx.sessionManager;
-	let id: string | null | undefined = sm.getLeafId();
-	for (let i = 0; id && i < READ_AHEAD_WALK; i++) {
-		if (id === tip) return tip;
-		id = sm.getEntry(id)?.parentId;
-	}
-	return undefined;
-}
 
 /** One Relay runtime: its engine, what the driver remembers, and the hosting rule's answer. */
 export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean; boundary?: Boundary };
@@ -149,10 +124,7 @@ function followBoundary(rt: Runtime, needs: BoundaryHooks): void {
 /** One crossing: `input` (and `feed`) in, the output back, the remembered tip and boundary hooks updated. */
 function call(rt: Runtime, input: Input, feed: string | null = null): Output {
 	const out = JSON.parse(rt.engine.handle(JSON.stringify(input), feed)) as Output;
-	rt.state.tip = out.tip;
-	rt.state.answered = out.answeredModel;
-	rt.state.needsBranch = out.needsBranch;
-	rt.state.historyComplete = out.historyComplete;
+	rt.state.last = out;
 	if (out.stubs) rt.state.stubs = new Map(out.stubs.map((s) => [`${s.nth}:${s.call}`, s.text]));
 	followBoundary(rt, out.boundary);
 	return out;
@@ -163,52 +135,47 @@ export function ask(rt: Runtime, input: Input): unknown {
 	return call(rt, input).value;
 }
 
-/**
- * What Pi appended since the engine's tip (a walk from the leaf back to it: O(new entries)); after
- * a navigation the engine says which walked entry it holds, and what follows it is dropped.
- */
-function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
+/** Pi's entries from the leaf back to `tip` (newest first, `tip` excluded), and whether the walk met it: O(entries walked). */
+function walk(ctx: ExtensionContext, tip: string | null): { fresh: { id: string; parentId: string | null }[]; met: boolean } {
 	const sm = ctx.sessionManager;
-	const leaf = sm.getLeafId();
-	const tip = rt.state.tip ?? null;
-	if (leaf === tip) return null;
 	const fresh: { id: string; parentId: string | null }[] = [];
-	let id: string | null | undefined = leaf;
+	let id: string | null | undefined = sm.getLeafId();
 	while (id && id !== tip) {
-		const entry = sm.getEntry(id) as { id: string; parentId: string | null } | undefined;
+		const entry = sm.getEntry(id);
 		if (!entry) break;
 		fresh.push(entry);
 		id = entry.parentId;
 	}
-	if ((id ?? null) === tip) return JSON.stringify({ append: fresh.reverse() });
+	return { fresh, met: (id ?? null) === tip };
+}
+
+/** What Pi appended since the engine's tip; after a navigation the engine says which walked entry it holds, and what follows it is dropped. */
+function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
+	const { fresh, met } = walk(ctx, rt.state.last?.tip ?? null);
+	if (met) return fresh.length ? JSON.stringify({ append: fresh.reverse() }) : null;
 	const known = call(rt, { type: "known", ids: fresh.map((e) => e.id) }).value as number | null;
 	const keep = known === null ? fresh : fresh.slice(0, known);
 	const after = known === null ? null : fresh[known]!.id;
 	return JSON.stringify({ truncate: true, after, append: keep.reverse() });
 }
 
-/** Reload the engine's mirror in full (from the session file, else Pi's branch). */
-export function reload(rt: Runtime, ctx: ExtensionContext): void {
-	open(rt, ctx, false);
-}
-
-/** Open Pi's session in the engine (its file and leaf; the branch itself when the engine asks for it). */
-function open(rt: Runtime, ctx: ExtensionContext, background: boolean, readAhead?: string): Output {
+/** Open Pi's session in the engine (its file and leaf; the branch itself when the engine asks for it); `background`: a large file may load on the pool. */
+function open(rt: Runtime, ctx: ExtensionContext, background = false, readAhead?: string): Output {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
-	rt.state.sessionId = sessionId;
-	rt.state.tip = undefined;
 	const size = fileSize(file);
+	rt.state.sessionId = sessionId;
+	rt.state.last = undefined;
 	const out = call(rt, { type: "open", sessionId, file: size === null ? null : file!, size, leaf: sm.getLeafId(), background, ...(readAhead ? { readAhead } : {}) });
 	perform(rt, ctx, out);
-	if (rt.state.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
+	if (out.needsBranch) perform(rt, ctx, call(rt, { type: "resync", sessionId, entries: sm.getBranch() }));
 	return out;
 }
 
 /** Hand `input` to the engine and carry out its output, driving an operation's jobs to its end (a promise only then). */
 export function drive(rt: Runtime, ctx: ExtensionContext, input: Input, signal?: AbortSignal): Output | Promise<Output> {
-	if (rt.state.sessionId !== ctx.sessionManager.getSessionId() || rt.state.needsBranch) reload(rt, ctx);
+	if (rt.state.sessionId !== ctx.sessionManager.getSessionId() || rt.state.last?.needsBranch) open(rt, ctx);
 	const out = call(rt, input, feedOf(rt, ctx));
 	perform(rt, ctx, out);
 	return out.op === undefined ? out : follow(rt, ctx, out, signal);
@@ -314,12 +281,72 @@ export function sessionFileOf(argv: string[], cwd: string): string | undefined {
 	return fileSize(file) === null ? undefined : file;
 }
 
-/** Whether a Relay runtime of this process already read a session ahead (one does, the first). */
-const PREFETCHED = Symbol.for("relay.prefetched");
-
 /** The message of a thrown value. */
 export function messageOf(error: unknown): string {
 	return error instanceof Error ? error.message : String(error);
+}
+
+/** Whether a Relay runtime of this process already read a session ahead (one does, the first). */
+const PREFETCHED = Symbol.for("relay.prefetched");
+
+/**
+ * Read the session file on Pi's command line ahead of `session_start`, on the pool (the engine
+ * keeps it for the `open` of that file); only the first runtime of a process does.
+ */
+export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice(2)): void {
+	const flags = globalThis as { [PREFETCHED]?: boolean };
+	const file = flags[PREFETCHED] ? undefined : sessionFileOf(argv, process.cwd());
+	flags[PREFETCHED] = true;
+	if (!file) return;
+	const warn = (error: unknown) => console.error(`relay: reading the session ahead failed: ${messageOf(error)}`);
+	rt.state.token = {};
+	try {
+		const { op, jobs } = call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 });
+		if (op !== undefined) track(rt, { done: pass(rt, null, jobs, op, warn), blocks: false, file });
+	} catch (error) {
+		warn(error);
+	}
+}
+
+/**
+ * Load the session at start-up, then run `after`. A large file loads on the pool: the current
+ * window first, which every hook and tool awaits ({@link whenLoaded}); the whole history later,
+ * which only what reads earlier windows awaits ({@link whenComplete}). A read ahead of this very
+ * file is waited for and installed when its tip is on Pi's branch; one of another file is dropped.
+ */
+export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
+	const ahead = rt.state.load?.file === ctx.sessionManager.getSessionFile() ? rt.state.load : undefined;
+	if (!ahead) [rt.state.load, rt.state.token] = [undefined, {}];
+	const token = rt.state.token;
+	const start = (read?: unknown): Promise<void> | void => {
+		if (rt.state.token !== token) return;
+		const tip = (read as { tip?: string } | undefined)?.tip;
+		let out: Output | undefined;
+		try {
+			out = open(rt, ctx, true, tip && walk(ctx, tip).met ? tip : undefined);
+		} catch (error) {
+			report(error);
+		}
+		if (out?.op === undefined) return after();
+		return pass(rt, ctx, out.jobs, out.op, report).then(() => void (rt.state.token === token && after()));
+	};
+	const done = ahead ? ahead.done.then(start) : start();
+	if (done) track(rt, { done, blocks: true });
+}
+
+/** Run a load's jobs and hand their results to the engine (a failure loads the session in full); resolves to its answer, never rejects. */
+async function pass(rt: Runtime, ctx: ExtensionContext | null, jobs: Job[], op: number, report: (error: unknown) => void): Promise<unknown> {
+	const token = rt.state.token;
+	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
+	if (rt.state.token !== token) return undefined;
+	try {
+		const out = call(rt, { type: "done", op, results, moment: moment(ctx, rt) });
+		if (ctx) perform(rt, ctx, out);
+		if (ctx && rt.state.last?.needsBranch) open(rt, ctx);
+		return out.value;
+	} catch (error) {
+		report(error);
+	}
 }
 
 /** Make `load` the one in flight until it is done. */
@@ -330,84 +357,8 @@ function track(rt: Runtime, load: Load): void {
 	});
 }
 
-/**
- * Read the session file on Pi's command line ahead of `session_start`, on the pool (the engine
- * keeps it for the `open` of that file); only the first runtime of a process does.
- */
-export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice(2)): void {
-	const flags = globalThis as { [PREFETCHED]?: boolean };
-	if (flags[PREFETCHED]) return;
-	flags[PREFETCHED] = true;
-	const file = sessionFileOf(argv, process.cwd());
-	if (!file) return;
-	const warn = (error: unknown) => console.error(`relay: reading the session ahead failed: ${messageOf(error)}`);
-	const token = (rt.state.token = {});
-	try {
-		const { op, jobs } = call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 });
-		if (op === undefined) return;
-		const done = Promise.all(jobs.map((job) => runJob(job, null))).then((results) => {
-			// An `open` of another file, or the session's end, dropped it.
-			if (rt.state.token !== token) return undefined;
-			// Before session_start there is no ctx: the moment of the process alone.
-			const value = call(rt, { type: "done", op, results, moment: moment(null) }).value as { tip?: string | null } | undefined;
-			return value?.tip ?? null;
-		});
-		track(rt, { done: done.catch(warn), blocks: false, file });
-	} catch (error) {
-		warn(error);
-	}
-}
-
-/**
- * Load the session at start-up, then run `after`. A large file loads on the pool: the current
- * window first, which every hook and tool awaits ({@link whenLoaded}); the whole history later,
- * which only what reads earlier windows awaits ({@link whenComplete}).
- */
-export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
-	// A read ahead of this very file is waited for (the engine installs it at `open`); one of
-	// another file is dropped without a wait.
-	const ahead = rt.state.load?.file === ctx.sessionManager.getSessionFile() ? rt.state.load : undefined;
-	if (!ahead) {
-		rt.state.load = undefined;
-		rt.state.token = {};
-	}
-	const token = rt.state.token;
-	const start = (readAhead?: string): Promise<void> | undefined => {
-		if (rt.state.token !== token) return undefined;
-		let out: Output | null = null;
-		try {
-			out = open(rt, ctx, true, readAhead);
-		} catch (error) {
-			report(error);
-		}
-		if (out?.op === undefined) {
-			after();
-			return undefined;
-		}
-		return loadPass(rt, ctx, out.jobs, out.op, report).then(() => {
-			if (rt.state.token === token) after();
-		});
-	};
-	const done = ahead ? ahead.done.then((tip) => start(tipOnBranch(ctx, tip as string | null | undefined))) : start();
-	if (done) track(rt, { done, blocks: true });
-}
-
-/** Run a load's jobs and hand their result to the engine (a failure reloads the session in full). */
-async function loadPass(rt: Runtime, ctx: ExtensionContext, jobs: Job[], op: number, report: (error: unknown) => void): Promise<void> {
-	const token = rt.state.token;
-	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
-	if (rt.state.token !== token) return;
-	try {
-		perform(rt, ctx, call(rt, { type: "done", op, results, moment: moment(ctx, rt) }));
-		if (rt.state.needsBranch) reload(rt, ctx);
-	} catch (error) {
-		report(error);
-	}
-}
-
 /** Run the whole history's load in the background. */
 function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
-	if (!rt.state.token) return;
 	const report = (error: unknown) => {
 		try {
 			perform(rt, ctx, call(rt, { type: "failed", hook: "loading the history", message: messageOf(error) }));
@@ -415,26 +366,24 @@ function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
 			console.error(`relay: loading the history failed: ${messageOf(error)}`);
 		}
 	};
-	track(rt, { done: loadPass(rt, ctx, [job], job.id, report), blocks: false });
+	if (rt.state.token) track(rt, { done: pass(rt, ctx, [job], job.id, report), blocks: false });
 }
 
 /** The session ends: a load in flight is dropped. False when it ends during its start-up load (the engine stops it). */
 export function closeSession(rt: Runtime): boolean {
 	const starting = rt.state.load?.blocks === true;
-	rt.state.token = undefined;
-	rt.state.load = undefined;
-	if (!starting) return true;
+	[rt.state.token, rt.state.load] = [undefined, undefined];
 	try {
-		call(rt, { type: "close" });
+		if (starting) call(rt, { type: "close" });
 	} catch (error) {
 		console.error(`relay: stopping the session load failed: ${messageOf(error)}`);
 	}
-	return false;
+	return !starting;
 }
 
 /** Run `body` once the whole history is loaded (asking the engine for its load first when needed). */
 export function whenComplete<R>(rt: Runtime, ctx: ExtensionContext, body: () => R): R | Promise<Awaited<R>> {
-	if (!rt.state.load && rt.state.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
+	if (!rt.state.load && rt.state.last?.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
 	const load = rt.state.load;
 	if (!load) return body();
 	return load.done.then(() => whenComplete(rt, ctx, body)) as Promise<Awaited<R>>;

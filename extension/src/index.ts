@@ -106,8 +106,11 @@ export default function relay(pi: ExtensionAPI) {
 	};
 	const cancelled = (out: Output) => (out.result?.kind === "cancel" ? { cancel: true as const } : undefined);
 	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
-	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
+	const handleNow = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
 		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, rt), event: { type, ...extra } as Event } }, signal);
+	// Every other hook and tool waits for the start-up load's current window first.
+	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
+		whenLoaded(rt.state, () => handleNow(ctx, type, extra, signal));
 
 	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
 		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
@@ -171,7 +174,6 @@ export default function relay(pi: ExtensionAPI) {
 		});
 	}
 
-
 	pi.on("session_start", async (_event, ctx) => {
 		rt.subagent = bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
@@ -187,7 +189,7 @@ export default function relay(pi: ExtensionAPI) {
 				configure(ctx, guardsError);
 				// (The engine hands a /reload's new engine the session's last /relay on|off.)
 				// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
-				handle(ctx, "session_start", { runActive: !ctx.isIdle() });
+				handleNow(ctx, "session_start", { runActive: !ctx.isIdle() });
 			},
 			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: messageOf(error) }),
 		);
@@ -197,15 +199,15 @@ export default function relay(pi: ExtensionAPI) {
 		whenComplete(rt, ctx, () => {
 			const { userWantsSummary, entriesToSummarize } = event.preparation;
 			const summarizing = entriesToSummarize.map((e) => e.type);
-			return then(handle(ctx, "session_before_tree", { userWantsSummary, summarizing }), cancelled);
+			return then(handleNow(ctx, "session_before_tree", { userWantsSummary, summarizing }), cancelled);
 		}),
 	);
-	pi.on("session_tree", (_event, ctx) => whenComplete(rt, ctx, () => void handle(ctx, "session_tree")));
+	pi.on("session_tree", (_event, ctx) => whenComplete(rt, ctx, () => void handleNow(ctx, "session_tree")));
 	pi.on("session_shutdown", (_event, ctx) => {
 		// A load still in flight is for nobody now (`pi -p` ends, /quit, a switch or /reload): it
 		// stops, Pi does not wait for it, and its result never reaches this ctx, which Pi makes
 		// stale as the session ends.
-		if (closeSession(rt)) handle(ctx, "session_shutdown");
+		if (closeSession(rt)) handleNow(ctx, "session_shutdown");
 		releaseRuntime(runtime);
 	});
 	pi.on("input", (_event, ctx) =>
@@ -213,10 +215,10 @@ export default function relay(pi: ExtensionAPI) {
 			configure(ctx, await guards());
 			// The engine may ask for a reset before this input runs (idle-input recovery): Pi's
 			// compaction is awaited here (its hook gets Relay's reset); the input goes on either way.
-			const out = await handle(ctx, "input");
+			const out = await handleNow(ctx, "input");
 			if (out.result?.kind !== "compact") return undefined;
 			const { attempt } = out.result;
-			const failed = (error: unknown) => void handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
+			const failed = (error: unknown) => void handleNow(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
 			await new Promise<void>((resolve) => {
 				try {
 					ctx.compact({ onComplete: () => resolve(), onError: (error) => resolve(failed(error)) });
@@ -231,23 +233,19 @@ export default function relay(pi: ExtensionAPI) {
 	const observe =
 		<T extends Event["type"], E>(type: T, fields: (event: E) => EventFields<T>) =>
 		(event: E, ctx: ExtensionContext) =>
-			whenLoaded(rt.state, () => void handle(ctx, type, fields(event)));
+			whenLoaded(rt.state, () => void handleNow(ctx, type, fields(event)));
 	pi.on("before_agent_start", observe("before_agent_start", () => ({})));
 	// The window's checks (resume, watch, stale handoff) run as jobs under the run's abort signal
 	// (Esc ends the wait and their work); the answer is what every request of the window carries.
 	pi.on("context", (event, ctx) =>
-		whenLoaded(rt.state, () =>
-			then(handle(ctx, "context", {}, ctx.signal), (out) => {
-				const messages = request(event.messages, out, rt.state.stubs);
-				return messages ? { messages } : undefined;
-			}),
-		),
+		then(handle(ctx, "context", {}, ctx.signal), (out) => {
+			const messages = request(event.messages, out, rt.state.stubs);
+			return messages ? { messages } : undefined;
+		}),
 	);
 	pi.on("tool_call", (event, ctx) =>
-		whenLoaded(rt.state, () =>
-			then(handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId }), (out) =>
-				out.result?.kind === "block" ? { block: true, reason: out.result.reason, terminate: out.result.terminate } : undefined,
-			),
+		then(handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId }), (out) =>
+			out.result?.kind === "block" ? { block: true, reason: out.result.reason, terminate: out.result.terminate } : undefined,
 		),
 	);
 	pi.on("tool_result", observe("tool_result", (e: ToolResultEvent) => ({ toolName: e.toolName, toolCallId: e.toolCallId, isError: e.isError })));
@@ -258,19 +256,13 @@ export default function relay(pi: ExtensionAPI) {
 	// Pi's boundary hooks: subscribed only while the engine needs them (its `boundary` answer).
 	bindBoundary(rt, {
 		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) =>
-			whenLoaded(rt.state, () =>
-				then(handle(ctx, "turn_end", {
-					toolResults: event.toolResults.length,
-					outcome: event.outcome,
-					aborted: ctx.signal?.aborted === true,
-					continue: event.continue,
-				}), (out) => boundaryAnswer(pi, ctx, event.entries, out)),
+			then(
+				handle(ctx, "turn_end", { toolResults: event.toolResults.length, outcome: event.outcome, aborted: ctx.signal?.aborted === true, continue: event.continue }),
+				(out) => boundaryAnswer(pi, ctx, event.entries, out),
 			),
 		agent_before_settle: (event: AgentBeforeSettleEvent, ctx: ExtensionContext) =>
-			whenLoaded(rt.state, () =>
-				then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
-					boundaryAnswer(pi, ctx, event.entries, out),
-				),
+			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
+				boundaryAnswer(pi, ctx, event.entries, out),
 			),
 	});
 	pi.on("agent_end", observe("agent_end", () => ({})));
@@ -286,25 +278,23 @@ export default function relay(pi: ExtensionAPI) {
 	// Every compaction hook is answered with a reset or a cancel while Relay's windows are on, also
 	// when something fails on the way (the engine's failure policy): Pi's summarizer never runs.
 	pi.on("session_before_compact", (event, ctx) =>
-		whenLoaded(rt.state, () =>
-			then(
-				handle(ctx, "session_before_compact", {
-					reason: event.reason,
-					willRetry: event.willRetry,
-					...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
-				}),
-				(out) => {
-					const result = out.result;
-					if (result?.kind !== "reset") return cancelled(out);
-					try {
-						const { markerId } = resetDrafts(pi, ctx, result.plan);
-						const { summary, details } = result.plan;
-						return { compaction: { summary, details, firstKeptEntryId: markerId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
-					} catch (error) {
-						return cancelled(serve(ctx, "session_before_compact", { type: "failed", hook: "session_before_compact", message: messageOf(error) }) as Output);
-					}
-				},
-			),
+		then(
+			handle(ctx, "session_before_compact", {
+				reason: event.reason,
+				willRetry: event.willRetry,
+				...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
+			}),
+			(out) => {
+				const result = out.result;
+				if (result?.kind !== "reset") return cancelled(out);
+				try {
+					const { markerId } = resetDrafts(pi, ctx, result.plan);
+					const { summary, details } = result.plan;
+					return { compaction: { summary, details, firstKeptEntryId: markerId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
+				} catch (error) {
+					return cancelled(serve(ctx, "session_before_compact", { type: "failed", hook: "session_before_compact", message: messageOf(error) }) as Output);
+				}
+			},
 		),
 	);
 
@@ -316,7 +306,7 @@ export default function relay(pi: ExtensionAPI) {
 		getArgumentCompletions: (prefix: string) => command.completions.filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
 			await whenLoaded(rt.state, () => undefined);
-			handle(ctx, "command", { args: args.trim() });
+			handleNow(ctx, "command", { args: args.trim() });
 		},
 	});
 }
