@@ -1,39 +1,11 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
-import {
-	CONFIG_DIR_NAME,
-	VERSION,
-	type AgentBeforeSettleEvent,
-	type AgentSettledEvent,
-	type ExtensionAPI,
-	type ExtensionContext,
-	type MessageEndEvent,
-	type SessionCompactFailedEvent,
-	type ToolResultEvent,
-	type TurnEndEvent,
-} from "@earendil-works/pi-coding-agent";
+import { CONFIG_DIR_NAME, VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
-import {
-	ask,
-	bindBoundary,
-	boundaryAnswer,
-	bindRuntime,
-	drive,
-	messageOf,
-	moment,
-	openSession,
-	prefetchSession,
-	releaseRuntime,
-	resetDrafts,
-	closeSession,
-	whenComplete,
-	whenLoaded,
-	request,
-	type EventFields,
-	type Runtime,
-} from "./adapter.ts";
-import type { Description, Event, Input, Output } from "./generated/wire.ts";
+import * as adapter from "./adapter.ts";
+import { ask, drive, messageOf, moment, whenComplete, whenLoaded, type Runtime } from "./adapter.ts";
+import type { Description, Event, HookAnswer, Input, Output } from "./generated/wire.ts";
 import { jobRecords, loadGuards, type GuardsVet } from "./integrations.ts";
 import { dropRelaunchKeyFile, loadSettings, relaunchKeyFile, takeWrapperHandover } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
@@ -43,6 +15,24 @@ import { native } from "./native.ts";
 function runtimeName(): string {
 	const bun = (process.versions as Record<string, string | undefined>).bun;
 	return bun ? `bun ${bun}` : `node ${process.versions.node}`;
+}
+
+// A Pi event as the generic hook translation reads it.
+type PiEvent = Record<string, unknown> & { messages?: unknown[]; entries?: never[]; preparation?: { tokensBefore?: number } };
+
+/** The facts a hook carries that the host computes rather than copies from Pi's event. */
+const COMPUTED: Record<string, (event: any, ctx: ExtensionContext) => Record<string, unknown>> = {
+	turn_end: (event, ctx) => ({ toolResults: event.toolResults.length, aborted: ctx.signal?.aborted === true }),
+	agent_before_settle: () => ({ jobs: jobRecords() ?? undefined }),
+	session_before_tree: ({ preparation }) => ({
+		userWantsSummary: preparation.userWantsSummary,
+		summarizing: preparation.entriesToSummarize.map((e: { type: string }) => e.type),
+	}),
+};
+
+/** The fields of `event` named in `fields` that have a value. */
+function pick(event: PiEvent, fields: string[]): Record<string, unknown> {
+	return Object.fromEntries(fields.filter((f) => event[f] !== undefined && event[f] !== null && event[f] !== "").map((f) => [f, event[f]]));
 }
 
 export default function relay(pi: ExtensionAPI) {
@@ -74,7 +64,7 @@ export default function relay(pi: ExtensionAPI) {
 		return;
 	}
 	// A session file named on Pi's command line is read while Pi is still starting.
-	prefetchSession(rt);
+	adapter.prefetchSession(rt);
 	// Whether another Relay runtime was already bound in this process when this one started.
 	const runtime = {};
 	const lastResort = description.lastResort;
@@ -91,8 +81,7 @@ export default function relay(pi: ExtensionAPI) {
 			try {
 				return drive(rt, ctx, { type: "failed", hook: where, message }) as Output;
 			} catch {
-				// The engine itself cannot answer: the answer it described for this hook or tool
-				// (a compaction hook is cancelled: Pi's summarizer stays away).
+				// The engine itself cannot answer: the answer it described for this hook or tool.
 				console.error(`relay: ${where} failed: ${message}`);
 				return lastResort[where] ?? lastResort[""]!;
 			}
@@ -106,12 +95,8 @@ export default function relay(pi: ExtensionAPI) {
 	};
 	const cancelled = (out: Output) => (out.result?.kind === "cancel" ? { cancel: true as const } : undefined);
 	const then = <R>(out: Output | Promise<Output>, body: (out: Output) => R): R | Promise<R> => (out instanceof Promise ? out.then(body) : body(out));
-	const handleNow = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
-		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, rt), event: { type, ...extra } as Event } }, signal);
-	// Every other hook and tool waits for the start-up load's current window first.
-	const handle = <T extends Event["type"]>(ctx: ExtensionContext, type: T, extra = {} as EventFields<T>, signal?: AbortSignal) =>
-		whenLoaded(rt.state, () => handleNow(ctx, type, extra, signal));
-
+	const handle = (ctx: ExtensionContext, type: Event["type"], facts: object = {}, signal?: AbortSignal) =>
+		serve(ctx, type, { type: "hook", observation: { moment: moment(ctx, rt), event: { type, ...facts } as Event } }, signal);
 	const configure = (ctx: ExtensionContext, guardsError: string | null) =>
 		serve(ctx, "configuration", { type: "configure", sources: loadSettings(pi, ctx, guardsError) });
 	// The shared guard library, vetted by the engine before it is imported (integrations.ts).
@@ -136,89 +121,62 @@ export default function relay(pi: ExtensionAPI) {
 					return args as never;
 				}
 				if (prepared.error !== undefined) throw new Error(prepared.error);
-				// Pi checks the arguments against the schema next, and its error repeats every
-				// argument: a 100 MB argument of the wrong type would be a 100 MB tool result. Run
-				// Pi's own check here; the engine tells its refusal from anything else and gives the
-				// error without the copy.
-				if (typeof piAi.validateToolArguments === "function") {
-					try {
-						piAi.validateToolArguments(
-							{ name: spec.name, description: "", parameters: spec.parameters as TSchema },
-							{ type: "toolCall", id: "relay-schema-check", name: spec.name, arguments: prepared.args as never },
-						);
-					} catch (error) {
-						const refused = ask(rt, { type: "schema_refused", tool: spec.name, message: messageOf(error) }) as { error?: string };
-						if (refused.error !== undefined) throw new Error(refused.error);
-					}
+				// Pi's own schema check runs here first: its error repeats every argument (a 100 MB
+				// argument of the wrong type would be a 100 MB tool result); the engine tells its
+				// refusal from anything else and gives the error without the copy.
+				try {
+					piAi.validateToolArguments?.(
+						{ name: spec.name, description: "", parameters: spec.parameters as TSchema },
+						{ type: "toolCall", id: "relay-schema-check", name: spec.name, arguments: prepared.args as never },
+					);
+				} catch (error) {
+					const refused = ask(rt, { type: "schema_refused", tool: spec.name, message: messageOf(error) }) as { error?: string };
+					if (refused.error !== undefined) throw new Error(refused.error);
 				}
 				return prepared.args as never;
 			},
 			async execute(toolCallId, params, signal, _onUpdate, ctx) {
-				// A tool called while the start-up load is in flight waits for it; one that reads
-				// earlier windows (the history tools) waits for the whole history.
+				// A tool waits for the start-up load; one that reads earlier windows, for the whole history.
 				await (spec.needsHistory ? whenComplete(rt, ctx, () => undefined) : whenLoaded(rt.state, () => undefined));
-				const out = await serve(
-					ctx,
-					spec.name,
-					{ type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, rt, spec.usesPiUsage) },
-					signal,
-				);
-				const reply = out.reply ?? lastResort[spec.name]!.reply!;
-				return {
-					content: [{ type: "text" as const, text: reply.text }],
-					details: {},
-					isError: reply.isError,
-					...(reply.terminate ? { terminate: true } : {}),
-				};
+				const input: Input = { type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, rt, spec.usesPiUsage) };
+				const reply = (await serve(ctx, spec.name, input, signal)).reply ?? lastResort[spec.name]!.reply!;
+				return { content: [{ type: "text" as const, text: reply.text }], details: {}, isError: reply.isError, ...(reply.terminate ? { terminate: true } : {}) };
 			},
 		});
 	}
 
 	pi.on("session_start", async (_event, ctx) => {
-		rt.subagent = bindRuntime(runtime);
+		rt.subagent = adapter.bindRuntime(runtime);
 		// The shared guard library, when the setup has one (consulted live by every moment).
 		const guardsError = await guards();
-		// A large session is loaded off Pi's event loop: this hook returns at once, every other
-		// hook and tool waits for its current window, and what reads earlier windows waits for
-		// the whole history (see openSession); configuration and the engine's session_start
-		// follow the first step.
-		openSession(
+		// A large session loads off Pi's event loop: this hook returns at once; configuration and
+		// the engine's session_start follow its first step (see openSession).
+		adapter.openSession(
 			rt,
 			ctx,
 			() => {
 				configure(ctx, guardsError);
-				// (The engine hands a /reload's new engine the session's last /relay on|off.)
 				// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
-				handleNow(ctx, "session_start", { runActive: !ctx.isIdle() });
+				handle(ctx, "session_start", { runActive: !ctx.isIdle() });
 			},
 			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: messageOf(error) }),
 		);
 	});
-	// A navigation may land in an earlier window: it waits for the whole history.
-	pi.on("session_before_tree", (event, ctx) =>
-		whenComplete(rt, ctx, () => {
-			const { userWantsSummary, entriesToSummarize } = event.preparation;
-			const summarizing = entriesToSummarize.map((e) => e.type);
-			return then(handleNow(ctx, "session_before_tree", { userWantsSummary, summarizing }), cancelled);
-		}),
-	);
-	pi.on("session_tree", (_event, ctx) => whenComplete(rt, ctx, () => void handleNow(ctx, "session_tree")));
 	pi.on("session_shutdown", (_event, ctx) => {
 		// A load still in flight is for nobody now (`pi -p` ends, /quit, a switch or /reload): it
-		// stops, Pi does not wait for it, and its result never reaches this ctx, which Pi makes
-		// stale as the session ends.
-		if (closeSession(rt)) handleNow(ctx, "session_shutdown");
-		releaseRuntime(runtime);
+		// stops, and its result never reaches this ctx, which Pi makes stale as the session ends.
+		if (adapter.closeSession(rt)) handle(ctx, "session_shutdown");
+		adapter.releaseRuntime(runtime);
 	});
 	pi.on("input", (_event, ctx) =>
 		whenLoaded(rt.state, async () => {
 			configure(ctx, await guards());
 			// The engine may ask for a reset before this input runs (idle-input recovery): Pi's
 			// compaction is awaited here (its hook gets Relay's reset); the input goes on either way.
-			const out = await handleNow(ctx, "input");
+			const out = await handle(ctx, "input");
 			if (out.result?.kind !== "compact") return undefined;
 			const { attempt } = out.result;
-			const failed = (error: unknown) => void handleNow(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
+			const failed = (error: unknown) => void handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
 			await new Promise<void>((resolve) => {
 				try {
 					ctx.compact({ onComplete: () => resolve(), onError: (error) => resolve(failed(error)) });
@@ -229,74 +187,46 @@ export default function relay(pi: ExtensionAPI) {
 			return undefined;
 		}),
 	);
-	// The hooks the engine only observes: each event's facts, once the start-up load is done.
-	const observe =
-		<T extends Event["type"], E>(type: T, fields: (event: E) => EventFields<T>) =>
-		(event: E, ctx: ExtensionContext) =>
-			whenLoaded(rt.state, () => void handleNow(ctx, type, fields(event)));
-	pi.on("before_agent_start", observe("before_agent_start", () => ({})));
-	// The window's checks (resume, watch, stale handoff) run as jobs under the run's abort signal
-	// (Esc ends the wait and their work); the answer is what every request of the window carries.
-	pi.on("context", (event, ctx) =>
-		then(handle(ctx, "context", {}, ctx.signal), (out) => {
-			const messages = request(event.messages, out, rt.state.stubs);
+
+	// How the engine's output returns to Pi, by the hook's `answer` (generated/wire.ts: HookAnswer).
+	const answers: Record<HookAnswer, (out: Output, event: PiEvent, ctx: ExtensionContext) => unknown> = {
+		observe: () => undefined,
+		cancel: cancelled,
+		block: ({ result }) => (result?.kind === "block" ? { block: true, reason: result.reason, terminate: result.terminate } : undefined),
+		request: (out, event) => {
+			const messages = adapter.request(event.messages!, out, rt.state.stubs);
 			return messages ? { messages } : undefined;
-		}),
-	);
-	pi.on("tool_call", (event, ctx) =>
-		then(handle(ctx, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId }), (out) =>
-			out.result?.kind === "block" ? { block: true, reason: out.result.reason, terminate: out.result.terminate } : undefined,
-		),
-	);
-	pi.on("tool_result", observe("tool_result", (e: ToolResultEvent) => ({ toolName: e.toolName, toolCallId: e.toolCallId, isError: e.isError })));
-	pi.on("turn_start", observe("turn_start", () => ({})));
-	// Each message as it ends, before Pi appends it: the coming boundary's usage (the boundary
-	// hooks follow the engine's answer) and, under a router model, the model that answered.
-	pi.on("message_end", observe("message_end", (e: MessageEndEvent) => ({ message: e.message })));
+		},
+		boundary: (out, event, ctx) => adapter.boundaryAnswer(pi, ctx, event.entries!, out),
+		compaction: (out, event, ctx) => {
+			const result = out.result;
+			if (result?.kind !== "reset") return cancelled(out);
+			try {
+				const { markerId } = adapter.resetDrafts(pi, ctx, result.plan);
+				const { summary, details } = result.plan;
+				return { compaction: { summary, details, firstKeptEntryId: markerId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
+			} catch (error) {
+				return cancelled(serve(ctx, "session_before_compact", { type: "failed", hook: "session_before_compact", message: messageOf(error) }) as Output);
+			}
+		},
+	};
+	// Every other hook as the engine lists it: the event's facts once what it waits for is loaded,
+	// then the engine's answer (an observed hook does not wait for the engine's jobs).
+	const boundary: Record<string, (event: never, ctx: ExtensionContext) => unknown> = {};
+	for (const hook of description.hooks) {
+		const handler = (event: PiEvent, ctx: ExtensionContext) => {
+			const facts = { ...pick(event, hook.fields), ...COMPUTED[hook.name]?.(event, ctx) };
+			const serveHook = () => {
+				const out = handle(ctx, hook.name as Event["type"], facts, hook.abortable ? ctx.signal : undefined);
+				return hook.answer === "observe" ? undefined : then(out, (o) => answers[hook.answer](o, event, ctx));
+			};
+			return hook.waits === "history" ? whenComplete(rt, ctx, serveHook) : whenLoaded(rt.state, serveHook);
+		};
+		if (hook.boundary) boundary[hook.name] = handler as never;
+		else pi.on(hook.name as "context", handler as never);
+	}
 	// Pi's boundary hooks: subscribed only while the engine needs them (its `boundary` answer).
-	bindBoundary(rt, {
-		turn_end: (event: TurnEndEvent, ctx: ExtensionContext) =>
-			then(
-				handle(ctx, "turn_end", { toolResults: event.toolResults.length, outcome: event.outcome, aborted: ctx.signal?.aborted === true, continue: event.continue }),
-				(out) => boundaryAnswer(pi, ctx, event.entries, out),
-			),
-		agent_before_settle: (event: AgentBeforeSettleEvent, ctx: ExtensionContext) =>
-			then(handle(ctx, "agent_before_settle", { outcome: event.outcome, continue: event.continue, jobs: jobRecords() ?? undefined }), (out) =>
-				boundaryAnswer(pi, ctx, event.entries, out),
-			),
-	});
-	pi.on("agent_end", observe("agent_end", () => ({})));
-	pi.on("agent_settled", observe("agent_settled", (e: AgentSettledEvent) => ({ aborted: e.aborted })));
-	pi.on(
-		"session_compact_failed",
-		observe("session_compact_failed", (e: SessionCompactFailedEvent) => ({
-			reason: e.reason,
-			aborted: e.aborted === true,
-			...(e.errorMessage ? { errorMessage: e.errorMessage } : {}),
-		})),
-	);
-	// Every compaction hook is answered with a reset or a cancel while Relay's windows are on, also
-	// when something fails on the way (the engine's failure policy): Pi's summarizer never runs.
-	pi.on("session_before_compact", (event, ctx) =>
-		then(
-			handle(ctx, "session_before_compact", {
-				reason: event.reason,
-				willRetry: event.willRetry,
-				...(event.customInstructions ? { customInstructions: event.customInstructions } : {}),
-			}),
-			(out) => {
-				const result = out.result;
-				if (result?.kind !== "reset") return cancelled(out);
-				try {
-					const { markerId } = resetDrafts(pi, ctx, result.plan);
-					const { summary, details } = result.plan;
-					return { compaction: { summary, details, firstKeptEntryId: markerId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
-				} catch (error) {
-					return cancelled(serve(ctx, "session_before_compact", { type: "failed", hook: "session_before_compact", message: messageOf(error) }) as Output);
-				}
-			},
-		),
-	);
+	adapter.bindBoundary(rt, boundary as never);
 
 	registerRenderers(pi, description.renderedTypes);
 
@@ -306,7 +236,7 @@ export default function relay(pi: ExtensionAPI) {
 		getArgumentCompletions: (prefix: string) => command.completions.filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
 			await whenLoaded(rt.state, () => undefined);
-			handleNow(ctx, "command", { args: args.trim() });
+			handle(ctx, "command", { args: args.trim() });
 		},
 	});
 }

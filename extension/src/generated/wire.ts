@@ -794,6 +794,11 @@ export type Description = {
 	 */
 	command: CommandSpec,
 	/**
+	 * The Pi hooks the host translates alike (see [`HookSpec`]); the session's start and end,
+	 * `input` and the command are the host's own.
+	 */
+	hooks: Array<HookSpec>,
+	/**
 	 * What the host answers for a hook or tool when the engine itself cannot (the last resort
 	 * after a failure the engine could not answer), by the hook's or tool's name; `""`: any
 	 * other. A compaction hook is cancelled (Pi's summarizer never runs behind Relay's back),
@@ -801,6 +806,48 @@ export type Description = {
 	 */
 	lastResort: { [key in string]: Output },
 };
+
+/**
+ * One Pi hook the host subscribes to and translates: the event's fields the engine reads,
+ * copied as Pi names them (a field without a value is left out), what the hook waits for, and
+ * how the engine's output becomes the hook's return value.
+ */
+export type HookSpec = {
+	/**
+	 * Pi's event name, which is also the engine's event type.
+	 */
+	name: string,
+	/**
+	 * The event's fields the engine reads as they are (the host adds the facts it computes).
+	 */
+	fields: Array<string>,
+	/**
+	 * What the hook waits for before the engine sees it.
+	 */
+	waits: HookWaits,
+	/**
+	 * How the engine's output returns to Pi.
+	 */
+	answer: HookAnswer,
+	/**
+	 * Served under the run's abort signal (Esc ends the wait for its jobs).
+	 */
+	abortable: boolean,
+	/**
+	 * Subscribed only while the engine's outputs say it needs it (`boundary`).
+	 */
+	boundary: boolean,
+};
+
+/**
+ * What a hook waits for before it is served.
+ */
+export type HookWaits = "window" | "history";
+
+/**
+ * How the engine's output becomes the hook's return value.
+ */
+export type HookAnswer = "observe" | "cancel" | "block" | "request" | "boundary" | "compaction";
 
 /**
  * What a `facts` job gives back (each field only when asked for).

@@ -43,7 +43,7 @@ mod dispatch;
 mod handoff;
 pub mod session;
 
-pub use description::Description;
+pub use description::{Description, HookAnswer, HookSpec, HookWaits};
 #[cfg(test)]
 pub(super) use dispatch::{pi_error_head, PI_ERROR_HEAD};
 pub use session::{BACKGROUND_LOAD_BYTES, WAITING};

@@ -157,6 +157,7 @@ impl Engine {
                     last_resort: Description::last_resorts(&tools),
                     tools,
                     command: super::super::specs::command_spec(),
+                    hooks: super::description::HookSpec::all(),
                     rendered_types: super::super::tui::RENDERED_TYPES
                         .iter()
                         .map(|t| t.to_string())
