@@ -32,7 +32,7 @@ pi-versions: $(PI_VERSION_STAMPS)
 
 addon: deps
 	$(NODE) $(NAPI) build --platform --release --manifest-path crates/relay-node/Cargo.toml \
-	  --package-json-path crates/relay-node/package.json --output-dir extension/native --no-js --dts relay.d.ts
+	  --package-json-path crates/relay-node/package.json --output-dir extension/native --js relay.cjs --dts relay.d.ts
 
 # A second addon for the panic-boundary tests only, with the test-panic feature (RELAY_TEST_PANIC
 # makes a named entry point panic). Never in extension/native/, which is what users load; built in
@@ -176,4 +176,4 @@ bench-long: build
 
 clean:
 	cargo clean
-	rm -rf node_modules extension/native/*.node .demo dist tests/pi-versions/*/node_modules
+	rm -rf node_modules extension/native/*.node extension/native/relay.cjs .demo dist tests/pi-versions/*/node_modules

@@ -1,8 +1,9 @@
 // `make package`: the npm tarballs a Pi user installs, the napi-rs way. One Pi package (pi-relay,
 // from extension/) lists one platform package per target as optionalDependencies; npm installs the
-// one matching the machine, and extension/src/native.ts loads its addon. This script packs
-// pi-relay and the platform package of this machine (built by `make build`) into dist/; the release
-// workflow (.github/workflows/release.yml) builds the others.
+// one matching the machine, and napi-rs's generated loader (extension/native/relay.cjs, shipped in
+// pi-relay) loads its addon for extension/src/native.ts. This script packs pi-relay and the
+// platform package of this machine (built by `make build`) into dist/; the release workflow
+// (.github/workflows/release.yml) builds the others.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
