@@ -6,9 +6,9 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { BoundaryHooks, Continuation, Effect, Event, HostFacts, Input, Job, JobResult, ModelRef, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { BoundaryHooks, Continuation, Effect, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
-import { contextGuard, jobRecords, subagentRecords } from "./integrations.ts";
+import { contextGuard, jobRecords, pendingWork, subagentRecords } from "./integrations.ts";
 
 /** The first Relay runtime bound in a process is the primary; one bound while it lives is a subagent's. */
 const HOST = Symbol.for("relay.primary-runtime");
@@ -23,19 +23,6 @@ export function bindRuntime(token: object): boolean {
 export function releaseRuntime(token: object): void {
 	const host = globalThis as Host;
 	if (host[HOST] === token) delete host[HOST];
-}
-
-/** How much background work an integration reports pending (`globalThis[Symbol.for("relay.pending-work")]()`). */
-const PENDING_WORK = Symbol.for("relay.pending-work");
-type PendingWorkHost = { [PENDING_WORK]?: () => unknown };
-
-function pendingWork(): number {
-	try {
-		const n = (globalThis as PendingWorkHost)[PENDING_WORK]?.();
-		return typeof n === "number" ? n : 0;
-	} catch {
-		return 0;
-	}
 }
 
 /** Pi's tag on a router (virtual) model (`VIRTUAL_MODEL_API` in Pi's virtual-models module). */
@@ -77,9 +64,6 @@ export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, 
 		subagent: rt?.subagent ?? false,
 	};
 }
-
-/** The fields of the Pi event of type `T` besides its tag. */
-export type EventFields<T extends Event["type"]> = Omit<Extract<Event, { type: T }>, "type">;
 
 /**
  * What the driver remembers between inputs: the session the mirror holds, the engine's last
@@ -203,36 +187,22 @@ function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
 /** Run one job (host facts here, the rest on the addon's pool) until done, its deadline or Pi's abort; never rejects. */
 export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSignal): Promise<JobResult> {
 	const result = (outcome: JobResult["outcome"]): JobResult => ({ id: job.id, outcome });
-	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
-	const work: Promise<JobResult> =
-		job.work.kind === "facts"
-			? Promise.resolve().then(() => result({ kind: "done", value: hostFacts(job.work as Extract<Work, { kind: "facts" }>, ctx), atMs: Date.now() }))
-			: native()
-					.runJob(JSON.stringify(job))
-					.then((text) => result(JSON.parse(text)));
-	const guarded = work.catch((error: unknown) => result({ kind: "failed", error: messageOf(error), exists: false }));
-	const waits: Promise<JobResult>[] = [guarded];
-	const cleanups: (() => void)[] = [];
 	const left = job.deadlineMs - Date.now();
-	if (left < 2 ** 31) {
-		waits.push(
-			new Promise((resolve) => {
-				const timer = setTimeout(() => resolve(result({ kind: "failed", error: `the ${job.work.kind} job did not finish within its deadline`, exists: false })), Math.max(0, left));
-				timer.unref?.();
-				cleanups.push(() => clearTimeout(timer));
-			}),
-		);
-	}
-	if (signal) {
-		waits.push(
-			new Promise((resolve) => {
-				const onAbort = () => resolve(result({ kind: "aborted" }));
-				signal.addEventListener("abort", onAbort, { once: true });
-				cleanups.push(() => signal.removeEventListener("abort", onAbort));
-			}),
-		);
-	}
-	return Promise.race(waits).finally(() => cleanups.forEach((c) => c()));
+	const deadline = left < 2 ** 31 ? AbortSignal.timeout(Math.max(0, left)) : undefined;
+	const stop = AbortSignal.any([signal, deadline].filter((s) => s !== undefined));
+	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
+	return new Promise<JobResult>((resolve) => {
+		const onStop = () =>
+			resolve(result(signal?.aborted ? { kind: "aborted" } : { kind: "failed", error: `the ${job.work.kind} job did not finish within its deadline`, exists: false }));
+		stop.addEventListener("abort", onStop, { once: true });
+		const work: Promise<JobResult> =
+			job.work.kind === "facts"
+				? Promise.resolve().then(() => result({ kind: "done", value: hostFacts(job.work as Extract<Work, { kind: "facts" }>, ctx), atMs: Date.now() }))
+				: native().runJob(JSON.stringify(job)).then((text) => result(JSON.parse(text)));
+		work.catch((error: unknown) => result({ kind: "failed", error: messageOf(error), exists: false }))
+			.then(resolve)
+			.finally(() => stop.removeEventListener("abort", onStop));
+	});
 }
 
 /** The facts a `facts` job asks for. */

@@ -1,12 +1,11 @@
 // The optional integrations: facts Relay reads from other Pi packages when they are present, never
-// installs or changes. The engine decides what they mean (what is pending, what the handoff and the
-// new window show); this file only copies what the registries and the guard library say.
-//
+// installs or changes. The engine decides what they mean; this file only copies what they say:
 // - the shared guard library `<agent dir>/lib/guards.ts` (`isGuardOff("context")`, consulted live);
 // - `globalThis[Symbol.for("pi-jobs.liveManagers")]`: the live job managers (jobs and watches);
 // - `globalThis[Symbol.for("pi-subagents:manager")]`: the subagent manager (`listAgents`, `getRecord`);
-// - on disk (read by the addon off Pi's event loop): the pending-questions store, the issue-claim
-//   registry and this session's subagent task directory.
+// - `globalThis[Symbol.for("relay.pending-work")]()`: how much background work is pending.
+// (The pending-questions store, the issue-claim registry and this session's subagent task
+// directory are read on disk by the addon, off Pi's event loop.)
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { pathToFileURL } from "node:url";
 import type { GuardState } from "./generated/wire.ts";
@@ -22,25 +21,20 @@ export type GuardsVet = (agentDir: string) => { file: string | null; error: stri
 const GUARDS_IMPORT_MS = 2000;
 
 /**
- * Load the agent dir's guard library (`<agent dir>/lib/guards.ts`) once per agent dir, when it
- * exists (dynamic import; the file is never written). The engine first has it vetted (`vet`: a
- * regular file within its cap, opened without blocking), and its import is bounded, so that a
- * FIFO or a device put there cannot hold Pi's start-up. A library that fails to load leaves the
- * guard unavailable; when it exists but was refused, the answer says why (the engine warns once).
+ * Load the agent dir's guard library once per agent dir, when it exists (a dynamic import; the
+ * file is never written). The engine has it vetted first (a regular file within its cap, opened
+ * without blocking) and its import is bounded, so that a FIFO or a device put there cannot hold
+ * Pi's start-up. The answer says why a library that exists was refused (the engine warns once).
  */
 export async function loadGuards(vet: GuardsVet): Promise<string | null> {
 	const agentDir = getAgentDir();
 	if (guards || guardsTried === agentDir) return guardsError;
 	const { file, error } = vet(agentDir);
 	if (!file) return null;
-	guardsTried = agentDir;
-	guardsError = error;
+	[guardsTried, guardsError] = [agentDir, error];
 	if (guardsError) return guardsError;
 	let timer: NodeJS.Timeout | undefined;
-	const late = new Promise<"late">((resolve) => {
-		timer = setTimeout(() => resolve("late"), GUARDS_IMPORT_MS);
-		timer.unref?.();
-	});
+	const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), GUARDS_IMPORT_MS)).unref?.());
 	try {
 		const loaded = await Promise.race([import(pathToFileURL(file).href) as Promise<GuardLibrary>, late]);
 		if (loaded === "late") guardsError = `its import did not finish within ${GUARDS_IMPORT_MS / 1000} s`;
@@ -55,75 +49,65 @@ export async function loadGuards(vet: GuardsVet): Promise<string | null> {
 
 /** The context guard as the library answers right now. */
 export function contextGuard(): GuardState {
-	if (typeof guards?.isGuardOff !== "function") return "unavailable";
 	try {
-		const off = guards.isGuardOff("context");
+		const off = guards?.isGuardOff?.("context");
 		return off === true ? "off" : off === false ? "on" : "unavailable";
 	} catch {
 		return "unavailable";
 	}
 }
 
-/** A registry value as plain JSON (functions and cycles dropped); `undefined` when it cannot be copied. */
-function plain(value: unknown): unknown {
-	try {
-		return JSON.parse(JSON.stringify(value ?? null));
-	} catch {
-		return undefined;
-	}
-}
-
+/** A registry's values as a list (a Map's values, an array, any other iterable but a string). */
 function listOf(value: unknown): unknown[] | undefined {
 	if (value instanceof Map) return [...value.values()];
 	if (Array.isArray(value)) return value;
-	if (value && typeof (value as Iterable<unknown>)[Symbol.iterator] === "function" && typeof value !== "string")
-		return [...(value as Iterable<unknown>)];
+	if (value && typeof value !== "string" && typeof (value as Iterable<unknown>)[Symbol.iterator] === "function") return [...(value as Iterable<unknown>)];
 	return undefined;
 }
 
-const JOBS = Symbol.for("pi-jobs.liveManagers");
+/** Registry records as plain JSON (functions and cycles dropped; a record that cannot be copied is left out). */
+function plain(records: unknown[]): unknown[] {
+	return records.flatMap((record) => {
+		try {
+			return [JSON.parse(JSON.stringify(record ?? null))];
+		} catch {
+			return [];
+		}
+	});
+}
 
-/**
- * What the live job managers list: each manager's `list()` (or `listJobs()`, or its `jobs`
- * collection), as plain JSON records; `null` when the process has no registry or it cannot be read.
- */
+const registry = (name: string) => (globalThis as Record<symbol, unknown>)[Symbol.for(name)];
+
+/** What the live job managers list (each manager's `list()`, `listJobs()` or `jobs`); `null`: no registry, or it cannot be read. */
 export function jobRecords(): unknown[] | null {
 	try {
-		const managers = listOf((globalThis as Record<symbol, unknown>)[JOBS]);
-		if (!managers) return null;
-		const records: unknown[] = [];
-		for (const manager of managers) {
-			const m = manager as { list?: () => unknown; listJobs?: () => unknown; jobs?: unknown };
-			const listed = typeof m?.list === "function" ? m.list() : typeof m?.listJobs === "function" ? m.listJobs() : m?.jobs;
-			for (const record of listOf(listed) ?? []) {
-				const copy = plain(record);
-				if (copy !== undefined) records.push(copy);
-			}
-		}
-		return records;
+		const managers = listOf(registry("pi-jobs.liveManagers"));
+		type Manager = { list?: () => unknown; listJobs?: () => unknown; jobs?: unknown };
+		return managers ? plain((managers as Manager[]).flatMap((m) => listOf(typeof m?.list === "function" ? m.list() : typeof m?.listJobs === "function" ? m.listJobs() : m?.jobs) ?? [])) : null;
 	} catch {
 		return null;
 	}
 }
 
-const SUBAGENTS = Symbol.for("pi-subagents:manager");
-
-/**
- * The subagent manager's records: `listAgents()`, else `getRecord(id)` for the ids found in this
- * session's task directory; `null` when neither is available.
- */
+/** The subagent manager's records: `listAgents()`, else `getRecord(id)` for the ids of this session's task directory; `null`: neither. */
 export function subagentRecords(taskIds: string[] | null | undefined): unknown[] | null {
 	try {
-		const manager = (globalThis as Record<symbol, unknown>)[SUBAGENTS] as
-			| { listAgents?: () => unknown; getRecord?: (id: string) => unknown }
-			| undefined;
-		if (!manager) return null;
-		let listed: unknown[] | undefined;
-		if (typeof manager.listAgents === "function") listed = listOf(manager.listAgents());
-		else if (typeof manager.getRecord === "function" && taskIds) listed = taskIds.map((id) => manager.getRecord!(id)).filter((r) => r != null);
-		if (!listed) return null;
-		return listed.map(plain).filter((r) => r !== undefined);
+		const manager = registry("pi-subagents:manager") as { listAgents?: () => unknown; getRecord?: (id: string) => unknown } | undefined;
+		const { listAgents, getRecord } = manager ?? {};
+		const listed =
+			typeof listAgents === "function" ? listOf(listAgents.call(manager)) : typeof getRecord === "function" && taskIds ? taskIds.map((id) => getRecord.call(manager, id)).filter((r) => r != null) : undefined;
+		return listed ? plain(listed) : null;
 	} catch {
 		return null;
+	}
+}
+
+/** How much background work an integration reports pending (0: none, or no number). */
+export function pendingWork(): number {
+	try {
+		const n = (registry("relay.pending-work") as (() => unknown) | undefined)?.();
+		return typeof n === "number" ? n : 0;
+	} catch {
+		return 0;
 	}
 }

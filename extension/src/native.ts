@@ -28,7 +28,9 @@ function load(): NativeModule {
 	} catch (error) {
 		const tried: string[] = [];
 		for (let e = ((error as Error).cause ?? error) as Error | undefined; e; e = e.cause as Error | undefined) tried.push(String(e.message).split("\n")[0]);
-		const name = `${process.platform}-${process.arch}${process.platform !== "linux" ? "" : (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } })?.header?.glibcVersionRuntime ? "-gnu" : "-musl"}`;
+		// The platform's napi-rs name for the message (`linux-x64-gnu`), as the loader works it out.
+		const glibc = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } })?.header?.glibcVersionRuntime;
+		const name = `${process.platform}-${process.arch}${process.platform !== "linux" ? "" : glibc ? "-gnu" : "-musl"}`;
 		throw new Error(`relay: no Relay core for ${name}: the package pi-relay-${name} is not installed (there is no prebuilt core for this platform, or npm skipped optional dependencies) and there is no local build (native/relay.${name}.node). Build it from source with \`make build\` in a Relay checkout (needs Rust), or set RELAY_ADDON to a built relay.node. Pi runs without Relay until then. The loader said: ${tried.reverse().join("; ")}`);
 	}
 }

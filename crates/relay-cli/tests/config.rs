@@ -201,7 +201,7 @@ fn healthy(root: &Path) {
     executable(&root.join("bin/pi-session"), "#!/bin/sh\nexit 0\n");
     let ext = root.join("relay-extension");
     write(&ext.join("package.json"), r#"{"name": "pi-relay"}"#);
-    write(&ext.join("native/relay.node"), "core");
+    write(&ext.join(format!("native/relay.{}.node", triple())), "core");
     write(
         &root.join("agent/settings.json"),
         &format!(
@@ -232,7 +232,8 @@ fn doctor_says_what_to_fix_for_each_failing_check() {
     // An old Pi, no core in the package, a bad setting, a state folder under a file, no wrapper
     // (optional).
     executable(&root.join("bin/pi"), "#!/bin/sh\necho 0.87.1\n");
-    std::fs::remove_file(root.join("relay-extension/native/relay.node")).unwrap();
+    std::fs::remove_file(root.join(format!("relay-extension/native/relay.{}.node", triple())))
+        .unwrap();
     std::fs::remove_file(root.join("bin/pi-session")).unwrap();
     let ext = root.join("relay-extension");
     write(
@@ -301,7 +302,7 @@ fn relay_package(dir: &Path) {
         &dir.join("src/index.ts"),
         "export default function relay() {}\n",
     );
-    write(&dir.join("native/relay.node"), "core");
+    write(&dir.join(format!("native/relay.{}.node", triple())), "core");
 }
 
 /// `relay doctor`'s core line in `root`, with HOME at `root/home` and Pi's trust store deciding.
@@ -355,23 +356,23 @@ fn doctor_finds_relay_wherever_pi_would_load_it() {
     let cases: &[Case] = &[
         // (case, global settings, project settings, package folder, project trust, core line)
         ("npm, global", r#"{"packages": ["npm:pi-relay@0.1.0"]}"#, "", "agent/npm/node_modules/pi-relay", None,
-         "ok   core           <tmp>/agent/npm/node_modules/pi-relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/agent/npm/node_modules/pi-relay/native/relay.<platform>.node (for <platform>)"),
         ("npm, project", "{}", r#"{"packages": [{"source": "npm:pi-relay"}]}"#, "work/.pi/npm/node_modules/pi-relay", Some(true),
-         "ok   core           <tmp>/work/.pi/npm/node_modules/pi-relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/work/.pi/npm/node_modules/pi-relay/native/relay.<platform>.node (for <platform>)"),
         ("git, global", r#"{"packages": ["git:github.com/example/pi-relay@v1"]}"#, "", "agent/git/github.com/example/pi-relay", None,
-         "ok   core           <tmp>/agent/git/github.com/example/pi-relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/agent/git/github.com/example/pi-relay/native/relay.<platform>.node (for <platform>)"),
         ("git URL, project", "{}", r#"{"packages": ["https://github.com/example/pi-relay"]}"#, "work/.pi/git/github.com/example/pi-relay", Some(true),
-         "ok   core           <tmp>/work/.pi/git/github.com/example/pi-relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/work/.pi/git/github.com/example/pi-relay/native/relay.<platform>.node (for <platform>)"),
         ("relative path, project", "{}", r#"{"packages": ["../vendor/relay"]}"#, "work/vendor/relay", Some(true),
-         "ok   core           <tmp>/work/vendor/relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/work/vendor/relay/native/relay.<platform>.node (for <platform>)"),
         ("relative path, global", r#"{"packages": ["../relay"]}"#, "", "relay", None,
-         "ok   core           <tmp>/relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/relay/native/relay.<platform>.node (for <platform>)"),
         ("home path", r#"{"packages": ["~/src/relay"]}"#, "", "home/src/relay", None,
-         "ok   core           <tmp>/home/src/relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/home/src/relay/native/relay.<platform>.node (for <platform>)"),
         ("extension entry file", r#"{"extensions": ["~/src/relay/src/index.ts"]}"#, "", "home/src/relay", None,
-         "ok   core           <tmp>/home/src/relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/home/src/relay/native/relay.<platform>.node (for <platform>)"),
         ("extensions folder", "{}", "", "agent/extensions/relay", None,
-         "ok   core           <tmp>/agent/extensions/relay/native/relay.node (for <platform>)"),
+         "ok   core           <tmp>/agent/extensions/relay/native/relay.<platform>.node (for <platform>)"),
         ("untrusted project", "{}", r#"{"packages": ["npm:pi-relay"]}"#, "work/.pi/npm/node_modules/pi-relay", Some(false),
          "FAIL core           Pi's settings (<tmp>/agent/settings.json, and a trusted project's .pi/settings.json) name no pi-relay package or extension; <tmp>/work/.pi/settings.json names packages, but the project is not trusted: Pi loads them only after trust is granted\n                    fix: install Relay into Pi: `pi install npm:pi-relay`, or `pi install /path/to/relay/extension` after `make build`"),
         ("another package", r#"{"packages": ["npm:pi-other"]}"#, "", "agent/npm/node_modules/pi-other", None,

@@ -500,7 +500,6 @@ fn check_core(agent: &Path, sources: &ConfigSources, cwd: &Path) -> Check {
     for dir in &dirs {
         let mut candidates = vec![
             dir.join("native").join(&file),
-            dir.join("native/relay.node"),
             dir.join("node_modules").join(&platform_package).join(&file),
         ];
         // npm puts the optional dependency beside the package, too.
