@@ -460,6 +460,25 @@ pub(crate) mod test_support {
         }
     }
 
+    impl std::ops::Deref for TempDir {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl AsRef<std::path::Path> for TempDir {
+        fn as_ref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    /// The permission bits of `p` (links followed).
+    pub fn mode(p: &std::path::Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
     /// A FIFO at `path` that no writer opens (a blocking open or read of it would hang).
     pub fn make_fifo(path: &std::path::Path) {
         rustix::fs::mkfifoat(
@@ -473,13 +492,8 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::TempDir;
+    use super::test_support::{mode, TempDir};
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn mode(p: &Path) -> u32 {
-        fs::metadata(p).unwrap().permissions().mode() & 0o777
-    }
 
     #[test]
     fn write_atomic_creates_private_dirs_and_files_and_replaces() {
