@@ -245,7 +245,7 @@ pub fn take_key(path: &str) -> Result<RelaunchKey, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsx::test_support::TempDir;
+    use crate::fsx::test_support::{mode, TempDir};
 
     fn key(byte: u8) -> Key {
         Key::from_bytes([byte; 32])
@@ -395,7 +395,6 @@ mod tests {
 
     #[test]
     fn write_marker_checks_the_files_first_and_writes_0600() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = TempDir::new("relaunch-write");
         let k = key(5);
         let mut m = marker(&dir);
@@ -414,24 +413,17 @@ mod tests {
         );
         m.launch_prompt = None;
         write_marker(&path, &k, &m).unwrap();
-        assert_eq!(
-            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(mode(&path), 0o600);
         assert_eq!(open(&k, &fs::read(&path).unwrap()), Ok(m));
     }
 
     #[test]
     fn the_key_file_is_new_0600_and_holds_the_hex_key() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = TempDir::new("relaunch-key");
         let k = Key::fresh().unwrap();
         let path = dir.join("1-k.key");
         write_key_file(&path, &k).unwrap();
-        assert_eq!(
-            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(mode(&path), 0o600);
         assert_eq!(
             Key::from_hex(&fs::read_to_string(&path).unwrap()),
             Some(k.clone())
