@@ -681,16 +681,7 @@ mod tests {
     #[test]
     fn a_load_nobody_wants_any_more_stops_without_reading_the_file_again() {
         let dir = TempDir::new("unwanted");
-        let file = dir.join("s.jsonl");
-        let mut text = String::from("{\"type\":\"session\",\"id\":\"S\"}\n");
-        let mut parent = "null".to_string();
-        for i in 0..5_000 {
-            text.push_str(&format!(
-                "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n"
-            ));
-            parent = format!("\"e{i}\"");
-        }
-        fs::write(&file, &text).unwrap();
+        let file = linear_session_file(&dir, 5_000, "");
         for threads in [Threads::One, Threads::Two] {
             let mut sink = StopAfter { keep: 10, got: 0 };
             let found = stream_session_branch_with(&file, "e4999", &mut sink, threads).unwrap();
@@ -705,14 +696,24 @@ mod tests {
     /// A linear session file, `n` custom entries `e0`… each the child of the one before.
     fn linear_session(n: usize) -> String {
         let mut text = String::from("{\"type\":\"session\",\"id\":\"S\"}\n");
-        let mut parent = "null".to_string();
         for i in 0..n {
-            text.push_str(&format!(
-                "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n"
-            ));
-            parent = format!("\"e{i}\"");
+            let parent = i.checked_sub(1).map(|p| format!("e{p}"));
+            text.push_str(&custom_line(&format!("e{i}"), parent.as_deref()));
         }
         text
+    }
+
+    /// A custom entry's line (a `\n` ends it): `id`, the child of `parent`.
+    fn custom_line(id: &str, parent: Option<&str>) -> String {
+        let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+        format!("{{\"type\":\"custom\",\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n")
+    }
+
+    /// `s.jsonl` in `dir`: [`linear_session`] of `n` entries, then the lines `more`.
+    fn linear_session_file(dir: &Path, n: usize, more: &str) -> PathBuf {
+        let file = dir.join("s.jsonl");
+        fs::write(&file, linear_session(n) + more).unwrap();
+        file
     }
 
     /// Pi goes on writing while a whole history loads (a `pi -p` run's prompt and answer): the
@@ -720,11 +721,9 @@ mod tests {
     #[test]
     fn a_leaf_before_the_end_of_the_file_is_read_up_to_it_in_one_pass() {
         let dir = TempDir::new("leaf-before-end");
-        let file = dir.join("s.jsonl");
-        let mut text = linear_session(5_000);
         // After the leaf: more of the same branch, a line that is not JSON, and a sibling.
-        text.push_str("not json\n{\"type\":\"custom\",\"id\":\"x\",\"parentId\":\"e5\",\"timestamp\":\"T\",\"customType\":\"k\"}\n");
-        fs::write(&file, &text).unwrap();
+        let more = format!("not json\n{}", custom_line("x", Some("e5")));
+        let file = linear_session_file(&dir, 5_000, &more);
         for threads in [Threads::One, Threads::Two] {
             for leaf in ["e2999", "e4999"] {
                 let mut sink = Collect::default();
@@ -750,10 +749,7 @@ mod tests {
     #[test]
     fn a_load_by_parents_nobody_wants_any_more_stops() {
         let dir = TempDir::new("unwanted-parents");
-        let file = dir.join("s.jsonl");
-        let mut text = linear_session(5_000);
-        text.push_str("{\"type\":\"custom\",\"id\":\"x\",\"parentId\":\"e4000\",\"timestamp\":\"T\",\"customType\":\"k\"}\n");
-        fs::write(&file, &text).unwrap();
+        let file = linear_session_file(&dir, 5_000, &custom_line("x", Some("e4000")));
         let mut sink = StopAfter { keep: 10, got: 0 };
         assert!(!stream_session_branch_with(&file, "x", &mut sink, Threads::One).unwrap());
         assert_eq!(sink.got, 10, "no entry after the sink stopped wanting them");
