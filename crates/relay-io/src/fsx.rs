@@ -333,18 +333,18 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
     }
 }
 
-/// Read a small file that someone else may have replaced by anything: `Ok(None)` when it does
-/// not exist. It is opened without blocking (`O_NONBLOCK`: a FIFO opens at once, with no writer)
-/// and judged by `fstat` on the opened descriptor, never by a look at the path first, so a FIFO,
-/// a device (`/dev/zero`) or a folder swapped in at any moment is refused without a byte read,
-/// and a file larger than `cap` is refused after at most `cap + 1` bytes. With `follow_links`
-/// false a symbolic link at `path` is refused too (`O_NOFOLLOW`). Never blocks on anything but
-/// a regular file's own reads.
-pub fn read_small_file(
+/// Open a small file that someone else may have replaced by anything, and judge it: `Ok(None)`
+/// when it does not exist, else the open file and its length, when it is a regular file within
+/// `cap`. It is opened without blocking (`O_NONBLOCK`: a FIFO opens at once, with no writer) and
+/// judged by `fstat` on the opened descriptor, never by a look at the path first, so a FIFO, a
+/// device (`/dev/zero`) or a folder swapped in at any moment is refused without a byte read, and
+/// so is a file larger than `cap`. With `follow_links` false a symbolic link at `path` is
+/// refused too (`O_NOFOLLOW`). Never blocks.
+fn open_small_file(
     path: &Path,
     cap: u64,
     follow_links: bool,
-) -> Result<Option<Vec<u8>>, SmallFileError> {
+) -> Result<Option<(File, u64)>, SmallFileError> {
     let mut flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
     if !follow_links {
         flags |= rustix::fs::OFlags::NOFOLLOW;
@@ -373,7 +373,23 @@ pub fn read_small_file(
     if meta.len() > cap {
         return Err(SmallFileError::TooLarge { cap });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    Ok(Some((file, meta.len())))
+}
+
+/// Read a small file that someone else may have replaced by anything: `Ok(None)` when it does
+/// not exist. It is opened and judged as [`open_small_file`] says (a FIFO, a device, a folder,
+/// a refused link or a file larger than `cap` is refused without a byte read), and a file that
+/// grew past `cap` since is refused after at most `cap + 1` bytes. Never blocks on anything but
+/// a regular file's own reads.
+pub fn read_small_file(
+    path: &Path,
+    cap: u64,
+    follow_links: bool,
+) -> Result<Option<Vec<u8>>, SmallFileError> {
+    let Some((file, len)) = open_small_file(path, cap, follow_links)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(SmallFileError::Io)?;
@@ -403,11 +419,12 @@ pub fn read_small_text(
     }))
 }
 
-/// What [`read_small_file`] (links followed) makes of `path`, for a file someone else imports
-/// (the guard library): there, refused (why), or missing. Nothing is kept of its bytes.
+/// What [`read_small_file`] (links followed) would make of `path`, for a file someone else
+/// imports (the guard library): there, refused (why), or missing. Judged by the same open and
+/// `fstat` alone: not a byte of the file is read.
 pub fn vet_small_file(path: &Path, cap: u64) -> relay_core::engine::wire::Vetted {
     use relay_core::engine::wire::Vetted;
-    match read_small_file(path, cap, true) {
+    match open_small_file(path, cap, true) {
         Ok(Some(_)) => Vetted::Regular,
         Ok(None) => Vetted::Missing,
         Err(e) => Vetted::Refused { why: e.to_string() },
@@ -443,6 +460,25 @@ pub(crate) mod test_support {
         }
     }
 
+    impl std::ops::Deref for TempDir {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl AsRef<std::path::Path> for TempDir {
+        fn as_ref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    /// The permission bits of `p` (links followed).
+    pub fn mode(p: &std::path::Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
     /// A FIFO at `path` that no writer opens (a blocking open or read of it would hang).
     pub fn make_fifo(path: &std::path::Path) {
         rustix::fs::mkfifoat(
@@ -456,13 +492,8 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::TempDir;
+    use super::test_support::{mode, TempDir};
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn mode(p: &Path) -> u32 {
-        fs::metadata(p).unwrap().permissions().mode() & 0o777
-    }
 
     #[test]
     fn write_atomic_creates_private_dirs_and_files_and_replaces() {
@@ -627,6 +658,28 @@ mod tests {
                 why: "a FIFO, not a regular file".into()
             }
         );
+    }
+
+    #[test]
+    fn a_vet_refuses_a_device_and_a_folder_and_follows_a_link_as_the_read_does() {
+        use relay_core::engine::wire::Vetted;
+        let t = TempDir::new("vet-kinds");
+        let zero = t.0.join("zero.ts");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let file = t.0.join("guards.ts");
+        fs::write(&file, "export {}").unwrap();
+        let link = t.0.join("link.ts");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        for (path, why) in [
+            (&zero, "a character device, not a regular file"),
+            (&t.0, "a directory, not a regular file"),
+        ] {
+            assert_eq!(
+                vet_small_file(path, 64),
+                Vetted::Refused { why: why.into() }
+            );
+        }
+        assert_eq!(vet_small_file(&link, 64), Vetted::Regular);
     }
 
     #[test]

@@ -88,13 +88,8 @@ pub fn write_handoff(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsx::test_support::TempDir;
+    use crate::fsx::test_support::{mode, TempDir};
     use serde_json::json;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn mode(p: &Path) -> u32 {
-        fs::metadata(p).unwrap().permissions().mode() & 0o777
-    }
 
     #[test]
     fn writes_markdown_and_sidecar_privately_with_increasing_sequence() {

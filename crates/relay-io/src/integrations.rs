@@ -153,25 +153,16 @@ pub fn read_task_ids(dir: &Path) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::test_support::TempDir;
     use std::time::Duration;
 
     #[test]
     fn a_fifo_in_the_claims_registry_place_is_unavailable_at_once() {
-        let dir = temp("fifo-claims");
+        let dir = TempDir::new("fifo-claims");
         let fifo = dir.join("registry.jsonl");
         crate::fsx::test_support::make_fifo(&fifo);
         // No writer ever opens it: a blocking open or read would hang here.
         assert_eq!(read_claims(&fifo), None);
-    }
-
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "relay-io-integrations-{name}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
     }
 
     fn set_mtime(path: &Path, secs: u64) {
@@ -182,7 +173,7 @@ mod tests {
 
     #[test]
     fn questions_read_the_latest_revision_of_the_newest_items_and_count_corrupt_ones() {
-        let home = temp("questions");
+        let home = TempDir::new("questions");
         let item = |name: &str, revs: &[(&str, &str)], mtime: u64| {
             let dir = home.join(name);
             fs::create_dir_all(&dir).unwrap();
@@ -225,12 +216,11 @@ mod tests {
         assert_eq!(items[0]["status"], "answered", "the latest revision wins");
         assert_eq!(corrupt, 2, "the unparsable and the empty item");
         assert!(read_questions(&home.join("missing")).is_none());
-        fs::remove_dir_all(home).unwrap();
     }
 
     #[test]
     fn only_the_newest_200_question_items_are_read() {
-        let home = temp("questions-200");
+        let home = TempDir::new("questions-200");
         for i in 0..205u64 {
             let dir = home.join(format!("item-{i:03}"));
             fs::create_dir_all(&dir).unwrap();
@@ -245,12 +235,11 @@ mod tests {
             items[199]["id"], "item-005",
             "the five oldest are never read"
         );
-        fs::remove_dir_all(home).unwrap();
     }
 
     #[test]
     fn claims_keep_object_lines_and_count_the_rest() {
-        let dir = temp("claims");
+        let dir = TempDir::new("claims");
         let file = dir.join("registry.jsonl");
         fs::write(
             &file,
@@ -262,23 +251,21 @@ mod tests {
         assert_eq!(lines[0]["issue"], "12");
         assert_eq!(corrupt, 2);
         assert!(read_claims(&dir.join("none.jsonl")).is_none());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn task_ids_are_the_output_files_of_the_directory() {
-        let dir = temp("tasks");
+        let dir = TempDir::new("tasks");
         for name in ["b.output", "a.output", "c.log", ".output"] {
             fs::write(dir.join(name), "").unwrap();
         }
         assert_eq!(read_task_ids(&dir).unwrap(), ["a", "b"]);
         assert!(read_task_ids(&dir.join("missing")).is_none());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn read_stores_labels_each_missing_store_unavailable() {
-        let dir = temp("stores");
+        let dir = TempDir::new("stores");
         let paths = StorePaths {
             questions_home: Some(dir.join("nope").display().to_string()),
             claims_file: None,
@@ -292,7 +279,6 @@ mod tests {
             Some(vec![]),
             "an empty directory is an empty inventory"
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Fixture stores on disk, read and rendered as the handoff shows them: a corrupt and an
@@ -300,7 +286,7 @@ mod tests {
     /// corrupt registry lines, a released claim; and a missing store.
     #[test]
     fn sections_rendered_from_fixture_directories() {
-        let root = temp("rendered");
+        let root = TempDir::new("rendered");
         let home = root.join("user-questions");
         let item = |name: &str, file: &str, text: &str, mtime: u64| {
             let dir = home.join(name);
@@ -372,6 +358,5 @@ mod tests {
             "S",
         );
         insta::assert_snapshot!(rendered.markdown());
-        fs::remove_dir_all(root).unwrap();
     }
 }

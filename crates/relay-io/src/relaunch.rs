@@ -245,6 +245,7 @@ pub fn take_key(path: &str) -> Result<RelaunchKey, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::test_support::{mode, TempDir};
 
     fn key(byte: u8) -> Key {
         Key::from_bytes([byte; 32])
@@ -259,14 +260,6 @@ mod tests {
         }
     }
 
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("relay-relaunch-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     /// `take_key` on a thread, within a bound: a read that blocked fails instead of hanging.
     fn take_bounded(path: &Path) -> Result<RelaunchKey, String> {
         let path = path.to_string_lossy().into_owned();
@@ -278,7 +271,7 @@ mod tests {
 
     #[test]
     fn the_key_is_taken_once_its_file_removed_and_the_outcome_kept_for_the_process() {
-        let dir = scratch("take");
+        let dir = TempDir::new("relaunch-take");
         let file = dir.join("1.key");
         let hex = "ab".repeat(32);
         fs::write(&file, &hex).unwrap();
@@ -293,12 +286,11 @@ mod tests {
         assert_eq!(take_bounded(&missing).unwrap_err(), "no such file");
         fs::write(&missing, &hex).unwrap();
         assert_eq!(take_bounded(&missing).unwrap_err(), "no such file", "kept");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn a_fifo_a_link_or_an_oversize_key_file_is_refused_at_once_and_removed() {
-        let dir = scratch("take-hostile");
+        let dir = TempDir::new("relaunch-take-hostile");
         let fifo = dir.join("fifo.key");
         crate::fsx::test_support::make_fifo(&fifo);
         let target = dir.join("target.key");
@@ -323,7 +315,6 @@ mod tests {
             assert!(fs::symlink_metadata(path).is_err(), "{path:?} removed");
         }
         assert!(target.exists(), "the link's target is not touched");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -404,8 +395,7 @@ mod tests {
 
     #[test]
     fn write_marker_checks_the_files_first_and_writes_0600() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("write");
+        let dir = TempDir::new("relaunch-write");
         let k = key(5);
         let mut m = marker(&dir);
         let path = dir.join("1-m.json");
@@ -423,25 +413,17 @@ mod tests {
         );
         m.launch_prompt = None;
         write_marker(&path, &k, &m).unwrap();
-        assert_eq!(
-            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(mode(&path), 0o600);
         assert_eq!(open(&k, &fs::read(&path).unwrap()), Ok(m));
-        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn the_key_file_is_new_0600_and_holds_the_hex_key() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("key");
+        let dir = TempDir::new("relaunch-key");
         let k = Key::fresh().unwrap();
         let path = dir.join("1-k.key");
         write_key_file(&path, &k).unwrap();
-        assert_eq!(
-            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(mode(&path), 0o600);
         assert_eq!(
             Key::from_hex(&fs::read_to_string(&path).unwrap()),
             Some(k.clone())
@@ -450,6 +432,5 @@ mod tests {
             write_key_file(&path, &k).unwrap_err().kind(),
             std::io::ErrorKind::AlreadyExists
         );
-        let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -626,24 +626,12 @@ pub fn find_sessions(path: &Path) -> Result<Vec<PathBuf>, SessionReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::test_support::TempDir;
     use relay_core::entry::Entry;
-
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "relay-io-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
 
     #[test]
     fn reads_and_reports_malformed_lines() {
-        let dir = temp_dir("read");
+        let dir = TempDir::new("read");
         let file = dir.join("s.jsonl");
         fs::write(
             &file,
@@ -656,7 +644,6 @@ mod tests {
         assert_eq!(parsed.errors[0].line, 2);
         let missing = read_session(&dir.join("nope.jsonl")).unwrap_err();
         assert!(missing.to_string().contains("nope.jsonl"), "{missing}");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Collects what a sink is fed.
@@ -693,17 +680,8 @@ mod tests {
 
     #[test]
     fn a_load_nobody_wants_any_more_stops_without_reading_the_file_again() {
-        let dir = temp_dir("unwanted");
-        let file = dir.join("s.jsonl");
-        let mut text = String::from("{\"type\":\"session\",\"id\":\"S\"}\n");
-        let mut parent = "null".to_string();
-        for i in 0..5_000 {
-            text.push_str(&format!(
-                "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n"
-            ));
-            parent = format!("\"e{i}\"");
-        }
-        fs::write(&file, &text).unwrap();
+        let dir = TempDir::new("unwanted");
+        let file = linear_session_file(&dir, 5_000, "");
         for threads in [Threads::One, Threads::Two] {
             let mut sink = StopAfter { keep: 10, got: 0 };
             let found = stream_session_branch_with(&file, "e4999", &mut sink, threads).unwrap();
@@ -713,32 +691,39 @@ mod tests {
             assert!(stream_session_branch_with(&file, "e4999", &mut all, threads).unwrap());
             assert_eq!(all.0.len(), 5_000);
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// A linear session file, `n` custom entries `e0`… each the child of the one before.
     fn linear_session(n: usize) -> String {
         let mut text = String::from("{\"type\":\"session\",\"id\":\"S\"}\n");
-        let mut parent = "null".to_string();
         for i in 0..n {
-            text.push_str(&format!(
-                "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n"
-            ));
-            parent = format!("\"e{i}\"");
+            let parent = i.checked_sub(1).map(|p| format!("e{p}"));
+            text.push_str(&custom_line(&format!("e{i}"), parent.as_deref()));
         }
         text
+    }
+
+    /// A custom entry's line (a `\n` ends it): `id`, the child of `parent`.
+    fn custom_line(id: &str, parent: Option<&str>) -> String {
+        let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+        format!("{{\"type\":\"custom\",\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"T\",\"customType\":\"k\"}}\n")
+    }
+
+    /// `s.jsonl` in `dir`: [`linear_session`] of `n` entries, then the lines `more`.
+    fn linear_session_file(dir: &Path, n: usize, more: &str) -> PathBuf {
+        let file = dir.join("s.jsonl");
+        fs::write(&file, linear_session(n) + more).unwrap();
+        file
     }
 
     /// Pi goes on writing while a whole history loads (a `pi -p` run's prompt and answer): the
     /// reader stops at the leaf it was given, in one pass, whatever follows it.
     #[test]
     fn a_leaf_before_the_end_of_the_file_is_read_up_to_it_in_one_pass() {
-        let dir = temp_dir("leaf-before-end");
-        let file = dir.join("s.jsonl");
-        let mut text = linear_session(5_000);
+        let dir = TempDir::new("leaf-before-end");
         // After the leaf: more of the same branch, a line that is not JSON, and a sibling.
-        text.push_str("not json\n{\"type\":\"custom\",\"id\":\"x\",\"parentId\":\"e5\",\"timestamp\":\"T\",\"customType\":\"k\"}\n");
-        fs::write(&file, &text).unwrap();
+        let more = format!("not json\n{}", custom_line("x", Some("e5")));
+        let file = linear_session_file(&dir, 5_000, &more);
         for threads in [Threads::One, Threads::Two] {
             for leaf in ["e2999", "e4999"] {
                 let mut sink = Collect::default();
@@ -757,25 +742,20 @@ mod tests {
             let ids: Vec<&str> = sink.0.iter().map(|e| e.id.as_str()).collect();
             assert_eq!(ids, ["e0", "e1", "e2", "e3", "e4", "e5", "x"]);
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// A file with branches is read whole and its branch found from the parents: a load nobody
     /// waits for stops there too, without handing over the rest.
     #[test]
     fn a_load_by_parents_nobody_wants_any_more_stops() {
-        let dir = temp_dir("unwanted-parents");
-        let file = dir.join("s.jsonl");
-        let mut text = linear_session(5_000);
-        text.push_str("{\"type\":\"custom\",\"id\":\"x\",\"parentId\":\"e4000\",\"timestamp\":\"T\",\"customType\":\"k\"}\n");
-        fs::write(&file, &text).unwrap();
+        let dir = TempDir::new("unwanted-parents");
+        let file = linear_session_file(&dir, 5_000, &custom_line("x", Some("e4000")));
         let mut sink = StopAfter { keep: 10, got: 0 };
         assert!(!stream_session_branch_with(&file, "x", &mut sink, Threads::One).unwrap());
         assert_eq!(sink.got, 10, "no entry after the sink stopped wanting them");
         let mut all = Collect::default();
         assert!(stream_session_branch_with(&file, "x", &mut all, Threads::One).unwrap());
         assert_eq!(all.0.len(), 4_002);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Skimming on two threads gives what one thread gives, wherever the middle of the file falls
@@ -784,7 +764,7 @@ mod tests {
     #[test]
     fn skimming_in_two_halves_gives_what_one_thread_gives() {
         use serde_json::json;
-        let dir = temp_dir("halves");
+        let dir = TempDir::new("halves");
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -851,13 +831,12 @@ mod tests {
         }
         // The cases did run on two threads.
         assert!(split_seen >= 50, "{split_seen} of 60 split");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn the_tail_load_feeds_the_branch_with_its_earlier_windows_skimmed() {
         use serde_json::json;
-        let dir = temp_dir("tail");
+        let dir = TempDir::new("tail");
         let file = dir.join("s.jsonl");
         let msg = |id: &str, parent: Option<&str>, role: &str, text: &str| {
             json!({"type": "message", "id": id, "parentId": parent, "timestamp": "T",
@@ -937,7 +916,6 @@ mod tests {
         );
         assert_eq!(session_header_id(&file).unwrap().as_deref(), Some("S"));
         assert_eq!(session_header_id(&empty).unwrap(), None);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Replays a streamed branch into a `LoadedBranch` (texts held), as a load at once does.
@@ -1021,7 +999,7 @@ mod tests {
 
     #[test]
     fn streamed_load_equals_resync() {
-        let dir = temp_dir("stream");
+        let dir = TempDir::new("stream");
         let msg = |id: &str, parent: &str, role: &str, text: &str| {
             format!(
                 r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"T","message":{{"role":"{role}","content":[{{"type":"text","text":"{text}"}}]}}}}"#
@@ -1079,14 +1057,13 @@ mod tests {
             let mut replay = Replay(relay_core::engine::LoadedBranch::new("S"), false);
             assert!(!stream_session_branch(&file, "nope", &mut replay).unwrap());
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Long enough for many batches, some decoded by each thread, with escapes, a malformed
     /// line and (in the second file) a branch that breaks the chain after many batches.
     #[test]
     fn long_files_stream_like_resync() {
-        let dir = temp_dir("long");
+        let dir = TempDir::new("long");
         let mut lines =
             vec![r#"{"type":"session","version":3,"id":"S","timestamp":"T"}"#.to_string()];
         let mut prev = "null".to_string();
@@ -1138,12 +1115,11 @@ mod tests {
                 );
             }
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn finds_jsonl_files_recursively() {
-        let dir = temp_dir("find");
+        let dir = TempDir::new("find");
         fs::create_dir_all(dir.join("b/c")).unwrap();
         for f in ["b/c/2.jsonl", "a.jsonl", "b/1.jsonl", "b/notes.txt"] {
             fs::write(dir.join(f), "").unwrap();
@@ -1159,7 +1135,6 @@ mod tests {
             [dir.join("b/notes.txt")]
         );
         assert!(find_sessions(&dir.join("missing")).is_err());
-        fs::remove_dir_all(dir).unwrap();
     }
 }
 

@@ -64,9 +64,8 @@ pub fn read_events(state_dir: &Path) -> io::Result<(Vec<Value>, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsx::test_support::TempDir;
+    use crate::fsx::test_support::{mode, TempDir};
     use serde_json::json;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn status_is_replaced_and_events_append_as_parseable_lines() {
@@ -81,10 +80,7 @@ mod tests {
         .unwrap();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v, json!({"phase": "handoff-required", "tokens": 5}));
-        assert_eq!(
-            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(mode(&p), 0o600);
         append_event(
             &dir,
             &json!({"name": "tool_blocked", "text": "multi\nline"}),

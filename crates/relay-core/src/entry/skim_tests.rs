@@ -315,6 +315,21 @@ proptest! {
     }
 }
 
+/// The skim gives serde's entry for `line`, and the fast path takes the line when `fast`
+/// (else it is unsure of it and serde reads it).
+fn agrees_with_serde(line: &str, fast: bool) {
+    if fast {
+        assert!(message_line(line).is_some(), "the fast path takes {line}");
+    } else {
+        assert!(message_line(line).is_none(), "unsure of {line}");
+    }
+    assert_eq!(
+        skim_entry_of_line(line),
+        skim_entry_of_line_by_serde(line),
+        "{line}"
+    );
+}
+
 /// Message lines as Pi writes them, some with what makes the fast path unsure.
 #[test]
 fn typical_lines_agree_and_the_fast_path_takes_pis_shape() {
@@ -326,12 +341,7 @@ fn typical_lines_agree_and_the_fast_path_takes_pis_shape() {
         r#"  {"type":"message","id":"a5","parentId":null,"timestamp":"T","message":{"role":"bashExecution","command":"ls","output":"a\nb","exitCode":0,"cancelled":false,"truncated":false,"timestamp":1}}  "#,
     ];
     for line in pis {
-        assert!(message_line(line).is_some(), "the fast path takes {line}");
-        assert_eq!(
-            skim_entry_of_line(line),
-            skim_entry_of_line_by_serde(line),
-            "{line}"
-        );
+        agrees_with_serde(line, true);
         assert!(skim_entry_of_line(line).is_some(), "{line}");
     }
     let unsure = [
@@ -349,12 +359,7 @@ fn typical_lines_agree_and_the_fast_path_takes_pis_shape() {
         r#"{"type":"message","id":"a1","message":{"role":"user","content":[["text","x"]]}}"#,
     ];
     for line in unsure {
-        assert!(message_line(line).is_none(), "unsure of {line}");
-        assert_eq!(
-            skim_entry_of_line(line),
-            skim_entry_of_line_by_serde(line),
-            "{line}"
-        );
+        agrees_with_serde(line, false);
     }
     // A raw control character in a text: refused by both.
     let bad = "{\"type\":\"message\",\"id\":\"a1\",\"message\":{\"role\":\"user\",\"content\":\"a\u{1}b\"}}";

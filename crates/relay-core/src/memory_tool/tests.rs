@@ -33,75 +33,59 @@ pub(crate) fn error(args: Value) -> String {
 
 #[test]
 fn each_command_with_a_notes_equivalent_becomes_that_notes_call() {
+    let list = |prefix: &str| NotesCall {
+        tool: TOOL_LIST,
+        args: json!({ "prefix": prefix }),
+    };
+    let read = |args: Value| NotesCall {
+        tool: TOOL_READ,
+        args,
+    };
     let write = |path: &str, content: &str| NotesCall {
         tool: TOOL_WRITE,
         args: json!({ "path": path, "content": content }),
     };
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories"})),
-        NotesCall {
-            tool: TOOL_LIST,
-            args: json!({"prefix": ""})
-        }
-    );
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories/"})),
-        NotesCall {
-            tool: TOOL_LIST,
-            args: json!({"prefix": ""})
-        }
-    );
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories/task"})),
-        NotesCall {
-            tool: TOOL_LIST,
-            args: json!({"prefix": "task/"})
-        }
-    );
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories/plan.md"})),
-        NotesCall {
-            tool: TOOL_READ,
-            args: json!({"path": "plan.md"})
-        }
-    );
-    assert_eq!(
-        call(json!({"command": "view", "path": "/memories/plan.md", "view_range": [2, -1]})),
-        NotesCall {
-            tool: TOOL_READ,
-            args: json!({"path": "plan.md", "start_line": 2, "end_line": -1})
-        }
-    );
-    assert_eq!(
-        call(json!({"command": "create", "path": "/memories/new.md", "file_text": "hello\n"})),
-        write("new.md", "hello\n")
-    );
-    assert_eq!(
-        call(json!({"command": "delete", "path": "/memories/plan.md"})),
-        write("plan.md", "")
-    );
-    assert_eq!(
-        call(
-            json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "step two", "new_str": "step 2 (done)"})
+    let cases = [
+        (json!({"command": "view", "path": "/memories"}), list("")),
+        (json!({"command": "view", "path": "/memories/"}), list("")),
+        (
+            json!({"command": "view", "path": "/memories/task"}),
+            list("task/"),
         ),
-        write("plan.md", "# Plan\nstep one\nstep 2 (done)\n")
-    );
-    assert_eq!(
-        call(
-            json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 1, "insert_text": "step zero"})
+        (
+            json!({"command": "view", "path": "/memories/plan.md"}),
+            read(json!({"path": "plan.md"})),
         ),
-        write("plan.md", "# Plan\nstep zero\nstep one\nstep two\n")
-    );
-    assert_eq!(
-        call(
-            json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 0, "insert_text": "top\n"})
+        (
+            json!({"command": "view", "path": "/memories/plan.md", "view_range": [2, -1]}),
+            read(json!({"path": "plan.md", "start_line": 2, "end_line": -1})),
         ),
-        write("plan.md", "top\n# Plan\nstep one\nstep two\n")
-    );
-    assert_eq!(
-        call(
-            json!({"command": "insert", "path": "/memories/task/progress.md", "insert_line": 1, "insert_text": "next: loader"})
+        (
+            json!({"command": "create", "path": "/memories/new.md", "file_text": "hello\n"}),
+            write("new.md", "hello\n"),
         ),
-        write("task/progress.md", "done: parser\nnext: loader")
-    );
+        (
+            json!({"command": "delete", "path": "/memories/plan.md"}),
+            write("plan.md", ""),
+        ),
+        (
+            json!({"command": "str_replace", "path": "/memories/plan.md", "old_str": "step two", "new_str": "step 2 (done)"}),
+            write("plan.md", "# Plan\nstep one\nstep 2 (done)\n"),
+        ),
+        (
+            json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 1, "insert_text": "step zero"}),
+            write("plan.md", "# Plan\nstep zero\nstep one\nstep two\n"),
+        ),
+        (
+            json!({"command": "insert", "path": "/memories/plan.md", "insert_line": 0, "insert_text": "top\n"}),
+            write("plan.md", "top\n# Plan\nstep one\nstep two\n"),
+        ),
+        (
+            json!({"command": "insert", "path": "/memories/task/progress.md", "insert_line": 1, "insert_text": "next: loader"}),
+            write("task/progress.md", "done: parser\nnext: loader"),
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(call(args.clone()), want, "{args}");
+    }
 }

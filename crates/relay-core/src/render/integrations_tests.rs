@@ -120,19 +120,27 @@ fn subagents_stay_in_4_kib() {
     insta::assert_snapshot!(body.lines().last().unwrap());
 }
 
+/// The body of section `index` rendered from `stores` alone.
+fn store_section(stores: StoreContents, index: usize) -> String {
+    let facts = IntegrationFacts {
+        stores: Some(stores),
+        ..IntegrationFacts::default()
+    };
+    render(&facts, SID).sections[index].body.clone()
+}
+
 #[test]
 fn questions_list_at_most_20_lines_of_200_chars() {
     let items: Vec<Value> = (0..25)
         .map(|i| json!({"id": format!("q{i}"), "sessionId": SID, "status": "open", "title": "t".repeat(300)}))
         .collect();
-    let facts = IntegrationFacts {
-        stores: Some(StoreContents {
+    let body = store_section(
+        StoreContents {
             questions: Some(items),
             ..StoreContents::default()
-        }),
-        ..IntegrationFacts::default()
-    };
-    let body = render(&facts, SID).sections[2].body.clone();
+        },
+        2,
+    );
     let lines: Vec<&str> = body.lines().filter(|l| l.starts_with('q')).collect();
     assert_eq!(lines.len(), QUESTIONS_MAX_LINES);
     assert!(lines
@@ -146,14 +154,13 @@ fn claims_stay_in_768_bytes_plus_the_omission_marker() {
     let claims: Vec<Value> = (0..30)
         .map(|i| json!({"sessionId": SID, "issue": i, "title": "a claim with some words in it"}))
         .collect();
-    let facts = IntegrationFacts {
-        stores: Some(StoreContents {
+    let body = store_section(
+        StoreContents {
             claims: Some(claims),
             ..StoreContents::default()
-        }),
-        ..IntegrationFacts::default()
-    };
-    let body = render(&facts, SID).sections[3].body.clone();
+        },
+        3,
+    );
     let (kept, marker) = body.rsplit_once('\n').unwrap();
     assert!(kept.len() <= CLAIMS_BUDGET_BYTES, "{}", kept.len());
     insta::assert_snapshot!(marker);

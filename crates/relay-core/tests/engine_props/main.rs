@@ -996,6 +996,26 @@ impl Host {
 
     /// Install a reset the way `resetDrafts` does: marker via appendEntry, then the compaction
     /// (and the continuation for a boundary draft).
+    /// A reset `hook` answered: what the adapter returns to Pi as `continue` (no other
+    /// extension here) agrees with the plan's continuation, and the reset is applied. Whether
+    /// the run goes on.
+    fn apply_reset(
+        &mut self,
+        hook: &str,
+        answered: &Answered,
+        plan: &ResetPlan,
+    ) -> Result<bool, String> {
+        let go_on = answered.continue_run == Some(true);
+        check!(
+            go_on == plan.continuation.is_some(),
+            "{hook}'s reset says continue {:?} with continuation {}",
+            answered.continue_run,
+            plan.continuation.is_some()
+        );
+        self.install(plan, true, false);
+        Ok(go_on)
+    }
+
     fn install(&mut self, plan: &ResetPlan, continuation: bool, restates: bool) {
         // An applied reset ends the idle request.
         self.idle_requested = false;
@@ -1384,16 +1404,7 @@ impl Host {
                     );
                 }
                 if let Some(HookResult::Reset { plan }) = &end.result {
-                    // What the adapter returns to Pi as `continue` (no other extension here).
-                    let go_on = end.continue_run == Some(true);
-                    check!(
-                        go_on == plan.continuation.is_some(),
-                        "turn_end's reset says continue {:?} with continuation {}",
-                        end.continue_run,
-                        plan.continuation.is_some()
-                    );
-                    self.install(plan, true, false);
-                    more |= go_on;
+                    more |= self.apply_reset("turn_end", &end, plan)?;
                 }
                 if let Some(HookResult::Clear { record }) = &end.result {
                     // Pi appends the draft: the record that holds the stubs.
@@ -1430,7 +1441,7 @@ impl Host {
             }
             let outcome = if errored { "error" } else { "completed" };
             let settle = self.hook(Hook::BeforeSettle, json!({ "outcome": outcome }))?;
-            match settle.result {
+            match &settle.result {
                 Some(HookResult::Continue { continuation }) => {
                     self.custom_message(
                         &continuation.custom_type,
@@ -1442,15 +1453,8 @@ impl Host {
                     continue 'run;
                 }
                 Some(HookResult::Reset { plan }) => {
-                    let continuation = settle.continue_run == Some(true);
-                    check!(
-                        continuation == plan.continuation.is_some(),
-                        "agent_before_settle's reset says continue {:?} with continuation {}",
-                        settle.continue_run,
-                        plan.continuation.is_some()
-                    );
-                    self.install(&plan, true, false);
-                    if continuation {
+                    let go_on = self.apply_reset("agent_before_settle", &settle, plan)?;
+                    if go_on {
                         errored = false;
                         continue 'run;
                     }

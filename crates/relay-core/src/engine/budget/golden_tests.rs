@@ -29,6 +29,15 @@ fn observe(event: Event) -> Observation {
     }
 }
 
+/// The first of `effects` that `pick` takes (a panic saying `what` was expected if none).
+fn first_effect<'a, T>(
+    effects: &'a [Effect],
+    what: &str,
+    pick: impl FnMut(&'a Effect) -> Option<&'a T>,
+) -> &'a T {
+    effects.iter().find_map(pick).expect(what)
+}
+
 #[test]
 fn a_status_file_and_a_telemetry_line_keep_their_shape() {
     let mut e = crate::engine::tests::enforcing_with_state_dir();
@@ -41,22 +50,14 @@ fn a_status_file_and_a_telemetry_line_keep_their_shape() {
         will_retry: true,
         custom_instructions: None,
     }));
-    let status = reply
-        .effects
-        .iter()
-        .find_map(|eff| match eff {
-            Effect::WriteStatus { status } => Some(status.clone()),
-            _ => None,
-        })
-        .expect("a status write");
-    let event = reply
-        .effects
-        .iter()
-        .find_map(|eff| match eff {
-            Effect::Telemetry { event } => Some(event.clone()),
-            _ => None,
-        })
-        .expect("a telemetry event");
+    let status = first_effect(&reply.effects, "a status write", |eff| match eff {
+        Effect::WriteStatus { status } => Some(status),
+        _ => None,
+    });
+    let event = first_effect(&reply.effects, "a telemetry event", |eff| match eff {
+        Effect::Telemetry { event } => Some(event),
+        _ => None,
+    });
     insta::assert_snapshot!(format!(
         "{}\n---\n{}",
         serde_json::to_string_pretty(&status).unwrap(),
