@@ -6,56 +6,40 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { BoundaryHooks, Continuation, Effect, HostFacts, Input, Job, JobResult, Moment, Output, ResetPlan, Work } from "./generated/wire.ts";
+import type { BoundaryHooks, Effect, HostFacts, Input, Job, JobResult, Moment, Output, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, pendingWork, subagentRecords } from "./integrations.ts";
 
-/** The first Relay runtime bound in a process is the primary; one bound while it lives is a subagent's. */
+/** The first Relay runtime bound in a process is the primary; one bound while it lives is a subagent's (a fact the engine reads). */
 const HOST = Symbol.for("relay.primary-runtime");
-type Host = { [HOST]?: object };
-
-export function bindRuntime(token: object): boolean {
-	const host = globalThis as Host;
-	if (!host[HOST]) host[HOST] = token;
-	return host[HOST] !== token;
-}
-
-export function releaseRuntime(token: object): void {
-	const host = globalThis as Host;
-	if (host[HOST] === token) delete host[HOST];
-}
-
-/** Pi's tag on a router (virtual) model (`VIRTUAL_MODEL_API` in Pi's virtual-models module). */
-const VIRTUAL_API = "pi-virtual";
+const host = globalThis as { [HOST]?: object };
+export const bindRuntime = (token: object): boolean => (host[HOST] ??= token) !== token;
+export const releaseRuntime = (token: object): void => void (host[HOST] === token && delete host[HOST]);
 
 /**
- * Facts about the moment that every input carries. Pi computes them; the engine judges them.
- * Pi's usage figure is only fetched for the tools whose spec says `usesPiUsage` (`withUsage`):
- * `getContextUsage()` walks the whole branch, so hooks and every other tool let the engine
- * estimate usage from its mirror instead. Under a router model, the registry's window of the
- * model the engine last named (`answeredModel`). Without a ctx (before `session_start`): the
- * process's own facts, no model.
+ * The facts of the moment every input carries. Pi's usage figure is fetched only for the tools
+ * whose spec says `usesPiUsage`: `getContextUsage()` walks the whole branch, so hooks and other
+ * tools let the engine estimate usage from its mirror. `answeredWindow`: the registry's window of
+ * the model the engine last named (read under a router model). Without a ctx (before
+ * `session_start`): the process's own facts, no model.
  */
 export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, withUsage = false): Moment {
 	let usage: Moment["usage"] = null;
-	if (withUsage && ctx) {
-		try {
-			const u = ctx.getContextUsage();
-			if (u) usage = { tokens: u.tokens, contextWindow: u.contextWindow };
-		} catch {
-			usage = null;
-		}
+	try {
+		const u = withUsage ? ctx?.getContextUsage() : undefined;
+		if (u) usage = { tokens: u.tokens, contextWindow: u.contextWindow };
+	} catch {
+		// Pi could not tell: the engine estimates.
 	}
 	const model = ctx?.model;
-	const router = (model as { api?: string } | undefined)?.api === VIRTUAL_API;
-	const answered = router ? rt?.state.last?.answeredModel : null;
+	const answered = rt?.state.last?.answeredModel;
 	return {
 		nowMs: Date.now(),
 		tzOffsetMinutes: -new Date().getTimezoneOffset(),
 		usage,
 		model: model ? `${model.provider}/${model.id}` : null,
 		contextWindow: model ? (model.contextWindow ?? null) : null,
-		router,
+		api: (model as { api?: string } | undefined)?.api ?? null,
 		answeredWindow: (answered && ctx?.modelRegistry.find(answered.provider, answered.model)?.contextWindow) ?? null,
 		hasPendingMessages: ctx?.hasPendingMessages() ?? false,
 		pendingWork: pendingWork(),
@@ -66,20 +50,19 @@ export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, 
 }
 
 /**
- * What the driver remembers between inputs: the session the mirror holds, the engine's last
- * output (its tip, the model whose window it asks for, whether it needs the branch or holds the
- * whole history), the window's stubs as last sent (by `nth:call`: they cross only when they
- * change), and the one load in flight (`token` names the session it is for).
+ * What the driver remembers: the session the mirror holds, the engine's last output (its tip, the
+ * model it names, whether it needs the branch or holds the whole history), the window's stubs as
+ * last sent (by `nth:call`), and the one load in flight (`token` names the session it is for).
  */
 export type SyncState = { sessionId?: string; last?: Output; stubs?: Map<string, string>; load?: Load; token?: object };
 
 /** A load in flight (`done` never rejects): a read ahead of `file`, the start-up load (`blocks`), or the whole history's. */
 type Load = { done: Promise<unknown>; blocks: boolean; file?: string };
 
-/** One Relay runtime: its engine, what the driver remembers, and the hosting rule's answer. */
+/** One Relay runtime: its engine, what the driver remembers, whether it is a subagent's, its boundary hooks. */
 export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean; boundary?: Boundary };
 
-/** The boundary hooks' handlers, and the unsubscribe function of each one subscribed now (`null`: a Pi without one). */
+/** The boundary hooks' handlers, and the unsubscribe function of each one subscribed (`null`: a Pi without one). */
 type BoundaryHook = "turn_end" | "agent_before_settle";
 type Boundary = { handlers: Record<BoundaryHook, (event: never, ctx: ExtensionContext) => unknown>; off: Partial<Record<BoundaryHook, (() => void) | null>> };
 
@@ -105,7 +88,7 @@ function followBoundary(rt: Runtime, needs: BoundaryHooks): void {
 	}
 }
 
-/** One crossing: `input` (and `feed`) in, the output back, the remembered tip and boundary hooks updated. */
+/** One crossing: `input` (and `feed`) in, the output back and remembered (its stubs, its boundary hooks). */
 function call(rt: Runtime, input: Input, feed: string | null = null): Output {
 	const out = JSON.parse(rt.engine.handle(JSON.stringify(input), feed)) as Output;
 	rt.state.last = out;
@@ -143,7 +126,7 @@ function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
 	return JSON.stringify({ truncate: true, after, append: keep.reverse() });
 }
 
-/** Open Pi's session in the engine (its file and leaf; the branch itself when the engine asks for it); `background`: a large file may load on the pool. */
+/** Open Pi's session in the engine (its file and leaf; the branch when the engine asks); `background`: a large file may load on the pool. */
 function open(rt: Runtime, ctx: ExtensionContext, background = false, readAhead?: string): Output {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
@@ -157,7 +140,7 @@ function open(rt: Runtime, ctx: ExtensionContext, background = false, readAhead?
 	return out;
 }
 
-/** Hand `input` to the engine and carry out its output, driving an operation's jobs to its end (a promise only then). */
+/** Hand `input` to the engine and carry out its output, driving an operation's jobs to the end (a promise only then). */
 export function drive(rt: Runtime, ctx: ExtensionContext, input: Input, signal?: AbortSignal): Output | Promise<Output> {
 	if (rt.state.sessionId !== ctx.sessionManager.getSessionId() || rt.state.last?.needsBranch) open(rt, ctx);
 	const out = call(rt, input, feedOf(rt, ctx));
@@ -165,6 +148,7 @@ export function drive(rt: Runtime, ctx: ExtensionContext, input: Input, signal?:
 	return out.op === undefined ? out : follow(rt, ctx, out, signal);
 }
 
+/** The rest of an operation: its jobs run, their results go back with what Pi appended since, each output is carried out. */
 async function follow(rt: Runtime, ctx: ExtensionContext, first: Output, signal?: AbortSignal): Promise<Output> {
 	let out = first;
 	const effects = [...out.effects];
@@ -228,9 +212,8 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
 
 /** The size of the regular file `file` (`null`: none there), a fact the engine's load rule reads. */
 function fileSize(file: string | undefined): number | null {
-	if (!file) return null;
 	try {
-		const stat = statSync(file, { throwIfNoEntry: false });
+		const stat = file ? statSync(file, { throwIfNoEntry: false }) : undefined;
 		return stat?.isFile() ? stat.size : null;
 	} catch {
 		return null;
@@ -239,16 +222,13 @@ function fileSize(file: string | undefined): number | null {
 
 /** The session file of Pi's `--session <file>` (Pi's own parser), when it is a file and no `--fork`. */
 export function sessionFileOf(argv: string[], cwd: string): string | undefined {
-	let session: string | undefined;
 	try {
 		const args = parsePiArgs(argv);
-		session = args.fork === undefined ? args.session : undefined;
+		const file = args.fork === undefined && typeof args.session === "string" && args.session !== "" ? resolve(cwd, args.session) : undefined;
+		return fileSize(file) === null ? undefined : file;
 	} catch {
 		return undefined;
 	}
-	if (typeof session !== "string" || session === "") return undefined;
-	const file = resolve(cwd, session);
-	return fileSize(file) === null ? undefined : file;
 }
 
 /** The message of a thrown value. */
@@ -259,10 +239,7 @@ export function messageOf(error: unknown): string {
 /** Whether a Relay runtime of this process already read a session ahead (one does, the first). */
 const PREFETCHED = Symbol.for("relay.prefetched");
 
-/**
- * Read the session file on Pi's command line ahead of `session_start`, on the pool (the engine
- * keeps it for the `open` of that file); only the first runtime of a process does.
- */
+/** Read the session file on Pi's command line ahead of `session_start`, on the pool, for its `open` (the first runtime of a process). */
 export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice(2)): void {
 	const flags = globalThis as { [PREFETCHED]?: boolean };
 	const file = flags[PREFETCHED] ? undefined : sessionFileOf(argv, process.cwd());
@@ -304,7 +281,7 @@ export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => voi
 	if (done) track(rt, { done, blocks: true });
 }
 
-/** Run a load's jobs and hand their results to the engine (a failure loads the session in full); resolves to its answer, never rejects. */
+/** Run a load's jobs and hand their results to the engine (a failed load is done again in full); resolves to its answer, never rejects. */
 async function pass(rt: Runtime, ctx: ExtensionContext | null, jobs: Job[], op: number, report: (error: unknown) => void): Promise<unknown> {
 	const token = rt.state.token;
 	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
@@ -370,12 +347,11 @@ export function whenLoaded<R>(state: SyncState, body: () => R): R | Promise<Awai
 export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] | undefined): void {
 	for (const effect of effects ?? []) {
 		switch (effect.kind) {
-			case "send":
-				pi.sendMessage(
-					{ customType: effect.customType, content: effect.content, display: effect.display, details: effect.details },
-					{ triggerTurn: effect.triggerTurn, ...(effect.deliverAs ? { deliverAs: effect.deliverAs } : {}) },
-				);
+			case "send": {
+				const { customType, content, display, details, triggerTurn, deliverAs } = effect;
+				pi.sendMessage({ customType, content, display, details }, { triggerTurn, ...(deliverAs ? { deliverAs } : {}) });
 				break;
+			}
 			case "notify":
 				if (ctx.hasUI) ctx.ui.notify(effect.text, effect.level);
 				else console.error(effect.text);
@@ -401,31 +377,12 @@ export function run(pi: ExtensionAPI, ctx: ExtensionContext, effects: Effect[] |
 	}
 }
 
-/** Append the reset marker and return the compaction draft (and hidden continuation) that install the new window. */
-export function resetDrafts(pi: ExtensionAPI, ctx: ExtensionContext, plan: ResetPlan) {
-	pi.appendEntry(plan.marker.customType, plan.marker.data);
-	const markerId = ctx.sessionManager.getLeafId();
-	const drafts: SessionBoundaryDraft[] = [
-		{ type: "compaction", summary: plan.summary, firstKeptEntryId: markerId, details: plan.details },
-	];
-	if (plan.continuation) drafts.push(hidden(plan.continuation));
-	return { markerId, drafts };
-}
-
-/** A hidden custom message draft. */
-function hidden({ customType, content, details }: Continuation): SessionBoundaryDraft {
-	return { type: "custom_message", customType, content, display: false, details };
-}
-
-/** A boundary hook's answer: Pi's drafts, then the engine's (clearing, continuation, reset), and its `continue`. */
-export function boundaryAnswer(pi: ExtensionAPI, ctx: ExtensionContext, entries: SessionBoundaryDraft[], out: Output) {
-	const result = out.result;
-	let drafts: SessionBoundaryDraft[];
-	if (result?.kind === "clear") drafts = [{ type: "custom", customType: result.record.customType, data: result.record.data }];
-	else if (result?.kind === "continue") drafts = [hidden(result.continuation)];
-	else if (result?.kind === "reset") drafts = resetDrafts(pi, ctx, result.plan).drafts;
-	else return undefined;
-	return { entries: [...entries, ...drafts], continue: out.continue === true };
+/** The engine's boundary drafts as Pi takes them: a reset's marker is appended first, and its compaction keeps from it. */
+export function drafts(pi: ExtensionAPI, ctx: ExtensionContext, out: Output): SessionBoundaryDraft[] {
+	const marker = out.result?.kind === "reset" ? out.result.plan.marker : undefined;
+	if (marker) pi.appendEntry(marker.customType, marker.data);
+	const firstKeptEntryId = ctx.sessionManager.getLeafId();
+	return out.drafts.map((d) => (d.type === "compaction" ? { ...d, firstKeptEntryId } : d)) as SessionBoundaryDraft[];
 }
 
 /** The request with the window's stubs in place (the `nth` result of each call) and the engine's messages inserted. */
@@ -443,15 +400,8 @@ export function request<M>(messages: M[], out: Output, stubs: Map<string, string
 			return text === undefined ? m : ({ ...m, content: [{ type: "text", text }] } as M);
 		});
 	}
-	for (const message of out.messages) {
-		const inserted = {
-			role: "custom",
-			customType: message.customType,
-			content: message.content,
-			display: false,
-			timestamp: message.timestamp,
-		} as unknown as M;
-		result = [...result.slice(0, message.index), inserted, ...result.slice(message.index)];
-	}
+	// Each of the engine's messages at its index, as Pi's hidden custom message.
+	if (out.messages.length) result = [...result];
+	for (const { index, customType, content, timestamp } of out.messages) result.splice(index, 0, { role: "custom", customType, content, display: false, timestamp } as M);
 	return result;
 }

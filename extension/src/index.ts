@@ -36,31 +36,24 @@ function pick(event: PiEvent, fields: string[]): Record<string, unknown> {
 }
 
 export default function relay(pi: ExtensionAPI) {
-	// First, before any tool can run and whatever follows: pi-session's relaunch key and variables
-	// leave Pi's environment (settings.ts).
+	// First, before any tool can run: pi-session's relaunch key and variables leave Pi's environment.
 	takeWrapperHandover();
-	// Without a core for this machine, or on a Pi older than Relay supports, register nothing: say
-	// so once and let Pi run without Relay (the engine decides which versions are supported).
-	let rt: Runtime;
-	let description: Description | undefined;
-	let refusal: string | null;
+	// Without a core for this machine (the error names the platform and how to build one), or on a
+	// Pi the engine does not support, register nothing: say so once and let Pi run without Relay.
+	let rt = undefined as never as Runtime;
+	let description: Description;
 	try {
 		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
 		const describe = { piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName(), relaunchKeyFile: relaunchKeyFile() };
 		description = ask(rt, { type: "describe", ...describe }) as Description;
-		refusal = description.refusal;
 	} catch (error) {
-		// No core for this machine: the message names the platform and the command that builds it.
-		refusal = messageOf(error);
 		dropRelaunchKeyFile();
-		rt = undefined as never;
+		description = { refusal: messageOf(error) } as Description;
 	}
-	if (refusal || !description) {
-		const text = refusal || "relay: no description";
+	if (description.refusal !== null) {
+		const text = description.refusal || "relay: no Relay core";
 		console.error(text);
-		pi.on("session_start", (_event, ctx) => {
-			if (ctx.hasUI) ctx.ui.notify(text, "error");
-		});
+		pi.on("session_start", (_event, ctx) => void (ctx.hasUI && ctx.ui.notify(text, "error")));
 		return;
 	}
 	// A session file named on Pi's command line is read while Pi is still starting.
@@ -69,19 +62,15 @@ export default function relay(pi: ExtensionAPI) {
 	const runtime = {};
 	const lastResort = description.lastResort;
 
-	/**
-	 * Serve `input` through the engine; a failure of Relay's (a Pi call that threw, an addon
-	 * error) goes back to the engine, whose failure policy answers for the hook (a compaction
-	 * hook is cancelled while Relay's windows are on) and tells the user once. Nothing throws
-	 * into Pi.
-	 */
+	// Serve `input` through the engine. A failure of Relay's (a Pi call that threw, an addon error)
+	// goes back to the engine, whose failure policy answers for the hook and tells the user once;
+	// when even that fails, the answer it described (`lastResort`). Nothing throws into Pi.
 	const serve = (ctx: ExtensionContext, where: string, input: Input, signal?: AbortSignal): Output | Promise<Output> => {
 		const failed = (error: unknown): Output => {
 			const message = messageOf(error);
 			try {
 				return drive(rt, ctx, { type: "failed", hook: where, message }) as Output;
 			} catch {
-				// The engine itself cannot answer: the answer it described for this hook or tool.
 				console.error(`relay: ${where} failed: ${message}`);
 				return lastResort[where] ?? lastResort[""]!;
 			}
@@ -107,11 +96,9 @@ export default function relay(pi: ExtensionAPI) {
 			name: spec.name,
 			label: spec.label,
 			description: spec.description,
-			// A plain JSON Schema generated from the Rust argument structs (crates/relay-core/src/args.rs).
 			parameters: spec.parameters as TSchema,
-			// Before Pi checks the arguments against the schema: the engine renames the names
-			// Codex-trained models use (file_path, pattern, offset, …) and refuses unknown ones with
-			// an error naming the right parameter (a throw here is the tool's error result).
+			// The engine renames the names Codex-trained models use (file_path, pattern, offset, …) and
+			// refuses unknown ones, naming the right parameter (a throw is the tool's error result).
 			prepareArguments(args: unknown) {
 				let prepared: { args?: unknown; error?: string };
 				try {
@@ -147,10 +134,9 @@ export default function relay(pi: ExtensionAPI) {
 
 	pi.on("session_start", async (_event, ctx) => {
 		rt.subagent = adapter.bindRuntime(runtime);
-		// The shared guard library, when the setup has one (consulted live by every moment).
 		const guardsError = await guards();
 		// A large session loads off Pi's event loop: this hook returns at once; configuration and
-		// the engine's session_start follow its first step (see openSession).
+		// the engine's session_start follow its first step.
 		adapter.openSession(
 			rt,
 			ctx,
@@ -176,12 +162,12 @@ export default function relay(pi: ExtensionAPI) {
 			const out = await handle(ctx, "input");
 			if (out.result?.kind !== "compact") return undefined;
 			const { attempt } = out.result;
-			const failed = (error: unknown) => void handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) });
 			await new Promise<void>((resolve) => {
+				const failed = (error: unknown) => resolve(void handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) }));
 				try {
-					ctx.compact({ onComplete: () => resolve(), onError: (error) => resolve(failed(error)) });
+					ctx.compact({ onComplete: () => resolve(), onError: failed });
 				} catch (error) {
-					resolve(failed(error));
+					failed(error);
 				}
 			});
 			return undefined;
@@ -197,14 +183,13 @@ export default function relay(pi: ExtensionAPI) {
 			const messages = adapter.request(event.messages!, out, rt.state.stubs);
 			return messages ? { messages } : undefined;
 		},
-		boundary: (out, event, ctx) => adapter.boundaryAnswer(pi, ctx, event.entries!, out),
+		// Pi's drafts, then the engine's (a clearing, a continuation, a reset), and its `continue`.
+		boundary: (out, event, ctx) => (out.drafts.length ? { entries: [...event.entries!, ...adapter.drafts(pi, ctx, out)], continue: out.continue === true } : undefined),
 		compaction: (out, event, ctx) => {
-			const result = out.result;
-			if (result?.kind !== "reset") return cancelled(out);
+			if (out.result?.kind !== "reset") return cancelled(out);
 			try {
-				const { markerId } = adapter.resetDrafts(pi, ctx, result.plan);
-				const { summary, details } = result.plan;
-				return { compaction: { summary, details, firstKeptEntryId: markerId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
+				const { summary, details, firstKeptEntryId } = adapter.drafts(pi, ctx, out)[0] as { summary: string; details: unknown; firstKeptEntryId: string | null };
+				return { compaction: { summary, details, firstKeptEntryId: firstKeptEntryId ?? "", tokensBefore: event.preparation?.tokensBefore ?? 0 } };
 			} catch (error) {
 				return cancelled(serve(ctx, "session_before_compact", { type: "failed", hook: "session_before_compact", message: messageOf(error) }) as Output);
 			}

@@ -276,6 +276,7 @@ impl Binding {
             out.effects.append(&mut next.effects);
             if out.result.is_none() {
                 out.result = next.result;
+                out.drafts = next.drafts;
                 out.continue_run = next.continue_run;
             }
             out.value = out.value.or(next.value);

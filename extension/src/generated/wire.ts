@@ -38,10 +38,10 @@ export type Moment = {
 	 */
 	contextWindow: number | null,
 	/**
-	 * The current model is a router (virtual) model (Pi's `api` tag `pi-virtual`): Pi reads the
-	 * window of the physical model that answered last.
+	 * The current model's `api` (`ctx.model.api`). Pi's router (virtual) models have the tag
+	 * [`ROUTER_API`]: for them Pi reads the window of the physical model that answered last.
 	 */
-	router: boolean,
+	api: string | null,
 	/**
 	 * The declared context window of the model the engine's last output named
 	 * (`Output::answeredModel`, `ctx.modelRegistry.find(provider, model)`): `null` when it named
@@ -584,7 +584,7 @@ export type Input =
 		background: boolean,
 		/**
 		 * The tip of this file's read ahead ([`Input::Prefetch`]) when Pi's leaf descends from
-		 * it (the host walked back from the leaf and met it: Pi appended entries at start-up,
+		 * it (the host walked back from the leaf along Pi's branch and met it: Pi appended entries at start-up,
 		 * such as a thinking level): what was read is installed, and the entries after it come
 		 * with the next feed as usual.
 		 */
@@ -643,6 +643,11 @@ export type Output = {
 	 * Entries to append to the session (`pi.appendEntry`), in order, before anything else.
 	 */
 	appends: Array<Marker>,
+	/**
+	 * The entries a `clear`, `continue` or `reset` result adds to Pi's boundary drafts, as Pi's
+	 * drafts (a reset's compaction keeps from its marker: see [`Draft::Compaction`]).
+	 */
+	drafts: Array<Draft>,
 	/**
 	 * Work to run off Pi's event loop.
 	 */
@@ -707,6 +712,20 @@ export type BoundaryHooks = {
  * model)`).
  */
 export type ModelRef = { provider: string, model: string };
+
+/**
+ * One entry of Pi's boundary drafts (`SessionBoundaryDraft`), as the engine adds it.
+ */
+export type Draft =
+	| { "type": "custom", customType: string, data: unknown }
+	| {
+		"type": "custom_message",
+		customType: string,
+		content: string,
+		display: boolean,
+		details: unknown,
+	}
+	| { "type": "compaction", summary: string, details: unknown };
 
 /**
  * One piece of work for the host.

@@ -40,12 +40,14 @@ use crate::staleness::WorkspaceRecord;
 mod context;
 mod description;
 mod dispatch;
+mod drafts;
 mod handoff;
 pub mod session;
 
 pub use description::{Description, HookAnswer, HookSpec, HookWaits};
 #[cfg(test)]
 pub(super) use dispatch::{pi_error_head, PI_ERROR_HEAD};
+pub use drafts::Draft;
 pub use session::{BACKGROUND_LOAD_BYTES, WAITING};
 
 pub mod deadlines;
@@ -107,7 +109,7 @@ pub enum Input {
         /// reload after a failure).
         background: bool,
         /// The tip of this file's read ahead ([`Input::Prefetch`]) when Pi's leaf descends from
-        /// it (the host walked back from the leaf and met it: Pi appended entries at start-up,
+        /// it (the host walked back from the leaf along Pi's branch and met it: Pi appended entries at start-up,
         /// such as a thinking level): what was read is installed, and the entries after it come
         /// with the next feed as usual.
         #[serde(default)]
@@ -269,6 +271,9 @@ pub struct Output {
     pub stubs: Option<Vec<ToolStub>>,
     /// Entries to append to the session (`pi.appendEntry`), in order, before anything else.
     pub appends: Vec<Marker>,
+    /// The entries a `clear`, `continue` or `reset` result adds to Pi's boundary drafts, as Pi's
+    /// drafts (a reset's compaction keeps from its marker: see [`Draft::Compaction`]).
+    pub drafts: Vec<Draft>,
     /// Work to run off Pi's event loop.
     pub jobs: Vec<Job>,
     /// The operation that waits for `Done` (its jobs' results, or only its appends).

@@ -2,8 +2,8 @@
 //! usage reads it: the window of the physical model that answered last (the branch's latest
 //! successful answer, `mirror/answers.rs`), else the one the router declares; 0 is unknown.
 //!
-//! The host reports facts only: the current model's declared window, whether it is a router,
-//! and `answeredWindow`, the declared window of the model the engine's last output named
+//! The host reports facts only: the current model's declared window and `api` (a router's is
+//! [`super::wire::ROUTER_API`]), and `answeredWindow`, the declared window of the model the engine's last output named
 //! (`Output::answeredModel`). The engine names the latest answer's model in every output and
 //! reads `answeredWindow` only while it still describes that model: a navigation that changed it
 //! leaves the declared window until the next output names the new one. A `message_end` notes its
@@ -47,7 +47,7 @@ impl Engine {
     /// `message`, the answer a `message_end` carries, is by another model than the one whose
     /// window the moment holds (the router switched models): its window is not known yet.
     pub(super) fn answer_switched_window(&self, moment: &Moment, message: &Message) -> bool {
-        moment.router
+        moment.router()
             && message
                 .answered_by()
                 .is_some_and(|m| Some(m) != self.answers.named.as_ref())
@@ -55,7 +55,7 @@ impl Engine {
 
     /// The window whose limits apply at `moment` (see the module documentation).
     pub(super) fn limits_window(&self, moment: &Moment) -> Option<u64> {
-        if !moment.router {
+        if !moment.router() {
             return moment.context_window;
         }
         let current = self.latest_answer() == self.answers.named.as_ref();

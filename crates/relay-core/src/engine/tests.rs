@@ -21,7 +21,7 @@ pub(super) fn moment_with(usage: Option<Usage>, window: u64, guard: GuardState) 
         usage,
         model: Some("faux/faux-1".into()),
         context_window: Some(window),
-        router: false,
+        api: None,
         answered_window: None,
         has_pending_messages: false,
         pending_work: 0,
@@ -305,9 +305,21 @@ fn new_context_resets_at_the_settle_point_with_one_continuation() {
         Some(10_000),
     ));
     assert_eq!(reply.continue_run, Some(true), "the continuation runs");
+    // Pi's drafts for it: the compaction (the host fills in the marker's id), then the hidden
+    // continuation.
+    let drafts = super::door::Draft::of(reply.result.as_ref().unwrap());
     let Some(HookResult::Reset { plan }) = reply.result else {
         panic!("expected a reset, got {:?}", reply.result)
     };
+    let continuation = plan.continuation.clone().expect("one continuation");
+    assert_eq!(
+        serde_json::to_value(&drafts).unwrap(),
+        json!([
+            {"type": "compaction", "summary": plan.summary, "details": plan.details.to_value()},
+            {"type": "custom_message", "customType": continuation.custom_type, "content": continuation.content,
+             "display": false, "details": continuation.details},
+        ])
+    );
     assert_eq!(plan.details.to_value()["relay"], "window");
     assert_eq!(plan.details.to_value()["source"], "new_context");
     assert_eq!(
@@ -891,6 +903,7 @@ fn generated_wire_ts_is_current() {
         decl::<super::door::Output>(&cfg),
         decl::<super::door::BoundaryHooks>(&cfg),
         decl::<crate::entry::ModelRef>(&cfg),
+        decl::<super::door::Draft>(&cfg),
         decl::<super::door::Job>(&cfg),
         decl::<super::door::Work>(&cfg),
         decl::<super::door::JobResult>(&cfg),

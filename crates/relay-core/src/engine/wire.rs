@@ -143,10 +143,10 @@ pub struct Moment {
     /// door replaces it by the window whose limits apply (`Engine::limits_window`): under a
     /// router, the answered model's. `null` or 0: unknown (read through [`Moment::window`]).
     pub context_window: Option<u64>,
-    /// The current model is a router (virtual) model (Pi's `api` tag `pi-virtual`): Pi reads the
-    /// window of the physical model that answered last.
+    /// The current model's `api` (`ctx.model.api`). Pi's router (virtual) models have the tag
+    /// [`ROUTER_API`]: for them Pi reads the window of the physical model that answered last.
     #[serde(default)]
-    pub router: bool,
+    pub api: Option<String>,
     /// The declared context window of the model the engine's last output named
     /// (`Output::answeredModel`, `ctx.modelRegistry.find(provider, model)`): `null` when it named
     /// none or the registry has no such model.
@@ -187,7 +187,15 @@ fn count_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     })
 }
 
+/// The `api` of Pi's router (virtual) models (`VIRTUAL_MODEL_API` in Pi's virtual-models module).
+pub const ROUTER_API: &str = "pi-virtual";
+
 impl Moment {
+    /// The current model is a router (virtual) model ([`ROUTER_API`]).
+    pub fn router(&self) -> bool {
+        self.api.as_deref() == Some(ROUTER_API)
+    }
+
     /// The context window, `None` while unknown: a model that declares none (a router model before
     /// its first answer) reports 0, which is no window at all, never a full one. Past the door,
     /// the window whose limits apply (`Engine::limits_window`).

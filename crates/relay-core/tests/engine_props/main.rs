@@ -828,7 +828,7 @@ impl Host {
             "usage": usage,
             "model": if self.router { "router/auto" } else { "faux/faux-1" },
             "contextWindow": self.window,
-            "router": self.router,
+            "api": if self.router { "pi-virtual" } else { "faux" },
             "answeredWindow": (self.router && self.answered.is_some()).then_some(self.window),
             "hasPendingMessages": self.queued(),
             // A host integration reporting background work during every third prompt's run: with

@@ -17,7 +17,7 @@ fn observe(event: Event) -> Observation {
             }),
             model: Some("faux/faux-1".into()),
             context_window: Some(100_000),
-            router: false,
+            api: None,
             answered_window: None,
             has_pending_messages: false,
             pending_work: 0,

@@ -62,6 +62,7 @@ impl Engine {
         if self.history().unreadable() {
             self.loads.needs_branch = true;
         }
+        out.drafts = out.result.as_ref().map(Draft::of).unwrap_or_default();
         out.tip = self.tip().map(str::to_string);
         out.answered_model = self.name_answer(feed);
         out.needs_branch = self.loads.needs_branch;

@@ -62,7 +62,7 @@ fn engine(messages: &[Value]) -> (Engine, Output) {
 /// A moment of a router model that declares `declared`, the host's `answeredWindow` beside it.
 fn routed(declared: u64, answered: Option<u64>) -> Moment {
     Moment {
-        router: true,
+        api: Some(super::super::wire::ROUTER_API.into()),
         answered_window: answered,
         ..moment_with(None, declared, GuardState::Unavailable)
     }
@@ -90,7 +90,7 @@ fn the_answered_models_window_applies_else_the_declared_one() {
     assert_eq!(unknown.window(), None);
     // Not a router: the current model's own window, whatever answered.
     let own = Moment {
-        router: false,
+        api: None,
         ..routed(32_000, Some(100_000))
     };
     assert_eq!(e.limits_window(&own), Some(32_000));
