@@ -7,7 +7,7 @@
 // default 2000), RELAY_BENCH_SEED (generator seed, default 1), RELAY_BENCH_DIR (where generated
 // sessions are cached, default <tmpdir>/relay-bench).
 //
-// The per-request path imports `drive`, `reload` and `moment` from extension/src/adapter.ts
+// The per-request path imports `drive`, `open` and `moment` from extension/src/adapter.ts
 // directly (Node 22.23 strips the types), so what is timed is the extension's own code, not a copy
 // of it: `drive` hands the engine the input with the feed of what Pi appended, then carries out
 // the output, as extension/src/index.ts does for every hook.
@@ -67,7 +67,7 @@ if (process.argv[2] === "--startup-child") {
 
 // Resume child: the extension's own path for a large file (adapter.ts openSession): `open` with
 // background true answers with an operation and one `load` job (the current window, the rest
-// skimmed); the job runs on the libuv pool (`runJob`) and its `done` installs it; the output then
+// skimmed); the job runs on the libuv pool (`runJob`) and its `done` installs it; `history` then
 // asks for a second `load` job (the whole history), run and installed the same way. Its RSS is
 // taken after the first pass, when the history is complete and at its peak.
 if (process.argv[2] === "--resume-child") {
@@ -90,14 +90,17 @@ if (process.argv[2] === "--resume-child") {
 	const firstMs = performance.now() - t0;
 	gc();
 	const afterFirst = rss();
-	const last = next.op === undefined ? next : await pass(engine, next);
+	// The whole history loads when something asks for it (`history`: a history tool, a navigation,
+	// the first settle): its `historyLoad` job, run and handed back the same way.
+	const { historyLoad } = step(engine, { type: "history" });
+	const last = historyLoad ? await pass(engine, { op: historyLoad.id, jobs: [historyLoad] }) : next;
 	if (last.needsBranch || last.op !== undefined || !last.historyComplete) throw new Error("the whole load did not complete the history");
 	const ms = performance.now() - t0;
 	gc();
 	const after = rss();
 	const peak = process.resourceUsage().maxRSS * 1024;
 	process.stdout.write(
-		JSON.stringify({ firstMs, ms, firstGrowth: afterFirst - before, growth: after - before, peakGrowth: peak - before, complete: last.historyComplete, tip: last.tip, twoPasses: next.op !== undefined }) + "\n",
+		JSON.stringify({ firstMs, ms, firstGrowth: afterFirst - before, growth: after - before, peakGrowth: peak - before, complete: last.historyComplete, tip: last.tip, twoPasses: historyLoad !== undefined }) + "\n",
 	);
 	process.exit(0);
 }
@@ -125,7 +128,8 @@ function makeCtx(sm) {
 		sessionManager: sm,
 		cwd: "/home/dev/project",
 		hasUI: false,
-		model: { provider: "anthropic", id: "claude-sonnet-4-5", contextWindow: 200_000 },
+		model: { provider: "anthropic", id: "claude-sonnet-4-5", api: "anthropic-messages", contextWindow: 200_000 },
+		modelRegistry: { find: () => ({ contextWindow: 200_000 }) },
 		getContextUsage: () => ({ tokens: 40_000, contextWindow: 200_000, percent: 20 }),
 		isIdle: () => false,
 		hasPendingMessages: () => false,
@@ -138,7 +142,16 @@ function makeCtx(sm) {
  * `appendEntry` appends to the session as Pi's does (`appendCustomEntry`), so that the engine's
  * markers come back to it in the next feed.
  */
-const piStubFor = (sm) => ({ sendMessage() {}, appendEntry: (customType, data) => sm.appendCustomEntry(customType, data), getSettings: () => ({}) });
+const piStubFor = (sm) => {
+	let active = [];
+	return {
+		sendMessage() {},
+		appendEntry: (customType, data) => sm.appendCustomEntry(customType, data),
+		getSettings: () => ({}),
+		getActiveTools: () => active,
+		setActiveTools: (names) => void (active = names),
+	};
+};
 
 /** What the straightforward TypeScript approach did per request: the whole branch, then a tail scan. */
 function baselinePerRequest(sm) {
@@ -214,7 +227,7 @@ process.env.PI_CODING_AGENT_DIR = join(scratch, "agent");
 process.env.PI_CONTEXT_BUDGET_STATE_DIR = join(scratch, "context-budget");
 mkdirSync(process.env.PI_CODING_AGENT_DIR, { recursive: true });
 
-const { drive, reload, moment, withMessages } = await import(ADAPTER);
+const { drive, open, moment, request } = await import(ADAPTER);
 const { native } = await import(NATIVE);
 const { loadSettings } = await import(SETTINGS);
 const { SessionManager } = await import("@earendil-works/pi-coding-agent");
@@ -271,17 +284,17 @@ function settled(out, what) {
 }
 
 /**
- * What the extension's session_start path does, with the file loaded at once: `reload` (`open`
- * with background false, the branch from Pi when the file does not hold the leaf), then
+ * What the extension's session_start path does, with the file loaded at once: `open` (with
+ * background false, the branch from Pi when the file does not hold the leaf), then
  * `configure` and the `session_start` hook through `drive`.
  */
 function bringUp(sm) {
 	const ctx = makeCtx(sm);
 	const pi = piStubFor(sm);
 	const rt = { pi, engine: new Engine(), state: {}, subagent: false };
-	reload(rt, ctx);
+	open(rt, ctx);
 	settled(drive(rt, ctx, { type: "configure", sources: loadSettings(pi, ctx) }), "configure");
-	const out = settled(drive(rt, ctx, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type: "session_start" } } }), "session_start");
+	const out = settled(drive(rt, ctx, { type: "hook", observation: { moment: moment(ctx, rt), event: { type: "session_start" } } }), "session_start");
 	if (!out.historyComplete || out.needsBranch) throw new Error("the engine did not load the whole session");
 	return { ctx, rt };
 }
@@ -331,8 +344,8 @@ function perRequest(sm, rt, iters) {
 	const ctx = makeCtx(sm);
 	const messages = [{ role: "user", content: "…" }];
 	const hook = (type, extra) => {
-		const out = settled(drive(rt, ctx, { type: "hook", observation: { moment: moment(ctx, false, rt.subagent), event: { type, ...extra } } }), type);
-		if (type === "context" && out.messages.length > 0) withMessages(messages, out);
+		const out = settled(drive(rt, ctx, { type: "hook", observation: { moment: moment(ctx, rt), event: { type, ...extra } } }), type);
+		if (type === "context") request(messages, out, rt.state.stubs);
 		return out;
 	};
 	const samples = { context: [], tool_call: [], turn_end: [] };
@@ -359,7 +372,7 @@ function perRequest(sm, rt, iters) {
 		if (keep) time("turn_end", () => hook("turn_end", { toolResults: 1 }));
 		else hook("turn_end", { toolResults: 1 });
 	}
-	if (rt.state.tip !== sm.getLeafId() || step(rt.engine, { type: "known", ids: [sm.getLeafId()] }).value !== 0) throw new Error("the mirror did not follow the leaf");
+	if (rt.state.last?.tip !== sm.getLeafId() || step(rt.engine, { type: "known", ids: [sm.getLeafId()] }).value !== 0) throw new Error("the mirror did not follow the leaf");
 	const all = [...samples.context, ...samples.tool_call, ...samples.turn_end];
 	return { context: stats(samples.context), tool_call: stats(samples.tool_call), turn_end: stats(samples.turn_end), all: stats(all), appendMs: stats(appendMs) };
 }

@@ -6,7 +6,7 @@ import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
-import type { BoundaryHooks, Effect, HostFacts, Input, Job, JobResult, Moment, Output, Work } from "./generated/wire.ts";
+import type { BoundaryHooks, Effect, HookWaits, HostFacts, Input, Job, JobResult, Moment, Output, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
 import { contextGuard, jobRecords, pendingWork, subagentRecords } from "./integrations.ts";
 
@@ -17,11 +17,9 @@ export const bindRuntime = (token: object): boolean => (host[HOST] ??= token) !=
 export const releaseRuntime = (token: object): void => void (host[HOST] === token && delete host[HOST]);
 
 /**
- * The facts of the moment every input carries. Pi's usage figure is fetched only for the tools
- * whose spec says `usesPiUsage`: `getContextUsage()` walks the whole branch, so hooks and other
- * tools let the engine estimate usage from its mirror. `answeredWindow`: the registry's window of
- * the model the engine last named (read under a router model). Without a ctx (before
- * `session_start`): the process's own facts, no model.
+ * The facts of the moment every input carries (without a ctx, before `session_start`: the
+ * process's own). Pi's usage only for a tool whose spec says `usesPiUsage` (`getContextUsage()`
+ * walks the whole branch; the engine estimates from its mirror otherwise).
  */
 export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, withUsage = false): Moment {
 	let usage: Moment["usage"] = null;
@@ -49,11 +47,7 @@ export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, 
 	};
 }
 
-/**
- * What the driver remembers: the session the mirror holds, the engine's last output (its tip, the
- * model it names, whether it needs the branch or holds the whole history), the window's stubs as
- * last sent (by `nth:call`), and the one load in flight (`token` names the session it is for).
- */
+/** What the driver remembers: the session the mirror holds, the engine's last output, the stubs as last sent (by `nth:call`), the one load in flight (for session `token`). */
 export type SyncState = { sessionId?: string; last?: Output; stubs?: Map<string, string>; load?: Load; token?: object };
 
 /** A load in flight (`done` never rejects): a read ahead of `file`, the start-up load (`blocks`), or the whole history's. */
@@ -127,7 +121,7 @@ function feedOf(rt: Runtime, ctx: ExtensionContext): string | null {
 }
 
 /** Open Pi's session in the engine (its file and leaf; the branch when the engine asks); `background`: a large file may load on the pool. */
-function open(rt: Runtime, ctx: ExtensionContext, background = false, readAhead?: string): Output {
+export function open(rt: Runtime, ctx: ExtensionContext, background = false, readAhead?: string): Output {
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const file = sm.getSessionFile();
@@ -257,9 +251,9 @@ export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice
 
 /**
  * Load the session at start-up, then run `after`. A large file loads on the pool: the current
- * window first, which every hook and tool awaits ({@link whenLoaded}); the whole history later,
- * which only what reads earlier windows awaits ({@link whenComplete}). A read ahead of this very
- * file is waited for and installed when its tip is on Pi's branch; one of another file is dropped.
+ * window first, which every hook and tool awaits; the whole history later, which only what reads
+ * earlier windows awaits ({@link when}). A read ahead of this file is waited for and installed
+ * when its tip is on Pi's branch; one of another file is dropped.
  */
 export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
 	const ahead = rt.state.load?.file === ctx.sessionManager.getSessionFile() ? rt.state.load : undefined;
@@ -328,19 +322,13 @@ export function closeSession(rt: Runtime): boolean {
 	return !starting;
 }
 
-/** Run `body` once the whole history is loaded (asking the engine for its load first when needed). */
-export function whenComplete<R>(rt: Runtime, ctx: ExtensionContext, body: () => R): R | Promise<Awaited<R>> {
-	if (!rt.state.load && rt.state.last?.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
+/** Run `body` once what it `waits` for is in (at once when it is): the start-up load's window, or the whole history (asked for first). */
+export function when<R>(rt: Runtime, ctx: ExtensionContext, waits: HookWaits, body: () => R): R | Promise<Awaited<R>> {
+	const history = waits === "history";
+	if (history && !rt.state.load && rt.state.last?.historyComplete === false) perform(rt, ctx, call(rt, { type: "history" }));
 	const load = rt.state.load;
-	if (!load) return body();
-	return load.done.then(() => whenComplete(rt, ctx, body)) as Promise<Awaited<R>>;
-}
-
-/** Run `body` once no start-up load is in flight (at once, without a promise, when none is). */
-export function whenLoaded<R>(state: SyncState, body: () => R): R | Promise<Awaited<R>> {
-	const load = state.load;
-	if (!load?.blocks) return body();
-	return load.done.then(() => whenLoaded(state, body)) as Promise<Awaited<R>>;
+	if (!load || (!history && !load.blocks)) return body();
+	return load.done.then(() => when(rt, ctx, waits, body)) as Promise<Awaited<R>>;
 }
 
 /** Carry out effects in order. */

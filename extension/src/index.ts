@@ -4,7 +4,7 @@ import { CONFIG_DIR_NAME, VERSION, type ExtensionAPI, type ExtensionContext } fr
 import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import * as adapter from "./adapter.ts";
-import { ask, drive, messageOf, moment, whenComplete, whenLoaded, type Runtime } from "./adapter.ts";
+import { ask, drive, messageOf, moment, when, type Runtime } from "./adapter.ts";
 import type { Description, Event, HookAnswer, Input, Output } from "./generated/wire.ts";
 import { jobRecords, loadGuards, type GuardsVet } from "./integrations.ts";
 import { dropRelaunchKeyFile, loadSettings, relaunchKeyFile, takeWrapperHandover } from "./settings.ts";
@@ -124,7 +124,7 @@ export default function relay(pi: ExtensionAPI) {
 			},
 			async execute(toolCallId, params, signal, _onUpdate, ctx) {
 				// A tool waits for the start-up load; one that reads earlier windows, for the whole history.
-				await (spec.needsHistory ? whenComplete(rt, ctx, () => undefined) : whenLoaded(rt.state, () => undefined));
+				await when(rt, ctx, spec.needsHistory ? "history" : "window", () => undefined);
 				const input: Input = { type: "tool", callId: toolCallId, name: spec.name, args: params ?? {}, moment: moment(ctx, rt, spec.usesPiUsage) };
 				const reply = (await serve(ctx, spec.name, input, signal)).reply ?? lastResort[spec.name]!.reply!;
 				return { content: [{ type: "text" as const, text: reply.text }], details: {}, isError: reply.isError, ...(reply.terminate ? { terminate: true } : {}) };
@@ -155,7 +155,7 @@ export default function relay(pi: ExtensionAPI) {
 		adapter.releaseRuntime(runtime);
 	});
 	pi.on("input", (_event, ctx) =>
-		whenLoaded(rt.state, async () => {
+		when(rt, ctx, "window", async () => {
 			configure(ctx, await guards());
 			// The engine may ask for a reset before this input runs (idle-input recovery): Pi's
 			// compaction is awaited here (its hook gets Relay's reset); the input goes on either way.
@@ -205,7 +205,7 @@ export default function relay(pi: ExtensionAPI) {
 				const out = handle(ctx, hook.name as Event["type"], facts, hook.abortable ? ctx.signal : undefined);
 				return hook.answer === "observe" ? undefined : then(out, (o) => answers[hook.answer](o, event, ctx));
 			};
-			return hook.waits === "history" ? whenComplete(rt, ctx, serveHook) : whenLoaded(rt.state, serveHook);
+			return when(rt, ctx, hook.waits, serveHook);
 		};
 		if (hook.boundary) boundary[hook.name] = handler as never;
 		else pi.on(hook.name as "context", handler as never);
@@ -220,7 +220,7 @@ export default function relay(pi: ExtensionAPI) {
 		description: command.description,
 		getArgumentCompletions: (prefix: string) => command.completions.filter((c) => c.startsWith(prefix)).map((c) => ({ value: c, label: c })),
 		handler: async (args, ctx) => {
-			await whenLoaded(rt.state, () => undefined);
+			await when(rt, ctx, "window", () => undefined);
 			handle(ctx, "command", { args: args.trim() });
 		},
 	});

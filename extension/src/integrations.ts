@@ -33,16 +33,13 @@ export async function loadGuards(vet: GuardsVet): Promise<string | null> {
 	if (!file) return null;
 	[guardsTried, guardsError] = [agentDir, error];
 	if (guardsError) return guardsError;
-	let timer: NodeJS.Timeout | undefined;
-	const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), GUARDS_IMPORT_MS)).unref?.());
+	const late = new Promise<"late">((resolve) => AbortSignal.timeout(GUARDS_IMPORT_MS).addEventListener("abort", () => resolve("late")));
 	try {
 		const loaded = await Promise.race([import(pathToFileURL(file).href) as Promise<GuardLibrary>, late]);
 		if (loaded === "late") guardsError = `its import did not finish within ${GUARDS_IMPORT_MS / 1000} s`;
 		else guards = loaded;
 	} catch {
 		guards = undefined;
-	} finally {
-		clearTimeout(timer);
 	}
 	return guardsError;
 }

@@ -5,8 +5,7 @@ import { Text } from "@earendil-works/pi-tui";
 import { native } from "./native.ts";
 
 function textOf(content: unknown): string {
-	if (typeof content === "string") return content;
-	if (!Array.isArray(content)) return "";
+	if (!Array.isArray(content)) return typeof content === "string" ? content : "";
 	return content.map((b: { type?: string; text?: string }) => (b?.type === "text" ? (b.text ?? "") : "")).join("");
 }
 
