@@ -1,10 +1,8 @@
-// The driver between Pi and the engine: inputs in (each with what Pi appended since the engine's
-// tip), outputs carried out (appends, effects, jobs off Pi's event loop under their deadline and
-// Pi's abort signal). It decides nothing (crates/relay-core/src/engine/door.rs).
+// The driver between Pi and the engine: inputs in (with what Pi appended since the engine's tip),
+// outputs carried out (appends, effects, jobs off Pi's event loop). It decides nothing (engine/door.rs).
 import type { ExtensionAPI, ExtensionContext, SessionBoundaryDraft } from "@earendil-works/pi-coding-agent";
-import { getAgentDir, parseArgs as parsePiArgs } from "@earendil-works/pi-coding-agent";
+import { parseArgs as parsePiArgs } from "@earendil-works/pi-coding-agent";
 import { statSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { resolve } from "node:path";
 import type { BoundaryHooks, Effect, HookWaits, HostFacts, Input, Job, JobResult, Moment, Output, Work } from "./generated/wire.ts";
 import { native, type NativeEngine } from "./native.ts";
@@ -190,16 +188,6 @@ function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext
 	if (work.registries) {
 		facts.jobs = jobRecords();
 		facts.subagents = subagentRecords(work.taskIds);
-	}
-	if (work.store && ctx) {
-		facts.store = {
-			agentDir: getAgentDir(),
-			questionsHome: process.env.PI_QUESTIONS_HOME ?? null,
-			tmpDir: tmpdir(),
-			uid: typeof process.getuid === "function" ? process.getuid() : null,
-			sessionId: ctx.sessionManager.getSessionId(),
-			cwd: ctx.cwd,
-		};
 	}
 	return facts;
 }

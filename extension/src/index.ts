@@ -7,15 +7,9 @@ import * as adapter from "./adapter.ts";
 import { ask, drive, messageOf, moment, when, type Runtime } from "./adapter.ts";
 import type { Description, Event, HookAnswer, Input, Output } from "./generated/wire.ts";
 import { jobRecords, loadGuards, type GuardsVet } from "./integrations.ts";
-import { dropRelaunchKeyFile, loadSettings, relaunchKeyFile, takeWrapperHandover } from "./settings.ts";
+import { loadSettings, relaunchKeyFile, takeWrapperHandover } from "./settings.ts";
 import { registerRenderers } from "./tui.ts";
 import { native } from "./native.ts";
-
-/** The JavaScript runtime this host runs on: `bun <version>` or `node <version>` (a fact for the engine's host check). */
-function runtimeName(): string {
-	const bun = (process.versions as Record<string, string | undefined>).bun;
-	return bun ? `bun ${bun}` : `node ${process.versions.node}`;
-}
 
 // A Pi event as the generic hook translation reads it.
 type PiEvent = Record<string, unknown> & { messages?: unknown[]; entries?: never[]; preparation?: { tokensBefore?: number } };
@@ -44,10 +38,13 @@ export default function relay(pi: ExtensionAPI) {
 	let description: Description;
 	try {
 		rt = { pi, engine: new (native().Engine)(), state: {}, subagent: false };
-		const describe = { piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: runtimeName(), relaunchKeyFile: relaunchKeyFile() };
+		// The JavaScript runtime (`bun <version>` or `node <version>`) is a fact for the engine's host check.
+		const bun = (process.versions as Record<string, string | undefined>).bun;
+		const js = bun ? `bun ${bun}` : `node ${process.versions.node}`;
+		const describe = { piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: js, relaunchKeyFile: relaunchKeyFile() };
 		description = ask(rt, { type: "describe", ...describe }) as Description;
 	} catch (error) {
-		dropRelaunchKeyFile();
+		relaunchKeyFile(true);
 		description = { refusal: messageOf(error) } as Description;
 	}
 	if (description.refusal !== null) {

@@ -1,11 +1,7 @@
-// The optional integrations: facts Relay reads from other Pi packages when they are present, never
-// installs or changes. The engine decides what they mean; this file only copies what they say:
-// - the shared guard library `<agent dir>/lib/guards.ts` (`isGuardOff("context")`, consulted live);
-// - `globalThis[Symbol.for("pi-jobs.liveManagers")]`: the live job managers (jobs and watches);
-// - `globalThis[Symbol.for("pi-subagents:manager")]`: the subagent manager (`listAgents`, `getRecord`);
-// - `globalThis[Symbol.for("relay.pending-work")]()`: how much background work is pending.
-// (The pending-questions store, the issue-claim registry and this session's subagent task
-// directory are read on disk by the addon, off Pi's event loop.)
+// The optional integrations, copied as facts when present (the engine decides what they mean): the
+// guard library `<agent dir>/lib/guards.ts`, and on `globalThis` the pi-jobs managers
+// (`pi-jobs.liveManagers`), the subagent manager (`pi-subagents:manager`) and `relay.pending-work`.
+// The stores on disk (questions, issue claims, subagent tasks) are the addon's, off Pi's event loop.
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { pathToFileURL } from "node:url";
 import type { GuardState } from "./generated/wire.ts";
@@ -21,10 +17,9 @@ export type GuardsVet = (agentDir: string) => { file: string | null; error: stri
 const GUARDS_IMPORT_MS = 2000;
 
 /**
- * Load the agent dir's guard library once per agent dir, when it exists (a dynamic import; the
- * file is never written). The engine has it vetted first (a regular file within its cap, opened
- * without blocking) and its import is bounded, so that a FIFO or a device put there cannot hold
- * Pi's start-up. The answer says why a library that exists was refused (the engine warns once).
+ * Import the agent dir's guard library once, when it exists: vetted by the engine first (a regular
+ * file within its cap) and bounded in time, so that a FIFO or a device there cannot hold Pi's
+ * start-up. Answers why a library that exists was refused (the engine warns once).
  */
 export async function loadGuards(vet: GuardsVet): Promise<string | null> {
 	const agentDir = getAgentDir();

@@ -1,53 +1,42 @@
-// Collects the raw configuration sources for the engine. No precedence and no defaults here: the
-// engine merges the global and project settings the way Pi does, project only when trusted, and
-// validates them (crates/relay-core/src/engine/configure.rs); the addon reads each file named
-// (relay-io), never blocking, only a regular file, within a cap.
+// The raw configuration sources for the engine, which merges and validates them (engine/configure.rs);
+// the addon reads each file named (relay-io: never blocking, only a regular file, within a cap).
 import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConfigSources, WrapperFacts } from "./generated/wire.ts";
 
 /** What Relay took from pi-session, kept process-wide so that the module a /reload evaluates again finds it. */
-const WRAPPER_SLOT = Symbol.for("relay.pi-session-wrapper");
+const SLOT = Symbol.for("relay.pi-session-wrapper");
 type TakenWrapper = Pick<WrapperFacts, "relaunchMarker" | "wrapper" | "wrapperPid" | "launchId" | "relaunchKeyFile">;
-const taken = () => (globalThis as { [WRAPPER_SLOT]?: TakenWrapper })[WRAPPER_SLOT];
+const slot = globalThis as { [SLOT]?: TakenWrapper };
 
 /**
- * Take what pi-session handed this Pi, once, when Relay loads (before any tool can run): its
- * variables (crates/relay-cli/src/session/mod.rs) leave `process.env`, and the relaunch key
- * file's path goes to the addon with `describe`, which reads the key and removes the file. A
- * command the model runs (or a Pi it starts) inherits none of them and finds no key to sign a
- * marker with. When the variables are absent, what an earlier load took stays.
+ * Take what pi-session handed this Pi (crates/relay-cli/src/session/mod.rs) before any tool runs:
+ * its variables leave `process.env`, and the addon takes the relaunch key (`describe`) and removes
+ * its file, so nothing the model runs can sign a marker. Without the variables, what was taken stays.
  */
 export function takeWrapperHandover(): void {
 	const env = process.env;
 	const vars = { relaunchMarker: "PI_RELAUNCH_MARKER", wrapper: "PI_SESSION_WRAPPER", wrapperPid: "PI_SESSION_WRAPPER_PID", launchId: "PI_SESSION_LAUNCH_ID", relaunchKeyFile: "PI_RELAUNCH_KEY_FILE" } as const;
 	if (!Object.values(vars).some((name) => env[name] !== undefined)) return;
 	const facts = Object.fromEntries(Object.entries(vars).map(([key, name]) => [key, env[name] ?? null])) as TakenWrapper;
-	(globalThis as { [WRAPPER_SLOT]?: TakenWrapper })[WRAPPER_SLOT] = { ...facts, relaunchKeyFile: facts.relaunchKeyFile || null };
+	slot[SLOT] = { ...facts, relaunchKeyFile: facts.relaunchKeyFile || null };
 	for (const name of Object.values(vars)) delete env[name];
 }
 
-/** The relaunch key file pi-session named, for `describe` (the addon takes the key from it). */
-export function relaunchKeyFile(): string | undefined {
-	return taken()?.relaunchKeyFile ?? undefined;
-}
-
-/** Without an addon to take it, the key file is only removed (unread): no command the model runs finds it. */
-export function dropRelaunchKeyFile(): void {
+/** The relaunch key file pi-session named; `drop`: without an addon to take the key, the file is only removed. */
+export function relaunchKeyFile(drop = false): string | undefined {
+	const file = slot[SLOT]?.relaunchKeyFile ?? undefined;
 	try {
-		unlinkSync(relaunchKeyFile() ?? "");
+		if (drop && file) unlinkSync(file);
 	} catch {
-		// None, or already gone.
+		// Already gone.
 	}
+	return file;
 }
 
-/**
- * The facts the engine decides from: Pi's settings, where the project file is, trust, where the
- * budget policy file may be, and what pi-session handed this process with this process's place
- * under it (the engine decides whether this runtime owns the wrapper). Which file applies is
- * decided in Rust; an untrusted project's settings file is never opened.
- */
+/** The facts the engine configures from: Pi's settings, where the files may be, trust, and pi-session's handover with this process's place under it. */
 export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext, guardsError: string | null): ConfigSources {
 	const agentDir = getAgentDir();
 	const none = { relaunchMarker: null, wrapper: null, wrapperPid: null, launchId: null, relaunchKeyFile: null };
@@ -61,7 +50,11 @@ export function loadSettings(pi: ExtensionAPI, ctx: ExtensionContext, guardsErro
 		agentDir,
 		stateDir: process.env.PI_CONTEXT_BUDGET_STATE_DIR ?? null,
 		cwd: ctx.cwd,
-		wrapper: { ...none, ...taken(), pid: process.pid, ppid: process.ppid, sessionFile: ctx.sessionManager.getSessionFile() ?? null },
+		wrapper: { ...none, ...slot[SLOT], pid: process.pid, ppid: process.ppid, sessionFile: ctx.sessionManager.getSessionFile() ?? null },
 		resumeCheckEnv: process.env.PI_RESUME_CHECK,
+		// Where the integrations' stores are (the engine names their paths).
+		questionsHome: process.env.PI_QUESTIONS_HOME ?? null,
+		tmpDir: tmpdir(),
+		uid: typeof process.getuid === "function" ? process.getuid() : null,
 	};
 }

@@ -1452,7 +1452,7 @@ mod tests {
         );
         // A host job is refused by the addon, as a failure, not a crash.
         let facts = json!({"id": 4, "deadlineMs": 0, "work": {"kind": "facts",
-            "sessionName": true, "registries": false, "store": false}});
+            "sessionName": true, "registries": false}});
         let outcome: Value = serde_json::from_str(&jobs::run(&facts.to_string()).unwrap()).unwrap();
         assert_eq!(outcome["kind"], "failed");
         std::fs::remove_dir_all(dir).unwrap();

@@ -240,6 +240,19 @@ export type ConfigSources = {
 	 * was refused (not a regular file, too large, or its import did not finish in time).
 	 */
 	guardsError?: string,
+	/**
+	 * `PI_QUESTIONS_HOME` as the process has it: the pending-questions store's home (else under
+	 * the agent directory).
+	 */
+	questionsHome: string | null,
+	/**
+	 * The OS temporary directory (`os.tmpdir()`), where pi-subagents keeps its task folders.
+	 */
+	tmpDir: string | null,
+	/**
+	 * The process's user id (`process.getuid()`), `null` where there is none.
+	 */
+	uid: number | null,
 };
 
 /**
@@ -752,13 +765,7 @@ export type Work =
 		claimsFile: string | null,
 		taskDir: string | null,
 	}
-	| {
-		"kind": "facts",
-		sessionName: boolean,
-		registries: boolean,
-		taskIds?: Array<string>,
-		store: boolean,
-	}
+	| { "kind": "facts", sessionName: boolean, registries: boolean, taskIds?: Array<string> }
 	| { "kind": "resumeCheck", command: string, source: string, cwd: string }
 	| { "kind": "staleCheck", record: unknown }
 	| { "kind": "handoffNumber", root: string, sessionId: string }
@@ -871,12 +878,7 @@ export type HookAnswer = "observe" | "cancel" | "block" | "request" | "boundary"
 /**
  * What a `facts` job gives back (each field only when asked for).
  */
-export type HostFacts = {
-	sessionName?: string,
-	jobs?: unknown[] | null,
-	subagents?: unknown[] | null,
-	store?: StoreFacts,
-};
+export type HostFacts = { sessionName?: string, jobs?: unknown[] | null, subagents?: unknown[] | null };
 
 /**
  * The answer of a query input.

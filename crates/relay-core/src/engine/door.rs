@@ -389,14 +389,13 @@ pub enum Work {
         claims_file: Option<String>,
         task_dir: Option<String>,
     },
-    /// Facts the host holds: `sessionName`, the live `registries`, the `store` places.
+    /// Facts the host holds: `sessionName`, the live `registries`.
     Facts {
         session_name: bool,
         registries: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional))]
         task_ids: Option<Vec<String>>,
-        store: bool,
     },
     /// The operator's resume check ([`CheckResult`]).
     ResumeCheck {

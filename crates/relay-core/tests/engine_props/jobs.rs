@@ -9,7 +9,7 @@ use relay_core::engine::{
     Work, BACKGROUND_LOAD_BYTES,
 };
 use relay_core::handoff::GitState;
-use relay_core::integrations::{StoreContents, StoreFacts};
+use relay_core::integrations::StoreContents;
 use relay_core::resume_check::{CheckOutput, CheckResult, CheckStatus};
 use relay_core::staleness::{DirtyDrift, DirtySet, GitDrift, Listed, StaleReport, WorkspaceRecord};
 use serde_json::{json, Value};
@@ -309,20 +309,11 @@ impl Host {
             Work::Facts {
                 session_name,
                 registries,
-                store,
                 ..
             } => value(HostFacts {
                 session_name: session_name.then(|| "props".to_string()),
                 jobs: registries.then(Vec::new),
                 subagents: registries.then(Vec::new),
-                store: store.then(|| StoreFacts {
-                    agent_dir: None,
-                    questions_home: None,
-                    tmp_dir: Some("/tmp".into()),
-                    uid: Some(1000),
-                    session_id: self.sid.clone(),
-                    cwd: CWD.into(),
-                }),
             }),
             Work::ResumeCheck {
                 command, source, ..

@@ -637,6 +637,9 @@ impl Host {
             "stateDir": "/state",
             "cwd": CWD,
             "resumeCheckEnv": RESUME_CHECK,
+            // The stores' places: the subagent task directory is named from these.
+            "tmpDir": "/tmp",
+            "uid": 1000,
         });
         serde_json::from_value(value).expect("configuration sources deserialise")
     }

@@ -43,7 +43,6 @@ impl Engine {
                     session_name: true,
                     registries: false,
                     task_ids: None,
-                    store: false,
                 },
             );
             let op = ContextOp {
@@ -62,7 +61,6 @@ impl Engine {
                     session_name: false,
                     registries: true,
                     task_ids: None,
-                    store: false,
                 },
             );
             let op = ContextOp {

@@ -49,7 +49,6 @@ impl Engine {
                 session_name: needs_name,
                 registries: false,
                 task_ids: None,
-                store: true,
             },
         );
         let op = HandoffOp {
@@ -105,7 +104,7 @@ impl Engine {
                     .and_then(|id| value_of::<HostFacts>(results, *id))
                     .unwrap_or_default();
                 op.session_name = facts.session_name;
-                op.store_paths = facts.store.map(|s| s.paths());
+                op.store_paths = Some(self.store_facts(moment).paths());
                 let paths = op.store_paths.clone().unwrap_or_default();
                 let work = Work::Stores {
                     questions_home: paths.questions_home,
@@ -264,7 +263,6 @@ impl Engine {
                 op.stores.as_ref().and_then(|s| s.task_ids.as_deref()),
                 &self.mirror.known_subagent_ids(),
             ),
-            store: false,
         };
         self.handoff_next(
             op,

@@ -70,6 +70,16 @@ pub struct ConfigSources {
     #[serde(default)]
     #[cfg_attr(test, ts(optional))]
     pub guards_error: Option<String>,
+    /// `PI_QUESTIONS_HOME` as the process has it: the pending-questions store's home (else under
+    /// the agent directory).
+    #[serde(default)]
+    pub questions_home: Option<String>,
+    /// The OS temporary directory (`os.tmpdir()`), where pi-subagents keeps its task folders.
+    #[serde(default)]
+    pub tmp_dir: Option<String>,
+    /// The process's user id (`process.getuid()`), `null` where there is none.
+    #[serde(default)]
+    pub uid: Option<u32>,
 }
 
 /// The largest settings file (global or project `settings.json`) Relay reads; a larger one is
