@@ -110,6 +110,10 @@ fn sources_on_disk(
         budget_file: None,
         budget_file_error: None,
         guards_error: None,
+        // The stores' places do not bear on the configuration `relay config` shows.
+        questions_home: None,
+        tmp_dir: None,
+        uid: None,
     };
     // The budget file and the project's settings file, read as the addon reads them.
     if let Some(file) = sources.budget_file_path() {
