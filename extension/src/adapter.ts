@@ -28,14 +28,16 @@ export function moment(ctx: ExtensionContext | null, rt: Runtime | null = null, 
 		// Pi could not tell: the engine estimates.
 	}
 	const model = ctx?.model;
-	const answered = rt?.state.last?.answeredModel;
+	const api = (model as { api?: string } | undefined)?.api ?? null;
+	// Under a router model only (the engine names its tag), the window of the model it last named.
+	const answered = api !== null && api === rt?.routerApi ? rt.state.last?.answeredModel : null;
 	return {
 		nowMs: Date.now(),
 		tzOffsetMinutes: -new Date().getTimezoneOffset(),
 		usage,
 		model: model ? `${model.provider}/${model.id}` : null,
 		contextWindow: model ? (model.contextWindow ?? null) : null,
-		api: (model as { api?: string } | undefined)?.api ?? null,
+		api,
 		answeredWindow: (answered && ctx?.modelRegistry.find(answered.provider, answered.model)?.contextWindow) ?? null,
 		hasPendingMessages: ctx?.hasPendingMessages() ?? false,
 		pendingWork: pendingWork(),
@@ -51,8 +53,8 @@ export type SyncState = { sessionId?: string; last?: Output; stubs?: Map<string,
 /** A load in flight (`done` never rejects): a read ahead of `file`, the start-up load (`blocks`), or the whole history's. */
 type Load = { done: Promise<unknown>; blocks: boolean; file?: string };
 
-/** One Relay runtime: its engine, what the driver remembers, whether it is a subagent's, its boundary hooks. */
-export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean; boundary?: Boundary };
+/** One Relay runtime: its engine, what the driver remembers, whether it is a subagent's, its boundary hooks, the router models' `api`. */
+export type Runtime = { pi: ExtensionAPI; engine: NativeEngine; state: SyncState; subagent: boolean; boundary?: Boundary; routerApi?: string };
 
 /** The boundary hooks' handlers, and the unsubscribe function of each one subscribed (`null`: a Pi without one). */
 type BoundaryHook = "turn_end" | "agent_before_settle";
@@ -163,10 +165,10 @@ function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
 /** Run one job (host facts here, the rest on the addon's pool) until done, its deadline or Pi's abort; never rejects. */
 export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSignal): Promise<JobResult> {
 	const result = (outcome: JobResult["outcome"]): JobResult => ({ id: job.id, outcome });
+	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
 	const left = job.deadlineMs - Date.now();
 	const deadline = left < 2 ** 31 ? AbortSignal.timeout(Math.max(0, left)) : undefined;
 	const stop = AbortSignal.any([signal, deadline].filter((s) => s !== undefined));
-	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
 	return new Promise<JobResult>((resolve) => {
 		const onStop = () =>
 			resolve(result(signal?.aborted ? { kind: "aborted" } : { kind: "failed", error: `the ${job.work.kind} job did not finish within its deadline`, exists: false }));

@@ -43,6 +43,7 @@ export default function relay(pi: ExtensionAPI) {
 		const js = bun ? `bun ${bun}` : `node ${process.versions.node}`;
 		const describe = { piVersion: String(VERSION), configDir: String(CONFIG_DIR_NAME), runtime: js, relaunchKeyFile: relaunchKeyFile() };
 		description = ask(rt, { type: "describe", ...describe }) as Description;
+		rt.routerApi = description.routerApi;
 	} catch (error) {
 		relaunchKeyFile(true);
 		description = { refusal: messageOf(error) } as Description;

@@ -816,6 +816,12 @@ export type Description = {
 	 */
 	renderedTypes: Array<string>,
 	/**
+	 * The `api` of Pi's router (virtual) models ([`crate::engine::wire::ROUTER_API`]): only
+	 * under one does the host look up `answeredWindow` (a registry lookup it spares every other
+	 * input).
+	 */
+	routerApi: string,
+	/**
 	 * The `/relay` command.
 	 */
 	command: CommandSpec,

@@ -18,6 +18,10 @@ pub struct Description {
     pub tools: Vec<ToolSpec>,
     /// The custom message types Pi's TUI shows with Relay's one line.
     pub rendered_types: Vec<String>,
+    /// The `api` of Pi's router (virtual) models ([`crate::engine::wire::ROUTER_API`]): only
+    /// under one does the host look up `answeredWindow` (a registry lookup it spares every other
+    /// input).
+    pub router_api: &'static str,
     /// The `/relay` command.
     pub command: CommandSpec,
     /// The Pi hooks the host translates alike (see [`HookSpec`]); the session's start and end,

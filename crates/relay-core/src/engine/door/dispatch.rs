@@ -159,6 +159,7 @@ impl Engine {
                     tools,
                     command: super::super::specs::command_spec(),
                     hooks: super::description::HookSpec::all(),
+                    router_api: crate::engine::wire::ROUTER_API,
                     rendered_types: super::super::tui::RENDERED_TYPES
                         .iter()
                         .map(|t| t.to_string())
