@@ -159,7 +159,8 @@ async function follow(rt: Runtime, ctx: ExtensionContext, first: Output, signal?
 function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
 	for (const marker of out.appends) rt.pi.appendEntry(marker.customType, marker.data);
 	run(rt.pi, ctx, out.effects);
-	if (out.historyLoad) completeHistory(rt, ctx, out.historyLoad);
+	const job = out.historyLoad;
+	if (job && rt.state.token) track(rt, { done: pass(rt, ctx, () => ({ op: job.id, jobs: [job] })), blocks: false });
 }
 
 /** Run one job (host facts here, the rest on the addon's pool) until done, its deadline or Pi's abort; never rejects. */
@@ -228,55 +229,50 @@ export function prefetchSession(rt: Runtime, argv: string[] = process.argv.slice
 	const flags = globalThis as { [PREFETCHED]?: boolean };
 	const file = flags[PREFETCHED] ? undefined : sessionFileOf(argv, process.cwd());
 	flags[PREFETCHED] = true;
-	if (!file) return;
-	const warn = (error: unknown) => console.error(`relay: reading the session ahead failed: ${messageOf(error)}`);
 	rt.state.token = {};
-	try {
-		const { op, jobs } = call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 });
-		if (op !== undefined) track(rt, { done: pass(rt, null, jobs, op, warn), blocks: false, file });
-	} catch (error) {
-		warn(error);
-	}
+	if (file) track(rt, { done: pass(rt, null, () => call(rt, { type: "prefetch", file, size: fileSize(file) ?? 0 })), blocks: false, file });
 }
 
 /**
- * Load the session at start-up, then run `after`. A large file loads on the pool: the current
- * window first, which every hook and tool awaits; the whole history later, which only what reads
- * earlier windows awaits ({@link when}). A read ahead of this file is waited for and installed
- * when its tip is on Pi's branch; one of another file is dropped.
+ * Load the session at start-up. A large file loads on the pool: the current window first, which
+ * every hook and tool awaits; the whole history later, which only what reads earlier windows
+ * awaits ({@link when}). A read ahead of this file is waited for and installed when its tip is on
+ * Pi's branch; one of another file is dropped.
  */
-export function openSession(rt: Runtime, ctx: ExtensionContext, after: () => void, report: (error: unknown) => void): void {
+export function openSession(rt: Runtime, ctx: ExtensionContext): void {
 	const ahead = rt.state.load?.file === ctx.sessionManager.getSessionFile() ? rt.state.load : undefined;
-	if (!ahead) [rt.state.load, rt.state.token] = [undefined, {}];
+	if (!ahead) rt.state.token = {};
 	const token = rt.state.token;
-	const start = (read?: unknown): Promise<void> | void => {
-		if (rt.state.token !== token) return;
+	const start = async (read?: unknown) => {
 		const tip = (read as { tip?: string } | undefined)?.tip;
-		let out: Output | undefined;
-		try {
-			out = open(rt, ctx, true, tip && walk(ctx, tip).met ? tip : undefined);
-		} catch (error) {
-			report(error);
-		}
-		if (out?.op === undefined) return after();
-		return pass(rt, ctx, out.jobs, out.op, report).then(() => void (rt.state.token === token && after()));
+		return rt.state.token === token ? pass(rt, ctx, () => open(rt, ctx, true, tip && walk(ctx, tip).met ? tip : undefined)) : undefined;
 	};
-	const done = ahead ? ahead.done.then(start) : start();
-	if (done) track(rt, { done, blocks: true });
+	track(rt, { done: ahead ? ahead.done.then(start) : start(), blocks: true });
 }
 
-/** Run a load's jobs and hand their results to the engine (a failed load is done again in full); resolves to its answer, never rejects. */
-async function pass(rt: Runtime, ctx: ExtensionContext | null, jobs: Job[], op: number, report: (error: unknown) => void): Promise<unknown> {
+/**
+ * One step of a load: `step`'s output, then its jobs on the pool and their results to the engine
+ * (a failed load is done again in full). Resolves to the engine's answer; never rejects: a
+ * failure is the engine's to tell (on stderr when even that fails, or before a session).
+ */
+async function pass(rt: Runtime, ctx: ExtensionContext | null, step: () => Pick<Output, "op" | "jobs">): Promise<unknown> {
 	const token = rt.state.token;
-	const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
-	if (rt.state.token !== token) return undefined;
 	try {
+		const { op, jobs } = step();
+		if (op === undefined) return undefined;
+		const results = await Promise.all(jobs.map((job) => runJob(job, ctx)));
+		if (rt.state.token !== token) return undefined;
 		const out = call(rt, { type: "done", op, results, moment: moment(ctx, rt) });
 		if (ctx) perform(rt, ctx, out);
 		if (ctx && rt.state.last?.needsBranch) open(rt, ctx);
 		return out.value;
 	} catch (error) {
-		report(error);
+		try {
+			if (ctx) return perform(rt, ctx, call(rt, { type: "failed", hook: "loading the session", message: messageOf(error) }));
+		} catch {
+			// Told below.
+		}
+		console.error(`relay: loading the session failed: ${messageOf(error)}`);
 	}
 }
 
@@ -288,27 +284,11 @@ function track(rt: Runtime, load: Load): void {
 	});
 }
 
-/** Run the whole history's load in the background. */
-function completeHistory(rt: Runtime, ctx: ExtensionContext, job: Job): void {
-	const report = (error: unknown) => {
-		try {
-			perform(rt, ctx, call(rt, { type: "failed", hook: "loading the history", message: messageOf(error) }));
-		} catch {
-			console.error(`relay: loading the history failed: ${messageOf(error)}`);
-		}
-	};
-	if (rt.state.token) track(rt, { done: pass(rt, ctx, [job], job.id, report), blocks: false });
-}
-
 /** The session ends: a load in flight is dropped. False when it ends during its start-up load (the engine stops it). */
 export function closeSession(rt: Runtime): boolean {
 	const starting = rt.state.load?.blocks === true;
 	[rt.state.token, rt.state.load] = [undefined, undefined];
-	try {
-		if (starting) call(rt, { type: "close" });
-	} catch (error) {
-		console.error(`relay: stopping the session load failed: ${messageOf(error)}`);
-	}
+	if (starting) pass(rt, null, () => call(rt, { type: "close" }));
 	return !starting;
 }
 

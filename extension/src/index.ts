@@ -134,17 +134,15 @@ export default function relay(pi: ExtensionAPI) {
 		rt.subagent = adapter.bindRuntime(runtime);
 		const guardsError = await guards();
 		// A large session loads off Pi's event loop: this hook returns at once; configuration and
-		// the engine's session_start follow its first step.
-		adapter.openSession(
-			rt,
-			ctx,
-			() => {
-				configure(ctx, guardsError);
-				// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
-				handle(ctx, "session_start", { runActive: !ctx.isIdle() });
-			},
-			(error) => serve(ctx, "loading the session", { type: "failed", hook: "session_start", message: messageOf(error) }),
-		);
+		// the engine's session_start follow once its window is in (unless the session ended first).
+		adapter.openSession(rt, ctx);
+		const session = rt.state.token;
+		void when(rt, ctx, "window", () => {
+			if (rt.state.token !== session) return;
+			configure(ctx, guardsError);
+			// Pi 1.3 lets a /reload through in the middle of a run: the new engine starts inside it.
+			handle(ctx, "session_start", { runActive: !ctx.isIdle() });
+		});
 	});
 	pi.on("session_shutdown", (_event, ctx) => {
 		// A load still in flight is for nobody now (`pi -p` ends, /quit, a switch or /reload): it
