@@ -163,7 +163,7 @@ function perform(rt: Runtime, ctx: ExtensionContext, out: Output): void {
 	if (job && rt.state.token) track(rt, { done: pass(rt, ctx, () => ({ op: job.id, jobs: [job] })), blocks: false });
 }
 
-/** Run one job (host facts here, the rest on the addon's pool) until done, its deadline or Pi's abort; never rejects. */
+/** Run one job (host facts and Pi's compaction here, the rest on the addon's pool) until done, its deadline or Pi's abort; never rejects. */
 export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSignal): Promise<JobResult> {
 	const result = (outcome: JobResult["outcome"]): JobResult => ({ id: job.id, outcome });
 	if (signal?.aborted) return Promise.resolve(result({ kind: "aborted" }));
@@ -174,10 +174,13 @@ export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSig
 		const onStop = () =>
 			resolve(result(signal?.aborted ? { kind: "aborted" } : { kind: "failed", error: `the ${job.work.kind} job did not finish within its deadline`, exists: false }));
 		stop.addEventListener("abort", onStop, { once: true });
+		const done = (value: unknown) => result({ kind: "done", value, atMs: Date.now() });
 		const work: Promise<JobResult> =
 			job.work.kind === "facts"
-				? Promise.resolve().then(() => result({ kind: "done", value: hostFacts(job.work as Extract<Work, { kind: "facts" }>, ctx), atMs: Date.now() }))
-				: native().runJob(JSON.stringify(job)).then((text) => result(JSON.parse(text)));
+				? Promise.resolve().then(() => done(hostFacts(job.work as Extract<Work, { kind: "facts" }>, ctx)))
+				: job.work.kind === "compact" // Pi's compaction: Relay's hook answers it with the reset.
+					? new Promise((resolve, reject) => ctx!.compact({ onComplete: () => resolve(done(null)), onError: reject }))
+					: native().runJob(JSON.stringify(job)).then((text) => result(JSON.parse(text)));
 		work.catch((error: unknown) => result({ kind: "failed", error: messageOf(error), exists: false }))
 			.then(resolve)
 			.finally(() => stop.removeEventListener("abort", onStop));
@@ -185,15 +188,10 @@ export function runJob(job: Job, ctx: ExtensionContext | null, signal?: AbortSig
 }
 
 /** The facts a `facts` job asks for. */
-function hostFacts(work: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext | null): HostFacts {
-	const facts: HostFacts = {};
-	if (work.sessionName) facts.sessionName = ctx?.sessionManager.getSessionName() ?? undefined;
-	if (work.registries) {
-		facts.jobs = jobRecords();
-		facts.subagents = subagentRecords(work.taskIds);
-	}
-	return facts;
-}
+const hostFacts = ({ sessionName, registries, taskIds }: Extract<Work, { kind: "facts" }>, ctx: ExtensionContext | null): HostFacts => ({
+	sessionName: sessionName ? (ctx?.sessionManager.getSessionName() ?? undefined) : undefined,
+	...(registries ? { jobs: jobRecords(), subagents: subagentRecords(taskIds) } : {}),
+});
 
 /** The size of the regular file `file` (`null`: none there), a fact the engine's load rule reads. */
 function fileSize(file: string | undefined): number | null {

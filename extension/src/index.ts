@@ -153,19 +153,9 @@ export default function relay(pi: ExtensionAPI) {
 	pi.on("input", (_event, ctx) =>
 		when(rt, ctx, "window", async () => {
 			configure(ctx, await guards());
-			// The engine may ask for a reset before this input runs (idle-input recovery): Pi's
-			// compaction is awaited here (its hook gets Relay's reset); the input goes on either way.
-			const out = await handle(ctx, "input");
-			if (out.result?.kind !== "compact") return undefined;
-			const { attempt } = out.result;
-			await new Promise<void>((resolve) => {
-				const failed = (error: unknown) => resolve(void handle(ctx, "compact_error", { attempt, errorMessage: messageOf(error) }));
-				try {
-					ctx.compact({ onComplete: () => resolve(), onError: failed });
-				} catch (error) {
-					failed(error);
-				}
-			});
+			// The engine may ask for a reset before this input runs (idle-input recovery): the
+			// input's operation then waits for Pi's compaction; the input goes on either way.
+			await handle(ctx, "input");
 			return undefined;
 		}),
 	);

@@ -1,21 +1,12 @@
 // Loads the Rust core (napi-rs addon). Everything Relay decides is decided in there.
 import { createRequire } from "node:module";
-// The JSON the engine reads and writes has these types (generated from the Rust wire types).
-import type { Input, Job, JobOutcome, Output } from "./generated/wire.ts";
-
-/** The addon's surface (crates/relay-node): one door and one job runner; every argument and result is a JSON string of a type in ./generated/wire.ts (an unknown field is an error). */
-export interface NativeEngine {
-	/** Feed what Pi appended since the engine's tip (`feed`: `{truncate?, after?, append?}`), then handle one {@link Input}; returns the {@link Output}. */
-	handle(input: string, feed?: string | null): string;
-}
-interface NativeModule {
-	Engine: new () => NativeEngine;
-	/** Run a {@link Job} on the libuv pool: a promise of its {@link JobOutcome} JSON. */
-	runJob(job: string): Promise<string>;
-	version(): string;
-	/** The one line Pi's TUI shows for a Relay message, or `null` for a type that is not Relay's. */
-	messageLine(customType: string, content: string): string | null;
-}
+/**
+ * The addon's surface as napi-rs generates it (native/relay.d.ts, from crates/relay-node): one door
+ * and one job runner; every argument and result is a JSON string of a type in ./generated/wire.ts
+ * (`Engine.handle`: an `Input` and a `Feed` in, an `Output` out; `runJob`: a `Job`, its outcome).
+ */
+type NativeModule = typeof import("../native/relay.js");
+export type NativeEngine = InstanceType<NativeModule["Engine"]>;
 
 const requireHere = createRequire(import.meta.url);
 

@@ -207,7 +207,10 @@ fn run_job(job: &Job) -> JobOutcome {
                 task_dir: task_dir.clone(),
             })
         }),
-        Work::Facts { .. } => failed("relay: facts jobs are the host's to run"),
+        Work::Facts { .. } | Work::Compact => failed(format!(
+            "relay: {} jobs are the host's to run",
+            job.work.kind()
+        )),
         Work::ResumeCheck {
             command,
             source,

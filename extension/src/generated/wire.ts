@@ -787,6 +787,7 @@ export type Work =
 		leaf: string | null,
 		pass: LoadPass,
 	}
+	| { "kind": "compact" }
 	| { "kind": "vet", path: string, cap: number };
 
 /**

@@ -429,6 +429,10 @@ pub enum Work {
         leaf: Option<String>,
         pass: LoadPass,
     },
+    /// Pi's compaction (`ctx.compact()`), which the host runs and reports done when Pi completes
+    /// it, failed with Pi's error otherwise: the idle-input recovery's reset before the input
+    /// goes on (its `manual` hook is answered with Relay's reset).
+    Compact,
     /// Check `path` as a small file that cannot block (opened without blocking, judged on the
     /// open descriptor): `value` is [`super::wire::Vetted`]. Runs at once (`run_now`): a few system calls.
     Vet { path: String, cap: u64 },
@@ -447,6 +451,7 @@ impl Work {
             Work::WriteHandoff { .. } => "writeHandoff",
             Work::Load { .. } => "load",
             Work::Vet { .. } => "vet",
+            Work::Compact => "compact",
         }
     }
 }
@@ -511,6 +516,10 @@ pub(super) enum Op {
     /// A `guards` query's vet of `file`.
     Guards {
         file: String,
+    },
+    /// The idle-input recovery's compaction of reset `attempt` (Pi's `ctx.compact()`).
+    Compact {
+        attempt: u64,
     },
 }
 
@@ -704,6 +713,7 @@ impl Engine {
             Some(Op::Handoff(h)) => self.handoff_done(h, results, moment),
             // Answered before the branch's state is asked (`guards_done`).
             Some(Op::Guards { .. }) => return Output::default(),
+            Some(Op::Compact { attempt }) => self.compacted(attempt, results, moment),
             // Superseded (a new session) or answered already: nothing waits for it.
             None => return Output::default(),
         };

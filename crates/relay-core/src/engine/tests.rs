@@ -2145,6 +2145,74 @@ fn idle_input_failures_are_classified_and_deduplicated_by_attempt() {
     assert!(events_named(&stale, "fallback_armed").is_empty());
 }
 
+/// Through the door the idle-input compaction is a job of the input's operation, which the host
+/// runs as Pi's `ctx.compact()`: completed, the input goes on with nothing more; failed (or
+/// aborted), Pi's error is the attempt's compaction error, told once and never as a job failure.
+#[test]
+fn idle_input_compaction_is_a_job_of_the_inputs_operation() {
+    let input = || Input::Hook {
+        observation: at(Event::Input, T0 + 60 * MINUTE, Some(30_000)),
+    };
+    let done = |e: &mut Engine, op, id, outcome| {
+        e.handle(Input::Done {
+            op,
+            results: vec![JobResult { id, outcome }],
+            moment: at(Event::Input, T0 + 60 * MINUTE, None).moment,
+            loaded: Default::default(),
+        })
+    };
+    let mut e = idle_engine();
+    let out = e.handle(input());
+    assert_eq!(out.result, None, "the host sees a job, not a result");
+    let op = out.op.expect("the input waits for its compaction");
+    let [job] = &out.jobs[..] else {
+        panic!("{:?}", out.jobs)
+    };
+    assert_eq!(
+        (job.work.clone(), job.deadline_ms),
+        (Work::Compact, crate::engine::door::NO_DEADLINE_MS)
+    );
+    let completed = done(
+        &mut e,
+        op,
+        job.id,
+        JobOutcome::Done {
+            value: serde_json::Value::Null,
+            at_ms: 0,
+        },
+    );
+    assert_eq!(
+        (completed.op, completed.effects.len()),
+        (None, 0),
+        "{completed:?}"
+    );
+
+    let mut e = idle_engine();
+    let out = e.handle(input());
+    let failed = done(
+        &mut e,
+        out.op.unwrap(),
+        out.jobs[0].id,
+        JobOutcome::Failed {
+            error: "No model selected.".into(),
+            exists: false,
+        },
+    );
+    let reply = HookReply {
+        effects: failed.effects.clone(),
+        ..HookReply::default()
+    };
+    assert_eq!(sends(&reply, RESET_FAILED_TYPE).len(), 1, "{failed:?}");
+    assert_eq!(
+        events_named(&reply, "fallback_armed")[0]["reason"],
+        "compaction_failure"
+    );
+    assert!(
+        !notify_texts(&reply).contains("relay: No model selected"),
+        "not a job failure: {failed:?}"
+    );
+}
+
 /// Failures of a reset Relay answered from a hook: a transient one is retried (at most twice, as
 /// before), a persistent one arms the fallback at once; the user's own `/compact` failing is the
 /// user's (a warning, never a count or a fallback), and a `/compact` that fails before any hook
@@ -3008,6 +3076,7 @@ fn kinds(out: &Output) -> Vec<&'static str> {
             Work::WriteHandoff { .. } => "write",
             Work::Load { .. } => "load",
             Work::Vet { .. } => "vet",
+            Work::Compact => "compact",
         })
         .collect()
 }

@@ -239,9 +239,9 @@ pub enum Event {
     /// Pi's `input`: new user or extension input, before Pi starts (or queues) the run for it.
     /// The engine may answer [`HookResult::Compact`]: reset the window before the input goes on.
     Input,
-    /// `ctx.compact()`'s error callback for the compaction started for [`HookResult::Compact`]
-    /// (`attempt`): Pi reports the same failure to `session_compact_failed` first, so the attempt
-    /// id makes the second report a no-op.
+    /// The compaction job of [`HookResult::Compact`] (`attempt`) failed with Pi's error (the
+    /// engine's own event, from the job's result): Pi reports the same failure to
+    /// `session_compact_failed` first, so the attempt id makes the second report a no-op.
     CompactError {
         attempt: u64,
         error_message: String,
@@ -565,9 +565,10 @@ pub enum HookResult {
     /// `record` as a `custom` entry, holding the stubs every later `context` hook of the window
     /// puts in place; the run's `continue` unchanged).
     Clear { record: Marker },
-    /// From `input`: start Pi's compaction (`ctx.compact()`) and wait for it before the input
-    /// goes on unchanged; its `manual` hook is answered with the reset of `attempt`, and its
-    /// error callback is reported as [`Event::CompactError`] with the same `attempt`.
+    /// From `input`: Pi's compaction before the input goes on unchanged; its `manual` hook is
+    /// answered with the reset of `attempt`. The door makes it a [`super::door::Work::Compact`]
+    /// job of the input's operation (the host never sees this result), whose failure is
+    /// [`Event::CompactError`] with the same `attempt`.
     Compact { attempt: u64 },
 }
 

@@ -342,7 +342,7 @@ impl Host {
             HookResult::Cancel => {
                 check!(hook == Hook::BeforeCompact, "cancel from {}", hook.name())
             }
-            // Only new input without a run asks for a compaction; this host sends none.
+            // The door turns an idle input's compaction into a job: never a result.
             HookResult::Compact { .. } => {
                 check!(false, "a compaction request from {}", hook.name())
             }

@@ -305,6 +305,8 @@ impl Host {
                 }),
             }),
             Work::Stores { .. } => value(StoreContents::default()),
+            // Only an idle input asks for Pi's compaction; this host sends none (checks.rs).
+            Work::Compact => unreachable!("a compaction job without an idle input"),
             Work::Vet { .. } => value(relay_core::engine::wire::Vetted::Missing),
             Work::Facts {
                 session_name,

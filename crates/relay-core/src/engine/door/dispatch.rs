@@ -295,6 +295,18 @@ impl Engine {
             if load_history {
                 out.history_load = self.history_load();
             }
+            // Pi's compaction is a job of the input's operation: the input goes on once it ends.
+            if let Some(HookResult::Compact { attempt }) = out.result {
+                out.result = None;
+                let id = self.ops.id();
+                self.ops.quiet.insert(id);
+                out.jobs.push(Job {
+                    id,
+                    deadline_ms: NO_DEADLINE_MS,
+                    work: Work::Compact,
+                });
+                out = self.wait(Op::Compact { attempt }, out);
+            }
             out
         };
         recalled.append(&mut out.effects);
@@ -305,6 +317,29 @@ impl Engine {
 }
 
 impl Engine {
+    /// Pi's compaction for reset `attempt` ended: done, or its failure is the input's
+    /// [`Event::CompactError`] (an abort is one too).
+    pub(super) fn compacted(
+        &mut self,
+        attempt: u64,
+        results: &[JobResult],
+        moment: &Moment,
+    ) -> Output {
+        let error_message = match results.first().map(|r| &r.outcome) {
+            Some(JobOutcome::Done { .. }) => return Output::default(),
+            Some(JobOutcome::Failed { error, .. }) => error.clone(),
+            Some(JobOutcome::Aborted) | None => "the compaction was aborted".to_string(),
+        };
+        let event = Event::CompactError {
+            attempt,
+            error_message,
+        };
+        Output::from_hook(self.observe(&Observation {
+            moment: moment.clone(),
+            event,
+        }))
+    }
+
     /// The results of operation `op`'s jobs: a load's, a `guards` vet's, or those of an
     /// operation that needs the branch.
     fn jobs_done(
