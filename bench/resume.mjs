@@ -1,10 +1,12 @@
 // Issue 25: what resuming a large session costs inside the real `pi` process. `pi -p --session
 // <copy> go` with one scripted reply, for bare Pi (the faux model only), an extension with
-// Relay's hooks that does nothing (bench/host/empty.ts: Pi's own share of having an extension)
-// and Relay, alternating, on the generated session of RELAY_BENCH_MB MiB and on a 25 MiB one.
-// Prints the whole run, the time from `session_start` to the first provider request, and the peak
-// resident set (VmHWM at exit, and the largest of the samples taken every 50 ms through the run),
-// each with its ratio to the empty extension. No timed assertions: it prints.
+// Relay's hooks that does nothing (bench/host/empty.ts: Pi's own share of having an extension),
+// the same with Pi's two boundary hooks (bench/host/boundary.ts: the whole-branch previews Pi
+// builds for any subscriber to them) and Relay, alternating, on the generated session of
+// RELAY_BENCH_MB MiB and on a 25 MiB one. Prints the whole run, the time from `session_start` to
+// the first provider request, the run's end hook by hook (bench/host/resume-probe.ts), and the
+// peak resident set (VmHWM at exit, and the largest of the samples taken every 50 ms through the
+// run), each against both empty extensions. No timed assertions: it prints.
 //
 //   node bench/resume.mjs                        # 256 MiB and 25 MiB (part of make bench-host)
 //   RELAY_BENCH_MB=64 RELAY_RESUME_RUNS=1 node bench/resume.mjs
@@ -23,7 +25,8 @@ const NODE = process.execPath;
 const PI = join(ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
 const FAUX = join(ROOT, "demo/faux-provider.ts");
 const PROBE = join(ROOT, "bench/host/resume-probe.ts");
-const VARIANTS = { bare: [], empty: [join(ROOT, "bench/host/empty.ts")], relay: [join(ROOT, "extension")] };
+const EMPTY = join(ROOT, "bench/host/empty.ts");
+const VARIANTS = { bare: [], empty: [EMPTY], boundary: [EMPTY, join(ROOT, "bench/host/boundary.ts")], relay: [join(ROOT, "extension")] };
 
 const MB = Number(process.env.RELAY_BENCH_MB ?? 256);
 const SMALL_MB = Number(process.env.RELAY_RESUME_SMALL_MB ?? 25);
@@ -102,6 +105,11 @@ async function runPi(variant, file, n) {
 		sessionStartAt: marks.sessionStart - t0,
 		shutdownAt: (marks.shutdown ?? marks.exit) - t0,
 		afterShutdown: marks.exit - (marks.shutdown ?? marks.exit),
+		// The run's end: answer → agent_end (turn_end's preview and handlers), agent_end → settled
+		// (agent_before_settle's), settled → session_shutdown.
+		toAgentEnd: marks.agentEnd - marks.answer,
+		toSettled: marks.settled - marks.agentEnd,
+		settledToShutdown: (marks.shutdown ?? marks.exit) - marks.settled,
 		peakRss: marks.peakRss,
 		peakSampled: Math.max(...sampled),
 		rssAtFirstRequest: marks.rssAtFirstRequest,
@@ -110,16 +118,16 @@ async function runPi(variant, file, n) {
 }
 
 async function bench(label, file) {
-	const runs = { bare: [], empty: [], relay: [] };
+	const runs = Object.fromEntries(Object.keys(VARIANTS).map((v) => [v, []]));
 	for (let i = 0; i < RUNS; i++) {
 		for (const variant of Object.keys(VARIANTS)) {
 			const r = await runPi(variant, file, i);
 			runs[variant].push(r);
-			log(`${label} ${variant} run ${i + 1}: whole run ${(r.wallMs / 1000).toFixed(2)} s, session_start at ${(r.sessionStartAt / 1000).toFixed(2)} s, first request ${(r.firstRequestAt / 1000).toFixed(2)} s (${r.toFirstRequest} ms after session_start), session_shutdown at ${(r.shutdownAt / 1000).toFixed(2)} s, exit ${r.afterShutdown} ms after session_shutdown, peak RSS ${mib(r.peakRss)} MiB (sampled ${mib(r.peakSampled)}), RSS at the first request ${mib(r.rssAtFirstRequest)} MiB; load ${load()}`);
+			log(`${label} ${variant} run ${i + 1}: whole run ${(r.wallMs / 1000).toFixed(2)} s, session_start at ${(r.sessionStartAt / 1000).toFixed(2)} s, first request ${(r.firstRequestAt / 1000).toFixed(2)} s (${r.toFirstRequest} ms after session_start), session_shutdown at ${(r.shutdownAt / 1000).toFixed(2)} s, exit ${r.afterShutdown} ms after session_shutdown, answer → agent_end ${r.toAgentEnd} ms, → agent_settled ${r.toSettled} ms, → session_shutdown ${r.settledToShutdown} ms, peak RSS ${mib(r.peakRss)} MiB (sampled ${mib(r.peakSampled)}), RSS at the first request ${mib(r.rssAtFirstRequest)} MiB; load ${load()}`);
 		}
 	}
 	return Object.fromEntries(
-		Object.entries(runs).map(([v, rs]) => [v, Object.fromEntries(["wallMs", "toFirstRequest", "firstRequestAt", "sessionStartAt", "shutdownAt", "afterShutdown", "peakRss", "peakSampled", "rssAtFirstRequest"].map((k) => [k, median(rs.map((r) => r[k]))]))]),
+		Object.entries(runs).map(([v, rs]) => [v, Object.fromEntries(["wallMs", "toFirstRequest", "firstRequestAt", "sessionStartAt", "shutdownAt", "afterShutdown", "toAgentEnd", "toSettled", "peakRss", "peakSampled", "rssAtFirstRequest"].map((k) => [k, median(rs.map((r) => r[k]))]))]),
 	);
 }
 
@@ -140,19 +148,27 @@ const mb = (b) => (Number.isFinite(b) ? `${mib(b)} MiB` : "—");
 const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : "—");
 const lines = [""];
 for (const [s, r] of results) {
-	const { bare, empty, relay } = r;
+	const { bare, empty, boundary, relay } = r;
 	const text = s.textBytes;
+	// Each measure: the four variants, then Relay against the empty extension and against the
+	// empty extension with the boundary hooks (what Pi builds for any subscriber to them).
+	const row = (name, key, fmt, vs, target) => `| ${name} | ${[bare, empty, boundary, relay].map((v) => fmt(v[key])).join(" | ")} | ${vs(relay[key], empty[key])} | ${vs(relay[key], boundary[key])} | ${target} |`;
+	const plus = (fmt) => (a, b) => (Number.isFinite(a - b) ? `${a >= b ? "+" : "−"}${fmt(Math.abs(a - b))}` : "—");
+	const end = (v) => ({ ...v, runEnd: v.toAgentEnd + v.toSettled });
+	[bare, empty, boundary, relay].forEach((v) => Object.assign(v, end(v)));
 	lines.push(
 		`Session ${mib(s.bytes)} MiB JSONL, ${s.entries} entries, ${mib(text)} MiB of message text (seed ${SEED}); ${RUNS} runs per variant, alternating; medians.`,
 		"",
-		"| measure | bare Pi | empty extension | Relay | Relay / empty | target |",
-		"| --- | --- | --- | --- | --- | --- |",
-		`| whole \`pi -p\` run | ${sec(bare.wallMs)} | ${sec(empty.wallMs)} | ${sec(relay.wallMs)} | ${ratio(relay.wallMs, empty.wallMs)} | ≤ 1.10× |`,
-		`| \`session_start\` → first provider request | ${msf(bare.toFirstRequest)} | ${msf(empty.toFirstRequest)} | ${msf(relay.toFirstRequest)} | +${msf(relay.toFirstRequest - empty.toFirstRequest)} | ≤ +150 ms |`,
-		`| process exit after \`session_shutdown\` | ${msf(bare.afterShutdown)} | ${msf(empty.afterShutdown)} | ${msf(relay.afterShutdown)} | — | (info) |`,
-		`| RSS at the first request | ${mb(bare.rssAtFirstRequest)} | ${mb(empty.rssAtFirstRequest)} | ${mb(relay.rssAtFirstRequest)} | +${mb(relay.rssAtFirstRequest - empty.rssAtFirstRequest)} | (info) |`,
-		`| peak RSS (VmHWM at exit) | ${mb(bare.peakRss)} | ${mb(empty.peakRss)} | ${mb(relay.peakRss)} | +${mb(relay.peakRss - empty.peakRss)} = ${((relay.peakRss - empty.peakRss) / text).toFixed(2)}× the text | ≤ 0.5× the text |`,
-		`| peak RSS (sampled every 50 ms) | ${mb(bare.peakSampled)} | ${mb(empty.peakSampled)} | ${mb(relay.peakSampled)} | +${mb(relay.peakSampled - empty.peakSampled)} | (info) |`,
+		"| measure | bare Pi | empty extension | empty + boundary hooks | Relay | Relay / empty | Relay / empty + boundary | target |",
+		"| --- | --- | --- | --- | --- | --- | --- | --- |",
+		row("whole `pi -p` run", "wallMs", sec, ratio, "≤ 1.10×"),
+		row("`session_start` → first provider request", "toFirstRequest", msf, plus(msf), "≤ +150 ms"),
+		row("the run's end: answer → `agent_end` (`turn_end`)", "toAgentEnd", msf, plus(msf), "(info)"),
+		row("the run's end: `agent_end` → `agent_settled` (`agent_before_settle`)", "toSettled", msf, plus(msf), "(info)"),
+		row("process exit after `session_shutdown`", "afterShutdown", msf, () => "—", "(info)"),
+		row("RSS at the first request", "rssAtFirstRequest", mb, plus(mb), "(info)"),
+		`| peak RSS (VmHWM at exit) | ${[bare, empty, boundary, relay].map((v) => mb(v.peakRss)).join(" | ")} | +${mb(relay.peakRss - empty.peakRss)} = ${((relay.peakRss - empty.peakRss) / text).toFixed(2)}× the text | +${mb(relay.peakRss - boundary.peakRss)} = ${((relay.peakRss - boundary.peakRss) / text).toFixed(2)}× the text | ≤ 0.5× the text |`,
+		row("peak RSS (sampled every 50 ms)", "peakSampled", mb, plus(mb), "(info)"),
 		"",
 	);
 }

@@ -12,7 +12,22 @@ const status = (key: string): number => {
 export default function resumeProbe(pi: ExtensionAPI) {
 	const out = process.env.RELAY_RESUME_BENCH_OUT;
 	if (!out) return;
-	const marks: { sessionStart?: number; firstRequest?: number; rssAtFirstRequest?: number; shutdown?: number } = {};
+	const marks: { sessionStart?: number; firstRequest?: number; rssAtFirstRequest?: number; answer?: number; agentEnd?: number; settled?: number; shutdown?: number } = {};
+	// The run's end, on hooks that are not boundary hooks (a subscriber to those makes Pi build its
+	// whole-branch preview): the answer's end, then `turn_end` (its preview), then the run's end,
+	// then `agent_before_settle` (its preview), then the settle.
+	pi.on("message_end", (event) => {
+		if ((event.message as { role?: string }).role === "assistant") marks.answer ??= Date.now();
+		return undefined;
+	});
+	pi.on("agent_end", () => {
+		marks.agentEnd ??= Date.now();
+		return undefined;
+	});
+	pi.on("agent_settled", () => {
+		marks.settled ??= Date.now();
+		return undefined;
+	});
 	pi.on("session_start", () => {
 		marks.sessionStart ??= Date.now();
 		return undefined;

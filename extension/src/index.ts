@@ -1,6 +1,6 @@
 // Relay for Pi: registers tools, hooks and the /relay command, and routes each of them through the
 // Rust engine. See ARCHITECTURE.md: this file translates, the engine decides.
-import { CONFIG_DIR_NAME, VERSION, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { CONFIG_DIR_NAME, VERSION, type ExtensionAPI, type ExtensionContext, type ExtensionEvent } from "@earendil-works/pi-coding-agent";
 import type { TSchema } from "typebox";
 import * as piAi from "@earendil-works/pi-ai";
 import * as adapter from "./adapter.ts";
@@ -14,13 +14,13 @@ import { native } from "./native.ts";
 // A Pi event as the generic hook translation reads it.
 type PiEvent = Record<string, unknown> & { messages?: unknown[]; entries?: never[]; preparation?: { tokensBefore?: number } };
 
-/** The facts a hook carries that the host computes rather than copies from Pi's event. */
-const COMPUTED: Record<string, (event: any, ctx: ExtensionContext) => Record<string, unknown>> = {
+/** The facts a hook carries that the host computes rather than copies from Pi's event (typed by Pi's event of that name). */
+const COMPUTED: { [K in ExtensionEvent["type"]]?: (event: Extract<ExtensionEvent, { type: K }>, ctx: ExtensionContext) => Record<string, unknown> } = {
 	turn_end: (event, ctx) => ({ toolResults: event.toolResults.length, aborted: ctx.signal?.aborted === true }),
 	agent_before_settle: () => ({ jobs: jobRecords() ?? undefined }),
 	session_before_tree: ({ preparation }) => ({
 		userWantsSummary: preparation.userWantsSummary,
-		summarizing: preparation.entriesToSummarize.map((e: { type: string }) => e.type),
+		summarizing: preparation.entriesToSummarize.map((e) => e.type),
 	}),
 };
 
@@ -186,7 +186,7 @@ export default function relay(pi: ExtensionAPI) {
 	const boundary: Record<string, (event: never, ctx: ExtensionContext) => unknown> = {};
 	for (const hook of description.hooks) {
 		const handler = (event: PiEvent, ctx: ExtensionContext) => {
-			const facts = { ...pick(event, hook.fields), ...COMPUTED[hook.name]?.(event, ctx) };
+			const facts = { ...pick(event, hook.fields), ...(COMPUTED as Record<string, (e: PiEvent, c: ExtensionContext) => object>)[hook.name]?.(event, ctx) };
 			const serveHook = () => {
 				const out = handle(ctx, hook.name as Event["type"], facts, hook.abortable ? ctx.signal : undefined);
 				return hook.answer === "observe" ? undefined : then(out, (o) => answers[hook.answer](o, event, ctx));
