@@ -357,25 +357,14 @@ export type DeliverAs = "steer";
 
 /**
  * A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
+ * On the wire only the marker: the compaction and the continuation go as the output's `drafts`
+ * ([`super::door::Draft::of`]), so the next boot block crosses once.
  */
 export type ResetPlan = {
 	/**
 	 * Appended first; its entry id is the compaction's `firstKeptEntryId` (retains nothing old).
 	 */
 	marker: Marker,
-	/**
-	 * The compaction's summary: the next window's boot block.
-	 */
-	summary: string,
-	/**
-	 * The compaction's `details`: the window marker (`{relay: "window", v, windowId, attempt,
-	 * source, …}`, [`crate::records::WindowRecord`]).
-	 */
-	details: unknown,
-	/**
-	 * The hidden message that keeps the run going, or `null`.
-	 */
-	continuation: Continuation | null,
 };
 
 /**

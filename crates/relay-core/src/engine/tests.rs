@@ -3825,11 +3825,15 @@ fn the_compaction_hooks_reset_carries_no_continuation() {
             panic!("{reason}: {:?}", out.result)
         };
         assert_eq!(plan.continuation, None, "{reason}");
+        // On the wire the plan is its marker; the compaction (the next boot block, once) and no
+        // continuation are the drafts.
         let wire = serde_json::to_value(&out).unwrap();
-        assert_eq!(
-            wire["result"]["plan"]["continuation"],
-            serde_json::Value::Null
-        );
+        let marker = serde_json::to_value(&plan.marker).unwrap();
+        assert_eq!(wire["result"]["plan"], json!({ "marker": marker }));
+        let drafts = wire["drafts"].as_array().unwrap();
+        assert_eq!(drafts.len(), 1, "{reason}: {drafts:?}");
+        assert_eq!(drafts[0]["type"], "compaction");
+        assert_eq!(drafts[0]["summary"], json!(plan.summary));
     }
 }
 

@@ -498,6 +498,8 @@ pub enum Effect {
 }
 
 /// A reset as the adapter installs it: marker entry, compaction entry, optional hidden continuation.
+/// On the wire only the marker: the compaction and the continuation go as the output's `drafts`
+/// ([`super::door::Draft::of`]), so the next boot block crosses once.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -505,12 +507,17 @@ pub struct ResetPlan {
     /// Appended first; its entry id is the compaction's `firstKeptEntryId` (retains nothing old).
     pub marker: Marker,
     /// The compaction's summary: the next window's boot block.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub summary: String,
     /// The compaction's `details`: the window marker (`{relay: "window", v, windowId, attempt,
     /// source, …}`, [`crate::records::WindowRecord`]).
-    #[cfg_attr(test, ts(type = "unknown"))]
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub details: Box<crate::records::WindowRecord>,
-    /// The hidden message that keeps the run going, or `null`.
+    /// The hidden message that keeps the run going, or none.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub continuation: Option<Continuation>,
 }
 
