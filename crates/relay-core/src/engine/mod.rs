@@ -370,11 +370,15 @@ impl Engine {
                 Failure::Reported { message, .. } => message.map(str::to_string),
                 Failure::Rejected => None,
             };
-            self.push_telemetry(
-                files::TelemetryEvent::IdleInputSkipped { attempt, why },
-                moment,
-                reply,
-            );
+            // events.jsonl is the budget policy's log: only while it enforces (the compaction of
+            // a `new_context` still owed is started from `input` in every mode).
+            if self.policy_mode() == crate::policy::Mode::Enforce {
+                self.push_telemetry(
+                    files::TelemetryEvent::IdleInputSkipped { attempt, why },
+                    moment,
+                    reply,
+                );
+            }
             return;
         }
         self.report_failure(attempt, ResetSource::Idle, failure, moment, reply);

@@ -108,8 +108,9 @@ impl Host {
                             "reminder from {}",
                             hook.name()
                         ),
+                        // The idle input's compaction failing is the input's (its job's result).
                         t if t == RESET_FAILED_TYPE => check!(
-                            matches!(hook, Hook::Settled | Hook::CompactFailed),
+                            matches!(hook, Hook::Settled | Hook::CompactFailed | Hook::Input),
                             "reset-failed message from {}",
                             hook.name()
                         ),
@@ -143,7 +144,7 @@ impl Host {
                         "a notice repeats a user prompt"
                     );
                     let reset_failed = enabled
-                        && matches!(hook, Hook::Settled | Hook::CompactFailed)
+                        && matches!(hook, Hook::Settled | Hook::CompactFailed | Hook::Input)
                         && text.starts_with("relay: the context window was not reset");
                     // Overflow recovery acts in every mode while Relay is on (observe recovers,
                     // off cancels Pi's compaction): its warnings say why a request failed.

@@ -189,7 +189,7 @@ impl Host {
                 answered.reply = out.reply.take();
             }
             let (op, results) = if let Some(job) = out.run_now.take() {
-                (job.id, vec![self.run_job(&job)])
+                (job.id, vec![self.run_job(&job)?])
             } else if let Some(op) = out.op {
                 if !out.appends.is_empty() {
                     for m in std::mem::take(&mut out.appends) {
@@ -198,7 +198,8 @@ impl Host {
                     self.sync()?;
                 }
                 let jobs = std::mem::take(&mut out.jobs);
-                (op, jobs.iter().map(|j| self.run_job(j)).collect())
+                let results = jobs.iter().map(|j| self.run_job(j));
+                (op, results.collect::<Result<Vec<_>, String>>()?)
             } else {
                 answered.appends = out.appends;
                 return Ok(answered);
@@ -246,12 +247,19 @@ impl Host {
         fate
     }
 
-    /// Run one job the way the runner would, to the generated fate.
-    fn run_job(&mut self, job: &Job) -> JobResult {
+    /// Run one job the way the runner would, to the generated fate (Pi's compaction as Pi would).
+    fn run_job(&mut self, job: &Job) -> Result<JobResult, String> {
         let fate = self.fate();
         let name = job.work.kind();
         self.trace
             .push(format!("  job {} {name} -> {fate:?}", job.id));
+        if job.work == Work::Compact {
+            let outcome = self.pi_compaction(fate)?;
+            return Ok(JobResult {
+                id: job.id,
+                outcome,
+            });
+        }
         let outcome = match (fate, &job.work) {
             (Fate::Aborted, Work::Load { .. }) => JobOutcome::Aborted,
             (Fate::Aborted, _) => {
@@ -280,10 +288,41 @@ impl Host {
                 at_ms: self.now_ms + 5,
             },
         };
-        JobResult {
+        Ok(JobResult {
             id: job.id,
             outcome,
-        }
+        })
+    }
+
+    /// The idle input's compaction (`ctx.compact()`), to the generated fate: done, its `manual`
+    /// hook answered with Relay's reset and installed; failed after that hook; or failed before it
+    /// ("Nothing to compact", which Pi reports to `session_compact_failed` too).
+    fn pi_compaction(&mut self, fate: Fate) -> Result<JobOutcome, String> {
+        let failed = |error: &str| JobOutcome::Failed {
+            error: error.into(),
+            exists: false,
+        };
+        Ok(match fate {
+            Fate::Done | Fate::Taken => match self.compact("manual", false, false)? {
+                true => JobOutcome::Done {
+                    value: Value::Null,
+                    at_ms: self.now_ms,
+                },
+                false => failed("Compaction cancelled"),
+            },
+            Fate::Failed | Fate::Aborted => {
+                self.compact("manual", false, true)?;
+                failed("Compaction failed: the summary request failed")
+            }
+            Fate::Deadline => {
+                let nothing = "Nothing to compact (session too small)";
+                self.hook(
+                    super::Hook::CompactFailed,
+                    json!({ "reason": "manual", "aborted": false, "errorMessage": format!("Compaction failed: {nothing}") }),
+                )?;
+                failed(nothing)
+            }
+        })
     }
 
     /// A plausible value of each kind, built from the engine's own types.

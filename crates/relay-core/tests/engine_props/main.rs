@@ -413,6 +413,7 @@ enum Hook {
     CompactFailed,
     BeforeCompact,
     Command,
+    Input,
 }
 
 impl Hook {
@@ -432,6 +433,7 @@ impl Hook {
             Hook::CompactFailed => "session_compact_failed",
             Hook::BeforeCompact => "session_before_compact",
             Hook::Command => "command",
+            Hook::Input => "input",
         }
     }
 }
@@ -1188,6 +1190,9 @@ impl Host {
         self.trace
             .push(format!("== prompt {}", marker(self.prompts)));
         self.configure()?;
+        // Pi's `input`, before the run: after `idleMinutes` the engine resets first, through Pi's
+        // compaction (a job of the input's operation, pi_compaction in jobs.rs).
+        self.hook(Hook::Input, Value::Null)?;
         self.streaming = true;
         self.run_continues = 0;
         // A new external run ends the idle request.
