@@ -13,12 +13,9 @@ use relay_core::entry::{
 };
 
 mod tail;
-use tail::helper_priority;
 #[cfg(test)]
 use tail::stream_session_tail_with;
-pub use tail::{
-    session_header_id, stream_session_tail, stream_session_tail_beside, Leaf, TailLoad,
-};
+pub use tail::{session_header_id, stream_session_tail, Leaf, TailLoad};
 
 /// A session file or folder that could not be read: the path and the operating system's reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -182,14 +179,10 @@ fn skim_from(reader: &mut impl Read, mut at: u64) -> io::Result<Skimmed> {
 
 /// Skim the whole file: on two threads when it holds `parallel_from` bytes or more and a line
 /// starts near its middle (the second half on a thread of its own, read through a second handle),
-/// else on this one; the second thread at the lowest priority when `yielding`. The result is the
-/// same either way.
-fn skim_file(
-    path: &Path,
-    file: &mut fs::File,
-    parallel_from: u64,
-    yielding: bool,
-) -> io::Result<Skimmed> {
+/// else on this one. The result is the same either way. Both threads run at Pi's priority: the
+/// first request waits for this pass, and a yielding second thread made it later on a 2-core
+/// machine (docs/performance.md).
+fn skim_file(path: &Path, file: &mut fs::File, parallel_from: u64) -> io::Result<Skimmed> {
     let len = file.metadata()?.len();
     let split = if len >= parallel_from.max(1) {
         line_start_after(file, len / 2, len)?
@@ -205,10 +198,7 @@ fn skim_file(
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("relay-session-skim".into())
-            .spawn_scoped(scope, move || {
-                helper_priority(yielding);
-                skim_from(&mut second, split)
-            });
+            .spawn_scoped(scope, move || skim_from(&mut second, split));
         let Ok(handle) = spawned else {
             // No thread to be had: the whole file on this one.
             return skim_from(file, 0);
@@ -804,9 +794,8 @@ mod tests {
             }
             let file = dir.join(format!("s{case}.jsonl"));
             fs::write(&file, &bytes).unwrap();
-            let one =
-                skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX, false).unwrap();
-            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0, false).unwrap();
+            let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
+            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0).unwrap();
             let len = bytes.len() as u64;
             if line_start_after(&mut fs::File::open(&file).unwrap(), len / 2, len)
                 .unwrap()
@@ -819,14 +808,14 @@ mod tests {
             assert_eq!(one.exact, two.exact, "case {case}");
             let (mut a, mut b) = (Collect::default(), Collect::default());
             assert_eq!(
-                stream_session_tail_with(&file, Leaf::Id(&last), &mut a, None, false).unwrap(),
-                stream_session_tail_with(&file, Leaf::Id(&last), &mut b, Some(0), false).unwrap(),
+                stream_session_tail_with(&file, Leaf::Id(&last), &mut a, None).unwrap(),
+                stream_session_tail_with(&file, Leaf::Id(&last), &mut b, Some(0)).unwrap(),
                 "case {case}"
             );
             assert_eq!(a.0, b.0, "case {case}");
-            // Beside Pi's start-up (its second thread yielding), at the file's last entry.
+            // At the file's last entry (a read ahead's leaf).
             let mut c = Collect::default();
-            stream_session_tail_beside(&file, Leaf::Last, &mut c).unwrap();
+            stream_session_tail(&file, Leaf::Last, &mut c).unwrap();
             assert_eq!(a.0, c.0, "case {case}");
         }
         // The cases did run on two threads.
@@ -1191,8 +1180,7 @@ mod probe {
         if std::env::var("RELAY_PROBE_ONLY").is_ok_and(|v| v == "skim1") {
             for _ in 0..3 {
                 let t = std::time::Instant::now();
-                let one =
-                    skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX, false).unwrap();
+                let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
                 eprintln!(
                     "skim 1 thread {:?} ({} entries)",
                     t.elapsed(),
@@ -1212,11 +1200,10 @@ mod probe {
             .unwrap();
             let read = t.elapsed();
             let t = std::time::Instant::now();
-            let one =
-                skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX, false).unwrap();
+            let one = skim_file(&file, &mut fs::File::open(&file).unwrap(), u64::MAX).unwrap();
             let skim1 = t.elapsed();
             let t = std::time::Instant::now();
-            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0, false).unwrap();
+            let two = skim_file(&file, &mut fs::File::open(&file).unwrap(), 0).unwrap();
             let skim2 = t.elapsed();
             let t = std::time::Instant::now();
             let mut sink = Count(0);

@@ -77,12 +77,7 @@ pub fn load_branch(
             Some(id) => Leaf::Id(id),
             None => Leaf::Last,
         };
-        let read = if leaf.is_none() {
-            crate::session::stream_session_tail_beside(path, at, &mut sink)
-        } else {
-            crate::session::stream_session_tail(path, at, &mut sink)
-        };
-        match read {
+        match crate::session::stream_session_tail(path, at, &mut sink) {
             Ok(TailLoad::Tail) => {
                 return sink.branch.map(|mut branch| {
                     branch.skimmed();

@@ -41,29 +41,7 @@ pub fn stream_session_tail(
     leaf: Leaf<'_>,
     sink: &mut impl BranchSink,
 ) -> Result<TailLoad, SessionReadError> {
-    stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES), false)
-}
-
-/// [`stream_session_tail`] beside other work of the process (Pi starting up on its own
-/// thread): the second thread runs at the lowest priority, so that it takes the time Pi's
-/// thread leaves and not half of its core.
-pub fn stream_session_tail_beside(
-    path: &Path,
-    leaf: Leaf<'_>,
-    sink: &mut impl BranchSink,
-) -> Result<TailLoad, SessionReadError> {
-    stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES), true)
-}
-
-/// Called first on a thread a read starts: the lowest priority when the read yields (Linux
-/// gives each thread its own nice value; elsewhere, or when it fails, nothing changes).
-pub(super) fn helper_priority(yielding: bool) {
-    #[cfg(target_os = "linux")]
-    if yielding {
-        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = yielding;
+    stream_session_tail_with(path, leaf, sink, Some(PARALLEL_SKIM_BYTES))
 }
 
 /// The id in the header line of a session file (`{"type":"session","id":…}`, its first line;
@@ -84,13 +62,12 @@ pub fn session_header_id(path: &Path) -> Result<Option<String>, SessionReadError
 const PARALLEL_SKIM_BYTES: u64 = 32 << 20;
 
 /// [`stream_session_tail`], skimming on two threads from `parallel_from` bytes on (`None`: all
-/// on this thread), the second at the lowest priority when `yielding`.
+/// on this thread).
 pub(super) fn stream_session_tail_with(
     path: &Path,
     leaf: Leaf<'_>,
     sink: &mut impl BranchSink,
     parallel_from: Option<u64>,
-    yielding: bool,
 ) -> Result<TailLoad, SessionReadError> {
     let fail = |e: io::Error| SessionReadError::new(path, e);
     let mut file = fs::File::open(path).map_err(fail)?;
@@ -98,7 +75,7 @@ pub(super) fn stream_session_tail_with(
         entries,
         starts,
         exact,
-    } = skim_file(path, &mut file, parallel_from.unwrap_or(u64::MAX), yielding).map_err(fail)?;
+    } = skim_file(path, &mut file, parallel_from.unwrap_or(u64::MAX)).map_err(fail)?;
     let leaf_id = match leaf {
         Leaf::Id(id) => id.to_string(),
         Leaf::Last => match entries.last() {
@@ -146,10 +123,7 @@ pub(super) fn stream_session_tail_with(
         (first, second) => std::thread::scope(|scope| {
             let spawned = std::thread::Builder::new()
                 .name("relay-session-window".into())
-                .spawn_scoped(scope, || {
-                    helper_priority(yielding);
-                    read(second)
-                });
+                .spawn_scoped(scope, || read(second));
             let Ok(handle) = spawned else {
                 return read(window);
             };
