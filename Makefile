@@ -151,8 +151,9 @@ bench: build
 
 # The real `pi -p` CLI on the generated 256 MiB session (RELAY_BENCH_MB=16 for a quick run), Relay
 # and the TypeScript baseline between timing probes; prints the table, medians and the machine.
-# Then what resuming costs: whole run, time to the first request and peak RSS for bare Pi, an
-# empty extension and Relay, on the 256 MiB and a 25 MiB session (bench/resume.mjs).
+# Then what resuming costs: whole run, time to the first request, the run's end and peak RSS for
+# bare Pi, an empty extension (without and with Pi's boundary hooks) and Relay, on the 256 MiB and
+# a 25 MiB session (bench/resume.mjs).
 bench-host: build
 	$(NODE) bench/host.mjs
 	$(NODE) bench/resume.mjs

@@ -154,8 +154,6 @@ for (const [s, r] of results) {
 	// empty extension with the boundary hooks (what Pi builds for any subscriber to them).
 	const row = (name, key, fmt, vs, target) => `| ${name} | ${[bare, empty, boundary, relay].map((v) => fmt(v[key])).join(" | ")} | ${vs(relay[key], empty[key])} | ${vs(relay[key], boundary[key])} | ${target} |`;
 	const plus = (fmt) => (a, b) => (Number.isFinite(a - b) ? `${a >= b ? "+" : "−"}${fmt(Math.abs(a - b))}` : "—");
-	const end = (v) => ({ ...v, runEnd: v.toAgentEnd + v.toSettled });
-	[bare, empty, boundary, relay].forEach((v) => Object.assign(v, end(v)));
 	lines.push(
 		`Session ${mib(s.bytes)} MiB JSONL, ${s.entries} entries, ${mib(text)} MiB of message text (seed ${SEED}); ${RUNS} runs per variant, alternating; medians.`,
 		"",
